@@ -1,0 +1,169 @@
+package policies
+
+import (
+	"context"
+	"encoding/hex"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nbd-wtf/go-nostr"
+)
+
+func TestPolicies(t *testing.T) {
+	l := NewBanList()
+	now := time.Now().Unix()
+	banned, lapsed, future, other := pk(1), pk(2), pk(3), pk(4)
+	l.Ban(Ban{PubKey: banned, Reason: "spam"})
+	l.Ban(Ban{PubKey: lapsed, Reason: "old", ExpiresAt: now - 1})
+	l.Ban(Ban{PubKey: future, ExpiresAt: now + 3600})
+	l.SetWords([]string{"viagra", "buy now"})
+
+	tests := []struct {
+		name    string
+		ev      nostr.Event
+		reject  bool
+		wantMsg string
+	}{
+		{"banned author", nostr.Event{PubKey: banned, Kind: 1, Content: "hi"}, true, "blocked: you are banned from this relay: spam"},
+		{"lapsed temp ban", nostr.Event{PubKey: lapsed, Kind: 1, Content: "hi"}, false, ""},
+		{"active temp ban, no reason", nostr.Event{PubKey: future, Kind: 1, Content: "hi"}, true, "blocked: you are banned from this relay"},
+		{"clean note", nostr.Event{PubKey: other, Kind: 1, Content: "hello world"}, false, ""},
+		{"blocked word", nostr.Event{PubKey: other, Kind: 1, Content: "cheap VIAGRA here"}, true, `blocked: contains the blocked word "viagra"`},
+		{"blocked phrase", nostr.Event{PubKey: other, Kind: 1, Content: "Buy   now!"}, true, `blocked: contains the blocked word "buy now"`},
+		{"word inside word", nostr.Event{PubKey: other, Kind: 1, Content: "viagrass"}, false, ""},
+		{"profile field", nostr.Event{PubKey: other, Kind: 0, Content: `{"name":"x","about":"Viagra dealer"}`}, true, `blocked: contains the blocked word "viagra"`},
+		{"profile escaped", nostr.Event{PubKey: other, Kind: 0, Content: `{"about":"vi\u0061gra"}`}, true, `blocked: contains the blocked word "viagra"`},
+		{"profile clean", nostr.Event{PubKey: other, Kind: 0, Content: `{"name":"alice"}`}, false, ""},
+		{"profile not json", nostr.Event{PubKey: other, Kind: 0, Content: `viagra`}, true, `blocked: contains the blocked word "viagra"`},
+	}
+	authors, words := RejectBannedAuthors(l), RejectBlockedWords(l)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			reject, msg := authors(context.Background(), &tt.ev)
+			if !reject {
+				reject, msg = words(context.Background(), &tt.ev)
+			}
+			if reject != tt.reject || msg != tt.wantMsg {
+				t.Errorf("got (%v, %q), want (%v, %q)", reject, msg, tt.reject, tt.wantMsg)
+			}
+		})
+	}
+}
+
+func TestBanListChanges(t *testing.T) {
+	l := NewBanList()
+	now := time.Now().Unix()
+	v0 := l.Version()
+	l.Ban(Ban{PubKey: pk(1), Reason: "a", ExpiresAt: now + 10})
+	l.Ban(Ban{PubKey: pk(2), Reason: "b"})
+	l.Ban(Ban{PubKey: pk(3), Reason: "c", ExpiresAt: now + 5})
+	if l.Version() == v0 {
+		t.Fatal("version did not change")
+	}
+	bans, next := l.Bans(now)
+	if len(bans) != 3 || next != now+5 {
+		t.Fatalf("Bans = %d bans, next expiry %d; want 3, %d", len(bans), next, now+5)
+	}
+	if bans, _ := l.Bans(now + 6); len(bans) != 2 {
+		t.Fatalf("after the first expiry: %d bans, want 2", len(bans))
+	}
+	if _, ok := l.Banned(pk(3), now+5); ok {
+		t.Fatal("a ban must lapse exactly at expires_at")
+	}
+	l.Unban(pk(2))
+	if _, ok := l.Banned(pk(2), now); ok {
+		t.Fatal("unbanned key still banned")
+	}
+	l.SetBans([]Ban{{PubKey: pk(9)}})
+	if _, ok := l.Banned(pk(1), now); ok || l.Len() != 1 {
+		t.Fatal("SetBans did not replace")
+	}
+	if got := l.Words(); len(got) != 0 {
+		t.Fatalf("Words() = %q, want empty", got)
+	}
+}
+
+func pk(i int) string { return fmt.Sprintf("%064x", i) }
+
+// benchSetup builds the scenario of the benchmark target: 100,000 bans, 1,000
+// blocked words and 300-character notes.
+func benchSetup(b *testing.B) (*BanList, []string) {
+	b.Helper()
+	rng := rand.New(rand.NewPCG(1, 2))
+	l := NewBanList()
+	bans := make([]Ban, 100_000)
+	keys := make([]string, len(bans))
+	for i := range bans {
+		var k [32]byte
+		for j := range k {
+			k[j] = byte(rng.UintN(256))
+		}
+		keys[i] = hex.EncodeToString(k[:])
+		bans[i] = Ban{PubKey: keys[i], Reason: "spam"}
+	}
+	l.SetBans(bans)
+	words := make([]string, 1000)
+	for i := range words {
+		words[i] = fmt.Sprintf("blockedword%03d", i)
+	}
+	l.SetWords(words)
+	return l, keys
+}
+
+const note300 = "Just set up my new relay and the first thing I noticed is how fast it accepts notes. " +
+	"Has anyone else tried running khatru with badger? I would love to compare numbers, especially " +
+	"for ingest with a policy loaded. Also: the mint directory now shows the uptime for every single Cashu mint, neat!!"
+
+func BenchmarkPolicy(b *testing.B) {
+	l, keys := benchSetup(b)
+	authors, words := RejectBannedAuthors(l), RejectBlockedWords(l)
+	check := func(ev *nostr.Event) bool {
+		if r, _ := authors(context.Background(), ev); r {
+			return true
+		}
+		r, _ := words(context.Background(), ev)
+		return r
+	}
+	if len(note300) < 290 || len(note300) > 310 {
+		b.Fatalf("note is %d chars", len(note300))
+	}
+	b.Run("banned-author", func(b *testing.B) {
+		ev := &nostr.Event{PubKey: keys[777], Kind: 1, Content: note300}
+		b.ReportAllocs()
+		for b.Loop() {
+			if !check(ev) {
+				b.Fatal("not rejected")
+			}
+		}
+	})
+	b.Run("clean-ascii-note", func(b *testing.B) {
+		ev := &nostr.Event{PubKey: pk(1), Kind: 1, Content: note300}
+		b.ReportAllocs()
+		for b.Loop() {
+			if check(ev) {
+				b.Fatal("rejected")
+			}
+		}
+	})
+	b.Run("clean-unicode-note", func(b *testing.B) {
+		ev := &nostr.Event{PubKey: pk(1), Kind: 1, Content: strings.Replace(note300, "neat", "très bien ✨", 1)}
+		b.ReportAllocs()
+		for b.Loop() {
+			if check(ev) {
+				b.Fatal("rejected")
+			}
+		}
+	})
+	b.Run("blocked-word-note", func(b *testing.B) {
+		ev := &nostr.Event{PubKey: pk(1), Kind: 1, Content: note300 + " blockedword500"}
+		b.ReportAllocs()
+		for b.Loop() {
+			if !check(ev) {
+				b.Fatal("not rejected")
+			}
+		}
+	})
+}

@@ -1,0 +1,141 @@
+package policies
+
+import (
+	"strings"
+	"sync"
+	"unicode"
+	"unicode/utf8"
+
+	aho "github.com/petar-dambovaliev/aho-corasick"
+	"golang.org/x/text/cases"
+	"golang.org/x/text/unicode/norm"
+)
+
+// Text and blocked words are compared in one normal form: NFKC, Unicode case
+// folding, and every run of separators (anything but letters, digits and
+// marks) as one space, with a space at both ends. Word boundaries then become
+// spaces, so a pattern " ass " cannot match inside "class" and one
+// Aho–Corasick pass finds only valid matches. Punctuation counts as a
+// separator: blocking "buy now" also blocks "buy.now".
+
+// NormalizeText returns the normal form of s without its end spaces.
+func NormalizeText(s string) string {
+	return strings.TrimSpace(string(appendNormalized(nil, s)))
+}
+
+var folder = cases.Fold()
+
+// asciiClass maps an ASCII byte to its lowercase form, or to 0 for a separator.
+var asciiClass = func() (t [utf8.RuneSelf]byte) {
+	for c := byte('0'); c <= '9'; c++ {
+		t[c] = c
+	}
+	for c := byte('a'); c <= 'z'; c++ {
+		t[c] = c
+		t[c-'a'+'A'] = c
+	}
+	return t
+}()
+
+// appendNormalized appends the normal form of s to dst. ASCII text (most
+// notes) takes a table-driven fast path that allocates nothing beyond dst.
+func appendNormalized(dst []byte, s string) []byte {
+	start := len(dst)
+	dst = append(dst, ' ')
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= utf8.RuneSelf {
+			return appendNormalizedUnicode(dst[:start], s)
+		}
+		if c = asciiClass[c]; c == 0 {
+			if dst[len(dst)-1] != ' ' {
+				dst = append(dst, ' ')
+			}
+			continue
+		}
+		dst = append(dst, c)
+	}
+	if dst[len(dst)-1] != ' ' {
+		dst = append(dst, ' ')
+	}
+	return dst
+}
+
+func appendNormalizedUnicode(dst []byte, s string) []byte {
+	s = norm.NFKC.String(folder.String(norm.NFKC.String(s)))
+	dst = append(dst, ' ')
+	for _, r := range s {
+		if !isWordRune(r) {
+			if dst[len(dst)-1] != ' ' {
+				dst = append(dst, ' ')
+			}
+			continue
+		}
+		dst = utf8.AppendRune(dst, r)
+	}
+	if dst[len(dst)-1] != ' ' {
+		dst = append(dst, ' ')
+	}
+	return dst
+}
+
+func isWordRune(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.IsMark(r) }
+
+// needsBoundary says whether a pattern edge made of r must sit on a word
+// boundary. Scripts written without spaces (Han, kana, Thai, ...) match anywhere.
+func needsBoundary(r rune) bool {
+	return !unicode.In(r, unicode.Han, unicode.Hiragana, unicode.Katakana, unicode.Thai, unicode.Lao, unicode.Khmer, unicode.Myanmar)
+}
+
+// wordMatcher finds blocked words in normalized text.
+type wordMatcher struct {
+	ac    aho.AhoCorasick
+	words []string // as given, in pattern order
+}
+
+// newWordMatcher builds a matcher for words; it drops words with no letters or
+// digits and words whose normal form repeats an earlier one.
+func newWordMatcher(words []string) *wordMatcher {
+	m := &wordMatcher{}
+	var patterns []string
+	seen := map[string]bool{}
+	for _, w := range words {
+		p := NormalizeText(w)
+		if p == "" || seen[p] {
+			continue
+		}
+		seen[p] = true
+		if first, _ := utf8.DecodeRuneInString(p); needsBoundary(first) {
+			p = " " + p
+		}
+		if last, _ := utf8.DecodeLastRuneInString(p); needsBoundary(last) {
+			p += " "
+		}
+		patterns = append(patterns, p)
+		m.words = append(m.words, strings.TrimSpace(w))
+	}
+	if len(patterns) == 0 {
+		return nil
+	}
+	b := aho.NewAhoCorasickBuilder(aho.Opts{MatchKind: aho.LeftMostFirstMatch, DFA: true})
+	m.ac = b.Build(patterns)
+	return m
+}
+
+var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+
+// find returns the first blocked word in s, as it was given to the matcher.
+func (m *wordMatcher) find(s string) (string, bool) {
+	if m == nil || s == "" {
+		return "", false
+	}
+	bp := bufPool.Get().(*[]byte)
+	text := appendNormalized((*bp)[:0], s)
+	match := m.ac.IterByte(text).Next()
+	*bp = text
+	bufPool.Put(bp)
+	if match == nil {
+		return "", false
+	}
+	return m.words[match.Pattern()], true
+}

@@ -1,0 +1,95 @@
+// Package store opens outpost's single badger database. eventstore's badger
+// backend owns key prefixes 0–8 and 255 (Nostr events and their indexes); our
+// domain records live under the prefixes below, far from those, so one badger
+// transaction can hold an event and a record together.
+package store
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"strings"
+
+	"github.com/dgraph-io/badger/v4"
+	bbackend "github.com/fiatjaf/eventstore/badger"
+)
+
+// Key prefixes of domain records. Each service subdivides its own with a
+// second byte; keep the list here so no two services ever collide.
+const (
+	PrefixBanlist byte = 0x80
+	PrefixMintdir byte = 0x90
+	PrefixFaucet  byte = 0xA0
+)
+
+// ErrLocked is returned by Open when another process holds the database.
+var ErrLocked = errors.New("the database is in use by another outpost process")
+
+// Store is the one badger database: Events is the relay's event store, DB the
+// same database for domain records.
+type Store struct {
+	Events *bbackend.BadgerBackend
+	DB     *badger.DB
+}
+
+// Open opens (or creates) <dataDir>/badger and runs eventstore's migrations.
+func Open(dataDir string, log *slog.Logger) (*Store, error) {
+	ev := &bbackend.BadgerBackend{
+		Path: filepath.Join(dataDir, "badger"),
+		BadgerOptionsModifier: func(o badger.Options) badger.Options {
+			return o.WithLogger(badgerLogger{log.With("component", "badger")}).
+				WithLoggingLevel(badger.WARNING)
+		},
+	}
+	if err := ev.Init(); err != nil {
+		if isLockError(err) {
+			return nil, ErrLocked
+		}
+		return nil, fmt.Errorf("open badger at %s: %w", ev.Path, err)
+	}
+	return &Store{Events: ev, DB: ev.DB}, nil
+}
+
+// Close closes the database; call it after everything else has stopped.
+func (s *Store) Close() error { return s.DB.Close() }
+
+// Check is a cheap liveness probe for /health.
+func (s *Store) Check(ctx context.Context) error {
+	if s.DB.IsClosed() {
+		return errors.New("database closed")
+	}
+	return s.DB.View(func(*badger.Txn) error { return ctx.Err() })
+}
+
+func isLockError(err error) bool {
+	// badger reports a held directory lock only as text.
+	return err != nil && (strings.Contains(err.Error(), "Cannot acquire directory lock") ||
+		strings.Contains(err.Error(), "resource temporarily unavailable"))
+}
+
+// Key joins a prefix byte, a kind byte and parts into one key.
+func Key(prefix, kind byte, parts ...[]byte) []byte {
+	n := 2
+	for _, p := range parts {
+		n += len(p)
+	}
+	k := make([]byte, 2, n)
+	k[0], k[1] = prefix, kind
+	for _, p := range parts {
+		k = append(k, p...)
+	}
+	return k
+}
+
+// U64 encodes v big-endian, so keys sort by number.
+func U64(v uint64) []byte { return binary.BigEndian.AppendUint64(nil, v) }
+
+type badgerLogger struct{ log *slog.Logger }
+
+func (l badgerLogger) Errorf(f string, a ...any)   { l.log.Error(fmt.Sprintf(f, a...)) }
+func (l badgerLogger) Warningf(f string, a ...any) { l.log.Warn(fmt.Sprintf(f, a...)) }
+func (l badgerLogger) Infof(f string, a ...any)    { l.log.Info(fmt.Sprintf(f, a...)) }
+func (l badgerLogger) Debugf(f string, a ...any)   { l.log.Debug(fmt.Sprintf(f, a...)) }
