@@ -9,7 +9,6 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
-	"time"
 )
 
 // Ban is one active ban as the snapshot keeps it.
@@ -31,12 +30,15 @@ type banEntry struct {
 type BanList struct {
 	mu      sync.RWMutex
 	bans    map[string]banEntry
+	events  map[string]struct{} // ids of events removed by a moderator
 	words   atomic.Pointer[wordMatcher]
 	version atomic.Uint64
 }
 
 // NewBanList returns an empty ban list.
-func NewBanList() *BanList { return &BanList{bans: make(map[string]banEntry)} }
+func NewBanList() *BanList {
+	return &BanList{bans: make(map[string]banEntry), events: make(map[string]struct{})}
+}
 
 // Ban adds or replaces the ban of pubkey (hex).
 func (l *BanList) Ban(b Ban) {
@@ -134,6 +136,39 @@ func (l *BanList) Words() []string {
 	return slices.Clone(m.words)
 }
 
+// BanEvent keeps the event with this id out.
+func (l *BanList) BanEvent(id string) {
+	l.mu.Lock()
+	l.events[id] = struct{}{}
+	l.mu.Unlock()
+}
+
+// AllowEvent lifts an event ban.
+func (l *BanList) AllowEvent(id string) {
+	l.mu.Lock()
+	delete(l.events, id)
+	l.mu.Unlock()
+}
+
+// SetBannedEvents replaces the banned event ids.
+func (l *BanList) SetBannedEvents(ids []string) {
+	m := make(map[string]struct{}, len(ids))
+	for _, id := range ids {
+		m[id] = struct{}{}
+	}
+	l.mu.Lock()
+	l.events = m
+	l.mu.Unlock()
+}
+
+// EventBanned reports whether the event id was banned.
+func (l *BanList) EventBanned(id string) bool {
+	l.mu.RLock()
+	_, ok := l.events[id]
+	l.mu.RUnlock()
+	return ok
+}
+
 // Version changes whenever a ban or the word list changes.
 func (l *BanList) Version() uint64 { return l.version.Load() }
 
@@ -143,5 +178,3 @@ func (l *BanList) Len() int {
 	defer l.mu.RUnlock()
 	return len(l.bans)
 }
-
-func nowUnix() int64 { return time.Now().Unix() }

@@ -19,6 +19,16 @@ func RejectBannedAuthors(l *BanList) func(context.Context, *nostr.Event) (bool, 
 	}
 }
 
+// RejectBannedEvents refuses events a moderator removed (NIP-86 banevent).
+func RejectBannedEvents(l *BanList) func(context.Context, *nostr.Event) (bool, string) {
+	return func(_ context.Context, ev *nostr.Event) (bool, string) {
+		if l.EventBanned(ev.ID) {
+			return true, "blocked: this event was removed by a moderator"
+		}
+		return false, ""
+	}
+}
+
 // RejectBlockedWords is a khatru RejectEvent policy that refuses events whose
 // content contains a blocked word of l; for kind-0 profiles every string field
 // of the profile JSON is checked.

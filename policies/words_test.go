@@ -7,8 +7,8 @@ func TestNormalizeText(t *testing.T) {
 		{"Hello World", "hello world"},
 		{"  many \t\n spaces  ", "many spaces"},
 		{"ＦＵＬＬＷＩＤＴＨ", "fullwidth"}, // NFKC
-		{"Straße", "strasse"},          // full case folding
-		{"ﬁne", "fine"},                // ligature, NFKC
+		{"Straße", "strasse"},      // full case folding
+		{"ﬁne", "fine"},            // ligature, NFKC
 		{"CAFÉ", "café"},
 		{"e\u0301", "é"}, // composed by NFKC
 		{"buy.now!!", "buy now"},

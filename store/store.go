@@ -23,6 +23,7 @@ const (
 	PrefixBanlist byte = 0x80
 	PrefixMintdir byte = 0x90
 	PrefixFaucet  byte = 0xA0
+	PrefixRelay   byte = 0xB0 // relay settings changed over NIP-86
 )
 
 // ErrLocked is returned by Open when another process holds the database.

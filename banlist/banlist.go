@@ -1,0 +1,220 @@
+// Package banlist is the ban-list service: bans of public keys, blocked words,
+// reports, API keys and the audit log, kept in the shared badger store. Every
+// change also updates the in-memory policies.BanList the relay enforces, so it
+// takes effect at once.
+package banlist
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+	"github.com/fiatjaf/eventstore"
+	"github.com/nbd-wtf/go-nostr"
+	"github.com/outpost-relay/outpost"
+	"github.com/outpost-relay/outpost/policies"
+	"github.com/outpost-relay/outpost/store"
+)
+
+// Record kinds under store.PrefixBanlist.
+const (
+	kindBan         byte = 0x01 // ban id → Ban
+	kindBanByPubKey byte = 0x02 // pubkey (32 bytes) → id of its latest ban
+	kindWord        byte = 0x03 // normalized word → Word
+	kindAPIKey      byte = 0x04 // sha256(key) → APIKey
+	kindAudit       byte = 0x05 // audit id → AuditEntry
+	kindBannedEvent byte = 0x06 // event id (32 bytes) → BannedEvent
+)
+
+// Config holds what the service needs from outside.
+type Config struct {
+	DB     *badger.DB
+	Events eventstore.Store // reports are kind-1984 events in the relay's store
+	List   *policies.BanList
+	// Publish stores an event signed by the service and broadcasts it to
+	// the relay's subscribers.
+	Publish    func(ctx context.Context, ev *nostr.Event) error
+	SecretKey  string // service key (hex) that signs reports made over REST
+	Log        *slog.Logger
+	Now        func() time.Time // default time.Now
+	AdminKey   string           // optional bootstrap admin API key (OUTPOST_ADMIN_API_KEY)
+	MaxReports int              // page size cap for reports and bans; default 1000
+}
+
+// Service implements the ban list.
+type Service struct {
+	db        *badger.DB
+	events    eventstore.Store
+	list      *policies.BanList
+	publish   func(context.Context, *nostr.Event) error
+	secretKey string
+	pubKey    string
+	log       *slog.Logger
+	now       func() time.Time
+	adminHash *[32]byte
+
+	// writes serializes changes so the snapshot is updated in commit order.
+	writes sync.Mutex
+	lastID atomic.Uint64
+}
+
+// New loads the active bans, blocked words and banned events into cfg.List
+// and returns the service.
+func New(cfg Config) (*Service, error) {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	pk, err := nostr.GetPublicKey(cfg.SecretKey)
+	if err != nil {
+		return nil, fmt.Errorf("service key: %w", err)
+	}
+	s := &Service{
+		db: cfg.DB, events: cfg.Events, list: cfg.List, publish: cfg.Publish,
+		secretKey: cfg.SecretKey, pubKey: pk, log: cfg.Log, now: cfg.Now,
+	}
+	if cfg.AdminKey != "" {
+		h := hashKey(cfg.AdminKey)
+		s.adminHash = &h
+	}
+	return s, s.load()
+}
+
+// PubKey is the service's public key (hex).
+func (s *Service) PubKey() string { return s.pubKey }
+
+// List is the snapshot the relay enforces.
+func (s *Service) List() *policies.BanList { return s.list }
+
+func (s *Service) load() error {
+	now := s.now().Unix()
+	var bans []policies.Ban
+	var words []string
+	var bannedEvents []string
+	err := s.db.View(func(txn *badger.Txn) error {
+		err := store.EachJSON(txn, []byte{store.PrefixBanlist, kindBanByPubKey}, nil, false, func(_ []byte, id string) (bool, error) {
+			b, err := getBan(txn, id)
+			if err != nil {
+				return false, err
+			}
+			if b.State(now) == StateActive {
+				bans = append(bans, b.policy())
+			}
+			return true, nil
+		})
+		if err != nil {
+			return err
+		}
+		err = store.EachJSON(txn, []byte{store.PrefixBanlist, kindWord}, nil, false, func(_ []byte, w Word) (bool, error) {
+			words = append(words, w.Word)
+			return true, nil
+		})
+		if err != nil {
+			return err
+		}
+		return store.EachJSON(txn, []byte{store.PrefixBanlist, kindBannedEvent}, nil, false, func(_ []byte, e BannedEvent) (bool, error) {
+			bannedEvents = append(bannedEvents, e.ID)
+			return true, nil
+		})
+	})
+	if err != nil {
+		return fmt.Errorf("load ban list: %w", err)
+	}
+	s.list.SetBans(bans)
+	s.list.SetWords(words)
+	s.list.SetBannedEvents(bannedEvents)
+	s.log.Info("ban list loaded", "bans", len(bans), "words", len(words), "banned_events", len(bannedEvents))
+	return nil
+}
+
+// update runs fn in a write transaction, retrying on badger conflicts.
+func (s *Service) update(fn func(txn *badger.Txn) error) error {
+	for range 5 {
+		err := s.db.Update(fn)
+		if !errors.Is(err, badger.ErrConflict) {
+			return err
+		}
+	}
+	return outpost.Errorf(outpost.Conflict, "write_conflict", "the record changed concurrently; try again")
+}
+
+// newID returns a time-ordered id: 8 bytes of unix nanoseconds, strictly
+// increasing within the process so records made in the same instant keep
+// their order, and 4 random bytes.
+func (s *Service) newID(t time.Time) []byte {
+	n := uint64(t.UnixNano())
+	for {
+		last := s.lastID.Load()
+		if n <= last {
+			n = last + 1
+		}
+		if s.lastID.CompareAndSwap(last, n) {
+			break
+		}
+	}
+	var r [4]byte
+	rand.Read(r[:])
+	return append(store.U64(n), r[:]...)
+}
+
+// AuditEntry records one admin action.
+type AuditEntry struct {
+	ID     string          `json:"id"`
+	At     int64           `json:"at"`
+	Actor  string          `json:"actor"`
+	Action string          `json:"action"`
+	Target string          `json:"target"`
+	Before json.RawMessage `json:"before"`
+	After  json.RawMessage `json:"after"`
+}
+
+// audit writes an audit entry inside txn, so it commits with the change.
+func (s *Service) audit(txn *badger.Txn, actor, action, target string, before, after any) error {
+	at := s.now()
+	id := s.newID(at)
+	e := AuditEntry{ID: hex.EncodeToString(id), At: at.Unix(), Actor: actor, Action: action, Target: target,
+		Before: rawJSON(before), After: rawJSON(after)}
+	return store.PutJSON(txn, store.Key(store.PrefixBanlist, kindAudit, id), e)
+}
+
+func rawJSON(v any) json.RawMessage {
+	if v == nil {
+		return json.RawMessage("null")
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return json.RawMessage("null")
+	}
+	return b
+}
+
+// Audit lists audit entries, newest first, at or before until (unix; 0 = now).
+func (s *Service) Audit(ctx context.Context, until int64, limit int) ([]AuditEntry, error) {
+	out := []AuditEntry{}
+	err := s.db.View(func(txn *badger.Txn) error {
+		return store.EachJSON(txn, []byte{store.PrefixBanlist, kindAudit}, seekUntil(kindAudit, until), true,
+			func(_ []byte, e AuditEntry) (bool, error) {
+				out = append(out, e)
+				return len(out) < limit, ctx.Err()
+			})
+	})
+	return out, err
+}
+
+// seekUntil is the reverse-iteration start for time-ordered keys at or before until.
+func seekUntil(kind byte, until int64) []byte {
+	if until <= 0 {
+		return nil
+	}
+	return store.Key(store.PrefixBanlist, kind, store.U64(uint64((until+1)*int64(time.Second)-1)), []byte{0xFF, 0xFF, 0xFF, 0xFF})
+}

@@ -1,0 +1,381 @@
+package banlist
+
+import (
+	"context"
+	"encoding/hex"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+	"github.com/nbd-wtf/go-nostr"
+	"github.com/outpost-relay/outpost"
+	"github.com/outpost-relay/outpost/policies"
+	"github.com/outpost-relay/outpost/store"
+)
+
+// Ban states. Bans are never deleted: unban lifts a ban, time expires it.
+const (
+	StateActive  = "active"
+	StateExpired = "expired"
+	StateLifted  = "lifted"
+)
+
+// MaxReasonLen caps ban and report reasons.
+const MaxReasonLen = 200
+
+// Ban is one ban of a public key.
+type Ban struct {
+	ID        string  `json:"id"`
+	PubKey    string  `json:"pubkey"` // hex
+	Reason    string  `json:"reason"`
+	CreatedAt int64   `json:"created_at"`
+	ExpiresAt *int64  `json:"expires_at"`
+	BannedBy  string  `json:"banned_by"`
+	LiftedAt  *int64  `json:"lifted_at"`
+	LiftedBy  *string `json:"lifted_by"`
+}
+
+// State is the ban's state at now (unix seconds).
+func (b Ban) State(now int64) string {
+	switch {
+	case b.LiftedAt != nil:
+		return StateLifted
+	case b.ExpiresAt != nil && *b.ExpiresAt <= now:
+		return StateExpired
+	default:
+		return StateActive
+	}
+}
+
+func (b Ban) policy() policies.Ban {
+	p := policies.Ban{PubKey: b.PubKey, Reason: b.Reason}
+	if b.ExpiresAt != nil {
+		p.ExpiresAt = *b.ExpiresAt
+	}
+	return p
+}
+
+func banKey(id string) []byte {
+	raw, _ := hex.DecodeString(id)
+	return store.Key(store.PrefixBanlist, kindBan, raw)
+}
+
+func pubKeyIndex(pk string) []byte {
+	raw, _ := hex.DecodeString(pk)
+	return store.Key(store.PrefixBanlist, kindBanByPubKey, raw)
+}
+
+func getBan(txn *badger.Txn, id string) (Ban, error) {
+	var b Ban
+	found, err := store.GetJSON(txn, banKey(id), &b)
+	if err == nil && !found {
+		err = outpost.Errorf(outpost.Internal, "internal", "ban %s missing", id)
+	}
+	return b, err
+}
+
+// currentBan is pk's latest ban, if any.
+func currentBan(txn *badger.Txn, pk string) (Ban, bool, error) {
+	var id string
+	found, err := store.GetJSON(txn, pubKeyIndex(pk), &id)
+	if err != nil || !found {
+		return Ban{}, false, err
+	}
+	b, err := getBan(txn, id)
+	return b, err == nil, err
+}
+
+func validReason(reason string) error {
+	if reason == "" {
+		return outpost.Errorf(outpost.Invalid, "invalid_request", "reason is required")
+	}
+	if len([]rune(reason)) > MaxReasonLen {
+		return outpost.Errorf(outpost.Invalid, "invalid_request", "reason is longer than %d characters", MaxReasonLen)
+	}
+	return nil
+}
+
+// Ban bans pk (hex) for reason until expiresAt (nil: no end). A key that is
+// already banned gets the new ban instead; the old one is recorded as lifted.
+func (s *Service) Ban(ctx context.Context, actor, pk, reason string, expiresAt *int64) (Ban, error) {
+	if err := validReason(reason); err != nil {
+		return Ban{}, err
+	}
+	now := s.now()
+	if expiresAt != nil && *expiresAt <= now.Unix() {
+		return Ban{}, outpost.Errorf(outpost.Invalid, "invalid_expires_at", "expires_at must be in the future")
+	}
+	s.writes.Lock()
+	defer s.writes.Unlock()
+	var ban Ban
+	err := s.update(func(txn *badger.Txn) error {
+		old, found, err := currentBan(txn, pk)
+		if err != nil {
+			return err
+		}
+		var before any
+		if found && old.State(now.Unix()) == StateActive {
+			at := now.Unix()
+			old.LiftedAt, old.LiftedBy = &at, &actor
+			if err := store.PutJSON(txn, banKey(old.ID), old); err != nil {
+				return err
+			}
+			before = old
+		}
+		ban = Ban{ID: hex.EncodeToString(s.newID(now)), PubKey: pk, Reason: reason, CreatedAt: now.Unix(),
+			ExpiresAt: expiresAt, BannedBy: actor}
+		if err := store.PutJSON(txn, banKey(ban.ID), ban); err != nil {
+			return err
+		}
+		if err := store.PutJSON(txn, pubKeyIndex(pk), ban.ID); err != nil {
+			return err
+		}
+		return s.audit(txn, actor, "ban", pk, before, ban)
+	})
+	if err != nil {
+		return Ban{}, err
+	}
+	s.list.Ban(ban.policy())
+	return ban, nil
+}
+
+// Unban lifts pk's active ban; without one it fails with ban_not_found.
+func (s *Service) Unban(ctx context.Context, actor, pk string) (Ban, error) {
+	s.writes.Lock()
+	defer s.writes.Unlock()
+	now := s.now().Unix()
+	var ban Ban
+	err := s.update(func(txn *badger.Txn) error {
+		b, found, err := currentBan(txn, pk)
+		if err != nil {
+			return err
+		}
+		if !found || b.State(now) != StateActive {
+			return outpost.Errorf(outpost.NotFound, "ban_not_found", "this public key has no active ban")
+		}
+		before := b
+		b.LiftedAt, b.LiftedBy = &now, &actor
+		if err := store.PutJSON(txn, banKey(b.ID), b); err != nil {
+			return err
+		}
+		ban = b
+		return s.audit(txn, actor, "unban", pk, before, b)
+	})
+	if err != nil {
+		return Ban{}, err
+	}
+	s.list.Unban(pk)
+	return ban, nil
+}
+
+// Status is pk's active ban, from the snapshot.
+func (s *Service) Status(pk string) (policies.Ban, bool) {
+	return s.list.Banned(pk, s.now().Unix())
+}
+
+// ActiveBans lists the bans active now, from the snapshot.
+func (s *Service) ActiveBans() []policies.Ban {
+	bans, _ := s.list.Bans(s.now().Unix())
+	return bans
+}
+
+// Bans lists bans newest first, created at or before until (unix; 0 = no
+// bound), optionally only those in state.
+func (s *Service) Bans(ctx context.Context, state string, until int64, limit int) ([]Ban, error) {
+	now := s.now().Unix()
+	out := []Ban{}
+	err := s.db.View(func(txn *badger.Txn) error {
+		return store.EachJSON(txn, []byte{store.PrefixBanlist, kindBan}, seekUntil(kindBan, until), true,
+			func(_ []byte, b Ban) (bool, error) {
+				if state == "" || b.State(now) == state {
+					out = append(out, b)
+				}
+				return len(out) < limit, ctx.Err()
+			})
+	})
+	return out, err
+}
+
+// Word is a blocked word or phrase.
+type Word struct {
+	Word    string `json:"word"`
+	AddedAt int64  `json:"added_at"`
+	AddedBy string `json:"added_by"`
+}
+
+// MaxWordLen caps a blocked word or phrase.
+const MaxWordLen = 100
+
+func wordKey(w string) []byte {
+	return store.Key(store.PrefixBanlist, kindWord, []byte(policies.NormalizeText(w)))
+}
+
+// AddWord blocks word; a word with the same normal form conflicts.
+func (s *Service) AddWord(ctx context.Context, actor, word string) (Word, error) {
+	if policies.NormalizeText(word) == "" {
+		return Word{}, outpost.Errorf(outpost.Invalid, "invalid_word", "word must contain a letter or digit")
+	}
+	if len([]rune(word)) > MaxWordLen {
+		return Word{}, outpost.Errorf(outpost.Invalid, "invalid_word", "word is longer than %d characters", MaxWordLen)
+	}
+	s.writes.Lock()
+	defer s.writes.Unlock()
+	w := Word{Word: word, AddedAt: s.now().Unix(), AddedBy: actor}
+	err := s.update(func(txn *badger.Txn) error {
+		var existing Word
+		found, err := store.GetJSON(txn, wordKey(word), &existing)
+		if err != nil {
+			return err
+		}
+		if found {
+			return outpost.Errorf(outpost.Conflict, "word_exists", "%q is already blocked (as %q)", word, existing.Word).With("word", existing.Word)
+		}
+		if err := store.PutJSON(txn, wordKey(word), w); err != nil {
+			return err
+		}
+		return s.audit(txn, actor, "word.add", word, nil, w)
+	})
+	if err != nil {
+		return Word{}, err
+	}
+	return w, s.reloadWords()
+}
+
+// RemoveWord unblocks word (matched by its normal form).
+func (s *Service) RemoveWord(ctx context.Context, actor, word string) (Word, error) {
+	s.writes.Lock()
+	defer s.writes.Unlock()
+	var removed Word
+	err := s.update(func(txn *badger.Txn) error {
+		found, err := store.GetJSON(txn, wordKey(word), &removed)
+		if err != nil {
+			return err
+		}
+		if !found || policies.NormalizeText(word) == "" {
+			return outpost.Errorf(outpost.NotFound, "word_not_found", "%q is not blocked", word)
+		}
+		if err := txn.Delete(wordKey(word)); err != nil {
+			return err
+		}
+		return s.audit(txn, actor, "word.remove", removed.Word, removed, nil)
+	})
+	if err != nil {
+		return Word{}, err
+	}
+	return removed, s.reloadWords()
+}
+
+// Words lists the blocked words with their metadata.
+func (s *Service) Words(ctx context.Context) ([]Word, error) {
+	out := []Word{}
+	err := s.db.View(func(txn *badger.Txn) error {
+		return store.EachJSON(txn, []byte{store.PrefixBanlist, kindWord}, nil, false, func(_ []byte, w Word) (bool, error) {
+			out = append(out, w)
+			return true, nil
+		})
+	})
+	return out, err
+}
+
+func (s *Service) reloadWords() error {
+	words, err := s.Words(context.Background())
+	if err != nil {
+		return err
+	}
+	list := make([]string, len(words))
+	for i, w := range words {
+		list[i] = w.Word
+	}
+	s.list.SetWords(list)
+	return nil
+}
+
+// BannedEvent is an event removed by a moderator (NIP-86 banevent); it cannot
+// be published again.
+type BannedEvent struct {
+	ID       string `json:"id"`
+	Reason   string `json:"reason"`
+	BannedAt int64  `json:"banned_at"`
+	BannedBy string `json:"banned_by"`
+}
+
+func bannedEventKey(id string) []byte {
+	raw, _ := hex.DecodeString(id)
+	return store.Key(store.PrefixBanlist, kindBannedEvent, raw)
+}
+
+// BanEvent removes event id from the store and keeps it from coming back.
+func (s *Service) BanEvent(ctx context.Context, actor, id, reason string) error {
+	if len(id) != 64 || !isHex(id) {
+		return outpost.Errorf(outpost.Invalid, "invalid_event_id", "event id must be 64 hex characters")
+	}
+	s.writes.Lock()
+	defer s.writes.Unlock()
+	e := BannedEvent{ID: id, Reason: reason, BannedAt: s.now().Unix(), BannedBy: actor}
+	if err := s.update(func(txn *badger.Txn) error {
+		if err := store.PutJSON(txn, bannedEventKey(id), e); err != nil {
+			return err
+		}
+		return s.audit(txn, actor, "event.ban", id, nil, e)
+	}); err != nil {
+		return err
+	}
+	s.list.BanEvent(id)
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	ch, err := s.events.QueryEvents(ctx, nostr.Filter{IDs: []string{id}})
+	if err != nil {
+		return err
+	}
+	for ev := range ch {
+		if err := s.events.DeleteEvent(ctx, ev); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// AllowEvent lifts an event ban.
+func (s *Service) AllowEvent(ctx context.Context, actor, id string) error {
+	s.writes.Lock()
+	defer s.writes.Unlock()
+	err := s.update(func(txn *badger.Txn) error {
+		var e BannedEvent
+		found, err := store.GetJSON(txn, bannedEventKey(id), &e)
+		if err != nil {
+			return err
+		}
+		if !found {
+			return outpost.Errorf(outpost.NotFound, "event_not_banned", "event %s is not banned", id)
+		}
+		if err := txn.Delete(bannedEventKey(id)); err != nil {
+			return err
+		}
+		return s.audit(txn, actor, "event.allow", id, e, nil)
+	})
+	if err == nil {
+		s.list.AllowEvent(id)
+	}
+	return err
+}
+
+// BannedEvents lists the banned events.
+func (s *Service) BannedEvents(ctx context.Context) ([]BannedEvent, error) {
+	out := []BannedEvent{}
+	err := s.db.View(func(txn *badger.Txn) error {
+		return store.EachJSON(txn, []byte{store.PrefixBanlist, kindBannedEvent}, nil, false, func(_ []byte, e BannedEvent) (bool, error) {
+			out = append(out, e)
+			return true, nil
+		})
+	})
+	return out, err
+}
+
+func isHex(s string) bool {
+	_, err := hex.DecodeString(s)
+	return err == nil
+}
+
+// ExpiresIn converts a ban duration in seconds to an expiry time.
+func (s *Service) ExpiresIn(seconds int64) int64 {
+	return s.now().Add(time.Duration(seconds) * time.Second).Unix()
+}

@@ -1,0 +1,56 @@
+package banlistapi
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"strings"
+
+	"github.com/outpost-relay/outpost"
+	"github.com/outpost-relay/outpost/banlist"
+	"github.com/outpost-relay/outpost/httpapi"
+)
+
+type keyCtx struct{}
+
+// newContextWithKey and keyFromContext carry the authenticated API key.
+func newContextWithKey(ctx context.Context, k banlist.APIKey) context.Context {
+	return context.WithValue(ctx, keyCtx{}, k)
+}
+
+func keyFromContext(ctx context.Context) (banlist.APIKey, bool) {
+	k, ok := ctx.Value(keyCtx{}).(banlist.APIKey)
+	return k, ok
+}
+
+// actor names the caller in bans and the audit log.
+func actor(r *http.Request) string {
+	if k, ok := keyFromContext(r.Context()); ok {
+		return k.Actor()
+	}
+	return "anonymous"
+}
+
+// requireRole admits requests with "Authorization: Bearer <key>" of at least
+// role: no or an unknown key is 401, a key with a lower role 403.
+func requireRole(svc *banlist.Service, log *slog.Logger, role banlist.Role) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+			if !ok || strings.TrimSpace(token) == "" {
+				httpapi.Error(w, r, log, outpost.Errorf(outpost.Unauthorized, "unauthorized", "an API key is required: Authorization: Bearer <key>"))
+				return
+			}
+			k, err := svc.Authenticate(r.Context(), strings.TrimSpace(token))
+			if err != nil {
+				httpapi.Error(w, r, log, err)
+				return
+			}
+			if !k.Role.Includes(role) {
+				httpapi.Error(w, r, log, outpost.Errorf(outpost.Forbidden, "forbidden", "this API key's role (%s) cannot do this; it needs %s", k.Role, role))
+				return
+			}
+			next.ServeHTTP(w, r.WithContext(newContextWithKey(r.Context(), k)))
+		})
+	}
+}

@@ -1,0 +1,541 @@
+package banlistapi
+
+import (
+	"bytes"
+	"compress/gzip"
+	"crypto/sha256"
+	"encoding/hex"
+	_ "embed"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/outpost-relay/outpost"
+	"github.com/outpost-relay/outpost/banlist"
+	"github.com/outpost-relay/outpost/httpapi"
+	"github.com/outpost-relay/outpost/pubkey"
+)
+
+//go:embed openapi.json
+var openAPI []byte
+
+// OpenAPI is the service's OpenAPI 3.1 document.
+func OpenAPI() []byte { return openAPI }
+
+func handleOpenAPI() http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) { httpapi.EncodeBytes(w, http.StatusOK, bytes.TrimSpace(openAPI)) }
+}
+
+func handleHealth(svc *banlist.Service) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		status, details := Health(svc)
+		httpapi.Encode(w, http.StatusOK, struct {
+			Status string `json:"status"`
+			healthDetails
+		}{status, details})
+	}
+}
+
+type healthDetails struct {
+	ActiveBans   int `json:"active_bans"`
+	BlockedWords int `json:"blocked_words"`
+}
+
+// Health is the ban list's part of /health, read from the snapshot.
+func Health(svc *banlist.Service) (string, healthDetails) {
+	return "ok", healthDetails{ActiveBans: len(svc.ActiveBans()), BlockedWords: len(svc.List().Words())}
+}
+
+// --- public reads ---
+
+type blockedEntry struct {
+	PubKey    string `json:"pubkey"`
+	Reason    string `json:"reason"`
+	ExpiresAt *int64 `json:"expires_at"`
+}
+
+// listCache holds an encoded public list. It is rebuilt only when the ban
+// list changes or a temporary ban in it lapses, so relays polling with
+// If-None-Match cost one comparison.
+type listCache struct {
+	mu         sync.Mutex
+	version    uint64
+	validUntil int64 // when the next listed ban lapses; 0: never
+	built      bool
+	body, gz   []byte
+	etag       string
+}
+
+// get returns the encoding for version, calling build (which returns the
+// value to encode and until when it is valid) when the cached one is stale.
+func (c *listCache) get(version uint64, now int64, build func() (any, int64)) (body, gz []byte, etag string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.built || version != c.version || (c.validUntil != 0 && now >= c.validUntil) {
+		v, validUntil := build()
+		c.body, _ = json.Marshal(v)
+		var zb bytes.Buffer
+		zw, _ := gzip.NewWriterLevel(&zb, gzip.BestSpeed)
+		zw.Write(c.body)
+		zw.Close()
+		c.gz = zb.Bytes()
+		sum := sha256.Sum256(c.body)
+		c.etag = `"` + hex.EncodeToString(sum[:12]) + `"`
+		c.version, c.validUntil, c.built = version, validUntil, true
+	}
+	return c.body, c.gz, c.etag
+}
+
+func unixOrNil(t int64) *int64 {
+	if t == 0 {
+		return nil
+	}
+	return &t
+}
+
+// serveCached answers with a cached JSON body, honouring If-None-Match and gzip.
+func serveCached(w http.ResponseWriter, r *http.Request, body, gz []byte, etag string) {
+	h := w.Header()
+	h.Set("ETag", etag)
+	h.Set("Cache-Control", "no-cache")
+	h.Set("Vary", "Accept-Encoding")
+	if match := r.Header.Get("If-None-Match"); match != "" && etagMatches(match, etag) {
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	h.Set("Content-Type", "application/json")
+	if strings.Contains(r.Header.Get("Accept-Encoding"), "gzip") {
+		h.Set("Content-Encoding", "gzip")
+		body = gz
+	}
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(http.StatusOK)
+	if r.Method != http.MethodHead {
+		w.Write(body)
+	}
+}
+
+func etagMatches(header, etag string) bool {
+	for _, t := range strings.Split(header, ",") {
+		t = strings.TrimPrefix(strings.TrimSpace(t), "W/")
+		if t == etag || t == "*" {
+			return true
+		}
+	}
+	return false
+}
+
+func handleBlockedList(svc *banlist.Service, now func() time.Time) http.HandlerFunc {
+	var cache listCache
+	return func(w http.ResponseWriter, r *http.Request) {
+		l, t := svc.List(), now().Unix()
+		body, gz, etag := cache.get(l.Version(), t, func() (any, int64) {
+			bans, next := l.Bans(t)
+			entries := make([]blockedEntry, len(bans))
+			for i, b := range bans {
+				entries[i] = blockedEntry{PubKey: pubkey.NPub(b.PubKey), Reason: b.Reason, ExpiresAt: unixOrNil(b.ExpiresAt)}
+			}
+			return map[string]any{"pubkeys": entries}, next
+		})
+		serveCached(w, r, body, gz, etag)
+	}
+}
+
+func handleBlockedWords(svc *banlist.Service) http.HandlerFunc {
+	var cache listCache
+	return func(w http.ResponseWriter, r *http.Request) {
+		l := svc.List()
+		body, gz, etag := cache.get(l.Version(), 0, func() (any, int64) {
+			return map[string]any{"words": l.Words()}, 0
+		})
+		serveCached(w, r, body, gz, etag)
+	}
+}
+
+type banStatus struct {
+	Blocked   bool   `json:"blocked"`
+	Reason    string `json:"reason"`
+	ExpiresAt *int64 `json:"expires_at"`
+}
+
+func handleBlockedStatus(svc *banlist.Service, log *slog.Logger) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		pk, err := parsePubKey(chi.URLParam(r, "pubkey"), "pubkey")
+		if err != nil {
+			httpapi.Error(w, r, log, err)
+			return
+		}
+		b, ok := svc.Status(pk)
+		httpapi.Encode(w, http.StatusOK, banStatus{Blocked: ok, Reason: b.Reason, ExpiresAt: unixOrNil(b.ExpiresAt)})
+	}
+}
+
+func parsePubKey(s, field string) (string, error) {
+	if strings.TrimSpace(s) == "" {
+		return "", outpost.Errorf(outpost.Invalid, "invalid_request", "%s is required", field).With("field", field)
+	}
+	pk, err := pubkey.Parse(s)
+	if err != nil {
+		return "", outpost.Errorf(outpost.Invalid, "invalid_pubkey", "%s is not a valid public key (npub or 64-character hex)", field).With("field", field)
+	}
+	return pk, nil
+}
+
+// --- reports ---
+
+type reportRequest struct {
+	ReportedPubKey string   `json:"reported_pubkey"`
+	Reason         string   `json:"reason"`
+	EventIDs       []string `json:"event_ids"`
+	Comment        string   `json:"comment"`
+	pk             string
+}
+
+func (q *reportRequest) Valid() (err error) {
+	q.pk, err = parsePubKey(q.ReportedPubKey, "reported_pubkey")
+	return err
+}
+
+func handleReport(svc *banlist.Service, log *slog.Logger) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		q, err := httpapi.Decode[reportRequest](w, r)
+		if err != nil {
+			httpapi.Error(w, r, log, err)
+			return
+		}
+		rep, err := svc.SubmitReport(r.Context(), banlist.NewReport{ReportedPubKey: q.pk, Reason: strings.TrimSpace(q.Reason), EventIDs: q.EventIDs, Comment: q.Comment})
+		if err != nil {
+			httpapi.Error(w, r, log, err)
+			return
+		}
+		httpapi.Encode(w, http.StatusCreated, map[string]string{"status": "received", "report_id": rep.ID})
+	}
+}
+
+type reportView struct {
+	ReportID       string   `json:"report_id"`
+	ReportedPubKey string   `json:"reported_pubkey"`
+	Reason         string   `json:"reason"`
+	Type           string   `json:"type"`
+	EventIDs       []string `json:"event_ids"`
+	Comment        string   `json:"comment"`
+	CreatedAt      int64    `json:"created_at"`
+	Source         string   `json:"source"`
+	Reporter       *string  `json:"reporter"`
+}
+
+func handleReports(svc *banlist.Service, log *slog.Logger) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		until, limit, err := paging(r)
+		if err != nil {
+			httpapi.Error(w, r, log, err)
+			return
+		}
+		reports, err := svc.Reports(r.Context(), until, limit)
+		if err != nil {
+			httpapi.Error(w, r, log, err)
+			return
+		}
+		out := make([]reportView, len(reports))
+		for i, rep := range reports {
+			v := reportView{ReportID: rep.ID, ReportedPubKey: pubkey.NPub(rep.ReportedPubKey), Reason: rep.Reason, Type: rep.Type,
+				EventIDs: rep.EventIDs, Comment: rep.Comment, CreatedAt: rep.CreatedAt, Source: rep.Source}
+			if rep.Reporter != "" {
+				n := pubkey.NPub(rep.Reporter)
+				v.Reporter = &n
+			}
+			out[i] = v
+		}
+		httpapi.Encode(w, http.StatusOK, map[string]any{"reports": out})
+	}
+}
+
+// paging reads ?until=<unix>&limit=<n> (default 100, at most 1000).
+func paging(r *http.Request) (until int64, limit int, err error) {
+	limit = 100
+	q := r.URL.Query()
+	if s := q.Get("limit"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > 1000 {
+			return 0, 0, outpost.Errorf(outpost.Invalid, "invalid_limit", "limit must be an integer from 1 to 1000")
+		}
+		limit = n
+	}
+	if s := q.Get("until"); s != "" {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || n < 0 {
+			return 0, 0, outpost.Errorf(outpost.Invalid, "invalid_until", "until must be a unix timestamp")
+		}
+		until = n
+	}
+	return until, limit, nil
+}
+
+// --- admin: bans ---
+
+type banView struct {
+	ID        string  `json:"id"`
+	PubKey    string  `json:"pubkey"`
+	PubKeyHex string  `json:"pubkey_hex"`
+	Reason    string  `json:"reason"`
+	CreatedAt int64   `json:"created_at"`
+	ExpiresAt *int64  `json:"expires_at"`
+	State     string  `json:"state"`
+	BannedBy  string  `json:"banned_by"`
+	LiftedAt  *int64  `json:"lifted_at"`
+	LiftedBy  *string `json:"lifted_by"`
+}
+
+func viewBan(b banlist.Ban, now int64) banView {
+	return banView{ID: b.ID, PubKey: pubkey.NPub(b.PubKey), PubKeyHex: b.PubKey, Reason: b.Reason, CreatedAt: b.CreatedAt,
+		ExpiresAt: b.ExpiresAt, State: b.State(now), BannedBy: b.BannedBy, LiftedAt: b.LiftedAt, LiftedBy: b.LiftedBy}
+}
+
+type banResult struct {
+	Status string  `json:"status"`
+	Ban    banView `json:"ban"`
+}
+
+// maxDuration keeps expires_at far from overflow (100 years).
+const maxDuration = 100 * 365 * 24 * 3600
+
+type banRequest struct {
+	PubKey   string `json:"pubkey"`
+	Reason   string `json:"reason"`
+	Duration *int64 `json:"duration"`
+	pk       string
+}
+
+func (q *banRequest) Valid() (err error) {
+	if q.pk, err = parsePubKey(q.PubKey, "pubkey"); err != nil {
+		return err
+	}
+	if q.Duration != nil && (*q.Duration <= 0 || *q.Duration > maxDuration) {
+		return outpost.Errorf(outpost.Invalid, "invalid_duration", "duration must be a number of seconds from 1 to %d", maxDuration).With("field", "duration")
+	}
+	q.Reason = strings.TrimSpace(q.Reason)
+	return nil
+}
+
+func handleBan(svc *banlist.Service, log *slog.Logger) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		q, err := httpapi.Decode[banRequest](w, r)
+		if err != nil {
+			httpapi.Error(w, r, log, err)
+			return
+		}
+		var expires *int64
+		if q.Duration != nil {
+			e := svc.ExpiresIn(*q.Duration)
+			expires = &e
+		}
+		b, err := svc.Ban(r.Context(), actor(r), q.pk, q.Reason, expires)
+		respondBan(w, r, log, "banned", b, err)
+	}
+}
+
+type tempBanRequest struct {
+	PubKey    string `json:"pubkey"`
+	Reason    string `json:"reason"`
+	ExpiresAt *int64 `json:"expires_at"`
+	pk        string
+}
+
+func (q *tempBanRequest) Valid() (err error) {
+	if q.pk, err = parsePubKey(q.PubKey, "pubkey"); err != nil {
+		return err
+	}
+	if q.ExpiresAt == nil {
+		return outpost.Errorf(outpost.Invalid, "invalid_request", "expires_at is required").With("field", "expires_at")
+	}
+	q.Reason = strings.TrimSpace(q.Reason)
+	return nil
+}
+
+func handleTempBan(svc *banlist.Service, log *slog.Logger) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		q, err := httpapi.Decode[tempBanRequest](w, r)
+		if err != nil {
+			httpapi.Error(w, r, log, err)
+			return
+		}
+		b, err := svc.Ban(r.Context(), actor(r), q.pk, q.Reason, q.ExpiresAt)
+		respondBan(w, r, log, "banned", b, err)
+	}
+}
+
+type unbanRequest struct {
+	PubKey string `json:"pubkey"`
+	pk     string
+}
+
+func (q *unbanRequest) Valid() (err error) {
+	q.pk, err = parsePubKey(q.PubKey, "pubkey")
+	return err
+}
+
+func handleUnban(svc *banlist.Service, log *slog.Logger) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		q, err := httpapi.Decode[unbanRequest](w, r)
+		if err != nil {
+			httpapi.Error(w, r, log, err)
+			return
+		}
+		b, err := svc.Unban(r.Context(), actor(r), q.pk)
+		respondBan(w, r, log, "unbanned", b, err)
+	}
+}
+
+func respondBan(w http.ResponseWriter, r *http.Request, log *slog.Logger, status string, b banlist.Ban, err error) {
+	if err != nil {
+		httpapi.Error(w, r, log, err)
+		return
+	}
+	httpapi.Encode(w, http.StatusOK, banResult{Status: status, Ban: viewBan(b, time.Now().Unix())})
+}
+
+func handleBans(svc *banlist.Service, log *slog.Logger, now func() time.Time) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		until, limit, err := paging(r)
+		if err != nil {
+			httpapi.Error(w, r, log, err)
+			return
+		}
+		state := r.URL.Query().Get("state")
+		switch state {
+		case "", banlist.StateActive, banlist.StateExpired, banlist.StateLifted:
+		default:
+			httpapi.Error(w, r, log, outpost.Errorf(outpost.Invalid, "invalid_state", "state must be active, expired or lifted"))
+			return
+		}
+		bans, err := svc.Bans(r.Context(), state, until, limit)
+		if err != nil {
+			httpapi.Error(w, r, log, err)
+			return
+		}
+		t := now().Unix()
+		out := make([]banView, len(bans))
+		for i, b := range bans {
+			out[i] = viewBan(b, t)
+		}
+		httpapi.Encode(w, http.StatusOK, map[string]any{"bans": out})
+	}
+}
+
+// --- admin: words ---
+
+func handleWords(svc *banlist.Service, log *slog.Logger) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		words, err := svc.Words(r.Context())
+		if err != nil {
+			httpapi.Error(w, r, log, err)
+			return
+		}
+		httpapi.Encode(w, http.StatusOK, map[string]any{"words": words})
+	}
+}
+
+type wordRequest struct {
+	Word string `json:"word"`
+}
+
+func (q *wordRequest) Valid() error {
+	q.Word = strings.TrimSpace(q.Word)
+	if q.Word == "" {
+		return outpost.Errorf(outpost.Invalid, "invalid_request", "word is required").With("field", "word")
+	}
+	return nil
+}
+
+func handleAddWord(svc *banlist.Service, log *slog.Logger) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		q, err := httpapi.Decode[wordRequest](w, r)
+		if err != nil {
+			httpapi.Error(w, r, log, err)
+			return
+		}
+		word, err := svc.AddWord(r.Context(), actor(r), q.Word)
+		if err != nil {
+			httpapi.Error(w, r, log, err)
+			return
+		}
+		httpapi.Encode(w, http.StatusCreated, map[string]any{"status": "added", "word": word})
+	}
+}
+
+func handleRemoveWord(svc *banlist.Service, log *slog.Logger) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		word, err := svc.RemoveWord(r.Context(), actor(r), chi.URLParam(r, "word"))
+		if err != nil {
+			httpapi.Error(w, r, log, err)
+			return
+		}
+		httpapi.Encode(w, http.StatusOK, map[string]any{"status": "removed", "word": word})
+	}
+}
+
+// --- admin: keys and audit ---
+
+type keyRequest struct {
+	Name string       `json:"name"`
+	Role banlist.Role `json:"role"`
+}
+
+func handleCreateKey(svc *banlist.Service, log *slog.Logger) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		q, err := httpapi.Decode[keyRequest](w, r)
+		if err != nil {
+			httpapi.Error(w, r, log, err)
+			return
+		}
+		secret, k, err := svc.CreateKey(r.Context(), actor(r), q.Name, q.Role)
+		if err != nil {
+			httpapi.Error(w, r, log, err)
+			return
+		}
+		httpapi.Encode(w, http.StatusCreated, map[string]any{"status": "created", "api_key": secret, "key": k})
+	}
+}
+
+func handleKeys(svc *banlist.Service, log *slog.Logger) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		keys, err := svc.Keys(r.Context())
+		if err != nil {
+			httpapi.Error(w, r, log, err)
+			return
+		}
+		httpapi.Encode(w, http.StatusOK, map[string]any{"keys": keys})
+	}
+}
+
+func handleRevokeKey(svc *banlist.Service, log *slog.Logger) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		k, err := svc.RevokeKey(r.Context(), actor(r), chi.URLParam(r, "key"))
+		if err != nil {
+			httpapi.Error(w, r, log, err)
+			return
+		}
+		httpapi.Encode(w, http.StatusOK, map[string]any{"status": "revoked", "key": k})
+	}
+}
+
+func handleAudit(svc *banlist.Service, log *slog.Logger) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		until, limit, err := paging(r)
+		if err != nil {
+			httpapi.Error(w, r, log, err)
+			return
+		}
+		entries, err := svc.Audit(r.Context(), until, limit)
+		if err != nil {
+			httpapi.Error(w, r, log, err)
+			return
+		}
+		httpapi.Encode(w, http.StatusOK, map[string]any{"audit": entries})
+	}
+}

@@ -1,0 +1,66 @@
+// Package banlistapi serves the ban-list REST interface (seed: banlist.md).
+package banlistapi
+
+import (
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/outpost-relay/outpost/banlist"
+	"github.com/outpost-relay/outpost/httpapi"
+	"github.com/outpost-relay/outpost/ratelimit"
+)
+
+// Config configures the ban-list API.
+type Config struct {
+	Service       *banlist.Service
+	Log           *slog.Logger
+	ReportsPublic bool // GET /reports without an API key (OUTPOST_REPORTS_PUBLIC)
+	ReportsPerMin int  // POST /reports per client IP per minute; 0: no extra limit
+	Now           func() time.Time
+}
+
+// Routes returns the ban-list router; every route of the service is here.
+func Routes(cfg Config) http.Handler {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	svc, log := cfg.Service, cfg.Log
+	auth := func(role banlist.Role) func(http.Handler) http.Handler { return requireRole(svc, log, role) }
+	reportLimit := httpapi.RateLimit(ratelimit.New(cfg.ReportsPerMin, time.Minute, cfg.Now), log)
+	readReports := auth(banlist.RoleViewer)
+	if cfg.ReportsPublic {
+		readReports = func(next http.Handler) http.Handler { return next }
+	}
+
+	r := chi.NewRouter()
+	r.NotFound(httpapi.NotFound)
+	r.MethodNotAllowed(httpapi.MethodNotAllowed)
+
+	r.Group(func(r chi.Router) {
+		r.Use(httpapi.CORS)
+		r.Get("/health", handleHealth(svc))
+		r.Get("/openapi.json", handleOpenAPI())
+		r.Get("/blocked/pubkeys", handleBlockedList(svc, cfg.Now))
+		r.Get("/blocked/pubkeys/{pubkey}", handleBlockedStatus(svc, log))
+		r.Get("/blocked/words", handleBlockedWords(svc))
+		r.With(reportLimit).Post("/reports", handleReport(svc, log))
+		r.With(readReports).Get("/reports", handleReports(svc, log))
+	})
+
+	r.Route("/admin", func(r chi.Router) {
+		r.With(auth(banlist.RoleModerator)).Post("/ban", handleBan(svc, log))
+		r.With(auth(banlist.RoleModerator)).Post("/temp-ban", handleTempBan(svc, log))
+		r.With(auth(banlist.RoleModerator)).Post("/unban", handleUnban(svc, log))
+		r.With(auth(banlist.RoleViewer)).Get("/bans", handleBans(svc, log, cfg.Now))
+		r.With(auth(banlist.RoleViewer)).Get("/words", handleWords(svc, log))
+		r.With(auth(banlist.RoleModerator)).Post("/words", handleAddWord(svc, log))
+		r.With(auth(banlist.RoleModerator)).Delete("/words/{word}", handleRemoveWord(svc, log))
+		r.With(auth(banlist.RoleAdmin)).Get("/keys", handleKeys(svc, log))
+		r.With(auth(banlist.RoleAdmin)).Post("/keys", handleCreateKey(svc, log))
+		r.With(auth(banlist.RoleAdmin)).Delete("/keys/{key}", handleRevokeKey(svc, log))
+		r.With(auth(banlist.RoleAdmin)).Get("/audit", handleAudit(svc, log))
+	})
+	return r
+}

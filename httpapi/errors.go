@@ -1,0 +1,57 @@
+// Package httpapi holds what outpost's three REST services share: the error
+// contract, JSON encoding and decoding, middleware, and the root handler that
+// mounts the services and the relay on one listener.
+package httpapi
+
+import (
+	"log/slog"
+	"math"
+	"net/http"
+	"strconv"
+
+	"github.com/outpost-relay/outpost"
+)
+
+// statusOf is the one place an error kind becomes an HTTP status.
+var statusOf = map[outpost.Kind]int{
+	outpost.Internal:      http.StatusInternalServerError,
+	outpost.Invalid:       http.StatusBadRequest,
+	outpost.Unauthorized:  http.StatusUnauthorized,
+	outpost.Forbidden:     http.StatusForbidden,
+	outpost.NotFound:      http.StatusNotFound,
+	outpost.Conflict:      http.StatusConflict,
+	outpost.Gone:          http.StatusGone,
+	outpost.TooLarge:      http.StatusRequestEntityTooLarge,
+	outpost.Unprocessable: http.StatusUnprocessableEntity,
+	outpost.RateLimited:   http.StatusTooManyRequests,
+	outpost.BadGateway:    http.StatusBadGateway,
+	outpost.Unavailable:   http.StatusServiceUnavailable,
+}
+
+// ErrorBody is the JSON body of every error response.
+type ErrorBody struct {
+	Error   string         `json:"error"`
+	Message string         `json:"message"`
+	Details map[string]any `json:"details,omitempty"`
+}
+
+// Error writes err as the JSON error body. Errors that are not *outpost.Error
+// (or are Internal) are logged and answered with a generic 500.
+func Error(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
+	e := outpost.AsError(err)
+	if e == nil || e.Kind == outpost.Internal {
+		log.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+		e = outpost.Errorf(outpost.Internal, "internal_error", "internal server error")
+	}
+	status, ok := statusOf[e.Kind]
+	if !ok {
+		status = http.StatusInternalServerError
+	}
+	if e.RetryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(e.RetryAfter.Seconds()))))
+	}
+	if e.Kind == outpost.Unauthorized && w.Header().Get("WWW-Authenticate") == "" {
+		w.Header().Set("WWW-Authenticate", "Bearer")
+	}
+	Encode(w, status, ErrorBody{Error: e.Code, Message: e.Message, Details: e.Details})
+}

@@ -1,0 +1,75 @@
+package nip98
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/nbd-wtf/go-nostr"
+	"github.com/outpost-relay/outpost"
+)
+
+func TestVerify(t *testing.T) {
+	sk := nostr.GeneratePrivateKey()
+	pub, _ := nostr.GetPublicKey(sk)
+	now := time.Unix(1_700_000_000, 0)
+	const u = "https://outpost.example/faucet/auth/login"
+	body := []byte(`{"a":1}`)
+	sign := func(mod func(*nostr.Event)) string {
+		ev := nostr.Event{Kind: Kind, CreatedAt: nostr.Timestamp(now.Unix()), Tags: nostr.Tags{{"u", u}, {"method", "POST"}}}
+		mod(&ev)
+		ev.Sign(sk)
+		b, _ := json.Marshal(ev)
+		return "Nostr " + base64.StdEncoding.EncodeToString(b)
+	}
+	good, _ := Sign(sk, "POST", u, body, now)
+	tampered := func() string {
+		ev := nostr.Event{Kind: Kind, CreatedAt: nostr.Timestamp(now.Unix()), Tags: nostr.Tags{{"u", u}, {"method", "POST"}}}
+		ev.Sign(sk)
+		ev.Content = "changed after signing"
+		ev.ID = ev.GetID() // a valid id, but the signature is for the old one
+		b, _ := json.Marshal(ev)
+		return "Nostr " + base64.StdEncoding.EncodeToString(b)
+	}()
+	tests := []struct {
+		name      string
+		header    string
+		req       Request
+		wantCheck string
+	}{
+		{"ok", good, Request{Method: "POST", URLs: []string{u}, Body: body}, ""},
+		{"no header", "", Request{Method: "POST", URLs: []string{u}}, "header"},
+		{"bearer", "Bearer x", Request{Method: "POST", URLs: []string{u}}, "header"},
+		{"garbage base64", "Nostr %%%", Request{Method: "POST", URLs: []string{u}}, "base64"},
+		{"not json", "Nostr " + base64.StdEncoding.EncodeToString([]byte("hi")), Request{Method: "POST", URLs: []string{u}}, "json"},
+		{"wrong kind", sign(func(e *nostr.Event) { e.Kind = 1 }), Request{Method: "POST", URLs: []string{u}}, "kind"},
+		{"bad signature", tampered, Request{Method: "POST", URLs: []string{u}}, "signature"},
+		{"too old", sign(func(e *nostr.Event) { e.CreatedAt -= 61 }), Request{Method: "POST", URLs: []string{u}}, "created_at"},
+		{"too new", sign(func(e *nostr.Event) { e.CreatedAt += 61 }), Request{Method: "POST", URLs: []string{u}}, "created_at"},
+		{"at the edge", sign(func(e *nostr.Event) { e.CreatedAt -= 60 }), Request{Method: "POST", URLs: []string{u}}, ""},
+		{"wrong u", sign(func(e *nostr.Event) {}), Request{Method: "POST", URLs: []string{"https://outpost.example/faucet/auth/me"}}, "u"},
+		{"u with other host", sign(func(e *nostr.Event) { e.Tags[0][1] = "https://evil.example/faucet/auth/login" }), Request{Method: "POST", URLs: []string{u}}, "u"},
+		{"u host case", sign(func(e *nostr.Event) { e.Tags[0][1] = "https://OUTPOST.example/faucet/auth/login" }), Request{Method: "POST", URLs: []string{u}}, ""},
+		{"wrong method", sign(func(e *nostr.Event) {}), Request{Method: "GET", URLs: []string{u}}, "method"},
+		{"no payload for a body", sign(func(e *nostr.Event) {}), Request{Method: "POST", URLs: []string{u}, Body: body}, "payload"},
+		{"wrong payload", good, Request{Method: "POST", URLs: []string{u}, Body: []byte(`{"a":2}`)}, "payload"},
+		{"replay", good, Request{Method: "POST", URLs: []string{u}, Body: body}, "replay"},
+	}
+	v := NewVerifier(0, func() time.Time { return now })
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := v.Verify(tt.header, tt.req)
+			if tt.wantCheck == "" {
+				if err != nil || got != pub {
+					t.Fatalf("Verify = %q, %v; want %q", got, err, pub)
+				}
+				return
+			}
+			e := outpost.AsError(err)
+			if e == nil || e.Kind != outpost.Unauthorized || e.Details["check"] != tt.wantCheck {
+				t.Fatalf("Verify error = %v (details %v), want check %q", err, e, tt.wantCheck)
+			}
+		})
+	}
+}
