@@ -25,9 +25,9 @@ var ReportTypes = []string{"nudity", "malware", "profanity", "illegal", "spam", 
 
 // Limits of a REST report.
 const (
-	MaxCommentLen      = 2000
-	MaxReportedEvents  = 50
-	reasonTag          = "reason" // a free-text reason that is not a NIP-56 type
+	MaxCommentLen          = 2000
+	MaxReportedEvents      = 50
+	reasonTag              = "reason" // a free-text reason that is not a NIP-56 type
 	sourceAPI, sourceNostr = "api", "nostr"
 )
 

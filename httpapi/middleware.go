@@ -6,9 +6,9 @@ import (
 	"runtime/debug"
 
 	"github.com/go-chi/chi/v5/middleware"
-	"github.com/rs/cors"
 	"github.com/outpost-relay/outpost"
 	"github.com/outpost-relay/outpost/ratelimit"
+	"github.com/rs/cors"
 )
 
 // ClientIPMiddleware records the client IP: the socket peer, or the first

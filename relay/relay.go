@@ -52,6 +52,7 @@ type Relay struct {
 	conns   map[net.Conn]struct{} // hijacked websocket connections
 
 	nip86 *management // nil until EnableManagement
+	gate  gate        // store calls in flight; closed at shutdown
 }
 
 // New builds the relay.
@@ -63,11 +64,17 @@ func New(cfg Config) *Relay {
 	rl.ServiceURL = r.url
 
 	ev := cfg.Store.Events
-	rl.StoreEvent = append(rl.StoreEvent, ev.SaveEvent)
-	rl.QueryEvents = append(rl.QueryEvents, ev.QueryEvents)
-	rl.DeleteEvent = append(rl.DeleteEvent, ev.DeleteEvent)
-	rl.ReplaceEvent = append(rl.ReplaceEvent, ev.ReplaceEvent)
-	rl.CountEvents = append(rl.CountEvents, ev.CountEvents)
+	rl.StoreEvent = append(rl.StoreEvent, gated(&r.gate, ev.SaveEvent))
+	rl.DeleteEvent = append(rl.DeleteEvent, gated(&r.gate, ev.DeleteEvent))
+	rl.ReplaceEvent = append(rl.ReplaceEvent, gated(&r.gate, ev.ReplaceEvent))
+	rl.QueryEvents = append(rl.QueryEvents, gatedQuery(&r.gate, ev.QueryEvents))
+	rl.CountEvents = append(rl.CountEvents, func(ctx context.Context, f nostr.Filter) (int64, error) {
+		if !r.gate.enter() {
+			return 0, errShuttingDown
+		}
+		defer r.gate.exit()
+		return ev.CountEvents(ctx, f)
+	})
 
 	rl.RejectEvent = append(rl.RejectEvent,
 		kpolicies.PreventTimestampsInTheFuture(maxFuture),
@@ -115,6 +122,10 @@ func New(cfg Config) *Relay {
 // subscriptions. It skips the write policies: the service's own events (e.g.
 // reports quoting abusive text) must not be refused by them.
 func (r *Relay) Publish(ctx context.Context, ev *nostr.Event) error {
+	if !r.gate.enter() {
+		return errShuttingDown
+	}
+	defer r.gate.exit()
 	if err := r.store.Events.SaveEvent(ctx, ev); err != nil {
 		return err
 	}
@@ -145,8 +156,9 @@ func (r *Relay) TrackConn(c net.Conn, state http.ConnState) {
 }
 
 // CloseClients sends every websocket client a close frame ("going away"),
-// gives them until ctx ends to hang up, then closes what is left. khatru's
-// own Shutdown only works for relays it started itself.
+// gives them until ctx ends to hang up, closes what is left, and waits for
+// store calls in flight; later ones fail, so the store can close safely.
+// khatru's own Shutdown only works for relays it started itself.
 func (r *Relay) CloseClients(ctx context.Context) {
 	msg := websocket.FormatCloseMessage(websocket.CloseGoingAway, "relay shutting down")
 	r.mu.Lock()
@@ -154,28 +166,25 @@ func (r *Relay) CloseClients(ctx context.Context) {
 		ws.WriteMessage(websocket.CloseMessage, msg)
 	}
 	r.mu.Unlock()
+	// Well-behaved clients answer the close frame at once; don't let the
+	// others hold shutdown longer than a moment.
+	grace, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
 	t := time.NewTicker(20 * time.Millisecond)
 	defer t.Stop()
-	for {
-		r.mu.Lock()
-		n := len(r.clients)
-		r.mu.Unlock()
-		if n == 0 {
-			break
-		}
+	for r.Clients() > 0 && grace.Err() == nil {
 		select {
-		case <-ctx.Done():
+		case <-grace.Done():
 		case <-t.C:
-			continue
 		}
-		break
 	}
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	for c := range r.conns {
 		c.Close()
 	}
 	clear(r.conns)
+	r.mu.Unlock()
+	r.gate.close(ctx)
 }
 
 // Clients is the number of connected websocket clients.

@@ -28,7 +28,7 @@ type clock struct {
 	t  time.Time
 }
 
-func (c *clock) Now() time.Time       { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) Now() time.Time      { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
 func (c *clock) Add(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
 
 const adminKey = "bootstrap-admin-key-for-tests-0123456789"

@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"compress/gzip"
 	"crypto/sha256"
-	"encoding/hex"
 	_ "embed"
+	"encoding/hex"
 	"encoding/json"
 	"log/slog"
 	"net/http"
@@ -28,7 +28,9 @@ var openAPI []byte
 func OpenAPI() []byte { return openAPI }
 
 func handleOpenAPI() http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) { httpapi.EncodeBytes(w, http.StatusOK, bytes.TrimSpace(openAPI)) }
+	return func(w http.ResponseWriter, r *http.Request) {
+		httpapi.EncodeBytes(w, http.StatusOK, bytes.TrimSpace(openAPI))
+	}
 }
 
 func handleHealth(svc *banlist.Service) http.HandlerFunc {

@@ -1,0 +1,371 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/nbd-wtf/go-nostr"
+	"github.com/outpost-relay/outpost"
+	"github.com/outpost-relay/outpost/banlist"
+	"github.com/outpost-relay/outpost/policies"
+	"github.com/outpost-relay/outpost/pubkey"
+	"github.com/outpost-relay/outpost/store"
+)
+
+// adminOp is a parsed admin command, ready to run against a ban-list service.
+type adminOp func(ctx context.Context, svc *banlist.Service, out io.Writer) error
+
+const cliActor = "cli"
+
+// parseAdmin parses "apikey|ban|words <sub> ..." into an operation. It
+// accepts --data-dir so the same arguments work locally and over the socket.
+func parseAdmin(args []string, stderr io.Writer) (adminOp, error) {
+	if len(args) < 2 || strings.HasPrefix(args[1], "-") {
+		fmt.Fprint(stderr, topUsage)
+		if len(args) >= 2 && (args[1] == "-h" || args[1] == "--help") {
+			return nil, flag.ErrHelp
+		}
+		return nil, fmt.Errorf("%s needs a subcommand", args[0])
+	}
+	cmd := args[0] + " " + args[1]
+	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.String("data-dir", "./data", "data directory of the outpost to administer")
+	var name, role, reason, state string
+	var duration time.Duration
+	var synopsis string
+	switch cmd {
+	case "apikey create":
+		synopsis = "outpost apikey create --name N --role viewer|moderator|admin"
+		fs.StringVar(&name, "name", "", "a name for the key (shown in bans and the audit log)")
+		fs.StringVar(&role, "role", "moderator", "viewer, moderator or admin")
+	case "apikey list", "words list":
+		synopsis = "outpost " + cmd
+	case "apikey revoke":
+		synopsis = "outpost apikey revoke <id|name>"
+	case "ban add":
+		synopsis = "outpost ban add <npub|hex> --reason R [--duration 24h]"
+		fs.StringVar(&reason, "reason", "", "reason for the ban")
+		fs.DurationVar(&duration, "duration", 0, "how long the ban lasts (default: no end)")
+	case "ban remove", "words add", "words remove":
+		synopsis = "outpost " + cmd + " <" + map[string]string{"ban": "npub|hex", "words": "word or phrase"}[args[0]] + ">"
+	case "ban list":
+		synopsis = "outpost ban list [--state active|expired|lifted]"
+		fs.StringVar(&state, "state", "active", "which bans to list; empty for all")
+	default:
+		fmt.Fprint(stderr, topUsage)
+		return nil, fmt.Errorf("unknown command %q", cmd)
+	}
+	fs.Usage = usage(fs, stderr, synopsis)
+	if err := fs.Parse(reorder(args[2:])); err != nil {
+		return nil, err
+	}
+	rest := fs.Args()
+	needArg := func() (string, error) {
+		if len(rest) != 1 {
+			fs.Usage()
+			return "", fmt.Errorf("%s takes one argument", cmd)
+		}
+		return rest[0], nil
+	}
+
+	switch cmd {
+	case "apikey create":
+		return func(ctx context.Context, svc *banlist.Service, out io.Writer) error {
+			secret, k, err := svc.CreateKey(ctx, cliActor, name, banlist.Role(role))
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(out, "created %s key %q (id %s); it is shown only now:\n%s\n", k.Role, k.Name, k.ID, secret)
+			return nil
+		}, nil
+	case "apikey list":
+		return func(ctx context.Context, svc *banlist.Service, out io.Writer) error {
+			keys, err := svc.Keys(ctx)
+			if err != nil {
+				return err
+			}
+			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "ID\tNAME\tROLE\tCREATED\tREVOKED")
+			for _, k := range keys {
+				revoked := "-"
+				if k.RevokedAt != nil {
+					revoked = unixTime(*k.RevokedAt)
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", k.ID, k.Name, k.Role, unixTime(k.CreatedAt), revoked)
+			}
+			return tw.Flush()
+		}, nil
+	case "apikey revoke":
+		id, err := needArg()
+		if err != nil {
+			return nil, err
+		}
+		return func(ctx context.Context, svc *banlist.Service, out io.Writer) error {
+			k, err := svc.RevokeKey(ctx, cliActor, id)
+			if err == nil {
+				fmt.Fprintf(out, "revoked key %q (id %s)\n", k.Name, k.ID)
+			}
+			return err
+		}, nil
+	case "ban add", "ban remove":
+		arg, err := needArg()
+		if err != nil {
+			return nil, err
+		}
+		pk, err := pubkey.Parse(arg)
+		if err != nil {
+			return nil, fmt.Errorf("%q: %w", arg, err)
+		}
+		if duration < 0 {
+			return nil, errors.New("--duration must be positive")
+		}
+		if cmd == "ban remove" {
+			return func(ctx context.Context, svc *banlist.Service, out io.Writer) error {
+				if _, err := svc.Unban(ctx, cliActor, pk); err != nil {
+					return err
+				}
+				fmt.Fprintf(out, "unbanned %s\n", pubkey.NPub(pk))
+				return nil
+			}, nil
+		}
+		return func(ctx context.Context, svc *banlist.Service, out io.Writer) error {
+			var expires *int64
+			if duration > 0 {
+				e := svc.ExpiresIn(int64(duration.Seconds()))
+				expires = &e
+			}
+			b, err := svc.Ban(ctx, cliActor, pk, reason, expires)
+			if err != nil {
+				return err
+			}
+			until := "with no end"
+			if b.ExpiresAt != nil {
+				until = "until " + unixTime(*b.ExpiresAt)
+			}
+			fmt.Fprintf(out, "banned %s %s\n", pubkey.NPub(pk), until)
+			return nil
+		}, nil
+	case "ban list":
+		return func(ctx context.Context, svc *banlist.Service, out io.Writer) error {
+			bans, err := svc.Bans(ctx, state, 0, 1000)
+			if err != nil {
+				return err
+			}
+			now := time.Now().Unix()
+			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "PUBKEY\tSTATE\tREASON\tEXPIRES\tBY")
+			for _, b := range bans {
+				exp := "-"
+				if b.ExpiresAt != nil {
+					exp = unixTime(*b.ExpiresAt)
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", pubkey.NPub(b.PubKey), b.State(now), b.Reason, exp, b.BannedBy)
+			}
+			return tw.Flush()
+		}, nil
+	case "words add", "words remove":
+		word, err := needArg()
+		if err != nil {
+			return nil, err
+		}
+		return func(ctx context.Context, svc *banlist.Service, out io.Writer) error {
+			var w banlist.Word
+			var err error
+			if cmd == "words add" {
+				w, err = svc.AddWord(ctx, cliActor, word)
+			} else {
+				w, err = svc.RemoveWord(ctx, cliActor, word)
+			}
+			if err == nil {
+				fmt.Fprintf(out, "%s %q\n", map[bool]string{true: "blocked", false: "unblocked"}[cmd == "words add"], w.Word)
+			}
+			return err
+		}, nil
+	default: // words list
+		return func(ctx context.Context, svc *banlist.Service, out io.Writer) error {
+			words, err := svc.Words(ctx)
+			for _, w := range words {
+				fmt.Fprintln(out, w.Word)
+			}
+			return err
+		}, nil
+	}
+}
+
+// reorder puts flags before positional arguments, so "ban add npub1... --reason x" works.
+func reorder(args []string) []string {
+	var flags, rest []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			rest = append(rest, args[i+1:]...)
+			break
+		}
+		if strings.HasPrefix(a, "-") && len(a) > 1 {
+			flags = append(flags, a)
+			if !strings.Contains(a, "=") && i+1 < len(args) && !isBoolFlag(a) {
+				flags = append(flags, args[i+1])
+				i++
+			}
+			continue
+		}
+		rest = append(rest, a)
+	}
+	return append(flags, rest...)
+}
+
+func isBoolFlag(a string) bool { return a == "-h" || a == "--help" || a == "-help" }
+
+func unixTime(t int64) string { return time.Unix(t, 0).UTC().Format(time.RFC3339) }
+
+// dataDirOf finds --data-dir in args, else OUTPOST_DATA_DIR, else ./data.
+func dataDirOf(args []string, getenv func(string) string) string {
+	for i, a := range args {
+		if v, ok := strings.CutPrefix(a, "--data-dir="); ok {
+			return v
+		}
+		if (a == "--data-dir" || a == "-data-dir") && i+1 < len(args) {
+			return args[i+1]
+		}
+	}
+	if v := getenv("OUTPOST_DATA_DIR"); v != "" {
+		return v
+	}
+	return "./data"
+}
+
+// adminCLI runs an admin command in the running outpost that owns the data
+// dir (so the relay sees the change at once), or opens the data dir itself.
+func adminCLI(ctx context.Context, cmd string, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	full := append([]string{cmd}, args...)
+	op, err := parseAdmin(full, stderr)
+	if err != nil {
+		return err
+	}
+	dir, _ := filepath.Abs(dataDirOf(args, getenv))
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+
+	if out, err := execRemote(ctx, dir, full); !errors.Is(err, errNoServer) {
+		fmt.Fprint(stdout, out)
+		return err
+	}
+	st, err := store.Open(dir, slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	if errors.Is(err, store.ErrLocked) {
+		return fmt.Errorf("another outpost holds %s and its admin socket does not answer", dir)
+	}
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	sk, err := serviceKey(getenv("OUTPOST_SECRET_KEY"), dir)
+	if err != nil {
+		return err
+	}
+	svc, err := banlist.New(banlist.Config{DB: st.DB, Events: st.Events, List: policies.NewBanList(), SecretKey: sk,
+		Log:     slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Publish: func(ctx context.Context, ev *nostr.Event) error { return st.Events.SaveEvent(ctx, ev) }})
+	if err != nil {
+		return err
+	}
+	return cliError(op(ctx, svc, stdout))
+}
+
+func cliError(err error) error {
+	if e := outpost.AsError(err); e != nil {
+		return errors.New(e.Message)
+	}
+	return err
+}
+
+// --- the admin socket ---
+
+const socketName = "outpost.sock"
+
+var errNoServer = errors.New("no outpost is running on this data dir")
+
+type execRequest struct {
+	Args []string `json:"args"`
+}
+
+type execResult struct {
+	Output string `json:"output"`
+	Error  string `json:"error,omitempty"`
+}
+
+// listenAdmin serves admin commands on <dataDir>/outpost.sock (mode 0600:
+// whoever can read the data dir may administer it).
+func listenAdmin(dataDir string, svc *banlist.Service, log *slog.Logger) (io.Closer, error) {
+	path := filepath.Join(dataDir, socketName)
+	if len(path) > 100 {
+		return nil, fmt.Errorf("socket path too long for a unix socket: %s", path)
+	}
+	os.Remove(path) // a socket left by a crash; the database lock proves no one else serves it
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		ln.Close()
+		return nil, err
+	}
+	srv := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req execRequest
+		if err := json.NewDecoder(io.LimitReader(r.Body, 1<<16)).Decode(&req); err != nil || len(req.Args) == 0 {
+			http.Error(w, "bad request", http.StatusBadRequest)
+			return
+		}
+		var out bytes.Buffer
+		res := execResult{}
+		op, err := parseAdmin(req.Args, &out)
+		if err == nil {
+			err = op(r.Context(), svc, &out)
+		}
+		if err != nil {
+			res.Error = cliError(err).Error()
+		}
+		res.Output = out.String()
+		log.Info("admin command", "command", strings.Join(req.Args[:min(2, len(req.Args))], " "), "ok", err == nil)
+		json.NewEncoder(w).Encode(res)
+	})}
+	go srv.Serve(ln)
+	return srv, nil
+}
+
+// execRemote runs args in the outpost serving dataDir; errNoServer when none does.
+func execRemote(ctx context.Context, dataDir string, args []string) (string, error) {
+	path := filepath.Join(dataDir, socketName)
+	client := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", path)
+	}}}
+	body, _ := json.Marshal(execRequest{Args: args})
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://outpost/exec", bytes.NewReader(body))
+	resp, err := client.Do(req)
+	if err != nil {
+		return "", errNoServer
+	}
+	defer resp.Body.Close()
+	var res execResult
+	if err := json.NewDecoder(resp.Body).Decode(&res); err != nil {
+		return "", fmt.Errorf("admin socket: %w", err)
+	}
+	if res.Error != "" {
+		return res.Output, errors.New(res.Error)
+	}
+	return res.Output, nil
+}

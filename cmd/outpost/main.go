@@ -1,0 +1,74 @@
+// Command outpost serves a Nostr relay with a ban list, a test-sats faucet and
+// a Cashu mint directory on one listener.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/outpost-relay/outpost"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return
+		}
+		fmt.Fprintln(os.Stderr, "outpost:", err)
+		os.Exit(1)
+	}
+}
+
+const topUsage = `outpost: a Nostr relay with a ban list, a test-sats faucet and a Cashu mint directory
+
+usage:
+  outpost [serve] [flags]                       run everything (the default)
+  outpost apikey create --name N --role R       issue a ban-list API key (viewer, moderator, admin)
+  outpost apikey list | revoke <id|name>
+  outpost ban add <pubkey> --reason R [--duration 24h] | remove <pubkey> | list
+  outpost words add|remove <word> | list
+  outpost version
+
+Admin commands talk to a running outpost through <data-dir>/outpost.sock, or
+open the data dir themselves when none runs. "outpost <command> --help" lists
+the flags; every flag has an OUTPOST_* environment twin.
+`
+
+// run is the whole program; main only gives it the process's environment.
+func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
+	cmd := "serve"
+	if len(args) > 0 && args[0] != "" && args[0][0] != '-' {
+		cmd, args = args[0], args[1:]
+	}
+	switch cmd {
+	case "serve":
+		fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+		fs.SetOutput(stderr)
+		cf := newConfigFlags(fs)
+		fs.Usage = func() { fmt.Fprint(stderr, topUsage+"\n"); usage(fs, stderr, "outpost [serve] [flags]")() }
+		cfg, err := cf.parse(args, getenv)
+		if err != nil {
+			return err
+		}
+		return serve(ctx, cfg, stdout, stderr)
+	case "version":
+		fmt.Fprintln(stdout, "outpost", outpost.Version)
+		return nil
+	case "apikey", "ban", "words":
+		return adminCLI(ctx, cmd, args, getenv, stdout, stderr)
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, topUsage)
+		return nil
+	default:
+		fmt.Fprint(stderr, topUsage)
+		return fmt.Errorf("unknown command %q", cmd)
+	}
+}

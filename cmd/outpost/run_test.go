@@ -1,0 +1,460 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/nbd-wtf/go-nostr"
+	"github.com/outpost-relay/outpost/nip98"
+	"github.com/outpost-relay/outpost/pubkey"
+)
+
+const testAdminKey = "test-admin-key-0123456789abcdef"
+
+// instance is a running outpost started through run().
+type instance struct {
+	url     string // http://127.0.0.1:port
+	ws      string
+	dir     string
+	stop    context.CancelFunc
+	done    chan error
+	logs    *syncBuffer
+	proxies []*stickyProxy
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
+
+func testEnv(dir string, extra map[string]string) func(string) string {
+	env := map[string]string{
+		"OUTPOST_ADDR": "127.0.0.1:0", "OUTPOST_DATA_DIR": dir, "OUTPOST_ADMIN_API_KEY": testAdminKey,
+		"OUTPOST_LOG_LEVEL": "debug", "OUTPOST_RATE_LIMIT": "0",
+	}
+	for k, v := range extra {
+		env[k] = v
+	}
+	return func(k string) string { return env[k] }
+}
+
+// start runs outpost on a free port and waits until /health answers.
+func start(t *testing.T, dir string, extra map[string]string) *instance {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	pr, pw := io.Pipe()
+	inst := &instance{dir: dir, stop: cancel, done: make(chan error, 1), logs: &syncBuffer{}}
+	go func() {
+		err := run(ctx, nil, testEnv(dir, extra), strings.NewReader(""), pw, inst.logs)
+		pw.Close()
+		inst.done <- err
+	}()
+	lines := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			select {
+			case lines <- sc.Text():
+			default:
+			}
+		}
+	}()
+	select {
+	case line := <-lines:
+		// "outpost <version> serving on http://127.0.0.1:port (relay ws://...)"
+		f := strings.Fields(line)
+		inst.url = f[4]
+		inst.ws = "ws" + strings.TrimPrefix(inst.url, "http")
+	case err := <-inst.done:
+		t.Fatalf("outpost did not start: %v\n%s", err, inst.logs)
+	case <-time.After(30 * time.Second):
+		t.Fatalf("outpost did not start in time\n%s", inst.logs)
+	}
+	t.Cleanup(func() {
+		inst.shutdown(t)
+		if t.Failed() {
+			t.Logf("outpost logs:\n%s", inst.logs)
+		}
+	})
+	waitFor(t, 10*time.Second, "health", func() bool {
+		resp, err := http.Get(inst.url + "/health")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == 200
+	})
+	return inst
+}
+
+func (inst *instance) shutdown(t *testing.T) {
+	t.Helper()
+	for _, p := range inst.proxies {
+		p.freeze()
+	}
+	inst.stop()
+	select {
+	case err, ok := <-inst.done:
+		if ok && err != nil {
+			t.Errorf("run returned %v", err)
+		}
+		close(inst.done)
+	case <-time.After(20 * time.Second):
+		t.Fatal("outpost did not shut down")
+	}
+}
+
+func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func call(t *testing.T, method, url string, body any, headers ...string) (int, map[string]any) {
+	t.Helper()
+	var r io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		r = bytes.NewReader(b)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, method, url, r)
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	defer resp.Body.Close()
+	var m map[string]any
+	json.NewDecoder(resp.Body).Decode(&m)
+	return resp.StatusCode, m
+}
+
+func admin() []string { return []string{"Authorization", "Bearer " + testAdminKey} }
+
+func note(t *testing.T, sk, content string, kind int, tags ...nostr.Tag) nostr.Event {
+	t.Helper()
+	ev := nostr.Event{Kind: kind, CreatedAt: nostr.Now(), Content: content, Tags: tags}
+	if err := ev.Sign(sk); err != nil {
+		t.Fatal(err)
+	}
+	return ev
+}
+
+func publish(t *testing.T, r *nostr.Relay, ev nostr.Event) error {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return r.Publish(ctx, ev)
+}
+
+func wantBlocked(t *testing.T, err error, contains string) {
+	t.Helper()
+	if err == nil || !strings.Contains(err.Error(), "blocked:") || !strings.Contains(err.Error(), contains) {
+		t.Fatalf("publish: %v, want a blocked: rejection mentioning %q", err, contains)
+	}
+}
+
+// TestWholeProgram runs outpost through run() and uses it as Nostr clients,
+// frontends and operators do. Publishing comes before querying (see
+// helpers_test.go for why).
+func TestWholeProgram(t *testing.T) {
+	dir := t.TempDir()
+	adminSK := nostr.GeneratePrivateKey()
+	adminPK, _ := nostr.GetPublicKey(adminSK)
+	inst := start(t, dir, map[string]string{"OUTPOST_ADMIN_PUBKEYS": pubkey.NPub(adminPK)})
+	rl := connect(t, inst)
+
+	badSK, goodSK := nostr.GeneratePrivateKey(), nostr.GeneratePrivateKey()
+	badPK, _ := nostr.GetPublicKey(badSK)
+	goodPK, _ := nostr.GetPublicKey(goodSK)
+	good := note(t, goodSK, "hello from a good key", 1)
+	var restReport string
+	var userReport nostr.Event
+
+	t.Run("NIP-11", func(t *testing.T) {
+		req, _ := http.NewRequest("GET", inst.url+"/", nil)
+		req.Header.Set("Accept", "application/nostr+json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var info struct {
+			PubKey string `json:"pubkey"`
+			NIPs   []int  `json:"supported_nips"`
+		}
+		json.NewDecoder(resp.Body).Decode(&info)
+		key, _ := os.ReadFile(filepath.Join(dir, "service.key"))
+		want, _ := nostr.GetPublicKey(strings.TrimSpace(string(key)))
+		if info.PubKey != want {
+			t.Errorf("NIP-11 pubkey %q, want the service key %q", info.PubKey, want)
+		}
+		for _, n := range []int{1, 9, 11, 56, 86} {
+			found := false
+			for _, m := range info.NIPs {
+				found = found || m == n
+			}
+			if !found {
+				t.Errorf("NIP-%d not listed in %v", n, info.NIPs)
+			}
+		}
+	})
+
+	t.Run("ban over REST blocks at once", func(t *testing.T) {
+		if code, _ := call(t, "POST", inst.url+"/banlist/admin/ban", map[string]any{"pubkey": pubkey.NPub(badPK), "reason": "spam bot"}, admin()...); code != 200 {
+			t.Fatalf("ban: %d", code)
+		}
+		wantBlocked(t, publish(t, rl, note(t, badSK, "hello", 1)), "spam bot")
+		if err := publish(t, rl, good); err != nil {
+			t.Fatalf("a good key's note was rejected: %v", err)
+		}
+	})
+
+	t.Run("temp ban lapses by itself", func(t *testing.T) {
+		sk := nostr.GeneratePrivateKey()
+		pk, _ := nostr.GetPublicKey(sk)
+		exp := time.Now().Unix() + 2
+		if code, body := call(t, "POST", inst.url+"/banlist/admin/temp-ban", map[string]any{"pubkey": pk, "reason": "cool down", "expires_at": exp}, admin()...); code != 200 {
+			t.Fatalf("temp-ban: %d %v", code, body)
+		}
+		wantBlocked(t, publish(t, rl, note(t, sk, "now?", 1)), "cool down")
+		time.Sleep(time.Until(time.Unix(exp, 0)) + 50*time.Millisecond)
+		if err := publish(t, rl, note(t, sk, "and now?", 1)); err != nil {
+			t.Fatalf("after expires_at: %v", err)
+		}
+	})
+
+	t.Run("blocked words", func(t *testing.T) {
+		call(t, "POST", inst.url+"/banlist/admin/words", map[string]any{"word": "FreeSats"}, admin()...)
+		wantBlocked(t, publish(t, rl, note(t, goodSK, "get your freesats here", 1)), "FreeSats")
+		wantBlocked(t, publish(t, rl, note(t, goodSK, `{"name":"x","about":"FREESATS!"}`, 0)), "FreeSats")
+		if err := publish(t, rl, note(t, goodSK, "freesatsy is not the word", 1)); err != nil {
+			t.Fatalf("word boundary: %v", err)
+		}
+	})
+
+	t.Run("CLI changes reach the running relay", func(t *testing.T) {
+		sk := nostr.GeneratePrivateKey()
+		pk, _ := nostr.GetPublicKey(sk)
+		var out bytes.Buffer
+		err := run(context.Background(), []string{"ban", "add", pubkey.NPub(pk), "--reason", "from the cli", "--data-dir", dir}, os.Getenv, nil, &out, io.Discard)
+		if err != nil || !strings.Contains(out.String(), "banned") {
+			t.Fatalf("cli: %v %q", err, out.String())
+		}
+		wantBlocked(t, publish(t, rl, note(t, sk, "hi", 1)), "from the cli")
+		out.Reset()
+		if err := run(context.Background(), []string{"apikey", "create", "--name", "mod", "--role", "moderator", "--data-dir", dir}, os.Getenv, nil, &out, io.Discard); err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+		key := lines[len(lines)-1]
+		if code, _ := call(t, "POST", inst.url+"/banlist/admin/unban", map[string]any{"pubkey": pk}, "Authorization", "Bearer "+key); code != 200 {
+			t.Fatalf("unban with the CLI-made key: %d", code)
+		}
+		if err := publish(t, rl, note(t, sk, "hi again", 1)); err != nil {
+			t.Fatalf("after unban: %v", err)
+		}
+	})
+
+	t.Run("NIP-86 only for admins", func(t *testing.T) {
+		sk := nostr.GeneratePrivateKey()
+		pk, _ := nostr.GetPublicKey(sk)
+		rpc := func(signer string, method string, params ...any) (int, map[string]any) {
+			body, _ := json.Marshal(map[string]any{"method": method, "params": params})
+			auth, _ := nip98.Sign(signer, "POST", inst.url, body, time.Now())
+			req, _ := http.NewRequest("POST", inst.url+"/", bytes.NewReader(body))
+			req.Header.Set("Content-Type", "application/nostr+json+rpc")
+			req.Header.Set("Authorization", auth)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			var m map[string]any
+			json.NewDecoder(resp.Body).Decode(&m)
+			return resp.StatusCode, m
+		}
+		if code, m := rpc(goodSK, "banpubkey", pk, "nope"); code != 403 || m["error"] == nil {
+			t.Fatalf("non-admin banpubkey: %d %v", code, m)
+		}
+		if code, m := rpc(adminSK, "banpubkey", pk, "nip86 ban"); code != 200 || m["error"] != nil && m["error"] != "" {
+			t.Fatalf("admin banpubkey: %d %v", code, m)
+		}
+		wantBlocked(t, publish(t, rl, note(t, sk, "hi", 1)), "nip86 ban")
+		_, status := call(t, "GET", inst.url+"/banlist/blocked/pubkeys/"+pk, nil)
+		if status["blocked"] != true {
+			t.Fatalf("REST does not see the NIP-86 ban: %v", status)
+		}
+		_, m := rpc(adminSK, "listbannedpubkeys")
+		if !strings.Contains(fmt.Sprint(m["result"]), pk) {
+			t.Fatalf("listbannedpubkeys = %v", m)
+		}
+		_, m = rpc(adminSK, "supportedmethods")
+		if !strings.Contains(fmt.Sprint(m["result"]), "banevent") {
+			t.Fatalf("supportedmethods = %v", m)
+		}
+		code, m := rpc(adminSK, "allowpubkey", pk, "")
+		if code != 200 || publish(t, rl, note(t, sk, "back", 1)) != nil {
+			t.Fatalf("allowpubkey: %d %v", code, m)
+		}
+		_, audit := call(t, "GET", inst.url+"/banlist/admin/audit", nil, admin()...)
+		if !strings.Contains(fmt.Sprint(audit), "nip86:"+pubkey.NPub(adminPK)) {
+			t.Fatalf("the NIP-86 ban is not audited with the admin's npub: %v", audit)
+		}
+	})
+
+	t.Run("reports both ways", func(t *testing.T) {
+		code, body := call(t, "POST", inst.url+"/banlist/reports", map[string]any{"reported_pubkey": badPK, "reason": "spam", "comment": "floods"})
+		if code != 201 {
+			t.Fatalf("report: %d %v", code, body)
+		}
+		restReport = body["report_id"].(string)
+		userReport = note(t, goodSK, "impersonating me", 1984, nostr.Tag{"p", badPK, "impersonation"})
+		if err := publish(t, rl, userReport); err != nil {
+			t.Fatal(err)
+		}
+		if err := publish(t, rl, note(t, goodSK, "no target", 1984)); err == nil || !strings.Contains(err.Error(), "invalid:") {
+			t.Fatalf("a report without a p tag: %v", err)
+		}
+		_, list := call(t, "GET", inst.url+"/banlist/reports", nil, admin()...)
+		reports := list["reports"].([]any)
+		if len(reports) != 2 {
+			t.Fatalf("reports = %v", list)
+		}
+		first := reports[0].(map[string]any)
+		if first["report_id"] != userReport.ID || first["source"] != "nostr" || first["reporter"] != pubkey.NPub(goodPK) || first["type"] != "impersonation" {
+			t.Fatalf("websocket report = %v", first)
+		}
+	})
+
+	t.Run("query back", func(t *testing.T) {
+		evs := query(t, rl, nostr.Filter{Authors: []string{goodPK, badPK}, Kinds: []int{1}})
+		if len(evs) != 2 {
+			t.Fatalf("%d notes by the two keys, want the good key's two", len(evs))
+		}
+		for _, ev := range evs {
+			if ev.PubKey == badPK {
+				t.Fatalf("the banned key's event was stored: %v", ev)
+			}
+		}
+		evs = query(t, rl, nostr.Filter{IDs: []string{restReport}})
+		if len(evs) != 1 || evs[0].Kind != 1984 || evs[0].Tags.GetFirst([]string{"p", badPK}) == nil {
+			t.Fatalf("the REST report is not a kind-1984 event on the relay: %v", evs)
+		}
+	})
+
+	// A second start on the same data dir sees everything the first stored.
+	t.Run("restart", func(t *testing.T) {
+		inst.shutdown(t)
+		inst.done = make(chan error, 1) // for the cleanup's shutdown of the old instance
+		inst.done <- nil
+		inst2 := start(t, dir, nil)
+		rl2 := connect(t, inst2)
+		wantBlocked(t, publish(t, rl2, note(t, badSK, "after restart", 1)), "spam bot")
+		wantBlocked(t, publish(t, rl2, note(t, goodSK, "freesats again", 1)), "FreeSats")
+		if evs := query(t, rl2, nostr.Filter{IDs: []string{good.ID, userReport.ID, restReport}}); len(evs) != 3 {
+			t.Fatalf("%d of 3 events found after restart", len(evs))
+		}
+		_, list := call(t, "GET", inst2.url+"/banlist/reports", nil, admin()...)
+		if len(list["reports"].([]any)) != 2 {
+			t.Fatalf("reports lost across restart: %v", list)
+		}
+	})
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func TestShutdownClosesClients(t *testing.T) {
+	inst := start(t, t.TempDir(), nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, _, err := websocket.Dial(ctx, inst.ws, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "the server to see the client", func() bool { return strings.Contains(inst.logs.String(), "outpost started") })
+	closed := make(chan error, 1)
+	go func() {
+		_, _, err := c.Read(ctx)
+		closed <- err
+	}()
+	time.Sleep(50 * time.Millisecond)
+	inst.shutdown(t)
+	inst.done = make(chan error, 1)
+	inst.done <- nil
+	select {
+	case err := <-closed:
+		if websocket.CloseStatus(err) != websocket.StatusGoingAway {
+			t.Fatalf("client saw %v, want a going-away close frame", err)
+		}
+	case <-ctx.Done():
+		t.Fatal("websocket client still connected after shutdown")
+	}
+}
+
+func TestBadConfigNamesTheSetting(t *testing.T) {
+	dir := t.TempDir()
+	tests := []struct {
+		env  map[string]string
+		args []string
+		want string
+	}{
+		{map[string]string{"OUTPOST_RATE_LIMIT": "lots"}, nil, "OUTPOST_RATE_LIMIT"},
+		{map[string]string{"OUTPOST_ADDR": "nowhere"}, nil, "OUTPOST_ADDR"},
+		{map[string]string{"OUTPOST_PUBLIC_URL": "ftp://x"}, nil, "OUTPOST_PUBLIC_URL"},
+		{map[string]string{"OUTPOST_ADMIN_PUBKEYS": "npub1nope"}, nil, "OUTPOST_ADMIN_PUBKEYS"},
+		{map[string]string{"OUTPOST_LOG_LEVEL": "loud"}, nil, "OUTPOST_LOG_LEVEL"},
+		{map[string]string{"OUTPOST_TRUSTED_PROXIES": "10.0.0.0/33"}, nil, "OUTPOST_TRUSTED_PROXIES"},
+		{map[string]string{"OUTPOST_SECRET_KEY": "abc"}, nil, "OUTPOST_SECRET_KEY"},
+		{map[string]string{"OUTPOST_BANLIST_MOUNT": "banlist"}, nil, "OUTPOST_BANLIST_MOUNT"},
+		{nil, []string{"--rate-limit", "-1"}, "OUTPOST_RATE_LIMIT"},
+	}
+	for _, tt := range tests {
+		err := run(context.Background(), tt.args, testEnv(dir, tt.env), nil, io.Discard, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("env %v args %v: %v, want an error naming %s", tt.env, tt.args, err, tt.want)
+		}
+	}
+}
+
+func TestBusyPortAndLockedDataDir(t *testing.T) {
+	dir := t.TempDir()
+	inst := start(t, dir, nil)
+	addr := strings.TrimPrefix(inst.url, "http://")
+	err := run(context.Background(), nil, testEnv(t.TempDir(), map[string]string{"OUTPOST_ADDR": addr}), nil, io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "OUTPOST_ADDR") {
+		t.Errorf("busy port: %v", err)
+	}
+	err = run(context.Background(), nil, testEnv(dir, nil), nil, io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "in use by another outpost") {
+		t.Errorf("locked data dir: %v", err)
+	}
+}

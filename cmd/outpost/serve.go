@@ -1,0 +1,196 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nbd-wtf/go-nostr"
+	"github.com/outpost-relay/outpost"
+	"github.com/outpost-relay/outpost/banlist"
+	"github.com/outpost-relay/outpost/httpapi"
+	"github.com/outpost-relay/outpost/httpapi/banlistapi"
+	"github.com/outpost-relay/outpost/policies"
+	"github.com/outpost-relay/outpost/pubkey"
+	"github.com/outpost-relay/outpost/ratelimit"
+	"github.com/outpost-relay/outpost/relay"
+	"github.com/outpost-relay/outpost/store"
+)
+
+// deps is what every service's wiring gets.
+type deps struct {
+	cfg       *Config
+	log       *slog.Logger
+	store     *store.Store
+	relay     *relay.Relay
+	publicURL string
+	secretKey string // service key, hex
+	pubKey    string // service key, hex
+}
+
+// component is one service wired into the program.
+type component struct {
+	api  httpapi.Service
+	jobs []func(ctx context.Context) // background work that runs until ctx ends
+}
+
+var libLogs sync.Once
+
+func newLogger(w io.Writer, level slog.Level) *slog.Logger {
+	log := slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
+	// Route the libraries' loggers into ours: eventstore uses the standard
+	// log package, go-nostr package variables, set once since goroutines of
+	// its clients read them without a lock.
+	slog.SetDefault(log)
+	libLogs.Do(func() {
+		h := slog.Default().Handler()
+		nostr.InfoLogger = slog.NewLogLogger(h, slog.LevelInfo)
+		nostr.DebugLogger = slog.NewLogLogger(h, slog.LevelDebug)
+	})
+	return log
+}
+
+// serve runs outpost until ctx ends, then shuts down in order: stop accepting,
+// finish requests, close websocket clients, stop background jobs, close the
+// database last.
+func serve(ctx context.Context, cfg *Config, stdout, stderr io.Writer) (err error) {
+	logger := newLogger(stderr, cfg.LogLevel)
+	if err := ensureDir(cfg.DataDir); err != nil {
+		return err
+	}
+	st, err := store.Open(cfg.DataDir, logger)
+	if errors.Is(err, store.ErrLocked) {
+		return fmt.Errorf("the data dir %s is in use by another outpost process", cfg.DataDir)
+	}
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := st.Close(); cerr != nil && err == nil {
+			err = cerr
+		}
+		logger.Info("database closed")
+	}()
+	sk, err := serviceKey(cfg.SecretKey, cfg.DataDir)
+	if err != nil {
+		return err
+	}
+	pk, _ := nostr.GetPublicKey(sk)
+
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s (--addr, OUTPOST_ADDR): %w", cfg.Addr, err)
+	}
+	defer ln.Close()
+	publicURL := cfg.PublicURL
+	if publicURL == "" {
+		publicURL = "http://" + ln.Addr().String()
+	}
+
+	list := policies.NewBanList()
+	rl := relay.New(relay.Config{Store: st, BanList: list, Log: logger, PublicURL: publicURL, ServicePub: pk,
+		Name: cfg.RelayName, Description: cfg.RelayDescription, Contact: cfg.RelayContact})
+	bl, err := banlist.New(banlist.Config{DB: st.DB, Events: st.Events, List: list, Publish: rl.Publish,
+		SecretKey: sk, Log: logger.With("service", "banlist"), AdminKey: cfg.AdminAPIKey})
+	if err != nil {
+		return err
+	}
+	if err := rl.EnableManagement(bl, cfg.AdminPubKeys); err != nil {
+		return err
+	}
+
+	d := deps{cfg: cfg, log: logger, store: st, relay: rl, publicURL: publicURL, secretKey: sk, pubKey: pk}
+	components := []component{{api: httpapi.Service{
+		Name: "banlist", Mount: cfg.Banlist.Mount,
+		Routes: banlistapi.Routes(banlistapi.Config{Service: bl, Log: logger.With("service", "banlist"),
+			ReportsPublic: cfg.Banlist.ReportsPublic, ReportsPerMin: cfg.Banlist.ReportsLimit}),
+		Health: func(context.Context) (string, any) { return banlistapi.Health(bl) },
+	}}}
+	for _, wire := range []func(context.Context, deps) (*component, error){wireMintdir, wireFaucet} {
+		c, err := wire(ctx, d)
+		if err != nil {
+			return err
+		}
+		if c != nil {
+			components = append(components, *c)
+		}
+	}
+
+	index := map[string]any{"name": cfg.RelayName, "version": outpost.Version, "pubkey": pubkey.NPub(pk),
+		"relay": "ws" + strings.TrimPrefix(publicURL, "http"), "services": map[string]string{}}
+	var services []httpapi.Service
+	for _, c := range components {
+		services = append(services, c.api)
+		index["services"].(map[string]string)[c.api.Name] = publicURL + c.api.Mount
+	}
+	handler := httpapi.New(httpapi.Config{
+		Relay: rl, Services: services, TrustedProxies: cfg.TrustedProxies, Log: logger, Index: index,
+		RateLimit: ratelimit.New(cfg.RateLimit, time.Minute, nil),
+	})
+	srv := &http.Server{
+		Handler:           handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ConnState:         rl.TrackConn,
+		ErrorLog:          log.New(io.Discard, "", 0),
+	}
+
+	admin, err := listenAdmin(cfg.DataDir, bl, logger)
+	if err != nil {
+		logger.Warn("admin socket unavailable; admin commands need outpost stopped", "err", err)
+	}
+
+	jobsCtx, stopJobs := context.WithCancel(context.Background())
+	var jobs sync.WaitGroup
+	for _, c := range components {
+		for _, job := range c.jobs {
+			jobs.Go(func() { job(jobsCtx) })
+		}
+	}
+
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	logger.Info("outpost started", "version", outpost.Version, "addr", ln.Addr().String(), "public_url", publicURL,
+		"pubkey", pubkey.NPub(pk), "data_dir", cfg.DataDir)
+	fmt.Fprintf(stdout, "outpost %s serving on %s (relay %s)\n", outpost.Version, publicURL, index["relay"])
+
+	select {
+	case <-ctx.Done():
+	case err := <-served:
+		stopJobs()
+		jobs.Wait()
+		return fmt.Errorf("server stopped: %w", err)
+	}
+
+	logger.Info("shutting down")
+	shCtx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(shCtx); err != nil {
+		logger.Warn("requests still running at the shutdown timeout", "err", err)
+	}
+	rl.CloseClients(shCtx)
+	stopJobs()
+	waitCtx(shCtx, &jobs)
+	if admin != nil {
+		admin.Close()
+	}
+	return nil
+}
+
+// waitCtx waits for wg, but not past ctx.
+func waitCtx(ctx context.Context, wg *sync.WaitGroup) {
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
+}
