@@ -29,8 +29,8 @@ type Options struct {
 	Node *Node  // Lightning backend; default a new node on DefaultNetwork
 
 	Name, Description, LongDescription, Motd, IconURL string
-	InputFeePpk                                      uint
-	Limits                                           mint.MintLimits
+	InputFeePpk                                       uint
+	Limits                                            mint.MintLimits
 }
 
 // Mint is a running test mint.
