@@ -19,6 +19,7 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/outpost-relay/outpost/nip98"
 	"github.com/outpost-relay/outpost/pubkey"
+	"github.com/outpost-relay/outpost/relay/relaytest"
 )
 
 const testAdminKey = "test-admin-key-0123456789abcdef"
@@ -31,7 +32,7 @@ type instance struct {
 	stop    context.CancelFunc
 	done    chan error
 	logs    *syncBuffer
-	proxies []*stickyProxy
+	proxies []*relaytest.Proxy
 }
 
 type syncBuffer struct {
@@ -109,7 +110,7 @@ func start(t *testing.T, dir string, extra map[string]string) *instance {
 func (inst *instance) shutdown(t *testing.T) {
 	t.Helper()
 	for _, p := range inst.proxies {
-		p.freeze()
+		p.Freeze()
 	}
 	inst.stop()
 	select {
@@ -160,20 +161,10 @@ func call(t *testing.T, method, url string, body any, headers ...string) (int, m
 func admin() []string { return []string{"Authorization", "Bearer " + testAdminKey} }
 
 func note(t *testing.T, sk, content string, kind int, tags ...nostr.Tag) nostr.Event {
-	t.Helper()
-	ev := nostr.Event{Kind: kind, CreatedAt: nostr.Now(), Content: content, Tags: tags}
-	if err := ev.Sign(sk); err != nil {
-		t.Fatal(err)
-	}
-	return ev
+	return relaytest.Sign(t, sk, kind, content, tags...)
 }
 
-func publish(t *testing.T, r *nostr.Relay, ev nostr.Event) error {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	return r.Publish(ctx, ev)
-}
+func publish(t *testing.T, r *nostr.Relay, ev nostr.Event) error { return relaytest.Publish(t, r, ev) }
 
 func wantBlocked(t *testing.T, err error, contains string) {
 	t.Helper()
@@ -184,7 +175,7 @@ func wantBlocked(t *testing.T, err error, contains string) {
 
 // TestWholeProgram runs outpost through run() and uses it as Nostr clients,
 // frontends and operators do. Publishing comes before querying (see
-// helpers_test.go for why).
+// relaytest for why).
 func TestWholeProgram(t *testing.T) {
 	dir := t.TempDir()
 	adminSK := nostr.GeneratePrivateKey()

@@ -1,0 +1,141 @@
+// Package relaytest connects go-nostr clients to a relay under test so that
+// the race detector only sees the code under test.
+//
+// Two races live in the libraries, not in outpost:
+//
+//   - go-nostr v0.52.1's client races with itself whenever its connection
+//     ends (its writer sets Connection = nil while its reader's close reads
+//     it). So Dial goes through a sticky proxy: Freeze it before the relay
+//     shuts down and the client never hears the close.
+//   - khatru v0.19.1 reads its listener list without a lock when it
+//     broadcasts an event, while REQ, CLOSE and disconnects change it under
+//     one. So tests publish first and query afterwards (the connection's
+//     write lock orders the two when the query returns an event), and Query
+//     never closes its subscription.
+package relaytest
+
+import (
+	"context"
+	"io"
+	"net"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nbd-wtf/go-nostr"
+)
+
+// Proxy forwards connections to a relay; after Freeze it drops what the
+// relay sends and leaves the client's side open.
+type Proxy struct {
+	ln     net.Listener
+	frozen atomic.Bool
+}
+
+// NewProxy listens on 127.0.0.1 and forwards to target (host:port) until the test ends.
+func NewProxy(t testing.TB, target string) *Proxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &Proxy{ln: ln}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			client, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			server, err := net.DialTimeout("tcp", target, 5*time.Second)
+			if err != nil {
+				continue // the client stays connected and hears nothing
+			}
+			go io.Copy(server, client)
+			go func() {
+				buf := make([]byte, 32<<10)
+				for {
+					n, err := server.Read(buf)
+					if n > 0 && !p.frozen.Load() {
+						client.Write(buf[:n])
+					}
+					if err != nil {
+						server.Close()
+						return
+					}
+				}
+			}()
+		}
+	}()
+	return p
+}
+
+// Addr is the proxy's host:port.
+func (p *Proxy) Addr() string { return p.ln.Addr().String() }
+
+// Freeze stops forwarding to clients; call it before the relay shuts down.
+func (p *Proxy) Freeze() { p.frozen.Store(true) }
+
+// Dial connects a go-nostr client to the relay at url (http:// or ws://)
+// through a new Proxy. Don't Close the client.
+func Dial(t testing.TB, url string) (*nostr.Relay, *Proxy) {
+	t.Helper()
+	host := strings.TrimPrefix(strings.TrimPrefix(strings.TrimPrefix(url, "http://"), "ws://"), "/")
+	host = strings.TrimSuffix(host, "/")
+	p := NewProxy(t, host)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	r, err := nostr.RelayConnect(ctx, "ws://"+p.Addr())
+	if err != nil {
+		t.Fatalf("connect %s: %v", url, err)
+	}
+	return r, p
+}
+
+// Publish sends ev and waits for the relay's OK; the error carries a refusal's message.
+func Publish(t testing.TB, r *nostr.Relay, ev nostr.Event) error {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return r.Publish(ctx, ev)
+}
+
+// Query returns the stored events matching f, leaving the subscription open.
+func Query(t testing.TB, r *nostr.Relay, f nostr.Filter) []*nostr.Event {
+	t.Helper()
+	sub, err := r.Subscribe(context.Background(), nostr.Filters{f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []*nostr.Event
+	timeout := time.After(10 * time.Second)
+	for {
+		select {
+		case ev := <-sub.Events:
+			out = append(out, ev)
+		case <-sub.EndOfStoredEvents:
+			// Events sent before EOSE may still be queued in the channel.
+			for {
+				select {
+				case ev := <-sub.Events:
+					out = append(out, ev)
+				default:
+					return out
+				}
+			}
+		case <-timeout:
+			t.Fatal("no EOSE")
+		}
+	}
+}
+
+// Sign makes a signed event.
+func Sign(t testing.TB, sk string, kind int, content string, tags ...nostr.Tag) nostr.Event {
+	t.Helper()
+	ev := nostr.Event{Kind: kind, CreatedAt: nostr.Now(), Content: content, Tags: tags}
+	if err := ev.Sign(sk); err != nil {
+		t.Fatal(err)
+	}
+	return ev
+}
