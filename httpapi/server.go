@@ -16,7 +16,8 @@ type Service struct {
 	Name   string       // "banlist"
 	Mount  string       // "/banlist"
 	Routes http.Handler // its router, with paths relative to Mount
-	// Health reports "ok" or "degraded" and details; it makes no outbound calls.
+	// Health reports "ok", "degraded" (working, with a part impaired) or
+	// "down", and details; it makes no outbound calls.
 	Health func(ctx context.Context) (status string, details any)
 }
 
@@ -84,12 +85,17 @@ func health(services []Service) http.HandlerFunc {
 			}
 			st, d := s.Health(ctx)
 			body.Services[s.Name] = ServiceHealth{Status: st, Details: d}
-			if st != "ok" {
+			switch {
+			case st == "down":
+				body.Status = "down"
+			case st != "ok" && body.Status == "ok":
 				body.Status = "degraded"
 			}
 		}
+		// A degraded service (say, the faucet's mint is unreachable) must not
+		// take the relay and the other services out of a load balancer.
 		status := http.StatusOK
-		if body.Status != "ok" {
+		if body.Status == "down" {
 			status = http.StatusServiceUnavailable
 		}
 		Encode(w, status, body)

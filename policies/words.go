@@ -71,12 +71,23 @@ func appendNormalizedUnicode(dst []byte, s string) []byte {
 			}
 			continue
 		}
-		dst = utf8.AppendRune(dst, r)
+		dst = utf8.AppendRune(dst, caseless(r))
 	}
 	if dst[len(dst)-1] != ' ' {
 		dst = append(dst, ' ')
 	}
 	return dst
+}
+
+// caseless picks one rune for all the case variants of r: the lowercase of
+// the smallest rune of its simple case-folding orbit. x/text's folding alone
+// is not enough: it swaps Cherokee upper and lower case both ways.
+func caseless(r rune) rune {
+	least := r
+	for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+		least = min(least, f)
+	}
+	return unicode.ToLower(least)
 }
 
 func isWordRune(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.IsMark(r) }

@@ -14,6 +14,8 @@ func TestNormalizeText(t *testing.T) {
 		{"buy.now!!", "buy now"},
 		{"don't", "don t"},
 		{"🍑 peach", "peach"},
+		{"Ꭻ", "ꭻ"}, {"ꭻ", "ꭻ"}, // Cherokee: both cases fold to one
+		{"ΣΟΦΟΣ σοφος", "σοφοσ σοφοσ"}, // final sigma is sigma
 		{"", ""},
 	}
 	for _, tt := range tests {

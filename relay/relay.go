@@ -17,6 +17,7 @@ import (
 	kpolicies "github.com/fiatjaf/khatru/policies"
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/nbd-wtf/go-nostr/nip11"
+	"github.com/nbd-wtf/go-nostr/nip40"
 	"github.com/outpost-relay/outpost"
 	"github.com/outpost-relay/outpost/banlist"
 	"github.com/outpost-relay/outpost/policies"
@@ -38,6 +39,14 @@ type Config struct {
 // maxFuture is how far in the future created_at may be. Events beyond it
 // would also hide from queries that start at "now".
 const maxFuture = 15 * time.Minute
+
+// rejectExpired refuses events whose NIP-40 expiration has passed.
+func rejectExpired(_ context.Context, ev *nostr.Event) (bool, string) {
+	if exp := nip40.GetExpiration(ev.Tags); exp != -1 && exp <= nostr.Now() {
+		return true, "invalid: this event has expired"
+	}
+	return false, ""
+}
 
 // Relay wraps the khatru relay with what serving it from our own http.Server
 // needs: client tracking for shutdown and NIP-86 gating.
@@ -78,6 +87,7 @@ func New(cfg Config) *Relay {
 
 	rl.RejectEvent = append(rl.RejectEvent,
 		kpolicies.PreventTimestampsInTheFuture(maxFuture),
+		rejectExpired,
 		kpolicies.PreventLargeTags(1024),
 		policies.RejectBannedAuthors(cfg.BanList),
 		policies.RejectBannedEvents(cfg.BanList),

@@ -78,12 +78,15 @@ func (p *Proxy) Addr() string { return p.ln.Addr().String() }
 func (p *Proxy) Freeze() { p.frozen.Store(true) }
 
 // Dial connects a go-nostr client to the relay at url (http:// or ws://)
-// through a new Proxy. Don't Close the client.
+// through a new Proxy, frozen when the test ends (cleanups run last-in,
+// first-out, so before a relay started earlier is shut down). Freeze it
+// yourself if the relay goes away during the test. Don't Close the client.
 func Dial(t testing.TB, url string) (*nostr.Relay, *Proxy) {
 	t.Helper()
-	host := strings.TrimPrefix(strings.TrimPrefix(strings.TrimPrefix(url, "http://"), "ws://"), "/")
+	host := strings.TrimPrefix(strings.TrimPrefix(url, "http://"), "ws://")
 	host = strings.TrimSuffix(host, "/")
 	p := NewProxy(t, host)
+	t.Cleanup(p.Freeze)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	r, err := nostr.RelayConnect(ctx, "ws://"+p.Addr())

@@ -1,0 +1,182 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/outpost-relay/outpost"
+	"github.com/outpost-relay/outpost/ratelimit"
+)
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+func TestErrorStatuses(t *testing.T) {
+	tests := []struct {
+		err    error
+		status int
+		code   string
+	}{
+		{outpost.Errorf(outpost.Invalid, "invalid_x", "x"), 400, "invalid_x"},
+		{outpost.Errorf(outpost.Unauthorized, "unauthorized", "x"), 401, "unauthorized"},
+		{outpost.Errorf(outpost.Forbidden, "forbidden", "x"), 403, "forbidden"},
+		{outpost.Errorf(outpost.NotFound, "nope", "x"), 404, "nope"},
+		{outpost.Errorf(outpost.Conflict, "c", "x"), 409, "c"},
+		{outpost.Errorf(outpost.Gone, "g", "x"), 410, "g"},
+		{outpost.Errorf(outpost.TooLarge, "t", "x"), 413, "t"},
+		{outpost.Errorf(outpost.Unprocessable, "u", "x"), 422, "u"},
+		{outpost.Errorf(outpost.BadGateway, "b", "x"), 502, "b"},
+		{outpost.Errorf(outpost.Unavailable, "s", "x"), 503, "s"},
+		{io.ErrUnexpectedEOF, 500, "internal_error"}, // internal causes are never shown
+		{outpost.Errorf(outpost.Internal, "db_broke", "secret detail"), 500, "internal_error"},
+	}
+	for _, tt := range tests {
+		w := httptest.NewRecorder()
+		Error(w, httptest.NewRequest("GET", "/", nil), quiet, tt.err)
+		var body ErrorBody
+		json.Unmarshal(w.Body.Bytes(), &body)
+		if w.Code != tt.status || body.Error != tt.code || body.Message == "" {
+			t.Errorf("%v: got %d %s, want %d %s", tt.err, w.Code, w.Body, tt.status, tt.code)
+		}
+		if strings.Contains(w.Body.String(), "secret detail") || strings.Contains(w.Body.String(), "unexpected EOF") {
+			t.Errorf("an internal cause leaked: %s", w.Body)
+		}
+	}
+}
+
+type req struct {
+	Name  string `json:"name"`
+	Count int    `json:"count"`
+	Tags  []string
+}
+
+func (r *req) Valid() error {
+	if r.Name == "" {
+		return outpost.Errorf(outpost.Invalid, "invalid_request", "name is required")
+	}
+	return nil
+}
+
+func TestDecode(t *testing.T) {
+	tests := []struct {
+		body   string
+		status int
+		code   string
+	}{
+		{`{"name":"a","count":2,"extra":true}`, 200, ""}, // unknown fields are ignored
+		{`{"name":"a","count":"2"}`, 400, "invalid_field"},
+		{`{"name":"a","count":1.5}`, 400, "invalid_field"},
+		{`{"name":"a","Tags":"x"}`, 400, "invalid_field"},
+		{`{"name":`, 400, "invalid_json"},
+		{``, 400, "invalid_json"},
+		{`null`, 400, "invalid_request"}, // decodes to the zero value, which is not valid
+		{`"text"`, 400, "invalid_json"},
+		{`{"name":"a"}{"name":"b"}`, 400, "invalid_json"},
+		{`{"count":1}`, 400, "invalid_request"},
+		{`{"name":"` + strings.Repeat("a", MaxBodyBytes) + `"}`, 413, "request_too_large"},
+	}
+	for _, tt := range tests {
+		w := httptest.NewRecorder()
+		r := httptest.NewRequest("POST", "/", strings.NewReader(tt.body))
+		_, err := Decode[req](w, r)
+		if err == nil {
+			w.WriteHeader(200)
+		} else {
+			Error(w, r, quiet, err)
+		}
+		var body ErrorBody
+		json.Unmarshal(w.Body.Bytes(), &body)
+		if w.Code != tt.status || body.Error != tt.code {
+			t.Errorf("%.40q: got %d %s, want %d %s", tt.body, w.Code, w.Body, tt.status, tt.code)
+		}
+	}
+}
+
+// The client IP is the socket peer unless the peer is a trusted proxy.
+func TestClientIPAndRateLimit(t *testing.T) {
+	var now = time.Unix(1_700_000_000, 0)
+	limiter := ratelimit.New(2, time.Minute, func() time.Time { return now })
+	echo := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, ClientIP(r)) })
+	do := func(h http.Handler, remote, xff string) *httptest.ResponseRecorder {
+		r := httptest.NewRequest("GET", "/", nil)
+		r.RemoteAddr = remote
+		if xff != "" {
+			r.Header.Set("X-Forwarded-For", xff)
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		return w
+	}
+	direct := ClientIPMiddleware(nil)(echo)
+	if got := do(direct, "203.0.113.7:5555", "198.51.100.1").Body.String(); got != "203.0.113.7" {
+		t.Errorf("untrusted X-Forwarded-For was believed: %s", got)
+	}
+	proxied := ClientIPMiddleware([]string{"10.0.0.0/8"})(echo)
+	if got := do(proxied, "10.1.2.3:5555", "198.51.100.1, 10.9.9.9").Body.String(); got != "198.51.100.1" {
+		t.Errorf("behind a trusted proxy: %s, want the first untrusted hop", got)
+	}
+	if got := do(proxied, "203.0.113.7:5555", "198.51.100.1").Body.String(); got != "203.0.113.7" {
+		t.Errorf("a spoofed header from outside the proxy range was believed: %s", got)
+	}
+
+	limited := ClientIPMiddleware(nil)(RateLimit(limiter, quiet)(echo))
+	do(limited, "203.0.113.7:1", "")
+	do(limited, "203.0.113.7:2", "")
+	w := do(limited, "203.0.113.7:3", "198.51.100.99") // a new XFF doesn't reset the limit
+	var body ErrorBody
+	json.Unmarshal(w.Body.Bytes(), &body)
+	if w.Code != 429 || body.Error != "rate_limit_exceeded" || w.Header().Get("Retry-After") != "30" {
+		t.Fatalf("over the limit: %d %s Retry-After=%q", w.Code, w.Body, w.Header().Get("Retry-After"))
+	}
+	if w := do(limited, "203.0.113.8:1", ""); w.Code != 200 {
+		t.Fatalf("another client was limited: %d", w.Code)
+	}
+}
+
+func TestRootHandler(t *testing.T) {
+	panics := chi.NewRouter()
+	panics.Get("/boom", func(http.ResponseWriter, *http.Request) { panic("boom") })
+	h := New(Config{
+		Relay: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "relay") }),
+		Services: []Service{{Name: "svc", Mount: "/svc", Routes: panics,
+			Health: func(context.Context) (string, any) { return "degraded", map[string]int{"x": 1} }}},
+		Log: quiet, Index: map[string]string{"name": "outpost"},
+	})
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	get := func(path string, hdr ...string) (*http.Response, string) {
+		req, _ := http.NewRequest("GET", srv.URL+path, nil)
+		for i := 0; i+1 < len(hdr); i += 2 {
+			req.Header.Set(hdr[i], hdr[i+1])
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp, string(b)
+	}
+	if resp, body := get("/svc/boom"); resp.StatusCode != 500 || !strings.Contains(body, `"internal_error"`) {
+		t.Errorf("panic: %d %s", resp.StatusCode, body)
+	}
+	if resp, body := get("/health"); resp.StatusCode != 200 || !strings.Contains(body, `"status":"degraded"`) || !strings.Contains(body, `"svc"`) {
+		t.Errorf("health: %d %s", resp.StatusCode, body)
+	}
+	if _, body := get("/"); !strings.Contains(body, `"outpost"`) {
+		t.Errorf("index: %s", body)
+	}
+	if _, body := get("/", "Accept", "application/nostr+json"); body != "relay" {
+		t.Errorf("NIP-11 did not reach the relay: %s", body)
+	}
+	if resp, body := get("/nothing"); resp.StatusCode != 404 || !strings.Contains(body, `"not_found"`) {
+		t.Errorf("unknown route: %d %s", resp.StatusCode, body)
+	}
+}

@@ -1,0 +1,34 @@
+package policies
+
+import (
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+// Any word that normalizes to something is found when it stands alone in a
+// text, and normalizing twice changes nothing.
+func FuzzWordMatcher(f *testing.F) {
+	for _, s := range []string{"ass", "Bad Phrase", "ＳＣＡＭ", "死ね", "straße", "ﬁne", "e\u0301", "a.b", "İstanbul", "ǅ", "\u0345", "x\u200by"} {
+		f.Add(s, "hello")
+	}
+	f.Fuzz(func(t *testing.T, word, text string) {
+		if !utf8.ValidString(word) || !utf8.ValidString(text) {
+			t.Skip()
+		}
+		n := NormalizeText(word)
+		if again := NormalizeText(n); again != n {
+			t.Fatalf("not idempotent: %q → %q → %q", word, n, again)
+		}
+		m := newWordMatcher([]string{word})
+		if n == "" {
+			if m != nil {
+				t.Fatalf("%q normalizes to nothing but made a matcher", word)
+			}
+			return
+		}
+		if _, ok := m.find(text + " " + word + " " + text); !ok && !strings.ContainsAny(text, "\x00") {
+			t.Fatalf("%q not found in %q", word, text+" "+word+" "+text)
+		}
+	})
+}
