@@ -89,11 +89,9 @@ func New(cfg Config) *Relay {
 		kpolicies.PreventTimestampsInTheFuture(maxFuture),
 		rejectExpired,
 		kpolicies.PreventLargeTags(1024),
-		policies.RejectBannedAuthors(cfg.BanList),
-		policies.RejectBannedEvents(cfg.BanList),
-		policies.RejectBlockedWords(cfg.BanList),
 		banlist.RejectInvalidReports,
 	)
+	rl.RejectEvent = append(rl.RejectEvent, banPolicies(cfg.BanList)...)
 
 	rl.Info.Name = cfg.Name
 	rl.Info.Description = cfg.Description

@@ -1,0 +1,163 @@
+// Command bench measures outpost the way a relay operator would: every
+// figure is a ratio against a baseline measured in the same run on the same
+// machine, next to the absolute numbers.
+//
+//	go run ./bench          the full suite; writes BENCHMARKS.md
+//	go run ./bench -short   a smoke run in seconds (CI); no targets asserted
+//
+// It needs wrk (bench/tools.sh installs it from Debian).
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+func main() {
+	var err error
+	args := os.Args[1:]
+	sub := "run"
+	if len(args) > 0 && args[0][0] != '-' {
+		sub, args = args[0], args[1:]
+	}
+	switch sub {
+	case "run":
+		err = runMain(args)
+	case "seed":
+		err = seedMain(args)
+	case "ingest":
+		err = ingestMain(args)
+	case "req":
+		err = reqMain(args)
+	case "bare":
+		err = bareMain(args)
+	default:
+		err = fmt.Errorf("unknown subcommand %q", sub)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+// sizes are the data a run works with.
+type sizes struct {
+	Bans, Words, Events, Mints int
+	IngestEvents, Rounds      int
+	Wrk                       time.Duration
+	BenchTime                 string
+	Count                     int
+}
+
+var full = sizes{Bans: 100_000, Words: 1_000, Events: 1_000_000, Mints: 1_000, IngestEvents: 20_000, Rounds: 3, Wrk: 10 * time.Second, BenchTime: "1s", Count: 5}
+var short = sizes{Bans: 1_000, Words: 100, Events: 2_000, Mints: 20, IngestEvents: 500, Rounds: 1, Wrk: time.Second, BenchTime: "50ms", Count: 1}
+
+// bench holds what the scenarios share.
+type bench struct {
+	sizes
+	repo, tmp         string
+	self              string // this program, for its subcommands
+	outpost, baseline string // outpost, and outpost built without the ban policies
+	seeded            string // a data dir with Bans bans and Words words
+	banned            string // a banned key in it
+}
+
+func runMain(args []string) error {
+	fs := flag.NewFlagSet("bench", flag.ExitOnError)
+	smoke := fs.Bool("short", false, "a smoke run: tiny data, seconds, no BENCHMARKS.md")
+	out := fs.String("out", "BENCHMARKS.md", "where the full run writes its report")
+	only := fs.String("only", "", "run only the scenarios whose names contain this")
+	fs.Parse(args)
+
+	b := &bench{sizes: full}
+	if *smoke {
+		b.sizes = short
+	}
+	var err error
+	if b.repo, err = repoRoot(); err != nil {
+		return err
+	}
+	if _, err := exec.LookPath("wrk"); err != nil {
+		if out, err := exec.Command("bash", filepath.Join(b.repo, "bench", "tools.sh")).CombinedOutput(); err != nil {
+			return fmt.Errorf("installing wrk: %v\n%s", err, out)
+		}
+	}
+	if b.tmp, err = os.MkdirTemp("", "outpost-bench-"); err != nil {
+		return err
+	}
+	defer os.RemoveAll(b.tmp)
+	if b.self, err = os.Executable(); err != nil {
+		return err
+	}
+	step("building outpost, and outpost without the ban policies (the ingest baseline)")
+	b.outpost, b.baseline = filepath.Join(b.tmp, "outpost"), filepath.Join(b.tmp, "outpost-nobanpolicy")
+	for bin, tags := range map[string]string{b.outpost: "", b.baseline: "nobanpolicy"} {
+		cmd := exec.Command("go", "build", "-tags", tags, "-o", bin, "./cmd/outpost")
+		cmd.Dir = b.repo
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("build: %v\n%s", err, out)
+		}
+	}
+	step(fmt.Sprintf("seeding %d bans and %d blocked words", b.Bans, b.Words))
+	b.seeded = filepath.Join(b.tmp, "seeded")
+	var s seeded
+	if err := runJSON(&s, b.self, "seed", "-dir", b.seeded, "-bans", fmt.Sprint(b.Bans), "-words", fmt.Sprint(b.Words)); err != nil {
+		return err
+	}
+	b.banned = s.Banned
+	step(fmt.Sprintf("seeded in %s", s.Took.Round(time.Millisecond)))
+
+	rep := &report{machine: machine(), short: *smoke, sizes: b.sizes}
+	for _, sc := range scenarios {
+		if !strings.Contains(sc.name, *only) {
+			continue
+		}
+		step(sc.name)
+		rows, err := sc.run(b)
+		if err != nil {
+			return fmt.Errorf("%s: %w", sc.name, err)
+		}
+		rep.add(sc.name, rows)
+	}
+	rep.print(os.Stdout)
+	if !*smoke {
+		path := *out
+		if !filepath.IsAbs(path) {
+			path = filepath.Join(b.repo, path)
+		}
+		if err := rep.writeMarkdown(path); err != nil {
+			return err
+		}
+		step("wrote " + path)
+	}
+	return nil
+}
+
+func step(s string) { fmt.Fprintf(os.Stderr, "%s  %s\n", time.Now().Format("15:04:05"), s) }
+
+func repoRoot() (string, error) {
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Dir(string(out[:len(out)-1])), nil
+}
+
+// copyDir copies a seeded data dir, so every run starts from the same state.
+func copyDir(src, dst string) error {
+	if out, err := exec.Command("cp", "-a", src, dst).CombinedOutput(); err != nil {
+		return fmt.Errorf("cp: %v: %s", err, out)
+	}
+	os.Remove(filepath.Join(dst, "outpost.sock"))
+	return nil
+}
+
+// outpostEnv is the environment every benchmarked outpost runs with.
+func outpostEnv(dataDir string) []string {
+	return []string{"OUTPOST_ADDR=127.0.0.1:0", "OUTPOST_DATA_DIR=" + dataDir, "OUTPOST_RATE_LIMIT=0", "OUTPOST_LOG_LEVEL=error"}
+}

@@ -1,0 +1,133 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// server is a process serving HTTP that printed "serving on <url>".
+type server struct {
+	url  string
+	cmd  *exec.Cmd
+	logs *bytes.Buffer
+}
+
+var servingOn = regexp.MustCompile(`serving on (http://\S+)`)
+
+func startServer(bin string, args []string, env ...string) (*server, error) {
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), env...)
+	logs := &bytes.Buffer{}
+	cmd.Stderr = logs
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	found := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if m := servingOn.FindStringSubmatch(sc.Text()); m != nil {
+				select {
+				case found <- m[1]:
+				default:
+				}
+			}
+		}
+	}()
+	select {
+	case u := <-found:
+		return &server{url: u, cmd: cmd, logs: logs}, nil
+	case <-time.After(2 * time.Minute):
+		cmd.Process.Kill()
+		return nil, fmt.Errorf("%s did not start:\n%s", bin, logs)
+	}
+}
+
+func (s *server) stop() {
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { s.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		s.cmd.Process.Kill()
+	}
+}
+
+func (s *server) ws() string { return "ws" + strings.TrimPrefix(s.url, "http") }
+
+// memory is the process's resident set now and at its peak, in bytes.
+func (s *server) memory() (rss, peak int64) {
+	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.cmd.Process.Pid))
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		kb, _ := strconv.ParseInt(f[1], 10, 64)
+		switch f[0] {
+		case "VmRSS:":
+			rss = kb << 10
+		case "VmHWM:":
+			peak = kb << 10
+		}
+	}
+	return rss, peak
+}
+
+// cpu is the process's user+system CPU time so far.
+func (s *server) cpu() time.Duration { return procCPU(s.cmd.Process.Pid) }
+
+func procCPU(pid int) time.Duration {
+	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+2:]))
+	if len(f) < 13 {
+		return 0
+	}
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(ut+st) * time.Second / 100 // clock ticks (USER_HZ = 100)
+}
+
+// runJSON runs bin with args and decodes its JSON stdout into v.
+func runJSON(v any, bin string, args ...string) error {
+	cmd := exec.Command(bin, args...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("%s %s: %v\n%s", bin, strings.Join(args, " "), err, errb.String())
+	}
+	return json.Unmarshal(out.Bytes(), v)
+}
+
+var httpClient = &http.Client{Timeout: time.Minute}
+
+// fetch GETs url and returns the body and ETag.
+func fetch(url string, header ...string) ([]byte, string, error) {
+	req, _ := http.NewRequest("GET", url, nil)
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := httpClient.Do(req)
+	if err != nil {
+		return nil, "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return b, resp.Header.Get("ETag"), err
+}

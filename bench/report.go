@@ -1,0 +1,88 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// row is one measured figure with its baseline.
+type row struct {
+	measure, value, baseline string
+	ratio                    float64 // value / baseline; 0: none
+	target                   string
+	holds                    *bool
+}
+
+type section struct {
+	name string
+	rows []row
+}
+
+type report struct {
+	machine  map[string]string
+	short    bool
+	sizes    sizes
+	sections []section
+}
+
+func (r *report) add(name string, rows []row) { r.sections = append(r.sections, section{name, rows}) }
+
+func (rw row) ratioText() string {
+	if rw.ratio == 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.2f×", rw.ratio)
+}
+
+func (rw row) holdsText() string {
+	switch {
+	case rw.target == "":
+		return ""
+	case rw.holds == nil:
+		return rw.target
+	case *rw.holds:
+		return rw.target + " ✓"
+	default:
+		return rw.target + " ✗"
+	}
+}
+
+func (r *report) print(w io.Writer) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "SCENARIO\tMEASURE\tOUTPOST\tBASELINE\tRATIO\tTARGET")
+	for _, s := range r.sections {
+		for _, rw := range s.rows {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", s.name, rw.measure, rw.value, rw.baseline, rw.ratioText(), rw.holdsText())
+		}
+	}
+	tw.Flush()
+}
+
+func (r *report) writeMarkdown(path string) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# outpost benchmarks\n\nMeasured by `go run ./bench` on %s. Every figure is next to a baseline measured in the same run\non the same machine; the ratio is outpost ÷ baseline. Load comes from wrk (HTTP) and a go-nostr client\n(websocket), each in its own process on 127.0.0.1.\n\n", time.Now().UTC().Format("2006-01-02 15:04 UTC"))
+	b.WriteString("## Machine\n\n| | |\n|---|---|\n")
+	keys := make([]string, 0, len(r.machine))
+	for k := range r.machine {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		fmt.Fprintf(&b, "| %s | %s |\n", k, r.machine[k])
+	}
+	fmt.Fprintf(&b, "\nData: %d bans, %d blocked words, %d stored events, %d mints; ingest %d events × %d rounds; wrk %s per run, 2 threads.\n\n",
+		r.sizes.Bans, r.sizes.Words, r.sizes.Events, r.sizes.Mints, r.sizes.IngestEvents, r.sizes.Rounds, r.sizes.Wrk)
+	for _, s := range r.sections {
+		fmt.Fprintf(&b, "## %s\n\n| measure | outpost | baseline | ratio | target |\n|---|---|---|---|---|\n", s.name)
+		for _, rw := range s.rows {
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", rw.measure, rw.value, rw.baseline, rw.ratioText(), rw.holdsText())
+		}
+		b.WriteString("\n")
+	}
+	return os.WriteFile(path, []byte(b.String()), 0o644)
+}

@@ -1,0 +1,266 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+)
+
+type scenario struct {
+	name string
+	run  func(b *bench) ([]row, error)
+}
+
+var scenarios = []scenario{
+	{"1. ban policy per event", policyScenario},
+	{"2. relay ingest and REQ", ingestScenario},
+	{"3. ban status check", statusScenario},
+	{"4. full ban list", listScenario},
+	{"6. memory", memoryScenario},
+}
+
+// 1. The policy as a Go benchmark, against verifying the event's signature,
+// which every relay does for every event anyway.
+func policyScenario(b *bench) ([]row, error) {
+	res, err := runGoBench(b.repo, "./policies", "^(BenchmarkPolicy|BenchmarkVerifySignature)$", b.BenchTime, b.Count)
+	if err != nil {
+		return nil, err
+	}
+	verify := res["BenchmarkVerifySignature"]
+	base := fmt.Sprintf("%s (schnorr verify)", ns(verify.NsPerOp))
+	var rows []row
+	for _, c := range []struct{ name, label, target string }{
+		{"banned-author", "banned author", "0 allocs/op"},
+		{"clean-ascii-note", "clean 300-char note", "≤ 2 µs/op"},
+		{"clean-unicode-note", "clean 300-char note, non-ASCII", ""},
+		{"blocked-word-note", "note with a blocked word", ""},
+	} {
+		r := res["BenchmarkPolicy/"+c.name]
+		rw := row{measure: c.label, value: fmt.Sprintf("%s, %.0f allocs/op", ns(r.NsPerOp), r.AllocsPerOp), baseline: base,
+			ratio: r.NsPerOp / verify.NsPerOp, target: c.target}
+		switch c.name {
+		case "banned-author":
+			rw.holds = ptr(r.AllocsPerOp == 0)
+		case "clean-ascii-note":
+			rw.holds = ptr(r.NsPerOp <= 2000)
+		}
+		rows = append(rows, rw)
+	}
+	return rows, nil
+}
+
+// 2. EVENTs/s and REQ latency with the ban list loaded, against the same
+// relay built without the ban policies. Runs alternate to share any drift.
+func ingestScenario(b *bench) ([]row, error) {
+	var with, without []ingestResult
+	var reqWith, reqWithout []reqResult
+	for round := range b.Rounds {
+		for _, v := range []struct {
+			bin  string
+			ing  *[]ingestResult
+			reqs *[]reqResult
+		}{{b.outpost, &with, &reqWith}, {b.baseline, &without, &reqWithout}} {
+			dir := filepath.Join(b.tmp, fmt.Sprintf("ingest-%d-%s", round, filepath.Base(v.bin)))
+			if err := copyDir(b.seeded, dir); err != nil {
+				return nil, err
+			}
+			srv, err := startServer(v.bin, nil, outpostEnv(dir)...)
+			if err != nil {
+				return nil, err
+			}
+			var ing ingestResult
+			err = runJSON(&ing, b.self, "ingest", "-url", srv.ws(), "-events", fmt.Sprint(b.IngestEvents), "-seed", fmt.Sprint(round))
+			var rq reqResult
+			if err == nil {
+				err = runJSON(&rq, b.self, "req", "-url", srv.ws(), "-limit", "500", "-rounds", fmt.Sprint(max(5, 10*b.Rounds)))
+			}
+			srv.stop()
+			os.RemoveAll(dir)
+			if err != nil {
+				return nil, err
+			}
+			if ing.Rejected > 0 {
+				return nil, fmt.Errorf("%d of %d events were refused", ing.Rejected, ing.Events)
+			}
+			*v.ing = append(*v.ing, ing)
+			*v.reqs = append(*v.reqs, rq)
+		}
+	}
+	w, wo := median(with, func(r ingestResult) float64 { return r.PerSec }), median(without, func(r ingestResult) float64 { return r.PerSec })
+	p50w, p50wo := median(reqWith, func(r reqResult) float64 { return r.P50ms }), median(reqWithout, func(r reqResult) float64 { return r.P50ms })
+	p99w, p99wo := median(reqWith, func(r reqResult) float64 { return r.P99ms }), median(reqWithout, func(r reqResult) float64 { return r.P99ms })
+	return []row{
+		{measure: fmt.Sprintf("EVENTs/s accepted (%d bans, %d words loaded)", b.Bans, b.Words), value: fmt.Sprintf("%.0f", w),
+			baseline: fmt.Sprintf("%.0f (no ban policy)", wo), ratio: w / wo, target: "≥ 0.9×", holds: ptr(w/wo >= 0.9)},
+		{measure: "REQ of 500 events, p50", value: fmt.Sprintf("%.2f ms", p50w), baseline: fmt.Sprintf("%.2f ms (no ban policy)", p50wo), ratio: p50w / p50wo},
+		{measure: "REQ of 500 events, p99", value: fmt.Sprintf("%.2f ms", p99w), baseline: fmt.Sprintf("%.2f ms (no ban policy)", p99wo), ratio: p99w / p99wo},
+	}, nil
+}
+
+// withSeeded runs fn against an outpost on a copy of the seeded data dir.
+func withSeeded(b *bench, name string, fn func(srv *server) ([]row, error)) ([]row, error) {
+	dir := filepath.Join(b.tmp, name)
+	if err := copyDir(b.seeded, dir); err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	srv, err := startServer(b.outpost, nil, outpostEnv(dir)...)
+	if err != nil {
+		return nil, err
+	}
+	defer srv.stop()
+	return fn(srv)
+}
+
+// withBare runs fn against the bare net/http server serving body (nil: a ban status).
+func withBare(b *bench, body []byte, fn func(bare *server) error) error {
+	var args []string
+	if body != nil {
+		f := filepath.Join(b.tmp, "bare-body")
+		if err := os.WriteFile(f, body, 0o600); err != nil {
+			return err
+		}
+		args = []string{"-body", f}
+	}
+	bare, err := startServer(b.self, append([]string{"bare"}, args...))
+	if err != nil {
+		return err
+	}
+	defer bare.stop()
+	return fn(bare)
+}
+
+const wrkConns = 64
+
+// 3. GET /banlist/blocked/pubkeys/{pk} against a bare handler returning a
+// constant body, same load tool, same connections.
+func statusScenario(b *bench) ([]row, error) {
+	return withSeeded(b, "status", func(srv *server) ([]row, error) {
+		out, err := runWrk(srv.url+"/banlist/blocked/pubkeys/"+b.banned, wrkConns, b.Wrk)
+		if err != nil {
+			return nil, err
+		}
+		if out.Non2xx > 0 {
+			return nil, fmt.Errorf("%d non-2xx answers", out.Non2xx)
+		}
+		var base wrkResult
+		err = withBare(b, nil, func(bare *server) (err error) {
+			base, err = runWrk(bare.url+"/x", wrkConns, b.Wrk)
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		return []row{
+			{measure: "req/s", value: fmt.Sprintf("%.0f", out.ReqPerSec), baseline: fmt.Sprintf("%.0f (bare net/http)", base.ReqPerSec),
+				ratio: out.ReqPerSec / base.ReqPerSec, target: "≥ 0.5×", holds: ptr(out.ReqPerSec/base.ReqPerSec >= 0.5)},
+			{measure: "p99 latency", value: out.P99.String(), baseline: base.P99.String() + " (bare net/http)", ratio: float64(out.P99) / float64(base.P99)},
+		}, nil
+	})
+}
+
+// 4. The whole list, with and without If-None-Match, against a bare handler
+// serving the very same bytes (and its own 304): a cached encoding should
+// cost no more than serving bytes from memory.
+func listScenario(b *bench) ([]row, error) {
+	return withSeeded(b, "list", func(srv *server) ([]row, error) {
+		url := srv.url + "/banlist/blocked/pubkeys"
+		body, etag, err := fetch(url)
+		if err != nil {
+			return nil, err
+		}
+		gz, _, err := fetch(url, "Accept-Encoding", "gzip")
+		if err != nil {
+			return nil, err
+		}
+		full, err := runWrk(url, 8, b.Wrk)
+		if err != nil {
+			return nil, err
+		}
+		notMod, err := runWrk(url, wrkConns, b.Wrk, "If-None-Match", etag)
+		if err != nil {
+			return nil, err
+		}
+		var baseFull, baseNotMod wrkResult
+		err = withBare(b, body, func(bare *server) (err error) {
+			if baseFull, err = runWrk(bare.url+"/x", 8, b.Wrk); err != nil {
+				return err
+			}
+			baseNotMod, err = runWrk(bare.url+"/x", wrkConns, b.Wrk, "If-None-Match", `"bare"`)
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		size := fmt.Sprintf("%.1f MB, %.1f MB gzipped", float64(len(body))/1e6, float64(len(gz))/1e6)
+		return []row{
+			{measure: fmt.Sprintf("200, full list of %d bans (%s), req/s", b.Bans, size), value: fmt.Sprintf("%.1f", full.ReqPerSec),
+				baseline: fmt.Sprintf("%.1f (bare, same bytes)", baseFull.ReqPerSec), ratio: full.ReqPerSec / baseFull.ReqPerSec},
+			{measure: "304 with If-None-Match, req/s", value: fmt.Sprintf("%.0f", notMod.ReqPerSec),
+				baseline: fmt.Sprintf("%.0f (bare 304)", baseNotMod.ReqPerSec), ratio: notMod.ReqPerSec / baseNotMod.ReqPerSec},
+			{measure: "304 with If-None-Match, p99", value: notMod.P99.String(), baseline: baseNotMod.P99.String() + " (bare 304)",
+				ratio: float64(notMod.P99) / float64(baseNotMod.P99)},
+		}, nil
+	})
+}
+
+// 6. Peak RSS holding the seeded bans and words plus many stored events,
+// against the same binary on an empty data dir.
+func memoryScenario(b *bench) ([]row, error) {
+	dir := filepath.Join(b.tmp, "memory")
+	if err := copyDir(b.seeded, dir); err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	var s seeded
+	if err := runJSON(&s, b.self, "seed", "-dir", dir, "-events", fmt.Sprint(b.Events)); err != nil {
+		return nil, err
+	}
+	peak := func(dataDir string) (int64, error) {
+		srv, err := startServer(b.outpost, nil, outpostEnv(dataDir)...)
+		if err != nil {
+			return 0, err
+		}
+		defer srv.stop()
+		for _, p := range []string{"/health", "/banlist/blocked/pubkeys", "/banlist/blocked/words"} {
+			if _, _, err := fetch(srv.url + p); err != nil {
+				return 0, err
+			}
+		}
+		time.Sleep(time.Second)
+		_, hwm := srv.memory()
+		return hwm, nil
+	}
+	loaded, err := peak(dir)
+	if err != nil {
+		return nil, err
+	}
+	empty, err := peak(filepath.Join(b.tmp, "empty"))
+	if err != nil {
+		return nil, err
+	}
+	return []row{{measure: fmt.Sprintf("peak RSS with %d bans, %d words, %d events", b.Bans, b.Words, b.Events),
+		value: mb(loaded), baseline: mb(empty) + " (empty data dir)", ratio: float64(loaded) / float64(empty)}}, nil
+}
+
+func median[T any](xs []T, f func(T) float64) float64 {
+	v := make([]float64, len(xs))
+	for i, x := range xs {
+		v[i] = f(x)
+	}
+	slices.Sort(v)
+	return v[len(v)/2]
+}
+
+func ns(v float64) string {
+	if v >= 1000 {
+		return fmt.Sprintf("%.2f µs", v/1000)
+	}
+	return fmt.Sprintf("%.0f ns", v)
+}
+
+func mb(v int64) string { return fmt.Sprintf("%.1f MiB", float64(v)/(1<<20)) }
+
+func ptr[T any](v T) *T { return &v }

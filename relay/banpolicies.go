@@ -1,0 +1,20 @@
+//go:build !nobanpolicy
+
+package relay
+
+import (
+	"context"
+
+	"github.com/nbd-wtf/go-nostr"
+	"github.com/outpost-relay/outpost/policies"
+)
+
+// banPolicies enforce the ban list on every event. (The nobanpolicy build tag
+// leaves them out; the benchmarks use it as their baseline.)
+func banPolicies(l *policies.BanList) []func(context.Context, *nostr.Event) (bool, string) {
+	return []func(context.Context, *nostr.Event) (bool, string){
+		policies.RejectBannedAuthors(l),
+		policies.RejectBannedEvents(l),
+		policies.RejectBlockedWords(l),
+	}
+}
