@@ -48,10 +48,10 @@ func main() {
 // sizes are the data a run works with.
 type sizes struct {
 	Bans, Words, Events, Mints int
-	IngestEvents, Rounds      int
-	Wrk                       time.Duration
-	BenchTime                 string
-	Count                     int
+	IngestEvents, Rounds       int
+	Wrk                        time.Duration
+	BenchTime                  string
+	Count                      int
 }
 
 var full = sizes{Bans: 100_000, Words: 1_000, Events: 1_000_000, Mints: 1_000, IngestEvents: 20_000, Rounds: 3, Wrk: 10 * time.Second, BenchTime: "1s", Count: 5}
