@@ -30,6 +30,13 @@ func TestParse(t *testing.T) {
 			t.Errorf("Parse(%q) = %q, %v; want %q, err=%v", tt.in, got, err, tt.want, tt.wantErr)
 		}
 	}
+	// Lookups check the form only.
+	if got, err := ParseForLookup(strings.Repeat("F", 64)); err != nil || got != strings.Repeat("f", 64) {
+		t.Errorf("ParseForLookup(off-curve hex) = %q, %v", got, err)
+	}
+	if _, err := ParseForLookup(hexKey[:63] + "g"); err == nil {
+		t.Error("ParseForLookup accepted non-hex")
+	}
 	if NPub(hexKey) != npub {
 		t.Errorf("NPub = %q, want %q", NPub(hexKey), npub)
 	}

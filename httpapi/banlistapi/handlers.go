@@ -167,9 +167,11 @@ type banStatus struct {
 
 func handleBlockedStatus(svc *banlist.Service, log *slog.Logger) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		pk, err := parsePubKey(chi.URLParam(r, "pubkey"), "pubkey")
+		// The hot path of relays asking about every author: a form check
+		// only (see pubkey.ParseForLookup).
+		pk, err := pubkey.ParseForLookup(chi.URLParam(r, "pubkey"))
 		if err != nil {
-			httpapi.Error(w, r, log, err)
+			httpapi.Error(w, r, log, outpost.Errorf(outpost.Invalid, "invalid_pubkey", "pubkey is not a valid public key (npub or 64-character hex)").With("field", "pubkey"))
 			return
 		}
 		b, ok := svc.Status(pk)
