@@ -1,0 +1,381 @@
+package mintdir
+
+import (
+	"context"
+	"errors"
+	"net/url"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+	"github.com/outpost-relay/outpost"
+	"github.com/outpost-relay/outpost/probe"
+	"github.com/outpost-relay/outpost/store"
+)
+
+// Statuses of a mint.
+const (
+	StatusUnknown   = "unknown"   // not checked successfully yet
+	StatusOnline    = "online"    // the last check succeeded
+	StatusDegraded  = "degraded"  // reachable, but slow or with minting/melting disabled
+	StatusOffline   = "offline"   // 3 consecutive failed checks
+	StatusAbandoned = "abandoned" // offline for 30 days
+)
+
+// Statuses lists every status, in order of health.
+var Statuses = []string{StatusOnline, StatusDegraded, StatusUnknown, StatusOffline, StatusAbandoned}
+
+// Mint is the catalogue record of one mint, with its probe state and the
+// summary figures refreshed after every check.
+type Mint struct {
+	ID           string    `json:"id"`
+	MergedInto   string    `json:"merged_into,omitempty"` // set when this record turned out to be another mint
+	CanonicalURL string    `json:"canonical_url"`
+	URLs         []MintURL `json:"urls"` // canonical first
+	CreatedAt    time.Time `json:"created_at"`
+	Source       string    `json:"source"` // "submit" or "announcement"
+	AnnouncedBy  []string  `json:"announced_by,omitempty"`
+
+	PubKey          string     `json:"pubkey,omitempty"`
+	PubKeyChangedAt *time.Time `json:"pubkey_changed_at,omitempty"`
+	Name            string     `json:"name,omitempty"`
+	IconURL         string     `json:"icon_url,omitempty"`
+	Features        *Features  `json:"features,omitempty"`  // nil until the first successful check
+	Operators       []string   `json:"operators,omitempty"` // hex pubkeys of nostr contacts: their reviews don't count
+
+	Status         string     `json:"status"`
+	OfflineSince   *time.Time `json:"offline_since,omitempty"`
+	FirstCheckedAt *time.Time `json:"first_checked_at,omitempty"`
+	LastCheckedAt  *time.Time `json:"last_checked_at,omitempty"`
+	LastSuccessAt  *time.Time `json:"last_success_at,omitempty"`
+	LastFailureAt  *time.Time `json:"last_failure_at,omitempty"`
+	LastRTTMs      *int       `json:"last_rtt_ms,omitempty"` // of the last check, when it succeeded
+	LastError      string     `json:"last_error,omitempty"`
+	Failures       int        `json:"failures,omitempty"` // consecutive failed checks
+	FailingSince   *time.Time `json:"failing_since,omitempty"`
+	ChecksTotal    int64      `json:"checks_total"`
+	OpenIncident   *time.Time `json:"open_incident,omitempty"` // its start
+
+	MetaHash         string     `json:"meta_hash,omitempty"`
+	MetaFetchedAt    *time.Time `json:"meta_fetched_at,omitempty"`
+	KeysetsFetchedAt *time.Time `json:"keysets_fetched_at,omitempty"`
+	ServerTime       *time.Time `json:"server_time,omitempty"`
+
+	Summary Summary `json:"summary"`
+}
+
+// MintURL is one URL a mint is known by.
+type MintURL struct {
+	URL        string `json:"url"`
+	Advertised bool   `json:"advertised,omitempty"` // in the mint's current NUT-06 urls
+}
+
+// URLType is clearnet, tor or mirror.
+func (m *Mint) URLType(u string) string { return urlType(u, m.CanonicalURL) }
+
+// URLActive: the mint advertises the URL now, or it is the canonical URL of
+// a mint that is not offline.
+func (m *Mint) URLActive(u MintURL) bool {
+	if u.Advertised {
+		return true
+	}
+	return u.URL == m.CanonicalURL && m.Status != StatusOffline && m.Status != StatusAbandoned
+}
+
+// URLList is every URL, canonical first.
+func (m *Mint) URLList() []string {
+	out := make([]string, len(m.URLs))
+	for i, u := range m.URLs {
+		out[i] = u.URL
+	}
+	return out
+}
+
+func (m *Mint) hasURL(u string) bool {
+	return slices.ContainsFunc(m.URLs, func(x MintURL) bool { return x.URL == u })
+}
+
+func (m *Mint) id() ID { id, _ := ParseID(m.ID); return id }
+
+// ErrNotFound is the error for an unknown mint id or URL.
+var ErrNotFound = outpost.Errorf(outpost.NotFound, "mint_not_found", "no mint with that id or URL is known")
+
+// --- lookups ---
+
+func getMint(txn *badger.Txn, id ID) (*Mint, error) {
+	var m Mint
+	found, err := store.GetJSON(txn, mintKey(id), &m)
+	if err != nil {
+		return nil, err
+	}
+	if !found {
+		return nil, nil
+	}
+	return &m, nil
+}
+
+// resolve follows merges to the surviving record.
+func resolve(txn *badger.Txn, id ID) (*Mint, error) {
+	for range 8 {
+		m, err := getMint(txn, id)
+		if err != nil || m == nil || m.MergedInto == "" {
+			return m, err
+		}
+		if id, err = ParseID(m.MergedInto); err != nil {
+			return nil, err
+		}
+	}
+	return nil, errors.New("mintdir: merge chain too long")
+}
+
+func lookupID(txn *badger.Txn, k []byte) (ID, bool, error) {
+	var id ID
+	item, err := txn.Get(k)
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return id, false, nil
+	}
+	if err != nil {
+		return id, false, err
+	}
+	err = item.Value(func(b []byte) error { copy(id[:], b); return nil })
+	return id, err == nil, err
+}
+
+// Get returns the mint with the given id (a merged id answers with the mint
+// it became), or ErrNotFound.
+func (d *Directory) Get(ctx context.Context, id string) (*Mint, error) {
+	mid, err := ParseID(strings.ToLower(id))
+	if err != nil {
+		return nil, ErrNotFound
+	}
+	var m *Mint
+	err = d.db.View(func(txn *badger.Txn) error {
+		m, err = resolve(txn, mid)
+		return err
+	})
+	if err == nil && m == nil {
+		err = ErrNotFound
+	}
+	return m, err
+}
+
+// GetByURL returns the mint known by raw (normalised first), or ErrNotFound.
+func (d *Directory) GetByURL(ctx context.Context, raw string) (*Mint, error) {
+	u, err := NormalizeURL(raw)
+	if err != nil {
+		return nil, ErrNotFound
+	}
+	var m *Mint
+	err = d.db.View(func(txn *badger.Txn) error {
+		id, ok, err := lookupID(txn, urlKey(u))
+		if err != nil || !ok {
+			return err
+		}
+		m, err = resolve(txn, id)
+		return err
+	})
+	if err == nil && m == nil {
+		err = ErrNotFound
+	}
+	return m, err
+}
+
+// --- adding mints ---
+
+// SubmitResult is the outcome of a submission.
+type SubmitResult struct {
+	ID     string
+	Exists bool // the normalised URL was known already
+}
+
+// Submit adds a mint by URL, or finds the one already known by it. The URL
+// must be http(s) and its host must resolve to public addresses (unless
+// private ones are allowed). A new mint is probed at once.
+func (d *Directory) Submit(ctx context.Context, raw string) (SubmitResult, error) {
+	u, err := d.checkURL(ctx, raw)
+	if err != nil {
+		return SubmitResult{}, err
+	}
+	return d.add(u, "submit", "")
+}
+
+// checkURL normalises a submitted URL and applies the SSRF guard.
+func (d *Directory) checkURL(ctx context.Context, raw string) (string, error) {
+	u, err := NormalizeURL(raw)
+	if err != nil {
+		return "", outpost.Errorf(outpost.Invalid, "invalid_mint_url", "mint_url: %v", err).With("field", "mint_url")
+	}
+	if IsOnion(u) {
+		return "", outpost.Errorf(outpost.Invalid, "invalid_mint_url", "mint_url: .onion mints cannot be probed; submit a clearnet URL (its NUT-06 urls list the others)").With("field", "mint_url")
+	}
+	host := mustHost(u)
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := probe.CheckHost(ctx, d.cfg.Resolver, host, d.cfg.AllowPrivate); err != nil {
+		msg := "mint_url: the host does not resolve"
+		if errors.Is(err, probe.ErrBlockedAddress) {
+			msg = "mint_url: the host is a private, loopback or link-local address"
+		}
+		return "", outpost.Errorf(outpost.Invalid, "invalid_mint_url", "%s", msg).With("field", "mint_url")
+	}
+	return u, nil
+}
+
+func mustHost(u string) string {
+	p, _ := url.Parse(u)
+	return p.Hostname()
+}
+
+// add creates a mint for the normalised URL u unless one is known by it.
+func (d *Directory) add(u, source, announcer string) (SubmitResult, error) {
+	var res SubmitResult
+	now := d.now().UTC()
+	err := d.update(func(txn *badger.Txn) error {
+		res = SubmitResult{}
+		id, ok, err := lookupID(txn, urlKey(u))
+		if err != nil {
+			return err
+		}
+		if ok {
+			m, err := resolve(txn, id)
+			if err != nil || m == nil {
+				return err
+			}
+			res = SubmitResult{ID: m.ID, Exists: true}
+			if announcer != "" && !slices.Contains(m.AnnouncedBy, announcer) {
+				m.AnnouncedBy = append(m.AnnouncedBy, announcer)
+				return store.PutJSON(txn, mintKey(m.id()), m)
+			}
+			return nil
+		}
+		nid := NewID()
+		m := &Mint{ID: nid.String(), CanonicalURL: u, URLs: []MintURL{{URL: u}}, CreatedAt: now, Source: source,
+			Status: StatusUnknown}
+		if announcer != "" {
+			m.AnnouncedBy = []string{announcer}
+		}
+		m.Summary = Summary{ComputedAt: now, Trust: Trust{Level: LevelUnknown, ComputedAt: now}}
+		if err := txn.Set(urlKey(u), nid[:]); err != nil {
+			return err
+		}
+		if err := txn.Set(scheduleKey(nid), store.U64(0)); err != nil {
+			return err
+		}
+		res.ID = m.ID
+		return store.PutJSON(txn, mintKey(nid), m)
+	})
+	if err == nil && !res.Exists {
+		d.prober.Trigger(res.ID)
+		d.log.Info("mintdir: new mint", "mint_id", res.ID, "url", u, "source", source)
+	}
+	return res, err
+}
+
+// targets lists every mint for the prober, with its last check.
+func (d *Directory) targets(ctx context.Context) ([]probe.Target, error) {
+	var out []probe.Target
+	err := d.db.View(func(txn *badger.Txn) error {
+		prefix := key(kSchedule)
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix, PrefetchValues: true, PrefetchSize: 256})
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			var id ID
+			copy(id[:], it.Item().Key()[len(prefix):])
+			t := probe.Target{ID: id.String()}
+			it.Item().Value(func(b []byte) error {
+				if ms := u64(b); ms > 0 {
+					t.LastChecked = time.UnixMilli(int64(ms))
+				}
+				return nil
+			})
+			out = append(out, t)
+		}
+		return ctx.Err()
+	})
+	return out, err
+}
+
+// Count is the number of mints in the catalogue (merged records excluded).
+func (d *Directory) Count() (int, error) {
+	n := 0
+	err := d.db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: key(kSchedule)})
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			n++
+		}
+		return nil
+	})
+	return n, err
+}
+
+// each calls fn with every mint (merged records skipped).
+func (d *Directory) each(ctx context.Context, fn func(m *Mint)) error {
+	return d.db.View(func(txn *badger.Txn) error {
+		return store.EachJSON(txn, key(kMint), nil, false, func(_ []byte, m Mint) (bool, error) {
+			if m.MergedInto == "" {
+				fn(&m)
+			}
+			return ctx.Err() == nil, ctx.Err()
+		})
+	})
+}
+
+// ListOptions filter, sort and page the listing.
+type ListOptions struct {
+	Status string // "" for all
+	Sort   string // "trust" (default), "uptime" or "name"
+	Limit  int
+	Offset int
+}
+
+// List returns a page of mints and how many match in all.
+func (d *Directory) List(ctx context.Context, o ListOptions) ([]*Mint, int, error) {
+	var all []*Mint
+	err := d.each(ctx, func(m *Mint) {
+		if o.Status == "" || m.Status == o.Status {
+			all = append(all, m)
+		}
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	less := func(a, b *Mint) int { return b.Summary.Trust.Score - a.Summary.Trust.Score }
+	switch o.Sort {
+	case "uptime":
+		less = func(a, b *Mint) int { return cmpFloat(deref(b.Summary.Uptime30d, -1), deref(a.Summary.Uptime30d, -1)) }
+	case "name":
+		less = func(a, b *Mint) int {
+			return strings.Compare(strings.ToLower(a.Name+"\xff"+a.CanonicalURL), strings.ToLower(b.Name+"\xff"+b.CanonicalURL))
+		}
+	}
+	sort.SliceStable(all, func(i, j int) bool {
+		if c := less(all[i], all[j]); c != 0 {
+			return c < 0
+		}
+		return all[i].ID < all[j].ID
+	})
+	total := len(all)
+	lo := min(o.Offset, total)
+	hi := min(lo+o.Limit, total)
+	return all[lo:hi], total, nil
+}
+
+func cmpFloat(a, b float64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func deref(p *float64, def float64) float64 {
+	if p == nil {
+		return def
+	}
+	return *p
+}

@@ -1,0 +1,227 @@
+package mintdir
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+	"github.com/outpost-relay/outpost/probe"
+	"github.com/outpost-relay/outpost/store"
+)
+
+// Check is one recorded check of a mint.
+type Check struct {
+	At         time.Time `json:"at"`
+	OK         bool      `json:"ok"`
+	Skipped    bool      `json:"skipped,omitempty"` // 429: not counted
+	RTTMs      int       `json:"rtt_ms"`
+	ErrKind    string    `json:"error,omitempty"`
+	HTTPStatus int       `json:"http_status,omitempty"`
+	Status     string    `json:"status"` // the mint's status after it
+}
+
+// Probe checks one mint (the prober calls it): GET /v1/info, the keysets
+// when metadata is due, then records the check, its rollups, status,
+// incidents and metadata in one transaction.
+func (d *Directory) Probe(ctx context.Context, id string) error {
+	m, err := d.Get(ctx, id)
+	if err != nil {
+		return err
+	}
+	if m.ID != id {
+		return nil // merged; the surviving record is probed on its own
+	}
+	res := d.client.Info(ctx, m.CanonicalURL, d.now)
+	if !res.OK && ctx.Err() != nil {
+		return ctx.Err() // we are shutting down: not the mint's fault
+	}
+	var info *Info
+	if res.OK {
+		in, err := ParseInfo(res.Body)
+		if err != nil {
+			res.OK, res.ErrKind, res.Err, res.Body = false, probe.KindInvalidInfo, err.Error(), nil
+		} else {
+			info = &in
+		}
+	}
+	if info != nil && info.Pubkey != "" && info.Pubkey != m.PubKey {
+		merged, err := d.mergeIfKnown(m, info.Pubkey)
+		if err != nil || merged {
+			return err
+		}
+	}
+	var keysets []byte
+	if info != nil && (m.KeysetsFetchedAt == nil || res.At.Sub(*m.KeysetsFetchedAt) >= keysetsEvery || info.Hash() != m.MetaHash) {
+		if keysets, err = d.client.Keysets(ctx, m.CanonicalURL); err != nil {
+			d.log.Debug("mintdir: keysets", "mint_id", id, "err", err)
+			keysets = nil
+		}
+	}
+	c := &Check{At: res.At.UTC(), OK: res.OK, Skipped: res.Skipped, RTTMs: int(res.RTT.Milliseconds()),
+		ErrKind: res.ErrKind, HTTPStatus: res.HTTPStatus}
+	if !res.OK {
+		c.RTTMs = 0
+	}
+	if err := d.record(m.id(), c, info, res.Body, keysets); err != nil {
+		return err
+	}
+	if !res.OK {
+		d.log.Debug("mintdir: check failed", "mint_id", id, "kind", res.ErrKind, "err", res.Err)
+	}
+	return d.refreshSummary(ctx, m.id())
+}
+
+// record stores a check and everything that follows from it.
+func (d *Directory) record(id ID, c *Check, info *Info, body, keysets []byte) error {
+	return d.update(func(txn *badger.Txn) error {
+		m, err := getMint(txn, id)
+		if err != nil || m == nil || m.MergedInto != "" {
+			return err
+		}
+		return d.recordTxn(txn, m, c, info, body, keysets)
+	})
+}
+
+func (d *Directory) recordTxn(txn *badger.Txn, m *Mint, c *Check, info *Info, body, keysets []byte) error {
+	id := m.id()
+	var gap time.Duration
+	if m.LastCheckedAt != nil && !c.Skipped {
+		gap = min(max(c.At.Sub(*m.LastCheckedAt), 0), 2*d.cfg.ProbeInterval)
+	}
+	disabled := false
+	if info != nil {
+		disabled = info.Features().MintingDisabled
+	}
+	opened, closed := d.apply(m, c, disabled)
+	if opened != nil || closed != nil {
+		inc := opened
+		if closed != nil {
+			inc = closed
+		}
+		if err := store.PutJSON(txn, timeKey(kIncident, id, inc.StartedAt), inc); err != nil {
+			return err
+		}
+	}
+	if err := store.PutJSON(txn, timeKey(kCheck, id, c.At), c); err != nil {
+		return err
+	}
+	for _, level := range []byte{level5m, level1h} {
+		if err := addToRollup(txn, id, level, c, gap); err != nil {
+			return err
+		}
+	}
+	if info != nil {
+		if err := d.updateMetadata(txn, m, info, body, keysets, c.At); err != nil {
+			return err
+		}
+	}
+	if err := txn.Set(scheduleKey(id), store.U64(uint64(c.At.UnixMilli()))); err != nil {
+		return err
+	}
+	return store.PutJSON(txn, mintKey(id), m)
+}
+
+func rollupKey(id ID, level byte, at time.Time) []byte {
+	start := at.Truncate(levelSize[level]).Unix()
+	return key(kRollup, id[:], []byte{level}, store.U64(uint64(start)))
+}
+
+func addToRollup(txn *badger.Txn, id ID, level byte, c *Check, gap time.Duration) error {
+	k := rollupKey(id, level, c.At)
+	var r rollup
+	item, err := txn.Get(k)
+	switch {
+	case errors.Is(err, badger.ErrKeyNotFound):
+	case err != nil:
+		return err
+	default:
+		if err := item.Value(r.decodeInto); err != nil {
+			return err
+		}
+	}
+	r.add(c, gap)
+	return txn.Set(k, r.encode())
+}
+
+// apply moves the mint's status with one check:
+//
+//   - a success makes it online, or degraded when slower than SlowRTT or with
+//     minting/melting disabled, and closes an open incident;
+//   - a failure counts; the third in a row makes it offline (offline_since is
+//     the first of them) and, if it was up, opens an incident;
+//   - offline for 30 days makes it abandoned;
+//   - a 429 changes nothing.
+func (d *Directory) apply(m *Mint, c *Check, disabled bool) (opened, closed *Incident) {
+	at := c.At
+	if c.Skipped {
+		c.Status = m.Status
+		return nil, nil
+	}
+	m.ChecksTotal++
+	m.LastCheckedAt = &at
+	if m.FirstCheckedAt == nil {
+		m.FirstCheckedAt = &at
+	}
+	if c.OK {
+		rtt := c.RTTMs
+		m.LastSuccessAt, m.LastRTTMs, m.LastError = &at, &rtt, ""
+		m.Failures, m.FailingSince, m.OfflineSince = 0, nil, nil
+		m.Status = StatusOnline
+		if time.Duration(rtt)*time.Millisecond > d.cfg.SlowRTT || disabled {
+			m.Status = StatusDegraded
+		}
+		if m.OpenIncident != nil {
+			closed = &Incident{StartedAt: *m.OpenIncident, ResolvedAt: &at}
+			closed.Severity = severity(at.Sub(closed.StartedAt))
+			m.OpenIncident = nil
+		}
+		c.Status = m.Status
+		return nil, closed
+	}
+	m.LastFailureAt, m.LastRTTMs, m.LastError = &at, nil, c.ErrKind
+	m.Failures++
+	if m.FailingSince == nil {
+		m.FailingSince = &at
+	}
+	if m.Failures >= offlineAfter && m.Status != StatusOffline && m.Status != StatusAbandoned {
+		wasUp := m.Status == StatusOnline || m.Status == StatusDegraded
+		since := *m.FailingSince
+		m.Status, m.OfflineSince = StatusOffline, &since
+		if wasUp {
+			m.OpenIncident = &since
+			opened = &Incident{StartedAt: since}
+		}
+	}
+	if m.Status == StatusOffline && m.OfflineSince != nil && at.Sub(*m.OfflineSince) >= abandonedAfter {
+		m.Status = StatusAbandoned
+	}
+	c.Status = m.Status
+	return opened, nil
+}
+
+// --- raw checks ---
+
+// Checks returns the raw checks of a mint in [from, to), newest first, at most limit.
+func (d *Directory) Checks(ctx context.Context, m *Mint, from, to time.Time, limit int) ([]Check, error) {
+	var out []Check
+	id := m.id()
+	err := d.db.View(func(txn *badger.Txn) error {
+		prefix := perMintPrefix(kCheck, id)
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix, Reverse: true, PrefetchValues: true, PrefetchSize: 64})
+		defer it.Close()
+		for it.Seek(timeKey(kCheck, id, to.Add(-time.Millisecond))); it.Valid() && len(out) < limit; it.Next() {
+			var c Check
+			if err := it.Item().Value(func(b []byte) error { return json.Unmarshal(b, &c) }); err != nil {
+				return err
+			}
+			if c.At.Before(from) {
+				break
+			}
+			out = append(out, c)
+		}
+		return nil
+	})
+	return out, err
+}

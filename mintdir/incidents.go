@@ -1,0 +1,94 @@
+package mintdir
+
+import (
+	"context"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+	"github.com/outpost-relay/outpost/store"
+)
+
+// Incident is a time a mint was offline: it opens when a mint that was up
+// goes offline (its start is the first failed check) and closes at the next
+// successful check. A single failed check is no incident.
+type Incident struct {
+	StartedAt  time.Time  `json:"started_at"`
+	ResolvedAt *time.Time `json:"resolved_at"`
+	Severity   string     `json:"severity"` // set when resolved; open ones are rated on read
+}
+
+// Severities.
+const (
+	SeverityMinor    = "minor"    // under 15 minutes
+	SeverityMajor    = "major"    // under 4 hours
+	SeverityCritical = "critical" // 4 hours or more, or still open after 4 hours
+)
+
+func severity(d time.Duration) string {
+	switch {
+	case d < 15*time.Minute:
+		return SeverityMinor
+	case d < 4*time.Hour:
+		return SeverityMajor
+	}
+	return SeverityCritical
+}
+
+// Duration is how long the incident lasted, or has lasted until now.
+func (i Incident) Duration(now time.Time) time.Duration {
+	end := now
+	if i.ResolvedAt != nil {
+		end = *i.ResolvedAt
+	}
+	return max(end.Sub(i.StartedAt), 0)
+}
+
+// SeverityAt rates the incident: by its length once resolved, by its length
+// so far while open.
+func (i Incident) SeverityAt(now time.Time) string {
+	if i.ResolvedAt != nil && i.Severity != "" {
+		return i.Severity
+	}
+	return severity(i.Duration(now))
+}
+
+// Incidents returns a mint's incidents that started before `before` (zero:
+// any), newest first, at most limit.
+func (d *Directory) Incidents(ctx context.Context, m *Mint, before time.Time, limit int) ([]Incident, error) {
+	var out []Incident
+	id := m.id()
+	var seek []byte
+	if !before.IsZero() {
+		seek = timeKey(kIncident, id, before.Add(-time.Millisecond))
+	}
+	err := d.db.View(func(txn *badger.Txn) error {
+		return store.EachJSON(txn, perMintPrefix(kIncident, id), seek, true, func(_ []byte, inc Incident) (bool, error) {
+			out = append(out, inc)
+			return len(out) < limit, nil
+		})
+	})
+	return out, err
+}
+
+// countIncidents counts incidents started since each of the given times.
+func countIncidents(txn *badger.Txn, id ID, since ...time.Time) ([]int, error) {
+	counts := make([]int, len(since))
+	oldest := since[0]
+	for _, s := range since {
+		if s.Before(oldest) {
+			oldest = s
+		}
+	}
+	prefix := perMintPrefix(kIncident, id)
+	it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix})
+	defer it.Close()
+	for it.Seek(timeKey(kIncident, id, oldest)); it.Valid(); it.Next() {
+		started := time.UnixMilli(int64(u64(it.Item().Key()[len(prefix):])))
+		for i, s := range since {
+			if !started.Before(s) {
+				counts[i]++
+			}
+		}
+	}
+	return counts, nil
+}

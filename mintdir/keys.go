@@ -1,0 +1,82 @@
+package mintdir
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/outpost-relay/outpost/store"
+)
+
+// Record kinds: the second key byte under store.PrefixMintdir.
+const (
+	kMint      byte = 0x01 // + id → Mint (JSON)
+	kURL       byte = 0x02 // + normalised URL → id
+	kPubKey    byte = 0x03 // + mint pubkey → id
+	kSchedule  byte = 0x04 // + id → last check, unix ms (what the prober lists)
+	kCheck     byte = 0x05 // + id + unix ms → Check (JSON): every check
+	kRollup    byte = 0x06 // + id + level + bucket start (unix s) → rollup (binary)
+	kMeta      byte = 0x07 // + id → Metadata (JSON): the current snapshot
+	kHistory   byte = 0x08 // + id + unix ms → HistoryEntry (JSON)
+	kIncident  byte = 0x09 // + id + started unix ms → Incident (JSON)
+	kViewHour  byte = 0x0A // + id + unix hour → views (uvarint)
+	kViewDay   byte = 0x0B // + id + unix day → viewDay (JSON)
+	kSession   byte = 0x0C // + id + unix day + session hash → nothing
+	kReviewURL byte = 0x0D // + normalised URL + 0 + u tag as written → nothing
+)
+
+// perMint lists the record kinds that belong to one mint id, for deleting a
+// merged mint's data.
+var perMint = []byte{kSchedule, kCheck, kRollup, kMeta, kHistory, kIncident, kViewHour, kViewDay, kSession}
+
+// ID is a mint's stable identifier: random, independent of its URLs.
+type ID [16]byte
+
+// NewID returns a random version-4 UUID.
+func NewID() ID {
+	var id ID
+	rand.Read(id[:])
+	id[6] = id[6]&0x0f | 0x40
+	id[8] = id[8]&0x3f | 0x80
+	return id
+}
+
+// String is the UUID form, e.g. 3f0c...-....
+func (id ID) String() string {
+	h := hex.EncodeToString(id[:])
+	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:32]
+}
+
+var errBadID = errors.New("not a mint id")
+
+// ParseID parses the UUID form.
+func ParseID(s string) (ID, error) {
+	var id ID
+	if len(s) != 36 || s[8] != '-' || s[13] != '-' || s[18] != '-' || s[23] != '-' {
+		return id, errBadID
+	}
+	b, err := hex.DecodeString(strings.ReplaceAll(s, "-", ""))
+	if err != nil || len(b) != 16 {
+		return id, errBadID
+	}
+	copy(id[:], b)
+	return id, nil
+}
+
+func key(kind byte, parts ...[]byte) []byte { return store.Key(store.PrefixMintdir, kind, parts...) }
+
+func mintKey(id ID) []byte                  { return key(kMint, id[:]) }
+func urlKey(u string) []byte                { return key(kURL, []byte(u)) }
+func pubKeyKey(pk string) []byte            { return key(kPubKey, []byte(pk)) }
+func scheduleKey(id ID) []byte              { return key(kSchedule, id[:]) }
+func metaKey(id ID) []byte                  { return key(kMeta, id[:]) }
+func perMintPrefix(kind byte, id ID) []byte { return key(kind, id[:]) }
+
+func timeKey(kind byte, id ID, t time.Time) []byte {
+	return key(kind, id[:], store.U64(uint64(t.UnixMilli())))
+}
+
+func u64(b []byte) uint64 { return binary.BigEndian.Uint64(b) }

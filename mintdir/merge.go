@@ -1,0 +1,107 @@
+package mintdir
+
+import (
+	"slices"
+
+	"github.com/dgraph-io/badger/v4"
+	"github.com/outpost-relay/outpost/store"
+)
+
+// mergeIfKnown handles a check of m that found pubkey: when another mint
+// already has that pubkey, m is the same mint under another URL, so its URLs
+// move to the other record and m becomes an alias of it. The record that had
+// the pubkey first survives (its history is the longer one).
+func (d *Directory) mergeIfKnown(m *Mint, pubkey string) (merged bool, err error) {
+	d.mergeMu.Lock()
+	defer d.mergeMu.Unlock()
+	loser := m.id()
+	var survivor string
+	err = d.update(func(txn *badger.Txn) error {
+		merged, survivor = false, ""
+		owner, ok, err := lookupID(txn, pubKeyKey(pubkey))
+		if err != nil || !ok || owner == loser {
+			return err
+		}
+		s, err := resolve(txn, owner)
+		if err != nil || s == nil || s.ID == m.ID {
+			return err
+		}
+		l, err := getMint(txn, loser)
+		if err != nil || l == nil || l.MergedInto != "" {
+			return err
+		}
+		sid := s.id()
+		for _, u := range l.URLs {
+			if !s.hasURL(u.URL) {
+				s.URLs = append(s.URLs, MintURL{URL: u.URL})
+			}
+			if err := txn.Set(urlKey(u.URL), sid[:]); err != nil {
+				return err
+			}
+		}
+		for _, a := range l.AnnouncedBy {
+			if !slices.Contains(s.AnnouncedBy, a) {
+				s.AnnouncedBy = append(s.AnnouncedBy, a)
+			}
+		}
+		if l.PubKey != "" {
+			if o, ok, _ := lookupID(txn, pubKeyKey(l.PubKey)); ok && o == loser {
+				if err := txn.Set(pubKeyKey(l.PubKey), sid[:]); err != nil {
+					return err
+				}
+			}
+		}
+		if err := txn.Delete(scheduleKey(loser)); err != nil {
+			return err
+		}
+		alias := &Mint{ID: l.ID, MergedInto: s.ID, CanonicalURL: l.CanonicalURL, CreatedAt: l.CreatedAt, Source: l.Source, Status: l.Status}
+		if err := store.PutJSON(txn, mintKey(loser), alias); err != nil {
+			return err
+		}
+		merged, survivor = true, s.ID
+		return store.PutJSON(txn, mintKey(sid), s)
+	})
+	if err != nil || !merged {
+		return merged, err
+	}
+	d.log.Info("mintdir: merged a mint found under another URL", "merged", m.ID, "into", survivor, "pubkey", pubkey)
+	return true, d.dropMintData(loser)
+}
+
+// dropMintData deletes what a merged record collected on its own.
+func (d *Directory) dropMintData(id ID) error {
+	for _, kind := range perMint {
+		if kind == kSchedule {
+			continue
+		}
+		prefix := perMintPrefix(kind, id)
+		for {
+			var keys [][]byte
+			err := d.db.View(func(txn *badger.Txn) error {
+				it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix})
+				defer it.Close()
+				for it.Rewind(); it.Valid() && len(keys) < 1000; it.Next() {
+					keys = append(keys, it.Item().KeyCopy(nil))
+				}
+				return nil
+			})
+			if err != nil || len(keys) == 0 {
+				if err != nil {
+					return err
+				}
+				break
+			}
+			if err := d.update(func(txn *badger.Txn) error {
+				for _, k := range keys {
+					if err := txn.Delete(k); err != nil {
+						return err
+					}
+				}
+				return nil
+			}); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,193 @@
+package mintdir
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+	"github.com/outpost-relay/outpost/pubkey"
+	"github.com/outpost-relay/outpost/store"
+)
+
+// Metadata is a mint's current metadata snapshot: the NUT-06 info as served
+// when it last changed, and its keysets.
+type Metadata struct {
+	Info      json.RawMessage `json:"info"`
+	Keysets   []Keyset        `json:"keysets"`
+	ChangedAt time.Time       `json:"changed_at"`
+}
+
+// Keyset is one of a mint's keysets (NUT-02): its unit and fee.
+type Keyset struct {
+	ID          string  `json:"id"`
+	Unit        string  `json:"unit"`
+	Active      bool    `json:"active"`
+	InputFeePpk *uint64 `json:"input_fee_ppk"`
+}
+
+// HistoryEntry records one change of a mint's metadata.
+type HistoryEntry struct {
+	FetchedAt  time.Time         `json:"fetched_at"`
+	ChangeType string            `json:"change_type"`
+	Diff       map[string]Change `json:"diff"`
+	Version    string            `json:"version"` // the mint's software version after the change
+}
+
+// maxURLsPerMint bounds what a mint's info can add to the URL index.
+const maxURLsPerMint = 20
+
+// updateMetadata takes in a successful check's info: the snapshot and a
+// history entry when its content changed, the keysets when fetched.
+func (d *Directory) updateMetadata(txn *badger.Txn, m *Mint, info *Info, body, keysetsBody []byte, at time.Time) error {
+	id := m.id()
+	m.MetaFetchedAt = &at
+	if info.Time > 0 {
+		t := time.Unix(info.Time, 0).UTC()
+		m.ServerTime = &t
+	}
+	hash := info.Hash()
+	changed := hash != m.MetaHash
+	if !changed && keysetsBody == nil {
+		return nil
+	}
+	var meta Metadata
+	if _, err := store.GetJSON(txn, metaKey(id), &meta); err != nil {
+		return err
+	}
+	if keysetsBody != nil {
+		var ks struct {
+			Keysets []Keyset `json:"keysets"`
+		}
+		if json.Unmarshal(keysetsBody, &ks) == nil && ks.Keysets != nil {
+			meta.Keysets = ks.Keysets
+		}
+		m.KeysetsFetchedAt = &at
+	}
+	if changed {
+		var old *Info
+		if len(meta.Info) > 0 {
+			if o, err := ParseInfo(meta.Info); err == nil {
+				old = &o
+			}
+		}
+		changeType, diff := Diff(old, *info)
+		entry := HistoryEntry{FetchedAt: at, ChangeType: changeType, Diff: diff, Version: info.Version}
+		if err := store.PutJSON(txn, timeKey(kHistory, id, at), entry); err != nil {
+			return err
+		}
+		meta.Info, meta.ChangedAt = json.RawMessage(body), at
+		m.MetaHash = hash
+		if err := d.takeInfo(txn, m, info, at); err != nil {
+			return err
+		}
+	}
+	return store.PutJSON(txn, metaKey(id), meta)
+}
+
+// takeInfo copies what the catalogue keeps from new info: identity, derived
+// features, operators and the advertised URLs.
+func (d *Directory) takeInfo(txn *badger.Txn, m *Mint, info *Info, at time.Time) error {
+	id := m.id()
+	if info.Pubkey != m.PubKey {
+		if m.PubKey != "" {
+			if owner, ok, _ := lookupID(txn, pubKeyKey(m.PubKey)); ok && owner == id {
+				if err := txn.Delete(pubKeyKey(m.PubKey)); err != nil {
+					return err
+				}
+			}
+			m.PubKeyChangedAt = &at
+		}
+		if info.Pubkey != "" {
+			owner, ok, err := lookupID(txn, pubKeyKey(info.Pubkey))
+			if err != nil {
+				return err
+			}
+			if !ok {
+				if err := txn.Set(pubKeyKey(info.Pubkey), id[:]); err != nil {
+					return err
+				}
+			} else if owner != id {
+				// Another record claimed the key since this probe began;
+				// the next probe merges the two.
+				d.log.Warn("mintdir: pubkey claimed meanwhile", "mint_id", m.ID, "pubkey", info.Pubkey)
+			}
+		}
+		m.PubKey = info.Pubkey
+	}
+	m.Name, m.IconURL = info.Name, info.IconURL
+	f := info.Features()
+	m.Features = &f
+	m.Operators = nil
+	for _, c := range info.Contact {
+		if strings.EqualFold(c.Method, "nostr") {
+			if pk, err := pubkey.Parse(strings.TrimPrefix(c.Info, "nostr:")); err == nil {
+				m.Operators = append(m.Operators, pk)
+			}
+		}
+	}
+	advertised := map[string]bool{}
+	var order []string
+	for _, raw := range info.URLs {
+		if u, err := NormalizeURL(raw); err == nil && !advertised[u] {
+			advertised[u] = true
+			order = append(order, u)
+		}
+	}
+	for i := range m.URLs {
+		m.URLs[i].Advertised = advertised[m.URLs[i].URL]
+	}
+	for _, u := range order {
+		if m.hasURL(u) || len(m.URLs) >= maxURLsPerMint {
+			continue
+		}
+		_, taken, err := lookupID(txn, urlKey(u))
+		if err != nil {
+			return err
+		}
+		if taken {
+			continue // another mint's URL; a shared pubkey would merge the two
+		}
+		if err := txn.Set(urlKey(u), id[:]); err != nil {
+			return err
+		}
+		m.URLs = append(m.URLs, MintURL{URL: u, Advertised: true})
+	}
+	return nil
+}
+
+// Metadata returns a mint's current snapshot; ok is false before the first
+// successful check.
+func (d *Directory) Metadata(ctx context.Context, m *Mint) (meta Metadata, info *Info, ok bool, err error) {
+	err = d.db.View(func(txn *badger.Txn) error {
+		ok, err = store.GetJSON(txn, metaKey(m.id()), &meta)
+		return err
+	})
+	if err != nil || !ok || len(meta.Info) == 0 {
+		return meta, nil, false, err
+	}
+	in, perr := ParseInfo(meta.Info)
+	if perr != nil {
+		return meta, nil, false, nil
+	}
+	return meta, &in, true, nil
+}
+
+// History returns metadata history entries fetched before `before` (zero:
+// any), newest first, at most limit.
+func (d *Directory) History(ctx context.Context, m *Mint, before time.Time, limit int) ([]HistoryEntry, error) {
+	var out []HistoryEntry
+	id := m.id()
+	var seek []byte
+	if !before.IsZero() {
+		seek = timeKey(kHistory, id, before.Add(-time.Millisecond))
+	}
+	err := d.db.View(func(txn *badger.Txn) error {
+		return store.EachJSON(txn, perMintPrefix(kHistory, id), seek, true, func(_ []byte, e HistoryEntry) (bool, error) {
+			out = append(out, e)
+			return len(out) < limit, nil
+		})
+	})
+	return out, err
+}

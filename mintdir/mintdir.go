@@ -1,0 +1,187 @@
+// Package mintdir is the Cashu mint directory: a catalogue of mints with a
+// stable id independent of their URLs, the record of every check the prober
+// makes, status and incidents, metadata snapshots with a change history,
+// uptime rolled up as checks are written, reviews read from the relay's
+// event store (NIP-87), trust scores, derived features, views and stats.
+//
+// Everything lives in the shared badger database under store.PrefixMintdir;
+// the second key byte says what a record is (see keys.go).
+package mintdir
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+	"github.com/nbd-wtf/go-nostr"
+	"github.com/outpost-relay/outpost/probe"
+)
+
+// Events is the part of the relay's event store the directory reads reviews from.
+type Events interface {
+	QueryEvents(ctx context.Context, filter nostr.Filter) (chan *nostr.Event, error)
+	CountEvents(ctx context.Context, filter nostr.Filter) (int64, error)
+}
+
+// Config configures a Directory.
+type Config struct {
+	DB     *badger.DB
+	Events Events
+	Log    *slog.Logger
+	Now    func() time.Time // injected clock; default time.Now
+
+	ProbeInterval    time.Duration // default 5 m
+	ProbeTimeout     time.Duration // per request; default 10 s
+	ProbeConcurrency int           // default 16
+	SlowRTT          time.Duration // above it a reachable mint is degraded; default 2 s
+	AllowPrivate     bool          // accept and probe loopback/private addresses
+	Resolver         *net.Resolver // for the submit-time SSRF check; default net.DefaultResolver
+}
+
+// Defaults.
+const (
+	DefaultProbeInterval = 5 * time.Minute
+	DefaultSlowRTT       = 2 * time.Second
+	offlineAfter         = 3                   // consecutive failed checks
+	abandonedAfter       = 30 * 24 * time.Hour // offline that long
+	keysetsEvery         = time.Hour
+)
+
+// Directory is the mint directory. It is safe for concurrent use.
+type Directory struct {
+	db     *badger.DB
+	events Events
+	log    *slog.Logger
+	now    func() time.Time
+	cfg    Config
+	client *probe.Client
+	prober *probe.Prober
+	views  *viewCounter
+	work   chan func(context.Context)
+	stats  statsCache
+
+	reviewsSeen atomic.Int64 // bumped when a review is saved; invalidates cached stats
+	mergeMu     sync.Mutex   // one merge at a time keeps two merges from crossing
+}
+
+// New returns a Directory; Run starts its prober and background work.
+func New(cfg Config) *Directory {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	if cfg.ProbeInterval <= 0 {
+		cfg.ProbeInterval = DefaultProbeInterval
+	}
+	if cfg.ProbeTimeout <= 0 {
+		cfg.ProbeTimeout = probe.DefaultTimeout
+	}
+	if cfg.SlowRTT <= 0 {
+		cfg.SlowRTT = DefaultSlowRTT
+	}
+	d := &Directory{db: cfg.DB, events: cfg.Events, log: cfg.Log, now: cfg.Now, cfg: cfg,
+		client: probe.NewClient(probe.ClientOptions{Timeout: cfg.ProbeTimeout, AllowPrivate: cfg.AllowPrivate}),
+		work:   make(chan func(context.Context), 1024)}
+	d.views = newViewCounter(cfg.Now)
+	d.prober = probe.New(probe.Config{
+		Interval:    cfg.ProbeInterval,
+		Deadline:    3*cfg.ProbeTimeout + 5*time.Second, // info, keysets and the writes
+		Concurrency: cfg.ProbeConcurrency,
+		Now:         cfg.Now,
+		Log:         cfg.Log,
+		Targets:     d.targets,
+		Probe:       d.Probe,
+	})
+	return d
+}
+
+// Run probes mints, flushes view counts and does queued work until ctx
+// ends; it returns after a last flush, so the database can close after it.
+func (d *Directory) Run(ctx context.Context) {
+	var wg sync.WaitGroup
+	wg.Go(func() { d.prober.Run(ctx) })
+	wg.Go(func() { d.runWork(ctx) })
+	wg.Go(func() { d.runHousekeeping(ctx) })
+	wg.Wait()
+	if err := d.FlushViews(context.Background()); err != nil {
+		d.log.Error("mintdir: flush views at shutdown", "err", err)
+	}
+}
+
+// ProbeAll runs one full probe cycle now and waits for it; for tests and
+// benchmarks, which drive the prober instead of sleeping on its interval.
+func (d *Directory) ProbeAll(ctx context.Context) int { return d.prober.RunOnce(ctx) }
+
+// ProberStatus reports when the prober last caught up and how far behind it is.
+func (d *Directory) ProberStatus() (lastCycle time.Time, lag time.Duration) { return d.prober.Status() }
+
+// runWork does work queued by relay hooks (they must not block the relay).
+func (d *Directory) runWork(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case f := <-d.work:
+			func() {
+				defer func() {
+					if v := recover(); v != nil {
+						d.log.Error("mintdir: queued work panicked", "panic", v)
+					}
+				}()
+				wctx, cancel := context.WithTimeout(ctx, time.Minute)
+				defer cancel()
+				f(wctx)
+			}()
+		}
+	}
+}
+
+// enqueue queues f without blocking; when the queue is full f is dropped
+// (the next probe of a mint redoes what it would have done).
+func (d *Directory) enqueue(f func(context.Context)) {
+	select {
+	case d.work <- f:
+	default:
+		d.log.Warn("mintdir: work queue full; dropping a task")
+	}
+}
+
+// runHousekeeping flushes view counts and prunes old raw data.
+func (d *Directory) runHousekeeping(ctx context.Context) {
+	flush := time.NewTicker(10 * time.Second)
+	defer flush.Stop()
+	prune := time.NewTicker(time.Hour)
+	defer prune.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-flush.C:
+			if err := d.FlushViews(ctx); err != nil && ctx.Err() == nil {
+				d.log.Error("mintdir: flush views", "err", err)
+			}
+		case <-prune.C:
+			if err := d.Prune(ctx); err != nil && ctx.Err() == nil {
+				d.log.Error("mintdir: prune", "err", err)
+			}
+		}
+	}
+}
+
+// update runs fn in a read-write transaction, retrying on a conflict with a
+// concurrent writer (badger's transactions are optimistic).
+func (d *Directory) update(fn func(txn *badger.Txn) error) error {
+	var err error
+	for range 10 {
+		if err = d.db.Update(fn); err != badger.ErrConflict {
+			return err
+		}
+	}
+	return err
+}

@@ -1,0 +1,251 @@
+package mintdir
+
+import (
+	"context"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+	"github.com/outpost-relay/outpost/store"
+)
+
+// Summary holds the figures of a mint's core record. They are recomputed
+// after every check and when a review of the mint arrives, so reading a mint
+// costs one key.
+type Summary struct {
+	ComputedAt   time.Time     `json:"computed_at"`
+	Uptime24h    *float64      `json:"uptime_24h"`
+	Uptime7d     *float64      `json:"uptime_7d"`
+	Uptime30d    *float64      `json:"uptime_30d"`
+	AvgRTT24h    *int          `json:"avg_rtt_ms_24h"`
+	AvgRTT7d     *int          `json:"avg_rtt_ms_7d"`
+	Incidents7d  int           `json:"incidents_7d"`
+	Incidents30d int           `json:"incidents_30d"`
+	Reviews      ReviewSummary `json:"reviews"`
+	Trust        Trust         `json:"trust"`
+}
+
+// Trust levels.
+const (
+	LevelHigh    = "high"     // score ≥ 75
+	LevelMedium  = "medium"   // ≥ 50
+	LevelLow     = "low"      // ≥ 25
+	LevelVeryLow = "very_low" // < 25
+	LevelUnknown = "unknown"  // less than 24 h of checks
+)
+
+// Trust is a mint's trust score with its parts.
+type Trust struct {
+	Score      int       `json:"score_total"`
+	Level      string    `json:"score_level"`
+	Breakdown  Breakdown `json:"breakdown"`
+	ComputedAt time.Time `json:"computed_at"`
+}
+
+// Breakdown shows each part of the score with its inputs.
+type Breakdown struct {
+	Uptime    UptimePart    `json:"uptime"`
+	Speed     SpeedPart     `json:"speed"`
+	Reviews   ReviewsPart   `json:"reviews"`
+	Identity  IdentityPart  `json:"identity"`
+	Penalties PenaltiesPart `json:"penalties"`
+}
+
+// UptimePart: 40 × clamp((uptime_30d − 80) / 20, 0, 1).
+type UptimePart struct {
+	Score     float64  `json:"score"`
+	Max       float64  `json:"max"`
+	Uptime30d *float64 `json:"uptime_30d"`
+}
+
+// SpeedPart: 25 × clamp((slow_ms − avg_rtt_ms_7d) / (slow_ms − 300), 0, 1).
+type SpeedPart struct {
+	Score    float64 `json:"score"`
+	Max      float64 `json:"max"`
+	AvgRTT7d *int    `json:"avg_rtt_ms_7d"`
+	SlowMs   int     `json:"slow_ms"`
+}
+
+// ReviewsPart: 20 × (average_rating − 1) / 4 × min(1, rated_count / 5).
+type ReviewsPart struct {
+	Score         float64  `json:"score"`
+	Max           float64  `json:"max"`
+	RatedCount    int      `json:"rated_count"`
+	AverageRating *float64 `json:"average_rating"`
+}
+
+// IdentityPart: pubkey 3, contact 3, https 2, name 1, description 1.
+type IdentityPart struct {
+	Score          float64 `json:"score"`
+	Max            float64 `json:"max"`
+	HasPubkey      bool    `json:"has_pubkey"`
+	HasContact     bool    `json:"has_contact"`
+	HTTPS          bool    `json:"https"`
+	HasName        bool    `json:"has_name"`
+	HasDescription bool    `json:"has_description"`
+}
+
+// PenaltiesPart: offline −10 (or degraded −3), −2 per incident in 30 days
+// (at most −6), pubkey changed in 30 days −5; at least −15.
+type PenaltiesPart struct {
+	Score            float64 `json:"score"`
+	Max              float64 `json:"max"`
+	Min              float64 `json:"min"`
+	Offline          bool    `json:"offline"`
+	Degraded         bool    `json:"degraded"`
+	Incidents30d     int     `json:"incidents_30d"`
+	PubkeyChanged30d bool    `json:"pubkey_changed_30d"`
+}
+
+// Trust score constants.
+const (
+	maxUptime, maxSpeed, maxReviews, maxIdentity = 40, 25, 20, 10
+	minPenalties                                 = -15
+	fastRTTMs                                    = 300
+)
+
+func clamp01(x float64) float64 { return math.Max(0, math.Min(1, x)) }
+func round1(x float64) float64  { return math.Round(x*10) / 10 }
+
+// scoreTrust computes the trust score from a summary's inputs.
+func scoreTrust(m *Mint, info *Info, s *Summary, slow time.Duration, now time.Time) Trust {
+	var b Breakdown
+	b.Uptime = UptimePart{Max: maxUptime, Uptime30d: s.Uptime30d}
+	if s.Uptime30d != nil {
+		b.Uptime.Score = round1(maxUptime * clamp01((*s.Uptime30d-80)/20))
+	}
+	slowMs := int(slow.Milliseconds())
+	b.Speed = SpeedPart{Max: maxSpeed, AvgRTT7d: s.AvgRTT7d, SlowMs: slowMs}
+	if s.AvgRTT7d != nil && slowMs > fastRTTMs {
+		b.Speed.Score = round1(maxSpeed * clamp01(float64(slowMs-*s.AvgRTT7d)/float64(slowMs-fastRTTMs)))
+	}
+	r := s.Reviews
+	b.Reviews = ReviewsPart{Max: maxReviews, RatedCount: r.RatedCount, AverageRating: r.AverageRating}
+	if r.AverageRating != nil {
+		b.Reviews.Score = round1(maxReviews * (*r.AverageRating - 1) / 4 * math.Min(1, float64(r.RatedCount)/5))
+	}
+	id := IdentityPart{Max: maxIdentity, HasPubkey: validMintPubkey(m.PubKey), HTTPS: strings.HasPrefix(m.CanonicalURL, "https://")}
+	if info != nil {
+		id.HasContact, id.HasName, id.HasDescription = len(info.Contact) > 0, info.Name != "", info.Description != ""
+	}
+	for _, p := range []struct {
+		ok     bool
+		points float64
+	}{{id.HasPubkey, 3}, {id.HasContact, 3}, {id.HTTPS, 2}, {id.HasName, 1}, {id.HasDescription, 1}} {
+		if p.ok {
+			id.Score += p.points
+		}
+	}
+	b.Identity = id
+	pen := PenaltiesPart{Max: 0, Min: minPenalties, Incidents30d: s.Incidents30d,
+		Offline:          m.Status == StatusOffline || m.Status == StatusAbandoned,
+		Degraded:         m.Status == StatusDegraded,
+		PubkeyChanged30d: m.PubKeyChangedAt != nil && now.Sub(*m.PubKeyChangedAt) < 30*24*time.Hour}
+	switch {
+	case pen.Offline:
+		pen.Score -= 10
+	case pen.Degraded:
+		pen.Score -= 3
+	}
+	pen.Score -= 2 * float64(min(s.Incidents30d, 3))
+	if pen.PubkeyChanged30d {
+		pen.Score -= 5
+	}
+	pen.Score = math.Max(pen.Score, minPenalties)
+	b.Penalties = pen
+
+	total := b.Uptime.Score + b.Speed.Score + b.Reviews.Score + b.Identity.Score + b.Penalties.Score
+	t := Trust{Score: int(math.Max(0, math.Min(100, math.Round(total)))), Breakdown: b, ComputedAt: now.UTC()}
+	switch {
+	case m.FirstCheckedAt == nil || now.Sub(*m.FirstCheckedAt) < 24*time.Hour:
+		t.Level = LevelUnknown
+	case t.Score >= 75:
+		t.Level = LevelHigh
+	case t.Score >= 50:
+		t.Level = LevelMedium
+	case t.Score >= 25:
+		t.Level = LevelLow
+	default:
+		t.Level = LevelVeryLow
+	}
+	return t
+}
+
+// validMintPubkey: a compressed secp256k1 key in hex, as NUT-06 has it.
+func validMintPubkey(pk string) bool {
+	if len(pk) != 66 || (pk[:2] != "02" && pk[:2] != "03") {
+		return false
+	}
+	for _, c := range pk {
+		if !strings.ContainsRune("0123456789abcdefABCDEF", c) {
+			return false
+		}
+	}
+	return true
+}
+
+// refreshSummary recomputes a mint's summary and stores it with the mint.
+func (d *Directory) refreshSummary(ctx context.Context, id ID) error {
+	m, err := d.Get(ctx, id.String())
+	if err != nil {
+		return err
+	}
+	reviews, err := d.reviews(ctx, m)
+	if err != nil {
+		return err
+	}
+	rs := summarizeReviews(reviews)
+	return d.update(func(txn *badger.Txn) error {
+		m, err := getMint(txn, id)
+		if err != nil || m == nil || m.MergedInto != "" {
+			return err
+		}
+		if err := d.summarize(txn, m, rs); err != nil {
+			return err
+		}
+		return store.PutJSON(txn, mintKey(id), m)
+	})
+}
+
+// summarize fills m.Summary: 24 h from the 5-minute rollups, 7 and 30 days
+// from the hourly ones in one scan.
+func (d *Directory) summarize(txn *badger.Txn, m *Mint, reviews ReviewSummary) error {
+	now := d.now()
+	id := m.id()
+	s := Summary{ComputedAt: now.UTC(), Reviews: reviews}
+	var day, week, month rollup
+	to := now.Add(time.Nanosecond)
+	if err := scanRollups(txn, id, level5m, now.Add(-24*time.Hour), to, func(_ time.Time, r *rollup) { day.merge(r) }); err != nil {
+		return err
+	}
+	weekStart := now.Add(-Window7d.Dur)
+	if err := scanRollups(txn, id, level1h, now.Add(-Window30d.Dur), to, func(start time.Time, r *rollup) {
+		month.merge(r)
+		if !start.Before(weekStart.Truncate(time.Hour)) {
+			week.merge(r)
+		}
+	}); err != nil {
+		return err
+	}
+	d24, w7, m30 := summarizeRollup(&day), summarizeRollup(&week), summarizeRollup(&month)
+	s.Uptime24h, s.Uptime7d, s.Uptime30d = d24.UptimePct, w7.UptimePct, m30.UptimePct
+	s.AvgRTT24h, s.AvgRTT7d = d24.AvgRTTMs, w7.AvgRTTMs
+	counts, err := countIncidents(txn, id, now.Add(-Window7d.Dur), now.Add(-Window30d.Dur))
+	if err != nil {
+		return err
+	}
+	s.Incidents7d, s.Incidents30d = counts[0], counts[1]
+	var info *Info
+	var meta Metadata
+	if ok, err := store.GetJSON(txn, metaKey(id), &meta); err != nil {
+		return err
+	} else if ok {
+		if in, err := ParseInfo(meta.Info); err == nil {
+			info = &in
+		}
+	}
+	s.Trust = scoreTrust(m, info, &s, d.cfg.SlowRTT, now)
+	m.Summary = s
+	return nil
+}
