@@ -1,0 +1,380 @@
+package mintdirapi
+
+import (
+	"bytes"
+	"context"
+	_ "embed"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/outpost-relay/outpost"
+	"github.com/outpost-relay/outpost/httpapi"
+	"github.com/outpost-relay/outpost/mintdir"
+)
+
+//go:embed openapi.json
+var openAPI []byte
+
+// OpenAPI is the service's OpenAPI 3.1 document.
+func OpenAPI() []byte { return openAPI }
+
+func handleOpenAPI() http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		httpapi.EncodeBytes(w, http.StatusOK, bytes.TrimSpace(openAPI))
+	}
+}
+
+// mintHandler answers for one resolved mint.
+type mintHandler func(r *http.Request, m *mintdir.Mint) (any, error)
+
+func byID(d *mintdir.Directory, log *slog.Logger, fn mintHandler) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		m, err := d.Get(r.Context(), chi.URLParam(r, "mint_id"))
+		answer(w, r, log, m, err, fn)
+	}
+}
+
+func byURL(d *mintdir.Directory, log *slog.Logger, fn mintHandler) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		u := strings.TrimSpace(r.URL.Query().Get("url"))
+		if u == "" {
+			httpapi.Error(w, r, log, outpost.Errorf(outpost.Invalid, "missing_url", "the url query parameter (the mint's URL) is required").With("field", "url"))
+			return
+		}
+		m, err := d.GetByURL(r.Context(), u)
+		answer(w, r, log, m, err, fn)
+	}
+}
+
+func answer(w http.ResponseWriter, r *http.Request, log *slog.Logger, m *mintdir.Mint, err error, fn mintHandler) {
+	if err != nil {
+		httpapi.Error(w, r, log, err)
+		return
+	}
+	v, err := fn(r, m)
+	if err != nil {
+		httpapi.Error(w, r, log, err)
+		return
+	}
+	httpapi.Encode(w, http.StatusOK, v)
+}
+
+// --- per-mint resources ---
+
+func handleCore(d *mintdir.Directory) mintHandler {
+	return func(r *http.Request, m *mintdir.Mint) (any, error) {
+		d.CountView(m, httpapi.ClientIP(r), r.UserAgent())
+		return coreOf(m), nil
+	}
+}
+
+func handleURLs() mintHandler {
+	return func(r *http.Request, m *mintdir.Mint) (any, error) { return urlsOf(m), nil }
+}
+
+func handleMetadata(d *mintdir.Directory) mintHandler {
+	return func(r *http.Request, m *mintdir.Mint) (any, error) {
+		meta, info, _, err := d.Metadata(r.Context(), m)
+		return metadataOf(m, meta, info), err
+	}
+}
+
+func handleHistory(d *mintdir.Directory) mintHandler {
+	return func(r *http.Request, m *mintdir.Mint) (any, error) {
+		before, limit, err := paging(r, defaultLimit)
+		if err != nil {
+			return nil, err
+		}
+		entries, err := d.History(r.Context(), m, before, limit)
+		out := make([]historyEntry, len(entries))
+		for i, e := range entries {
+			diff := e.Diff
+			if diff == nil {
+				diff = map[string]mintdir.Change{}
+			}
+			out[i] = historyEntry{FetchedAt: iso(e.FetchedAt), ChangeType: e.ChangeType, Diff: diff, Version: strOrNil(e.Version)}
+		}
+		return map[string]any{"history": out}, err
+	}
+}
+
+func handleStatus() mintHandler {
+	return func(r *http.Request, m *mintdir.Mint) (any, error) { return statusOf(m), nil }
+}
+
+func handleUptime(d *mintdir.Directory) mintHandler {
+	return func(r *http.Request, m *mintdir.Mint) (any, error) {
+		w, err := mintdir.ParseWindow(r.URL.Query().Get("window"))
+		if err != nil {
+			return nil, err
+		}
+		u, err := d.Uptime(r.Context(), m, w)
+		return uptimeResource{Window: w.Name, UptimePct: u.UptimePct, DowntimeSeconds: u.DowntimeSec, AvgRTTMs: u.AvgRTTMs,
+			P95RTTMs: u.P95RTTMs, TotalChecks: u.TotalChecks, OKChecks: u.OKChecks}, err
+	}
+}
+
+// maxPoints is a 30-day series of 5-minute buckets.
+const maxPoints = 30*24*12 + 1
+
+func handleTimeseries(d *mintdir.Directory, now func() time.Time) mintHandler {
+	return func(r *http.Request, m *mintdir.Mint) (any, error) {
+		q := r.URL.Query()
+		w, err := mintdir.ParseWindow(q.Get("window"))
+		if err != nil {
+			return nil, err
+		}
+		bucket, err := mintdir.ParseBucket(q.Get("bucket"), w)
+		if err != nil {
+			return nil, err
+		}
+		// A series is read whole by default: a chart cut at 50 points is no chart.
+		before, limit, err := pagingMax(r, maxPoints, maxPoints)
+		if err != nil {
+			return nil, err
+		}
+		pts, err := d.Timeseries(r.Context(), m, w, bucket)
+		out := make([]point, 0, min(len(pts), limit))
+		for _, p := range pts {
+			if len(out) == limit {
+				break
+			}
+			if before.IsZero() || p.Timestamp.Before(before) {
+				out = append(out, point{Timestamp: iso(p.Timestamp), State: p.State, OK: p.OK, RTTMs: p.RTTMs})
+			}
+		}
+		return map[string]any{"window": w.Name, "bucket": bucketName(bucket), "points": out}, err
+	}
+}
+
+func bucketName(b time.Duration) string {
+	switch b {
+	case 5 * time.Minute:
+		return "5m"
+	case 15 * time.Minute:
+		return "15m"
+	}
+	return "1h"
+}
+
+func handleIncidents(d *mintdir.Directory, now func() time.Time) mintHandler {
+	return func(r *http.Request, m *mintdir.Mint) (any, error) {
+		before, limit, err := paging(r, defaultLimit)
+		if err != nil {
+			return nil, err
+		}
+		incs, err := d.Incidents(r.Context(), m, before, limit)
+		out := make([]incident, len(incs))
+		t := now()
+		for i, inc := range incs {
+			out[i] = incidentOf(inc, t)
+		}
+		return map[string]any{"incidents": out}, err
+	}
+}
+
+func handleTrust() mintHandler {
+	return func(r *http.Request, m *mintdir.Mint) (any, error) {
+		t := m.Summary.Trust
+		return trustResource{ScoreTotal: t.Score, ScoreLevel: t.Level, Breakdown: t.Breakdown, ComputedAt: iso(t.ComputedAt)}, nil
+	}
+}
+
+func handleReviews(d *mintdir.Directory) mintHandler {
+	return func(r *http.Request, m *mintdir.Mint) (any, error) {
+		before, limit, err := paging(r, defaultLimit)
+		if err != nil {
+			return nil, err
+		}
+		reviews, sum, err := d.Reviews(r.Context(), m, before, limit)
+		out := make([]review, len(reviews))
+		for i, rv := range reviews {
+			out[i] = reviewOf(rv)
+		}
+		return map[string]any{"reviews": out, "summary": sum}, err
+	}
+}
+
+func handleViews(d *mintdir.Directory) mintHandler {
+	return func(r *http.Request, m *mintdir.Mint) (any, error) {
+		v, err := d.Views(r.Context(), m)
+		return viewsResource{Views24h: v.Views24h, Views7d: v.Views7d, Views30d: v.Views30d,
+			UniqueSessions30d: v.UniqueSessions30d, ViewVelocity: v.Velocity}, err
+	}
+}
+
+func handleFeatures() mintHandler {
+	return func(r *http.Request, m *mintdir.Mint) (any, error) { return featuresOf(m), nil }
+}
+
+// --- paging ---
+
+const (
+	defaultLimit = 50
+	maxLimit     = 500
+)
+
+// paging reads ?limit= (1–500, default def) and ?before= (ISO 8601).
+func paging(r *http.Request, def int) (before time.Time, limit int, err error) {
+	return pagingMax(r, def, maxLimit)
+}
+
+func pagingMax(r *http.Request, def, most int) (before time.Time, limit int, err error) {
+	q := r.URL.Query()
+	limit = def
+	if s := q.Get("limit"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > most {
+			return before, 0, outpost.Errorf(outpost.Invalid, "invalid_limit", "limit must be an integer from 1 to %d", most).With("field", "limit")
+		}
+		limit = n
+	}
+	if s := q.Get("before"); s != "" {
+		t, err := time.Parse(time.RFC3339, s)
+		if err != nil {
+			return before, 0, outpost.Errorf(outpost.Invalid, "invalid_before", "before must be an ISO 8601 time, e.g. 2026-11-21T10:00:00Z").With("field", "before")
+		}
+		before = t
+	}
+	return before, limit, nil
+}
+
+// --- the catalogue ---
+
+var sorts = map[string]bool{"trust": true, "uptime": true, "name": true}
+
+func handleList(d *mintdir.Directory, log *slog.Logger) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		o := mintdir.ListOptions{Status: q.Get("status"), Sort: q.Get("sort"), Limit: defaultLimit}
+		if o.Sort == "" {
+			o.Sort = "trust"
+		}
+		err := func() error {
+			if o.Status != "" && !isStatus(o.Status) {
+				return outpost.Errorf(outpost.Invalid, "invalid_status", "status must be one of %s", strings.Join(mintdir.Statuses, ", ")).With("field", "status")
+			}
+			if !sorts[o.Sort] {
+				return outpost.Errorf(outpost.Invalid, "invalid_sort", "sort must be trust, uptime or name").With("field", "sort")
+			}
+			if s := q.Get("limit"); s != "" {
+				n, err := strconv.Atoi(s)
+				if err != nil || n < 1 || n > maxLimit {
+					return outpost.Errorf(outpost.Invalid, "invalid_limit", "limit must be an integer from 1 to %d", maxLimit).With("field", "limit")
+				}
+				o.Limit = n
+			}
+			if s := q.Get("offset"); s != "" {
+				n, err := strconv.Atoi(s)
+				if err != nil || n < 0 {
+					return outpost.Errorf(outpost.Invalid, "invalid_offset", "offset must be an integer of 0 or more").With("field", "offset")
+				}
+				o.Offset = n
+			}
+			return nil
+		}()
+		if err != nil {
+			httpapi.Error(w, r, log, err)
+			return
+		}
+		mints, total, err := d.List(r.Context(), o)
+		if err != nil {
+			httpapi.Error(w, r, log, err)
+			return
+		}
+		out := make([]core, len(mints))
+		for i, m := range mints {
+			out[i] = coreOf(m)
+		}
+		httpapi.Encode(w, http.StatusOK, map[string]any{"mints": out, "total": total, "limit": o.Limit, "offset": o.Offset})
+	}
+}
+
+func isStatus(s string) bool {
+	for _, st := range mintdir.Statuses {
+		if s == st {
+			return true
+		}
+	}
+	return false
+}
+
+type submitRequest struct {
+	MintURL string `json:"mint_url"`
+}
+
+func (q *submitRequest) Valid() error {
+	if strings.TrimSpace(q.MintURL) == "" {
+		return outpost.Errorf(outpost.Invalid, "invalid_mint_url", "mint_url is required").With("field", "mint_url")
+	}
+	return nil
+}
+
+func handleSubmit(d *mintdir.Directory, log *slog.Logger) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		q, err := httpapi.Decode[submitRequest](w, r)
+		if err != nil {
+			httpapi.Error(w, r, log, err)
+			return
+		}
+		res, err := d.Submit(r.Context(), q.MintURL)
+		if err != nil {
+			httpapi.Error(w, r, log, err)
+			return
+		}
+		if res.Exists {
+			httpapi.Encode(w, http.StatusOK, submitResult{MintID: res.ID, Status: "exists", Message: "this mint is already in the directory"})
+			return
+		}
+		httpapi.Encode(w, http.StatusAccepted, submitResult{MintID: res.ID, Status: "queued", Message: "the mint was added; its first check is running now"})
+	}
+}
+
+// --- service ---
+
+func handleStats(d *mintdir.Directory, log *slog.Logger) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		s, err := d.Stats(r.Context())
+		if err != nil {
+			httpapi.Error(w, r, log, err)
+			return
+		}
+		httpapi.Encode(w, http.StatusOK, s)
+	}
+}
+
+func handleHealth(cfg Config) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		status, body := Health(r.Context(), cfg)
+		code := http.StatusOK
+		if status == "down" {
+			code = http.StatusServiceUnavailable
+		}
+		httpapi.Encode(w, code, body)
+	}
+}
+
+// Health is the directory's part of /health; it makes no outbound calls. It
+// is degraded when the prober has fallen two intervals behind.
+func Health(ctx context.Context, cfg Config) (string, any) {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	d := cfg.Directory
+	n, err := d.Count()
+	last, lag := d.ProberStatus()
+	h := health{Status: "ok", Version: outpost.Version, Time: iso(cfg.Now()), MintsTotal: n, ProbeLagSeconds: lag.Round(time.Millisecond).Seconds()}
+	if !last.IsZero() {
+		h.LastProbeCycleAt = isoPtr(&last)
+	}
+	if err != nil {
+		h.Status = "down"
+	} else if cfg.ProbeInterval > 0 && lag > 2*cfg.ProbeInterval {
+		h.Status = "degraded"
+	}
+	return h.Status, h
+}

@@ -1,0 +1,354 @@
+package mintdirapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite openapi.json from the description below")
+
+// TestOpenAPIDocumentIsCurrent: openapi.json is generated from the
+// description in this file (go test -run OpenAPI -update), so the /v1 copy of
+// every path and the by-id/by-url pairs can't drift apart.
+func TestOpenAPIDocumentIsCurrent(t *testing.T) {
+	b, err := json.MarshalIndent(document(), "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b = append(b, '\n')
+	if *update {
+		if err := os.WriteFile("openapi.json", b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	if !bytes.Equal(b, openAPI) {
+		t.Fatal("openapi.json is out of date: go test ./httpapi/mintdirapi -run OpenAPI -update")
+	}
+}
+
+type obj = map[string]any
+
+func typ(t string, nullable bool) obj {
+	if nullable {
+		return obj{"type": []string{t, "null"}}
+	}
+	return obj{"type": t}
+}
+
+func str() obj     { return typ("string", false) }
+func nstr() obj    { return typ("string", true) }
+func integer() obj { return typ("integer", false) }
+func nint() obj    { return typ("integer", true) }
+func num() obj     { return typ("number", false) }
+func nnum() obj    { return typ("number", true) }
+func boolean() obj { return typ("boolean", false) }
+func dt() obj      { return obj{"type": "string", "format": "date-time"} }
+func ndt() obj     { return obj{"type": []string{"string", "null"}, "format": "date-time"} }
+func anyValue() obj {
+	return obj{"type": []string{"string", "number", "integer", "boolean", "object", "array", "null"}}
+}
+func arr(items obj) obj { return obj{"type": "array", "items": items} }
+func ref(name string) obj {
+	return obj{"$ref": "#/components/schemas/" + name}
+}
+func enum(vals ...string) obj { return obj{"type": "string", "enum": vals} }
+func desc(o obj, d string) obj {
+	c := obj{}
+	for k, v := range o {
+		c[k] = v
+	}
+	c["description"] = d
+	return c
+}
+
+// object requires every property (the seed's rule: every field present,
+// null when unknown) and allows no others.
+func object(props obj) obj {
+	req := make([]string, 0, len(props))
+	for k := range props {
+		req = append(req, k)
+	}
+	sortStrings(req)
+	return obj{"type": "object", "properties": props, "required": req, "additionalProperties": false}
+}
+
+func sortStrings(s []string) {
+	for i := 1; i < len(s); i++ {
+		for j := i; j > 0 && s[j] < s[j-1]; j-- {
+			s[j], s[j-1] = s[j-1], s[j]
+		}
+	}
+}
+
+var statuses = []string{"unknown", "online", "degraded", "offline", "abandoned"}
+
+func schemas() obj {
+	part := func(inputs obj) obj {
+		p := obj{"score": num(), "max": num()}
+		for k, v := range inputs {
+			p[k] = v
+		}
+		return object(p)
+	}
+	return obj{
+		"Error": obj{"type": "object", "required": []string{"error", "message"}, "properties": obj{
+			"error": desc(str(), "snake_case error code"), "message": str(), "details": obj{"type": "object"}}},
+		"Mint": object(obj{
+			"mint_id":         desc(obj{"type": "string", "format": "uuid"}, "Stable id, independent of the mint's URLs"),
+			"canonical_url":   str(),
+			"urls":            arr(str()),
+			"name":            nstr(),
+			"icon_url":        nstr(),
+			"status":          enum(statuses...),
+			"offline_since":   desc(ndt(), "First failed check of the outage; null unless offline or abandoned"),
+			"last_success_at": ndt(),
+			"last_failure_at": ndt(),
+			"uptime_24h":      desc(nnum(), "Percent of checks that succeeded; null without checks"),
+			"uptime_7d":       nnum(),
+			"uptime_30d":      nnum(),
+			"incidents_7d":    integer(),
+			"incidents_30d":   integer(),
+			"trust_score":     integer(),
+			"trust_level":     enum("high", "medium", "low", "very_low", "unknown"),
+		}),
+		"MintURLs": object(obj{"canonical_url": str(), "urls": arr(object(obj{
+			"url": str(), "type": enum("clearnet", "tor", "mirror"),
+			"active": desc(boolean(), "Advertised in the mint's NUT-06 urls now, or the canonical URL of a mint that is not offline"),
+		}))}),
+		"Metadata": desc(object(obj{
+			"name": nstr(), "pubkey": nstr(), "version": nstr(), "description": nstr(), "description_long": nstr(),
+			"contact": obj{"type": []string{"array", "null"}, "items": object(obj{"method": str(), "info": str()})},
+			"motd":    nstr(), "icon_url": nstr(),
+			"urls":            obj{"type": []string{"array", "null"}, "items": str()},
+			"tos_url":         nstr(),
+			"nuts":            desc(obj{"type": []string{"object", "null"}}, "NUT number → settings, as the mint serves them"),
+			"server_time":     desc(ndt(), "The mint's clock at the last check"),
+			"last_fetched_at": ndt(),
+			"keysets": obj{"type": []string{"array", "null"}, "items": object(obj{
+				"id": str(), "unit": str(), "active": boolean(), "input_fee_ppk": nint()})},
+		}), "NUT-06 info (all null before the first successful check) and the keysets (NUT-02)"),
+		"HistoryEntry": object(obj{
+			"fetched_at":  dt(),
+			"change_type": enum("initial", "pubkey_changed", "version_changed", "nuts_changed", "urls_changed", "info_changed"),
+			"diff": desc(obj{"type": "object", "additionalProperties": object(obj{"old": anyValue(), "new": anyValue()})},
+				`Changed fields ("nuts.4" for a NUT) with their old and new values`),
+			"version": nstr(),
+		}),
+		"Status": object(obj{
+			"status": enum(statuses...), "offline_since": ndt(), "last_checked_at": ndt(),
+			"current_rtt_ms": desc(nint(), "RTT of the last check; null when it failed"),
+			"last_error":     desc(nstr(), "Error kind of the last check when it failed"),
+		}),
+		"Uptime": object(obj{
+			"window": enum("24h", "7d", "30d"), "uptime_pct": nnum(),
+			"downtime_seconds": desc(integer(), "Time before each failed check, at most two probe intervals each"),
+			"avg_rtt_ms":       nint(), "p95_rtt_ms": nint(), "total_checks": integer(), "ok_checks": integer(),
+		}),
+		"Timeseries": object(obj{"window": enum("24h", "7d", "30d"), "bucket": enum("5m", "15m", "1h"), "points": arr(object(obj{
+			"timestamp": desc(dt(), "Bucket start"),
+			"state":     desc(enum("online", "degraded", "offline", "unknown"), "Worst status seen in the bucket; unknown without checks"),
+			"ok":        desc(boolean(), "Every check in the bucket succeeded"),
+			"rtt_ms":    desc(nint(), "Mean RTT of successful checks"),
+		}))}),
+		"Incident": object(obj{
+			"started_at": dt(), "resolved_at": ndt(), "duration_seconds": integer(),
+			"severity": desc(enum("minor", "major", "critical"), "minor < 15 min ≤ major < 4 h ≤ critical; an open incident is rated by its length so far"),
+		}),
+		"Trust": object(obj{
+			"score_total": desc(integer(), "0–100: the sum of the breakdown, rounded and clamped"),
+			"score_level": enum("high", "medium", "low", "very_low", "unknown"),
+			"breakdown": object(obj{
+				"uptime":   part(obj{"uptime_30d": nnum()}),
+				"speed":    part(obj{"avg_rtt_ms_7d": nint(), "slow_ms": integer()}),
+				"reviews":  part(obj{"rated_count": integer(), "average_rating": nnum()}),
+				"identity": part(obj{"has_pubkey": boolean(), "has_contact": boolean(), "https": boolean(), "has_name": boolean(), "has_description": boolean()}),
+				"penalties": part(obj{"min": num(), "offline": boolean(), "degraded": boolean(), "incidents_30d": integer(),
+					"pubkey_changed_30d": boolean()}),
+			}),
+			"computed_at": dt(),
+		}),
+		"Review": object(obj{
+			"event_id": str(), "pubkey": desc(str(), "npub of the author"), "created_at": dt(),
+			"rating":  desc(obj{"type": []string{"integer", "null"}, "minimum": 1, "maximum": 5}, "From a rating tag, else a leading [N/5]; null when neither"),
+			"content": desc(str(), "Without the [N/5] prefix"),
+		}),
+		"ReviewSummary": object(obj{"count": integer(), "rated_count": integer(), "average_rating": nnum()}),
+		"Views": object(obj{
+			"views_24h": integer(), "views_7d": integer(), "views_30d": integer(), "unique_sessions_30d": integer(),
+			"view_velocity": desc(num(), "Views in the last 24 h divided by the daily average of the last 7 days; 0 without history"),
+		}),
+		"Features": object(obj{
+			"supported_nuts":             obj{"type": []string{"array", "null"}, "items": integer()},
+			"supports_bolt11":            obj{"type": []string{"boolean", "null"}},
+			"min_amount":                 nint(),
+			"max_amount":                 nint(),
+			"has_tor_endpoint":           boolean(),
+			"has_multiple_urls":          boolean(),
+			"feature_completeness_score": desc(nnum(), "0–1; see the README for the formula"),
+		}),
+		"SubmitResult": object(obj{"mint_id": obj{"type": "string", "format": "uuid"}, "status": enum("queued", "exists"), "message": str()}),
+		"Health": object(obj{
+			"status": enum("ok", "degraded", "down"), "version": str(), "time": dt(), "mints_total": integer(),
+			"last_probe_cycle_at": desc(ndt(), "When the prober last had every due mint started"),
+			"probe_lag_seconds":   desc(num(), "How long the most overdue mint has waited"),
+		}),
+		"Stats": object(obj{
+			"mints_total": integer(),
+			"by_status": object(func() obj {
+				o := obj{}
+				for _, s := range statuses {
+					o[s] = integer()
+				}
+				return o
+			}()),
+			"avg_uptime_24h": nnum(), "avg_rtt_ms_24h": nint(), "checks_total": integer(), "incidents_open": integer(),
+			"reviews_total":      integer(),
+			"trust_distribution": object(obj{"high": integer(), "medium": integer(), "low": integer(), "very_low": integer(), "unknown": integer()}),
+			"nut_adoption":       arr(object(obj{"nut": integer(), "count": integer()})),
+		}),
+		"MintList": object(obj{"mints": arr(ref("Mint")), "total": integer(), "limit": integer(), "offset": integer()}),
+	}
+}
+
+func jsonBody(d string, schema obj) obj {
+	return obj{"description": d, "content": obj{"application/json": obj{"schema": schema}}}
+}
+
+func errResp(d string) obj { return jsonBody(d, ref("Error")) }
+
+func responses() obj {
+	return obj{
+		"BadRequest": errResp("Invalid request"),
+		"NotFound":   errResp("Unknown mint id or URL (error mint_not_found)"),
+		"RateLimited": obj{"description": "Rate limit exceeded (error rate_limit_exceeded)",
+			"content": obj{"application/json": obj{"schema": ref("Error")}},
+			"headers": obj{"Retry-After": obj{"description": "Seconds to wait", "required": true, "schema": integer()}}},
+		"TooLarge":    errResp("Request body too large"),
+		"Unavailable": errResp("The service is down"),
+		"Internal":    errResp("Internal error"),
+	}
+}
+
+func rref(name string) obj { return obj{"$ref": "#/components/responses/" + name} }
+
+func qparam(name, d string, schema obj, required bool) obj {
+	return obj{"name": name, "in": "query", "required": required, "description": d, "schema": schema}
+}
+
+var (
+	pLimit  = qparam("limit", "Page size, 1–500 (default 50)", obj{"type": "integer", "minimum": 1, "maximum": 500}, false)
+	pBefore = qparam("before", "Only entries before this time (ISO 8601): the next page starts at the last one's time", dt(), false)
+	pWindow = qparam("window", "Default 24h", enum("24h", "7d", "30d"), false)
+)
+
+// mintResources are the seed's per-mint endpoints.
+func mintResources() []struct {
+	path, summary, schema string
+	params                []obj
+} {
+	return []struct {
+		path, summary, schema string
+		params                []obj
+	}{
+		{"", "Mint core record (counts a view)", "Mint", nil},
+		{"/urls", "The mint's URLs", "MintURLs", nil},
+		{"/metadata", "NUT-06 metadata", "Metadata", nil},
+		{"/metadata/history", "Metadata changes, newest first", "", []obj{pLimit, pBefore}},
+		{"/status", "Lightweight status", "Status", nil},
+		{"/uptime", "Uptime summary of a window", "Uptime", []obj{pWindow}},
+		{"/uptime/timeseries", "Uptime timeseries, newest bucket first", "Timeseries", []obj{pWindow,
+			qparam("bucket", "Default 5m for 24h, 1h for 7d and 30d", enum("5m", "15m", "1h"), false),
+			qparam("limit", "Points to return; default the whole window", obj{"type": "integer", "minimum": 1, "maximum": 8641}, false), pBefore}},
+		{"/incidents", "Incidents, newest first", "", []obj{pLimit, pBefore}},
+		{"/trust", "Trust score with its breakdown", "Trust", nil},
+		{"/reviews", "NIP-87 reviews (kind 38000, k=38172), newest first, one per author", "", []obj{pLimit, pBefore}},
+		{"/views", "View counts of the core record", "Views", nil},
+		{"/features", "Features derived from the metadata", "Features", nil},
+	}
+}
+
+func listSchema(path string) obj {
+	switch path {
+	case "/metadata/history":
+		return object(obj{"history": arr(ref("HistoryEntry"))})
+	case "/incidents":
+		return object(obj{"incidents": arr(ref("Incident"))})
+	case "/reviews":
+		return object(obj{"reviews": arr(ref("Review")), "summary": ref("ReviewSummary")})
+	}
+	return nil
+}
+
+func document() obj {
+	paths := obj{}
+	add := func(path string, op obj, method string) {
+		for _, prefix := range []string{"", "/v1"} {
+			item, _ := paths[prefix+path].(obj)
+			if item == nil {
+				item = obj{}
+				paths[prefix+path] = item
+			}
+			o := obj{}
+			for k, v := range op {
+				o[k] = v
+			}
+			if prefix != "" {
+				o["summary"] = op["summary"].(string) + " (earlier /v1 form)"
+				o["tags"] = []string{"v1"}
+			}
+			item[method] = o
+		}
+	}
+	for _, r := range mintResources() {
+		schema := listSchema(r.path)
+		if schema == nil {
+			schema = ref(r.schema)
+		}
+		ok := jsonBody("OK", schema)
+		idParam := obj{"name": "mint_id", "in": "path", "required": true, "schema": obj{"type": "string"}, "description": "The mint's id (a merged id answers as the mint it became)"}
+		urlParam := qparam("url", "The mint's URL, in any spelling that normalises to one it is known by", str(), true)
+		add("/mints/{mint_id}"+r.path, obj{"summary": r.summary + ", by mint id", "tags": []string{"Mints"},
+			"parameters": append([]obj{idParam}, r.params...),
+			"responses":  obj{"200": ok, "400": rref("BadRequest"), "404": rref("NotFound"), "429": rref("RateLimited"), "500": rref("Internal")}}, "get")
+		add("/mints/by-url"+r.path, obj{"summary": r.summary + ", by mint URL", "tags": []string{"Mints"},
+			"parameters": append([]obj{urlParam}, r.params...),
+			"responses":  obj{"200": ok, "400": rref("BadRequest"), "404": rref("NotFound"), "429": rref("RateLimited"), "500": rref("Internal")}}, "get")
+	}
+	add("/mints", obj{"summary": "List mints", "tags": []string{"Mints"}, "parameters": []obj{
+		qparam("status", "Only mints in this status", enum(statuses...), false),
+		qparam("sort", "trust (default, highest first), uptime (30-day, highest first) or name", enum("trust", "uptime", "name"), false),
+		pLimit, qparam("offset", "Mints to skip", obj{"type": "integer", "minimum": 0}, false)},
+		"responses": obj{"200": jsonBody("A page of mints", ref("MintList")), "400": rref("BadRequest"), "429": rref("RateLimited"), "500": rref("Internal")}}, "get")
+	add("/mints/submit", obj{"summary": "Submit a mint by URL", "tags": []string{"Mints"},
+		"description": "The URL must be http(s) without credentials, and its host must not resolve to private, loopback or link-local addresses. A new mint is probed at once. Rate limited per client IP (default 10 per hour).",
+		"requestBody": obj{"required": true, "content": obj{"application/json": obj{"schema": obj{"type": "object", "required": []string{"mint_url"},
+			"properties": obj{"mint_url": str()}}}}},
+		"responses": obj{
+			"202": jsonBody("A new mint, queued for its first check", ref("SubmitResult")),
+			"200": jsonBody("The mint is known already (normalised URL)", ref("SubmitResult")),
+			"400": rref("BadRequest"), "413": rref("TooLarge"), "429": rref("RateLimited"), "500": rref("Internal")}}, "post")
+	add("/health", obj{"summary": "Service health (no outbound calls)", "tags": []string{"Service"},
+		"responses": obj{"200": jsonBody("ok or degraded (the prober lags two intervals)", ref("Health")), "503": jsonBody("down", ref("Health"))}}, "get")
+	add("/stats", obj{"summary": "Directory statistics", "tags": []string{"Service"},
+		"responses": obj{"200": jsonBody("Statistics (cached for 10 s)", ref("Stats")), "429": rref("RateLimited"), "500": rref("Internal")}}, "get")
+	paths["/openapi.json"] = obj{"get": obj{"summary": "This document", "tags": []string{"Service"},
+		"responses": obj{"200": obj{"description": "OpenAPI 3.1", "content": obj{"application/json": obj{"schema": obj{"type": "object"}}}}}}}
+
+	return obj{
+		"openapi": "3.1.0",
+		"info": obj{"title": "outpost mint directory", "version": "1.0.0", "description": strings.Join([]string{
+			"A read-only catalogue that monitors Cashu mints: uptime, metadata, trust, reviews (NIP-87) and popularity.",
+			"Every per-mint endpoint is served by mint id and by mint URL; every path is also served under /v1.",
+			"Timestamps are ISO 8601 UTC, durations seconds, RTTs milliseconds. Errors are {\"error\": code, \"message\": text}.",
+		}, " ")},
+		"servers":    []obj{{"url": "/mintdir"}},
+		"tags":       []obj{{"name": "Mints"}, {"name": "Service"}, {"name": "v1", "description": "The seed's earlier form: the same endpoints under /v1"}},
+		"paths":      paths,
+		"components": obj{"schemas": schemas(), "responses": responses()},
+	}
+}

@@ -1,0 +1,83 @@
+// Package mintdirapi serves the mint directory's REST interface (seed:
+// mintdir.md, choices: design/mintdir.md).
+package mintdirapi
+
+import (
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/outpost-relay/outpost/httpapi"
+	"github.com/outpost-relay/outpost/mintdir"
+	"github.com/outpost-relay/outpost/ratelimit"
+)
+
+// Config configures the mint-directory API.
+type Config struct {
+	Directory     *mintdir.Directory
+	Log           *slog.Logger
+	SubmitPerHour int           // POST /mints/submit per client IP per hour; 0: no extra limit
+	ProbeInterval time.Duration // health turns degraded when the prober lags two intervals
+	Now           func() time.Time
+}
+
+// mintEndpoints are the seed's per-mint resources; each is served by id
+// (/mints/{mint_id}<path>) and by URL (/mints/by-url<path>?url=).
+func mintEndpoints(cfg Config) []struct {
+	path string
+	fn   mintHandler
+} {
+	d := cfg.Directory
+	return []struct {
+		path string
+		fn   mintHandler
+	}{
+		{"", handleCore(d)},
+		{"/urls", handleURLs()},
+		{"/metadata", handleMetadata(d)},
+		{"/metadata/history", handleHistory(d)},
+		{"/status", handleStatus()},
+		{"/uptime", handleUptime(d)},
+		{"/uptime/timeseries", handleTimeseries(d, cfg.Now)},
+		{"/incidents", handleIncidents(d, cfg.Now)},
+		{"/trust", handleTrust()},
+		{"/reviews", handleReviews(d)},
+		{"/views", handleViews(d)},
+		{"/features", handleFeatures()},
+	}
+}
+
+// Routes returns the mint-directory router; every route of the service is
+// here. Each path is also served under /v1, the seed's earlier form.
+func Routes(cfg Config) http.Handler {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	d, log := cfg.Directory, cfg.Log
+	submitLimit := httpapi.RateLimit(ratelimit.New(cfg.SubmitPerHour, time.Hour, cfg.Now), log)
+
+	service := func(r chi.Router) {
+		r.Get("/health", handleHealth(cfg))
+		r.Get("/stats", handleStats(d, log))
+		r.Get("/mints", handleList(d, log))
+		r.With(submitLimit).Post("/mints/submit", handleSubmit(d, log))
+		for _, ep := range mintEndpoints(cfg) {
+			r.Get("/mints/{mint_id}"+ep.path, byID(d, log, ep.fn))
+			r.Get("/mints/by-url"+ep.path, byURL(d, log, ep.fn))
+		}
+	}
+
+	r := chi.NewRouter()
+	r.NotFound(httpapi.NotFound)
+	r.MethodNotAllowed(httpapi.MethodNotAllowed)
+	r.Use(httpapi.CORS)
+	r.Get("/openapi.json", handleOpenAPI())
+	service(r)
+	r.Route("/v1", func(r chi.Router) {
+		r.NotFound(httpapi.NotFound)
+		r.MethodNotAllowed(httpapi.MethodNotAllowed)
+		service(r)
+	})
+	return r
+}
