@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -91,13 +92,14 @@ func (t *Treasury) Accepts(mint string) bool {
 
 // AcceptedMints lists the mints whose tokens are accepted, own mint first.
 func (t *Treasury) AcceptedMints() []string {
-	out := []string{t.mintURL}
+	var others []string
 	for m := range t.accepted {
 		if m != t.mintURL {
-			out = append(out, m)
+			others = append(others, m)
 		}
 	}
-	return out
+	sort.Strings(others)
+	return append([]string{t.mintURL}, others...)
 }
 
 // Balance is the spendable balance in sats as of the last operation, and

@@ -1,0 +1,589 @@
+package faucet
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+	"github.com/outpost-relay/outpost"
+	"github.com/outpost-relay/outpost/bolt11"
+	"github.com/outpost-relay/outpost/lnurl"
+	"github.com/outpost-relay/outpost/store"
+	"github.com/outpost-relay/outpost/treasury"
+)
+
+// Quote states. A quote is open until confirmed (used) or replaced by a
+// quote for another method (superseded); past ExpiresAt it is expired
+// whatever its state says.
+const (
+	QuoteOpen       = "open"
+	QuoteUsed       = "used"
+	QuoteSuperseded = "superseded"
+)
+
+// Quote locks a claim's amount for a short time.
+type Quote struct {
+	ID          string `json:"id"`
+	PubKey      string `json:"pubkey"`
+	Method      string `json:"method"`
+	Destination string `json:"destination,omitempty"` // Lightning address
+	AmountSats  int64  `json:"amount_sats"`
+	CreatedAt   int64  `json:"created_at"`
+	ExpiresAt   int64  `json:"expires_at"`
+	State       string `json:"state"`
+	ClaimID     string `json:"claim_id,omitempty"`
+}
+
+// QuoteResult is the API's view of a quote.
+type QuoteResult struct {
+	QuoteID     string  `json:"quote_id"`
+	Method      string  `json:"method"`
+	AmountSats  int64   `json:"amount_sats"`
+	Destination *string `json:"destination"`
+	ExpiresAt   int64   `json:"expires_at"`
+	CreatedAt   int64   `json:"created_at"`
+}
+
+// Result is the quote as the API shows it.
+func (q Quote) Result() QuoteResult {
+	return QuoteResult{QuoteID: q.ID, Method: q.Method, AmountSats: q.AmountSats, Destination: strOrNil(q.Destination),
+		ExpiresAt: q.ExpiresAt, CreatedAt: q.CreatedAt}
+}
+
+// Claim states: paying from the confirm until the treasury answers; then
+// paid, pending (the Lightning payment is in flight; reservations are kept
+// and the background job asks the mint again) or failed (reservations
+// released). paying and pending claims are "unsettled".
+const (
+	ClaimPaying  = "paying"
+	ClaimPaid    = "paid"
+	ClaimPending = "pending"
+	ClaimFailed  = "failed"
+)
+
+// Claim is one confirmed quote and its payment.
+type Claim struct {
+	ID             string `json:"id"`
+	QuoteID        string `json:"quote_id"`
+	PubKey         string `json:"pubkey"`
+	Method         string `json:"method"`
+	Destination    string `json:"destination,omitempty"`
+	AmountSats     int64  `json:"amount_sats"`
+	FeeReserveSats int64  `json:"fee_reserve_sats"` // held in the budget until the fee is known
+	FeeSats        int64  `json:"fee_sats"`
+	State          string `json:"state"`
+	IPHash         string `json:"ip_hash"`
+	Day            string `json:"day"` // the budget day it counts against
+	Run            string `json:"run"` // the process that pays it
+	// The payment intent, written before the treasury is asked to pay.
+	Bolt11      string              `json:"bolt11,omitempty"`
+	PaymentHash string              `json:"payment_hash,omitempty"`
+	MeltQuote   *treasury.MeltQuote `json:"melt_quote,omitempty"`
+	Unsure      bool                `json:"unsure,omitempty"`
+	Preimage    string              `json:"preimage,omitempty"`
+	Reason      string              `json:"reason,omitempty"`
+	CreatedAt   int64               `json:"created_at"`
+	AttemptedAt int64               `json:"attempted_at,omitempty"`
+	PaidAt      int64               `json:"paid_at,omitempty"`
+	NextClaimAt int64               `json:"next_claim_at,omitempty"`
+}
+
+// ConfirmResult is the API's view of a claim.
+type ConfirmResult struct {
+	ClaimID     string  `json:"claim_id"`
+	QuoteID     string  `json:"quote_id"`
+	Status      string  `json:"status"`
+	AmountSats  int64   `json:"amount_sats"`
+	FeeSats     *int64  `json:"fee_sats"`
+	Token       *string `json:"token"`
+	PaymentHash *string `json:"payment_hash"`
+	Preimage    *string `json:"preimage"`
+	PaidAt      *int64  `json:"paid_at"`
+	NextClaimAt *int64  `json:"next_claim_at"`
+}
+
+func (c Claim) result(token string) ConfirmResult {
+	r := ConfirmResult{ClaimID: c.ID, QuoteID: c.QuoteID, Status: c.State, AmountSats: c.AmountSats,
+		Token: strOrNil(token), PaymentHash: strOrNil(c.PaymentHash), Preimage: strOrNil(c.Preimage),
+		PaidAt: intOrNil(c.PaidAt), NextClaimAt: intOrNil(c.NextClaimAt)}
+	if c.State == ClaimPaid {
+		fee := c.FeeSats
+		r.FeeSats = &fee
+	}
+	return r
+}
+
+func getQuote(txn *badger.Txn, id string) (Quote, bool, error) {
+	var q Quote
+	found, err := store.GetJSON(txn, key(kindQuote, id), &q)
+	return q, found, err
+}
+
+func getClaim(txn *badger.Txn, id string) (Claim, bool, error) {
+	var c Claim
+	found, err := store.GetJSON(txn, key(kindClaim, id), &c)
+	return c, found, err
+}
+
+func errDisabled() error {
+	return outpost.Errorf(outpost.Unavailable, "faucet_disabled", "the faucet is turned off")
+}
+
+var errNPub = outpost.Errorf(outpost.Forbidden, "npub_session_restricted",
+	"an npub login can only claim with method lightning_address to the lud16 of its own profile; log in with NIP-98 for the other methods")
+
+func errNoLightningAddress() error {
+	return outpost.Errorf(outpost.Unprocessable, "no_lightning_address",
+		"your profile (kind 0) has no lud16 Lightning address; publish one to this relay and call /user/refresh-profile")
+}
+
+// destination works out where a quote pays: the Lightning address asked
+// for, or the profile's; for npub sessions only the profile's.
+func (s *Service) destination(sess Session, u User, method, address string) (string, error) {
+	if method != MethodLightningAddress {
+		if sess.Method == LoginNPub {
+			return "", errNPub
+		}
+		if address != "" {
+			return "", outpost.Errorf(outpost.Invalid, "invalid_request", "lightning_address is only for method lightning_address").With("field", "lightning_address")
+		}
+		return "", nil
+	}
+	lud16 := u.LUD16()
+	if sess.Method == LoginNPub {
+		if lud16 == "" {
+			return "", errNoLightningAddress()
+		}
+		if address != "" && !strings.EqualFold(strings.TrimSpace(address), lud16) {
+			return "", errNPub
+		}
+		address = lud16
+	}
+	if address == "" {
+		if lud16 == "" {
+			return "", errNoLightningAddress()
+		}
+		address = lud16
+	}
+	a, err := lnurl.ParseAddress(address)
+	if err != nil {
+		return "", err
+	}
+	return a.String(), nil
+}
+
+// eligibleAt is when the account is old enough (zero when it is, or when
+// there is no age requirement); unknown is set when no event was ever seen.
+func (s *Service) eligibleAt(u User) (at time.Time, unknown bool) {
+	if s.cfg.MinAccountAge <= 0 {
+		return time.Time{}, false
+	}
+	if u.FirstSeenAt == 0 {
+		return time.Time{}, true
+	}
+	at = time.Unix(u.FirstSeenAt, 0).Add(s.cfg.MinAccountAge)
+	if !s.now().Before(at) {
+		return time.Time{}, false
+	}
+	return at, false
+}
+
+func (s *Service) checkAge(u User) error {
+	at, unknown := s.eligibleAt(u)
+	switch {
+	case unknown:
+		return outpost.Errorf(outpost.Forbidden, "account_too_new",
+			"no event of yours is known here or on the profile relays; accounts must be at least %s old", s.cfg.MinAccountAge).
+			With("first_seen_at", nil)
+	case !at.IsZero():
+		return outpost.Errorf(outpost.Forbidden, "account_too_new", "accounts must be at least %s old; yours is eligible from %s",
+			s.cfg.MinAccountAge, at.UTC().Format(time.RFC3339)).With("first_seen_at", u.FirstSeenAt).With("eligible_at", at.Unix())
+	}
+	return nil
+}
+
+// Quote makes (or returns) the user's quote for method. Checks run in the
+// design's order: enabled, session rights, eligibility, cooldowns, budget
+// and balance, Lightning address.
+func (s *Service) Quote(ctx context.Context, sess Session, ip, method, address string) (QuoteResult, error) {
+	if !s.cfg.Enabled {
+		return QuoteResult{}, errDisabled()
+	}
+	u, err := s.EnsureUser(ctx, sess.PubKey)
+	if err != nil {
+		return QuoteResult{}, err
+	}
+	dest, err := s.destination(sess, u, method, address)
+	if err != nil {
+		return QuoteResult{}, err
+	}
+	if err := s.checkAge(u); err != nil {
+		return QuoteResult{}, err
+	}
+	now := s.now()
+	ipHash := s.ipHash(ip)
+	var l limits
+	var open Quote
+	var hasOpen bool
+	err = s.db.View(func(txn *badger.Txn) error {
+		var err error
+		if l, err = s.readLimits(txn, sess.PubKey, ipHash, now); err != nil {
+			return err
+		}
+		open, hasOpen, err = s.openQuote(txn, sess.PubKey, now)
+		return err
+	})
+	if err != nil {
+		return QuoteResult{}, err
+	}
+	// Cooldowns first (amount 0: the budget comes once the amount is known).
+	if err := s.check(limits{cooldown: l.cooldown, ip: l.ip, sitewide: l.sitewide}, 0, now); err != nil {
+		return QuoteResult{}, err
+	}
+	if hasOpen && open.Method == method && open.Destination == dest {
+		return open.Result(), nil // no re-roll
+	}
+	amount := s.drawAmount()
+	if hasOpen {
+		amount = open.AmountSats // the amount stays locked across a change of method
+	}
+	if err := s.check(l, amount, now); err != nil {
+		return QuoteResult{}, err
+	}
+	if err := s.checkBalance(amount); err != nil {
+		return QuoteResult{}, err
+	}
+	if method == MethodLightningAddress {
+		a, _ := lnurl.ParseAddress(dest)
+		p, err := s.cfg.LNURL.Resolve(ctx, a)
+		if err != nil {
+			return QuoteResult{}, err
+		}
+		if err := p.Accepts(a, amount); err != nil {
+			return QuoteResult{}, err
+		}
+	}
+	q := Quote{ID: newID("q_"), PubKey: sess.PubKey, Method: method, Destination: dest, AmountSats: amount,
+		CreatedAt: now.Unix(), ExpiresAt: now.Add(s.cfg.QuoteTTL).Unix(), State: QuoteOpen}
+	err = s.update(func(txn *badger.Txn) error {
+		cur, has, err := s.openQuote(txn, sess.PubKey, now)
+		if err != nil {
+			return err
+		}
+		if has && cur.Method == method && cur.Destination == dest {
+			q = cur // a concurrent request made the same quote first
+			return nil
+		}
+		if has {
+			cur.State = QuoteSuperseded
+			if err := s.putQuote(txn, cur); err != nil {
+				return err
+			}
+		}
+		if err := s.putQuote(txn, q); err != nil {
+			return err
+		}
+		return txn.SetEntry(badger.NewEntry(key(kindOpenQuote, sess.PubKey), []byte(q.ID)).WithTTL(s.cfg.QuoteTTL + time.Hour))
+	})
+	if err != nil {
+		return QuoteResult{}, err
+	}
+	return q.Result(), nil
+}
+
+// quoteKeep is how long quotes stay in the store, so a late confirm learns
+// the quote was used or expired rather than "not found".
+const quoteKeep = 7 * 24 * time.Hour
+
+func (s *Service) putQuote(txn *badger.Txn, q Quote) error {
+	v, err := jsonBytes(q)
+	if err != nil {
+		return err
+	}
+	return txn.SetEntry(badger.NewEntry(key(kindQuote, q.ID), v).WithTTL(s.cfg.QuoteTTL + quoteKeep))
+}
+
+// openQuote is the user's unexpired open quote, if any.
+func (s *Service) openQuote(txn *badger.Txn, pk string, now time.Time) (Quote, bool, error) {
+	item, err := txn.Get(key(kindOpenQuote, pk))
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return Quote{}, false, nil
+	}
+	if err != nil {
+		return Quote{}, false, err
+	}
+	id, err := item.ValueCopy(nil)
+	if err != nil {
+		return Quote{}, false, err
+	}
+	q, found, err := getQuote(txn, string(id))
+	if err != nil || !found || q.State != QuoteOpen || now.Unix() >= q.ExpiresAt {
+		return Quote{}, false, err
+	}
+	return q, true, nil
+}
+
+// checkQuote is the quote's answer to a confirm: 404 when unknown or not
+// the caller's, 409 when used, 410 when expired or replaced.
+func (s *Service) checkQuote(q Quote, found bool, pk string, now time.Time) error {
+	switch {
+	case !found || q.PubKey != pk:
+		return outpost.Errorf(outpost.NotFound, "quote_not_found", "no such quote of yours")
+	case q.State == QuoteUsed:
+		return outpost.Errorf(outpost.Conflict, "quote_already_used", "this quote was already confirmed").With("claim_id", q.ClaimID)
+	case q.State == QuoteSuperseded:
+		return outpost.Errorf(outpost.Gone, "quote_expired", "this quote was replaced by a newer one")
+	case now.Unix() >= q.ExpiresAt:
+		return outpost.Errorf(outpost.Gone, "quote_expired", "this quote expired at %s; ask for a new one",
+			time.Unix(q.ExpiresAt, 0).UTC().Format(time.RFC3339))
+	}
+	return nil
+}
+
+// Confirm pays a quote, once. The quote moves from open to used in the
+// same transaction that takes the claim's reservations, so of concurrent
+// confirms exactly one wins; the others see it used (409). The payment
+// intent is stored before money moves, and the outcome after, so a crash
+// in between is reconciled by state (see Run), never by paying again.
+func (s *Service) Confirm(ctx context.Context, sess Session, ip, quoteID, invoice string) (ConfirmResult, int, error) {
+	if !s.cfg.Enabled {
+		return ConfirmResult{}, 0, errDisabled()
+	}
+	now := s.now()
+	var q Quote
+	var found bool
+	if err := s.db.View(func(txn *badger.Txn) (err error) { q, found, err = getQuote(txn, quoteID); return }); err != nil {
+		return ConfirmResult{}, 0, err
+	}
+	if err := s.checkQuote(q, found, sess.PubKey, now); err != nil {
+		return ConfirmResult{}, 0, err
+	}
+	if sess.Method == LoginNPub {
+		u, err := s.User(ctx, sess.PubKey)
+		if err != nil {
+			return ConfirmResult{}, 0, err
+		}
+		if q.Method != MethodLightningAddress || !strings.EqualFold(q.Destination, u.LUD16()) {
+			return ConfirmResult{}, 0, errNPub
+		}
+	}
+	var inv bolt11.Invoice
+	switch {
+	case q.Method == MethodBolt11 && invoice == "":
+		return ConfirmResult{}, 0, outpost.Errorf(outpost.Invalid, "invalid_request", "bolt11 is required for a bolt11 quote").With("field", "bolt11")
+	case q.Method == MethodBolt11:
+		var err error
+		if inv, err = bolt11.Decode(invoice); err != nil {
+			return ConfirmResult{}, 0, err
+		}
+		if err := inv.Check(s.cfg.Network, q.AmountSats, now); err != nil {
+			return ConfirmResult{}, 0, err
+		}
+	case invoice != "":
+		return ConfirmResult{}, 0, outpost.Errorf(outpost.Invalid, "invalid_request", "bolt11 is only for bolt11 quotes").With("field", "bolt11")
+	}
+	if err := s.checkBalance(q.AmountSats); err != nil {
+		return ConfirmResult{}, 0, err
+	}
+
+	c := Claim{QuoteID: q.ID, PubKey: sess.PubKey, Method: q.Method, Destination: q.Destination, AmountSats: q.AmountSats,
+		FeeReserveSats: s.cfg.MaxFeeSats, State: ClaimPaying, IPHash: s.ipHash(ip), Day: day(now), Run: s.run,
+		CreatedAt: now.Unix(), NextClaimAt: now.Add(s.cfg.Cooldown).Unix()}
+	err := s.update(func(txn *badger.Txn) error {
+		c.ID = newID("c_")
+		q, found, err := getQuote(txn, quoteID)
+		if err != nil {
+			return err
+		}
+		if err := s.checkQuote(q, found, sess.PubKey, now); err != nil {
+			return err
+		}
+		l, err := s.readLimits(txn, sess.PubKey, c.IPHash, now)
+		if err != nil {
+			return err
+		}
+		if err := s.check(l, q.AmountSats, now); err != nil {
+			return err
+		}
+		q.State, q.ClaimID = QuoteUsed, c.ID
+		if err := s.putQuote(txn, q); err != nil {
+			return err
+		}
+		if err := s.reserve(txn, l, &c, now); err != nil {
+			return err
+		}
+		if err := s.putClaim(txn, c); err != nil {
+			return err
+		}
+		if err := txn.Set(key(kindClaimTime, string(store.U64(uint64(now.Unix()))), c.ID), []byte(c.ID)); err != nil {
+			return err
+		}
+		return txn.Set(key(kindUnsettled, c.ID), []byte(c.ID))
+	})
+	if err != nil {
+		return ConfirmResult{}, 0, err
+	}
+	s.log.Info("faucet claim confirmed", "claim", c.ID, "pubkey", c.PubKey, "method", c.Method, "amount_sats", c.AmountSats)
+
+	// The request may go away; the payment and its record may not.
+	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+	defer cancel()
+	return s.pay(pctx, c, inv)
+}
+
+func (s *Service) putClaim(txn *badger.Txn, c Claim) error {
+	return store.PutJSON(txn, key(kindClaim, c.ID), c)
+}
+
+// paymentError is the error answer for a claim that definitely failed.
+func paymentError(c Claim, err error) error {
+	e := outpost.AsError(err)
+	if e == nil || e.Kind == outpost.Internal {
+		e = outpost.Errorf(outpost.BadGateway, "payment_failed", "the payment failed; your cooldown and the budget were released, ask for a new quote")
+	}
+	return e.With("claim_id", c.ID).With("status", ClaimFailed)
+}
+
+func (s *Service) pay(ctx context.Context, c Claim, inv bolt11.Invoice) (ConfirmResult, int, error) {
+	switch c.Method {
+	case MethodCashu:
+		tok, err := s.tr.SendToken(ctx, c.AmountSats, s.cfg.MinBalanceSats)
+		if err != nil {
+			return ConfirmResult{}, 0, paymentError(c, s.fail(c, err))
+		}
+		c, err = s.settle(c, ClaimPaid, treasury.Payment{State: treasury.Paid, FeeSats: tok.FeeSats})
+		if err != nil {
+			// Unrecorded, the claim would count as failed after a restart
+			// and could be claimed again: the token is not handed out (its
+			// proofs stay pending in the wallet) rather than paid twice.
+			s.log.Error("faucet claim: token made but not recorded; withheld", "claim", c.ID, "err", err)
+			return ConfirmResult{}, 0, err
+		}
+		return c.result(tok.Token), 200, nil
+	case MethodLightningAddress:
+		a, err := lnurl.ParseAddress(c.Destination)
+		if err == nil {
+			var p lnurl.PayParams
+			if p, err = s.cfg.LNURL.Resolve(ctx, a); err == nil {
+				inv, err = s.cfg.LNURL.Invoice(ctx, a, p, c.AmountSats, s.cfg.Network, s.now())
+			}
+		}
+		if err != nil {
+			return ConfirmResult{}, 0, paymentError(c, s.fail(c, err))
+		}
+	}
+	return s.melt(ctx, c, inv)
+}
+
+// melt pays inv through the mint. The melt quote is recorded in the claim
+// before the mint is asked to pay it.
+func (s *Service) melt(ctx context.Context, c Claim, inv bolt11.Invoice) (ConfirmResult, int, error) {
+	mq, err := s.tr.MeltQuote(ctx, inv.Raw)
+	if err != nil {
+		return ConfirmResult{}, 0, paymentError(c, s.fail(c, err))
+	}
+	if mq.AmountSats != c.AmountSats {
+		return ConfirmResult{}, 0, paymentError(c, s.fail(c, outpost.Errorf(outpost.BadGateway, "payment_failed", "the mint quoted %d sats for a %d-sat claim", mq.AmountSats, c.AmountSats)))
+	}
+	if mq.FeeReserveSats > s.cfg.MaxFeeSats {
+		return ConfirmResult{}, 0, paymentError(c, s.fail(c, outpost.Errorf(outpost.BadGateway, "payment_failed",
+			"paying this invoice would cost up to %d sats in fees; the faucet pays at most %d", mq.FeeReserveSats, s.cfg.MaxFeeSats)))
+	}
+	c.MeltQuote, c.Bolt11, c.PaymentHash, c.AttemptedAt = &mq, inv.Raw, inv.PaymentHash, s.now().Unix()
+	if err := s.update(func(txn *badger.Txn) error { return s.putClaim(txn, c) }); err != nil {
+		return ConfirmResult{}, 0, paymentError(c, s.fail(c, err))
+	}
+	p, err := s.tr.Melt(ctx, mq, s.cfg.MinBalanceSats)
+	if err != nil { // nothing was attempted
+		return ConfirmResult{}, 0, paymentError(c, s.fail(c, err))
+	}
+	switch p.State {
+	case treasury.Paid:
+		c, err = s.settle(c, ClaimPaid, p)
+		return c.result(""), 200, err
+	case treasury.Pending:
+		c, err = s.settle(c, ClaimPending, p)
+		return c.result(""), 202, err
+	default:
+		return ConfirmResult{}, 0, paymentError(c, s.fail(c, outpost.Errorf(outpost.BadGateway, "payment_failed",
+			"the Lightning payment failed (%s); your cooldown and the budget were released, ask for a new quote", p.Reason)))
+	}
+}
+
+// settle records a paid or pending outcome.
+func (s *Service) settle(c Claim, state string, p treasury.Payment) (Claim, error) {
+	now := s.now()
+	err := s.update(func(txn *badger.Txn) error {
+		cur, found, err := getClaim(txn, c.ID)
+		if err != nil {
+			return err
+		}
+		if found && (cur.State == ClaimPaid || cur.State == ClaimFailed) {
+			c = cur // the background job got there first
+			return nil
+		}
+		if found {
+			c = cur
+		}
+		c.State, c.Unsure = state, p.Unsure
+		if state == ClaimPending {
+			return s.putClaim(txn, c)
+		}
+		c.Preimage, c.FeeSats, c.PaidAt, c.Reason = p.Preimage, p.FeeSats, now.Unix(), ""
+		if err := s.adjustBudget(txn, &c, c.FeeSats-c.FeeReserveSats); err != nil {
+			return err
+		}
+		if err := s.addTotals(txn, func(t *totals) {
+			t.PaidSats += c.AmountSats
+			t.FeeSats += c.FeeSats
+			t.Claims++
+		}); err != nil {
+			return err
+		}
+		if err := txn.Delete(key(kindUnsettled, c.ID)); err != nil {
+			return err
+		}
+		return s.putClaim(txn, c)
+	})
+	if err == nil {
+		s.log.Info("faucet claim settled", "claim", c.ID, "state", c.State, "amount_sats", c.AmountSats, "fee_sats", c.FeeSats)
+	}
+	return c, err
+}
+
+// fail records a definite failure, releases the reservations and returns
+// cause (for the answer).
+func (s *Service) fail(c Claim, cause error) error {
+	reason := "payment failed"
+	if e := outpost.AsError(cause); e != nil && e.Kind != outpost.Internal {
+		reason = e.Message
+	}
+	err := s.update(func(txn *badger.Txn) error {
+		cur, found, err := getClaim(txn, c.ID)
+		if err != nil {
+			return err
+		}
+		if found && (cur.State == ClaimPaid || cur.State == ClaimFailed) {
+			return nil
+		}
+		if found {
+			c = cur
+		}
+		c.State, c.Reason, c.NextClaimAt = ClaimFailed, reason, 0
+		if err := s.release(txn, &c); err != nil {
+			return err
+		}
+		if err := txn.Delete(key(kindUnsettled, c.ID)); err != nil {
+			return err
+		}
+		return s.putClaim(txn, c)
+	})
+	if err != nil {
+		s.log.Error("faucet claim: could not record a failure", "claim", c.ID, "err", err)
+	} else {
+		s.log.Info("faucet claim failed", "claim", c.ID, "reason", reason, "cause", cause)
+	}
+	return cause
+}

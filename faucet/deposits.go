@@ -1,0 +1,283 @@
+package faucet
+
+import (
+	"context"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+	"github.com/outpost-relay/outpost"
+	"github.com/outpost-relay/outpost/bolt11"
+	"github.com/outpost-relay/outpost/store"
+	"github.com/outpost-relay/outpost/treasury"
+)
+
+// Deposit kinds and states.
+const (
+	DepositLightning = "lightning"
+	DepositEcash     = "ecash"
+	DepositTestMint  = "test_mint" // the embedded test mint topping the wallet up
+
+	DepositPending   = "pending"
+	DepositCompleted = "completed"
+	DepositExpired   = "expired"
+	DepositLost      = "lost"
+)
+
+// Deposit is money coming in.
+type Deposit struct {
+	ID          string `json:"id"`
+	Kind        string `json:"kind"`
+	State       string `json:"state"`
+	AmountSats  int64  `json:"amount_sats"`
+	FeeSats     int64  `json:"fee_sats"`
+	MintURL     string `json:"mint_url"`
+	MintQuoteID string `json:"mint_quote_id,omitempty"` // never shown: whoever has it can mint the ecash
+	Invoice     string `json:"invoice,omitempty"`
+	CreatedAt   int64  `json:"created_at"`
+	ExpiresAt   int64  `json:"expires_at,omitempty"`
+	CompletedAt int64  `json:"completed_at,omitempty"`
+}
+
+// DepositInfo is what GET /deposit shows.
+type DepositInfo struct {
+	MintURL       string            `json:"mint_url"`
+	AcceptedMints []string          `json:"accepted_mints"`
+	TestMint      bool              `json:"test_mint"`
+	Lightning     LightningDeposits `json:"lightning"`
+	Ecash         EcashDeposits     `json:"ecash"`
+	AmountSats    *int64            `json:"amount_sats"`
+	Invoice       *string           `json:"invoice"`
+	QuoteID       *string           `json:"quote_id"`
+	ExpiresAt     *int64            `json:"expires_at"`
+}
+
+// LightningDeposits describes deposits by invoice.
+type LightningDeposits struct {
+	Enabled bool  `json:"enabled"`
+	MinSats int64 `json:"min_sats"`
+	MaxSats int64 `json:"max_sats"`
+}
+
+// EcashDeposits describes deposits by token.
+type EcashDeposits struct {
+	Enabled      bool  `json:"enabled"`
+	MaxTokenSats int64 `json:"max_token_sats"`
+}
+
+// DepositInfo describes deposits; with amountSats > 0 it also makes an
+// invoice whose payment the background job mints into the wallet.
+func (s *Service) DepositInfo(ctx context.Context, amountSats int64) (DepositInfo, error) {
+	d := s.cfg.Deposits
+	info := DepositInfo{MintURL: s.tr.MintURL(), AcceptedMints: s.tr.AcceptedMints(), TestMint: s.cfg.TestMint != nil,
+		Lightning: LightningDeposits{Enabled: d.Lightning, MinSats: d.MinSats, MaxSats: d.MaxSats},
+		Ecash:     EcashDeposits{Enabled: d.Ecash, MaxTokenSats: d.MaxTokenSats}}
+	if amountSats == 0 {
+		return info, nil
+	}
+	if !d.Lightning {
+		return DepositInfo{}, outpost.Errorf(outpost.Forbidden, "deposits_disabled", "deposits by Lightning are turned off")
+	}
+	if amountSats < d.MinSats || amountSats > d.MaxSats {
+		return DepositInfo{}, outpost.Errorf(outpost.Unprocessable, "amount_out_of_range",
+			"deposits by Lightning take %d to %d sats", d.MinSats, d.MaxSats).With("min_sats", d.MinSats).With("max_sats", d.MaxSats)
+	}
+	mq, err := s.tr.RequestMint(ctx, amountSats)
+	if err != nil {
+		return DepositInfo{}, err
+	}
+	dep, err := s.openDeposit(DepositLightning, mq)
+	if err != nil {
+		return DepositInfo{}, err
+	}
+	info.AmountSats, info.Invoice, info.QuoteID, info.ExpiresAt = &dep.AmountSats, &dep.Invoice, &dep.ID, &dep.ExpiresAt
+	return info, nil
+}
+
+func (s *Service) openDeposit(kind string, mq treasury.MintQuote) (Deposit, error) {
+	dep := Deposit{ID: newID("d_"), Kind: kind, State: DepositPending, AmountSats: mq.AmountSats, MintURL: s.tr.MintURL(),
+		MintQuoteID: mq.ID, Invoice: mq.Invoice, CreatedAt: s.now().Unix(), ExpiresAt: mq.ExpiresAt.Unix()}
+	err := s.update(func(txn *badger.Txn) error {
+		if err := store.PutJSON(txn, key(kindDeposit, dep.ID), dep); err != nil {
+			return err
+		}
+		return txn.Set(key(kindOpenDeposit, dep.ID), []byte(dep.ID))
+	})
+	return dep, err
+}
+
+// RedeemResult is the answer to a token deposit.
+type RedeemResult struct {
+	DepositID   string `json:"deposit_id"`
+	AmountSats  int64  `json:"amount_sats"`
+	FeeSats     int64  `json:"fee_sats"`
+	MintURL     string `json:"mint_url"`
+	BalanceSats int64  `json:"balance_sats"`
+}
+
+var errTokenSpent = outpost.Errorf(outpost.Conflict, "token_already_spent", "this token was already spent")
+
+// RedeemEcash swaps a token into the wallet. A token seen before is refused
+// from our own records (its proofs' Ys) without asking the mint.
+func (s *Service) RedeemEcash(ctx context.Context, token string) (RedeemResult, error) {
+	if !s.cfg.Deposits.Ecash {
+		return RedeemResult{}, outpost.Errorf(outpost.Forbidden, "deposits_disabled", "deposits by token are turned off")
+	}
+	p, err := treasury.ParseToken(token)
+	if err != nil {
+		return RedeemResult{}, err
+	}
+	if !s.tr.Accepts(p.Mint) {
+		return RedeemResult{}, outpost.Errorf(outpost.Unprocessable, "mint_not_accepted", "tokens of %s are not accepted here", p.Mint).
+			With("accepted_mints", s.tr.AcceptedMints())
+	}
+	if s.cfg.Deposits.MaxTokenSats > 0 && p.AmountSats > s.cfg.Deposits.MaxTokenSats {
+		return RedeemResult{}, outpost.Errorf(outpost.Unprocessable, "token_too_large", "tokens of up to %d sats are accepted, this one holds %d",
+			s.cfg.Deposits.MaxTokenSats, p.AmountSats).With("max_token_sats", s.cfg.Deposits.MaxTokenSats)
+	}
+	seen := false
+	if err := s.db.View(func(txn *badger.Txn) error {
+		for _, y := range p.Ys {
+			if _, err := txn.Get(key(kindRedeemed, y)); err == nil {
+				seen = true
+				return nil
+			} else if err != badger.ErrKeyNotFound {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		return RedeemResult{}, err
+	}
+	if seen {
+		return RedeemResult{}, errTokenSpent
+	}
+	r, err := s.tr.Redeem(ctx, p)
+	if err != nil {
+		return RedeemResult{}, err
+	}
+	now := s.now().Unix()
+	dep := Deposit{ID: newID("d_"), Kind: DepositEcash, State: DepositCompleted, AmountSats: r.AmountSats, FeeSats: r.FeeSats,
+		MintURL: r.MintURL, CreatedAt: now, CompletedAt: now}
+	err = s.update(func(txn *badger.Txn) error {
+		for _, y := range p.Ys {
+			if err := txn.Set(key(kindRedeemed, y), []byte(dep.ID)); err != nil {
+				return err
+			}
+		}
+		if err := store.PutJSON(txn, key(kindDeposit, dep.ID), dep); err != nil {
+			return err
+		}
+		return s.addTotals(txn, func(t *totals) {
+			t.DepositedSats += dep.AmountSats
+			t.DepositFeeSats += dep.FeeSats
+			t.Deposits++
+		})
+	})
+	if err != nil {
+		// The sats are in the wallet; only the record is missing.
+		s.log.Error("faucet deposit: redeemed but not recorded", "amount_sats", r.AmountSats, "err", err)
+	}
+	s.log.Info("faucet deposit by token", "deposit", dep.ID, "amount_sats", dep.AmountSats, "mint", dep.MintURL)
+	bal, _ := s.tr.Balance()
+	return RedeemResult{DepositID: dep.ID, AmountSats: r.AmountSats, FeeSats: r.FeeSats, MintURL: r.MintURL, BalanceSats: bal}, nil
+}
+
+// SimulatePayment pays an invoice of the embedded test mint's fake
+// Lightning node, standing in for the outside payer a test network lacks.
+// It exists only with the test mint.
+func (s *Service) SimulatePayment(ctx context.Context, invoice string) (string, error) {
+	if s.cfg.TestMint == nil {
+		return "", outpost.Errorf(outpost.NotFound, "not_found", "payments can only be simulated with the embedded test mint")
+	}
+	inv, err := bolt11.Decode(invoice)
+	if err != nil {
+		return "", err
+	}
+	if err := s.cfg.TestMint.Pay(inv.Raw); err != nil {
+		return "", outpost.Errorf(outpost.Unprocessable, "invoice_not_payable", "the test mint's Lightning node cannot pay this invoice: %v", err)
+	}
+	s.Kick()
+	return inv.PaymentHash, nil
+}
+
+// completeDeposits mints the ecash of paid deposit invoices and closes
+// expired ones.
+func (s *Service) completeDeposits(ctx context.Context) {
+	var open []Deposit
+	err := s.db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: key(kindOpenDeposit)})
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			id, err := it.Item().ValueCopy(nil)
+			if err != nil {
+				return err
+			}
+			var d Deposit
+			if found, err := store.GetJSON(txn, key(kindDeposit, string(id)), &d); err != nil {
+				return err
+			} else if found {
+				open = append(open, d)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		s.log.Error("faucet deposits: list", "err", err)
+		return
+	}
+	for _, d := range open {
+		if ctx.Err() != nil {
+			return
+		}
+		st, err := s.tr.CompleteMint(ctx, d.MintQuoteID)
+		if err != nil {
+			s.log.Debug("faucet deposits: not completed yet", "deposit", d.ID, "err", err)
+			continue
+		}
+		switch {
+		case st == treasury.MintIssued:
+			s.closeDeposit(d, DepositCompleted)
+		case st == treasury.MintLost:
+			s.log.Warn("faucet deposits: the mint issued this quote's ecash, but not to our wallet's records", "deposit", d.ID)
+			s.closeDeposit(d, DepositLost)
+		case s.now().Unix() > d.ExpiresAt+int64(time.Hour.Seconds()):
+			// Expired invoices can no longer be paid; an hour of slack
+			// covers clock differences with the mint.
+			s.closeDeposit(d, DepositExpired)
+		}
+	}
+}
+
+func (s *Service) closeDeposit(d Deposit, state string) {
+	changed := false
+	err := s.update(func(txn *badger.Txn) error {
+		changed = false
+		var cur Deposit
+		if found, err := store.GetJSON(txn, key(kindDeposit, d.ID), &cur); err != nil || !found || cur.State != DepositPending {
+			return err // closed already (by the background job, or Fund)
+		}
+		changed = true
+		cur.State, cur.CompletedAt = state, s.now().Unix()
+		if err := store.PutJSON(txn, key(kindDeposit, d.ID), cur); err != nil {
+			return err
+		}
+		if err := txn.Delete(key(kindOpenDeposit, d.ID)); err != nil {
+			return err
+		}
+		if state != DepositCompleted {
+			return nil
+		}
+		return s.addTotals(txn, func(t *totals) {
+			t.DepositedSats += cur.AmountSats
+			t.Deposits++
+		})
+	})
+	if err != nil {
+		s.log.Error("faucet deposits: record", "deposit", d.ID, "err", err)
+		return
+	}
+	if !changed {
+		return
+	}
+	s.log.Info("faucet deposit closed", "deposit", d.ID, "kind", d.Kind, "state", state, "amount_sats", d.AmountSats)
+}

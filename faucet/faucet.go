@@ -1,0 +1,298 @@
+// Package faucet hands out small amounts of test sats to Nostr users: login
+// (NIP-98 or a limited npub login), claims as quote-then-confirm with the
+// amount locked in the quote, every limit (cooldown per pubkey, per client
+// IP, site-wide, daily budget, minimum balance), payouts from a Cashu
+// treasury as a token, to a bolt11 invoice or to a Lightning address, and
+// deposits. Its records live in the shared badger store under
+// store.PrefixFaucet.
+package faucet
+
+import (
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	mrand "math/rand/v2"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+	"github.com/outpost-relay/outpost/bolt11"
+	"github.com/outpost-relay/outpost/lnurl"
+	"github.com/outpost-relay/outpost/profiles"
+	"github.com/outpost-relay/outpost/ratelimit"
+	"github.com/outpost-relay/outpost/store"
+	"github.com/outpost-relay/outpost/treasury"
+)
+
+// Version is the faucet interface's version.
+const Version = "1.0.0"
+
+// Payout methods.
+const (
+	MethodCashu            = "cashu"
+	MethodBolt11           = "bolt11"
+	MethodLightningAddress = "lightning_address"
+)
+
+// Methods lists the payout methods.
+var Methods = []string{MethodCashu, MethodBolt11, MethodLightningAddress}
+
+// Login methods.
+const (
+	LoginNIP98 = "nip98"
+	LoginNPub  = "npub"
+)
+
+// Bucket is one possible claim amount and its weight.
+type Bucket struct {
+	AmountSats int64 `json:"amount_sats"`
+	Weight     int   `json:"weight"`
+}
+
+// DefaultBuckets are the amounts SatsFaucet draws from.
+var DefaultBuckets = []Bucket{{10, 50}, {25, 30}, {50, 15}, {100, 5}}
+
+// Deposits configures what deposits are taken.
+type Deposits struct {
+	Lightning    bool
+	MinSats      int64
+	MaxSats      int64
+	Ecash        bool
+	MaxTokenSats int64
+}
+
+// TestMint is set when the treasury's mint is the embedded test mint.
+type TestMint struct {
+	// Pay settles an invoice of the embedded mint's fake Lightning node, as
+	// if someone outside paid it.
+	Pay func(bolt11 string) error
+	// The wallet is topped up to FundSats whenever it falls below FloorSats.
+	FundSats, FloorSats int64
+}
+
+// Config configures the faucet. Zero durations and limits take the
+// defaults of the design; negative limits (or 0 budgets) are "no limit"
+// where the field says so.
+type Config struct {
+	DB       *badger.DB
+	Treasury *treasury.Treasury
+	LNURL    *lnurl.Client
+	Profiles *profiles.Fetcher
+	Log      *slog.Logger
+	Now      func() time.Time
+
+	Network         bolt11.Network
+	Enabled         bool
+	FixedSats       int64    // when > 0, every claim is this amount
+	Buckets         []Bucket // otherwise drawn from these
+	Cooldown        time.Duration
+	IPLimit         int // claims per client IP per IPWindow; 0: no limit
+	IPWindow        time.Duration
+	SitewideLimit   int // claims per SitewideWindow; 0: no limit
+	SitewideWindow  time.Duration
+	DailyBudgetSats int64 // 0: no budget
+	MinBalanceSats  int64
+	MaxFeeSats      int64 // the most a payout's fees may cost; reserved from the budget
+	MinAccountAge   time.Duration
+	QuoteTTL        time.Duration
+	NPubLogin       bool
+	SessionTTL      time.Duration // NIP-98 sessions
+	NPubSessionTTL  time.Duration
+	ProfileRefresh  time.Duration // at most one /user/refresh-profile per pubkey per this
+	ProfileMaxAge   time.Duration // a login refetches a profile older than this
+	NIP98Window     time.Duration // reported in /config
+	Deposits        Deposits
+	TestMint        *TestMint
+	PollInterval    time.Duration // background reconciliation
+}
+
+func (c *Config) defaults() {
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Log == nil {
+		c.Log = slog.Default()
+	}
+	if c.Network == "" {
+		c.Network = bolt11.Signet
+	}
+	if len(c.Buckets) == 0 {
+		c.Buckets = DefaultBuckets
+	}
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&c.Cooldown, 24*time.Hour)
+	def(&c.IPWindow, 24*time.Hour)
+	def(&c.SitewideWindow, time.Hour)
+	def(&c.QuoteTTL, 120*time.Second)
+	def(&c.SessionTTL, 24*time.Hour)
+	def(&c.NPubSessionTTL, time.Hour)
+	def(&c.ProfileRefresh, 5*time.Minute)
+	def(&c.ProfileMaxAge, time.Hour)
+	def(&c.NIP98Window, 60*time.Second)
+	def(&c.PollInterval, 5*time.Second)
+}
+
+// Service is the faucet.
+type Service struct {
+	cfg     Config
+	db      *badger.DB
+	tr      *treasury.Treasury
+	log     *slog.Logger
+	now     func() time.Time
+	run     string // this process's id, to tell its in-flight claims from a crashed one's
+	ipKey   []byte // HMAC key for client IPs
+	refresh *ratelimit.Limiter
+	kick    chan struct{}
+	mint    mintHealth
+}
+
+// New loads (or creates) the faucet's secret and returns the service.
+func New(cfg Config) (*Service, error) {
+	cfg.defaults()
+	if cfg.DB == nil || cfg.Treasury == nil || cfg.LNURL == nil || cfg.Profiles == nil {
+		return nil, errors.New("faucet: DB, Treasury, LNURL and Profiles are required")
+	}
+	s := &Service{cfg: cfg, db: cfg.DB, tr: cfg.Treasury, log: cfg.Log, now: cfg.Now, run: newID(""),
+		refresh: ratelimit.New(1, cfg.ProfileRefresh, cfg.Now), kick: make(chan struct{}, 1)}
+	key, err := s.loadSecret()
+	if err != nil {
+		return nil, err
+	}
+	s.ipKey = key
+	return s, nil
+}
+
+// Record kinds under store.PrefixFaucet.
+const (
+	kindSecret      byte = 0x01 // → secret
+	kindSession     byte = 0x02 // sha256(token) → Session
+	kindUser        byte = 0x03 // pubkey (hex) → User
+	kindQuote       byte = 0x04 // quote id → Quote
+	kindOpenQuote   byte = 0x05 // pubkey → id of the user's latest open quote
+	kindClaim       byte = 0x06 // claim id → Claim
+	kindClaimTime   byte = 0x07 // created (U64 unix) + claim id → claim id
+	kindUnsettled   byte = 0x08 // claim id → claim id, while paying or pending
+	kindCooldown    byte = 0x09 // pubkey → cooldown
+	kindIPWindow    byte = 0x0A // HMAC(ip) → window
+	kindSitewide    byte = 0x0B // → window
+	kindBudget      byte = 0x0C // UTC day → budget
+	kindTotals      byte = 0x0D // → totals
+	kindDeposit     byte = 0x0E // deposit id → Deposit
+	kindOpenDeposit byte = 0x0F // deposit id → deposit id, while its invoice may be paid
+	kindRedeemed    byte = 0x10 // Y of a redeemed proof → deposit id
+)
+
+func key(kind byte, parts ...string) []byte {
+	b := make([][]byte, len(parts))
+	for i, p := range parts {
+		b[i] = []byte(p)
+	}
+	return store.Key(store.PrefixFaucet, kind, b...)
+}
+
+type secret struct {
+	IPKey string `json:"ip_hmac_key"`
+}
+
+func (s *Service) loadSecret() ([]byte, error) {
+	var out []byte
+	err := s.update(func(txn *badger.Txn) error {
+		var sec secret
+		found, err := store.GetJSON(txn, key(kindSecret), &sec)
+		if err != nil {
+			return err
+		}
+		if !found {
+			b := make([]byte, 32)
+			rand.Read(b)
+			sec.IPKey = hex.EncodeToString(b)
+			if err := store.PutJSON(txn, key(kindSecret), sec); err != nil {
+				return err
+			}
+		}
+		out, err = hex.DecodeString(sec.IPKey)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("faucet secret: %w", err)
+	}
+	return out, nil
+}
+
+// ipHash is how a client IP is kept: an HMAC under a per-install key, so the
+// store never holds addresses and the hashes cannot be reversed by trying
+// all of them without the key.
+func (s *Service) ipHash(ip string) string {
+	if ip == "" {
+		ip = "unknown"
+	}
+	m := hmac.New(sha256.New, s.ipKey)
+	m.Write([]byte(ip))
+	return hex.EncodeToString(m.Sum(nil)[:16])
+}
+
+// update runs fn in a write transaction, retrying on conflicts with
+// concurrent transactions; fn must not depend on state from a failed attempt.
+func (s *Service) update(fn func(txn *badger.Txn) error) error {
+	for attempt := 0; ; attempt++ {
+		err := s.db.Update(fn)
+		if !errors.Is(err, badger.ErrConflict) || attempt >= 200 {
+			return err
+		}
+		time.Sleep(time.Duration(mrand.IntN(attempt+2)) * time.Millisecond)
+	}
+}
+
+func newID(prefix string) string {
+	b := make([]byte, 12)
+	rand.Read(b)
+	return prefix + hex.EncodeToString(b)
+}
+
+// drawAmount picks a claim amount.
+func (s *Service) drawAmount() int64 {
+	if s.cfg.FixedSats > 0 {
+		return s.cfg.FixedSats
+	}
+	total := 0
+	for _, b := range s.cfg.Buckets {
+		total += b.Weight
+	}
+	n := mrand.IntN(max(total, 1))
+	for _, b := range s.cfg.Buckets {
+		if n < b.Weight {
+			return b.AmountSats
+		}
+		n -= b.Weight
+	}
+	return s.cfg.Buckets[len(s.cfg.Buckets)-1].AmountSats
+}
+
+// minAmount is the smallest amount a claim can be, for eligibility.
+func (s *Service) minAmount() int64 {
+	if s.cfg.FixedSats > 0 {
+		return s.cfg.FixedSats
+	}
+	m := s.cfg.Buckets[0].AmountSats
+	for _, b := range s.cfg.Buckets {
+		if b.Weight > 0 {
+			m = min(m, b.AmountSats)
+		}
+	}
+	return m
+}
+
+// Kick makes the background job look at pending work now.
+func (s *Service) Kick() {
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
+}

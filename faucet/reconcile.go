@@ -1,0 +1,194 @@
+package faucet
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+	"github.com/outpost-relay/outpost"
+	"github.com/outpost-relay/outpost/treasury"
+)
+
+// unsureGrace is how long a payment whose melt call failed stays pending
+// before the mint's "unpaid" is believed: a melt request still travelling
+// to the mint could turn it into "paid".
+const unsureGrace = time.Minute
+
+// mintCheckEvery is how often the mint's health is asked for /health.
+const mintCheckEvery = 30 * time.Second
+
+// mintHealth is the last answer of the mint, for /health (which makes no
+// outbound calls itself).
+type mintHealth struct {
+	mu      sync.Mutex
+	ok      bool
+	checked bool
+	at      time.Time
+	last    time.Time // of the last check, for the ticker
+}
+
+// Run is the faucet's background job: it settles unsettled claims (pending
+// payments, and payments a crashed process left unanswered), completes
+// paid deposit invoices, keeps the embedded test mint's wallet funded and
+// watches the mint. It returns when ctx ends.
+func (s *Service) Run(ctx context.Context) {
+	t := time.NewTicker(s.cfg.PollInterval)
+	defer t.Stop()
+	for {
+		s.tick(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-s.kick:
+		}
+	}
+}
+
+// tick does one round; a panic in it is logged, not fatal to the program.
+func (s *Service) tick(ctx context.Context) {
+	defer func() {
+		if r := recover(); r != nil {
+			s.log.Error("faucet background job panicked", "panic", r)
+		}
+	}()
+	// Each round is bounded below the shutdown timeout's usual size.
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	s.checkMint(ctx)
+	s.ReconcileClaims(ctx)
+	s.completeDeposits(ctx)
+	s.topUp(ctx)
+}
+
+func (s *Service) checkMint(ctx context.Context) {
+	s.mint.mu.Lock()
+	due := s.mint.last.IsZero() || time.Since(s.mint.last) >= mintCheckEvery
+	if due {
+		s.mint.last = time.Now()
+	}
+	s.mint.mu.Unlock()
+	if !due {
+		return
+	}
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	err := s.tr.CheckMint(cctx)
+	if err == nil {
+		s.tr.Refresh(cctx) // loads the wallet once the mint is back
+	}
+	s.mint.mu.Lock()
+	if s.mint.checked && s.mint.ok != (err == nil) {
+		s.log.Warn("faucet mint health changed", "ok", err == nil, "err", err)
+	}
+	s.mint.ok, s.mint.checked, s.mint.at = err == nil, true, s.now()
+	s.mint.mu.Unlock()
+}
+
+// ReconcileClaims settles every unsettled claim it can: pending payments by
+// asking the mint, and claims a previous process left in "paying" by their
+// recorded intent. A claim of this process that is still paying is left
+// alone: its request is answering it.
+func (s *Service) ReconcileClaims(ctx context.Context) {
+	var claims []Claim
+	err := s.db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: key(kindUnsettled)})
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			id, err := it.Item().ValueCopy(nil)
+			if err != nil {
+				return err
+			}
+			c, found, err := getClaim(txn, string(id))
+			if err != nil {
+				return err
+			}
+			if found {
+				claims = append(claims, c)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		s.log.Error("faucet reconcile: list", "err", err)
+		return
+	}
+	for _, c := range claims {
+		if ctx.Err() != nil {
+			return
+		}
+		if c.State == ClaimPaying && c.Run == s.run {
+			continue
+		}
+		if c.MeltQuote == nil {
+			// No melt was recorded, so none was made: a token payout or an
+			// invoice lookup was cut short. Whatever token the wallet may
+			// have made never reached the user.
+			s.fail(c, outpost.Errorf(outpost.BadGateway, "payment_failed", "interrupted before paying"))
+			continue
+		}
+		p, err := s.tr.MeltStatus(ctx, *c.MeltQuote)
+		if err != nil {
+			s.log.Debug("faucet reconcile: mint not answering", "claim", c.ID, "err", err)
+			continue
+		}
+		switch p.State {
+		case treasury.Paid:
+			s.settle(c, ClaimPaid, p)
+		case treasury.Pending:
+			if c.State == ClaimPaying {
+				s.settle(c, ClaimPending, p)
+			}
+		case treasury.Failed:
+			if c.Unsure && s.now().Before(time.Unix(c.AttemptedAt, 0).Add(unsureGrace)) {
+				continue
+			}
+			s.fail(c, outpost.Errorf(outpost.BadGateway, "payment_failed", "the Lightning payment failed"))
+		}
+	}
+}
+
+// topUp funds the embedded test mint's wallet when it runs low, through a
+// mint quote the fake network pays, recorded as a deposit.
+func (s *Service) topUp(ctx context.Context) {
+	tm := s.cfg.TestMint
+	if tm == nil {
+		return
+	}
+	bal, ok := s.tr.Balance()
+	if !ok || bal >= tm.FloorSats || tm.FundSats <= bal {
+		return
+	}
+	if err := s.Fund(ctx, tm.FundSats-bal); err != nil {
+		s.log.Error("faucet test mint: funding failed", "err", err)
+	}
+}
+
+// Fund adds amountSats from the embedded test mint (a deposit of kind
+// test_mint).
+func (s *Service) Fund(ctx context.Context, amountSats int64) error {
+	if s.cfg.TestMint == nil {
+		return outpost.Errorf(outpost.Forbidden, "not_test_mint", "only the embedded test mint funds the faucet by itself")
+	}
+	mq, err := s.tr.RequestMint(ctx, amountSats)
+	if err != nil {
+		return err
+	}
+	dep, err := s.openDeposit(DepositTestMint, mq)
+	if err != nil {
+		return err
+	}
+	if err := s.cfg.TestMint.Pay(mq.Invoice); err != nil {
+		return err
+	}
+	st, err := s.tr.CompleteMint(ctx, mq.ID)
+	if err != nil {
+		return err // completed by the background job later
+	}
+	if st == treasury.MintIssued {
+		s.closeDeposit(dep, DepositCompleted)
+	}
+	s.log.Info("faucet test mint funded the wallet", "amount_sats", amountSats)
+	return nil
+}

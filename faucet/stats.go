@@ -1,0 +1,170 @@
+package faucet
+
+import (
+	"context"
+	"sort"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+	"github.com/outpost-relay/outpost/store"
+)
+
+// Stats are the faucet's figures, from the wallet and the claim ledger.
+type Stats struct {
+	BalanceSats        *int64 `json:"balance_sats"`
+	TotalPaidSats      int64  `json:"total_paid_sats"`
+	TotalFeeSats       int64  `json:"total_fee_sats"`
+	TotalClaims        int64  `json:"total_claims"`
+	Claims24h          int64  `json:"claims_24h"`
+	Paid24hSats        int64  `json:"paid_24h_sats"`
+	PendingClaims      int64  `json:"pending_claims"`
+	DailyBudgetSats    *int64 `json:"daily_budget_sats"`
+	DailySpentSats     int64  `json:"daily_spent_sats"`
+	TotalDepositedSats int64  `json:"total_deposited_sats"`
+	DepositsCount      int64  `json:"deposits_count"`
+	UpdatedAt          int64  `json:"updated_at"`
+}
+
+// Stats reads the ledger. Claims of the last 24 hours are those confirmed
+// in them that were paid; the day's spending includes what unsettled
+// claims hold.
+func (s *Service) Stats(ctx context.Context) (Stats, error) {
+	now := s.now()
+	st := Stats{UpdatedAt: now.Unix()}
+	if bal, ok := s.tr.Balance(); ok {
+		st.BalanceSats = &bal
+	}
+	if s.cfg.DailyBudgetSats > 0 {
+		b := s.cfg.DailyBudgetSats
+		st.DailyBudgetSats = &b
+	}
+	err := s.db.View(func(txn *badger.Txn) error {
+		var t totals
+		if _, err := store.GetJSON(txn, key(kindTotals), &t); err != nil {
+			return err
+		}
+		st.TotalPaidSats, st.TotalFeeSats, st.TotalClaims = t.PaidSats, t.FeeSats, t.Claims
+		st.TotalDepositedSats, st.DepositsCount = t.DepositedSats, t.Deposits
+		var b budget
+		if _, err := store.GetJSON(txn, key(kindBudget, day(now)), &b); err != nil {
+			return err
+		}
+		st.DailySpentSats = b.SpentSats
+		prefix := key(kindClaimTime)
+		since := append(append([]byte{}, prefix...), store.U64(uint64(now.Add(-24*time.Hour).Unix()))...)
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix})
+		defer it.Close()
+		for it.Seek(since); it.Valid(); it.Next() {
+			id, err := it.Item().ValueCopy(nil)
+			if err != nil {
+				return err
+			}
+			c, found, err := getClaim(txn, string(id))
+			if err != nil {
+				return err
+			}
+			switch {
+			case !found:
+			case c.State == ClaimPaid:
+				st.Claims24h++
+				st.Paid24hSats += c.AmountSats
+			case c.State == ClaimPending || c.State == ClaimPaying:
+				st.PendingClaims++
+			}
+		}
+		return nil
+	})
+	return st, err
+}
+
+// Eligibility says whether the user could claim now, and if not why and when.
+type Eligibility struct {
+	Eligible    bool     `json:"eligible"`
+	Reasons     []string `json:"reasons"`
+	NextClaimAt *int64   `json:"next_claim_at"`
+}
+
+// Eligibility checks everything a quote would, without making one.
+func (s *Service) Eligibility(ctx context.Context, sess Session, u User, ip string) (Eligibility, error) {
+	now := s.now()
+	e := Eligibility{Reasons: []string{}}
+	var next time.Time
+	later := func(t time.Time) {
+		if t.After(next) {
+			next = t
+		}
+	}
+	if !s.cfg.Enabled {
+		e.Reasons = append(e.Reasons, "faucet_disabled")
+	}
+	if sess.Method == LoginNPub && u.LUD16() == "" {
+		e.Reasons = append(e.Reasons, "no_lightning_address")
+	}
+	if at, unknown := s.eligibleAt(u); unknown || !at.IsZero() {
+		e.Reasons = append(e.Reasons, "account_too_new")
+		later(at)
+	}
+	var l limits
+	if err := s.db.View(func(txn *badger.Txn) (err error) {
+		l, err = s.readLimits(txn, sess.PubKey, s.ipHash(ip), now)
+		return err
+	}); err != nil {
+		return Eligibility{}, err
+	}
+	if until := time.Unix(l.cooldown.Until, 0); now.Before(until) {
+		e.Reasons = append(e.Reasons, "cooldown")
+		later(until)
+	}
+	if s.cfg.IPLimit > 0 && len(l.ip.Entries) >= s.cfg.IPLimit {
+		e.Reasons = append(e.Reasons, "ip_limit")
+		later(time.Unix(l.ip.Entries[0].At, 0).Add(s.cfg.IPWindow))
+	}
+	if s.cfg.SitewideLimit > 0 && len(l.sitewide.Entries) >= s.cfg.SitewideLimit {
+		e.Reasons = append(e.Reasons, "sitewide_limit")
+		later(time.Unix(l.sitewide.Entries[0].At, 0).Add(s.cfg.SitewideWindow))
+	}
+	amount := s.minAmount()
+	if s.cfg.DailyBudgetSats > 0 && l.budget.SpentSats+amount+s.cfg.MaxFeeSats > s.cfg.DailyBudgetSats {
+		e.Reasons = append(e.Reasons, "budget_exhausted")
+		later(nextDay(now))
+	}
+	if s.checkBalance(amount) != nil {
+		e.Reasons = append(e.Reasons, "insufficient_funds")
+	}
+	sort.Strings(e.Reasons)
+	e.Eligible = len(e.Reasons) == 0
+	if !next.IsZero() {
+		n := next.Unix()
+		e.NextClaimAt = &n
+	}
+	return e, nil
+}
+
+// Health is the faucet's part of /health: the store, and the mint as last
+// seen by the background job.
+type Health struct {
+	Status  string            `json:"status"`
+	Version string            `json:"version"`
+	Checks  map[string]string `json:"checks"`
+}
+
+// Health makes no outbound calls.
+func (s *Service) Health(ctx context.Context) Health {
+	h := Health{Status: "ok", Version: Version, Checks: map[string]string{"store": "ok", "mint": "unknown"}}
+	if s.db.IsClosed() || s.db.View(func(*badger.Txn) error { return ctx.Err() }) != nil {
+		h.Checks["store"], h.Status = "error", "down"
+	}
+	s.mint.mu.Lock()
+	checked, ok := s.mint.checked, s.mint.ok
+	s.mint.mu.Unlock()
+	switch {
+	case checked && ok:
+		h.Checks["mint"] = "ok"
+	case checked:
+		h.Checks["mint"] = "unreachable"
+		if h.Status == "ok" {
+			h.Status = "degraded"
+		}
+	}
+	return h
+}

@@ -1,0 +1,362 @@
+package faucetapi_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/elnosh/gonuts/wallet"
+	"github.com/nbd-wtf/go-nostr"
+	"github.com/outpost-relay/outpost/bolt11"
+	"github.com/outpost-relay/outpost/faucet"
+	"github.com/outpost-relay/outpost/httpapi"
+	"github.com/outpost-relay/outpost/httpapi/apitest"
+	"github.com/outpost-relay/outpost/httpapi/faucetapi"
+	"github.com/outpost-relay/outpost/lnurl"
+	"github.com/outpost-relay/outpost/lnurl/lnurltest"
+	"github.com/outpost-relay/outpost/nip98"
+	"github.com/outpost-relay/outpost/policies"
+	"github.com/outpost-relay/outpost/profiles"
+	"github.com/outpost-relay/outpost/pubkey"
+	"github.com/outpost-relay/outpost/relay"
+	"github.com/outpost-relay/outpost/relay/relaytest"
+	"github.com/outpost-relay/outpost/store"
+	"github.com/outpost-relay/outpost/testmint"
+	"github.com/outpost-relay/outpost/treasury"
+)
+
+// Two real gonuts mints on one fake Lightning network serve every test:
+// theMint is the faucet's; users with wallets at elsewhere get invoices
+// that are paid over "Lightning" (invoices of the faucet's own mint are
+// settled inside it, where no payment can fail or hang).
+var theMint, elsewhere *testmint.Mint
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "faucetapi")
+	if err != nil {
+		panic(err)
+	}
+	theMint, err = testmint.Start(testmint.Options{Dir: filepath.Join(dir, "faucet-mint"), Name: "faucet mint"})
+	if err != nil {
+		panic(err)
+	}
+	elsewhere, err = testmint.Start(testmint.Options{Dir: filepath.Join(dir, "elsewhere"), Name: "another mint"})
+	if err != nil {
+		panic(err)
+	}
+	code := m.Run()
+	theMint.Close()
+	elsewhere.Close()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time      { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) Add(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
+
+type logBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+func (l *logBuffer) String() string { l.mu.Lock(); defer l.mu.Unlock(); return l.b.String() }
+
+// env is a faucet served with a relay on one badger store, as outpost
+// serves it, with its own wallet at theMint and a Lightning-address server.
+type env struct {
+	t       *testing.T
+	url     string // server URL; the faucet is at url + "/faucet"
+	api     *apitest.Client
+	svc     *faucet.Service
+	tr      *treasury.Treasury
+	st      *store.Store
+	clock   *clock
+	ln      *lnurltest.Server
+	nostr   *nostr.Relay // a go-nostr client of the relay
+	cfg     faucet.Config
+	wallet  string // the faucet wallet's directory
+	log     *logBuffer
+	handler atomic.Pointer[http.Handler]
+	stop    func()
+	ips     atomic.Int32
+}
+
+func baseConfig() faucet.Config {
+	return faucet.Config{
+		Network: bolt11.Signet, Enabled: true, MaxFeeSats: 10, NPubLogin: true,
+		Deposits:     faucet.Deposits{Lightning: true, MinSats: 1, MaxSats: 100_000, Ecash: true, MaxTokenSats: 10_000},
+		TestMint:     &faucet.TestMint{Pay: theMint.Node.PayInvoice},
+		PollInterval: 50 * time.Millisecond,
+	}
+}
+
+// newEnv starts a faucet funded with fundSats; mod adjusts its config.
+func newEnv(t *testing.T, fundSats int64, mod func(*faucet.Config)) *env {
+	t.Helper()
+	e := &env{t: t, clock: &clock{t: time.Now().Truncate(time.Second)}, log: &logBuffer{}, wallet: t.TempDir(), cfg: baseConfig()}
+	if mod != nil {
+		mod(&e.cfg)
+	}
+	log := slog.New(slog.NewTextHandler(e.log, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	st, err := store.Open(t.TempDir(), log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.st = st
+	srv := httptest.NewUnstartedServer(nil)
+	e.url = "http://" + srv.Listener.Addr().String()
+	rl := relay.New(relay.Config{Store: st, BanList: policies.NewBanList(), Log: log, PublicURL: e.url, ServicePub: fmt.Sprintf("%064x", 1)})
+	srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { (*e.handler.Load()).ServeHTTP(w, r) })
+	srv.Config.ConnState = rl.TrackConn
+	e.ln = lnurltest.New(t)
+	e.build(rl, log)
+	srv.Start()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		srv.Close()
+		rl.CloseClients(ctx)
+		e.stop()
+		st.Close()
+		if t.Failed() {
+			t.Logf("faucet logs:\n%s", e.log)
+		}
+	})
+	e.api = apitest.New(t, e.url+"/faucet", faucetapi.OpenAPI())
+	c, proxy := relaytest.Dial(t, e.url)
+	t.Cleanup(proxy.Freeze)
+	e.nostr = c
+	if fundSats > 0 {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := e.svc.Fund(ctx, fundSats); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return e
+}
+
+// build makes the faucet (again, for a restart) on the env's store and wallet.
+func (e *env) build(rl *relay.Relay, log *slog.Logger) {
+	t := e.t
+	tr, err := treasury.New(treasury.Config{Dir: e.wallet, MintURL: theMint.URL, AcceptedMints: nil, Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := e.cfg
+	cfg.DB, cfg.Treasury, cfg.Log, cfg.Now = e.st.DB, tr, log, e.clock.Now
+	cfg.LNURL = lnurl.New(lnurl.Options{AllowHTTP: true, AllowPrivate: true, Timeout: 2 * time.Second})
+	var relays []string // a test's mod may name profile relays
+	if e.cfg.Profiles != nil {
+		relays = e.cfg.Profiles.Relays
+	}
+	cfg.Profiles = &profiles.Fetcher{Local: e.st.Events, Relays: relays, Timeout: 2 * time.Second, Log: log, Now: e.clock.Now}
+	svc, err := faucet.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	routes := faucetapi.Routes(faucetapi.Config{Service: svc, Verifier: nip98.NewVerifier(0, e.clock.Now), PublicURL: e.url,
+		Log: log, Now: e.clock.Now, LoginPerMin: 10_000, DepositPerMin: 10_000})
+	h := httpapi.New(httpapi.Config{Relay: rl, Log: log, TrustedProxies: []string{"127.0.0.1/32"},
+		Services: []httpapi.Service{{Name: "faucet", Mount: "/faucet", Routes: routes, Health: faucetapi.Health(svc)}}})
+	e.handler.Store(&h)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { svc.Run(ctx); close(done) }()
+	e.svc, e.tr = svc, tr
+	e.stop = func() {
+		cancel()
+		<-done
+		tr.Close(context.Background())
+	}
+}
+
+// user is a Nostr user with a Cashu wallet and a Lightning address whose
+// invoices are mint quotes of that wallet.
+type user struct {
+	name, sk, pk, npub string
+	ip                 string
+	token              string
+	mint               *testmint.Mint
+
+	mu       sync.Mutex
+	w        *wallet.Wallet
+	lnQuotes []string // mint quotes made for Lightning-address invoices
+	address  string
+}
+
+// newUser makes a user with a wallet at mint, a Lightning address on the
+// env's server and, when profile is not nil, a kind-0 published to the relay.
+func (e *env) newUser(name string, mint *testmint.Mint, profile map[string]any) *user {
+	t := e.t
+	t.Helper()
+	u := &user{name: name, sk: nostr.GeneratePrivateKey(), mint: mint, ip: fmt.Sprintf("10.0.0.%d", e.ips.Add(1))}
+	u.pk, _ = nostr.GetPublicKey(u.sk)
+	u.npub = pubkey.NPub(u.pk)
+	w, err := wallet.LoadWallet(wallet.Config{WalletPath: t.TempDir(), CurrentMintURL: mint.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { u.mu.Lock(); w.Shutdown(); u.mu.Unlock() })
+	u.w = w
+	u.address = e.ln.Add(name, func(sats int64) (string, error) {
+		u.mu.Lock()
+		defer u.mu.Unlock()
+		q, err := u.w.RequestMint(uint64(sats), mint.URL)
+		if err != nil {
+			return "", err
+		}
+		u.lnQuotes = append(u.lnQuotes, q.Quote)
+		return q.Request, nil
+	})
+	if profile != nil {
+		e.publishProfile(u, profile, time.Now())
+	}
+	return u
+}
+
+func (e *env) publishProfile(u *user, profile map[string]any, at time.Time) {
+	e.t.Helper()
+	content, _ := json.Marshal(profile)
+	ev := nostr.Event{Kind: 0, CreatedAt: nostr.Timestamp(at.Unix()), Content: string(content), Tags: nostr.Tags{}}
+	if err := ev.Sign(u.sk); err != nil {
+		e.t.Fatal(err)
+	}
+	if err := relaytest.Publish(e.t, e.nostr, ev); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// invoice asks the user's wallet for an invoice (a mint quote).
+func (u *user) invoice(t *testing.T, sats int64) (bolt11, quote string) {
+	t.Helper()
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	q, err := u.w.RequestMint(uint64(sats), u.mint.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return q.Request, q.Quote
+}
+
+// mint mints a paid quote into the user's wallet: the proof a payment arrived.
+func (u *user) mintQuote(t *testing.T, quote string) uint64 {
+	t.Helper()
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	n, err := u.w.MintTokens(quote)
+	if err != nil {
+		t.Fatalf("%s cannot mint quote %s: %v", u.name, quote, err)
+	}
+	return n
+}
+
+func (u *user) lastLNQuote(t *testing.T) string {
+	t.Helper()
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if len(u.lnQuotes) == 0 {
+		t.Fatalf("%s's Lightning address was never asked for an invoice", u.name)
+	}
+	return u.lnQuotes[len(u.lnQuotes)-1]
+}
+
+func raw(body any) []byte {
+	if body == nil {
+		return nil
+	}
+	b, _ := json.Marshal(body)
+	return b
+}
+
+// signed calls the faucet with a NIP-98 header made for this request.
+func (e *env) signed(u *user, method, path string, body any) *apitest.Response {
+	e.t.Helper()
+	b := raw(body)
+	h, err := nip98.Sign(u.sk, method, e.url+"/faucet"+path, b, e.clock.Now())
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return e.api.Do(method, path, b, "Authorization", h, "X-Forwarded-For", u.ip)
+}
+
+// as calls the faucet with the user's session token.
+func (e *env) as(u *user, method, path string, body any) *apitest.Response {
+	e.t.Helper()
+	return e.api.Do(method, path, raw(body), "Authorization", "Bearer "+u.token, "X-Forwarded-For", u.ip)
+}
+
+func (e *env) login(u *user) map[string]any {
+	e.t.Helper()
+	r := e.signed(u, "POST", "/auth/login", nil)
+	want(e.t, r, 200, "")
+	m := r.Map(e.t)
+	u.token = m["token"].(string)
+	return m
+}
+
+func (e *env) loginNPub(u *user) map[string]any {
+	e.t.Helper()
+	r := e.api.Do("POST", "/auth/login-npub", map[string]any{"npub": u.npub}, "X-Forwarded-For", u.ip)
+	want(e.t, r, 200, "")
+	m := r.Map(e.t)
+	u.token = m["token"].(string)
+	return m
+}
+
+func want(t *testing.T, r *apitest.Response, status int, code string) {
+	t.Helper()
+	if r.Status != status || (code != "" && r.ErrorCode() != code) {
+		t.Fatalf("got %d %s, want %d %s", r.Status, r.Body, status, code)
+	}
+}
+
+func (e *env) stats() map[string]any {
+	e.t.Helper()
+	r := e.api.Do("GET", "/stats", nil)
+	want(e.t, r, 200, "")
+	return r.Map(e.t)
+}
+
+func num(v any) int64 {
+	f, _ := v.(float64)
+	return int64(f)
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func (e *env) quote(u *user, body map[string]any) map[string]any {
+	e.t.Helper()
+	r := e.as(u, "POST", "/claim/quote", body)
+	want(e.t, r, 200, "")
+	return r.Map(e.t)
+}

@@ -1,0 +1,74 @@
+// Package faucetapi serves the test-sats faucet's REST interface (seed:
+// faucet.md; contract: design/faucet.md).
+package faucetapi
+
+import (
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/outpost-relay/outpost/faucet"
+	"github.com/outpost-relay/outpost/httpapi"
+	"github.com/outpost-relay/outpost/nip98"
+	"github.com/outpost-relay/outpost/ratelimit"
+)
+
+// Config configures the faucet API.
+type Config struct {
+	Service  *faucet.Service
+	Verifier *nip98.Verifier // one per program: its replay cache must see every event
+	// PublicURL is OUTPOST_PUBLIC_URL: a NIP-98 event's u tag must be it
+	// plus the request's path and query. The Host header is never used.
+	PublicURL string
+	Log       *slog.Logger
+	Now       func() time.Time
+	// Per client IP per minute, on top of the program-wide limit; 0 means 20.
+	LoginPerMin, DepositPerMin int
+}
+
+// Routes returns the faucet router; every route of the service is here.
+func Routes(cfg Config) http.Handler {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.LoginPerMin == 0 {
+		cfg.LoginPerMin = 20
+	}
+	if cfg.DepositPerMin == 0 {
+		cfg.DepositPerMin = 20
+	}
+	cfg.PublicURL = strings.TrimSuffix(cfg.PublicURL, "/")
+	svc, log := cfg.Service, cfg.Log
+	loginLimit := httpapi.RateLimit(ratelimit.New(cfg.LoginPerMin, time.Minute, cfg.Now), log)
+	depositLimit := ratelimit.New(cfg.DepositPerMin, time.Minute, cfg.Now)
+	user := requireUser(svc, cfg.Verifier, cfg.PublicURL, log)
+
+	r := chi.NewRouter()
+	r.NotFound(httpapi.NotFound)
+	r.MethodNotAllowed(httpapi.MethodNotAllowed)
+	r.Use(httpapi.CORS)
+
+	// Public
+	r.Get("/health", handleHealth(svc))
+	r.Get("/openapi.json", handleOpenAPI())
+	r.Get("/config", handleConfig(svc))
+	r.Get("/stats", handleStats(svc, log))
+	r.Get("/deposit", handleDeposit(svc, log, depositLimit))
+	r.With(httpapi.RateLimit(depositLimit, log)).Post("/deposit/redeem-ecash", handleRedeem(svc, log))
+	r.With(httpapi.RateLimit(depositLimit, log)).Post("/deposit/simulate-payment", handleSimulatePayment(svc, log))
+
+	// Auth
+	r.With(loginLimit).Post("/auth/login", handleLogin(svc, cfg.Verifier, cfg.PublicURL, log))
+	r.With(loginLimit).Post("/auth/login-npub", handleLoginNPub(svc, log))
+	r.With(user).Get("/auth/me", handleMe(svc, log))
+
+	// Claim
+	r.With(user).Post("/claim/quote", handleQuote(svc, log))
+	r.With(user).Post("/claim/confirm", handleConfirm(svc, log))
+
+	// User
+	r.With(user).Post("/user/refresh-profile", handleRefreshProfile(svc, log))
+	return r
+}
