@@ -63,7 +63,8 @@ type Mint struct {
 	KeysetsFetchedAt *time.Time `json:"keysets_fetched_at,omitempty"`
 	ServerTime       *time.Time `json:"server_time,omitempty"`
 
-	Summary Summary `json:"summary"`
+	Summary       Summary    `json:"summary"`
+	ReviewsReadAt *time.Time `json:"reviews_read_at,omitempty"` // when Summary.Reviews was read from the event store
 }
 
 // MintURL is one URL a mint is known by.

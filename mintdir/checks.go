@@ -56,7 +56,7 @@ func (d *Directory) Probe(ctx context.Context, id string) error {
 	if info != nil && (m.KeysetsFetchedAt == nil || res.At.Sub(*m.KeysetsFetchedAt) >= keysetsEvery || info.Hash() != m.MetaHash) {
 		if keysets, err = d.client.Keysets(ctx, m.CanonicalURL); err != nil {
 			d.log.Debug("mintdir: keysets", "mint_id", id, "err", err)
-			keysets = nil
+			keysets = []byte{} // tried: keep the old keysets, try again in an hour
 		}
 	}
 	c := &Check{At: res.At.UTC(), OK: res.OK, Skipped: res.Skipped, RTTMs: int(res.RTT.Milliseconds()),
@@ -64,24 +64,32 @@ func (d *Directory) Probe(ctx context.Context, id string) error {
 	if !res.OK {
 		c.RTTMs = 0
 	}
-	if err := d.record(m.id(), c, info, res.Body, keysets); err != nil {
+	changed, err := d.record(m.id(), c, info, res.Body, keysets)
+	if err != nil {
 		return err
 	}
 	if !res.OK {
 		d.log.Debug("mintdir: check failed", "mint_id", id, "kind", res.ErrKind, "err", res.Err)
 	}
-	return d.refreshSummary(ctx, m.id())
+	return d.refreshSummary(ctx, m.id(), changed)
 }
 
-// record stores a check and everything that follows from it.
-func (d *Directory) record(id ID, c *Check, info *Info, body, keysets []byte) error {
-	return d.update(func(txn *badger.Txn) error {
+// record stores a check and everything that follows from it; changed
+// reports that the metadata changed with it.
+func (d *Directory) record(id ID, c *Check, info *Info, body, keysets []byte) (changed bool, err error) {
+	err = d.update(func(txn *badger.Txn) error {
 		m, err := getMint(txn, id)
 		if err != nil || m == nil || m.MergedInto != "" {
 			return err
 		}
-		return d.recordTxn(txn, m, c, info, body, keysets)
+		hash := m.MetaHash
+		if err := d.recordTxn(txn, m, c, info, body, keysets); err != nil {
+			return err
+		}
+		changed = m.MetaHash != hash
+		return nil
 	})
+	return changed, err
 }
 
 func (d *Directory) recordTxn(txn *badger.Txn, m *Mint, c *Check, info *Info, body, keysets []byte) error {

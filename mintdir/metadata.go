@@ -39,7 +39,8 @@ type HistoryEntry struct {
 const maxURLsPerMint = 20
 
 // updateMetadata takes in a successful check's info: the snapshot and a
-// history entry when its content changed, the keysets when fetched.
+// history entry when its content changed, the keysets when fetched
+// (keysetsBody is nil when they were not fetched, empty when that failed).
 func (d *Directory) updateMetadata(txn *badger.Txn, m *Mint, info *Info, body, keysetsBody []byte, at time.Time) error {
 	id := m.id()
 	m.MetaFetchedAt = &at

@@ -110,7 +110,7 @@ func (d *Directory) takeReview(ctx context.Context, ev *nostr.Event) {
 		return
 	}
 	for id := range ids {
-		if err := d.refreshSummary(ctx, id); err != nil && err != ErrNotFound {
+		if err := d.refreshSummary(ctx, id, true); err != nil && err != ErrNotFound {
 			d.log.Error("mintdir: refresh after a review", "mint_id", id.String(), "err", err)
 		}
 	}

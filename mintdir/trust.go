@@ -185,23 +185,39 @@ func validMintPubkey(pk string) bool {
 	return true
 }
 
+// reviewsEvery bounds how stale a mint's review summary may get between
+// saved reviews (which refresh it at once).
+const reviewsEvery = time.Hour
+
 // refreshSummary recomputes a mint's summary and stores it with the mint.
-func (d *Directory) refreshSummary(ctx context.Context, id ID) error {
+// Reviews are read from the event store only when asked (a review arrived,
+// the mint's URLs or pubkey changed) or when the last read is an hour old:
+// reading them after every check would cost more than the check.
+func (d *Directory) refreshSummary(ctx context.Context, id ID, readReviews bool) error {
 	m, err := d.Get(ctx, id.String())
 	if err != nil {
 		return err
 	}
-	reviews, err := d.reviews(ctx, m)
-	if err != nil {
-		return err
+	now := d.now()
+	var rs *ReviewSummary
+	if readReviews || m.ReviewsReadAt == nil || now.Sub(*m.ReviewsReadAt) >= reviewsEvery || now.Before(*m.ReviewsReadAt) {
+		reviews, err := d.reviews(ctx, m)
+		if err != nil {
+			return err
+		}
+		sum := summarizeReviews(reviews)
+		rs = &sum
 	}
-	rs := summarizeReviews(reviews)
 	return d.update(func(txn *badger.Txn) error {
 		m, err := getMint(txn, id)
 		if err != nil || m == nil || m.MergedInto != "" {
 			return err
 		}
-		if err := d.summarize(txn, m, rs); err != nil {
+		reviews := m.Summary.Reviews
+		if rs != nil {
+			reviews, m.ReviewsReadAt = *rs, &now
+		}
+		if err := d.summarize(txn, m, reviews); err != nil {
 			return err
 		}
 		return store.PutJSON(txn, mintKey(id), m)

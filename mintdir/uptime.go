@@ -65,20 +65,25 @@ func levelFor(w Window) byte {
 
 // scanRollups calls fn with each stored bucket of level whose start is in
 // [from, to), oldest first. Cost: one key per bucket, whatever the number of
-// checks in it.
+// checks in it. fn must not keep r: it is reused.
 func scanRollups(txn *badger.Txn, id ID, level byte, from, to time.Time, fn func(start time.Time, r *rollup)) error {
 	prefix := key(kRollup, id[:], []byte{level})
-	it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix, PrefetchValues: true, PrefetchSize: 256})
+	it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix})
 	defer it.Close()
-	size := levelSize[level]
-	first := from.Truncate(size)
+	first := from.Truncate(levelSize[level])
+	var r rollup
+	var buf []byte
 	for it.Seek(append(prefix, store.U64(uint64(first.Unix()))...)); it.Valid(); it.Next() {
 		start := time.Unix(int64(u64(it.Item().Key()[len(prefix):])), 0)
 		if !start.Before(to) {
 			break
 		}
-		var r rollup
-		if err := it.Item().Value(r.decodeInto); err != nil {
+		var err error
+		if buf, err = it.Item().ValueCopy(buf[:0]); err != nil {
+			return err
+		}
+		r = rollup{}
+		if err := r.decodeInto(buf); err != nil {
 			return err
 		}
 		fn(start, &r)
@@ -140,11 +145,11 @@ func (d *Directory) Timeseries(ctx context.Context, m *Mint, w Window, bucket ti
 	}
 	first := now.Add(-w.Dur).Truncate(bucket)
 	n := int(now.Sub(first)/bucket) + 1
-	agg := make([]rollup, n)
+	agg := make([]pointAgg, n)
 	err := d.db.View(func(txn *badger.Txn) error {
 		return scanRollups(txn, m.id(), level, first, now.Add(time.Nanosecond), func(start time.Time, r *rollup) {
 			if i := int(start.Sub(first) / bucket); i >= 0 && i < n {
-				agg[i].merge(r)
+				agg[i].add(r)
 			}
 		})
 	})
@@ -152,17 +157,39 @@ func (d *Directory) Timeseries(ctx context.Context, m *Mint, w Window, bucket ti
 		return nil, err
 	}
 	points := make([]Point, n)
+	rtts := make([]int, n) // one allocation for every point's RTT
 	for i := range agg {
-		r := &agg[i]
-		p := Point{Timestamp: first.Add(time.Duration(i) * bucket).UTC(), State: r.state(), OK: r.Total > 0 && r.OK == r.Total}
-		if r.Total == 0 && r.Skipped > 0 {
+		a := &agg[i]
+		p := Point{Timestamp: first.Add(time.Duration(i) * bucket).UTC(), State: a.state(), OK: a.total > 0 && a.ok == a.total}
+		if a.total == 0 && a.skipped > 0 {
 			p.OK = true // only 429s: up, asking us to slow down
 		}
-		if r.OK > 0 {
-			avg := int(math.Round(float64(r.RTTSum) / float64(r.OK)))
-			p.RTTMs = &avg
+		if a.ok > 0 {
+			rtts[i] = int(math.Round(float64(a.rttSum) / float64(a.ok)))
+			p.RTTMs = &rtts[i]
 		}
 		points[n-1-i] = p
 	}
 	return points, nil
+}
+
+// pointAgg is the part of a rollup a timeseries point needs (no histogram).
+type pointAgg struct {
+	total, ok, skipped, rttSum uint64
+	states                     [nStates]uint64
+}
+
+func (a *pointAgg) add(r *rollup) {
+	a.total += r.Total
+	a.ok += r.OK
+	a.skipped += r.Skipped
+	a.rttSum += r.RTTSum
+	for i, n := range r.States {
+		a.states[i] += n
+	}
+}
+
+func (a *pointAgg) state() string {
+	r := rollup{States: a.states}
+	return r.state()
 }

@@ -4,6 +4,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dgraph-io/badger/v4"
+
 	"github.com/outpost-relay/outpost"
 )
 
@@ -13,7 +15,7 @@ func (e *env) feed(m *Mint, step time.Duration, checks ...Check) {
 	for _, c := range checks {
 		e.clock.Add(step)
 		c.At = e.clock.Now()
-		if err := e.dir.record(m.id(), &c, nil, nil, nil); err != nil {
+		if _, err := e.dir.record(m.id(), &c, nil, nil, nil); err != nil {
 			e.t.Fatal(err)
 		}
 	}
@@ -153,3 +155,41 @@ func TestRollupEncoding(t *testing.T) {
 		t.Fatal("a corrupt rollup decoded")
 	}
 }
+
+func TestPruneKeepsWhatQueriesRead(t *testing.T) {
+	e := newEnv(t, Config{ProbeInterval: time.Hour})
+	m := e.mint(e.submit("http://127.0.0.1:1"))
+	e.feed(m, time.Hour, ok(10), ok(10), bad())
+	e.clock.Add(40 * 24 * time.Hour)
+	e.feed(m, time.Hour, ok(20))
+	if err := e.dir.Prune(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	checks, _ := e.dir.Checks(e.ctx, m, time.Time{}, e.clock.Now().Add(time.Second), 100)
+	if len(checks) != 1 || checks[0].RTTMs != 20 {
+		t.Fatalf("checks after pruning: %+v", checks)
+	}
+	// Hourly rollups stay: a long-term record that costs one key per hour.
+	var hourly, fine int
+	e.st.DB.View(func(txn *badger.Txn) error {
+		for _, lv := range []struct {
+			level byte
+			n     *int
+		}{{level1h, &hourly}, {level5m, &fine}} {
+			it := txn.NewIterator(badger.IteratorOptions{Prefix: key(kRollup, idBytes(m), []byte{lv.level})})
+			for it.Rewind(); it.Valid(); it.Next() {
+				*lv.n++
+			}
+			it.Close()
+		}
+		return nil
+	})
+	if hourly != 4 || fine != 1 {
+		t.Fatalf("rollups after pruning: %d hourly, %d 5-minute; want 4, 1", hourly, fine)
+	}
+	if u, _ := e.dir.Uptime(e.ctx, e.mint(m.ID), Window24h); u.TotalChecks != 1 {
+		t.Fatalf("uptime after pruning: %+v", u)
+	}
+}
+
+func idBytes(m *Mint) []byte { id := m.id(); return id[:] }

@@ -121,7 +121,7 @@ func handleUptime(d *mintdir.Directory) mintHandler {
 // maxPoints is a 30-day series of 5-minute buckets.
 const maxPoints = 30*24*12 + 1
 
-func handleTimeseries(d *mintdir.Directory, now func() time.Time) mintHandler {
+func handleTimeseries(d *mintdir.Directory) mintHandler {
 	return func(r *http.Request, m *mintdir.Mint) (any, error) {
 		q := r.URL.Query()
 		w, err := mintdir.ParseWindow(q.Get("window"))

@@ -39,7 +39,7 @@ func mintEndpoints(cfg Config) []struct {
 		{"/metadata/history", handleHistory(d)},
 		{"/status", handleStatus()},
 		{"/uptime", handleUptime(d)},
-		{"/uptime/timeseries", handleTimeseries(d, cfg.Now)},
+		{"/uptime/timeseries", handleTimeseries(d)},
 		{"/incidents", handleIncidents(d, cfg.Now)},
 		{"/trust", handleTrust()},
 		{"/reviews", handleReviews(d)},

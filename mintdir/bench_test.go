@@ -1,0 +1,196 @@
+package mintdir
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+	"github.com/outpost-relay/outpost/store"
+)
+
+// benchMints caches a directory holding one mint with n checks spread over
+// the last 30 days, written through the real write path in batches.
+var (
+	benchMints   sync.Map // n → *benchMint
+	benchCleanup []func()
+)
+
+// TestMain closes and removes the benchmarks' shared stores, which outlive
+// any one (sub-)benchmark.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	for _, f := range benchCleanup {
+		f()
+	}
+	os.Exit(code)
+}
+
+type benchMint struct {
+	e *env
+	m *Mint
+}
+
+func loadChecks(b *testing.B, n int) *benchMint {
+	if v, ok := benchMints.Load(n); ok {
+		return v.(*benchMint)
+	}
+	dir, err := os.MkdirTemp("", "mintdir-bench")
+	if err != nil {
+		b.Fatal(err)
+	}
+	st, err := store.Open(dir, quiet())
+	if err != nil {
+		b.Fatal(err)
+	}
+	benchCleanup = append(benchCleanup, func() { st.Close(); os.RemoveAll(dir) })
+	e := newEnvOn(b, st, Config{ProbeInterval: 5 * time.Minute})
+	e.ctx = context.Background()
+	m := e.mint(e.submit("http://127.0.0.1:1"))
+	id := m.id()
+	step := 30 * 24 * time.Hour / time.Duration(n)
+	start := e.clock.Now()
+	const batch = 500
+	for i := 0; i < n; i += batch {
+		err := e.dir.update(func(txn *badger.Txn) error {
+			cur, err := getMint(txn, id)
+			if err != nil {
+				return err
+			}
+			for j := i; j < min(i+batch, n); j++ {
+				c := Check{At: start.Add(time.Duration(j) * step), OK: j%50 != 0, RTTMs: 80 + j%400}
+				if !c.OK {
+					c.RTTMs, c.ErrKind = 0, "timeout"
+				}
+				if err := e.dir.recordTxn(txn, cur, &c, nil, nil, nil); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	e.clock.t = start.Add(30 * 24 * time.Hour)
+	bm := &benchMint{e: e, m: e.mint(m.ID)}
+	if got := bm.m.ChecksTotal; got != int64(n) {
+		b.Fatalf("%d checks stored, want %d", got, n)
+	}
+	benchMints.Store(n, bm)
+	return bm
+}
+
+// The cost of a 30-day query must not grow with the number of raw checks:
+// both read at most 720 hourly rollups.
+func BenchmarkUptime30d(b *testing.B) {
+	for _, n := range []int{1_000, 100_000} {
+		b.Run(fmt.Sprintf("checks=%d", n), func(b *testing.B) {
+			bm := loadChecks(b, n)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				u, err := bm.e.dir.Uptime(bm.e.ctx, bm.m, Window30d)
+				if err != nil || u.TotalChecks < int64(n)*99/100 {
+					b.Fatalf("%+v %v", u, err)
+				}
+			}
+		})
+	}
+}
+
+func BenchmarkTimeseries30d(b *testing.B) {
+	for _, n := range []int{1_000, 100_000} {
+		b.Run(fmt.Sprintf("checks=%d", n), func(b *testing.B) {
+			bm := loadChecks(b, n)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				pts, err := bm.e.dir.Timeseries(bm.e.ctx, bm.m, Window30d, time.Hour)
+				if err != nil || len(pts) != 721 {
+					b.Fatalf("%d points, %v", len(pts), err)
+				}
+			}
+		})
+	}
+}
+
+// The summary refreshed after every check: uptime over 24 h, 7 and 30 days,
+// incidents, reviews and trust.
+func BenchmarkRefreshSummary(b *testing.B) {
+	for _, n := range []int{1_000, 100_000} {
+		b.Run(fmt.Sprintf("checks=%d", n), func(b *testing.B) {
+			bm := loadChecks(b, n)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				if err := bm.e.dir.refreshSummary(bm.e.ctx, bm.m.id(), true); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkProbeCycle1000 runs full probe cycles over 1,000 mints on
+// loopback (one HTTP server, a path per mint, each with its own pubkey):
+// fetch, parse, record, roll up and summarise every mint, 16 at a time.
+func BenchmarkProbeCycle1000(b *testing.B) {
+	const mints = 1000
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		parts := strings.Split(r.URL.Path, "/") // /m/<i>/v1/info
+		if len(parts) != 5 || parts[1] != "m" {
+			http.NotFound(w, r)
+			return
+		}
+		i, _ := strconv.Atoi(parts[2])
+		switch parts[4] {
+		case "info":
+			fmt.Fprintf(w, `{"name":"Mint %d","pubkey":"02%064x","version":"bench/1","description":"d","contact":[{"method":"email","info":"x@y"}],`+
+				`"nuts":{"4":{"methods":[{"method":"bolt11","unit":"sat"}],"disabled":false},"5":{"methods":[{"method":"bolt11","unit":"sat"}],"disabled":false},"7":{"supported":true}}}`, i, i)
+		case "keysets":
+			fmt.Fprint(w, `{"keysets":[{"id":"00aa","unit":"sat","active":true,"input_fee_ppk":0}]}`)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+	e := newEnv(b, Config{ProbeInterval: 5 * time.Minute, ProbeConcurrency: 16})
+	for i := range mints {
+		e.submit(fmt.Sprintf("%s/m/%d", srv.URL, i))
+	}
+	ctx := context.Background()
+	start := time.Now()
+	if n := e.dir.ProbeAll(ctx); n != mints {
+		b.Fatalf("first cycle probed %d", n)
+	}
+	b.Logf("first cycle (metadata, keysets and history for every mint): %v", time.Since(start))
+	cpu0 := cpuTime()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		e.clock.Add(5 * time.Minute)
+		if n := e.dir.ProbeAll(ctx); n != mints {
+			b.Fatalf("cycle probed %d", n)
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N)/1e9, "cpu-s/cycle")
+	if n, _ := e.dir.Count(); n != mints {
+		b.Fatalf("%d mints after the cycles (some merged?)", n)
+	}
+}
+
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
