@@ -257,7 +257,8 @@ func (d *Directory) add(u, source, announcer string) (SubmitResult, error) {
 		if announcer != "" {
 			m.AnnouncedBy = []string{announcer}
 		}
-		m.Summary = Summary{ComputedAt: now, Trust: Trust{Level: LevelUnknown, ComputedAt: now}}
+		m.Summary = Summary{ComputedAt: now}
+		m.Summary.Trust = scoreTrust(m, nil, &m.Summary, d.cfg.SlowRTT, now)
 		if err := txn.Set(urlKey(u), nid[:]); err != nil {
 			return err
 		}

@@ -47,9 +47,13 @@ func (d *Directory) Probe(ctx context.Context, id string) error {
 		}
 	}
 	if info != nil && info.Pubkey != "" && info.Pubkey != m.PubKey {
-		merged, err := d.mergeIfKnown(m, info.Pubkey)
-		if err != nil || merged {
+		survivor, err := d.mergeIfKnown(m, info.Pubkey)
+		if err != nil {
 			return err
+		}
+		if survivor != "" {
+			sid, _ := ParseID(survivor)
+			return d.refreshSummary(ctx, sid, true) // more URLs: maybe more reviews
 		}
 	}
 	var keysets []byte
@@ -94,7 +98,7 @@ func (d *Directory) record(id ID, c *Check, info *Info, body, keysets []byte) (c
 
 func (d *Directory) recordTxn(txn *badger.Txn, m *Mint, c *Check, info *Info, body, keysets []byte) error {
 	id := m.id()
-	var gap time.Duration
+	var gap time.Duration // since the previous check (a 429 counts: the mint was up then)
 	if m.LastCheckedAt != nil && !c.Skipped {
 		gap = min(max(c.At.Sub(*m.LastCheckedAt), 0), 2*d.cfg.ProbeInterval)
 	}
@@ -163,12 +167,12 @@ func addToRollup(txn *badger.Txn, id ID, level byte, c *Check, gap time.Duration
 //   - a 429 changes nothing.
 func (d *Directory) apply(m *Mint, c *Check, disabled bool) (opened, closed *Incident) {
 	at := c.At
+	m.LastCheckedAt = &at
 	if c.Skipped {
 		c.Status = m.Status
 		return nil, nil
 	}
 	m.ChecksTotal++
-	m.LastCheckedAt = &at
 	if m.FirstCheckedAt == nil {
 		m.FirstCheckedAt = &at
 	}

@@ -10,14 +10,14 @@ import (
 // mergeIfKnown handles a check of m that found pubkey: when another mint
 // already has that pubkey, m is the same mint under another URL, so its URLs
 // move to the other record and m becomes an alias of it. The record that had
-// the pubkey first survives (its history is the longer one).
-func (d *Directory) mergeIfKnown(m *Mint, pubkey string) (merged bool, err error) {
+// the pubkey first survives (its history is the longer one); its id is
+// returned, "" when nothing was merged.
+func (d *Directory) mergeIfKnown(m *Mint, pubkey string) (survivor string, err error) {
 	d.mergeMu.Lock()
 	defer d.mergeMu.Unlock()
 	loser := m.id()
-	var survivor string
 	err = d.update(func(txn *badger.Txn) error {
-		merged, survivor = false, ""
+		survivor = ""
 		owner, ok, err := lookupID(txn, pubKeyKey(pubkey))
 		if err != nil || !ok || owner == loser {
 			return err
@@ -58,14 +58,14 @@ func (d *Directory) mergeIfKnown(m *Mint, pubkey string) (merged bool, err error
 		if err := store.PutJSON(txn, mintKey(loser), alias); err != nil {
 			return err
 		}
-		merged, survivor = true, s.ID
+		survivor = s.ID
 		return store.PutJSON(txn, mintKey(sid), s)
 	})
-	if err != nil || !merged {
-		return merged, err
+	if err != nil || survivor == "" {
+		return "", err
 	}
 	d.log.Info("mintdir: merged a mint found under another URL", "merged", m.ID, "into", survivor, "pubkey", pubkey)
-	return true, d.dropMintData(loser)
+	return survivor, d.dropMintData(loser)
 }
 
 // dropMintData deletes what a merged record collected on its own.

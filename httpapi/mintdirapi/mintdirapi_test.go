@@ -450,4 +450,7 @@ func TestAMisbehavingMintShowsItsErrorKind(t *testing.T) {
 		all["/uptime"]["uptime_pct"] != 0.0 || all["/trust"]["score_level"] != "unknown" {
 		t.Fatalf("a mint never seen up: %v", all)
 	}
+	if up := all["/trust"]["breakdown"].(map[string]any)["uptime"].(map[string]any); up["max"] != 40.0 || up["uptime_30d"] != 0.0 {
+		t.Fatalf("trust breakdown of a mint never seen up: %v", all["/trust"])
+	}
 }
