@@ -113,7 +113,7 @@ func TestMintDirectory(t *testing.T) {
 		}
 		// The prober keeps going on its own.
 		waitFor(t, 10*time.Second, "more checks", func() bool {
-			return get("/mints/"+id+"/uptime")["total_checks"].(float64) >= 3
+			return get("/mints/" + id + "/uptime")["total_checks"].(float64) >= 3
 		})
 		if v1 := get("/v1/mints/" + id + "/features"); v1["supports_bolt11"] != true {
 			t.Fatalf("/v1 features = %v", v1)
@@ -215,7 +215,7 @@ func TestMintDirectory(t *testing.T) {
 			t.Fatalf("reviews after restart: %v", rv)
 		}
 		waitFor(t, 10*time.Second, "checks after the restart", func() bool {
-			return get("/mints/"+id+"/uptime")["total_checks"].(float64) >= before+2
+			return get("/mints/" + id + "/uptime")["total_checks"].(float64) >= before+2
 		})
 	})
 }
