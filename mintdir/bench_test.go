@@ -140,11 +140,9 @@ func BenchmarkRefreshSummary(b *testing.B) {
 	}
 }
 
-// BenchmarkProbeCycle1000 runs full probe cycles over 1,000 mints on
-// loopback (one HTTP server, a path per mint, each with its own pubkey):
-// fetch, parse, record, roll up and summarise every mint, 16 at a time.
-func BenchmarkProbeCycle1000(b *testing.B) {
-	const mints = 1000
+// loopbackMints serves n mints on loopback: one HTTP server, a path per
+// mint (/m/<i>), each with its own pubkey.
+func loopbackMints(b *testing.B, n int) *httptest.Server {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		parts := strings.Split(r.URL.Path, "/") // /m/<i>/v1/info
 		if len(parts) != 5 || parts[1] != "m" {
@@ -162,17 +160,29 @@ func BenchmarkProbeCycle1000(b *testing.B) {
 			http.NotFound(w, r)
 		}
 	}))
-	defer srv.Close()
+	b.Cleanup(srv.Close)
+	return srv
+}
+
+func catalogue(b *testing.B, srv *httptest.Server, n int) *env {
 	e := newEnv(b, Config{ProbeInterval: 5 * time.Minute, ProbeConcurrency: 16})
-	for i := range mints {
+	for i := range n {
 		e.submit(fmt.Sprintf("%s/m/%d", srv.URL, i))
 	}
-	ctx := context.Background()
 	start := time.Now()
-	if n := e.dir.ProbeAll(ctx); n != mints {
-		b.Fatalf("first cycle probed %d", n)
+	if got := e.dir.ProbeAll(context.Background()); got != n {
+		b.Fatalf("first cycle probed %d", got)
 	}
-	b.Logf("first cycle (metadata, keysets and history for every mint): %v", time.Since(start))
+	b.Logf("first cycle over %d mints (metadata, keysets and history for each): %v", n, time.Since(start))
+	return e
+}
+
+// BenchmarkProbeCycle1000 runs full probe cycles over 1,000 loopback mints:
+// fetch, parse, record, roll up and summarise every mint, 16 at a time.
+func BenchmarkProbeCycle1000(b *testing.B) {
+	const mints = 1000
+	e := catalogue(b, loopbackMints(b, mints), mints)
+	ctx := context.Background()
 	cpu0 := cpuTime()
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -187,6 +197,41 @@ func BenchmarkProbeCycle1000(b *testing.B) {
 	if n, _ := e.dir.Count(); n != mints {
 		b.Fatalf("%d mints after the cycles (some merged?)", n)
 	}
+}
+
+// The listing and /stats walk the whole catalogue.
+func BenchmarkCatalogue1000(b *testing.B) {
+	const mints = 1000
+	e := catalogue(b, loopbackMints(b, mints), mints)
+	b.Run("list", func(b *testing.B) {
+		b.ReportAllocs()
+		for range b.N {
+			if page, total, err := e.dir.List(e.ctx, ListOptions{Sort: "trust", Limit: 50}); err != nil || total != mints || len(page) != 50 {
+				b.Fatal(total, err)
+			}
+		}
+	})
+	b.Run("stats-uncached", func(b *testing.B) {
+		b.ReportAllocs()
+		for range b.N {
+			e.clock.Add(statsTTL)
+			if s, err := e.dir.Stats(e.ctx); err != nil || s.MintsTotal != mints {
+				b.Fatal(s.MintsTotal, err)
+			}
+		}
+	})
+	b.Run("get", func(b *testing.B) {
+		m, _, _ := e.dir.List(e.ctx, ListOptions{Limit: 1})
+		id := m[0].ID
+		b.ReportAllocs()
+		for range b.N {
+			got, err := e.dir.Get(e.ctx, id)
+			if err != nil {
+				b.Fatal(err)
+			}
+			e.dir.CountView(got, "198.51.100.7", "bench")
+		}
+	})
 }
 
 func cpuTime() time.Duration {

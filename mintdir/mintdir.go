@@ -63,6 +63,7 @@ type Directory struct {
 	views  *viewCounter
 	work   chan func(context.Context)
 	stats  statsCache
+	list   listCache
 
 	reviewsSeen atomic.Int64 // bumped when a review is saved; invalidates cached stats
 	mergeMu     sync.Mutex   // one merge at a time keeps two merges from crossing
