@@ -58,7 +58,7 @@ func ParseInfo(body []byte) (Info, error) {
 		}
 	}
 	var t float64
-	if json.Unmarshal(raw["time"], &t) == nil && t > 0 && t < math.MaxInt32*4 {
+	if json.Unmarshal(raw["time"], &t) == nil && t > 0 && t < 1e11 { // seconds; anything larger is nonsense
 		in.Time = int64(t)
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw["nuts"]))

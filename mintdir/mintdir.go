@@ -19,6 +19,7 @@ import (
 	"github.com/dgraph-io/badger/v4"
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/outpost-relay/outpost/probe"
+	"github.com/outpost-relay/outpost/ratelimit"
 )
 
 // Events is the part of the relay's event store the directory reads reviews from.
@@ -65,6 +66,8 @@ type Directory struct {
 	stats  statsCache
 	list   listCache
 
+	announcers *ratelimit.Limiter // new mints per announcement author
+
 	reviewsSeen atomic.Int64 // bumped when a review is saved; invalidates cached stats
 	mergeMu     sync.Mutex   // one merge at a time keeps two merges from crossing
 }
@@ -90,6 +93,7 @@ func New(cfg Config) *Directory {
 		client: probe.NewClient(probe.ClientOptions{Timeout: cfg.ProbeTimeout, AllowPrivate: cfg.AllowPrivate}),
 		work:   make(chan func(context.Context), 1024)}
 	d.views = newViewCounter(cfg.Now)
+	d.announcers = ratelimit.New(announcedMintsPerHour, time.Hour, cfg.Now)
 	d.prober = probe.New(probe.Config{
 		Interval:    cfg.ProbeInterval,
 		Deadline:    3*cfg.ProbeTimeout + 5*time.Second, // info, keysets and the writes

@@ -116,15 +116,32 @@ func (d *Directory) takeReview(ctx context.Context, ev *nostr.Event) {
 	}
 }
 
+// Announcements are open to anyone who can publish to the relay; these keep
+// one author from filling the catalogue.
+const (
+	announcedURLsPerEvent = 5
+	announcedMintsPerHour = 20 // new mints per author
+)
+
 // takeAnnouncement adds the announced URLs (clearnet ones that pass the SSRF
 // guard) as mints; the prober then learns whether they are the mint they
 // claim to be, and merges URLs that share a pubkey.
 func (d *Directory) takeAnnouncement(ctx context.Context, ev *nostr.Event) {
+	n := 0
 	for t := range ev.Tags.FindAll("u") {
+		if n++; n > announcedURLsPerEvent {
+			return
+		}
 		u, err := d.checkURL(ctx, t[1])
 		if err != nil {
 			d.log.Debug("mintdir: announced URL refused", "event", ev.ID, "url", t[1], "err", err)
 			continue
+		}
+		if known, _ := d.GetByURL(ctx, u); known == nil {
+			if ok, _ := d.announcers.Allow(ev.PubKey); !ok {
+				d.log.Info("mintdir: announcer over its hourly limit", "pubkey", ev.PubKey, "url", u)
+				return
+			}
 		}
 		if _, err := d.add(u, "announcement", ev.PubKey); err != nil {
 			d.log.Error("mintdir: add announced mint", "url", u, "err", err)

@@ -132,3 +132,27 @@ func TestAnnouncementsAddMints(t *testing.T) {
 		t.Fatalf("%d mints: the .onion URL was added", n)
 	}
 }
+
+func TestAnnouncementsAreBounded(t *testing.T) {
+	e := newEnv(t, Config{})
+	sk := nostr.GeneratePrivateKey()
+	var tags []nostr.Tag
+	for i := range 8 {
+		tags = append(tags, nostr.Tag{"u", "http://127.0.0.1:" + itoa(20000+i)})
+	}
+	e.save(signed(t, sk, 38172, time.Now(), "", append([]nostr.Tag{{"d", pk1}}, tags...)...))
+	if n, _ := e.dir.Count(); n != announcedURLsPerEvent {
+		t.Fatalf("%d mints from one announcement, want %d", n, announcedURLsPerEvent)
+	}
+	for i := range 30 {
+		e.save(signed(t, sk, 38172, time.Now(), "", nostr.Tag{"d", pk1}, nostr.Tag{"u", "http://127.0.0.1:" + itoa(21000+i)}))
+	}
+	if n, _ := e.dir.Count(); n != announcedMintsPerHour {
+		t.Fatalf("%d mints from one author within the hour, want %d", n, announcedMintsPerHour)
+	}
+	e.clock.Add(time.Hour)
+	e.save(signed(t, sk, 38172, time.Now(), "", nostr.Tag{"d", pk1}, nostr.Tag{"u", "http://127.0.0.1:22000"}))
+	if n, _ := e.dir.Count(); n != announcedMintsPerHour+1 {
+		t.Fatalf("an hour later: %d mints", n)
+	}
+}
