@@ -35,6 +35,9 @@ usage:
   outpost apikey list | revoke <id|name>
   outpost ban add <pubkey> --reason R [--duration 24h] | remove <pubkey> | list
   outpost words add|remove <word> | list
+  outpost nip98 keygen                          a Nostr key to try the faucet with (OUTPOST_NSEC=...)
+  outpost nip98 sign [--method M] [--body B] <url>
+                                                the Authorization header of a NIP-98 request
   outpost version
 
 Admin commands talk to a running outpost through <data-dir>/outpost.sock, or
@@ -64,6 +67,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return nil
 	case "apikey", "ban", "words":
 		return adminCLI(ctx, cmd, args, getenv, stdout, stderr)
+	case "nip98":
+		return nip98CLI(args, getenv, stdin, stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, topUsage)
 		return nil
