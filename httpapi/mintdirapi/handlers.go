@@ -118,9 +118,6 @@ func handleUptime(d *mintdir.Directory) mintHandler {
 	}
 }
 
-// maxPoints is a 30-day series of 5-minute buckets.
-const maxPoints = 30*24*12 + 1
-
 func handleTimeseries(d *mintdir.Directory) mintHandler {
 	return func(r *http.Request, m *mintdir.Mint) (any, error) {
 		q := r.URL.Query()
@@ -132,8 +129,9 @@ func handleTimeseries(d *mintdir.Directory) mintHandler {
 		if err != nil {
 			return nil, err
 		}
-		// A series is read whole by default: a chart cut at 50 points is no chart.
-		before, limit, err := pagingMax(r, maxPoints, maxPoints)
+		// Paged like every list (design/mintdir.md): newest first, limit
+		// 50 by default and 500 at most, the next page with ?before=.
+		before, limit, err := paging(r, defaultLimit)
 		if err != nil {
 			return nil, err
 		}
@@ -220,10 +218,7 @@ const (
 
 // paging reads ?limit= (1–500, default def) and ?before= (ISO 8601).
 func paging(r *http.Request, def int) (before time.Time, limit int, err error) {
-	return pagingMax(r, def, maxLimit)
-}
-
-func pagingMax(r *http.Request, def, most int) (before time.Time, limit int, err error) {
+	most := maxLimit
 	q := r.URL.Query()
 	limit = def
 	if s := q.Get("limit"); s != "" {

@@ -228,9 +228,16 @@ func TestAgainstARealMint(t *testing.T) {
 		if s := all["/status"]; s["status"] != "online" || s["current_rtt_ms"] == nil || s["last_error"] != nil {
 			t.Fatalf("status = %v", s)
 		}
+		// A series is paged like every list: 50 points, newest first, and
+		// ?before= the last one's time gives the next 50.
 		pts := all["/uptime/timeseries"]["points"].([]any)
-		if len(pts) != 289 || pts[0].(map[string]any)["state"] != "online" || pts[len(pts)-1].(map[string]any)["state"] != "unknown" {
+		if len(pts) != 50 || pts[0].(map[string]any)["state"] != "online" || pts[49].(map[string]any)["state"] != "unknown" {
 			t.Fatalf("timeseries: %d points, first %v", len(pts), pts[0])
+		}
+		last := pts[49].(map[string]any)["timestamp"].(string)
+		next := api.Do("GET", "/mints/"+id+"/uptime/timeseries?before="+last+"&limit=500", nil).Map(t)["points"].([]any)
+		if len(next) != 289-50 || next[0].(map[string]any)["timestamp"].(string) >= last {
+			t.Fatalf("the next page: %d points starting %v, want %d before %s", len(next), next[0], 289-50, last)
 		}
 		if h := all["/metadata/history"]["history"].([]any); len(h) != 1 || h[0].(map[string]any)["change_type"] != "initial" {
 			t.Fatalf("history = %v", h)

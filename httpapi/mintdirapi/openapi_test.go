@@ -263,7 +263,7 @@ func mintResources() []struct {
 		{"/uptime", "Uptime summary of a window", "Uptime", []obj{pWindow}},
 		{"/uptime/timeseries", "Uptime timeseries, newest bucket first", "Timeseries", []obj{pWindow,
 			qparam("bucket", "Default 5m for 24h, 1h for 7d and 30d", enum("5m", "15m", "1h"), false),
-			qparam("limit", "Points to return; default the whole window", obj{"type": "integer", "minimum": 1, "maximum": 8641}, false), pBefore}},
+			pLimit, pBefore}},
 		{"/incidents", "Incidents, newest first", "", []obj{pLimit, pBefore}},
 		{"/trust", "Trust score with its breakdown", "Trust", nil},
 		{"/reviews", "NIP-87 reviews (kind 38000, k=38172), newest first, one per author", "", []obj{pLimit, pBefore}},
