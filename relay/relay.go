@@ -92,6 +92,7 @@ func New(cfg Config) *Relay {
 		banlist.RejectInvalidReports,
 	)
 	rl.RejectEvent = append(rl.RejectEvent, banPolicies(cfg.BanList)...)
+	rl.RejectEvent = append(rl.RejectEvent, r.rejectDeleted)
 
 	rl.Info.Name = cfg.Name
 	rl.Info.Description = cfg.Description

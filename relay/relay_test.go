@@ -3,6 +3,7 @@ package relay_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"encoding/base64"
 	"encoding/json"
 	"io"
@@ -203,4 +204,38 @@ func TestServiceEventsSkipPolicyAndShutdownRefusesWrites(t *testing.T) {
 func mustPK(t *testing.T) string {
 	pk, _ := nostr.GetPublicKey(nostr.GeneratePrivateKey())
 	return pk
+}
+
+// NIP-09: once its author deleted an event, the relay refuses it again.
+func TestDeletedEventsStayDeleted(t *testing.T) {
+	e := newEnv(t)
+	c, _ := relaytest.Dial(t, e.srv.URL)
+	sk := nostr.GeneratePrivateKey()
+	ev := relaytest.Sign(t, sk, 1, "regret")
+	if err := relaytest.Publish(t, c, ev); err != nil {
+		t.Fatal(err)
+	}
+	del := relaytest.Sign(t, sk, 5, "", nostr.Tag{"e", ev.ID})
+	if err := relaytest.Publish(t, c, del); err != nil {
+		t.Fatal(err)
+	}
+	err := relaytest.Publish(t, c, ev)
+	if err == nil || !strings.Contains(err.Error(), "deleted") {
+		t.Fatalf("republishing a deleted event: %v", err)
+	}
+	// Someone else's deletion request does not count.
+	other := relaytest.Sign(t, sk, 1, "keep me")
+	relaytest.Publish(t, c, other)
+	relaytest.Publish(t, c, relaytest.Sign(t, nostr.GeneratePrivateKey(), 5, "", nostr.Tag{"e", other.ID}))
+	if got := relaytest.Query(t, c, nostr.Filter{IDs: []string{other.ID}}); len(got) != 1 {
+		t.Fatalf("a stranger deleted an event: %v", got)
+	}
+	// Addressable events deleted by address stay deleted up to the deletion's time.
+	d := relaytest.Sign(t, sk, 30023, "article", nostr.Tag{"d", "post"})
+	relaytest.Publish(t, c, d)
+	addr := fmt.Sprintf("30023:%s:post", d.PubKey)
+	relaytest.Publish(t, c, relaytest.Sign(t, sk, 5, "", nostr.Tag{"a", addr}))
+	if err := relaytest.Publish(t, c, d); err == nil || !strings.Contains(err.Error(), "deleted") {
+		t.Fatalf("republishing a deleted addressable event: %v", err)
+	}
 }
