@@ -3,9 +3,9 @@ package relay_test
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
