@@ -81,6 +81,11 @@ func (s *Service) DepositInfo(ctx context.Context, amountSats int64) (DepositInf
 		return DepositInfo{}, outpost.Errorf(outpost.Unprocessable, "amount_out_of_range",
 			"deposits by Lightning take %d to %d sats", d.MinSats, d.MaxSats).With("min_sats", d.MinSats).With("max_sats", d.MaxSats)
 	}
+	if n, err := s.openDeposits(); err != nil {
+		return DepositInfo{}, err
+	} else if n >= maxOpenDeposits {
+		return DepositInfo{}, outpost.Errorf(outpost.Unavailable, "deposits_busy", "too many deposit invoices are waiting to be paid; try again later")
+	}
 	mq, err := s.tr.RequestMint(ctx, amountSats)
 	if err != nil {
 		return DepositInfo{}, err
@@ -91,6 +96,24 @@ func (s *Service) DepositInfo(ctx context.Context, amountSats int64) (DepositInf
 	}
 	info.AmountSats, info.Invoice, info.QuoteID, info.ExpiresAt = &dep.AmountSats, &dep.Invoice, &dep.ID, &dep.ExpiresAt
 	return info, nil
+}
+
+// maxOpenDeposits caps the deposit invoices waiting to be paid: each one
+// costs the background job a question to the mint per round until it
+// expires, and anyone may ask for one.
+const maxOpenDeposits = 1000
+
+func (s *Service) openDeposits() (int, error) {
+	n := 0
+	err := s.db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: key(kindOpenDeposit)})
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			n++
+		}
+		return nil
+	})
+	return n, err
 }
 
 func (s *Service) openDeposit(kind string, mq treasury.MintQuote) (Deposit, error) {

@@ -151,6 +151,7 @@ type Service struct {
 	refresh *ratelimit.Limiter
 	kick    chan struct{}
 	mint    mintHealth
+	tidied  time.Time // used by Run's goroutine only
 }
 
 // New loads (or creates) the faucet's secret and returns the service.

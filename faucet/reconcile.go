@@ -60,7 +60,17 @@ func (s *Service) tick(ctx context.Context) {
 	s.ReconcileClaims(ctx)
 	s.completeDeposits(ctx)
 	s.topUp(ctx)
+	if time.Since(s.tidied) >= tidyEvery {
+		s.tidied = time.Now()
+		if err := s.tr.Tidy(ctx); err != nil {
+			s.log.Debug("faucet wallet: tidy", "err", err)
+		}
+	}
 }
+
+// tidyEvery is how often the wallet forgets ecash it handed out that the
+// mint reports spent (tokens users redeemed).
+const tidyEvery = time.Hour
 
 func (s *Service) checkMint(ctx context.Context) {
 	s.mint.mu.Lock()

@@ -156,3 +156,19 @@ func TestNIP98Failures(t *testing.T) {
 		t.Fatalf("%d users stored, want 2", users)
 	}
 }
+
+// TestPublicURL: behind a proxy the faucet is reached at 127.0.0.1 but
+// known as OUTPOST_PUBLIC_URL, and NIP-98 events must name the latter.
+func TestPublicURL(t *testing.T) {
+	e := newEnvAt(t, "https://faucet.example", 0, nil)
+	u := e.newUser("behind", theMint, nil)
+	want(t, e.signed(u, "POST", "/auth/login", nil), 200, "")
+	h, _ := nip98.Sign(u.sk, "POST", e.url+"/faucet/auth/login", nil, e.clock.Now())
+	r := e.api.Do("POST", "/auth/login", nil, "Authorization", h)
+	want(t, r, 401, "unauthorized")
+	if !strings.Contains(string(r.Body), `"expected_u":"https://faucet.example/faucet/auth/login"`) {
+		t.Fatalf("an event for the server's own address: %s", r.Body)
+	}
+	q, _ := nip98.Sign(u.sk, "GET", "https://faucet.example/faucet/auth/me?x=1", nil, e.clock.Now())
+	want(t, e.api.Do("GET", "/auth/me?x=1", nil, "Authorization", q), 200, "")
+}

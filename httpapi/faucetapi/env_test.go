@@ -87,6 +87,7 @@ func (l *logBuffer) String() string { l.mu.Lock(); defer l.mu.Unlock(); return l
 type env struct {
 	t       *testing.T
 	url     string // server URL; the faucet is at url + "/faucet"
+	public  string // OUTPOST_PUBLIC_URL as the faucet knows it; url unless a test says otherwise
 	api     *apitest.Client
 	svc     *faucet.Service
 	tr      *treasury.Treasury
@@ -115,7 +116,13 @@ func baseConfig() faucet.Config {
 // newEnv starts a faucet funded with fundSats; mod adjusts its config.
 func newEnv(t *testing.T, fundSats int64, mod func(*faucet.Config)) *env {
 	t.Helper()
-	e := &env{t: t, clock: &clock{t: time.Now().Truncate(time.Second)}, log: &logBuffer{}, wallet: t.TempDir(), cfg: baseConfig()}
+	return newEnvAt(t, "", fundSats, mod)
+}
+
+// newEnvAt is newEnv behind a public URL other than the server's own.
+func newEnvAt(t *testing.T, public string, fundSats int64, mod func(*faucet.Config)) *env {
+	t.Helper()
+	e := &env{public: public, t: t, clock: &clock{t: time.Now().Truncate(time.Second)}, log: &logBuffer{}, wallet: t.TempDir(), cfg: baseConfig()}
 	if mod != nil {
 		mod(&e.cfg)
 	}
@@ -127,6 +134,9 @@ func newEnv(t *testing.T, fundSats int64, mod func(*faucet.Config)) *env {
 	e.st = st
 	srv := httptest.NewUnstartedServer(nil)
 	e.url = "http://" + srv.Listener.Addr().String()
+	if e.public == "" {
+		e.public = e.url
+	}
 	rl := relay.New(relay.Config{Store: st, BanList: policies.NewBanList(), Log: log, PublicURL: e.url, ServicePub: fmt.Sprintf("%064x", 1)})
 	srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { (*e.handler.Load()).ServeHTTP(w, r) })
 	srv.Config.ConnState = rl.TrackConn
@@ -175,7 +185,7 @@ func (e *env) build(rl *relay.Relay, log *slog.Logger) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	routes := faucetapi.Routes(faucetapi.Config{Service: svc, Verifier: nip98.NewVerifier(0, e.clock.Now), PublicURL: e.url,
+	routes := faucetapi.Routes(faucetapi.Config{Service: svc, Verifier: nip98.NewVerifier(0, e.clock.Now), PublicURL: e.public,
 		Log: log, Now: e.clock.Now, LoginPerMin: 10_000, DepositPerMin: 10_000})
 	h := httpapi.New(httpapi.Config{Relay: rl, Log: log, TrustedProxies: []string{"127.0.0.1/32"},
 		Services: []httpapi.Service{{Name: "faucet", Mount: "/faucet", Routes: routes, Health: faucetapi.Health(svc)}}})
@@ -333,7 +343,7 @@ func (e *env) signed(u *user, method, path string, body any) *apitest.Response {
 	e.t.Helper()
 	e.clock.Add(time.Second)
 	b := raw(body)
-	h, err := nip98.Sign(u.sk, method, e.url+"/faucet"+path, b, e.clock.Now())
+	h, err := nip98.Sign(u.sk, method, e.public+"/faucet"+path, b, e.clock.Now())
 	if err != nil {
 		e.t.Fatal(err)
 	}
