@@ -224,8 +224,10 @@ func (s *Service) SimulatePayment(ctx context.Context, invoice string) (string, 
 }
 
 // completeDeposits mints the ecash of paid deposit invoices and closes
-// expired ones.
-func (s *Service) completeDeposits(ctx context.Context) {
+// expired ones. Fresh invoices are asked about every round; older ones,
+// which anyone may have asked for and left unpaid, once a minute unless
+// the job was kicked (after a simulated payment, say).
+func (s *Service) completeDeposits(ctx context.Context, kicked bool) {
 	var open []Deposit
 	err := s.db.View(func(txn *badger.Txn) error {
 		it := txn.NewIterator(badger.IteratorOptions{Prefix: key(kindOpenDeposit)})
@@ -248,10 +250,19 @@ func (s *Service) completeDeposits(ctx context.Context) {
 		s.log.Error("faucet deposits: list", "err", err)
 		return
 	}
+	now := s.now()
+	asked := make(map[string]time.Time, len(open)) // replaces s.depositAsked: closed ones drop out
+	defer func() { s.depositAsked = asked }()
 	for _, d := range open {
+		last, seen := s.depositAsked[d.ID]
+		asked[d.ID] = last
 		if ctx.Err() != nil {
-			return
+			continue
 		}
+		if !kicked && seen && now.Sub(time.Unix(d.CreatedAt, 0)) > 10*time.Minute && now.Sub(last) < time.Minute {
+			continue
+		}
+		asked[d.ID] = now
 		st, err := s.tr.CompleteMint(ctx, d.MintQuoteID)
 		if err != nil {
 			s.log.Debug("faucet deposits: not completed yet", "deposit", d.ID, "err", err)
@@ -263,7 +274,7 @@ func (s *Service) completeDeposits(ctx context.Context) {
 		case st == treasury.MintLost:
 			s.log.Warn("faucet deposits: the mint issued this quote's ecash, but not to our wallet's records", "deposit", d.ID)
 			s.closeDeposit(d, DepositLost)
-		case s.now().Unix() > d.ExpiresAt+int64(time.Hour.Seconds()):
+		case now.Unix() > d.ExpiresAt+int64(time.Hour.Seconds()):
 			// Expired invoices can no longer be paid; an hour of slack
 			// covers clock differences with the mint.
 			s.closeDeposit(d, DepositExpired)

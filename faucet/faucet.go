@@ -151,7 +151,9 @@ type Service struct {
 	refresh *ratelimit.Limiter
 	kick    chan struct{}
 	mint    mintHealth
-	tidied  time.Time // used by Run's goroutine only
+	// Used by Run's goroutine only.
+	tidied       time.Time
+	depositAsked map[string]time.Time // open deposit → when the mint was last asked
 }
 
 // New loads (or creates) the faucet's secret and returns the service.

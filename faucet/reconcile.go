@@ -35,19 +35,22 @@ type mintHealth struct {
 func (s *Service) Run(ctx context.Context) {
 	t := time.NewTicker(s.cfg.PollInterval)
 	defer t.Stop()
+	kicked := true
 	for {
-		s.tick(ctx)
+		s.tick(ctx, kicked)
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+			kicked = false
 		case <-s.kick:
+			kicked = true
 		}
 	}
 }
 
 // tick does one round; a panic in it is logged, not fatal to the program.
-func (s *Service) tick(ctx context.Context) {
+func (s *Service) tick(ctx context.Context, kicked bool) {
 	defer func() {
 		if r := recover(); r != nil {
 			s.log.Error("faucet background job panicked", "panic", r)
@@ -58,7 +61,7 @@ func (s *Service) tick(ctx context.Context) {
 	defer cancel()
 	s.checkMint(ctx)
 	s.ReconcileClaims(ctx)
-	s.completeDeposits(ctx)
+	s.completeDeposits(ctx, kicked)
 	s.topUp(ctx)
 	if time.Since(s.tidied) >= tidyEvery {
 		s.tidied = time.Now()

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
+	"github.com/outpost-relay/outpost"
 	"github.com/outpost-relay/outpost/store"
 )
 
@@ -128,8 +129,12 @@ func (s *Service) Eligibility(ctx context.Context, sess Session, u User, ip stri
 		e.Reasons = append(e.Reasons, "budget_exhausted")
 		later(nextDay(now))
 	}
-	if s.checkBalance(amount) != nil {
-		e.Reasons = append(e.Reasons, "insufficient_funds")
+	if err := s.checkBalance(amount); err != nil {
+		if e2 := outpost.AsError(err); e2 != nil && e2.Code == "mint_unavailable" {
+			e.Reasons = append(e.Reasons, "mint_unavailable")
+		} else {
+			e.Reasons = append(e.Reasons, "insufficient_funds")
+		}
 	}
 	sort.Strings(e.Reasons)
 	e.Eligible = len(e.Reasons) == 0
