@@ -3,12 +3,16 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -57,38 +61,71 @@ type goBench struct {
 	NsPerOp     float64
 	BytesPerOp  float64
 	AllocsPerOp float64
+	Metrics     map[string]float64 // every "value unit" pair, custom ones included
 }
 
-var benchLine = regexp.MustCompile(`^(Benchmark\S+?)(?:-\d+)?\s+\d+\s+([\d.]+) ns/op(?:\s+([\d.]+) B/op\s+([\d.]+) allocs/op)?`)
+var benchName = regexp.MustCompile(`^(Benchmark\S+?)(?:-\d+)?(\s|$)`)
 
-// runGoBench runs the benchmarks matching pattern in pkg and returns each one's median.
-func runGoBench(dir, pkg, pattern string, benchtime string, count int) (map[string]goBench, error) {
-	cmd := exec.Command("go", "test", "-run", "^$", "-bench", pattern, "-benchmem", "-benchtime", benchtime, "-count", strconv.Itoa(count), pkg)
-	cmd.Dir = dir
+// benchRun is the medians of one run of a package's benchmarks, and what the
+// benchmark process itself used.
+type benchRun struct {
+	Results map[string]goBench
+	PeakRSS int64         // bytes
+	CPU     time.Duration // user + system
+}
+
+// runGoBench compiles pkg's tests and runs the benchmarks matching pattern,
+// returning each one's median (by ns/op) over count runs.
+func runGoBench(dir, pkg, pattern string, benchtime string, count int) (benchRun, error) {
+	bin := filepath.Join(os.TempDir(), fmt.Sprintf("outpost-bench-%d-%s.test", os.Getpid(), filepath.Base(pkg)))
+	build := exec.Command("go", "test", "-c", "-o", bin, pkg)
+	build.Dir = dir
+	if out, err := build.CombinedOutput(); err != nil {
+		return benchRun{}, fmt.Errorf("go test -c %s: %v\n%s", pkg, err, out)
+	}
+	defer os.Remove(bin)
+	cmd := exec.Command(bin, "-test.run", "^$", "-test.bench", pattern, "-test.benchmem", "-test.benchtime", benchtime, "-test.count", strconv.Itoa(count))
+	cmd.Dir = filepath.Join(dir, pkg)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		return nil, fmt.Errorf("go test -bench %s %s: %v\n%s", pattern, pkg, err, out)
+		return benchRun{}, fmt.Errorf("benchmarks %s in %s: %v\n%s", pattern, pkg, err, out)
+	}
+	run := benchRun{Results: map[string]goBench{}}
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		run.PeakRSS = ru.Maxrss << 10
+		run.CPU = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 	}
 	runs := map[string][]goBench{}
+	name := ""
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	for sc.Scan() {
-		m := benchLine.FindStringSubmatch(strings.TrimSpace(sc.Text()))
-		if m == nil {
+		line := sc.Text()
+		if m := benchName.FindStringSubmatch(line); m != nil {
+			name = m[1]
+		}
+		// A result may come on a line of its own when a log line cut in.
+		f := strings.Fields(line)
+		at := slices.Index(f, "ns/op")
+		if name == "" || at < 1 {
 			continue
 		}
-		var b goBench
-		b.NsPerOp, _ = strconv.ParseFloat(m[2], 64)
-		b.BytesPerOp, _ = strconv.ParseFloat(m[3], 64)
-		b.AllocsPerOp, _ = strconv.ParseFloat(m[4], 64)
-		runs[m[1]] = append(runs[m[1]], b)
+		b := goBench{Metrics: map[string]float64{}}
+		for i := at - 1; i+1 < len(f); i += 2 {
+			v, err := strconv.ParseFloat(f[i], 64)
+			if err != nil {
+				break
+			}
+			b.Metrics[f[i+1]] = v
+		}
+		b.NsPerOp, b.BytesPerOp, b.AllocsPerOp = b.Metrics["ns/op"], b.Metrics["B/op"], b.Metrics["allocs/op"]
+		runs[name] = append(runs[name], b)
 	}
-	res := map[string]goBench{}
 	for name, rs := range runs {
-		slices.SortFunc(rs, func(a, b goBench) int { return int(a.NsPerOp - b.NsPerOp) })
-		res[name] = rs[len(rs)/2]
+		slices.SortFunc(rs, func(a, b goBench) int { return cmp.Compare(a.NsPerOp, b.NsPerOp) })
+		run.Results[name] = rs[len(rs)/2]
 	}
-	if len(res) == 0 {
-		return nil, fmt.Errorf("no benchmark matched %s in %s:\n%s", pattern, pkg, out)
+	if len(run.Results) == 0 {
+		return run, fmt.Errorf("no benchmark matched %s in %s:\n%s", pattern, pkg, out)
 	}
-	return res, nil
+	return run, nil
 }

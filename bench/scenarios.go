@@ -18,16 +18,18 @@ var scenarios = []scenario{
 	{"2. relay ingest and REQ", ingestScenario},
 	{"3. ban status check", statusScenario},
 	{"4. full ban list", listScenario},
+	{"5. mint directory", mintdirScenario},
 	{"6. memory", memoryScenario},
 }
 
 // 1. The policy as a Go benchmark, against verifying the event's signature,
 // which every relay does for every event anyway.
 func policyScenario(b *bench) ([]row, error) {
-	res, err := runGoBench(b.repo, "./policies", "^(BenchmarkPolicy|BenchmarkVerifySignature)$", b.BenchTime, b.Count)
+	run, err := runGoBench(b.repo, "./policies", "^(BenchmarkPolicy|BenchmarkVerifySignature)$", b.BenchTime, b.Count)
 	if err != nil {
 		return nil, err
 	}
+	res := run.Results
 	verify := res["BenchmarkVerifySignature"]
 	base := fmt.Sprintf("%s (schnorr verify)", ns(verify.NsPerOp))
 	var rows []row
@@ -206,6 +208,44 @@ func listScenario(b *bench) ([]row, error) {
 	})
 }
 
+// 5. The 30-day queries with 100,000 checks against the same queries with
+// 1,000, and a probe cycle over 1,000 loopback mints against fetching the
+// same documents with plain net/http.
+func mintdirScenario(b *bench) ([]row, error) {
+	run, err := runGoBench(b.repo, "./mintdir", "^(BenchmarkUptime30d|BenchmarkTimeseries30d)$", b.BenchTime, b.Count)
+	if err != nil {
+		return nil, err
+	}
+	var rows []row
+	for _, q := range []struct{ name, label string }{{"BenchmarkUptime30d", "30-day uptime summary"}, {"BenchmarkTimeseries30d", "30-day timeseries (1h buckets)"}} {
+		big, small := run.Results[q.name+"/checks=100000"], run.Results[q.name+"/checks=1000"]
+		rows = append(rows, row{measure: q.label + " with 100,000 checks", value: ns(big.NsPerOp), baseline: ns(small.NsPerOp) + " (1,000 checks)",
+			ratio: big.NsPerOp / small.NsPerOp, target: "≤ 2×", holds: ptr(big.NsPerOp <= 2*small.NsPerOp)})
+	}
+	cycles := "3x"
+	if b.Count == 1 {
+		cycles = "1x"
+	}
+	probeRun, err := runGoBench(b.repo, "./mintdir", "^BenchmarkProbeCycle1000$", cycles, 1)
+	if err != nil {
+		return nil, err
+	}
+	fetchRun, err := runGoBench(b.repo, "./mintdir", "^BenchmarkFetchCycle1000$", cycles, 1)
+	if err != nil {
+		return nil, err
+	}
+	p, f := probeRun.Results["BenchmarkProbeCycle1000"], fetchRun.Results["BenchmarkFetchCycle1000"]
+	sec := func(v float64) string { return fmt.Sprintf("%.3f s", v) }
+	return append(rows,
+		row{measure: "probe cycle over 1,000 loopback mints, wall", value: sec(p.NsPerOp / 1e9), baseline: sec(f.NsPerOp/1e9) + " (plain fetch)", ratio: p.NsPerOp / f.NsPerOp},
+		row{measure: "probe cycle, CPU (mints served in-process)", value: sec(p.Metrics["cpu-s/cycle"]), baseline: sec(f.Metrics["cpu-s/cycle"]) + " (plain fetch)",
+			ratio: p.Metrics["cpu-s/cycle"] / f.Metrics["cpu-s/cycle"]},
+		row{measure: "probe cycle, allocated per cycle", value: mb(int64(p.BytesPerOp)), baseline: mb(int64(f.BytesPerOp)) + " (plain fetch)", ratio: p.BytesPerOp / f.BytesPerOp},
+		row{measure: "peak RSS of the benchmark process", value: mb(probeRun.PeakRSS), baseline: mb(fetchRun.PeakRSS) + " (plain fetch)",
+			ratio: float64(probeRun.PeakRSS) / float64(fetchRun.PeakRSS)},
+	), nil
+}
+
 // 6. Peak RSS holding the seeded bans and words plus many stored events,
 // against the same binary on an empty data dir.
 func memoryScenario(b *bench) ([]row, error) {
@@ -215,16 +255,18 @@ func memoryScenario(b *bench) ([]row, error) {
 	}
 	defer os.RemoveAll(dir)
 	var s seeded
-	if err := runJSON(&s, b.self, "seed", "-dir", dir, "-events", fmt.Sprint(b.Events)); err != nil {
+	if err := runJSON(&s, b.self, "seed", "-dir", dir, "-events", fmt.Sprint(b.Events), "-mints", fmt.Sprint(b.Mints)); err != nil {
 		return nil, err
 	}
 	peak := func(dataDir string) (int64, error) {
-		srv, err := startServer(b.outpost, nil, outpostEnv(dataDir)...)
+		// The seeded mints are on loopback ports nobody serves: they are
+		// probed, and fail, as mints do.
+		srv, err := startServer(b.outpost, nil, append(outpostEnv(dataDir), "OUTPOST_PROBE_ALLOW_PRIVATE=true")...)
 		if err != nil {
 			return 0, err
 		}
 		defer srv.stop()
-		for _, p := range []string{"/health", "/banlist/blocked/pubkeys", "/banlist/blocked/words"} {
+		for _, p := range []string{"/health", "/banlist/blocked/pubkeys", "/banlist/blocked/words", "/mintdir/mints?limit=500", "/mintdir/stats"} {
 			if _, _, err := fetch(srv.url + p); err != nil {
 				return 0, err
 			}
@@ -241,7 +283,7 @@ func memoryScenario(b *bench) ([]row, error) {
 	if err != nil {
 		return nil, err
 	}
-	return []row{{measure: fmt.Sprintf("peak RSS with %d bans, %d words, %d events", b.Bans, b.Words, b.Events),
+	return []row{{measure: fmt.Sprintf("peak RSS with %d bans, %d words, %d mints, %d events", b.Bans, b.Words, b.Mints, b.Events),
 		value: mb(loaded), baseline: mb(empty) + " (empty data dir)", ratio: float64(loaded) / float64(empty)}}, nil
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/outpost-relay/outpost/banlist"
+	"github.com/outpost-relay/outpost/mintdir"
 	"github.com/outpost-relay/outpost/policies"
 	"github.com/outpost-relay/outpost/store"
 )
@@ -32,6 +33,7 @@ func seedMain(args []string) error {
 	bans := fs.Int("bans", 0, "bans to add")
 	words := fs.Int("words", 0, "blocked words to add")
 	events := fs.Int("events", 0, "signed kind-1 events to store")
+	mints := fs.Int("mints", 0, "mints to add to the directory (on loopback ports nobody serves)")
 	fs.Parse(args)
 	if *dir == "" {
 		return fmt.Errorf("seed: -dir is required")
@@ -64,6 +66,12 @@ func seedMain(args []string) error {
 	}
 	for i := range *words {
 		if _, err := svc.AddWord(ctx, "bench", fmt.Sprintf("blockedword%04d", i)); err != nil {
+			return err
+		}
+	}
+	dir2 := mintdir.New(mintdir.Config{DB: st.DB, Events: st.Events, Log: log, AllowPrivate: true})
+	for i := range *mints {
+		if _, err := dir2.Submit(ctx, fmt.Sprintf("http://127.0.0.%d:9/mint/%d", 1+i%250, i)); err != nil {
 			return err
 		}
 	}

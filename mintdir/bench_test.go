@@ -3,6 +3,8 @@ package mintdir
 import (
 	"context"
 	"fmt"
+	"io"
+	"log"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -27,6 +29,7 @@ var (
 // TestMain closes and removes the benchmarks' shared stores, which outlive
 // any one (sub-)benchmark.
 func TestMain(m *testing.M) {
+	log.SetOutput(io.Discard) // eventstore announces its migration through the standard log
 	code := m.Run()
 	for _, f := range benchCleanup {
 		f()
@@ -197,6 +200,42 @@ func BenchmarkProbeCycle1000(b *testing.B) {
 	if n, _ := e.dir.Count(); n != mints {
 		b.Fatalf("%d mints after the cycles (some merged?)", n)
 	}
+}
+
+// BenchmarkFetchCycle1000 is the probe cycle's baseline: the same 1,000
+// loopback /v1/info documents fetched by plain net/http, 16 at a time and
+// without connection reuse, as the prober does, and nothing else.
+func BenchmarkFetchCycle1000(b *testing.B) {
+	const mints = 1000
+	srv := loopbackMints(b, mints)
+	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	cpu0 := cpuTime()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		next := make(chan int, mints)
+		for i := range mints {
+			next <- i
+		}
+		close(next)
+		var wg sync.WaitGroup
+		for range 16 {
+			wg.Go(func() {
+				for i := range next {
+					resp, err := client.Get(fmt.Sprintf("%s/m/%d/v1/info", srv.URL, i))
+					if err != nil {
+						b.Error(err)
+						return
+					}
+					io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+				}
+			})
+		}
+		wg.Wait()
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N)/1e9, "cpu-s/cycle")
 }
 
 // The listing and /stats walk the whole catalogue.
