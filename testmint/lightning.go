@@ -39,12 +39,20 @@ type Node struct {
 	payments map[string]*payment // by payment hash: payments this node made
 	closed   bool
 
-	// Outcome, when set, decides the fate of an outgoing payment before the
-	// network is tried: return lightning.Failed or lightning.Pending to
-	// simulate them, or lightning.Succeeded to let the payment go ahead.
-	Outcome func(bolt11 string) lightning.State
-	// FeeReserve is the fee reserve per payment; default none.
+	outcome func(bolt11 string) lightning.State // see SetOutcome
+
+	// FeeReserveFn is the fee reserve per payment; default none. Set it
+	// before the node is used.
 	FeeReserveFn func(amount uint64) uint64
+}
+
+// SetOutcome makes f decide the fate of outgoing payments before the network
+// is tried: return lightning.Failed or lightning.Pending to simulate them, or
+// lightning.Succeeded to let a payment go ahead. nil restores the default.
+func (nd *Node) SetOutcome(f func(bolt11 string) lightning.State) {
+	nd.mu.Lock()
+	nd.outcome = f
+	nd.mu.Unlock()
 }
 
 type invoice struct {
@@ -204,11 +212,18 @@ func (nd *Node) PayPartialAmount(ctx context.Context, request string, amountMsat
 
 func (nd *Node) pay(hash string, amount uint64, request, description string) (lightning.PaymentStatus, error) {
 	p := &payment{Hash: hash, State: lightning.Succeeded}
+	nd.mu.Lock()
+	outcome := nd.outcome
+	nd.mu.Unlock()
+	forced := lightning.Succeeded
+	if outcome != nil {
+		forced = outcome(request)
+	}
 	switch {
 	case description == lightning.FailPaymentDescription:
 		p.State, p.Reason = lightning.Failed, "payment failed"
-	case nd.Outcome != nil && nd.Outcome(request) != lightning.Succeeded:
-		p.State = nd.Outcome(request)
+	case forced != lightning.Succeeded:
+		p.State = forced
 		p.Reason = "payment " + map[lightning.State]string{lightning.Failed: "failed", lightning.Pending: "pending"}[p.State]
 	default:
 		var err error
@@ -237,7 +252,7 @@ func (n *Network) route(hash string, amount uint64) (string, error) {
 	return "", errUnknownInvoice
 }
 
-// ResolvePending finishes a payment the Outcome left pending: with
+// ResolvePending finishes a payment SetOutcome left pending: with
 // succeed, the invoice is paid through the network; otherwise it fails.
 func (nd *Node) ResolvePending(bolt11 string, succeed bool) error {
 	inv, err := decodepay.Decodepay(bolt11)

@@ -98,16 +98,21 @@ func Start(opt Options) (*Mint, error) {
 }
 
 // listen binds 127.0.0.1, on the port kept in Dir when no Addr is given, so a
-// restarted mint keeps its URL (and the ecash minted there stays valid).
+// restarted mint keeps its URL: wallets know a mint by its URL, and ecash
+// minted before would be stranded at another one. So a kept port that is
+// taken is an error, not a reason to move.
 func listen(opt Options) (net.Listener, error) {
 	if opt.Addr != "" {
 		return net.Listen("tcp", opt.Addr)
 	}
 	portFile := filepath.Join(opt.Dir, "port")
 	if b, err := os.ReadFile(portFile); err == nil {
-		if ln, err := net.Listen("tcp", "127.0.0.1:"+strings.TrimSpace(string(b))); err == nil {
-			return ln, nil
+		addr := "127.0.0.1:" + strings.TrimSpace(string(b))
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			return nil, fmt.Errorf("testmint: the mint in %s lives at %s, which is taken (%v); free the port, or remove %s to start over at a new URL", opt.Dir, addr, err, portFile)
 		}
+		return ln, nil
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

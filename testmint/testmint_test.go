@@ -116,7 +116,7 @@ func TestOutcomeAndRestart(t *testing.T) {
 	if err := m.Fund(w, 100); err != nil {
 		t.Fatal(err)
 	}
-	m.Node.Outcome = func(string) lightning.State { return lightning.Failed }
+	m.Node.SetOutcome(func(string) lightning.State { return lightning.Failed })
 	other := startMint(t, Options{})
 	q, _ := newWallet(t, other).RequestMint(10, other.URL)
 	mq, err := w.RequestMeltQuote(q.Request, m.URL)
@@ -148,4 +148,14 @@ func TestOutcomeAndRestart(t *testing.T) {
 	if n, err := w2.Receive(tok, false); err != nil || n != 40 {
 		t.Fatalf("after restart: received %d, %v", n, err)
 	}
+}
+
+func TestKeptPortTakenIsAnError(t *testing.T) {
+	dir := t.TempDir()
+	m := startMint(t, Options{Dir: dir})
+	// The first mint still holds the port kept in dir.
+	if _, err := Start(Options{Dir: dir}); err == nil || !strings.Contains(err.Error(), "taken") {
+		t.Fatalf("a second mint on the same dir: %v", err)
+	}
+	m.Close()
 }

@@ -131,11 +131,11 @@ func TestPayouts(t *testing.T) {
 	outsider := userWallet(t, elsewhere)
 	t.Run("melt failed and pending", func(t *testing.T) {
 		before, _ := tr.Balance()
-		m.Node.Outcome = func(string) lightning.State { return lightning.Failed }
+		m.Node.SetOutcome(func(string) lightning.State { return lightning.Failed })
 		mq, _ := outsider.RequestMint(10, elsewhere.URL)
 		q, _ := tr.MeltQuote(ctx, mq.Request)
 		p, err := tr.Melt(ctx, q, 0)
-		m.Node.Outcome = nil
+		m.Node.SetOutcome(nil)
 		if err != nil || p.State != treasury.Failed {
 			t.Fatalf("forced failure: %+v, %v", p, err)
 		}
@@ -143,11 +143,11 @@ func TestPayouts(t *testing.T) {
 			t.Fatalf("balance %d after a failed payment, want %d back", after, before)
 		}
 
-		m.Node.Outcome = func(string) lightning.State { return lightning.Pending }
+		m.Node.SetOutcome(func(string) lightning.State { return lightning.Pending })
 		mq, _ = outsider.RequestMint(12, elsewhere.URL)
 		q, _ = tr.MeltQuote(ctx, mq.Request)
 		p, err = tr.Melt(ctx, q, 0)
-		m.Node.Outcome = nil
+		m.Node.SetOutcome(nil)
 		if err != nil || p.State != treasury.Pending || p.Unsure {
 			t.Fatalf("forced pending: %+v, %v", p, err)
 		}

@@ -70,8 +70,8 @@ func TestConcurrentConfirms(t *testing.T) {
 }
 
 func forceOutcome(t *testing.T, s lightning.State) {
-	theMint.Node.Outcome = func(string) lightning.State { return s }
-	t.Cleanup(func() { theMint.Node.Outcome = nil })
+	theMint.Node.SetOutcome(func(string) lightning.State { return s })
+	t.Cleanup(func() { theMint.Node.SetOutcome(nil) })
 }
 
 // TestFailedAndPendingPayments: a failed payment releases the cooldown and
@@ -94,7 +94,7 @@ func TestFailedAndPendingPayments(t *testing.T) {
 		if st := e.stats(); num(st["balance_sats"]) != 2000 || num(st["daily_spent_sats"]) != 0 || num(st["total_claims"]) != 0 {
 			t.Fatalf("after a failure: %v", st)
 		}
-		theMint.Node.Outcome = nil
+		theMint.Node.SetOutcome(nil)
 		// The cooldown was released: the user may claim again at once.
 		q = e.quote(u, map[string]any{"method": "bolt11"})
 		invoice, mq := u.invoice(t, 30)
@@ -115,7 +115,7 @@ func TestFailedAndPendingPayments(t *testing.T) {
 		if claim["status"] != "pending" || claim["preimage"] != nil || claim["fee_sats"] != nil || claim["paid_at"] != nil {
 			t.Fatalf("pending answer %v", claim)
 		}
-		theMint.Node.Outcome = nil
+		theMint.Node.SetOutcome(nil)
 		r = e.as(who, "POST", "/claim/quote", map[string]any{"method": "cashu"})
 		want(t, r, 429, "rate_limit_exceeded") // a pending claim keeps its cooldown
 		if st := e.stats(); num(st["pending_claims"]) != 1 {

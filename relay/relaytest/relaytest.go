@@ -52,7 +52,13 @@ func NewProxy(t testing.TB, target string) *Proxy {
 			if err != nil {
 				continue // the client stays connected and hears nothing
 			}
-			go io.Copy(server, client)
+			go func() {
+				io.Copy(server, client)
+				// The relay hung up: keep reading what the client sends (its
+				// pings) so the connection stays referenced and open; were it
+				// collected and closed, go-nostr would race with itself.
+				io.Copy(io.Discard, client)
+			}()
 			go func() {
 				buf := make([]byte, 32<<10)
 				for {
