@@ -32,3 +32,20 @@ func FuzzWordMatcher(f *testing.F) {
 		}
 	})
 }
+
+// The fast path for non-ASCII text gives what the full one gives.
+func FuzzFastPath(f *testing.F) {
+	for _, s := range []string{"gm ☕ nostr", "Café crème", "Straße", "ﬁne", "İstanbul", "ΣΟΦΟΣ", "Ꭻ", "e\u0301", "한국어 텍스트", "😀😀", "ǅemal", "ŉ"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if !utf8.ValidString(s) {
+			t.Skip()
+		}
+		fast := string(appendNormalized(nil, s))
+		full := string(appendNormalizedUnicode(nil, s))
+		if fast != full {
+			t.Fatalf("%q: fast path %q, full path %q", s, fast, full)
+		}
+	})
+}

@@ -157,6 +157,15 @@ func BenchmarkPolicy(b *testing.B) {
 			}
 		}
 	})
+	b.Run("clean-emoji-note", func(b *testing.B) {
+		ev := &nostr.Event{PubKey: pk(1), Kind: 1, Content: strings.Replace(note300, "neat!!", "neat ☕🚀", 1)}
+		b.ReportAllocs()
+		for b.Loop() {
+			if check(ev) {
+				b.Fatal("rejected")
+			}
+		}
+	})
 	b.Run("blocked-word-note", func(b *testing.B) {
 		ev := &nostr.Event{PubKey: pk(1), Kind: 1, Content: note300 + " blockedword500"}
 		b.ReportAllocs()

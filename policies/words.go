@@ -37,29 +37,74 @@ var asciiClass = func() (t [utf8.RuneSelf]byte) {
 	return t
 }()
 
-// appendNormalized appends the normal form of s to dst. ASCII text (most
-// notes) takes a table-driven fast path that allocates nothing beyond dst.
+// appendNormalized appends the normal form of s to dst. Most notes take a
+// path that allocates nothing beyond dst: ASCII through a table, and other
+// text that is already NFKC and whose letters fold one to one through
+// caseless per rune. Anything else goes through x/text (appendNormalizedUnicode);
+// FuzzFastPath checks that both give the same.
 func appendNormalized(dst []byte, s string) []byte {
 	start := len(dst)
 	dst = append(dst, ' ')
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c >= utf8.RuneSelf {
-			return appendNormalizedUnicode(dst[:start], s)
-		}
-		if c = asciiClass[c]; c == 0 {
-			if dst[len(dst)-1] != ' ' {
+	nfkc := false // whether the text from the first non-ASCII byte on is NFKC
+	for i := 0; i < len(s); {
+		if c := s[i]; c < utf8.RuneSelf {
+			if c = asciiClass[c]; c != 0 {
+				dst = append(dst, c)
+			} else if dst[len(dst)-1] != ' ' {
 				dst = append(dst, ' ')
 			}
+			i++
 			continue
 		}
-		dst = append(dst, c)
+		// The character before may compose with what follows, so the
+		// check starts there.
+		if !nfkc {
+			if !norm.NFKC.IsNormalString(s[max(i-1, 0):]) {
+				return appendNormalizedUnicode(dst[:start], s)
+			}
+			nfkc = true
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		i += size
+		switch {
+		case isWordRune(r):
+			if foldsToMany(r) {
+				return appendNormalizedUnicode(dst[:start], s)
+			}
+			dst = utf8.AppendRune(dst, caseless(r))
+		case dst[len(dst)-1] != ' ':
+			dst = append(dst, ' ')
+		}
 	}
 	if dst[len(dst)-1] != ' ' {
 		dst = append(dst, ' ')
 	}
 	return dst
 }
+
+// foldsToMany reports runes whose full case folding is not one rune of their
+// own simple-folding orbit (ß → ss, ŉ → ʼn, ...): the fast path can't do them.
+func foldsToMany(r rune) bool {
+	if r > 0xFFFF {
+		return false // full folding outside the BMP is all one-to-one
+	}
+	return fullFolding()[r>>6]&(1<<(r&63)) != 0
+}
+
+// fullFolding is a bit set over the BMP, computed once from x/text itself.
+var fullFolding = sync.OnceValue(func() *[1024]uint64 {
+	var set [1024]uint64
+	for r := rune(utf8.RuneSelf); r <= 0xFFFF; r++ {
+		if !isWordRune(r) || !utf8.ValidRune(r) {
+			continue
+		}
+		f := []rune(folder.String(string(r)))
+		if len(f) != 1 || caseless(f[0]) != caseless(r) {
+			set[r>>6] |= 1 << (r & 63)
+		}
+	}
+	return &set
+})
 
 func appendNormalizedUnicode(dst []byte, s string) []byte {
 	s = norm.NFKC.String(folder.String(norm.NFKC.String(s)))
@@ -107,6 +152,7 @@ type wordMatcher struct {
 // newWordMatcher builds a matcher for words; it drops words with no letters or
 // digits and words whose normal form repeats an earlier one.
 func newWordMatcher(words []string) *wordMatcher {
+	fullFolding() // built here, at start-up, not on the first non-ASCII event
 	m := &wordMatcher{}
 	var patterns []string
 	seen := map[string]bool{}
