@@ -44,7 +44,7 @@ test('1. NIP-11 parses and lists the NIPs we serve', { timeout: 30000 }, async (
   const info = await withTimeout(nip11.fetchRelayInformation(outpost.ws), 10000, 'NIP-11 document')
   assert.equal(typeof info.name, 'string')
   assert.match(info.pubkey, /^[0-9a-f]{64}$/, `pubkey in ${JSON.stringify(info)}`)
-  for (const n of [1, 9, 11, 40, 42, 45, 56, 70, 86]) {
+  for (const n of [1, 9, 11, 40, 42, 45, 56, 70, 86, 87]) {
     assert.ok(info.supported_nips.includes(n), `NIP-${n} missing from ${JSON.stringify(info.supported_nips)}`)
   }
 })
