@@ -91,14 +91,7 @@ func (d *Directory) dropMintData(id ID) error {
 				}
 				break
 			}
-			if err := d.update(func(txn *badger.Txn) error {
-				for _, k := range keys {
-					if err := txn.Delete(k); err != nil {
-						return err
-					}
-				}
-				return nil
-			}); err != nil {
+			if err := d.deleteKeys(keys); err != nil {
 				return err
 			}
 		}

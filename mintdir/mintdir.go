@@ -181,6 +181,18 @@ func (d *Directory) runHousekeeping(ctx context.Context) {
 
 // update runs fn in a read-write transaction, retrying on a conflict with a
 // concurrent writer (badger's transactions are optimistic).
+// deleteKeys deletes keys in one transaction.
+func (d *Directory) deleteKeys(keys [][]byte) error {
+	return d.update(func(txn *badger.Txn) error {
+		for _, k := range keys {
+			if err := txn.Delete(k); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
 func (d *Directory) update(fn func(txn *badger.Txn) error) error {
 	var err error
 	for range 10 {

@@ -68,14 +68,7 @@ func (d *Directory) deleteRange(ctx context.Context, prefix, before []byte) erro
 		if len(keys) == 0 {
 			return nil
 		}
-		if err := d.update(func(txn *badger.Txn) error {
-			for _, k := range keys {
-				if err := txn.Delete(k); err != nil {
-					return err
-				}
-			}
-			return nil
-		}); err != nil {
+		if err := d.deleteKeys(keys); err != nil {
 			return err
 		}
 	}
