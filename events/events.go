@@ -25,6 +25,9 @@
 //	0x46 address    kind(2) pubkey(32) d(v)               → id
 //	0x47 expiry     expiration(8, ascending) id(32)       → empty
 //
+// The index keys of an event with a NIP-40 expiration carry the badger user
+// meta flagExpires.
+//
 // header is version(1) kind(2) created_at(8) expiration(8) pubkey(32).
 //
 // Tags are indexed when their name is one byte long and they have a value
@@ -75,6 +78,11 @@ const (
 	headerVersion = 1
 	headerLen     = 1 + 2 + 8 + 8 + 32
 	tailLen       = 8 + 32 // ts and id at the end of every index key
+
+	// flagExpires is the badger user meta of the index keys of an event
+	// with a NIP-40 expiration: counting by an index that covers a filter
+	// reads the event only when it could have expired.
+	flagExpires byte = 1
 
 	hexValue    = 0xFE
 	hashedValue = 0xFF

@@ -393,3 +393,30 @@ func TestAddress(t *testing.T) {
 		}
 	}
 }
+
+// A filter with more (author, kind) pairs than maxAuthorKindScans scans by
+// author and checks the kind.
+func TestManyAuthorsAndKinds(t *testing.T) {
+	s := testStore(t, t0)
+	m := &model{events: map[string]*nostr.Event{}, now: nostr.Timestamp(t0.Unix())}
+	var authors []string
+	for i := range 200 {
+		pk := fmt.Sprintf("%064x", i+1)
+		authors = append(authors, pk)
+		for j, kind := range []int{1, 7, 1984} {
+			ev := mkEvent(pk, kind, nostr.Timestamp(100+i+j), "n")
+			mustSave(t, s, ev)
+			m.save(ev)
+		}
+	}
+	f := nostr.Filter{Authors: authors[:150], Kinds: []int{1, 7}}
+	if p := newPlan(f); len(p.scans) != 150 || p.covered {
+		t.Fatalf("plan: %d scans, covered %v; want one per author, not covering", len(p.scans), p.covered)
+	}
+	if got, want := queryIDs(t, s, f), m.query(f); !slices.Equal(got, want) {
+		t.Fatalf("got %d events, want %d", len(got), len(want))
+	}
+	if got, _ := s.Count(context.Background(), []nostr.Filter{f}, nil); got != 300 {
+		t.Fatalf("count: %d, want 300", got)
+	}
+}

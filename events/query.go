@@ -29,6 +29,7 @@ type plan struct {
 	idSet   map[[32]byte]bool
 	tags    []tagCond // tag conditions the scan does not guarantee
 	verify  bool      // a tag value was hashed: compare the decoded event too
+	covered bool      // the scanned ranges hold only events matching the whole filter
 	since   []byte    // encoded since: scans stop past it
 	until   []byte    // encoded until: scans start there
 }
@@ -134,10 +135,12 @@ func newPlan(f nostr.Filter) *plan {
 				p.scans = append(p.scans, binary.BigEndian.AppendUint16(join(prefixAuthorKind, a), k))
 			}
 		}
+		p.covered = len(p.tags) == 0
 	case authors != nil:
 		for _, a := range authors {
 			p.scans = append(p.scans, join(prefixAuthor, a))
 		}
+		p.covered = len(p.tags) == 0 && kinds == nil
 	case len(p.tags) > 0:
 		best := 0
 		for i, c := range p.tags {
@@ -147,12 +150,15 @@ func newPlan(f nostr.Filter) *plan {
 		}
 		p.scans = p.tags[best].prefixes
 		p.tags = slices.Delete(p.tags, best, best+1)
+		p.covered = len(p.tags) == 0 && kinds == nil && !p.verify
 	case kinds != nil:
 		for _, k := range kinds {
 			p.scans = append(p.scans, binary.BigEndian.AppendUint16([]byte{prefixKind}, k))
 		}
+		p.covered = true
 	default:
 		p.scans = [][]byte{{prefixTime}}
+		p.covered = true
 	}
 	return p
 }
@@ -202,12 +208,13 @@ func (p *plan) accepts(txn *badger.Txn, tail, val []byte, buf *[]byte) (bool, er
 
 // cursor walks one index range (or a sorted list of tails), newest first.
 type cursor struct {
-	it     *badger.Iterator
-	prefix []byte
-	stop   []byte   // encoded since, or nil
-	tails  [][]byte // for id lookups, instead of it
-	plan   int
-	tail   [tailLen]byte
+	it      *badger.Iterator
+	prefix  []byte
+	stop    []byte   // encoded since, or nil
+	tails   [][]byte // for id lookups, instead of it
+	plan    int
+	tail    [tailLen]byte
+	expires bool // the event has a NIP-40 expiration (flagExpires)
 }
 
 // next moves to the next key in range; false when there is none.
@@ -220,6 +227,7 @@ func (c *cursor) next(first bool) bool {
 			return false
 		}
 		copy(c.tail[:], c.tails[0])
+		c.expires = true // unknown: look
 		return true
 	}
 	if !first {
@@ -235,6 +243,7 @@ func (c *cursor) next(first bool) bool {
 			return false
 		}
 		copy(c.tail[:], t)
+		c.expires = c.it.Item().UserMeta()&flagExpires != 0
 		return true
 	}
 	return false
@@ -255,8 +264,10 @@ func (h *cursorHeap) Pop() any {
 
 // scan calls fn with each distinct live event that one of plans matches,
 // newest first (ties: lowest id first), until fn returns false. It holds
-// one iterator per index range and one event at a time.
-func (s *Store) scan(ctx context.Context, txn *badger.Txn, plans []*plan, fn func(id, val []byte) bool) error {
+// one iterator per index range and one event at a time. When values is
+// false, fn may get a nil val: for events that a covering plan found and
+// that cannot expire, it is not read.
+func (s *Store) scan(ctx context.Context, txn *badger.Txn, plans []*plan, values bool, fn func(id, val []byte) bool) error {
 	now := s.now().Unix()
 	var h cursorHeap
 	var its []*badger.Iterator
@@ -335,7 +346,13 @@ func (s *Store) scan(ctx context.Context, txn *badger.Txn, plans []*plan, fn fun
 				matched = append(matched, c.plan)
 			}
 		}
-		more, err := s.visit(txn, plans, matched, tail[:], now, &buf, fn)
+		var more bool
+		var err error
+		if !values && !group[0].expires && slices.ContainsFunc(matched, func(i int) bool { return plans[i].covered }) {
+			more = fn(tail[8:], nil)
+		} else {
+			more, err = s.visit(txn, plans, matched, tail[:], now, &buf, fn)
+		}
 		if err != nil {
 			return err
 		}
@@ -404,7 +421,7 @@ func (s *Store) Query(ctx context.Context, f nostr.Filter, skip func(Meta) bool,
 	n := 0
 	var ferr error
 	err := s.db.View(func(txn *badger.Txn) error {
-		return s.scan(ctx, txn, []*plan{p}, func(id, val []byte) bool {
+		return s.scan(ctx, txn, []*plan{p}, true, func(id, val []byte) bool {
 			m, err := meta(id, val)
 			if err != nil {
 				ferr = err
@@ -441,7 +458,7 @@ func (s *Store) Count(ctx context.Context, filters []nostr.Filter, skip func(Met
 	var n int64
 	var ferr error
 	err := s.db.View(func(txn *badger.Txn) error {
-		return s.scan(ctx, txn, plans, func(id, val []byte) bool {
+		return s.scan(ctx, txn, plans, skip != nil, func(id, val []byte) bool {
 			if skip != nil {
 				m, err := meta(id, val)
 				if err != nil {
@@ -508,29 +525,42 @@ func (s *Store) Address(ctx context.Context, kind int, pubkey, d string) (*nostr
 	return ev, err
 }
 
+// queryBatch is how many decoded events QueryEvents hands over at once:
+// sending them one by one, as each is read, would wake the reader for each.
+const queryBatch = 32
+
 // QueryEvents is Query for khatru's QueryEvents hook and eventstore callers:
 // the events come decoded on a channel that closes at the end. Read the
 // channel to its end or end ctx. f.Limit 0 means no limit.
 func (s *Store) QueryEvents(ctx context.Context, f nostr.Filter) (chan *nostr.Event, error) {
-	ch := make(chan *nostr.Event)
+	ch := make(chan *nostr.Event, queryBatch)
 	go func() {
 		defer close(ch)
+		batch := make([]*nostr.Event, 0, queryBatch)
+		send := func() bool {
+			for _, ev := range batch {
+				select {
+				case ch <- ev:
+				case <-ctx.Done():
+					return false
+				}
+			}
+			batch = batch[:0]
+			return true
+		}
 		err := s.Query(ctx, f, nil, func(m Meta, raw []byte) bool {
 			ev := &nostr.Event{}
 			if err := ev.UnmarshalJSON(raw); err != nil {
 				s.log.Error("stored event unreadable", "id", m.ID, "err", err)
 				return true
 			}
-			select {
-			case ch <- ev:
-				return true
-			case <-ctx.Done():
-				return false
-			}
+			batch = append(batch, ev)
+			return len(batch) < queryBatch || send()
 		})
 		if err != nil && ctx.Err() == nil {
 			s.log.Error("query failed", "filter", f.String(), "err", err)
 		}
+		send()
 	}()
 	return ch, nil
 }

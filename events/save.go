@@ -108,8 +108,12 @@ func (s *Store) put(txn *badger.Txn, d *decodedEvent, val []byte, keys [][]byte,
 	if err := txn.Set(ek, val); err != nil {
 		return 0, err
 	}
+	var flags byte
+	if d.expiration != 0 {
+		flags = flagExpires
+	}
 	for _, k := range keys {
-		if err := txn.Set(k, nil); err != nil {
+		if err := txn.SetEntry(badger.NewEntry(k, nil).WithMeta(flags)); err != nil {
 			return 0, err
 		}
 	}
