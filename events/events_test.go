@@ -420,3 +420,20 @@ func TestManyAuthorsAndKinds(t *testing.T) {
 		t.Fatalf("count: %d, want 300", got)
 	}
 }
+
+func TestSweepExpired(t *testing.T) {
+	s := testStore(t, t0)
+	mustSave(t, s, mkEvent(testPubs[0], 1, 100, "gone", nostr.Tag{"expiration", strconv.FormatInt(t0.Unix(), 10)}))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	done := make(chan struct{})
+	go func() { s.SweepExpired(ctx, time.Hour); close(done) }()
+	for keyCount(t, s) != 0 {
+		if ctx.Err() != nil {
+			t.Fatal("the sweep did not delete the expired event")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	cancel()
+	<-done
+}

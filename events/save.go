@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/fiatjaf/eventstore"
@@ -226,6 +227,26 @@ func (s *Store) DeleteExpired(ctx context.Context, now nostr.Timestamp) (int, er
 			if deleted {
 				total++
 			}
+		}
+	}
+}
+
+// SweepExpired runs DeleteExpired every interval (and once at the start)
+// until ctx ends.
+func (s *Store) SweepExpired(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		n, err := s.DeleteExpired(ctx, nostr.Timestamp(s.now().Unix()))
+		if err != nil && ctx.Err() == nil {
+			s.log.Error("deleting expired events failed", "err", err)
+		} else if n > 0 {
+			s.log.Info("expired events deleted", "events", n)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
 		}
 	}
 }
