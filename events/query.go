@@ -485,7 +485,7 @@ func (s *Store) Count(ctx context.Context, filters []nostr.Filter, skip func(Met
 // it expired.
 func (s *Store) Address(ctx context.Context, kind int, pubkey, d string) (*nostr.Event, error) {
 	var pk [32]byte
-	if !hasAddress(kind) || !parseHex32(pubkey, &pk) || kind > 0xFFFF {
+	if !hasAddress(kind) || !parseHex32(pubkey, &pk) {
 		return nil, nil
 	}
 	if !nostr.IsAddressableKind(kind) {
