@@ -3,6 +3,8 @@ package events
 import (
 	"context"
 	"fmt"
+	"io"
+	"log"
 	"math/rand/v2"
 	"os"
 	"strings"
@@ -126,6 +128,7 @@ func openBoth(tb testing.TB) (*Store, *bbackend.BadgerBackend) {
 }
 
 func TestMain(m *testing.M) {
+	log.SetOutput(io.Discard) // eventstore's backend logs its migration with the log package
 	code := m.Run()
 	if bench.ours != nil {
 		bench.ours.db.Close()
