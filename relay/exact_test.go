@@ -57,9 +57,10 @@ func rawQuery(t *testing.T, url string, f nostr.Filter) []string {
 	}
 }
 
-// The cases of issue 9 §1 through the real relay and a go-nostr client: REQ
-// returns only events matching the whole filter, and publishing a
-// replaceable or addressable event replaces only its exact address.
+// The cases of issue 9 §1 through the real relay: events published with a
+// go-nostr client, REQs sent as raw frames. REQ returns only events matching
+// the whole filter, and publishing a replaceable or addressable event
+// replaces only its exact address.
 func TestRelayStoresAndServesExactly(t *testing.T) {
 	e := newEnv(t)
 	c, _ := relaytest.Dial(t, e.srv.URL)
