@@ -12,9 +12,10 @@
 // All keys start with a byte from 0x40 to 0x47, apart from eventstore
 // v0.17.8's (0–8 and 255, migrated away by Open) and outpost's domain
 // records (0x80 and up). ts is created_at encoded so that keys sort newest
-// first; every index key ends with ts and the id, so one forward scan of an
-// index yields its events in NIP-01 order (created_at descending, then the
-// lowest id first) and two scans merge by comparing those 40 bytes.
+// first; the keys of the indexes 0x41–0x45 end with ts and the id, so one
+// forward scan of an index range yields its events in NIP-01 order
+// (created_at descending, then the lowest id first) and several ranges merge
+// by comparing those 40 bytes, dropping repeats, and stop at the limit.
 //
 //	0x40 event      id(32)                                → header | JSON
 //	0x41 time       ts(8) id(32)                          → empty
@@ -39,7 +40,18 @@
 // for "abc" never reaches "abcdef"): a 64-character lowercase hex value as
 // 0xFE and its 32 bytes; a value of up to 253 bytes as its length byte and the
 // value; a longer one as 0xFF and its SHA-256. Queries for such long values
-// also compare the decoded event's tags, so they stay exact.
+// also compare the decoded event's tags, so they stay exact. (Two long d
+// values with one SHA-256 would share an address: as likely as two events
+// with one id.)
+//
+// # Reading
+//
+// A filter is answered from one index: its ids (looked up one by one), else
+// its authors (with its kinds: author-kind), else its tag condition with the
+// fewest values, else its kinds, else time alone. Every other condition is
+// checked on each event found, from its header and, for tags, by looking up
+// the event's key in the tag index. Events past their NIP-40 expiration are
+// never read out or counted; DeleteExpired removes them.
 package events
 
 import (
@@ -77,7 +89,7 @@ const (
 const (
 	headerVersion = 1
 	headerLen     = 1 + 2 + 8 + 8 + 32
-	tailLen       = 8 + 32 // ts and id at the end of every index key
+	tailLen       = 8 + 32 // ts and id at the end of the keys of the indexes 0x41–0x45
 
 	// flagExpires is the badger user meta of the index keys of an event
 	// with a NIP-40 expiration: counting by an index that covers a filter
