@@ -437,3 +437,21 @@ func TestSweepExpired(t *testing.T) {
 	cancel()
 	<-done
 }
+
+// An address key left pointing at no event (data damaged outside the store)
+// does not block the address forever.
+func TestDanglingAddressIsTaken(t *testing.T) {
+	s := testStore(t, t0)
+	ev := mkEvent(testPubs[0], 30000, 100, "a", nostr.Tag{"d", "x"})
+	if err := s.db.Update(func(txn *badger.Txn) error {
+		return txn.Set(addressKey(30000, mustID(&nostr.Event{ID: ev.PubKey}), "x"), make([]byte, 32))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if out := mustSave(t, s, ev); out != Stored {
+		t.Fatalf("save: %v", out)
+	}
+	if got, _ := s.Address(context.Background(), 30000, ev.PubKey, "x"); got == nil || got.ID != ev.ID {
+		t.Fatalf("the address holds %v", got)
+	}
+}

@@ -81,8 +81,10 @@ func (s *Store) put(txn *badger.Txn, d *decodedEvent, val []byte, keys [][]byte,
 				return 0, err
 			}
 			old, err := txn.Get(eventKey(oldID))
-			if err != nil {
-				return 0, fmt.Errorf("address %x points to event %x: %w", ak, oldID, err)
+			if errors.Is(err, badger.ErrKeyNotFound) {
+				break // an address left pointing at nothing: take it
+			} else if err != nil {
+				return 0, err
 			}
 			var superseded bool
 			err = old.Value(func(oldVal []byte) error {
