@@ -36,6 +36,22 @@ type Config struct {
 	Contact     string
 }
 
+// Limits of one REQ filter, advertised in NIP-11: a filter without a limit
+// gets defaultLimit events, one asking for more than maxLimit gets maxLimit.
+const (
+	defaultLimit = 250
+	maxLimit     = 1000
+)
+
+// clampLimit applies defaultLimit and maxLimit; the store itself has no limit.
+func clampLimit(f nostr.Filter) nostr.Filter {
+	if f.Limit <= 0 {
+		f.Limit = defaultLimit
+	}
+	f.Limit = min(f.Limit, maxLimit)
+	return f
+}
+
 // maxFuture is how far in the future created_at may be. Events beyond it
 // would also hide from queries that start at "now".
 const maxFuture = 15 * time.Minute
@@ -76,7 +92,9 @@ func New(cfg Config) *Relay {
 	rl.StoreEvent = append(rl.StoreEvent, gated(&r.gate, ev.SaveEvent))
 	rl.DeleteEvent = append(rl.DeleteEvent, gated(&r.gate, ev.DeleteEvent))
 	rl.ReplaceEvent = append(rl.ReplaceEvent, gated(&r.gate, ev.ReplaceEvent))
-	rl.QueryEvents = append(rl.QueryEvents, gatedQuery(&r.gate, ev.QueryEvents))
+	rl.QueryEvents = append(rl.QueryEvents, gatedQuery(&r.gate, func(ctx context.Context, f nostr.Filter) (chan *nostr.Event, error) {
+		return ev.QueryEvents(ctx, clampLimit(f))
+	}))
 	rl.CountEvents = append(rl.CountEvents, func(ctx context.Context, f nostr.Filter) (int64, error) {
 		if !r.gate.enter() {
 			return 0, errShuttingDown
@@ -105,8 +123,8 @@ func New(cfg Config) *Relay {
 	rl.Info.SupportedNIPs = []any{1, 11, 40, 42, 56, 70}
 	rl.Info.Limitation = &nip11.RelayLimitationDocument{
 		MaxMessageLength:    int(rl.MaxMessageSize),
-		MaxLimit:            1000,
-		DefaultLimit:        250,
+		MaxLimit:            maxLimit,
+		DefaultLimit:        defaultLimit,
 		CreatedAtUpperLimit: int64(maxFuture.Seconds()),
 	}
 
