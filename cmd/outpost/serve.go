@@ -23,6 +23,7 @@ import (
 	"github.com/outpost-relay/outpost/ratelimit"
 	"github.com/outpost-relay/outpost/relay"
 	"github.com/outpost-relay/outpost/store"
+	"github.com/outpost-relay/outpost/web"
 )
 
 // deps is what every service's wiring gets.
@@ -135,12 +136,18 @@ func serve(ctx context.Context, cfg *Config, stdout, stderr io.Writer) (err erro
 		services = append(services, c.api)
 		index["services"].(map[string]string)[c.api.Name] = publicURL + c.api.Mount
 	}
+	limit := ratelimit.New(cfg.RateLimit, time.Minute, nil)
 	handler := httpapi.New(httpapi.Config{
-		Relay: rl, Services: services, TrustedProxies: cfg.TrustedProxies, Log: logger, Index: index,
-		RateLimit: ratelimit.New(cfg.RateLimit, time.Minute, nil),
+		Relay: rl, Services: services, TrustedProxies: cfg.TrustedProxies, Log: logger, Index: index, RateLimit: limit,
 	})
+	pages, err := web.New(web.Config{Log: logger.With("service", "web"), PublicURL: publicURL, RelayURL: index["relay"].(string),
+		Banlist: pageService(services, "banlist"), Faucet: pageService(services, "faucet"), Mintdir: pageService(services, "mintdir"),
+		RateLimit: limit, TrustedProxies: cfg.TrustedProxies, AllowPrivateIcons: cfg.Mintdir.AllowPrivate})
+	if err != nil {
+		return err
+	}
 	srv := &http.Server{
-		Handler:           handler,
+		Handler:           pages.Handler(handler),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		ConnState:         rl.TrackConn,
@@ -187,6 +194,16 @@ func serve(ctx context.Context, cfg *Config, stdout, stderr io.Writer) (err erro
 		admin.Close()
 	}
 	return nil
+}
+
+// pageService is the service the pages call by name (none if not served).
+func pageService(services []httpapi.Service, name string) web.Service {
+	for _, s := range services {
+		if s.Name == name {
+			return web.Service{Mount: s.Mount, API: s.Routes}
+		}
+	}
+	return web.Service{}
 }
 
 // waitCtx waits for wg, but not past ctx.
