@@ -58,7 +58,9 @@ type dot struct{ X, Y string }
 
 const rttHeight, rttTop = 100.0, 4.0
 
-func f2(v float64) string { return strings.TrimSuffix(strings.TrimRight(fmt.Sprintf("%.2f", v), "0"), ".") }
+func f2(v float64) string {
+	return strings.TrimSuffix(strings.TrimRight(fmt.Sprintf("%.2f", v), "0"), ".")
+}
 
 // newUptimeChart takes the API's points (newest first) and draws them oldest
 // first, left to right.

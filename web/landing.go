@@ -41,8 +41,8 @@ func (p *Pages) handleLanding(relay http.Handler) http.HandlerFunc {
 			return
 		}
 		for _, s := range []struct {
-			api            apiClient
-			mount          string
+			api        apiClient
+			mount      string
 			name, what string
 		}{
 			{p.faucet, p.cfg.Faucet.Mount, "Test-sats faucet", "Sign in with Nostr and get a few sats of test money, as Cashu ecash or over Lightning."},

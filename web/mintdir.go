@@ -199,17 +199,17 @@ var statuses = []string{"online", "degraded", "unknown", "offline", "abandoned"}
 const listPageSize = 50
 
 type directoryView struct {
-	Mount          string
-	Mints          []mintCore
-	Total, Offset  int
-	Status, Sort   string
-	Statuses       []string
-	Stats          dirStats
-	Counts         []stateCount // mints by status, the non-zero ones
-	Prev, Next     string
-	Shown          string // "1–50"
-	SubmitURL      string
-	SubmitError    string
+	Mount           string
+	Mints           []mintCore
+	Total, Offset   int
+	Status, Sort    string
+	Statuses        []string
+	Stats           dirStats
+	Counts          []stateCount // mints by status, the non-zero ones
+	Prev, Next      string
+	Shown           string // "1–50"
+	SubmitURL       string
+	SubmitError     string
 	SubmitErrorCode string
 }
 

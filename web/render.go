@@ -181,19 +181,19 @@ func (p *Pages) limited(h http.HandlerFunc) http.HandlerFunc {
 
 func (p *Pages) funcs() template.FuncMap {
 	return template.FuncMap{
-		"asset": assetURL,
-		"utc":   func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 UTC") },
-		"iso":   func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
-		"ago":   func(t time.Time) string { return ago(p.now().Sub(t)) },
-		"unix":  func(s int64) time.Time { return time.Unix(s, 0) },
-		"pct":   pct,
-		"ms":    ms,
-		"dur":   func(sec int64) string { return duration(time.Duration(sec) * time.Second) },
-		"short": shortKey,
-		"sats":  sats,
-		"deref": func(s *string) string { return derefStr(s) },
-		"add":   func(a, b int) int { return a + b },
-		"label": label,
+		"asset":  assetURL,
+		"utc":    func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 UTC") },
+		"iso":    func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
+		"ago":    func(t time.Time) string { return ago(p.now().Sub(t)) },
+		"unix":   func(s int64) time.Time { return time.Unix(s, 0) },
+		"pct":    pct,
+		"ms":     ms,
+		"dur":    func(sec int64) string { return duration(time.Duration(sec) * time.Second) },
+		"short":  shortKey,
+		"sats":   sats,
+		"deref":  func(s *string) string { return derefStr(s) },
+		"add":    func(a, b int) int { return a + b },
+		"label":  label,
 		"mul100": func(v float64) float64 { return v * 100 },
 	}
 }
