@@ -63,6 +63,8 @@ type faucetView struct {
 	Config    faucetConfig
 	Stats     faucetStats
 	UpdatedAt time.Time
+	// OtherMints are the mints besides the faucet's own whose tokens it takes.
+	OtherMints []string
 }
 
 // handleFaucet renders what anyone may know about the faucet; signing in,
@@ -78,5 +80,10 @@ func (p *Pages) handleFaucet(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v.UpdatedAt = time.Unix(v.Stats.UpdatedAt, 0)
+	for _, m := range v.Config.Deposits.AcceptedMints {
+		if m != v.Config.MintURL {
+			v.OtherMints = append(v.OtherMints, m)
+		}
+	}
 	p.render(w, r, http.StatusOK, "faucet", view{Title: "Test-sats faucet", Section: "faucet", Script: "faucet.js", Main: v})
 }

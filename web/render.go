@@ -15,6 +15,7 @@ import (
 
 	"github.com/outpost-relay/outpost"
 	"github.com/outpost-relay/outpost/httpapi"
+	"github.com/outpost-relay/outpost/pubkey"
 )
 
 //go:embed templates
@@ -190,11 +191,12 @@ func (p *Pages) funcs() template.FuncMap {
 		"ms":     ms,
 		"dur":    func(sec int64) string { return duration(time.Duration(sec) * time.Second) },
 		"short":  shortKey,
+		"npub":   pubkey.NPub,
 		"sats":   sats,
-		"deref":  func(s *string) string { return derefStr(s) },
-		"add":    func(a, b int) int { return a + b },
+		"deref":  derefStr,
 		"label":  label,
 		"mul100": func(v float64) float64 { return v * 100 },
+		"webURL": webURL,
 	}
 }
 
@@ -267,6 +269,12 @@ func shortKey(s string) string {
 		return s
 	}
 	return s[:10] + "…" + s[len(s)-6:]
+}
+
+// webURL reports whether a mint-given link may be a link: http(s) only
+// (html/template would defuse javascript: anyway; this keeps others as text).
+func webURL(s string) bool {
+	return strings.HasPrefix(s, "https://") || strings.HasPrefix(s, "http://")
 }
 
 // label turns an API word into words: "very_low" → "very low".
