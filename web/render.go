@@ -197,6 +197,12 @@ func (p *Pages) funcs() template.FuncMap {
 		"label":  label,
 		"mul100": func(v float64) float64 { return v * 100 },
 		"webURL": webURL,
+		"claims": func(n int64) string {
+			if n == 1 {
+				return "1 claim"
+			}
+			return strconv.FormatInt(n, 10) + " claims"
+		},
 	}
 }
 

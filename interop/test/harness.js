@@ -15,7 +15,9 @@ useWebSocketImplementation(WebSocket)
 const repo = join(dirname(fileURLToPath(import.meta.url)), '..', '..')
 export const ADMIN_KEY = 'interop-admin-key-0123456789abcdef'
 
-let binary
+// OUTPOST_BIN names a binary built once for every suite (.ci/run does);
+// otherwise each test file builds its own.
+let binary = process.env.OUTPOST_BIN
 function build() {
   if (!binary) {
     const dir = mkdtempSync(join(tmpdir(), 'outpost-bin-'))
@@ -34,9 +36,9 @@ export function withTimeout(promise, ms, what) {
   ]).finally(() => clearTimeout(timer))
 }
 
-// start runs outpost and resolves once it serves; stop() shuts it down.
-export async function start(env = {}) {
-  const dataDir = mkdtempSync(join(tmpdir(), 'outpost-data-'))
+// start runs outpost and resolves once it serves; stop() shuts it down and
+// removes its data dir, unless keep is set (to start again on it, as dataDir).
+export async function start(env = {}, { dataDir = mkdtempSync(join(tmpdir(), 'outpost-data-')), keep = false } = {}) {
   const proc = spawn(build(), [], {
     env: {
       ...process.env,
@@ -63,12 +65,15 @@ export async function start(env = {}) {
   return {
     url,
     ws: url.replace(/^http/, 'ws'),
+    dataDir,
     logs: () => logs,
     async stop() {
-      const exited = new Promise(resolve => proc.on('exit', resolve))
-      proc.kill('SIGTERM')
-      await withTimeout(exited, 20000, 'outpost to shut down')
-      rmSync(dataDir, { recursive: true, force: true })
+      if (proc.exitCode === null) {
+        const exited = new Promise(resolve => proc.on('exit', resolve))
+        proc.kill('SIGTERM')
+        await withTimeout(exited, 20000, 'outpost to shut down')
+      }
+      if (!keep) rmSync(dataDir, { recursive: true, force: true })
     },
   }
 }

@@ -37,7 +37,7 @@ function b64(text) {
 // --- signing in ---
 
 async function loginNIP07() {
-  show($('no-extension'), '')
+  $('no-extension').hidden = true
   showError($('signin-error'))
   if (!window.nostr?.signEvent) {
     $('no-extension').hidden = false
@@ -231,15 +231,14 @@ function showResult(c, status) {
     $('token').value = c.token
     qr($('token-qr'), c.token)
     $('token').focus()
-    $('token').select()
   }
   const facts = $('payment')
   facts.replaceChildren()
-  const add = (k, v) => { if (v !== null && v !== undefined) facts.append(h('dt', {}, k), h('dd', {}, h('code', { class: 'wrap' }, String(v)))) }
+  const add = (k, v) => { if (v !== null && v !== undefined) facts.append(h('dt', {}, k), h('dd', {}, v)) }
   if (!c.token) {
     add('Fee (paid by the faucet)', sats(c.fee_sats))
-    add('Payment hash', c.payment_hash)
-    add('Preimage (proof of payment)', c.preimage)
+    add('Payment hash', c.payment_hash && h('code', { class: 'wrap' }, c.payment_hash))
+    add('Preimage (proof of payment)', c.preimage && h('code', { class: 'wrap' }, c.preimage))
   }
   add('Next claim', c.next_claim_at ? `${time(c.next_claim_at)} (${within(c.next_claim_at)})` : null)
   facts.hidden = !facts.childElementCount
@@ -257,13 +256,15 @@ function resetClaim(keepResult) {
 
 // --- the figures ---
 
+const claims = n => n === 1 ? '1 claim' : `${n} claims`
+
 async function refreshStats() {
   try {
     const s = (await api('GET', mount + '/stats')).body
     const set = (k, v) => { const el = root.querySelector(`[data-stat=${k}]`); if (el) el.textContent = v }
     set('balance', s.balance_sats === null ? 'unknown' : sats(s.balance_sats))
-    set('paid24h', `${sats(s.paid_24h_sats)} in ${s.claims_24h} claims`)
-    set('total', `${sats(s.total_paid_sats)} in ${s.total_claims} claims`)
+    set('paid24h', `${sats(s.paid_24h_sats)} in ${claims(s.claims_24h)}`)
+    set('total', `${sats(s.total_paid_sats)} in ${claims(s.total_claims)}`)
     if (s.daily_budget_sats !== null) set('spent', `${sats(s.daily_spent_sats)} of ${sats(s.daily_budget_sats)} spent`)
     const p = $('budget')
     if (p) p.value = s.daily_spent_sats

@@ -111,7 +111,7 @@ export function within(unix) {
   const s = Math.max(0, Math.round(unix - Date.now() / 1000))
   if (s < 60) return `in ${s} s`
   if (s < 3600) return `in ${Math.round(s / 60)} min`
-  const hours = Math.floor(s / 3600), min = Math.round((s % 3600) / 60)
+  const total = Math.round(s / 60), hours = Math.floor(total / 60), min = total % 60
   if (hours < 48) return min ? `in ${hours} h ${min} min` : `in ${hours} h`
   return `in ${Math.round(hours / 24)} days`
 }
