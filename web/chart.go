@@ -134,8 +134,8 @@ func newRTTChart(points []point, window string, bucket time.Duration) rttChart {
 		run = append(run, x(i)+" "+y(*p.RTTMs))
 	}
 	flush(len(pts))
-	c.Desc = fmt.Sprintf("Mean response time per %s bucket: average %d ms, highest %d ms, over %d buckets with successful checks.",
-		duration(bucket), int(math.Round(float64(sum)/float64(n))), maxMs, n)
+	c.Desc = fmt.Sprintf("Mean response time per %s bucket: average %d ms, highest %d ms, over %s with successful checks.",
+		duration(bucket), int(math.Round(float64(sum)/float64(n))), maxMs, count(int64(n), "bucket"))
 	return c
 }
 

@@ -197,12 +197,8 @@ func (p *Pages) funcs() template.FuncMap {
 		"label":  label,
 		"mul100": func(v float64) float64 { return v * 100 },
 		"webURL": webURL,
-		"claims": func(n int64) string {
-			if n == 1 {
-				return "1 claim"
-			}
-			return strconv.FormatInt(n, 10) + " claims"
-		},
+		"count":  count,
+		"int64":  func(n int) int64 { return int64(n) },
 	}
 }
 
@@ -275,6 +271,14 @@ func shortKey(s string) string {
 		return s
 	}
 	return s[:10] + "…" + s[len(s)-6:]
+}
+
+// count writes n things: "1 claim", "3 claims".
+func count(n int64, thing string) string {
+	if n == 1 {
+		return "1 " + thing
+	}
+	return strconv.FormatInt(n, 10) + " " + thing + "s"
 }
 
 // webURL reports whether a mint-given link may be a link: http(s) only
