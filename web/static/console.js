@@ -39,6 +39,7 @@ async function signIn(candidate) {
   roles()
   $('signin').hidden = true
   $('moderation').hidden = false
+  $('public').hidden = true // the console shows the same, kept current
   await Promise.all([loadReports(), loadBans(), loadWords(), admin && loadKeys(), admin && loadAudit()])
   return true
 }
@@ -49,6 +50,11 @@ function roles() {
       : 'Signed in with a viewer key: you can read bans and reports, not change them.'
   for (const el of root.querySelectorAll('.admin-only')) el.hidden = !admin
   for (const el of root.querySelectorAll('.moderator-only')) el.hidden = !moderator
+}
+
+// changed refreshes the audit log after an action, for admins.
+function changed() {
+  if (admin) loadAudit()
 }
 
 // forbidden notes that the key may not do what it tried, from the API's 403.
@@ -64,6 +70,7 @@ function signOut() {
   admin = false
   sessionStorage.removeItem(STORE)
   $('moderation').hidden = true
+  $('public').hidden = false
   $('signin').hidden = false
   $('api-key').value = ''
   $('api-key').focus()
@@ -186,6 +193,7 @@ async function ban(ev) {
     $('ban-form').reset()
     $('ban-until-field').hidden = true
     loadBans()
+    changed()
   } catch (e) {
     forbidden(e)
     showError($('ban-error'), e, 'console')
@@ -198,6 +206,7 @@ async function unban(b) {
   try {
     await call('POST', '/admin/unban', { pubkey: b.pubkey_hex })
     await loadBans()
+    changed()
   } catch (e) {
     forbidden(e)
     showError($('bans-error'), e, 'console')
@@ -240,6 +249,7 @@ async function block(ev) {
     await call('POST', '/admin/words', { word: $('word').value })
     $('word').value = ''
     await loadWords()
+    changed()
   } catch (e) {
     forbidden(e)
     showError($('words-error'), e, 'console')
@@ -251,6 +261,7 @@ async function unblock(word) {
   try {
     await call('DELETE', '/admin/words/' + encodeURIComponent(word))
     await loadWords()
+    changed()
   } catch (e) {
     forbidden(e)
     showError($('words-error'), e, 'console')
@@ -281,7 +292,8 @@ async function createKey(ev) {
     $('new-key-value').textContent = r.api_key
     $('new-key').hidden = false
     $('apikey-form').reset()
-    await Promise.all([loadKeys(), loadAudit()])
+    await loadKeys()
+    changed()
   } catch (e) {
     showError($('keys-error'), e, 'console')
   }
@@ -292,7 +304,8 @@ async function revoke(k) {
   showError($('keys-error'))
   try {
     await call('DELETE', '/admin/keys/' + encodeURIComponent(k.id))
-    await Promise.all([loadKeys(), loadAudit()])
+    await loadKeys()
+    changed()
   } catch (e) {
     showError($('keys-error'), e, 'console')
   }
