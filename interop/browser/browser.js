@@ -43,12 +43,20 @@ export async function newPage(browser, { viewport = viewports.desktop, colorSche
 
 // snap writes name-phone.png and name-desktop.png of the page as it is now,
 // full length, then gives the page back its own viewport.
-export async function snap(page, name) {
-  mkdirSync(artifacts, { recursive: true })
+// With docs set it also writes docs/name.png, one screen of a small desktop
+// window (from the element at, if given): the README's pictures are copied
+// from there.
+export async function snap(page, name, { docs = false, at } = {}) {
+  mkdirSync(join(artifacts, 'docs'), { recursive: true })
   const own = page.viewportSize()
   for (const [size, viewport] of Object.entries(viewports)) {
     await page.setViewportSize(viewport)
     await page.screenshot({ path: join(artifacts, `${name}-${size}.png`), fullPage: true })
+  }
+  if (docs) {
+    await page.setViewportSize({ width: 960, height: 640 })
+    if (at) await page.locator(at).evaluate(el => el.scrollIntoView())
+    await page.screenshot({ path: join(artifacts, 'docs', `${name}.png`) })
   }
   await page.setViewportSize(own)
 }

@@ -64,7 +64,7 @@ test('the console bans a reported key and the relay then refuses its note', { ti
   await page.locator('#words li').filter({ hasText: 'buy now' }).waitFor()
   await page.getByRole('link', { name: 'Audit log' }).click()
   await page.locator('#audit tbody tr').filter({ hasText: 'ban' }).first().waitFor()
-  await snap(page, 'banlist')
+  await snap(page, 'banlist', { docs: true })
   noProblems(assert, page)
   await page.context().close()
 })

@@ -69,7 +69,7 @@ test('sign in with a NIP-07 extension, claim ecash, and a cashu-ts wallet receiv
   await qr.waitFor()
   assert.match(await qr.getAttribute('src'), /^blob:/)
   await page.locator('#eligibility').filter({ hasText: 'You cannot claim right now' }).waitFor()
-  await snap(page, 'faucet-claimed')
+  await snap(page, 'faucet-claimed', { docs: true, at: '#claim-status' })
 
   const config = await api(outpost.url, 'GET', '/faucet/config')
   const wallet = new CashuWallet(new CashuMint(config.body.mint_url))

@@ -59,7 +59,7 @@ test('the directory lists the embedded test mint; its page shows the chart, and 
     return (await rows.filter({ hasText: 'outpost test mint' }).filter({ hasText: 'online' }).count()) === 2
   })
   assert.equal(await rows.count(), 2)
-  await snap(page, 'mintdir')
+  await snap(page, 'mintdir', { docs: true })
 
   await page.locator(`a[href="/mintdir/mint/${stopping}"]`).click()
   const chart = page.getByRole('img', { name: 'Uptime over the last 24 hours' })
@@ -77,7 +77,7 @@ test('the directory lists the embedded test mint; its page shows the chart, and 
   assert.match(await incident.textContent(), /ongoing/)
   assert.match(await page.locator('.mint-head .badges').textContent(), /offline/)
   assert.ok(await chart.locator('rect.s-offline').count() >= 1, 'no offline bucket in the chart')
-  await snap(page, 'mint')
+  await snap(page, 'mint', { docs: true })
   noProblems(assert, page)
   await page.context().close()
 })
@@ -151,7 +151,7 @@ test('the landing page says what the server offers; keyboard users can skip to t
   assert.equal(await page.evaluate(() => document.activeElement.textContent), 'Skip to content')
   await page.keyboard.press('Enter')
   assert.equal(await page.evaluate(() => document.activeElement.id), 'main')
-  await snap(page, 'landing')
+  await snap(page, 'landing', { docs: true })
   noProblems(assert, page)
   await page.context().close()
 })
