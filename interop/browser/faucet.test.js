@@ -86,6 +86,36 @@ test('sign in with a NIP-07 extension, claim ecash, and a cashu-ts wallet receiv
   await page.context().close()
 })
 
+test('a claim to a Lightning invoice: the page asks for an invoice of the amount and shows the proof of payment', { timeout: 60000 }, async () => {
+  const page = await newPage(browser, { viewport: { width: 390, height: 844 } })
+  await withExtension(page, generateSecretKey())
+  await page.goto(outpost.url + '/faucet/')
+  await page.getByRole('button', { name: 'Sign in with extension' }).click()
+  await page.getByLabel(/Lightning invoice/).check()
+  await page.getByRole('button', { name: 'Get my sats' }).click()
+  const claim = page.getByRole('button', { name: /^Claim \d+ sats?$/ })
+  await claim.waitFor()
+  const amount = Number((await claim.textContent()).match(/\d+/)[0])
+
+  // A wrong amount is refused in words, and the claim can go on.
+  const config = await api(outpost.url, 'GET', '/faucet/config')
+  const wallet = new CashuWallet(new CashuMint(config.body.mint_url))
+  const wrong = await withTimeout(wallet.createMintQuote(amount + 1), 10000, 'an invoice')
+  await page.getByLabel(/Your invoice for exactly/).fill(wrong.request)
+  await claim.click()
+  await page.locator('#claim-error').filter({ hasText: 'The invoice is not for the right amount' }).waitFor()
+
+  const right = await withTimeout(wallet.createMintQuote(amount), 10000, 'an invoice')
+  await page.getByLabel(/Your invoice for exactly/).fill(right.request)
+  await claim.click()
+  await page.getByText(`Paid ${amount} sat`).waitFor()
+  await page.getByText('Preimage (proof of payment)').waitFor()
+  const quote = await withTimeout(wallet.checkMintQuote(right.quote), 10000, 'the mint quote')
+  assert.equal(quote.state, 'PAID')
+  noProblems(assert, page)
+  await page.context().close()
+})
+
 test('without an extension, and with a bad npub, the page says what to do', { timeout: 30000 }, async () => {
   const page = await newPage(browser, { viewport: { width: 390, height: 844 } })
   await page.goto(outpost.url + '/faucet/')
