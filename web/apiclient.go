@@ -23,11 +23,11 @@ func (c apiClient) ok() bool { return c.h != nil }
 
 // apiError is an error answer of a service: its status and JSON body.
 type apiError struct {
-	Status     int
+	Status     int            `json:"-"`
 	Code       string         `json:"error"`
 	Message    string         `json:"message"`
 	Details    map[string]any `json:"details"`
-	RetryAfter int            // seconds, from Retry-After
+	RetryAfter int            `json:"-"` // seconds, from Retry-After
 }
 
 func (e *apiError) Error() string { return fmt.Sprintf("%d %s: %s", e.Status, e.Code, e.Message) }

@@ -36,9 +36,10 @@ export function withTimeout(promise, ms, what) {
   ]).finally(() => clearTimeout(timer))
 }
 
-// start runs outpost and resolves once it serves; stop() shuts it down and
-// removes its data dir, unless keep is set (to start again on it, as dataDir).
-export async function start(env = {}, { dataDir = mkdtempSync(join(tmpdir(), 'outpost-data-')), keep = false } = {}) {
+// start runs outpost and resolves once it serves; stop() shuts it down (once,
+// however often it is called) and removes its data dir.
+export async function start(env = {}) {
+  const dataDir = mkdtempSync(join(tmpdir(), 'outpost-data-'))
   const proc = spawn(build(), [], {
     env: {
       ...process.env,
@@ -65,7 +66,6 @@ export async function start(env = {}, { dataDir = mkdtempSync(join(tmpdir(), 'ou
   return {
     url,
     ws: url.replace(/^http/, 'ws'),
-    dataDir,
     logs: () => logs,
     async stop() {
       if (proc.exitCode === null) {
@@ -73,7 +73,7 @@ export async function start(env = {}, { dataDir = mkdtempSync(join(tmpdir(), 'ou
         proc.kill('SIGTERM')
         await withTimeout(exited, 20000, 'outpost to shut down')
       }
-      if (!keep) rmSync(dataDir, { recursive: true, force: true })
+      rmSync(dataDir, { recursive: true, force: true })
     },
   }
 }
