@@ -155,6 +155,22 @@ func (p *Pages) page(h http.HandlerFunc) http.HandlerFunc {
 // limited applies the program-wide rate limit per client IP and recovers
 // from panics.
 func (p *Pages) limited(h http.HandlerFunc) http.HandlerFunc {
+	return p.recovered(func(w http.ResponseWriter, r *http.Request) {
+		if p.cfg.RateLimit != nil {
+			if err := httpapi.Allow(p.cfg.RateLimit, httpapi.ClientIP(r)); err != nil {
+				e := outpost.AsError(err)
+				securityHeaders(w.Header())
+				p.fail(w, r, &apiError{Status: http.StatusTooManyRequests, Code: e.Code, Message: e.Message,
+					RetryAfter: int(math.Ceil(e.RetryAfter.Seconds()))})
+				return
+			}
+		}
+		h(w, r)
+	})
+}
+
+// recovered turns a panic into a logged 500 page.
+func (p *Pages) recovered(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		defer func() {
 			if v := recover(); v != nil {
@@ -165,15 +181,6 @@ func (p *Pages) limited(h http.HandlerFunc) http.HandlerFunc {
 				p.fail(w, r, errors.New("panic"))
 			}
 		}()
-		if p.cfg.RateLimit != nil {
-			if err := httpapi.Allow(p.cfg.RateLimit, httpapi.ClientIP(r)); err != nil {
-				e := outpost.AsError(err)
-				securityHeaders(w.Header())
-				p.fail(w, r, &apiError{Status: http.StatusTooManyRequests, Code: e.Code, Message: e.Message,
-					RetryAfter: int(math.Ceil(e.RetryAfter.Seconds()))})
-				return
-			}
-		}
 		h(w, r)
 	}
 }

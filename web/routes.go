@@ -34,7 +34,9 @@ func (p *Pages) Handler(next http.Handler) http.Handler {
 		r.Get(m+"/", browsers(p.handleDirectory))
 		r.Post(m+"/", forForms(p.page(p.handleSubmit), pass))
 		r.Get(m+"/mint/{id}", p.page(p.handleMint))
-		r.Get(m+"/mint/{id}/icon", p.limited(p.handleIcon))
+		// Icons are images of a page already counted, and mostly come from
+		// the cache: a list of fifty mints must not spend fifty requests.
+		r.Get(m+"/mint/{id}/icon", p.recovered(p.handleIcon))
 	}
 	if m := p.cfg.Banlist.Mount; p.banlist.ok() {
 		r.Get(m, forBrowsers(redirect(m+"/"), pass))

@@ -348,9 +348,12 @@ func TestErrorPages(t *testing.T) {
 	if over.header.Get("Retry-After") == "" {
 		t.Error("no Retry-After over the rate limit")
 	}
-	// Assets are not counted.
+	// Assets and icons are not counted.
 	if r := s.get("/static/outpost.css", "text/css"); r.status != http.StatusOK || r.header.Get("Content-Type") != "text/css; charset=utf-8" {
 		t.Errorf("stylesheet: %d %v", r.status, r.header)
+	}
+	if r := s.get("/mintdir/mint/"+id+"/icon", "image/*"); r.status != http.StatusOK || r.header.Get("Content-Type") != "image/svg+xml" {
+		t.Errorf("icon over the page limit: %d %v", r.status, r.header)
 	}
 }
 

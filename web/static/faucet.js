@@ -60,6 +60,7 @@ async function loginNIP07() {
     const r = await api('POST', mount + '/auth/login', { headers: { Authorization: 'Nostr ' + b64(JSON.stringify(signed)) } })
     save(r.body)
     await refresh()
+    $('account-h').focus()
   } catch (e) {
     showError($('signin-error'), e)
   }
@@ -72,6 +73,7 @@ async function loginNPub(ev) {
     const r = await api('POST', mount + '/auth/login-npub', { body: { npub: $('npub').value.trim() } })
     save(r.body)
     await refresh()
+    $('account-h').focus()
   } catch (e) {
     showError($('signin-error'), e)
     $('npub').setAttribute('aria-invalid', 'true')
