@@ -42,7 +42,8 @@ export async function newPage(browser, { viewport = viewports.desktop, colorSche
 }
 
 // snap writes name-phone.png and name-desktop.png of the page as it is now,
-// full length, then gives the page back its own viewport.
+// full length, fails if the page is wider than either screen, then gives the
+// page back its own viewport.
 // With docs set it also writes docs/name.png, one screen of a small desktop
 // window (from the element at, if given): the README's pictures are copied
 // from there.
@@ -52,6 +53,9 @@ export async function snap(page, name, { docs = false, at } = {}) {
   for (const [size, viewport] of Object.entries(viewports)) {
     await page.setViewportSize(viewport)
     await page.screenshot({ path: join(artifacts, `${name}-${size}.png`), fullPage: true })
+    // Readable on a phone: nothing may push the page wider than the screen.
+    const width = await page.evaluate(() => document.documentElement.scrollWidth)
+    if (width > viewport.width) throw new Error(`${name} is ${width} px wide at ${size} width (${viewport.width} px)`)
   }
   if (docs) {
     await page.setViewportSize({ width: 960, height: 640 })
