@@ -35,7 +35,7 @@ func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)
 // whole-program tests cover): one store, the real relay, ban list and mint
 // directory with their REST routers, and the pages in front.
 type site struct {
-	t     *testing.T
+	t     testing.TB
 	url   string
 	api   http.Handler // the relay and the services without the pages
 	st    *store.Store
@@ -51,7 +51,7 @@ type siteOptions struct {
 	submitPerHour     int
 }
 
-func newSite(t *testing.T, o siteOptions) *site {
+func newSite(t testing.TB, o siteOptions) *site {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	t.Cleanup(cancel)
@@ -166,7 +166,7 @@ type file struct {
 	body  []byte
 }
 
-func newFakeMint(t *testing.T, info map[string]any) *fakeMint {
+func newFakeMint(t testing.TB, info map[string]any) *fakeMint {
 	m := &fakeMint{info: info, files: map[string]file{}}
 	base := map[string]any{"pubkey": "02" + strings.Repeat("ab", 32), "version": "fake/1.0",
 		"nuts": map[string]any{"4": map[string]any{"methods": []any{map[string]any{"method": "bolt11", "unit": "sat"}}, "disabled": false}}}
