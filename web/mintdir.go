@@ -187,11 +187,6 @@ type mintURLs struct {
 	} `json:"urls"`
 }
 
-type dirStats struct {
-	MintsTotal int            `json:"mints_total"`
-	ByStatus   map[string]int `json:"by_status"`
-}
-
 // --- the list ---
 
 var statuses = []string{"online", "degraded", "unknown", "offline", "abandoned"}
@@ -204,8 +199,6 @@ type directoryView struct {
 	Total, Offset   int
 	Status, Sort    string
 	Statuses        []string
-	Stats           dirStats
-	Counts          []stateCount // mints by status, the non-zero ones
 	Prev, Next      string
 	Shown           string // "1–50"
 	SubmitURL       string
@@ -239,16 +232,7 @@ func (p *Pages) renderDirectory(w http.ResponseWriter, r *http.Request, status i
 		p.fail(w, r, err)
 		return
 	}
-	if err := p.mintdir.get(r, "/stats", &v.Stats); err != nil {
-		p.fail(w, r, err)
-		return
-	}
 	v.Mints, v.Total = list.Mints, list.Total
-	for _, s := range statuses {
-		if n := v.Stats.ByStatus[s]; n > 0 {
-			v.Counts = append(v.Counts, stateCount{State: s, N: n})
-		}
-	}
 	page := func(offset int) string {
 		u := url.Values{"offset": {strconv.Itoa(offset)}, "sort": {v.Sort}}
 		if v.Status != "" {
