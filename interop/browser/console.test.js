@@ -48,7 +48,7 @@ test('the console bans a reported key and the relay then refuses its note', { ti
   const row = page.locator('#reports tbody tr').filter({ hasText: npub })
   await row.waitFor()
   assert.match(await row.textContent(), /<b>floods<\/b> the relay/) // a comment is text
-  await row.getByRole('button', { name: 'Ban…' }).click()
+  await row.getByRole('button', { name: `Ban ${npub}…` }).click()
   assert.equal(await page.getByLabel('Key to ban (npub or hex)').inputValue(), npub)
   await page.getByLabel(/^Reason/).fill('spam, reported')
   await page.getByLabel('For how long').selectOption({ label: '7 days' })
@@ -64,7 +64,7 @@ test('the console bans a reported key and the relay then refuses its note', { ti
   await page.locator('#words li').filter({ hasText: 'buy now' }).waitFor()
   await page.getByRole('link', { name: 'Audit log' }).click()
   await page.locator('#audit tbody tr').filter({ hasText: 'ban' }).first().waitFor()
-  await snap(page, 'banlist', { docs: true })
+  await snap(page, 'banlist', { docs: true, at: 'main' })
   noProblems(assert, page)
   await page.context().close()
 })

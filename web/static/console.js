@@ -119,7 +119,7 @@ async function loadReports(more) {
       h('span', { class: 'text' }, r.comment || '–'),
       r.event_ids.length ? h('ul', { class: 'plain' }, r.event_ids.map(id => h('li', {}, code(id)))) : '–',
       r.source === 'nostr' ? h('span', {}, 'Nostr, by ', code(r.reporter)) : 'REST (anonymous)',
-      moderator ? h('button', { type: 'button', class: 'secondary small', onclick: () => prefillBan(r) }, 'Ban…') : '',
+      moderator ? h('button', { type: 'button', class: 'secondary small', 'aria-label': `Ban ${r.reported_pubkey}…`, onclick: () => prefillBan(r) }, 'Ban…') : '',
     ])
     $('reports').replaceChildren(table(['Received', 'Reported key', 'Reason', 'Comment', 'Events', 'From', ''], rows, 'No reports.'))
     $('reports-more').hidden = !reports.more
@@ -161,7 +161,7 @@ function renderBans() {
     b.expires_at ? when(b.expires_at) : 'for good',
     b.banned_by,
     b.lifted_at ? h('span', {}, when(b.lifted_at), ' by ', b.lifted_by) : '–',
-    b.state === 'active' && moderator ? h('button', { type: 'button', class: 'danger small', onclick: ev => busy(ev.currentTarget, () => unban(b)) }, 'Unban') : '',
+    b.state === 'active' && moderator ? h('button', { type: 'button', class: 'danger small', 'aria-label': `Unban ${b.pubkey}`, onclick: ev => busy(ev.currentTarget, () => unban(b)) }, 'Unban') : '',
   ])
   $('bans').replaceChildren(table(['Key', 'Reason', 'State', 'Banned', 'Until', 'By', 'Lifted', ''], rows,
     needle ? 'No ban matches.' : 'No bans.'))
@@ -272,7 +272,7 @@ async function loadKeys() {
     $('keys').replaceChildren(table(['Name', 'Role', 'Created', 'By', 'Revoked', ''], keys.map(k => [
       k.name, k.role, when(k.created_at), k.created_by,
       k.revoked_at ? h('span', {}, when(k.revoked_at), ' by ', k.revoked_by) : '–',
-      k.revoked_at ? '' : h('button', { type: 'button', class: 'danger small', onclick: ev => busy(ev.currentTarget, () => revoke(k)) }, 'Revoke'),
+      k.revoked_at ? '' : h('button', { type: 'button', class: 'danger small', 'aria-label': `Revoke the key “${k.name}”`, onclick: ev => busy(ev.currentTarget, () => revoke(k)) }, 'Revoke'),
     ]), 'No keys.'))
   } catch (e) {
     showError($('keys-error'), e, 'console')
