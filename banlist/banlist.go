@@ -9,7 +9,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -19,7 +18,6 @@ import (
 	"github.com/dgraph-io/badger/v4"
 	"github.com/fiatjaf/eventstore"
 	"github.com/nbd-wtf/go-nostr"
-	"github.com/outpost-relay/outpost"
 	"github.com/outpost-relay/outpost/policies"
 	"github.com/outpost-relay/outpost/store"
 )
@@ -135,17 +133,6 @@ func (s *Service) load() error {
 	s.list.SetBannedEvents(bannedEvents)
 	s.log.Info("ban list loaded", "bans", len(bans), "words", len(words), "banned_events", len(bannedEvents))
 	return nil
-}
-
-// update runs fn in a write transaction, retrying on badger conflicts.
-func (s *Service) update(fn func(txn *badger.Txn) error) error {
-	for range 5 {
-		err := s.db.Update(fn)
-		if !errors.Is(err, badger.ErrConflict) {
-			return err
-		}
-	}
-	return outpost.Errorf(outpost.Conflict, "write_conflict", "the record changed concurrently; try again")
 }
 
 // newID returns a time-ordered id: 8 bytes of unix nanoseconds, strictly

@@ -267,7 +267,7 @@ func (s *Service) Quote(ctx context.Context, sess Session, ip, method, address s
 	}
 	q := Quote{ID: newID("q_"), PubKey: sess.PubKey, Method: method, Destination: dest, AmountSats: amount,
 		CreatedAt: now.Unix(), ExpiresAt: now.Add(s.cfg.QuoteTTL).Unix(), State: QuoteOpen}
-	err = s.update(func(txn *badger.Txn) error {
+	err = store.Update(s.db, func(txn *badger.Txn) error {
 		cur, has, err := s.openQuote(txn, sess.PubKey, now)
 		if err != nil {
 			return err
@@ -391,7 +391,7 @@ func (s *Service) Confirm(ctx context.Context, sess Session, ip, quoteID, invoic
 	c := Claim{QuoteID: q.ID, PubKey: sess.PubKey, Method: q.Method, Destination: q.Destination, AmountSats: q.AmountSats,
 		FeeReserveSats: s.cfg.MaxFeeSats, State: ClaimPaying, IPHash: s.ipHash(ip), Day: day(now), Run: s.run,
 		CreatedAt: now.Unix(), NextClaimAt: now.Add(s.cfg.Cooldown).Unix()}
-	err := s.update(func(txn *badger.Txn) error {
+	err := store.Update(s.db, func(txn *badger.Txn) error {
 		c.ID = newID("c_")
 		q, found, err := getQuote(txn, quoteID)
 		if err != nil {
@@ -492,7 +492,7 @@ func (s *Service) melt(ctx context.Context, c Claim, inv bolt11.Invoice) (Confir
 			"paying this invoice would cost up to %d sats in fees; the faucet pays at most %d", mq.FeeReserveSats, s.cfg.MaxFeeSats)))
 	}
 	c.MeltQuote, c.Bolt11, c.PaymentHash, c.AttemptedAt = &mq, inv.Raw, inv.PaymentHash, s.now().Unix()
-	if err := s.update(func(txn *badger.Txn) error { return s.putClaim(txn, c) }); err != nil {
+	if err := store.Update(s.db, func(txn *badger.Txn) error { return s.putClaim(txn, c) }); err != nil {
 		return ConfirmResult{}, 0, paymentError(c, s.fail(c, err))
 	}
 	p, err := s.tr.Melt(ctx, mq, s.cfg.MinBalanceSats)
@@ -515,7 +515,7 @@ func (s *Service) melt(ctx context.Context, c Claim, inv bolt11.Invoice) (Confir
 // settle records a paid or pending outcome.
 func (s *Service) settle(c Claim, state string, p treasury.Payment) (Claim, error) {
 	now := s.now()
-	err := s.update(func(txn *badger.Txn) error {
+	err := store.Update(s.db, func(txn *badger.Txn) error {
 		cur, found, err := getClaim(txn, c.ID)
 		if err != nil {
 			return err
@@ -560,7 +560,7 @@ func (s *Service) fail(c Claim, cause error) error {
 	if e := outpost.AsError(cause); e != nil && e.Kind != outpost.Internal {
 		reason = e.Message
 	}
-	err := s.update(func(txn *badger.Txn) error {
+	err := store.Update(s.db, func(txn *badger.Txn) error {
 		cur, found, err := getClaim(txn, c.ID)
 		if err != nil {
 			return err

@@ -119,7 +119,7 @@ func (s *Service) openDeposits() (int, error) {
 func (s *Service) openDeposit(kind string, mq treasury.MintQuote) (Deposit, error) {
 	dep := Deposit{ID: newID("d_"), Kind: kind, State: DepositPending, AmountSats: mq.AmountSats, MintURL: s.tr.MintURL(),
 		MintQuoteID: mq.ID, Invoice: mq.Invoice, CreatedAt: s.now().Unix(), ExpiresAt: mq.ExpiresAt.Unix()}
-	err := s.update(func(txn *badger.Txn) error {
+	err := store.Update(s.db, func(txn *badger.Txn) error {
 		if err := store.PutJSON(txn, key(kindDeposit, dep.ID), dep); err != nil {
 			return err
 		}
@@ -181,7 +181,7 @@ func (s *Service) RedeemEcash(ctx context.Context, token string) (RedeemResult, 
 	now := s.now().Unix()
 	dep := Deposit{ID: newID("d_"), Kind: DepositEcash, State: DepositCompleted, AmountSats: r.AmountSats, FeeSats: r.FeeSats,
 		MintURL: r.MintURL, CreatedAt: now, CompletedAt: now}
-	err = s.update(func(txn *badger.Txn) error {
+	err = store.Update(s.db, func(txn *badger.Txn) error {
 		for _, y := range p.Ys {
 			if err := txn.Set(key(kindRedeemed, y), []byte(dep.ID)); err != nil {
 				return err
@@ -284,7 +284,7 @@ func (s *Service) completeDeposits(ctx context.Context, kicked bool) {
 
 func (s *Service) closeDeposit(d Deposit, state string) {
 	changed := false
-	err := s.update(func(txn *badger.Txn) error {
+	err := store.Update(s.db, func(txn *badger.Txn) error {
 		changed = false
 		var cur Deposit
 		if found, err := store.GetJSON(txn, key(kindDeposit, d.ID), &cur); err != nil || !found || cur.State != DepositPending {

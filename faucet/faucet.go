@@ -206,7 +206,7 @@ type secret struct {
 
 func (s *Service) loadSecret() ([]byte, error) {
 	var out []byte
-	err := s.update(func(txn *badger.Txn) error {
+	err := store.Update(s.db, func(txn *badger.Txn) error {
 		var sec secret
 		found, err := store.GetJSON(txn, key(kindSecret), &sec)
 		if err != nil {
@@ -239,18 +239,6 @@ func (s *Service) ipHash(ip string) string {
 	m := hmac.New(sha256.New, s.ipKey)
 	m.Write([]byte(ip))
 	return hex.EncodeToString(m.Sum(nil)[:16])
-}
-
-// update runs fn in a write transaction, retrying on conflicts with
-// concurrent transactions; fn must not depend on state from a failed attempt.
-func (s *Service) update(fn func(txn *badger.Txn) error) error {
-	for attempt := 0; ; attempt++ {
-		err := s.db.Update(fn)
-		if !errors.Is(err, badger.ErrConflict) || attempt >= 200 {
-			return err
-		}
-		time.Sleep(time.Duration(mrand.IntN(attempt+2)) * time.Millisecond)
-	}
 }
 
 func newID(prefix string) string {

@@ -61,7 +61,7 @@ func TestCrashRecovery(t *testing.T) {
 		if mq == nil {
 			c.Method = MethodCashu
 		}
-		err := s.update(func(txn *badger.Txn) error {
+		err := store.Update(s.db, func(txn *badger.Txn) error {
 			l, err := s.readLimits(txn, pk, c.IPHash, now)
 			if err != nil {
 				return err

@@ -63,7 +63,7 @@ func loadChecks(b *testing.B, n int) *benchMint {
 	start := e.clock.Now()
 	const batch = 500
 	for i := 0; i < n; i += batch {
-		err := e.dir.update(func(txn *badger.Txn) error {
+		err := store.Update(e.dir.db, func(txn *badger.Txn) error {
 			cur, err := getMint(txn, id)
 			if err != nil {
 				return err

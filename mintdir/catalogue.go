@@ -234,7 +234,7 @@ func mustHost(u string) string {
 func (d *Directory) add(u, source, announcer string) (SubmitResult, error) {
 	var res SubmitResult
 	now := d.now().UTC()
-	err := d.update(func(txn *badger.Txn) error {
+	err := store.Update(d.db, func(txn *badger.Txn) error {
 		res = SubmitResult{}
 		id, ok, err := lookupID(txn, urlKey(u))
 		if err != nil {

@@ -2,7 +2,6 @@ package mintdir
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"time"
 
@@ -81,7 +80,7 @@ func (d *Directory) Probe(ctx context.Context, id string) error {
 // record stores a check and everything that follows from it; changed
 // reports that the metadata changed with it.
 func (d *Directory) record(id ID, c *Check, info *Info, body, keysets []byte) (changed bool, err error) {
-	err = d.update(func(txn *badger.Txn) error {
+	err = store.Update(d.db, func(txn *badger.Txn) error {
 		m, err := getMint(txn, id)
 		if err != nil || m == nil || m.MergedInto != "" {
 			return err
@@ -220,20 +219,14 @@ func (d *Directory) Checks(ctx context.Context, m *Mint, from, to time.Time, lim
 	var out []Check
 	id := m.id()
 	err := d.db.View(func(txn *badger.Txn) error {
-		prefix := perMintPrefix(kCheck, id)
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix, Reverse: true, PrefetchValues: true, PrefetchSize: 64})
-		defer it.Close()
-		for it.Seek(timeKey(kCheck, id, to.Add(-time.Millisecond))); it.Valid() && len(out) < limit; it.Next() {
-			var c Check
-			if err := it.Item().Value(func(b []byte) error { return json.Unmarshal(b, &c) }); err != nil {
-				return err
-			}
-			if c.At.Before(from) {
-				break
-			}
-			out = append(out, c)
-		}
-		return nil
+		return store.EachJSON(txn, perMintPrefix(kCheck, id), timeKey(kCheck, id, to.Add(-time.Millisecond)), true,
+			func(_ []byte, c Check) (bool, error) {
+				if c.At.Before(from) {
+					return false, nil
+				}
+				out = append(out, c)
+				return len(out) < limit, nil
+			})
 	})
 	return out, err
 }

@@ -16,7 +16,7 @@ func (d *Directory) mergeIfKnown(m *Mint, pubkey string) (survivor string, err e
 	d.mergeMu.Lock()
 	defer d.mergeMu.Unlock()
 	loser := m.id()
-	err = d.update(func(txn *badger.Txn) error {
+	err = store.Update(d.db, func(txn *badger.Txn) error {
 		survivor = ""
 		owner, ok, err := lookupID(txn, pubKeyKey(pubkey))
 		if err != nil || !ok || owner == loser {

@@ -20,6 +20,7 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/outpost-relay/outpost/probe"
 	"github.com/outpost-relay/outpost/ratelimit"
+	"github.com/outpost-relay/outpost/store"
 )
 
 // Events is the part of the relay's event store the directory reads reviews from.
@@ -179,11 +180,9 @@ func (d *Directory) runHousekeeping(ctx context.Context) {
 	}
 }
 
-// update runs fn in a read-write transaction, retrying on a conflict with a
-// concurrent writer (badger's transactions are optimistic).
 // deleteKeys deletes keys in one transaction.
 func (d *Directory) deleteKeys(keys [][]byte) error {
-	return d.update(func(txn *badger.Txn) error {
+	return store.Update(d.db, func(txn *badger.Txn) error {
 		for _, k := range keys {
 			if err := txn.Delete(k); err != nil {
 				return err
@@ -191,14 +190,4 @@ func (d *Directory) deleteKeys(keys [][]byte) error {
 		}
 		return nil
 	})
-}
-
-func (d *Directory) update(fn func(txn *badger.Txn) error) error {
-	var err error
-	for range 10 {
-		if err = d.db.Update(fn); err != badger.ErrConflict {
-			return err
-		}
-	}
-	return err
 }

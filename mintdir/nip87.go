@@ -6,6 +6,7 @@ import (
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/nbd-wtf/go-nostr"
+	"github.com/outpost-relay/outpost/store"
 )
 
 // RejectInvalidNIP87 is a khatru RejectEvent policy for the events the
@@ -78,7 +79,7 @@ func (d *Directory) OnEventSaved(_ context.Context, ev *nostr.Event) {
 // the summaries of the mints it reviews.
 func (d *Directory) takeReview(ctx context.Context, ev *nostr.Event) {
 	ids := map[ID]bool{}
-	err := d.update(func(txn *badger.Txn) error {
+	err := store.Update(d.db, func(txn *badger.Txn) error {
 		clear(ids)
 		for t := range ev.Tags.FindAll("u") {
 			u, err := NormalizeURL(t[1])

@@ -208,7 +208,7 @@ func (d *Directory) refreshSummary(ctx context.Context, id ID, readReviews bool)
 		sum := summarizeReviews(reviews)
 		rs = &sum
 	}
-	return d.update(func(txn *badger.Txn) error {
+	return store.Update(d.db, func(txn *badger.Txn) error {
 		m, err := getMint(txn, id)
 		if err != nil || m == nil || m.MergedInto != "" {
 			return err

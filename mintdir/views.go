@@ -94,7 +94,7 @@ func (d *Directory) FlushViews(ctx context.Context) error {
 	v.mu.Unlock()
 	var errs []error
 	for id, p := range pending {
-		errs = append(errs, d.update(func(txn *badger.Txn) error { return flushMintViews(txn, id, p) }))
+		errs = append(errs, store.Update(d.db, func(txn *badger.Txn) error { return flushMintViews(txn, id, p) }))
 	}
 	return errors.Join(errs...)
 }
