@@ -12,6 +12,7 @@ import (
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/outpost-relay/outpost"
+	"github.com/outpost-relay/outpost/netguard"
 	"github.com/outpost-relay/outpost/probe"
 	"github.com/outpost-relay/outpost/store"
 )
@@ -215,9 +216,9 @@ func (d *Directory) checkURL(ctx context.Context, raw string) (string, error) {
 	host := mustHost(u)
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	if err := probe.CheckHost(ctx, d.cfg.Resolver, host, d.cfg.AllowPrivate); err != nil {
+	if err := netguard.CheckHost(ctx, d.cfg.Resolver, host, d.cfg.AllowPrivate); err != nil {
 		msg := "mint_url: the host does not resolve"
-		if errors.Is(err, probe.ErrBlockedAddress) {
+		if errors.Is(err, netguard.ErrBlocked) {
 			msg = "mint_url: the host is a private, loopback or link-local address"
 		}
 		return "", outpost.Errorf(outpost.Invalid, "invalid_mint_url", "%s", msg).With("field", "mint_url")
