@@ -166,7 +166,7 @@ func (d *Directory) Get(ctx context.Context, id string) (*Mint, error) {
 
 // GetByURL returns the mint known by raw (normalised first), or ErrNotFound.
 func (d *Directory) GetByURL(ctx context.Context, raw string) (*Mint, error) {
-	u, err := NormalizeURL(raw)
+	u, err := catalogueURL(raw)
 	if err != nil {
 		return nil, ErrNotFound
 	}
@@ -206,7 +206,7 @@ func (d *Directory) Submit(ctx context.Context, raw string) (SubmitResult, error
 
 // checkURL normalises a submitted URL and applies the SSRF guard.
 func (d *Directory) checkURL(ctx context.Context, raw string) (string, error) {
-	u, err := NormalizeURL(raw)
+	u, err := catalogueURL(raw)
 	if err != nil {
 		return "", outpost.Errorf(outpost.Invalid, "invalid_mint_url", "mint_url: %v", err).With("field", "mint_url")
 	}

@@ -131,7 +131,7 @@ func (d *Directory) takeInfo(txn *badger.Txn, m *Mint, info *Info, at time.Time)
 	advertised := map[string]bool{}
 	var order []string
 	for _, raw := range info.URLs {
-		if u, err := NormalizeURL(raw); err == nil && !advertised[u] {
+		if u, err := catalogueURL(raw); err == nil && !advertised[u] {
 			advertised[u] = true
 			order = append(order, u)
 		}

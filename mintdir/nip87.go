@@ -20,7 +20,7 @@ func RejectInvalidNIP87(_ context.Context, ev *nostr.Event) (reject bool, msg st
 		}
 		n := 0
 		for t := range ev.Tags.FindAll("u") {
-			if _, err := NormalizeURL(t[1]); err != nil {
+			if _, err := catalogueURL(t[1]); err != nil {
 				return true, "invalid: a mint announcement's u tag must be the mint's http(s) URL, got " + strconv.Quote(trim(t[1]))
 			}
 			n++
@@ -41,7 +41,7 @@ func RejectInvalidNIP87(_ context.Context, ev *nostr.Event) (reject bool, msg st
 		}
 		urls := 0
 		for t := range ev.Tags.FindAll("u") {
-			if _, err := NormalizeURL(t[1]); err != nil {
+			if _, err := catalogueURL(t[1]); err != nil {
 				return true, "invalid: a mint review's u tag must be the mint's http(s) URL, got " + strconv.Quote(trim(t[1]))
 			}
 			urls++
@@ -82,7 +82,7 @@ func (d *Directory) takeReview(ctx context.Context, ev *nostr.Event) {
 	err := store.Update(d.db, func(txn *badger.Txn) error {
 		clear(ids)
 		for t := range ev.Tags.FindAll("u") {
-			u, err := NormalizeURL(t[1])
+			u, err := catalogueURL(t[1])
 			if err != nil {
 				continue
 			}

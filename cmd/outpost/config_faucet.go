@@ -10,7 +10,7 @@ import (
 
 	"github.com/outpost-relay/outpost/bolt11"
 	"github.com/outpost-relay/outpost/faucet"
-	"github.com/outpost-relay/outpost/treasury"
+	"github.com/outpost-relay/outpost/minturl"
 )
 
 // FaucetConfig configures the test-sats faucet.
@@ -89,15 +89,15 @@ func validateFaucet(f *configFlags) error {
 	}
 	c.Network = net
 	if c.MintURL != "" {
-		if c.MintURL, err = treasury.NormalizeMintURL(c.MintURL); err != nil {
+		if c.MintURL, err = minturl.Normalize(c.MintURL); err != nil {
 			errs = append(errs, bad("faucet-mint-url", "%v", err))
 		}
 	}
 	c.AcceptedMints = nil
 	for _, m := range split(*f.lists["faucet-accepted-mints"]) {
-		n, err := treasury.NormalizeMintURL(m)
+		n, err := minturl.Normalize(m)
 		if err != nil {
-			errs = append(errs, bad("faucet-accepted-mints", "%v", err))
+			errs = append(errs, bad("faucet-accepted-mints", "%q: %v", m, err))
 			continue
 		}
 		c.AcceptedMints = append(c.AcceptedMints, n)

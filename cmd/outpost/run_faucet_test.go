@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"strings"
@@ -77,6 +78,8 @@ func TestFaucetEmbeddedMint(t *testing.T) {
 	env := map[string]string{
 		"OUTPOST_FAUCET_POLL_INTERVAL": "100ms", "OUTPOST_FAUCET_TEST_MINT_FUNDING": "20000",
 		"OUTPOST_FAUCET_LNURL_ALLOW_HTTP": "true", "OUTPOST_FAUCET_LNURL_ALLOW_PRIVATE": "true",
+		// Spelled as no directory would: default port, trailing dots, capitals.
+		"OUTPOST_FAUCET_ACCEPTED_MINTS": "https://Other-Mint.Example:443/, https://third.example.:443/cashu/",
 	}
 	inst := start(t, dir, env)
 	f := inst.url + "/faucet"
@@ -85,6 +88,12 @@ func TestFaucetEmbeddedMint(t *testing.T) {
 	mintURL, _ := cfg["mint_url"].(string)
 	if cfg["test_mint"] != true || !strings.HasPrefix(mintURL, "http://127.0.0.1:") {
 		t.Fatalf("config %v", cfg)
+	}
+	// The accepted mints are spelled as the mint directory spells them, so
+	// both agree on which mint a URL means.
+	_, info := call(t, "GET", f+"/deposit", nil)
+	if got := fmt.Sprint(info["accepted_mints"]); got != "["+mintURL+" https://other-mint.example https://third.example/cashu]" {
+		t.Fatalf("accepted mints %s", got)
 	}
 	if _, st := call(t, "GET", f+"/stats", nil); st["balance_sats"] != 20000.0 {
 		t.Fatalf("stats %v", st)
