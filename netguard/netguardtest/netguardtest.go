@@ -13,7 +13,7 @@ import (
 var Blocked = []string{
 	"127.0.0.1", "127.1.2.3", // loopback
 	"10.1.2.3", "172.16.5.4", "192.168.1.1", // private
-	"169.254.169.254", // link-local: cloud metadata services
+	"169.254.169.254",    // link-local: cloud metadata services
 	"0.0.0.0", "0.1.2.3", // this network
 	"100.64.0.1", "100.127.255.254", // carrier-grade NAT
 	"192.0.0.8",                  // IETF protocol assignments
