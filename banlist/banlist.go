@@ -18,6 +18,7 @@ import (
 	"github.com/dgraph-io/badger/v4"
 	"github.com/fiatjaf/eventstore"
 	"github.com/nbd-wtf/go-nostr"
+	"github.com/outpost-relay/outpost"
 	"github.com/outpost-relay/outpost/policies"
 	"github.com/outpost-relay/outpost/store"
 )
@@ -204,4 +205,19 @@ func seekUntil(kind byte, until int64) []byte {
 		return nil
 	}
 	return store.Key(store.PrefixBanlist, kind, store.U64(uint64((until+1)*int64(time.Second)-1)), []byte{0xFF, 0xFF, 0xFF, 0xFF})
+}
+
+// Health is the ban list's /health, read from the snapshot.
+type Health struct {
+	Status       string `json:"status"`
+	ActiveBans   int    `json:"active_bans"`
+	BlockedWords int    `json:"blocked_words"`
+}
+
+// HealthStatus is always ok: the snapshot is in memory.
+func (h Health) HealthStatus() string { return h.Status }
+
+// Health makes no outbound calls.
+func (s *Service) Health(ctx context.Context) Health {
+	return Health{Status: outpost.HealthOK, ActiveBans: len(s.ActiveBans()), BlockedWords: len(s.list.Words())}
 }

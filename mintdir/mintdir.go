@@ -18,6 +18,7 @@ import (
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/nbd-wtf/go-nostr"
+	"github.com/outpost-relay/outpost"
 	"github.com/outpost-relay/outpost/probe"
 	"github.com/outpost-relay/outpost/ratelimit"
 	"github.com/outpost-relay/outpost/store"
@@ -124,8 +125,38 @@ func (d *Directory) Run(ctx context.Context) {
 // benchmarks, which drive the prober instead of sleeping on its interval.
 func (d *Directory) ProbeAll(ctx context.Context) int { return d.prober.RunOnce(ctx) }
 
-// ProberStatus reports when the prober last caught up and how far behind it is.
-func (d *Directory) ProberStatus() (lastCycle time.Time, lag time.Duration) { return d.prober.Status() }
+// Health is the directory's /health.
+type Health struct {
+	Status           string  `json:"status"`
+	Version          string  `json:"version"`
+	Time             string  `json:"time"`
+	MintsTotal       int     `json:"mints_total"`
+	LastProbeCycleAt *string `json:"last_probe_cycle_at"`
+	ProbeLagSeconds  float64 `json:"probe_lag_seconds"`
+}
+
+// HealthStatus is down without the store, degraded when the prober has
+// fallen two intervals behind.
+func (h Health) HealthStatus() string { return h.Status }
+
+// Health makes no outbound calls.
+func (d *Directory) Health(ctx context.Context) Health {
+	n, err := d.Count()
+	last, lag := d.prober.Status()
+	h := Health{Status: outpost.HealthOK, Version: outpost.Version, Time: d.now().UTC().Format(time.RFC3339), MintsTotal: n,
+		ProbeLagSeconds: lag.Round(time.Millisecond).Seconds()}
+	if !last.IsZero() {
+		at := last.UTC().Format(time.RFC3339)
+		h.LastProbeCycleAt = &at
+	}
+	switch {
+	case err != nil:
+		h.Status = outpost.HealthDown
+	case lag > 2*d.cfg.ProbeInterval:
+		h.Status = outpost.HealthDegraded
+	}
+	return h
+}
 
 // runWork does work queued by relay hooks (they must not block the relay).
 func (d *Directory) runWork(ctx context.Context) {

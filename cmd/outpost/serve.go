@@ -112,7 +112,7 @@ func serve(ctx context.Context, cfg *Config, stdout, stderr io.Writer) (err erro
 		Name: "banlist", Mount: cfg.Banlist.Mount,
 		Routes: banlistapi.Routes(banlistapi.Config{Service: bl, Log: logger.With("service", "banlist"),
 			ReportsPublic: cfg.Banlist.ReportsPublic, ReportsPerMin: cfg.Banlist.ReportsLimit}),
-		Health: func(context.Context) (string, any) { return banlistapi.Health(bl) },
+		Health: httpapi.ReportHealth(bl.Health),
 	}}}
 	for _, wire := range []func(context.Context, deps) (*component, error){wireMintdir, wireFaucet} {
 		c, err := wire(ctx, d)

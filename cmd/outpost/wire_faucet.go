@@ -79,7 +79,7 @@ func wireFaucet(ctx context.Context, d deps) (comp *component, err error) {
 	routes := faucetapi.Routes(faucetapi.Config{Service: svc, Verifier: nip98.NewVerifier(nip98.DefaultWindow, nil),
 		PublicURL: d.publicURL, Log: log})
 	return &component{
-		api: httpapi.Service{Name: "faucet", Mount: c.Mount, Routes: routes, Health: faucetapi.Health(svc)},
+		api: httpapi.Service{Name: "faucet", Mount: c.Mount, Routes: routes, Health: httpapi.ReportHealth(svc.Health)},
 		jobs: []func(context.Context){func(ctx context.Context) {
 			svc.Run(ctx)
 			// Requests are done by now; close the wallet, then its mint.

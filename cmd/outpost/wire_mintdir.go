@@ -23,10 +23,9 @@ func wireMintdir(ctx context.Context, d deps) (*component, error) {
 	d.relay.RejectEvent = append(d.relay.RejectEvent, mintdir.RejectInvalidNIP87)
 	d.relay.OnEventSaved = append(d.relay.OnEventSaved, dir.OnEventSaved)
 	d.relay.Info.AddSupportedNIP(87)
-	api := mintdirapi.Config{Directory: dir, Log: log, SubmitPerHour: c.SubmitLimit, ProbeInterval: c.ProbeInterval}
+	api := mintdirapi.Config{Directory: dir, Log: log, SubmitPerHour: c.SubmitLimit}
 	return &component{
-		api: httpapi.Service{Name: "mintdir", Mount: c.Mount, Routes: mintdirapi.Routes(api),
-			Health: func(ctx context.Context) (string, any) { return mintdirapi.Health(ctx, api) }},
+		api:  httpapi.Service{Name: "mintdir", Mount: c.Mount, Routes: mintdirapi.Routes(api), Health: httpapi.ReportHealth(dir.Health)},
 		jobs: []func(context.Context){dir.Run},
 	}, nil
 }

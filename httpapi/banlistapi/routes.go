@@ -26,41 +26,42 @@ func Routes(cfg Config) http.Handler {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	svc, log := cfg.Service, cfg.Log
-	auth := func(role banlist.Role) func(http.Handler) http.Handler { return requireRole(svc, log, role) }
-	reportLimit := httpapi.RateLimit(ratelimit.New(cfg.ReportsPerMin, time.Minute, cfg.Now), log)
+	svc := cfg.Service
+	auth := func(role banlist.Role) func(http.Handler) http.Handler { return requireRole(svc, role) }
+	reportLimit := httpapi.RateLimit(ratelimit.New(cfg.ReportsPerMin, time.Minute, cfg.Now))
 	readReports := auth(banlist.RoleViewer)
 	if cfg.ReportsPublic {
 		readReports = func(next http.Handler) http.Handler { return next }
 	}
 
 	r := chi.NewRouter()
+	r.Use(httpapi.Logger(cfg.Log))
 	r.NotFound(httpapi.NotFound)
 	r.MethodNotAllowed(httpapi.MethodNotAllowed)
 
 	r.Group(func(r chi.Router) {
 		r.Use(httpapi.CORS)
-		r.Get("/health", handleHealth(svc))
-		r.Get("/openapi.json", handleOpenAPI())
+		r.Get("/health", httpapi.ServeHealth(svc.Health))
+		r.Get("/openapi.json", httpapi.ServeJSON(openAPI))
 		r.Get("/blocked/pubkeys", handleBlockedList(svc, cfg.Now))
-		r.Get("/blocked/pubkeys/{pubkey}", handleBlockedStatus(svc, log))
+		r.Get("/blocked/pubkeys/{pubkey}", handleBlockedStatus(svc))
 		r.Get("/blocked/words", handleBlockedWords(svc))
-		r.With(reportLimit).Post("/reports", handleReport(svc, log))
-		r.With(readReports).Get("/reports", handleReports(svc, log))
+		r.With(reportLimit).Post("/reports", handleReport(svc))
+		r.With(readReports).Get("/reports", handleReports(svc))
 	})
 
 	r.Route("/admin", func(r chi.Router) {
-		r.With(auth(banlist.RoleModerator)).Post("/ban", handleBan(svc, log))
-		r.With(auth(banlist.RoleModerator)).Post("/temp-ban", handleTempBan(svc, log))
-		r.With(auth(banlist.RoleModerator)).Post("/unban", handleUnban(svc, log))
-		r.With(auth(banlist.RoleViewer)).Get("/bans", handleBans(svc, log, cfg.Now))
-		r.With(auth(banlist.RoleViewer)).Get("/words", handleWords(svc, log))
-		r.With(auth(banlist.RoleModerator)).Post("/words", handleAddWord(svc, log))
-		r.With(auth(banlist.RoleModerator)).Delete("/words/{word}", handleRemoveWord(svc, log))
-		r.With(auth(banlist.RoleAdmin)).Get("/keys", handleKeys(svc, log))
-		r.With(auth(banlist.RoleAdmin)).Post("/keys", handleCreateKey(svc, log))
-		r.With(auth(banlist.RoleAdmin)).Delete("/keys/{key}", handleRevokeKey(svc, log))
-		r.With(auth(banlist.RoleAdmin)).Get("/audit", handleAudit(svc, log))
+		r.With(auth(banlist.RoleModerator)).Post("/ban", handleBan(svc))
+		r.With(auth(banlist.RoleModerator)).Post("/temp-ban", handleTempBan(svc))
+		r.With(auth(banlist.RoleModerator)).Post("/unban", handleUnban(svc))
+		r.With(auth(banlist.RoleViewer)).Get("/bans", handleBans(svc, cfg.Now))
+		r.With(auth(banlist.RoleViewer)).Get("/words", handleWords(svc))
+		r.With(auth(banlist.RoleModerator)).Post("/words", handleAddWord(svc))
+		r.With(auth(banlist.RoleModerator)).Delete("/words/{word}", handleRemoveWord(svc))
+		r.With(auth(banlist.RoleAdmin)).Get("/keys", handleKeys(svc))
+		r.With(auth(banlist.RoleAdmin)).Post("/keys", handleCreateKey(svc))
+		r.With(auth(banlist.RoleAdmin)).Delete("/keys/{key}", handleRevokeKey(svc))
+		r.With(auth(banlist.RoleAdmin)).Get("/audit", handleAudit(svc))
 	})
 	return r
 }

@@ -1,10 +1,7 @@
 package mintdirapi
 
 import (
-	"bytes"
-	"context"
 	_ "embed"
-	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
@@ -22,45 +19,36 @@ var openAPI []byte
 // OpenAPI is the service's OpenAPI 3.1 document.
 func OpenAPI() []byte { return openAPI }
 
-func handleOpenAPI() http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		httpapi.EncodeBytes(w, http.StatusOK, bytes.TrimSpace(openAPI))
-	}
-}
-
 // mintHandler answers for one resolved mint.
 type mintHandler func(r *http.Request, m *mintdir.Mint) (any, error)
 
-func byID(d *mintdir.Directory, log *slog.Logger, fn mintHandler) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+func byID(d *mintdir.Directory, fn mintHandler) http.HandlerFunc {
+	return httpapi.Handle(func(w http.ResponseWriter, r *http.Request) error {
 		m, err := d.Get(r.Context(), chi.URLParam(r, "mint_id"))
-		answer(w, r, log, m, err, fn)
-	}
+		return answer(w, r, m, err, fn)
+	})
 }
 
-func byURL(d *mintdir.Directory, log *slog.Logger, fn mintHandler) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+func byURL(d *mintdir.Directory, fn mintHandler) http.HandlerFunc {
+	return httpapi.Handle(func(w http.ResponseWriter, r *http.Request) error {
 		u := strings.TrimSpace(r.URL.Query().Get("url"))
 		if u == "" {
-			httpapi.Error(w, r, log, outpost.Errorf(outpost.Invalid, "missing_url", "the url query parameter (the mint's URL) is required").With("field", "url"))
-			return
+			return outpost.Errorf(outpost.Invalid, "missing_url", "the url query parameter (the mint's URL) is required").With("field", "url")
 		}
 		m, err := d.GetByURL(r.Context(), u)
-		answer(w, r, log, m, err, fn)
-	}
+		return answer(w, r, m, err, fn)
+	})
 }
 
-func answer(w http.ResponseWriter, r *http.Request, log *slog.Logger, m *mintdir.Mint, err error, fn mintHandler) {
+func answer(w http.ResponseWriter, r *http.Request, m *mintdir.Mint, err error, fn mintHandler) error {
 	if err != nil {
-		httpapi.Error(w, r, log, err)
-		return
+		return err
 	}
 	v, err := fn(r, m)
 	if err != nil {
-		httpapi.Error(w, r, log, err)
-		return
+		return err
 	}
-	httpapi.Encode(w, http.StatusOK, v)
+	return httpapi.Encode(w, http.StatusOK, v)
 }
 
 // --- per-mint resources ---
@@ -242,8 +230,8 @@ func paging(r *http.Request, def int) (before time.Time, limit int, err error) {
 
 var sorts = map[string]bool{"trust": true, "uptime": true, "name": true}
 
-func handleList(d *mintdir.Directory, log *slog.Logger) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+func handleList(d *mintdir.Directory) http.HandlerFunc {
+	return httpapi.Handle(func(w http.ResponseWriter, r *http.Request) error {
 		q := r.URL.Query()
 		o := mintdir.ListOptions{Status: q.Get("status"), Sort: q.Get("sort"), Limit: defaultLimit}
 		if o.Sort == "" {
@@ -273,20 +261,18 @@ func handleList(d *mintdir.Directory, log *slog.Logger) http.HandlerFunc {
 			return nil
 		}()
 		if err != nil {
-			httpapi.Error(w, r, log, err)
-			return
+			return err
 		}
 		mints, total, err := d.List(r.Context(), o)
 		if err != nil {
-			httpapi.Error(w, r, log, err)
-			return
+			return err
 		}
 		out := make([]core, len(mints))
 		for i, m := range mints {
 			out[i] = coreOf(m)
 		}
-		httpapi.Encode(w, http.StatusOK, map[string]any{"mints": out, "total": total, "limit": o.Limit, "offset": o.Offset})
-	}
+		return httpapi.Encode(w, http.StatusOK, map[string]any{"mints": out, "total": total, "limit": o.Limit, "offset": o.Offset})
+	})
 }
 
 func isStatus(s string) bool {
@@ -309,67 +295,31 @@ func (q *submitRequest) Valid() error {
 	return nil
 }
 
-func handleSubmit(d *mintdir.Directory, log *slog.Logger) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+func handleSubmit(d *mintdir.Directory) http.HandlerFunc {
+	return httpapi.Handle(func(w http.ResponseWriter, r *http.Request) error {
 		q, err := httpapi.Decode[submitRequest](w, r)
 		if err != nil {
-			httpapi.Error(w, r, log, err)
-			return
+			return err
 		}
 		res, err := d.Submit(r.Context(), q.MintURL)
 		if err != nil {
-			httpapi.Error(w, r, log, err)
-			return
+			return err
 		}
 		if res.Exists {
-			httpapi.Encode(w, http.StatusOK, submitResult{MintID: res.ID, Status: "exists", Message: "this mint is already in the directory"})
-			return
+			return httpapi.Encode(w, http.StatusOK, submitResult{MintID: res.ID, Status: "exists", Message: "this mint is already in the directory"})
 		}
-		httpapi.Encode(w, http.StatusAccepted, submitResult{MintID: res.ID, Status: "queued", Message: "the mint was added; its first check is running now"})
-	}
+		return httpapi.Encode(w, http.StatusAccepted, submitResult{MintID: res.ID, Status: "queued", Message: "the mint was added; its first check is running now"})
+	})
 }
 
 // --- service ---
 
-func handleStats(d *mintdir.Directory, log *slog.Logger) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+func handleStats(d *mintdir.Directory) http.HandlerFunc {
+	return httpapi.Handle(func(w http.ResponseWriter, r *http.Request) error {
 		s, err := d.Stats(r.Context())
 		if err != nil {
-			httpapi.Error(w, r, log, err)
-			return
+			return err
 		}
-		httpapi.Encode(w, http.StatusOK, s)
-	}
-}
-
-func handleHealth(cfg Config) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		status, body := Health(r.Context(), cfg)
-		code := http.StatusOK
-		if status == "down" {
-			code = http.StatusServiceUnavailable
-		}
-		httpapi.Encode(w, code, body)
-	}
-}
-
-// Health is the directory's part of /health; it makes no outbound calls. It
-// is degraded when the prober has fallen two intervals behind.
-func Health(ctx context.Context, cfg Config) (string, any) {
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
-	d := cfg.Directory
-	n, err := d.Count()
-	last, lag := d.ProberStatus()
-	h := health{Status: "ok", Version: outpost.Version, Time: iso(cfg.Now()), MintsTotal: n, ProbeLagSeconds: lag.Round(time.Millisecond).Seconds()}
-	if !last.IsZero() {
-		h.LastProbeCycleAt = isoPtr(&last)
-	}
-	if err != nil {
-		h.Status = "down"
-	} else if cfg.ProbeInterval > 0 && lag > 2*cfg.ProbeInterval {
-		h.Status = "degraded"
-	}
-	return h.Status, h
+		return httpapi.Encode(w, http.StatusOK, s)
+	})
 }

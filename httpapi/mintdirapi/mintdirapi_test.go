@@ -54,10 +54,9 @@ func newEnv(t *testing.T, allowPrivate bool, submitPerHour int) *env {
 		ProbeTimeout: 2 * time.Second, AllowPrivate: allowPrivate})
 	rl.RejectEvent = append(rl.RejectEvent, mintdir.RejectInvalidNIP87)
 	rl.OnEventSaved = append(rl.OnEventSaved, dir.OnEventSaved)
-	cfg := mintdirapi.Config{Directory: dir, Log: log, SubmitPerHour: submitPerHour, ProbeInterval: time.Hour}
+	cfg := mintdirapi.Config{Directory: dir, Log: log, SubmitPerHour: submitPerHour}
 	srv.Config.Handler = httpapi.New(httpapi.Config{Relay: rl, Log: log, Services: []httpapi.Service{{
-		Name: "mintdir", Mount: "/mintdir", Routes: mintdirapi.Routes(cfg),
-		Health: func(ctx context.Context) (string, any) { return mintdirapi.Health(ctx, cfg) }}}})
+		Name: "mintdir", Mount: "/mintdir", Routes: mintdirapi.Routes(cfg), Health: httpapi.ReportHealth(dir.Health)}}})
 	srv.Config.ConnState = rl.TrackConn
 	srv.Start()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

@@ -208,12 +208,3 @@ type submitResult struct {
 	Status  string `json:"status"`
 	Message string `json:"message"`
 }
-
-type health struct {
-	Status           string  `json:"status"`
-	Version          string  `json:"version"`
-	Time             string  `json:"time"`
-	MintsTotal       int     `json:"mints_total"`
-	LastProbeCycleAt *string `json:"last_probe_cycle_at"`
-	ProbeLagSeconds  float64 `json:"probe_lag_seconds"`
-}

@@ -17,8 +17,7 @@ import (
 type Config struct {
 	Directory     *mintdir.Directory
 	Log           *slog.Logger
-	SubmitPerHour int           // POST /mints/submit per client IP per hour; 0: no extra limit
-	ProbeInterval time.Duration // health turns degraded when the prober lags two intervals
+	SubmitPerHour int // POST /mints/submit per client IP per hour; 0: no extra limit
 	Now           func() time.Time
 }
 
@@ -54,25 +53,26 @@ func Routes(cfg Config) http.Handler {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	d, log := cfg.Directory, cfg.Log
-	submitLimit := httpapi.RateLimit(ratelimit.New(cfg.SubmitPerHour, time.Hour, cfg.Now), log)
+	d := cfg.Directory
+	submitLimit := httpapi.RateLimit(ratelimit.New(cfg.SubmitPerHour, time.Hour, cfg.Now))
 
 	service := func(r chi.Router) {
-		r.Get("/health", handleHealth(cfg))
-		r.Get("/stats", handleStats(d, log))
-		r.Get("/mints", handleList(d, log))
-		r.With(submitLimit).Post("/mints/submit", handleSubmit(d, log))
+		r.Get("/health", httpapi.ServeHealth(d.Health))
+		r.Get("/stats", handleStats(d))
+		r.Get("/mints", handleList(d))
+		r.With(submitLimit).Post("/mints/submit", handleSubmit(d))
 		for _, ep := range mintEndpoints(cfg) {
-			r.Get("/mints/{mint_id}"+ep.path, byID(d, log, ep.fn))
-			r.Get("/mints/by-url"+ep.path, byURL(d, log, ep.fn))
+			r.Get("/mints/{mint_id}"+ep.path, byID(d, ep.fn))
+			r.Get("/mints/by-url"+ep.path, byURL(d, ep.fn))
 		}
 	}
 
 	r := chi.NewRouter()
+	r.Use(httpapi.Logger(cfg.Log))
 	r.NotFound(httpapi.NotFound)
 	r.MethodNotAllowed(httpapi.MethodNotAllowed)
 	r.Use(httpapi.CORS)
-	r.Get("/openapi.json", handleOpenAPI())
+	r.Get("/openapi.json", httpapi.ServeJSON(openAPI))
 	service(r)
 	r.Route("/v1", func(r chi.Router) {
 		r.NotFound(httpapi.NotFound)
