@@ -346,46 +346,48 @@ func (s *Service) checkQuote(q Quote, found bool, pk string, now time.Time) erro
 // same transaction that takes the claim's reservations, so of concurrent
 // confirms exactly one wins; the others see it used (409). The payment
 // intent is stored before money moves, and the outcome after, so a crash
-// in between is reconciled by state (see Run), never by paying again.
-func (s *Service) Confirm(ctx context.Context, sess Session, ip, quoteID, invoice string) (ConfirmResult, int, error) {
+// in between is reconciled by state (see Run), never by paying again. The
+// result's Status is the claim's state: paid, or pending while the
+// Lightning payment is in flight.
+func (s *Service) Confirm(ctx context.Context, sess Session, ip, quoteID, invoice string) (ConfirmResult, error) {
 	if !s.cfg.Enabled {
-		return ConfirmResult{}, 0, errDisabled()
+		return ConfirmResult{}, errDisabled()
 	}
 	now := s.now()
 	var q Quote
 	var found bool
 	if err := s.db.View(func(txn *badger.Txn) (err error) { q, found, err = getQuote(txn, quoteID); return }); err != nil {
-		return ConfirmResult{}, 0, err
+		return ConfirmResult{}, err
 	}
 	if err := s.checkQuote(q, found, sess.PubKey, now); err != nil {
-		return ConfirmResult{}, 0, err
+		return ConfirmResult{}, err
 	}
 	if sess.Method == LoginNPub {
 		u, err := s.User(ctx, sess.PubKey)
 		if err != nil {
-			return ConfirmResult{}, 0, err
+			return ConfirmResult{}, err
 		}
 		if q.Method != MethodLightningAddress || !strings.EqualFold(q.Destination, u.LUD16()) {
-			return ConfirmResult{}, 0, errNPub
+			return ConfirmResult{}, errNPub
 		}
 	}
 	var inv bolt11.Invoice
 	switch {
 	case q.Method == MethodBolt11 && invoice == "":
-		return ConfirmResult{}, 0, outpost.Errorf(outpost.Invalid, "invalid_request", "bolt11 is required for a bolt11 quote").With("field", "bolt11")
+		return ConfirmResult{}, outpost.Errorf(outpost.Invalid, "invalid_request", "bolt11 is required for a bolt11 quote").With("field", "bolt11")
 	case q.Method == MethodBolt11:
 		var err error
 		if inv, err = bolt11.Decode(invoice); err != nil {
-			return ConfirmResult{}, 0, err
+			return ConfirmResult{}, err
 		}
 		if err := inv.Check(s.cfg.Network, q.AmountSats, now); err != nil {
-			return ConfirmResult{}, 0, err
+			return ConfirmResult{}, err
 		}
 	case invoice != "":
-		return ConfirmResult{}, 0, outpost.Errorf(outpost.Invalid, "invalid_request", "bolt11 is only for bolt11 quotes").With("field", "bolt11")
+		return ConfirmResult{}, outpost.Errorf(outpost.Invalid, "invalid_request", "bolt11 is only for bolt11 quotes").With("field", "bolt11")
 	}
 	if err := s.checkBalance(q.AmountSats); err != nil {
-		return ConfirmResult{}, 0, err
+		return ConfirmResult{}, err
 	}
 
 	c := Claim{QuoteID: q.ID, PubKey: sess.PubKey, Method: q.Method, Destination: q.Destination, AmountSats: q.AmountSats,
@@ -423,7 +425,7 @@ func (s *Service) Confirm(ctx context.Context, sess Session, ip, quoteID, invoic
 		return txn.Set(key(kindUnsettled, c.ID), []byte(c.ID))
 	})
 	if err != nil {
-		return ConfirmResult{}, 0, err
+		return ConfirmResult{}, err
 	}
 	s.log.Info("faucet claim confirmed", "claim", c.ID, "pubkey", c.PubKey, "method", c.Method, "amount_sats", c.AmountSats)
 
@@ -446,12 +448,12 @@ func paymentError(c Claim, err error) error {
 	return e.With("claim_id", c.ID).With("status", ClaimFailed)
 }
 
-func (s *Service) pay(ctx context.Context, c Claim, inv bolt11.Invoice) (ConfirmResult, int, error) {
+func (s *Service) pay(ctx context.Context, c Claim, inv bolt11.Invoice) (ConfirmResult, error) {
 	switch c.Method {
 	case MethodCashu:
 		tok, err := s.tr.SendToken(ctx, c.AmountSats, s.cfg.MinBalanceSats)
 		if err != nil {
-			return ConfirmResult{}, 0, paymentError(c, s.fail(c, err))
+			return ConfirmResult{}, paymentError(c, s.fail(c, err))
 		}
 		c, err = s.settle(c, ClaimPaid, treasury.Payment{State: treasury.Paid, FeeSats: tok.FeeSats})
 		if err != nil {
@@ -459,9 +461,9 @@ func (s *Service) pay(ctx context.Context, c Claim, inv bolt11.Invoice) (Confirm
 			// and could be claimed again: the token is not handed out (its
 			// proofs stay pending in the wallet) rather than paid twice.
 			s.log.Error("faucet claim: token made but not recorded; withheld", "claim", c.ID, "err", err)
-			return ConfirmResult{}, 0, err
+			return ConfirmResult{}, err
 		}
-		return c.result(tok.Token), 200, nil
+		return c.result(tok.Token), nil
 	case MethodLightningAddress:
 		a, err := lnurl.ParseAddress(c.Destination)
 		if err == nil {
@@ -471,7 +473,7 @@ func (s *Service) pay(ctx context.Context, c Claim, inv bolt11.Invoice) (Confirm
 			}
 		}
 		if err != nil {
-			return ConfirmResult{}, 0, paymentError(c, s.fail(c, err))
+			return ConfirmResult{}, paymentError(c, s.fail(c, err))
 		}
 	}
 	return s.melt(ctx, c, inv)
@@ -479,35 +481,35 @@ func (s *Service) pay(ctx context.Context, c Claim, inv bolt11.Invoice) (Confirm
 
 // melt pays inv through the mint. The melt quote is recorded in the claim
 // before the mint is asked to pay it.
-func (s *Service) melt(ctx context.Context, c Claim, inv bolt11.Invoice) (ConfirmResult, int, error) {
+func (s *Service) melt(ctx context.Context, c Claim, inv bolt11.Invoice) (ConfirmResult, error) {
 	mq, err := s.tr.MeltQuote(ctx, inv.Raw)
 	if err != nil {
-		return ConfirmResult{}, 0, paymentError(c, s.fail(c, err))
+		return ConfirmResult{}, paymentError(c, s.fail(c, err))
 	}
 	if mq.AmountSats != c.AmountSats {
-		return ConfirmResult{}, 0, paymentError(c, s.fail(c, outpost.Errorf(outpost.BadGateway, "payment_failed", "the mint quoted %d sats for a %d-sat claim", mq.AmountSats, c.AmountSats)))
+		return ConfirmResult{}, paymentError(c, s.fail(c, outpost.Errorf(outpost.BadGateway, "payment_failed", "the mint quoted %d sats for a %d-sat claim", mq.AmountSats, c.AmountSats)))
 	}
 	if mq.FeeReserveSats > s.cfg.MaxFeeSats {
-		return ConfirmResult{}, 0, paymentError(c, s.fail(c, outpost.Errorf(outpost.BadGateway, "payment_failed",
+		return ConfirmResult{}, paymentError(c, s.fail(c, outpost.Errorf(outpost.BadGateway, "payment_failed",
 			"paying this invoice would cost up to %d sats in fees; the faucet pays at most %d", mq.FeeReserveSats, s.cfg.MaxFeeSats)))
 	}
 	c.MeltQuote, c.Bolt11, c.PaymentHash, c.AttemptedAt = &mq, inv.Raw, inv.PaymentHash, s.now().Unix()
 	if err := store.Update(s.db, func(txn *badger.Txn) error { return s.putClaim(txn, c) }); err != nil {
-		return ConfirmResult{}, 0, paymentError(c, s.fail(c, err))
+		return ConfirmResult{}, paymentError(c, s.fail(c, err))
 	}
 	p, err := s.tr.Melt(ctx, mq, s.cfg.MinBalanceSats)
 	if err != nil { // nothing was attempted
-		return ConfirmResult{}, 0, paymentError(c, s.fail(c, err))
+		return ConfirmResult{}, paymentError(c, s.fail(c, err))
 	}
 	switch p.State {
 	case treasury.Paid:
 		c, err = s.settle(c, ClaimPaid, p)
-		return c.result(""), 200, err
+		return c.result(""), err
 	case treasury.Pending:
 		c, err = s.settle(c, ClaimPending, p)
-		return c.result(""), 202, err
+		return c.result(""), err
 	default:
-		return ConfirmResult{}, 0, paymentError(c, s.fail(c, outpost.Errorf(outpost.BadGateway, "payment_failed",
+		return ConfirmResult{}, paymentError(c, s.fail(c, outpost.Errorf(outpost.BadGateway, "payment_failed",
 			"the Lightning payment failed (%s); your cooldown and the budget were released, ask for a new quote", p.Reason)))
 	}
 }

@@ -234,9 +234,13 @@ func handleConfirm(svc *faucet.Service) http.HandlerFunc {
 		if err != nil {
 			return err
 		}
-		res, status, err := svc.Confirm(r.Context(), sessionFromContext(r.Context()), httpapi.ClientIP(r), req.QuoteID, strings.TrimSpace(req.Bolt11))
+		res, err := svc.Confirm(r.Context(), sessionFromContext(r.Context()), httpapi.ClientIP(r), req.QuoteID, strings.TrimSpace(req.Bolt11))
 		if err != nil {
 			return err
+		}
+		status := http.StatusOK
+		if res.Status == faucet.ClaimPending {
+			status = http.StatusAccepted // the payment is in flight; the claim settles later
 		}
 		return httpapi.Encode(w, status, res)
 	})
