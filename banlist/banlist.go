@@ -20,6 +20,7 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/outpost-relay/outpost"
 	"github.com/outpost-relay/outpost/policies"
+	"github.com/outpost-relay/outpost/settings"
 	"github.com/outpost-relay/outpost/store"
 )
 
@@ -33,8 +34,23 @@ const (
 	kindBannedEvent byte = 0x06 // event id (32 bytes) → BannedEvent
 )
 
+// Settings are the ban list's operator settings, each bound by cmd/outpost
+// to the flag its tag names and that flag's OUTPOST_* environment twin.
+type Settings struct {
+	AdminKey string `flag:"admin-api-key" usage:"a bootstrap admin API key for the ban-list admin API"`
+}
+
+// Valid checks the settings, naming a bad one.
+func (s *Settings) Valid() error {
+	if s.AdminKey != "" && len(s.AdminKey) < 16 {
+		return settings.Errorf("admin-api-key", "must be at least 16 characters")
+	}
+	return nil
+}
+
 // Config holds what the service needs from outside.
 type Config struct {
+	Settings
 	DB     *badger.DB
 	Events eventstore.Store // reports are kind-1984 events in the relay's store
 	List   *policies.BanList
@@ -44,7 +60,6 @@ type Config struct {
 	SecretKey  string // service key (hex) that signs reports made over REST
 	Log        *slog.Logger
 	Now        func() time.Time // default time.Now
-	AdminKey   string           // optional bootstrap admin API key (OUTPOST_ADMIN_API_KEY)
 	MaxReports int              // page size cap for reports and bans; default 1000
 }
 

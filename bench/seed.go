@@ -69,7 +69,7 @@ func seedMain(args []string) error {
 			return err
 		}
 	}
-	dir2 := mintdir.New(mintdir.Config{DB: st.DB, Events: st.Events, Log: log, AllowPrivate: true})
+	dir2 := mintdir.New(mintdir.Config{DB: st.DB, Events: st.Events, Log: log, Settings: mintdir.Settings{AllowPrivate: true}})
 	for i := range *mints {
 		if _, err := dir2.Submit(ctx, fmt.Sprintf("http://127.0.0.%d:9/mint/%d", 1+i%250, i)); err != nil {
 			return err

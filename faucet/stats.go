@@ -124,7 +124,7 @@ func (s *Service) Eligibility(ctx context.Context, sess Session, u User, ip stri
 		e.Reasons = append(e.Reasons, "sitewide_limit")
 		later(time.Unix(l.sitewide.Entries[0].At, 0).Add(s.cfg.SitewideWindow))
 	}
-	amount := s.minAmount()
+	amount := s.cfg.minAmount()
 	if s.cfg.DailyBudgetSats > 0 && l.budget.SpentSats+amount+s.cfg.MaxFeeSats > s.cfg.DailyBudgetSats {
 		e.Reasons = append(e.Reasons, "budget_exhausted")
 		later(nextDay(now))

@@ -55,7 +55,7 @@ func loadChecks(b *testing.B, n int) *benchMint {
 		b.Fatal(err)
 	}
 	benchCleanup = append(benchCleanup, func() { st.Close(); os.RemoveAll(dir) })
-	e := newEnvOn(b, st, Config{ProbeInterval: 5 * time.Minute})
+	e := newEnvOn(b, st, Config{Settings: Settings{ProbeInterval: 5 * time.Minute}})
 	e.ctx = context.Background()
 	m := e.mint(e.submit("http://127.0.0.1:1"))
 	id := m.id()
@@ -168,7 +168,7 @@ func loopbackMints(b *testing.B, n int) *httptest.Server {
 }
 
 func catalogue(b *testing.B, srv *httptest.Server, n int) *env {
-	e := newEnv(b, Config{ProbeInterval: 5 * time.Minute, ProbeConcurrency: 16})
+	e := newEnv(b, Config{Settings: Settings{ProbeInterval: 5 * time.Minute, ProbeConcurrency: 16}})
 	for i := range n {
 		e.submit(fmt.Sprintf("%s/m/%d", srv.URL, i))
 	}

@@ -13,7 +13,7 @@ import (
 )
 
 func TestFailureModesAreRecordedChecks(t *testing.T) {
-	e := newEnv(t, Config{ProbeTimeout: 300 * time.Millisecond})
+	e := newEnv(t, Config{Settings: Settings{ProbeTimeout: 300 * time.Millisecond}})
 	f := newFakeMint(t, "Flaky", pk1)
 	id := e.submit(f.URL)
 	e.probe(id)

@@ -28,7 +28,7 @@ func rateLimited() Check {
 }
 
 func TestUptimeFromRollups(t *testing.T) {
-	e := newEnv(t, Config{ProbeInterval: 5 * time.Minute})
+	e := newEnv(t, Config{Settings: Settings{ProbeInterval: 5 * time.Minute}})
 	m := e.mint(e.submit("http://127.0.0.1:1"))
 	// About 31 days ago: outside every window.
 	e.feed(m, 5*time.Minute, bad(), bad())
@@ -68,7 +68,7 @@ func TestUptimeFromRollups(t *testing.T) {
 }
 
 func TestTimeseries(t *testing.T) {
-	e := newEnv(t, Config{ProbeInterval: 5 * time.Minute})
+	e := newEnv(t, Config{Settings: Settings{ProbeInterval: 5 * time.Minute}})
 	m := e.mint(e.submit("http://127.0.0.1:1"))
 	e.clock.t = e.clock.t.Truncate(time.Hour) // buckets line up with the checks
 	e.feed(m, 5*time.Minute, ok(100), ok(200), bad(), bad(), bad(), ok(50), rateLimited())
@@ -157,7 +157,7 @@ func TestRollupEncoding(t *testing.T) {
 }
 
 func TestPruneKeepsWhatQueriesRead(t *testing.T) {
-	e := newEnv(t, Config{ProbeInterval: time.Hour})
+	e := newEnv(t, Config{Settings: Settings{ProbeInterval: time.Hour}})
 	m := e.mint(e.submit("http://127.0.0.1:1"))
 	e.feed(m, time.Hour, ok(10), ok(10), bad())
 	e.clock.Add(40 * 24 * time.Hour)

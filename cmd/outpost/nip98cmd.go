@@ -14,6 +14,7 @@ import (
 	"github.com/nbd-wtf/go-nostr/nip19"
 	"github.com/outpost-relay/outpost/nip98"
 	"github.com/outpost-relay/outpost/pubkey"
+	"github.com/outpost-relay/outpost/settings"
 )
 
 // nip98CLI is "outpost nip98 keygen|sign": a key to try the faucet with, and
@@ -62,7 +63,7 @@ func nip98CLI(args []string, getenv func(string) string, stdin io.Reader, stdout
 			return errors.New("nip98 sign takes the request URL")
 		}
 		if *nsec == "" {
-			*nsec = getenv(envName("nsec"))
+			*nsec = getenv(settings.EnvName("nsec"))
 		}
 		sk, err := secretKey(*nsec)
 		if err != nil {
@@ -100,7 +101,7 @@ func nip98CLI(args []string, getenv func(string) string, stdin io.Reader, stdout
 func secretKey(s string) (string, error) {
 	s = strings.TrimSpace(s)
 	if s == "" {
-		return "", fmt.Errorf("no key: give --nsec or set %s (outpost nip98 keygen makes one)", envName("nsec"))
+		return "", fmt.Errorf("no key: give --nsec or set %s (outpost nip98 keygen makes one)", settings.EnvName("nsec"))
 	}
 	if strings.HasPrefix(s, "nsec1") {
 		prefix, v, err := nip19.Decode(s)

@@ -210,12 +210,20 @@ func TestFaucetBadConfig(t *testing.T) {
 		"OUTPOST_FAUCET_MOUNT=/banlist":              "OUTPOST_FAUCET_MOUNT",
 		"OUTPOST_FAUCET_DAILY_BUDGET=5":              "OUTPOST_FAUCET_DAILY_BUDGET",
 		"OUTPOST_FAUCET_ENABLED=maybe":               "OUTPOST_FAUCET_ENABLED",
+		"OUTPOST_FAUCET_MOUNT=/mintdir":              "OUTPOST_FAUCET_MOUNT",
 	} {
 		k, v, _ := strings.Cut(env, "=")
 		err := run(context.Background(), nil, testEnv(dir, map[string]string{k: v}), nil, io.Discard, io.Discard)
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v, want an error naming %s", env, err, want)
 		}
+	}
+	// An amount of weight 0 is never drawn: the smallest claim is 100 sats,
+	// which a budget of 50 cannot pay.
+	err := run(context.Background(), nil, testEnv(dir, map[string]string{"OUTPOST_FAUCET_AMOUNTS": "1:0,100:1", "OUTPOST_FAUCET_DAILY_BUDGET": "50"}),
+		nil, io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "OUTPOST_FAUCET_DAILY_BUDGET") {
+		t.Errorf("a budget below the smallest drawable claim: %v", err)
 	}
 }
 

@@ -99,7 +99,7 @@ func serve(ctx context.Context, cfg *Config, stdout, stderr io.Writer) (err erro
 	rl := relay.New(relay.Config{Store: st, BanList: list, Log: logger, PublicURL: publicURL, ServicePub: pk,
 		Name: cfg.RelayName, Description: cfg.RelayDescription, Contact: cfg.RelayContact})
 	bl, err := banlist.New(banlist.Config{DB: st.DB, Events: st.Events, List: list, Publish: rl.Publish,
-		SecretKey: sk, Log: logger.With("service", "banlist"), AdminKey: cfg.AdminAPIKey})
+		SecretKey: sk, Log: logger.With("service", "banlist"), Settings: cfg.Banlist})
 	if err != nil {
 		return err
 	}
@@ -109,9 +109,8 @@ func serve(ctx context.Context, cfg *Config, stdout, stderr io.Writer) (err erro
 
 	d := deps{cfg: cfg, log: logger, store: st, relay: rl, publicURL: publicURL, secretKey: sk, pubKey: pk}
 	components := []component{{api: httpapi.Service{
-		Name: "banlist", Mount: cfg.Banlist.Mount,
-		Routes: banlistapi.Routes(banlistapi.Config{Service: bl, Log: logger.With("service", "banlist"),
-			ReportsPublic: cfg.Banlist.ReportsPublic, ReportsPerMin: cfg.Banlist.ReportsLimit}),
+		Name: "banlist", Mount: cfg.BanlistMount,
+		Routes: banlistapi.Routes(banlistapi.Config{Service: bl, Log: logger.With("service", "banlist"), Settings: cfg.BanlistAPI}),
 		Health: httpapi.ReportHealth(bl.Health),
 	}}}
 	for _, wire := range []func(context.Context, deps) (*component, error){wireMintdir, wireFaucet} {

@@ -58,13 +58,14 @@ func newEnv(t *testing.T, o options) *env {
 	c := &clock{t: time.Now().Truncate(time.Second)}
 	svc, err := banlist.New(banlist.Config{
 		DB: st.DB, Events: st.Events, List: policies.NewBanList(), SecretKey: nostr.GeneratePrivateKey(),
-		Log: log, Now: c.Now, AdminKey: adminKey,
+		Log: log, Now: c.Now, Settings: banlist.Settings{AdminKey: adminKey},
 		Publish: func(ctx context.Context, ev *nostr.Event) error { return st.Events.SaveEvent(ctx, ev) },
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	routes := banlistapi.Routes(banlistapi.Config{Service: svc, Log: log, ReportsPublic: o.reportsPublic, ReportsPerMin: o.reportsPerMin, Now: c.Now})
+	routes := banlistapi.Routes(banlistapi.Config{Service: svc, Log: log, Now: c.Now,
+		Settings: banlistapi.Settings{ReportsPublic: o.reportsPublic, ReportsPerMin: o.reportsPerMin}})
 	h := httpapi.New(httpapi.Config{
 		Relay:     http.NotFoundHandler(),
 		Services:  []httpapi.Service{{Name: "banlist", Mount: "/banlist", Routes: routes}},

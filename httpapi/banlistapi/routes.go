@@ -10,15 +10,34 @@ import (
 	"github.com/outpost-relay/outpost/banlist"
 	"github.com/outpost-relay/outpost/httpapi"
 	"github.com/outpost-relay/outpost/ratelimit"
+	"github.com/outpost-relay/outpost/settings"
 )
+
+// Settings are the ban-list API's operator settings, each bound by
+// cmd/outpost to the flag its tag names and that flag's OUTPOST_*
+// environment twin.
+type Settings struct {
+	ReportsPublic bool `flag:"reports-public" usage:"serve GET /banlist/reports without an API key"`
+	ReportsPerMin int  `flag:"reports-rate-limit" usage:"POST /banlist/reports per minute per client IP; 0 disables"`
+}
+
+// DefaultSettings are the design's defaults.
+func DefaultSettings() Settings { return Settings{ReportsPerMin: 10} }
+
+// Valid checks the settings, naming a bad one.
+func (s *Settings) Valid() error {
+	if s.ReportsPerMin < 0 {
+		return settings.Errorf("reports-rate-limit", "must be 0 or more")
+	}
+	return nil
+}
 
 // Config configures the ban-list API.
 type Config struct {
-	Service       *banlist.Service
-	Log           *slog.Logger
-	ReportsPublic bool // GET /reports without an API key (OUTPOST_REPORTS_PUBLIC)
-	ReportsPerMin int  // POST /reports per client IP per minute; 0: no extra limit
-	Now           func() time.Time
+	Settings
+	Service *banlist.Service
+	Log     *slog.Logger
+	Now     func() time.Time
 }
 
 // Routes returns the ban-list router; every route of the service is here.

@@ -106,10 +106,9 @@ type env struct {
 
 func baseConfig() faucet.Config {
 	return faucet.Config{
-		Network: bolt11.Signet, Enabled: true, MaxFeeSats: 10, NPubLogin: true,
-		Deposits:     faucet.Deposits{Lightning: true, MinSats: 1, MaxSats: 100_000, Ecash: true, MaxTokenSats: 10_000},
-		TestMint:     &faucet.TestMint{Pay: theMint.Node.PayInvoice},
-		PollInterval: 50 * time.Millisecond,
+		Settings: faucet.Settings{Network: bolt11.Signet, Enabled: true, MaxFeeSats: 10, NPubLogin: true,
+			DepositMinSats: 1, DepositMaxSats: 100_000, MaxTokenSats: 10_000, PollInterval: 50 * time.Millisecond},
+		TestMint: &faucet.TestMint{Pay: theMint.Node.PayInvoice},
 	}
 }
 

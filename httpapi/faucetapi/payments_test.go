@@ -269,7 +269,7 @@ func TestBadClaims(t *testing.T) {
 
 // TestBadDeposits: malformed, spent, foreign and oversized tokens, and bad amounts.
 func TestBadDeposits(t *testing.T) {
-	e := newEnv(t, 100, func(c *faucet.Config) { c.Deposits.MaxTokenSats, c.Deposits.MaxSats = 500, 50_000 })
+	e := newEnv(t, 100, func(c *faucet.Config) { c.MaxTokenSats, c.DepositMaxSats = 500, 50_000 })
 	payer := e.newUser("payer", theMint, nil)
 	if err := theMint.Fund(payer.w, 1000); err != nil {
 		t.Fatal(err)

@@ -50,11 +50,11 @@ func newEnv(t *testing.T, allowPrivate bool, submitPerHour int) *env {
 	sk := nostr.GeneratePrivateKey()
 	pk, _ := nostr.GetPublicKey(sk)
 	rl := relay.New(relay.Config{Store: st, BanList: policies.NewBanList(), Log: log, PublicURL: base, ServicePub: pk, Name: "test"})
-	dir := mintdir.New(mintdir.Config{DB: st.DB, Events: st.Events, Log: log, ProbeInterval: time.Hour,
-		ProbeTimeout: 2 * time.Second, AllowPrivate: allowPrivate})
+	dir := mintdir.New(mintdir.Config{DB: st.DB, Events: st.Events, Log: log,
+		Settings: mintdir.Settings{ProbeInterval: time.Hour, ProbeTimeout: 2 * time.Second, AllowPrivate: allowPrivate}})
 	rl.RejectEvent = append(rl.RejectEvent, mintdir.RejectInvalidNIP87)
 	rl.OnEventSaved = append(rl.OnEventSaved, dir.OnEventSaved)
-	cfg := mintdirapi.Config{Directory: dir, Log: log, SubmitPerHour: submitPerHour}
+	cfg := mintdirapi.Config{Directory: dir, Log: log, Settings: mintdirapi.Settings{SubmitPerHour: submitPerHour}}
 	srv.Config.Handler = httpapi.New(httpapi.Config{Relay: rl, Log: log, Services: []httpapi.Service{{
 		Name: "mintdir", Mount: "/mintdir", Routes: mintdirapi.Routes(cfg), Health: httpapi.ReportHealth(dir.Health)}}})
 	srv.Config.ConnState = rl.TrackConn

@@ -11,14 +11,33 @@ import (
 	"github.com/outpost-relay/outpost/httpapi"
 	"github.com/outpost-relay/outpost/mintdir"
 	"github.com/outpost-relay/outpost/ratelimit"
+	"github.com/outpost-relay/outpost/settings"
 )
+
+// Settings are the directory API's operator settings, each bound by
+// cmd/outpost to the flag its tag names and that flag's OUTPOST_*
+// environment twin.
+type Settings struct {
+	SubmitPerHour int `flag:"mintdir-submit-rate-limit" usage:"POST /mintdir/mints/submit per hour per client IP; 0 disables"`
+}
+
+// DefaultSettings are the design's defaults.
+func DefaultSettings() Settings { return Settings{SubmitPerHour: 10} }
+
+// Valid checks the settings, naming a bad one.
+func (s *Settings) Valid() error {
+	if s.SubmitPerHour < 0 {
+		return settings.Errorf("mintdir-submit-rate-limit", "must be 0 or more")
+	}
+	return nil
+}
 
 // Config configures the mint-directory API.
 type Config struct {
-	Directory     *mintdir.Directory
-	Log           *slog.Logger
-	SubmitPerHour int // POST /mints/submit per client IP per hour; 0: no extra limit
-	Now           func() time.Time
+	Settings
+	Directory *mintdir.Directory
+	Log       *slog.Logger
+	Now       func() time.Time
 }
 
 // mintEndpoints are the seed's per-mint resources; each is served by id
