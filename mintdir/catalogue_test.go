@@ -17,6 +17,9 @@ func TestFailureModesAreRecordedChecks(t *testing.T) {
 	f := newFakeMint(t, "Flaky", pk1)
 	id := e.submit(f.URL)
 	e.probe(id)
+	// Made once, ahead: building 10 MB in the handler can take longer than
+	// the 300 ms timeout on a loaded machine, and the check would time out.
+	tooLarge := []byte(`{"name":"` + strings.Repeat("x", 10<<20) + `"}`)
 	tests := []struct {
 		name string
 		b    func(w http.ResponseWriter, r *http.Request) bool
@@ -30,7 +33,7 @@ func TestFailureModesAreRecordedChecks(t *testing.T) {
 		{"invalid JSON", func(w http.ResponseWriter, r *http.Request) bool { fmt.Fprint(w, `{"name":`); return true }, "invalid_json"},
 		{"not a mint", func(w http.ResponseWriter, r *http.Request) bool { fmt.Fprint(w, `{"status":"ok"}`); return true }, "invalid_info"},
 		{"10 MB", func(w http.ResponseWriter, r *http.Request) bool {
-			w.Write([]byte(`{"name":"` + strings.Repeat("x", 10<<20) + `"}`))
+			w.Write(tooLarge)
 			return true
 		}, "body_too_large"},
 		{"slow", func(w http.ResponseWriter, r *http.Request) bool {
