@@ -205,11 +205,11 @@ type reportView struct {
 
 func handleReports(svc *banlist.Service) http.HandlerFunc {
 	return httpapi.Handle(func(w http.ResponseWriter, r *http.Request) error {
-		until, limit, err := paging(r)
+		page, err := paging.Parse(r)
 		if err != nil {
 			return err
 		}
-		reports, err := svc.Reports(r.Context(), until, limit)
+		reports, err := svc.Reports(r.Context(), page.Until, page.Limit)
 		if err != nil {
 			return err
 		}
@@ -227,26 +227,9 @@ func handleReports(svc *banlist.Service) http.HandlerFunc {
 	})
 }
 
-// paging reads ?until=<unix>&limit=<n> (default 100, at most 1000).
-func paging(r *http.Request) (until int64, limit int, err error) {
-	limit = 100
-	q := r.URL.Query()
-	if s := q.Get("limit"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 || n > 1000 {
-			return 0, 0, outpost.Errorf(outpost.Invalid, "invalid_limit", "limit must be an integer from 1 to 1000")
-		}
-		limit = n
-	}
-	if s := q.Get("until"); s != "" {
-		n, err := strconv.ParseInt(s, 10, 64)
-		if err != nil || n < 0 {
-			return 0, 0, outpost.Errorf(outpost.Invalid, "invalid_until", "until must be a unix timestamp")
-		}
-		until = n
-	}
-	return until, limit, nil
-}
+// paging is every list's: newest first, 100 entries by default and 1,000
+// at most, the next page with ?until=<unix>.
+var paging = httpapi.Paging{Default: 100, Max: 1000, Cursor: httpapi.Until}
 
 // --- admin: bans ---
 
@@ -369,7 +352,7 @@ func respondBan(w http.ResponseWriter, status string, b banlist.Ban, err error) 
 
 func handleBans(svc *banlist.Service, now func() time.Time) http.HandlerFunc {
 	return httpapi.Handle(func(w http.ResponseWriter, r *http.Request) error {
-		until, limit, err := paging(r)
+		page, err := paging.Parse(r)
 		if err != nil {
 			return err
 		}
@@ -379,7 +362,7 @@ func handleBans(svc *banlist.Service, now func() time.Time) http.HandlerFunc {
 		default:
 			return outpost.Errorf(outpost.Invalid, "invalid_state", "state must be active, expired or lifted")
 		}
-		bans, err := svc.Bans(r.Context(), state, until, limit)
+		bans, err := svc.Bans(r.Context(), state, page.Until, page.Limit)
 		if err != nil {
 			return err
 		}
@@ -483,11 +466,11 @@ func handleRevokeKey(svc *banlist.Service) http.HandlerFunc {
 
 func handleAudit(svc *banlist.Service) http.HandlerFunc {
 	return httpapi.Handle(func(w http.ResponseWriter, r *http.Request) error {
-		until, limit, err := paging(r)
+		page, err := paging.Parse(r)
 		if err != nil {
 			return err
 		}
-		entries, err := svc.Audit(r.Context(), until, limit)
+		entries, err := svc.Audit(r.Context(), page.Until, page.Limit)
 		if err != nil {
 			return err
 		}

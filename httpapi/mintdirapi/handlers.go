@@ -3,7 +3,6 @@ package mintdirapi
 import (
 	_ "embed"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -73,11 +72,11 @@ func handleMetadata(d *mintdir.Directory) mintHandler {
 
 func handleHistory(d *mintdir.Directory) mintHandler {
 	return func(r *http.Request, m *mintdir.Mint) (any, error) {
-		before, limit, err := paging(r, defaultLimit)
+		page, err := paging.Parse(r)
 		if err != nil {
 			return nil, err
 		}
-		entries, err := d.History(r.Context(), m, before, limit)
+		entries, err := d.History(r.Context(), m, page.Before, page.Limit)
 		out := make([]historyEntry, len(entries))
 		for i, e := range entries {
 			diff := e.Diff
@@ -117,19 +116,17 @@ func handleTimeseries(d *mintdir.Directory) mintHandler {
 		if err != nil {
 			return nil, err
 		}
-		// Paged like every list (design/mintdir.md): newest first, limit
-		// 50 by default and 500 at most, the next page with ?before=.
-		before, limit, err := paging(r, defaultLimit)
+		page, err := paging.Parse(r)
 		if err != nil {
 			return nil, err
 		}
 		pts, err := d.Timeseries(r.Context(), m, w, bucket)
-		out := make([]point, 0, min(len(pts), limit))
+		out := make([]point, 0, min(len(pts), page.Limit))
 		for _, p := range pts {
-			if len(out) == limit {
+			if len(out) == page.Limit {
 				break
 			}
-			if before.IsZero() || p.Timestamp.Before(before) {
+			if page.Before.IsZero() || p.Timestamp.Before(page.Before) {
 				out = append(out, point{Timestamp: iso(p.Timestamp), State: p.State, OK: p.OK, RTTMs: p.RTTMs})
 			}
 		}
@@ -149,11 +146,11 @@ func bucketName(b time.Duration) string {
 
 func handleIncidents(d *mintdir.Directory, now func() time.Time) mintHandler {
 	return func(r *http.Request, m *mintdir.Mint) (any, error) {
-		before, limit, err := paging(r, defaultLimit)
+		page, err := paging.Parse(r)
 		if err != nil {
 			return nil, err
 		}
-		incs, err := d.Incidents(r.Context(), m, before, limit)
+		incs, err := d.Incidents(r.Context(), m, page.Before, page.Limit)
 		out := make([]incident, len(incs))
 		t := now()
 		for i, inc := range incs {
@@ -172,11 +169,11 @@ func handleTrust() mintHandler {
 
 func handleReviews(d *mintdir.Directory) mintHandler {
 	return func(r *http.Request, m *mintdir.Mint) (any, error) {
-		before, limit, err := paging(r, defaultLimit)
+		page, err := paging.Parse(r)
 		if err != nil {
 			return nil, err
 		}
-		reviews, sum, err := d.Reviews(r.Context(), m, before, limit)
+		reviews, sum, err := d.Reviews(r.Context(), m, page.Before, page.Limit)
 		out := make([]review, len(reviews))
 		for i, rv := range reviews {
 			out[i] = reviewOf(rv)
@@ -199,32 +196,12 @@ func handleFeatures() mintHandler {
 
 // --- paging ---
 
-const (
-	defaultLimit = 50
-	maxLimit     = 500
+// Paged like every list (design/mintdir.md): 50 entries by default, 500 at
+// most; per-mint lists newest first with ?before=, the catalogue with ?offset=.
+var (
+	paging     = httpapi.Paging{Default: 50, Max: 500, Cursor: httpapi.Before}
+	listPaging = httpapi.Paging{Default: 50, Max: 500, Cursor: httpapi.Offset}
 )
-
-// paging reads ?limit= (1–500, default def) and ?before= (ISO 8601).
-func paging(r *http.Request, def int) (before time.Time, limit int, err error) {
-	most := maxLimit
-	q := r.URL.Query()
-	limit = def
-	if s := q.Get("limit"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 || n > most {
-			return before, 0, outpost.Errorf(outpost.Invalid, "invalid_limit", "limit must be an integer from 1 to %d", most).With("field", "limit")
-		}
-		limit = n
-	}
-	if s := q.Get("before"); s != "" {
-		t, err := time.Parse(time.RFC3339, s)
-		if err != nil {
-			return before, 0, outpost.Errorf(outpost.Invalid, "invalid_before", "before must be an ISO 8601 time, e.g. 2026-11-21T10:00:00Z").With("field", "before")
-		}
-		before = t
-	}
-	return before, limit, nil
-}
 
 // --- the catalogue ---
 
@@ -233,36 +210,21 @@ var sorts = map[string]bool{"trust": true, "uptime": true, "name": true}
 func handleList(d *mintdir.Directory) http.HandlerFunc {
 	return httpapi.Handle(func(w http.ResponseWriter, r *http.Request) error {
 		q := r.URL.Query()
-		o := mintdir.ListOptions{Status: q.Get("status"), Sort: q.Get("sort"), Limit: defaultLimit}
+		o := mintdir.ListOptions{Status: q.Get("status"), Sort: q.Get("sort")}
 		if o.Sort == "" {
 			o.Sort = "trust"
 		}
-		err := func() error {
-			if o.Status != "" && !isStatus(o.Status) {
-				return outpost.Errorf(outpost.Invalid, "invalid_status", "status must be one of %s", strings.Join(mintdir.Statuses, ", ")).With("field", "status")
-			}
-			if !sorts[o.Sort] {
-				return outpost.Errorf(outpost.Invalid, "invalid_sort", "sort must be trust, uptime or name").With("field", "sort")
-			}
-			if s := q.Get("limit"); s != "" {
-				n, err := strconv.Atoi(s)
-				if err != nil || n < 1 || n > maxLimit {
-					return outpost.Errorf(outpost.Invalid, "invalid_limit", "limit must be an integer from 1 to %d", maxLimit).With("field", "limit")
-				}
-				o.Limit = n
-			}
-			if s := q.Get("offset"); s != "" {
-				n, err := strconv.Atoi(s)
-				if err != nil || n < 0 {
-					return outpost.Errorf(outpost.Invalid, "invalid_offset", "offset must be an integer of 0 or more").With("field", "offset")
-				}
-				o.Offset = n
-			}
-			return nil
-		}()
+		if o.Status != "" && !isStatus(o.Status) {
+			return outpost.Errorf(outpost.Invalid, "invalid_status", "status must be one of %s", strings.Join(mintdir.Statuses, ", ")).With("field", "status")
+		}
+		if !sorts[o.Sort] {
+			return outpost.Errorf(outpost.Invalid, "invalid_sort", "sort must be trust, uptime or name").With("field", "sort")
+		}
+		page, err := listPaging.Parse(r)
 		if err != nil {
 			return err
 		}
+		o.Limit, o.Offset = page.Limit, page.Offset
 		mints, total, err := d.List(r.Context(), o)
 		if err != nil {
 			return err
