@@ -121,10 +121,25 @@ func (c *Config) validate() error {
 		}
 		c.PublicURL = strings.TrimSuffix(c.PublicURL, "/")
 	}
+	if c.RateLimit < 0 {
+		bad("rate-limit", "must be 0 or more")
+	}
+	if c.ShutdownTimeout <= 0 {
+		bad("shutdown-timeout", "must be positive")
+	}
+	errs = append(errs, c.validateLists(), c.validateMounts())
+	errs = append(errs, c.Banlist.Valid(), c.BanlistAPI.Valid(), c.Mintdir.Valid(), c.MintdirAPI.Valid(), c.Faucet.Valid())
+	return errors.Join(errs...)
+}
+
+// validateLists checks the admins' keys (keeping them as hex) and the
+// trusted proxies (a bare address is a one-address range).
+func (c *Config) validateLists() error {
+	var errs []error
 	for i, s := range c.AdminPubKeys {
 		pk, err := pubkey.Parse(s)
 		if err != nil {
-			bad("admin-pubkeys", "%q is not a public key", s)
+			errs = append(errs, settings.Errorf("admin-pubkeys", "%q is not a public key", s))
 		}
 		c.AdminPubKeys[i] = pk
 	}
@@ -136,27 +151,26 @@ func (c *Config) validate() error {
 			c.TrustedProxies[i] = netip.PrefixFrom(a, a.BitLen()).String()
 			continue
 		}
-		bad("trusted-proxies", "%q is not a CIDR", s)
+		errs = append(errs, settings.Errorf("trusted-proxies", "%q is not a CIDR", s))
 	}
-	if c.RateLimit < 0 {
-		bad("rate-limit", "must be 0 or more")
-	}
-	if c.ShutdownTimeout <= 0 {
-		bad("shutdown-timeout", "must be positive")
-	}
+	return errors.Join(errs...)
+}
+
+// validateMounts checks that each service has a mount path of its own.
+func (c *Config) validateMounts() error {
+	var errs []error
 	mounts := map[string]string{}
 	for _, m := range []struct{ flag, path string }{
 		{"banlist-mount", c.BanlistMount}, {"mintdir-mount", c.MintdirMount}, {"faucet-mount", c.FaucetMount},
 	} {
 		switch other, taken := mounts[m.path]; {
 		case !validMount(m.path):
-			bad(m.flag, "a mount path looks like /name, got %q", m.path)
+			errs = append(errs, settings.Errorf(m.flag, "a mount path looks like /name, got %q", m.path))
 		case taken:
-			bad(m.flag, "%s is the mount path of --%s too", m.path, other)
+			errs = append(errs, settings.Errorf(m.flag, "%s is the mount path of --%s too", m.path, other))
 		}
 		mounts[m.path] = m.flag
 	}
-	errs = append(errs, c.Banlist.Valid(), c.BanlistAPI.Valid(), c.Mintdir.Valid(), c.MintdirAPI.Valid(), c.Faucet.Valid())
 	return errors.Join(errs...)
 }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"time"
 
@@ -31,10 +32,8 @@ func wireFaucet(ctx context.Context, d deps) (comp *component, err error) {
 	var tm *testmint.Mint
 	var test *faucet.TestMint
 	if mintURL == "" {
-		tm, err = testmint.Start(testmint.Options{Dir: filepath.Join(dir, "testmint"), Name: "outpost test mint",
-			Description: "The faucet's embedded test mint: its Lightning network is simulated, its sats are play money."})
-		if err != nil {
-			return nil, fmt.Errorf("faucet: embedded test mint (set --faucet-mint-url, OUTPOST_FAUCET_MINT_URL, to use a real one): %w", err)
+		if tm, err = startEmbeddedMint(dir); err != nil {
+			return nil, err
 		}
 		defer func() {
 			if err != nil {
@@ -64,9 +63,8 @@ func wireFaucet(ctx context.Context, d deps) (comp *component, err error) {
 		fctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		if err := tr.Refresh(fctx); err != nil {
 			log.Warn("faucet: the embedded test mint's wallet did not load", "err", err)
-		} else {
-			svc.TopUp(fctx)
 		}
+		svc.TopUp(fctx) // once the wallet has loaded
 		cancel()
 	}
 	routes := faucetapi.Routes(faucetapi.Config{Service: svc, Verifier: nip98.NewVerifier(nip98.DefaultWindow, nil),
@@ -75,15 +73,29 @@ func wireFaucet(ctx context.Context, d deps) (comp *component, err error) {
 		api: httpapi.Service{Name: "faucet", Mount: d.cfg.FaucetMount, Routes: routes, Health: httpapi.ReportHealth(svc.Health)},
 		jobs: []func(context.Context){func(ctx context.Context) {
 			svc.Run(ctx)
-			// Requests are done by now; close the wallet, then its mint.
-			cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			if err := tr.Close(cctx); err != nil {
-				log.Warn("faucet wallet close", "err", err)
-			}
-			if tm != nil {
-				tm.Close()
-			}
+			closeWallet(tr, tm, log) // requests are done by now
 		}},
 	}, nil
+}
+
+// closeWallet closes the faucet's wallet, then its embedded mint if any.
+func closeWallet(tr *treasury.Treasury, tm *testmint.Mint, log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := tr.Close(ctx); err != nil {
+		log.Warn("faucet wallet close", "err", err)
+	}
+	if tm != nil {
+		tm.Close()
+	}
+}
+
+// startEmbeddedMint starts the faucet's test mint in dir/testmint.
+func startEmbeddedMint(dir string) (*testmint.Mint, error) {
+	tm, err := testmint.Start(testmint.Options{Dir: filepath.Join(dir, "testmint"), Name: "outpost test mint",
+		Description: "The faucet's embedded test mint: its Lightning network is simulated, its sats are play money."})
+	if err != nil {
+		return nil, fmt.Errorf("faucet: embedded test mint (set --faucet-mint-url, OUTPOST_FAUCET_MINT_URL, to use a real one): %w", err)
+	}
+	return tm, nil
 }
