@@ -256,24 +256,41 @@ func (s *Service) Quote(ctx context.Context, sess Session, ip, method, address s
 		return QuoteResult{}, err
 	}
 	if method == MethodLightningAddress {
-		a, _ := lnurl.ParseAddress(dest)
-		p, err := s.cfg.LNURL.Resolve(ctx, a)
-		if err != nil {
-			return QuoteResult{}, err
-		}
-		if err := p.Accepts(a, amount); err != nil {
+		if err := s.checkLightningAddress(ctx, dest, amount); err != nil {
 			return QuoteResult{}, err
 		}
 	}
 	q := Quote{ID: newID("q_"), PubKey: sess.PubKey, Method: method, Destination: dest, AmountSats: amount,
 		CreatedAt: now.Unix(), ExpiresAt: now.Add(s.cfg.QuoteTTL).Unix(), State: QuoteOpen}
-	err = store.Update(s.db, func(txn *badger.Txn) error {
-		cur, has, err := s.openQuote(txn, sess.PubKey, now)
+	if q, err = s.storeQuote(q, now); err != nil {
+		return QuoteResult{}, err
+	}
+	return q.Result(), nil
+}
+
+// checkLightningAddress resolves the address and checks it takes amount.
+func (s *Service) checkLightningAddress(ctx context.Context, dest string, amount int64) error {
+	a, _ := lnurl.ParseAddress(dest)
+	p, err := s.cfg.LNURL.Resolve(ctx, a)
+	if err != nil {
+		return err
+	}
+	return p.Accepts(a, amount)
+}
+
+// storeQuote makes q the user's open quote, superseding one for another
+// method or destination; it returns the quote that is open now, which is
+// another one when a concurrent request made the same quote first.
+func (s *Service) storeQuote(q Quote, now time.Time) (Quote, error) {
+	var open Quote
+	err := store.Update(s.db, func(txn *badger.Txn) error {
+		open = q
+		cur, has, err := s.openQuote(txn, q.PubKey, now)
 		if err != nil {
 			return err
 		}
-		if has && cur.Method == method && cur.Destination == dest {
-			q = cur // a concurrent request made the same quote first
+		if has && cur.Method == q.Method && cur.Destination == q.Destination {
+			open = cur
 			return nil
 		}
 		if has {
@@ -285,12 +302,9 @@ func (s *Service) Quote(ctx context.Context, sess Session, ip, method, address s
 		if err := s.putQuote(txn, q); err != nil {
 			return err
 		}
-		return txn.SetEntry(badger.NewEntry(key(kindOpenQuote, sess.PubKey), []byte(q.ID)).WithTTL(s.cfg.QuoteTTL + time.Hour))
+		return txn.SetEntry(badger.NewEntry(key(kindOpenQuote, q.PubKey), []byte(q.ID)).WithTTL(s.cfg.QuoteTTL + time.Hour))
 	})
-	if err != nil {
-		return QuoteResult{}, err
-	}
-	return q.Result(), nil
+	return open, err
 }
 
 // quoteKeep is how long quotes stay in the store, so a late confirm learns
@@ -362,47 +376,76 @@ func (s *Service) Confirm(ctx context.Context, sess Session, ip, quoteID, invoic
 	if err := s.checkQuote(q, found, sess.PubKey, now); err != nil {
 		return ConfirmResult{}, err
 	}
-	if sess.Method == LoginNPub {
-		u, err := s.User(ctx, sess.PubKey)
-		if err != nil {
-			return ConfirmResult{}, err
-		}
-		if q.Method != MethodLightningAddress || !strings.EqualFold(q.Destination, u.LUD16()) {
-			return ConfirmResult{}, errNPub
-		}
+	if err := s.checkNPubClaim(ctx, sess, q); err != nil {
+		return ConfirmResult{}, err
 	}
-	var inv bolt11.Invoice
-	switch {
-	case q.Method == MethodBolt11 && invoice == "":
-		return ConfirmResult{}, outpost.Errorf(outpost.Invalid, "invalid_request", "bolt11 is required for a bolt11 quote").With("field", "bolt11")
-	case q.Method == MethodBolt11:
-		var err error
-		if inv, err = bolt11.Decode(invoice); err != nil {
-			return ConfirmResult{}, err
-		}
-		if err := inv.Check(s.cfg.Network, q.AmountSats, now); err != nil {
-			return ConfirmResult{}, err
-		}
-	case invoice != "":
-		return ConfirmResult{}, outpost.Errorf(outpost.Invalid, "invalid_request", "bolt11 is only for bolt11 quotes").With("field", "bolt11")
+	inv, err := s.claimInvoice(q, invoice, now)
+	if err != nil {
+		return ConfirmResult{}, err
 	}
 	if err := s.checkBalance(q.AmountSats); err != nil {
 		return ConfirmResult{}, err
 	}
-
 	c := Claim{QuoteID: q.ID, PubKey: sess.PubKey, Method: q.Method, Destination: q.Destination, AmountSats: q.AmountSats,
 		FeeReserveSats: s.cfg.MaxFeeSats, State: ClaimPaying, IPHash: s.ipHash(ip), Day: day(now), Run: s.run,
 		CreatedAt: now.Unix(), NextClaimAt: now.Add(s.cfg.Cooldown).Unix()}
-	err := store.Update(s.db, func(txn *badger.Txn) error {
+	if err := s.takeClaim(&c, now); err != nil {
+		return ConfirmResult{}, err
+	}
+	s.log.Info("faucet claim confirmed", "claim", c.ID, "pubkey", c.PubKey, "method", c.Method, "amount_sats", c.AmountSats)
+
+	// The request may go away; the payment and its record may not.
+	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+	defer cancel()
+	return s.pay(pctx, c, inv)
+}
+
+// checkNPubClaim: an npub session may only claim to its profile's lud16.
+func (s *Service) checkNPubClaim(ctx context.Context, sess Session, q Quote) error {
+	if sess.Method != LoginNPub {
+		return nil
+	}
+	u, err := s.User(ctx, sess.PubKey)
+	if err != nil {
+		return err
+	}
+	if q.Method != MethodLightningAddress || !strings.EqualFold(q.Destination, u.LUD16()) {
+		return errNPub
+	}
+	return nil
+}
+
+// claimInvoice is the invoice a bolt11 quote is confirmed with, checked
+// against the quote; other quotes take none.
+func (s *Service) claimInvoice(q Quote, invoice string, now time.Time) (bolt11.Invoice, error) {
+	switch {
+	case q.Method == MethodBolt11 && invoice == "":
+		return bolt11.Invoice{}, outpost.Errorf(outpost.Invalid, "invalid_request", "bolt11 is required for a bolt11 quote").With("field", "bolt11")
+	case q.Method != MethodBolt11 && invoice != "":
+		return bolt11.Invoice{}, outpost.Errorf(outpost.Invalid, "invalid_request", "bolt11 is only for bolt11 quotes").With("field", "bolt11")
+	case q.Method != MethodBolt11:
+		return bolt11.Invoice{}, nil
+	}
+	inv, err := bolt11.Decode(invoice)
+	if err != nil {
+		return bolt11.Invoice{}, err
+	}
+	return inv, inv.Check(s.cfg.Network, q.AmountSats, now)
+}
+
+// takeClaim records claim c in the transaction that uses its quote and
+// takes its reservations, after checking both again.
+func (s *Service) takeClaim(c *Claim, now time.Time) error {
+	return store.Update(s.db, func(txn *badger.Txn) error {
 		c.ID = newID("c_")
-		q, found, err := getQuote(txn, quoteID)
+		q, found, err := getQuote(txn, c.QuoteID)
 		if err != nil {
 			return err
 		}
-		if err := s.checkQuote(q, found, sess.PubKey, now); err != nil {
+		if err := s.checkQuote(q, found, c.PubKey, now); err != nil {
 			return err
 		}
-		l, err := s.readLimits(txn, sess.PubKey, c.IPHash, now)
+		l, err := s.readLimits(txn, c.PubKey, c.IPHash, now)
 		if err != nil {
 			return err
 		}
@@ -413,10 +456,10 @@ func (s *Service) Confirm(ctx context.Context, sess Session, ip, quoteID, invoic
 		if err := s.putQuote(txn, q); err != nil {
 			return err
 		}
-		if err := s.reserve(txn, l, &c, now); err != nil {
+		if err := s.reserve(txn, l, c, now); err != nil {
 			return err
 		}
-		if err := s.putClaim(txn, c); err != nil {
+		if err := s.putClaim(txn, *c); err != nil {
 			return err
 		}
 		if err := txn.Set(key(kindClaimTime, string(store.U64(uint64(now.Unix()))), c.ID), []byte(c.ID)); err != nil {
@@ -424,15 +467,6 @@ func (s *Service) Confirm(ctx context.Context, sess Session, ip, quoteID, invoic
 		}
 		return txn.Set(key(kindUnsettled, c.ID), []byte(c.ID))
 	})
-	if err != nil {
-		return ConfirmResult{}, err
-	}
-	s.log.Info("faucet claim confirmed", "claim", c.ID, "pubkey", c.PubKey, "method", c.Method, "amount_sats", c.AmountSats)
-
-	// The request may go away; the payment and its record may not.
-	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
-	defer cancel()
-	return s.pay(pctx, c, inv)
 }
 
 func (s *Service) putClaim(txn *badger.Txn, c Claim) error {

@@ -59,7 +59,10 @@ func DefaultSettings() Settings {
 
 // Valid checks every setting, naming each bad one, and gives mint URLs
 // their one spelling (minturl).
-func (s *Settings) Valid() error {
+func (s *Settings) Valid() error { return errors.Join(s.validPeers(), s.validLimits()) }
+
+// validPeers checks the network and whom the faucet talks to.
+func (s *Settings) validPeers() error {
 	var errs []error
 	bad := func(flag, format string, args ...any) { errs = append(errs, settings.Errorf(flag, format, args...)) }
 	if _, err := bolt11.ParseNetwork(string(s.Network)); err != nil {
@@ -83,6 +86,13 @@ func (s *Settings) Valid() error {
 			bad("faucet-profile-relays", "%q is not a ws:// or wss:// relay URL", r)
 		}
 	}
+	return errors.Join(errs...)
+}
+
+// validLimits checks amounts, limits and times.
+func (s *Settings) validLimits() error {
+	var errs []error
+	bad := func(flag, format string, args ...any) { errs = append(errs, settings.Errorf(flag, format, args...)) }
 	if err := s.Buckets.valid(); err != nil {
 		bad("faucet-amounts", "%v", err)
 	}

@@ -30,27 +30,10 @@ func (d *Directory) mergeIfKnown(m *Mint, pubkey string) (survivor string, err e
 		if err != nil || l == nil || l.MergedInto != "" {
 			return err
 		}
+		if err := absorb(txn, s, l); err != nil {
+			return err
+		}
 		sid := s.id()
-		for _, u := range l.URLs {
-			if !s.hasURL(u.URL) {
-				s.URLs = append(s.URLs, MintURL{URL: u.URL})
-			}
-			if err := txn.Set(urlKey(u.URL), sid[:]); err != nil {
-				return err
-			}
-		}
-		for _, a := range l.AnnouncedBy {
-			if !slices.Contains(s.AnnouncedBy, a) {
-				s.AnnouncedBy = append(s.AnnouncedBy, a)
-			}
-		}
-		if l.PubKey != "" {
-			if o, ok, _ := lookupID(txn, pubKeyKey(l.PubKey)); ok && o == loser {
-				if err := txn.Set(pubKeyKey(l.PubKey), sid[:]); err != nil {
-					return err
-				}
-			}
-		}
 		if err := txn.Delete(scheduleKey(loser)); err != nil {
 			return err
 		}
@@ -66,6 +49,32 @@ func (d *Directory) mergeIfKnown(m *Mint, pubkey string) (survivor string, err e
 	}
 	d.log.Info("mintdir: merged a mint found under another URL", "merged", m.ID, "into", survivor, "pubkey", pubkey)
 	return survivor, d.dropMintData(loser)
+}
+
+// absorb gives the survivor s the loser l's URLs, announcers and, when the
+// index has l for it, l's pubkey.
+func absorb(txn *badger.Txn, s, l *Mint) error {
+	sid := s.id()
+	for _, u := range l.URLs {
+		if !s.hasURL(u.URL) {
+			s.URLs = append(s.URLs, MintURL{URL: u.URL})
+		}
+		if err := txn.Set(urlKey(u.URL), sid[:]); err != nil {
+			return err
+		}
+	}
+	for _, a := range l.AnnouncedBy {
+		if !slices.Contains(s.AnnouncedBy, a) {
+			s.AnnouncedBy = append(s.AnnouncedBy, a)
+		}
+	}
+	if l.PubKey == "" {
+		return nil
+	}
+	if o, ok, _ := lookupID(txn, pubKeyKey(l.PubKey)); ok && o == l.id() {
+		return txn.Set(pubKeyKey(l.PubKey), sid[:])
+	}
+	return nil
 }
 
 // dropMintData deletes what a merged record collected on its own.

@@ -125,6 +125,17 @@ func scoreTrust(m *Mint, info *Info, s *Summary, slow time.Duration, now time.Ti
 	if r.AverageRating != nil {
 		b.Reviews.Score = round1(maxReviews * (*r.AverageRating - 1) / 4 * math.Min(1, float64(r.RatedCount)/5))
 	}
+	b.Identity = identityPart(m, info)
+	b.Penalties = penaltiesPart(m, s, now)
+	total := b.Uptime.Score + b.Speed.Score + b.Reviews.Score + b.Identity.Score + b.Penalties.Score
+	t := Trust{Score: int(math.Max(0, math.Min(100, math.Round(total)))), Breakdown: b, ComputedAt: now.UTC()}
+	t.Level = trustLevel(m, t.Score, now)
+	return t
+}
+
+// identityPart: 3 points for a pubkey, 3 for a contact, 2 for https, 1 each
+// for a name and a description.
+func identityPart(m *Mint, info *Info) IdentityPart {
 	id := IdentityPart{Max: maxIdentity, HasPubkey: validMintPubkey(m.PubKey), HTTPS: strings.HasPrefix(m.CanonicalURL, "https://")}
 	if info != nil {
 		id.HasContact, id.HasName, id.HasDescription = len(info.Contact) > 0, info.Name != "", info.Description != ""
@@ -137,7 +148,12 @@ func scoreTrust(m *Mint, info *Info, s *Summary, slow time.Duration, now time.Ti
 			id.Score += p.points
 		}
 	}
-	b.Identity = id
+	return id
+}
+
+// penaltiesPart: -10 offline or -3 degraded, -2 per incident in 30 days
+// (three at most), -5 for a pubkey changed in 30 days; minPenalties at most.
+func penaltiesPart(m *Mint, s *Summary, now time.Time) PenaltiesPart {
 	pen := PenaltiesPart{Max: 0, Min: minPenalties, Incidents30d: s.Incidents30d,
 		Offline:          m.Status == StatusOffline || m.Status == StatusAbandoned,
 		Degraded:         m.Status == StatusDegraded,
@@ -153,23 +169,22 @@ func scoreTrust(m *Mint, info *Info, s *Summary, slow time.Duration, now time.Ti
 		pen.Score -= 5
 	}
 	pen.Score = math.Max(pen.Score, minPenalties)
-	b.Penalties = pen
+	return pen
+}
 
-	total := b.Uptime.Score + b.Speed.Score + b.Reviews.Score + b.Identity.Score + b.Penalties.Score
-	t := Trust{Score: int(math.Max(0, math.Min(100, math.Round(total)))), Breakdown: b, ComputedAt: now.UTC()}
+// trustLevel: unknown for a mint checked for less than a day.
+func trustLevel(m *Mint, score int, now time.Time) string {
 	switch {
 	case m.FirstCheckedAt == nil || now.Sub(*m.FirstCheckedAt) < 24*time.Hour:
-		t.Level = LevelUnknown
-	case t.Score >= 75:
-		t.Level = LevelHigh
-	case t.Score >= 50:
-		t.Level = LevelMedium
-	case t.Score >= 25:
-		t.Level = LevelLow
-	default:
-		t.Level = LevelVeryLow
+		return LevelUnknown
+	case score >= 75:
+		return LevelHigh
+	case score >= 50:
+		return LevelMedium
+	case score >= 25:
+		return LevelLow
 	}
-	return t
+	return LevelVeryLow
 }
 
 // validMintPubkey: a compressed secp256k1 key in hex, as NUT-06 has it.
