@@ -10,7 +10,8 @@ import (
 
 // wireBanlist wires the ban list: the service on the shared store, feeding
 // the snapshot the relay enforces; NIP-86 relay management through it; the
-// admin socket the CLI talks to; and the REST API.
+// relay hook that refuses malformed reports (NIP-56); the admin socket the
+// CLI talks to; and the REST API.
 func wireBanlist(ctx context.Context, d deps) (*component, error) {
 	log := d.log.With("service", "banlist")
 	bl, err := banlist.New(banlist.Config{Settings: d.cfg.Banlist, DB: d.store.DB, Events: d.store.Events, List: d.banList,
@@ -21,6 +22,7 @@ func wireBanlist(ctx context.Context, d deps) (*component, error) {
 	if err := d.relay.EnableManagement(bl, d.cfg.AdminPubKeys); err != nil {
 		return nil, err
 	}
+	d.relay.RejectEvent = append(d.relay.RejectEvent, banlist.RejectInvalidReports)
 	c := &component{api: httpapi.Service{
 		Name: "banlist", Mount: d.cfg.BanlistMount, Health: httpapi.ReportHealth(bl.Health),
 		Routes: banlistapi.Routes(banlistapi.Config{Settings: d.cfg.BanlistAPI, Service: bl, Log: log}),
