@@ -123,18 +123,18 @@ func TestSameMintUnderTwoURLsBecomesOne(t *testing.T) {
 	e.probe(a)
 	alias := strings.Replace(f.URL, "127.0.0.1", "localhost", 1)
 	res, err := e.dir.Submit(e.ctx, alias+"/")
-	if err != nil || res.Exists || res.ID == a {
+	if err != nil || res.Exists || res.ID.String() == a {
 		t.Fatalf("second URL: %+v %v", res, err)
 	}
-	if err := e.dir.Probe(e.ctx, res.ID); err != nil {
+	if err := e.dir.Probe(e.ctx, res.ID.String()); err != nil {
 		t.Fatal(err)
 	}
-	for _, id := range []string{a, res.ID} {
-		if m := e.mint(id); m.ID != a || len(m.URLs) != 2 {
+	for _, id := range []string{a, res.ID.String()} {
+		if m := e.mint(id); m.ID.String() != a || len(m.URLs) != 2 {
 			t.Fatalf("%s resolves to %s with %v", id, m.ID, m.URLList())
 		}
 	}
-	if m, err := e.dir.GetByURL(e.ctx, alias); err != nil || m.ID != a {
+	if m, err := e.dir.GetByURL(e.ctx, alias); err != nil || m.ID.String() != a {
 		t.Fatalf("by the second URL: %v %v", m, err)
 	}
 	if n, _ := e.dir.Count(); n != 1 {
@@ -143,7 +143,7 @@ func TestSameMintUnderTwoURLsBecomesOne(t *testing.T) {
 	if m := e.mint(a); m.URLType(m.URLs[1].URL) != URLMirror {
 		t.Fatalf("the merged URL is a %s", m.URLType(m.URLs[1].URL))
 	}
-	if again, _ := e.dir.Submit(e.ctx, alias); !again.Exists || again.ID != a {
+	if again, _ := e.dir.Submit(e.ctx, alias); !again.Exists || again.ID.String() != a {
 		t.Fatalf("resubmitting the merged URL: %+v", again)
 	}
 
@@ -155,7 +155,7 @@ func TestSameMintUnderTwoURLsBecomesOne(t *testing.T) {
 	if len(m.URLs) != 4 || m.URLType("http://mintabcdef.onion") != URLTor {
 		t.Fatalf("urls after NUT-06: %v", m.URLList())
 	}
-	if res, _ := e.dir.Submit(e.ctx, g.URL); !res.Exists || res.ID != a {
+	if res, _ := e.dir.Submit(e.ctx, g.URL); !res.Exists || res.ID.String() != a {
 		t.Fatalf("an advertised URL is known: %+v", res)
 	}
 }

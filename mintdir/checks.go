@@ -29,7 +29,7 @@ func (d *Directory) Probe(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	if m.ID != id {
+	if m.ID.String() != id {
 		return nil // merged; the surviving record is probed on its own
 	}
 	res := d.client.Info(ctx, m.CanonicalURL, d.now)
@@ -50,9 +50,8 @@ func (d *Directory) Probe(ctx context.Context, id string) error {
 		if err != nil {
 			return err
 		}
-		if survivor != "" {
-			sid, _ := ParseID(survivor)
-			return d.refreshSummary(ctx, sid, true) // more URLs: maybe more reviews
+		if !survivor.IsZero() {
+			return d.refreshSummary(ctx, survivor, true) // more URLs: maybe more reviews
 		}
 	}
 	var keysets []byte
@@ -67,14 +66,14 @@ func (d *Directory) Probe(ctx context.Context, id string) error {
 	if !res.OK {
 		c.RTTMs = 0
 	}
-	changed, err := d.record(m.id(), c, info, res.Body, keysets)
+	changed, err := d.record(m.ID, c, info, res.Body, keysets)
 	if err != nil {
 		return err
 	}
 	if !res.OK {
 		d.log.Debug("mintdir: check failed", "mint_id", id, "kind", res.ErrKind, "err", res.Err)
 	}
-	return d.refreshSummary(ctx, m.id(), changed)
+	return d.refreshSummary(ctx, m.ID, changed)
 }
 
 // record stores a check and everything that follows from it; changed
@@ -82,7 +81,7 @@ func (d *Directory) Probe(ctx context.Context, id string) error {
 func (d *Directory) record(id ID, c *Check, info *Info, body, keysets []byte) (changed bool, err error) {
 	err = store.Update(d.db, func(txn *badger.Txn) error {
 		m, err := getMint(txn, id)
-		if err != nil || m == nil || m.MergedInto != "" {
+		if err != nil || m == nil || !m.MergedInto.IsZero() {
 			return err
 		}
 		hash := m.MetaHash
@@ -96,7 +95,7 @@ func (d *Directory) record(id ID, c *Check, info *Info, body, keysets []byte) (c
 }
 
 func (d *Directory) recordTxn(txn *badger.Txn, m *Mint, c *Check, info *Info, body, keysets []byte) error {
-	id := m.id()
+	id := m.ID
 	var gap time.Duration // since the previous check (a 429 counts: the mint was up then)
 	if m.LastCheckedAt != nil && !c.Skipped {
 		gap = min(max(c.At.Sub(*m.LastCheckedAt), 0), 2*d.cfg.ProbeInterval)
@@ -217,7 +216,7 @@ func (d *Directory) apply(m *Mint, c *Check, disabled bool) (opened, closed *Inc
 // Checks returns the raw checks of a mint in [from, to), newest first, at most limit.
 func (d *Directory) Checks(ctx context.Context, m *Mint, from, to time.Time, limit int) ([]Check, error) {
 	var out []Check
-	id := m.id()
+	id := m.ID
 	err := d.db.View(func(txn *badger.Txn) error {
 		return store.EachJSON(txn, perMintPrefix(kCheck, id), timeKey(kCheck, id, to.Add(-time.Millisecond)), true,
 			func(_ []byte, c Check) (bool, error) {

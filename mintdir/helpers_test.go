@@ -64,7 +64,7 @@ func (e *env) submit(u string) string {
 	if err != nil {
 		e.t.Fatalf("submit %s: %v", u, err)
 	}
-	return res.ID
+	return res.ID.String()
 }
 
 func (e *env) probe(id string) *Mint {

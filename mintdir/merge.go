@@ -11,13 +11,13 @@ import (
 // already has that pubkey, m is the same mint under another URL, so its URLs
 // move to the other record and m becomes an alias of it. The record that had
 // the pubkey first survives (its history is the longer one); its id is
-// returned, "" when nothing was merged.
-func (d *Directory) mergeIfKnown(m *Mint, pubkey string) (survivor string, err error) {
+// returned, the zero ID when nothing was merged.
+func (d *Directory) mergeIfKnown(m *Mint, pubkey string) (survivor ID, err error) {
 	d.mergeMu.Lock()
 	defer d.mergeMu.Unlock()
-	loser := m.id()
+	loser := m.ID
 	err = store.Update(d.db, func(txn *badger.Txn) error {
-		survivor = ""
+		survivor = ID{}
 		owner, ok, err := lookupID(txn, pubKeyKey(pubkey))
 		if err != nil || !ok || owner == loser {
 			return err
@@ -27,13 +27,12 @@ func (d *Directory) mergeIfKnown(m *Mint, pubkey string) (survivor string, err e
 			return err
 		}
 		l, err := getMint(txn, loser)
-		if err != nil || l == nil || l.MergedInto != "" {
+		if err != nil || l == nil || !l.MergedInto.IsZero() {
 			return err
 		}
 		if err := absorb(txn, s, l); err != nil {
 			return err
 		}
-		sid := s.id()
 		if err := txn.Delete(scheduleKey(loser)); err != nil {
 			return err
 		}
@@ -42,10 +41,10 @@ func (d *Directory) mergeIfKnown(m *Mint, pubkey string) (survivor string, err e
 			return err
 		}
 		survivor = s.ID
-		return store.PutJSON(txn, mintKey(sid), s)
+		return store.PutJSON(txn, mintKey(s.ID), s)
 	})
-	if err != nil || survivor == "" {
-		return "", err
+	if err != nil || survivor.IsZero() {
+		return ID{}, err
 	}
 	d.log.Info("mintdir: merged a mint found under another URL", "merged", m.ID, "into", survivor, "pubkey", pubkey)
 	return survivor, d.dropMintData(loser)
@@ -54,12 +53,11 @@ func (d *Directory) mergeIfKnown(m *Mint, pubkey string) (survivor string, err e
 // absorb gives the survivor s the loser l's URLs, announcers and, when the
 // index has l for it, l's pubkey.
 func absorb(txn *badger.Txn, s, l *Mint) error {
-	sid := s.id()
 	for _, u := range l.URLs {
 		if !s.hasURL(u.URL) {
 			s.URLs = append(s.URLs, MintURL{URL: u.URL})
 		}
-		if err := txn.Set(urlKey(u.URL), sid[:]); err != nil {
+		if err := txn.Set(urlKey(u.URL), s.ID[:]); err != nil {
 			return err
 		}
 	}
@@ -71,8 +69,8 @@ func absorb(txn *badger.Txn, s, l *Mint) error {
 	if l.PubKey == "" {
 		return nil
 	}
-	if o, ok, _ := lookupID(txn, pubKeyKey(l.PubKey)); ok && o == l.id() {
-		return txn.Set(pubKeyKey(l.PubKey), sid[:])
+	if o, ok, _ := lookupID(txn, pubKeyKey(l.PubKey)); ok && o == l.ID {
+		return txn.Set(pubKeyKey(l.PubKey), s.ID[:])
 	}
 	return nil
 }

@@ -42,7 +42,7 @@ const maxURLsPerMint = 20
 // history entry when its content changed, the keysets when fetched
 // (keysetsBody is nil when they were not fetched, empty when that failed).
 func (d *Directory) updateMetadata(txn *badger.Txn, m *Mint, info *Info, body, keysetsBody []byte, at time.Time) error {
-	id := m.id()
+	id := m.ID
 	m.MetaFetchedAt = &at
 	if info.Time > 0 {
 		t := time.Unix(info.Time, 0).UTC()
@@ -103,7 +103,7 @@ func (d *Directory) takePubKey(txn *badger.Txn, m *Mint, pk string, at time.Time
 		return nil
 	}
 	if m.PubKey != "" {
-		if owner, ok, _ := lookupID(txn, pubKeyKey(m.PubKey)); ok && owner == m.id() {
+		if owner, ok, _ := lookupID(txn, pubKeyKey(m.PubKey)); ok && owner == m.ID {
 			if err := txn.Delete(pubKeyKey(m.PubKey)); err != nil {
 				return err
 			}
@@ -119,9 +119,9 @@ func (d *Directory) takePubKey(txn *badger.Txn, m *Mint, pk string, at time.Time
 	case err != nil:
 		return err
 	case !ok:
-		id := m.id()
+		id := m.ID
 		return txn.Set(pubKeyKey(pk), id[:])
-	case owner != m.id():
+	case owner != m.ID:
 		// Another record claimed the key since this probe began; the next
 		// probe merges the two.
 		d.log.Warn("mintdir: pubkey claimed meanwhile", "mint_id", m.ID, "pubkey", pk)
@@ -159,7 +159,7 @@ func takeURLs(txn *badger.Txn, m *Mint, urls []string) error {
 	for i := range m.URLs {
 		m.URLs[i].Advertised = advertised[m.URLs[i].URL]
 	}
-	id := m.id()
+	id := m.ID
 	for _, u := range order {
 		if m.hasURL(u) || len(m.URLs) >= maxURLsPerMint {
 			continue
@@ -183,7 +183,7 @@ func takeURLs(txn *badger.Txn, m *Mint, urls []string) error {
 // successful check.
 func (d *Directory) Metadata(ctx context.Context, m *Mint) (meta Metadata, info *Info, ok bool, err error) {
 	err = d.db.View(func(txn *badger.Txn) error {
-		ok, err = store.GetJSON(txn, metaKey(m.id()), &meta)
+		ok, err = store.GetJSON(txn, metaKey(m.ID), &meta)
 		return err
 	})
 	if err != nil || !ok || len(meta.Info) == 0 {
@@ -200,7 +200,7 @@ func (d *Directory) Metadata(ctx context.Context, m *Mint) (meta Metadata, info 
 // any), newest first, at most limit.
 func (d *Directory) History(ctx context.Context, m *Mint, before time.Time, limit int) ([]HistoryEntry, error) {
 	var out []HistoryEntry
-	id := m.id()
+	id := m.ID
 	var seek []byte
 	if !before.IsZero() {
 		seek = timeKey(kHistory, id, before.Add(-time.Millisecond))

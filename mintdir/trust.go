@@ -225,7 +225,7 @@ func (d *Directory) refreshSummary(ctx context.Context, id ID, readReviews bool)
 	}
 	return store.Update(d.db, func(txn *badger.Txn) error {
 		m, err := getMint(txn, id)
-		if err != nil || m == nil || m.MergedInto != "" {
+		if err != nil || m == nil || !m.MergedInto.IsZero() {
 			return err
 		}
 		reviews := m.Summary.Reviews
@@ -243,7 +243,7 @@ func (d *Directory) refreshSummary(ctx context.Context, id ID, readReviews bool)
 // from the hourly ones in one scan.
 func (d *Directory) summarize(txn *badger.Txn, m *Mint, reviews ReviewSummary) error {
 	now := d.now()
-	id := m.id()
+	id := m.ID
 	s := Summary{ComputedAt: now.UTC(), Reviews: reviews}
 	var day, week, month rollup
 	to := now.Add(time.Nanosecond)

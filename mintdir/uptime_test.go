@@ -15,7 +15,7 @@ func (e *env) feed(m *Mint, step time.Duration, checks ...Check) {
 	for _, c := range checks {
 		e.clock.Add(step)
 		c.At = e.clock.Now()
-		if _, err := e.dir.record(m.id(), &c, nil, nil, nil); err != nil {
+		if _, err := e.dir.record(m.ID, &c, nil, nil, nil); err != nil {
 			e.t.Fatal(err)
 		}
 	}
@@ -187,9 +187,9 @@ func TestPruneKeepsWhatQueriesRead(t *testing.T) {
 	if hourly != 4 || fine != 1 {
 		t.Fatalf("rollups after pruning: %d hourly, %d 5-minute; want 4, 1", hourly, fine)
 	}
-	if u, _ := e.dir.Uptime(e.ctx, e.mint(m.ID), Window24h); u.TotalChecks != 1 {
+	if u, _ := e.dir.Uptime(e.ctx, e.mint(m.ID.String()), Window24h); u.TotalChecks != 1 {
 		t.Fatalf("uptime after pruning: %+v", u)
 	}
 }
 
-func idBytes(m *Mint) []byte { id := m.id(); return id[:] }
+func idBytes(m *Mint) []byte { id := m.ID; return id[:] }
