@@ -83,7 +83,7 @@ func loadChecks(b *testing.B, n int) *benchMint {
 			b.Fatal(err)
 		}
 	}
-	e.clock.t = start.Add(30 * 24 * time.Hour)
+	e.clock.Set(start.Add(30 * 24 * time.Hour))
 	bm := &benchMint{e: e, m: e.mint(m.ID.String())}
 	if got := bm.m.ChecksTotal; got != int64(n) {
 		b.Fatalf("%d checks stored, want %d", got, n)

@@ -206,7 +206,7 @@ func TestProbingCarriesOnAfterARestart(t *testing.T) {
 	if len(targets) != 1 || targets[0].ID != id || !targets[0].LastChecked.Equal(last) {
 		t.Fatalf("targets after restart: %+v, want last check %v", targets, last)
 	}
-	e2.clock.t = last.Add(time.Minute)
+	e2.clock.Set(last.Add(time.Minute))
 	if n := e2.dir.ProbeAll(e2.ctx); n != 1 {
 		t.Fatalf("cycle probed %d", n)
 	}

@@ -70,7 +70,7 @@ func TestUptimeFromRollups(t *testing.T) {
 func TestTimeseries(t *testing.T) {
 	e := newEnv(t, Config{Settings: Settings{ProbeInterval: 5 * time.Minute}})
 	m := e.mint(e.submit("http://127.0.0.1:1"))
-	e.clock.t = e.clock.t.Truncate(time.Hour) // buckets line up with the checks
+	e.clock.Set(e.clock.Now().Truncate(time.Hour)) // buckets line up with the checks
 	e.feed(m, 5*time.Minute, ok(100), ok(200), bad(), bad(), bad(), ok(50), rateLimited())
 	e.clock.Add(time.Minute)
 

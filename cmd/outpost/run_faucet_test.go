@@ -15,6 +15,7 @@ import (
 	"github.com/elnosh/gonuts/cashu"
 	"github.com/elnosh/gonuts/wallet"
 	"github.com/nbd-wtf/go-nostr"
+	"github.com/outpost-relay/outpost/internal/testkit"
 	"github.com/outpost-relay/outpost/lnurl/lnurltest"
 	"github.com/outpost-relay/outpost/nip98"
 	"github.com/outpost-relay/outpost/pubkey"
@@ -169,7 +170,7 @@ func TestFaucetEmbeddedMint(t *testing.T) {
 	if code, _ := call(t, "POST", f+"/deposit/simulate-payment", map[string]any{"invoice": dep["invoice"]}); code != 200 {
 		t.Fatalf("simulate-payment: %d", code)
 	}
-	waitFor(t, 10*time.Second, "the deposit", func() bool {
+	testkit.WaitFor(t, 10*time.Second, "the deposit", func() bool {
 		_, st := call(t, "GET", f+"/stats", nil)
 		return st["total_deposited_sats"] == 20000.0+1234
 	})
