@@ -73,6 +73,9 @@ func (d *Directory) Probe(ctx context.Context, id string) error {
 	if !res.OK {
 		d.log.Debug("mintdir: check failed", "mint_id", id, "kind", res.ErrKind, "err", res.Err)
 	}
+	if !changed && !d.reviewsDue(m) {
+		return nil
+	}
 	return d.refreshSummary(ctx, m.ID, changed)
 }
 
@@ -128,6 +131,12 @@ func (d *Directory) recordTxn(txn *badger.Txn, m *Mint, c *Check, info *Info, bo
 		}
 	}
 	if err := txn.Set(scheduleKey(id), store.U64(uint64(c.At.UnixMilli()))); err != nil {
+		return err
+	}
+	// The summary (uptime, incidents, trust) commits with the check, so no
+	// reader sees a check's status without what follows from it. Reviews
+	// are read afterwards, when due (refreshSummary).
+	if err := d.summarize(txn, m, m.Summary.Reviews); err != nil {
 		return err
 	}
 	return store.PutJSON(txn, mintKey(id), m)

@@ -204,6 +204,12 @@ func validMintPubkey(pk string) bool {
 // saved reviews (which refresh it at once).
 const reviewsEvery = time.Hour
 
+// reviewsDue: m's review summary was never read or is an hour old.
+func (d *Directory) reviewsDue(m *Mint) bool {
+	now := d.now()
+	return m.ReviewsReadAt == nil || now.Sub(*m.ReviewsReadAt) >= reviewsEvery || now.Before(*m.ReviewsReadAt)
+}
+
 // refreshSummary recomputes a mint's summary and stores it with the mint.
 // Reviews are read from the event store only when asked (a review arrived,
 // the mint's URLs or pubkey changed) or when the last read is an hour old:
@@ -215,7 +221,7 @@ func (d *Directory) refreshSummary(ctx context.Context, id ID, readReviews bool)
 	}
 	now := d.now()
 	var rs *ReviewSummary
-	if readReviews || m.ReviewsReadAt == nil || now.Sub(*m.ReviewsReadAt) >= reviewsEvery || now.Before(*m.ReviewsReadAt) {
+	if readReviews || d.reviewsDue(m) {
 		reviews, err := d.reviews(ctx, m)
 		if err != nil {
 			return err

@@ -193,3 +193,19 @@ func TestPruneKeepsWhatQueriesRead(t *testing.T) {
 }
 
 func idBytes(m *Mint) []byte { id := m.ID; return id[:] }
+
+// A check and the summary that follows from it commit together: a reader
+// never sees a mint online after its first check with no uptime yet.
+func TestCheckAndSummaryCommitTogether(t *testing.T) {
+	e := newEnv(t, Config{})
+	m := e.mint(e.submit(newFakeMint(t, "Atomic", pk1).URL))
+	e.feed(m, time.Minute, ok(40))
+	m = e.mint(m.ID.String())
+	if m.Status != StatusOnline || m.Summary.Uptime24h == nil || *m.Summary.Uptime24h != 100 || m.Summary.AvgRTT24h == nil {
+		t.Fatalf("after the check: status %s, summary %+v", m.Status, m.Summary)
+	}
+	e.feed(m, time.Minute, bad(), bad(), bad())
+	if m = e.mint(m.ID.String()); m.Status != StatusOffline || *m.Summary.Uptime24h == 100 || m.Summary.Incidents7d != 1 {
+		t.Fatalf("after three failures: status %s, summary %+v", m.Status, m.Summary)
+	}
+}
