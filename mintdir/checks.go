@@ -32,18 +32,9 @@ func (d *Directory) Probe(ctx context.Context, id string) error {
 	if m.ID.String() != id {
 		return nil // merged; the surviving record is probed on its own
 	}
-	res := d.client.Info(ctx, m.CanonicalURL, d.now)
+	res, info := d.fetchInfo(ctx, m)
 	if !res.OK && ctx.Err() != nil {
 		return ctx.Err() // we are shutting down: not the mint's fault
-	}
-	var info *Info
-	if res.OK {
-		in, err := ParseInfo(res.Body)
-		if err != nil {
-			res.OK, res.ErrKind, res.Err, res.Body = false, probe.KindInvalidInfo, err.Error(), nil
-		} else {
-			info = &in
-		}
 	}
 	if info != nil && info.Pubkey != "" && info.Pubkey != m.PubKey {
 		survivor, err := d.mergeIfKnown(m, info.Pubkey)
@@ -54,13 +45,7 @@ func (d *Directory) Probe(ctx context.Context, id string) error {
 			return d.refreshSummary(ctx, survivor, true) // more URLs: maybe more reviews
 		}
 	}
-	var keysets []byte
-	if info != nil && (m.KeysetsFetchedAt == nil || res.At.Sub(*m.KeysetsFetchedAt) >= keysetsEvery || info.Hash() != m.MetaHash) {
-		if keysets, err = d.client.Keysets(ctx, m.CanonicalURL); err != nil {
-			d.log.Debug("mintdir: keysets", "mint_id", id, "err", err)
-			keysets = []byte{} // tried: keep the old keysets, try again in an hour
-		}
-	}
+	keysets := d.fetchKeysets(ctx, m, info, res.At)
 	c := &Check{At: res.At.UTC(), OK: res.OK, Skipped: res.Skipped, RTTMs: int(res.RTT.Milliseconds()),
 		ErrKind: res.ErrKind, HTTPStatus: res.HTTPStatus}
 	if !res.OK {
@@ -77,6 +62,36 @@ func (d *Directory) Probe(ctx context.Context, id string) error {
 		return nil
 	}
 	return d.refreshSummary(ctx, m.ID, changed)
+}
+
+// fetchInfo asks the mint for its NUT-06 info; info is nil unless the
+// answer is valid info (invalid info fails the check).
+func (d *Directory) fetchInfo(ctx context.Context, m *Mint) (probe.Result, *Info) {
+	res := d.client.Info(ctx, m.CanonicalURL, d.now)
+	if !res.OK {
+		return res, nil
+	}
+	in, err := ParseInfo(res.Body)
+	if err != nil {
+		res.OK, res.ErrKind, res.Err, res.Body = false, probe.KindInvalidInfo, err.Error(), nil
+		return res, nil
+	}
+	return res, &in
+}
+
+// fetchKeysets fetches the keysets when metadata is due: nil when not
+// fetched, empty when that failed (the old keysets stay; tried again in an
+// hour).
+func (d *Directory) fetchKeysets(ctx context.Context, m *Mint, info *Info, at time.Time) []byte {
+	if info == nil || (m.KeysetsFetchedAt != nil && at.Sub(*m.KeysetsFetchedAt) < keysetsEvery && info.Hash() == m.MetaHash) {
+		return nil
+	}
+	keysets, err := d.client.Keysets(ctx, m.CanonicalURL)
+	if err != nil {
+		d.log.Debug("mintdir: keysets", "mint_id", m.ID, "err", err)
+		return []byte{}
+	}
+	return keysets
 }
 
 // record stores a check and everything that follows from it; changed

@@ -104,23 +104,11 @@ var adminCommands = map[string]adminCommand{
 	},
 	"words add": {
 		synopsis: "outpost words add <word or phrase>", arg: "word or phrase",
-		run: func(ctx context.Context, svc *banlist.Service, a adminArgs, out io.Writer) error {
-			w, err := svc.AddWord(ctx, cliActor, a.arg)
-			if err == nil {
-				fmt.Fprintf(out, "blocked %q\n", w.Word)
-			}
-			return err
-		},
+		run: changeWord((*banlist.Service).AddWord, "blocked"),
 	},
 	"words remove": {
 		synopsis: "outpost words remove <word or phrase>", arg: "word or phrase",
-		run: func(ctx context.Context, svc *banlist.Service, a adminArgs, out io.Writer) error {
-			w, err := svc.RemoveWord(ctx, cliActor, a.arg)
-			if err == nil {
-				fmt.Fprintf(out, "unblocked %q\n", w.Word)
-			}
-			return err
-		},
+		run: changeWord((*banlist.Service).RemoveWord, "unblocked"),
 	},
 	"words list": {
 		synopsis: "outpost words list",
@@ -204,6 +192,17 @@ func ban(ctx context.Context, svc *banlist.Service, a adminArgs, out io.Writer) 
 	}
 	fmt.Fprintf(out, "banned %s %s\n", pubkey.NPub(a.pubkey), until)
 	return nil
+}
+
+// changeWord runs change (AddWord or RemoveWord) and says what was done.
+func changeWord(change func(*banlist.Service, context.Context, string, string) (banlist.Word, error), done string) func(context.Context, *banlist.Service, adminArgs, io.Writer) error {
+	return func(ctx context.Context, svc *banlist.Service, a adminArgs, out io.Writer) error {
+		w, err := change(svc, ctx, cliActor, a.arg)
+		if err == nil {
+			fmt.Fprintf(out, "%s %q\n", done, w.Word)
+		}
+		return err
+	}
 }
 
 func listKeys(ctx context.Context, svc *banlist.Service, _ adminArgs, out io.Writer) error {
