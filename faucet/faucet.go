@@ -79,23 +79,23 @@ func (c *Config) defaults() {
 	if c.Log == nil {
 		c.Log = slog.Default()
 	}
-	d := DefaultSettings()
+	defaults := DefaultSettings()
 	if c.Network == "" {
-		c.Network = d.Network
+		c.Network = defaults.Network
 	}
 	if len(c.Buckets) == 0 {
-		c.Buckets = d.Buckets
+		c.Buckets = defaults.Buckets
 	}
 	def := func(d *time.Duration, v time.Duration) {
 		if *d <= 0 {
 			*d = v
 		}
 	}
-	def(&c.Cooldown, d.Cooldown)
-	def(&c.IPWindow, d.IPWindow)
-	def(&c.SitewideWindow, d.SitewideWindow)
-	def(&c.QuoteTTL, d.QuoteTTL)
-	def(&c.PollInterval, d.PollInterval)
+	def(&c.Cooldown, defaults.Cooldown)
+	def(&c.IPWindow, defaults.IPWindow)
+	def(&c.SitewideWindow, defaults.SitewideWindow)
+	def(&c.QuoteTTL, defaults.QuoteTTL)
+	def(&c.PollInterval, defaults.PollInterval)
 	def(&c.SessionTTL, 24*time.Hour)
 	def(&c.NPubSessionTTL, time.Hour)
 	def(&c.ProfileRefresh, 5*time.Minute)
