@@ -67,17 +67,9 @@ type bench struct {
 	banned            string // a banned key in it
 }
 
-func runMain(args []string) error {
-	fs := flag.NewFlagSet("bench", flag.ExitOnError)
-	smoke := fs.Bool("short", false, "a smoke run: tiny data, seconds, no BENCHMARKS.md")
-	out := fs.String("out", "BENCHMARKS.md", "where the full run writes its report")
-	only := fs.String("only", "", "run only the scenarios whose names contain this")
-	fs.Parse(args)
-
-	b := &bench{sizes: full}
-	if *smoke {
-		b.sizes = short
-	}
+// prepare installs wrk when missing, builds the two outposts and seeds the
+// data dir the scenarios copy; the caller removes b.tmp.
+func (b *bench) prepare() error {
 	var err error
 	if b.repo, err = repoRoot(); err != nil {
 		return err
@@ -90,7 +82,6 @@ func runMain(args []string) error {
 	if b.tmp, err = os.MkdirTemp("", "outpost-bench-"); err != nil {
 		return err
 	}
-	defer os.RemoveAll(b.tmp)
 	if b.self, err = os.Executable(); err != nil {
 		return err
 	}
@@ -111,6 +102,24 @@ func runMain(args []string) error {
 	}
 	b.banned = s.Banned
 	step(fmt.Sprintf("seeded in %s", s.Took.Round(time.Millisecond)))
+	return nil
+}
+
+func runMain(args []string) error {
+	fs := flag.NewFlagSet("bench", flag.ExitOnError)
+	smoke := fs.Bool("short", false, "a smoke run: tiny data, seconds, no BENCHMARKS.md")
+	out := fs.String("out", "BENCHMARKS.md", "where the full run writes its report")
+	only := fs.String("only", "", "run only the scenarios whose names contain this")
+	fs.Parse(args)
+
+	b := &bench{sizes: full}
+	if *smoke {
+		b.sizes = short
+	}
+	if err := b.prepare(); err != nil {
+		return err
+	}
+	defer os.RemoveAll(b.tmp)
 
 	rep := &report{machine: machine(), short: *smoke, sizes: b.sizes}
 	for _, sc := range scenarios {

@@ -19,7 +19,6 @@ import (
 	"github.com/nbd-wtf/go-nostr/nip11"
 	"github.com/nbd-wtf/go-nostr/nip40"
 	"github.com/outpost-relay/outpost"
-	"github.com/outpost-relay/outpost/banlist"
 	"github.com/outpost-relay/outpost/policies"
 	"github.com/outpost-relay/outpost/store"
 )
@@ -107,7 +106,6 @@ func New(cfg Config) *Relay {
 		kpolicies.PreventTimestampsInTheFuture(maxFuture),
 		rejectExpired,
 		kpolicies.PreventLargeTags(1024),
-		banlist.RejectInvalidReports,
 	)
 	rl.RejectEvent = append(rl.RejectEvent, banPolicies(cfg.BanList)...)
 	rl.RejectEvent = append(rl.RejectEvent, r.rejectDeleted)

@@ -64,14 +64,17 @@ func newSite(t testing.TB, o siteOptions) *site {
 	pk, _ := nostr.GetPublicKey(sk)
 	list := policies.NewBanList()
 	rl := relay.New(relay.Config{Store: st, BanList: list, Log: quiet(), PublicURL: "http://outpost.test", ServicePub: pk, Name: "Test relay"})
-	bl, err := banlist.New(banlist.Config{DB: st.DB, Events: st.Events, List: list, Publish: rl.Publish, SecretKey: sk, Log: quiet(), AdminKey: "admin-key-0123456789"})
+	bl, err := banlist.New(banlist.Config{Settings: banlist.Settings{AdminKey: "admin-key-0123456789"},
+		DB: st.DB, Events: st.Events, List: list, Publish: rl.Publish, SecretKey: sk, Log: quiet()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := mintdir.New(mintdir.Config{DB: st.DB, Events: st.Events, Log: quiet(), ProbeInterval: time.Hour, ProbeTimeout: 2 * time.Second, AllowPrivate: true})
+	dir := mintdir.New(mintdir.Config{Settings: mintdir.Settings{ProbeInterval: time.Hour, ProbeTimeout: 2 * time.Second, AllowPrivate: true},
+		DB: st.DB, Events: st.Events, Log: quiet()})
 	services := []httpapi.Service{
 		{Name: "banlist", Mount: "/banlist", Routes: banlistapi.Routes(banlistapi.Config{Service: bl, Log: quiet()})},
-		{Name: "mintdir", Mount: "/mintdir", Routes: mintdirapi.Routes(mintdirapi.Config{Directory: dir, Log: quiet(), SubmitPerHour: o.submitPerHour})},
+		{Name: "mintdir", Mount: "/mintdir", Routes: mintdirapi.Routes(mintdirapi.Config{Settings: mintdirapi.Settings{SubmitPerHour: o.submitPerHour},
+			Directory: dir, Log: quiet()})},
 	}
 	root := httpapi.New(httpapi.Config{Relay: rl, Services: services, Log: quiet(), Index: map[string]string{"name": "Test relay"}})
 	var limit *ratelimit.Limiter

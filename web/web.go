@@ -68,6 +68,17 @@ const (
 	qrPath     = "/qr"
 )
 
+// Overlaps reports whether a service mounted at mount would take a path the
+// pages own.
+func Overlaps(mount string) bool {
+	for _, own := range []string{strings.TrimSuffix(staticPath, "/"), qrPath} {
+		if strings.HasPrefix(own+"/", mount+"/") || strings.HasPrefix(mount+"/", own+"/") {
+			return true
+		}
+	}
+	return false
+}
+
 // New checks the mounts and parses the templates.
 func New(cfg Config) (*Pages, error) {
 	if cfg.Log == nil {
@@ -84,10 +95,8 @@ func New(cfg Config) (*Pages, error) {
 		if s.Mount == "" || s.Mount == "/" || !strings.HasPrefix(s.Mount, "/") || strings.HasSuffix(s.Mount, "/") {
 			return nil, fmt.Errorf("pages: mount path %q must start with / and not end with one", s.Mount)
 		}
-		for _, own := range []string{strings.TrimSuffix(staticPath, "/"), qrPath} {
-			if s.Mount == own || strings.HasPrefix(own+"/", s.Mount+"/") || strings.HasPrefix(s.Mount+"/", own+"/") {
-				return nil, fmt.Errorf("pages: mount path %s overlaps %s, which the pages use", s.Mount, own)
-			}
+		if Overlaps(s.Mount) {
+			return nil, fmt.Errorf("pages: mount path %s takes paths the pages use (/static/, /qr)", s.Mount)
 		}
 	}
 	p := &Pages{cfg: cfg, log: cfg.Log, now: cfg.Now,

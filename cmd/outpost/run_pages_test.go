@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/outpost-relay/outpost/internal/testkit"
 	"github.com/outpost-relay/outpost/web"
 )
 
@@ -42,7 +43,7 @@ func TestPages(t *testing.T) {
 		t.Fatalf("submit the embedded mint: %d %v", code, sub)
 	}
 	id := sub["mint_id"].(string)
-	waitFor(t, 15*time.Second, "the embedded mint online", func() bool {
+	testkit.WaitFor(t, 15*time.Second, "the embedded mint online", func() bool {
 		_, st := call(t, "GET", inst.url+"/mintdir/mints/"+id+"/status", nil)
 		return st["status"] == "online"
 	})

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,19 +16,12 @@ import (
 	"github.com/outpost-relay/outpost/httpapi"
 	"github.com/outpost-relay/outpost/httpapi/apitest"
 	"github.com/outpost-relay/outpost/httpapi/banlistapi"
+	"github.com/outpost-relay/outpost/internal/testkit"
 	"github.com/outpost-relay/outpost/policies"
 	"github.com/outpost-relay/outpost/pubkey"
 	"github.com/outpost-relay/outpost/ratelimit"
 	"github.com/outpost-relay/outpost/store"
 )
-
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time      { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) Add(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
 
 const adminKey = "bootstrap-admin-key-for-tests-0123456789"
 
@@ -38,7 +30,7 @@ type env struct {
 	api   *apitest.Client
 	svc   *banlist.Service
 	st    *store.Store
-	clock *clock
+	clock *testkit.Clock
 }
 
 type options struct {
@@ -55,16 +47,17 @@ func newEnv(t *testing.T, o options) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	c := &clock{t: time.Now().Truncate(time.Second)}
+	c := testkit.NewClock(time.Now().Truncate(time.Second))
 	svc, err := banlist.New(banlist.Config{
 		DB: st.DB, Events: st.Events, List: policies.NewBanList(), SecretKey: nostr.GeneratePrivateKey(),
-		Log: log, Now: c.Now, AdminKey: adminKey,
+		Log: log, Now: c.Now, Settings: banlist.Settings{AdminKey: adminKey},
 		Publish: func(ctx context.Context, ev *nostr.Event) error { return st.Events.SaveEvent(ctx, ev) },
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	routes := banlistapi.Routes(banlistapi.Config{Service: svc, Log: log, ReportsPublic: o.reportsPublic, ReportsPerMin: o.reportsPerMin, Now: c.Now})
+	routes := banlistapi.Routes(banlistapi.Config{Service: svc, Log: log, Now: c.Now,
+		Settings: banlistapi.Settings{ReportsPublic: o.reportsPublic, ReportsPerMin: o.reportsPerMin}})
 	h := httpapi.New(httpapi.Config{
 		Relay:     http.NotFoundHandler(),
 		Services:  []httpapi.Service{{Name: "banlist", Mount: "/banlist", Routes: routes}},
