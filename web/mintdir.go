@@ -194,16 +194,15 @@ var statuses = []string{"online", "degraded", "unknown", "offline", "abandoned"}
 const listPageSize = 50
 
 type directoryView struct {
-	Mount           string
-	Mints           []mintCore
-	Total, Offset   int
-	Status, Sort    string
-	Statuses        []string
-	Prev, Next      string
-	Shown           string // "1–50"
-	SubmitURL       string
-	SubmitError     string
-	SubmitErrorCode string
+	Mount         string
+	Mints         []mintCore
+	Total, Offset int
+	Status, Sort  string
+	Statuses      []string
+	Prev, Next    string
+	Shown         string // "1–50"
+	SubmitURL     string
+	SubmitError   string
 }
 
 func (p *Pages) handleDirectory(w http.ResponseWriter, r *http.Request) {
@@ -250,7 +249,7 @@ func (p *Pages) renderDirectory(w http.ResponseWriter, r *http.Request, status i
 		v.Shown = strconv.Itoa(v.Offset+1) + "–" + strconv.Itoa(v.Offset+len(v.Mints))
 	}
 	if submitErr != nil {
-		v.SubmitError, v.SubmitErrorCode = submitErr.Message, submitErr.Code
+		v.SubmitError = submitErr.Message
 	}
 	p.render(w, r, status, "mintdir", view{Title: "Cashu mint directory", Section: "mintdir", Main: v})
 }
