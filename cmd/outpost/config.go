@@ -21,6 +21,7 @@ import (
 	"github.com/outpost-relay/outpost/mintdir"
 	"github.com/outpost-relay/outpost/pubkey"
 	"github.com/outpost-relay/outpost/settings"
+	"github.com/outpost-relay/outpost/web"
 )
 
 // Config is everything outpost is configured with. Each tagged field is a
@@ -168,6 +169,8 @@ func (c *Config) validateMounts() error {
 			errs = append(errs, settings.Errorf(m.flag, "a mount path looks like /name, got %q", m.path))
 		case taken:
 			errs = append(errs, settings.Errorf(m.flag, "%s is the mount path of --%s too", m.path, other))
+		case web.Overlaps(m.path):
+			errs = append(errs, settings.Errorf(m.flag, "%s takes paths the pages use (/static/, /qr)", m.path))
 		}
 		mounts[m.path] = m.flag
 	}

@@ -410,6 +410,8 @@ func TestBadConfigNamesTheSetting(t *testing.T) {
 		{map[string]string{"OUTPOST_TRUSTED_PROXIES": "10.0.0.0/33"}, nil, "OUTPOST_TRUSTED_PROXIES"},
 		{map[string]string{"OUTPOST_SECRET_KEY": "abc"}, nil, "OUTPOST_SECRET_KEY"},
 		{map[string]string{"OUTPOST_BANLIST_MOUNT": "banlist"}, nil, "OUTPOST_BANLIST_MOUNT"},
+		{map[string]string{"OUTPOST_FAUCET_MOUNT": "/static"}, nil, "OUTPOST_FAUCET_MOUNT"}, // the pages' assets
+		{map[string]string{"OUTPOST_MINTDIR_MOUNT": "/qr"}, nil, "OUTPOST_MINTDIR_MOUNT"},
 		{nil, []string{"--rate-limit", "-1"}, "OUTPOST_RATE_LIMIT"},
 	}
 	for _, tt := range tests {
