@@ -52,6 +52,7 @@ func (c *conn) serve() {
 	go c.writeLoop()
 	defer c.end()
 	ws := c.ws
+	pongWait := c.r.pingInterval * 5 / 2
 	alive := func() error { return ws.SetReadDeadline(time.Now().Add(pongWait)) }
 	ws.SetReadLimit(c.r.limits.frameLimit())
 	alive()
@@ -181,7 +182,7 @@ func (c *conn) send(f frame) { c.out.send(f) }
 // that makes no progress for the write timeout drops the client.
 func (c *conn) writeLoop() {
 	defer close(c.written)
-	ping := time.NewTicker(pingInterval)
+	ping := time.NewTicker(c.r.pingInterval)
 	defer ping.Stop()
 	var frames []frame
 	for {

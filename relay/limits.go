@@ -63,10 +63,10 @@ func (l Limits) frameLimit() int64 {
 const (
 	defaultOutboxBytes  = 4 << 20
 	defaultWriteTimeout = 10 * time.Second
-	pingInterval        = 30 * time.Second
-	pongWait            = 75 * time.Second
+	defaultPingInterval = 30 * time.Second
 	maxInFlight         = 8 // messages of one connection handled at once
 	maxWriteBatch       = 256 << 10
+	socketSendBuffer    = 256 << 10 // SO_SNDBUF of a websocket connection (the kernel doubles it)
 )
 
 // remoteIP is the host part of r.RemoteAddr.

@@ -48,6 +48,7 @@ type Config struct {
 
 	OutboxBytes  int           // bytes queued for one client before it is dropped; 0: 4 MiB
 	WriteTimeout time.Duration // a write making no progress this long drops the client; 0: 10 s
+	PingInterval time.Duration // how often clients are pinged; one silent for 2.5 times this is dropped; 0: 30 s
 }
 
 // rejectExpired refuses events whose NIP-40 expiration has passed.
@@ -78,6 +79,7 @@ type Relay struct {
 	ipEvents     *ratelimit.Limiter
 	outboxBytes  int
 	writeTimeout time.Duration
+	pingInterval time.Duration
 
 	mu      sync.Mutex
 	clients map[*conn]struct{}
@@ -106,6 +108,7 @@ func New(cfg Config) *Relay {
 		ipEvents:     ratelimit.New(limits.IPEventsPerMinute, time.Minute, nil),
 		outboxBytes:  cmp.Or(cfg.OutboxBytes, defaultOutboxBytes),
 		writeTimeout: cmp.Or(cfg.WriteTimeout, defaultWriteTimeout),
+		pingInterval: cmp.Or(cfg.PingInterval, defaultPingInterval),
 		clients:      map[*conn]struct{}{}, perIP: map[string]int{}, conns: map[net.Conn]struct{}{}}
 	rl.Log = slog.NewLogLogger(cfg.Log.With("component", "khatru").Handler(), slog.LevelWarn)
 	rl.ServiceURL = url
@@ -190,6 +193,11 @@ func (r *Relay) serveWebsocket(w http.ResponseWriter, req *http.Request) {
 	ws, err := r.upgrader.Upgrade(w, req, nil)
 	if err != nil {
 		return // the upgrader answered
+	}
+	// The kernel's own buffer for a client that does not read would grow
+	// to megabytes; keep it to a fixed size, so the outbox bound is the bound.
+	if tcp, ok := ws.NetConn().(interface{ SetWriteBuffer(int) error }); ok {
+		tcp.SetWriteBuffer(socketSendBuffer)
 	}
 	c := newConn(r, ws, ip)
 	r.mu.Lock()

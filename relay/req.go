@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/nbd-wtf/go-nostr"
+	"github.com/tidwall/gjson"
 )
 
 // onReq handles ["REQ", <sub id>, <filter>...]: the subscription is
@@ -14,7 +15,7 @@ import (
 func (c *conn) onReq(m message) {
 	id, reason := m.subID()
 	if reason != "" {
-		c.refuse(id, reason)
+		c.refuse(m, reason)
 		return
 	}
 	filters, reason := m.filters(c.r.limits.MaxFilters)
@@ -84,7 +85,7 @@ func (c *conn) onClose(m message) {
 func (c *conn) onCount(ctx context.Context, m message) {
 	id, reason := m.subID()
 	if reason != "" {
-		c.refuse(id, reason)
+		c.refuse(m, reason)
 		return
 	}
 	filters, reason := m.filters(c.r.limits.MaxFilters)
@@ -114,13 +115,13 @@ func (c *conn) onCount(ctx context.Context, m message) {
 }
 
 // refuse answers a message whose subscription id is unacceptable: CLOSED
-// when there is an id to name, NOTICE when there is none.
-func (c *conn) refuse(id, reason string) {
-	if id == "" {
-		c.send(noticeMessage(reason))
+// naming it when it is a string at all, NOTICE otherwise.
+func (c *conn) refuse(m message, reason string) {
+	if len(m) > 1 && m[1].Type == gjson.String {
+		c.send(closedMessage(m[1].Str, reason))
 		return
 	}
-	c.send(closedMessage(id, reason))
+	c.send(noticeMessage(reason))
 }
 
 // unsubscribe ends the subscription id, if open.
