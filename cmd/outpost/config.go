@@ -33,6 +33,7 @@ type Config struct {
 
 	RelayName, RelayDescription, RelayContact string
 
+	Relay   RelayConfig
 	Banlist BanlistConfig
 	Mintdir MintdirConfig
 	Faucet  FaucetConfig
@@ -73,6 +74,7 @@ func newConfigFlags(fs *flag.FlagSet) *configFlags {
 	fs.StringVar(&c.Banlist.Mount, "banlist-mount", "/banlist", "mount path of the ban-list service")
 	fs.BoolVar(&c.Banlist.ReportsPublic, "reports-public", false, "serve GET /banlist/reports without an API key")
 	fs.IntVar(&c.Banlist.ReportsLimit, "reports-rate-limit", 10, "POST /banlist/reports per minute per client IP; 0 disables")
+	registerRelayFlags(f)
 	registerMintdirFlags(f)
 	registerFaucetFlags(f)
 	return f
@@ -185,7 +187,7 @@ func (f *configFlags) validate() error {
 	if err := validMount(c.Banlist.Mount); err != nil {
 		errs = append(errs, bad("banlist-mount", "%v", err))
 	}
-	errs = append(errs, validateMintdir(f), validateFaucet(f))
+	errs = append(errs, validateRelay(f), validateMintdir(f), validateFaucet(f))
 	return errors.Join(errs...)
 }
 

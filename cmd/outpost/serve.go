@@ -97,7 +97,8 @@ func serve(ctx context.Context, cfg *Config, stdout, stderr io.Writer) (err erro
 
 	list := policies.NewBanList()
 	rl := relay.New(relay.Config{Store: st, BanList: list, Log: logger, PublicURL: publicURL, ServicePub: pk,
-		Name: cfg.RelayName, Description: cfg.RelayDescription, Contact: cfg.RelayContact})
+		OperatorPub: cfg.Relay.OperatorPubKey, Name: cfg.RelayName, Description: cfg.RelayDescription, Contact: cfg.RelayContact,
+		Limits: &cfg.Relay.Limits, ClientIP: httpapi.ClientIP})
 	bl, err := banlist.New(banlist.Config{DB: st.DB, Events: st.Events, List: list, Publish: rl.Publish,
 		SecretKey: sk, Log: logger.With("service", "banlist"), AdminKey: cfg.AdminAPIKey})
 	if err != nil {
