@@ -164,8 +164,10 @@ func (r *Relay) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		r.serveNIP11(w, req)
 	case req.Header.Get("Content-Type") == "application/nostr+json+rpc":
 		r.serveNIP86(w, req)
-	default:
-		http.Error(w, "this is a Nostr relay: connect with a websocket", http.StatusUpgradeRequired)
+	case req.Header.Get("Upgrade") != "":
+		http.Error(w, "not a websocket handshake", http.StatusBadRequest)
+	default: // CORS preflights (for NIP-86 from browsers), and 404
+		r.Relay.ServeHTTP(w, req)
 	}
 }
 
