@@ -14,14 +14,16 @@ import (
 
 	"github.com/fasthttp/websocket"
 	"github.com/nbd-wtf/go-nostr"
+	"github.com/outpost-relay/outpost/relay/relaytest"
 )
 
 // stallResult is what publishers saw while (or without) slow subscribers.
 type stallResult struct {
 	Events  int     `json:"events"`
-	OKs     int     `json:"oks"`     // OKs received in time
-	P50ms   float64 `json:"p50_ms"`  // of the OKs received
-	P99ms   float64 `json:"p99_ms"`  // of every event; one never answered counts as the deadline
+	OKs     int     `json:"oks"`    // OKs received in time
+	P50ms   float64 `json:"p50_ms"` // of the OKs received
+	P99ms   float64 `json:"p99_ms"` // of every event; one never answered counts as the deadline
+	MaxMs   float64 `json:"max_ms"`
 	Over1s  int     `json:"over_1s"` // OKs slower than a second, or never
 	Seconds float64 `json:"seconds"` // the whole publishing run
 	Dropped bool    `json:"dropped"` // the relay hung up on the stalled subscriber
@@ -69,7 +71,7 @@ func stallMain(args []string) error {
 				return err
 			}
 		}
-		go readSlowly(slowly)
+		go relaytest.ReadSlowly(slowly, 2048)
 	}
 
 	relays := make([]*nostr.Relay, publishers)
@@ -110,7 +112,7 @@ func stallMain(args []string) error {
 	if res.OKs > 0 {
 		res.P50ms = ms(all[len(all)/2])
 	}
-	res.P99ms = ms(all[len(all)*99/100])
+	res.P99ms, res.MaxMs = ms(all[len(all)*99/100]), ms(all[len(all)-1])
 	for _, d := range all {
 		if d > time.Second {
 			res.Over1s++
@@ -137,31 +139,7 @@ func hungUp(c *websocket.Conn) bool {
 // dialSmall connects with a 4 KiB receive buffer, so that not reading
 // stalls the relay's writes soon.
 func dialSmall(ctx context.Context, url string) (*websocket.Conn, error) {
-	d := websocket.Dialer{NetDialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-		c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
-		if err == nil {
-			c.(*net.TCPConn).SetReadBuffer(4096)
-		}
-		return c, err
-	}}
+	d := websocket.Dialer{NetDialContext: relaytest.SmallReceiveBuffer(4096)}
 	c, _, err := d.DialContext(ctx, url, nil)
 	return c, err
-}
-
-// readSlowly reads 2 KB a second; reading also answers pings.
-func readSlowly(c *websocket.Conn) {
-	buf := make([]byte, 512)
-	for {
-		_, r, err := c.NextReader()
-		if err != nil {
-			return
-		}
-		for {
-			k, err := r.Read(buf)
-			time.Sleep(time.Duration(k) * time.Second / 2048)
-			if err != nil {
-				break
-			}
-		}
-	}
 }

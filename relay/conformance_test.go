@@ -24,11 +24,7 @@ import (
 	"github.com/outpost-relay/outpost/relay/relaytest"
 )
 
-func newKey() (sk, pk string) {
-	sk = nostr.GeneratePrivateKey()
-	pk, _ = nostr.GetPublicKey(sk)
-	return sk, pk
-}
+var newKey = relaytest.NewKey
 
 func sign(t *testing.T, sk string, kind int, content string, tags ...nostr.Tag) nostr.Event {
 	return relaytest.Sign(t, sk, kind, content, tags...)

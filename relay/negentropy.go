@@ -35,7 +35,7 @@ func negError(id, reason string) frame { return labelled("NEG-ERR", id, reason) 
 func (c *conn) onNegOpen(ctx context.Context, m message) {
 	id, reason := m.subID()
 	if reason != "" {
-		c.refuse(m, reason)
+		c.refuse(m, reason, negError)
 		return
 	}
 	if len(m) != 4 || m[3].Type != gjson.String {
@@ -93,7 +93,7 @@ func (c *conn) onNegOpen(ctx context.Context, m message) {
 func (c *conn) onNegMsg(m message) {
 	id, reason := m.subID()
 	if reason != "" {
-		c.refuse(m, reason)
+		c.refuse(m, reason, negError)
 		return
 	}
 	c.mu.Lock()

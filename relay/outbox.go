@@ -58,26 +58,18 @@ func (o *outbox) signal() {
 
 // push queues a frame without waiting; false when the outbox is closed or
 // the frame would take it over its limit.
-func (o *outbox) push(f frame) bool {
-	o.mu.Lock()
-	if o.closed || o.queued+f.size() > o.limit {
-		o.mu.Unlock()
-		return false
-	}
-	o.append(f)
-	o.mu.Unlock()
-	o.signal()
-	return true
-}
+func (o *outbox) push(f frame) bool { return o.queue(f, false) }
 
 // send queues an answer, waiting while the outbox is more than half full so
 // that room is left for broadcasts; false once the outbox is closed.
-func (o *outbox) send(f frame) bool {
+func (o *outbox) send(f frame) bool { return o.queue(f, true) }
+
+func (o *outbox) queue(f frame, wait bool) bool {
 	o.mu.Lock()
-	for !o.closed && o.queued > 0 && o.queued+f.size() > o.limit/2 {
+	for wait && !o.closed && o.queued > 0 && o.queued+f.size() > o.limit/2 {
 		o.room.Wait()
 	}
-	if o.closed {
+	if o.closed || (!wait && o.queued+f.size() > o.limit) {
 		o.mu.Unlock()
 		return false
 	}

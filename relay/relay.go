@@ -163,6 +163,7 @@ func (r *Relay) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	case req.Header.Get("Accept") == "application/nostr+json":
 		r.serveNIP11(w, req)
 	case req.Header.Get("Content-Type") == "application/nostr+json+rpc":
+		req.Header.Del("Upgrade") // khatru's ServeHTTP, which NIP-86 goes through, must never upgrade
 		r.serveNIP86(w, req)
 	case req.Header.Get("Upgrade") != "":
 		http.Error(w, "not a websocket handshake", http.StatusBadRequest)

@@ -13,15 +13,9 @@ import (
 // registered at once (so nothing published from now on is missed), its
 // stored events are sent, then EOSE and what arrived meanwhile.
 func (c *conn) onReq(m message) {
-	id, reason := m.subID()
-	if reason != "" {
-		c.refuse(m, reason)
-		return
-	}
-	filters, reason := m.filters(c.r.limits.MaxFilters)
-	if reason != "" {
-		c.unsubscribe(id)
-		c.send(closedMessage(id, reason))
+	id, filters, ok := c.request(m)
+	if !ok {
+		c.unsubscribe(id) // a refused REQ ends a subscription it would have replaced
 		return
 	}
 	c.mu.Lock()
@@ -83,14 +77,8 @@ func (c *conn) onClose(m message) {
 // onCount handles ["COUNT", <sub id>, <filter>...] (NIP-45): the number of
 // distinct events matching any of the filters.
 func (c *conn) onCount(ctx context.Context, m message) {
-	id, reason := m.subID()
-	if reason != "" {
-		c.refuse(m, reason)
-		return
-	}
-	filters, reason := m.filters(c.r.limits.MaxFilters)
-	if reason != "" {
-		c.send(closedMessage(id, reason))
+	id, filters, ok := c.request(m)
+	if !ok {
 		return
 	}
 	live := filters[:0]
@@ -114,11 +102,25 @@ func (c *conn) onCount(ctx context.Context, m message) {
 	c.send(countMessage(id, n))
 }
 
-// refuse answers a message whose subscription id is unacceptable: CLOSED
-// naming it when it is a string at all, NOTICE otherwise.
-func (c *conn) refuse(m message, reason string) {
+// request splits a REQ or COUNT into its id and filters, or answers why not.
+func (c *conn) request(m message) (id string, filters nostr.Filters, ok bool) {
+	id, reason := m.subID()
+	if reason == "" {
+		filters, reason = m.filters(c.r.limits.MaxFilters)
+	}
+	if reason != "" {
+		c.refuse(m, reason, closedMessage)
+		return id, nil, false
+	}
+	return id, filters, true
+}
+
+// refuse answers a refused REQ, COUNT or NIP-77 message with answer
+// (CLOSED, NEG-ERR) naming its subscription id when that is a string at
+// all, with a NOTICE otherwise.
+func (c *conn) refuse(m message, reason string, answer func(id, reason string) frame) {
 	if len(m) > 1 && m[1].Type == gjson.String {
-		c.send(closedMessage(m[1].Str, reason))
+		c.send(answer(m[1].Str, reason))
 		return
 	}
 	c.send(noticeMessage(reason))

@@ -11,6 +11,7 @@ import (
 
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/outpost-relay/outpost/relay"
+	"github.com/outpost-relay/outpost/relay/relaytest"
 )
 
 // Issue 9 §4: while one subscriber is stalled (subscribed to everything,
@@ -40,22 +41,7 @@ func TestSlowSubscribersHoldUpNoOne(t *testing.T) {
 	stalled.send("REQ", "all", object{"limit": 0})
 	slow := dialWire(t, e.url, 4096)
 	slow.send("REQ", "all", object{"limit": 0})
-	go func() { // 2 KB/s; reading also answers the relay's pings
-		buf := make([]byte, 512)
-		for {
-			_, r, err := slow.c.NextReader()
-			if err != nil {
-				return
-			}
-			for {
-				k, err := r.Read(buf)
-				time.Sleep(time.Duration(k) * time.Second / 2048)
-				if err != nil {
-					break
-				}
-			}
-		}
-	}()
+	go relaytest.ReadSlowly(slow.c, 2048)
 	keeper := dialWire(t, e.url, 0)
 	keeper.req("all", object{"limit": 0})
 	received := make(chan int)

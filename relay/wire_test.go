@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"net"
 	"strings"
 	"sync"
 	"testing"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/fasthttp/websocket"
 	"github.com/nbd-wtf/go-nostr"
+	"github.com/outpost-relay/outpost/relay/relaytest"
 )
 
 // wire is a websocket client that speaks raw frames, for what a Nostr
@@ -30,14 +30,7 @@ func dialWire(t *testing.T, url string, rcvBuf int) *wire {
 	t.Helper()
 	d := websocket.Dialer{HandshakeTimeout: 10 * time.Second}
 	if rcvBuf > 0 {
-		d.NetDialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
-			var nd net.Dialer
-			c, err := nd.DialContext(ctx, network, addr)
-			if err == nil {
-				err = c.(*net.TCPConn).SetReadBuffer(rcvBuf)
-			}
-			return c, err
-		}
+		d.NetDialContext = relaytest.SmallReceiveBuffer(rcvBuf)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -13,13 +12,10 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/nbd-wtf/go-nostr"
+	"github.com/outpost-relay/outpost/relay/relaytest"
 )
 
-func newKeyPair() (sk, pk string) {
-	sk = nostr.GeneratePrivateKey()
-	pk, _ = nostr.GetPublicKey(sk)
-	return sk, pk
-}
+var newKeyPair = relaytest.NewKey
 
 // rawClient is a websocket client speaking raw Nostr frames.
 type rawClient struct {
@@ -32,13 +28,7 @@ func dialRaw(t *testing.T, url string, header http.Header, rcvBuf int) (*rawClie
 	defer cancel()
 	opts := &websocket.DialOptions{HTTPHeader: header}
 	if rcvBuf > 0 {
-		opts.HTTPClient = &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
-			if err == nil {
-				c.(*net.TCPConn).SetReadBuffer(rcvBuf)
-			}
-			return c, err
-		}}}
+		opts.HTTPClient = &http.Client{Transport: &http.Transport{DialContext: relaytest.SmallReceiveBuffer(rcvBuf)}}
 	}
 	c, resp, err := websocket.Dial(ctx, url, opts)
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fasthttp/websocket"
 	"github.com/nbd-wtf/go-nostr"
 )
 
@@ -143,4 +144,43 @@ func Sign(t testing.TB, sk string, kind int, content string, tags ...nostr.Tag) 
 		t.Fatal(err)
 	}
 	return ev
+}
+
+// SmallReceiveBuffer dials TCP connections with a receive buffer of n bytes,
+// so that a client that stops reading stalls the relay's writes soon. It
+// fits websocket dialers' NetDialContext and http.Transport's DialContext.
+func SmallReceiveBuffer(n int) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+		if err == nil {
+			err = c.(*net.TCPConn).SetReadBuffer(n)
+		}
+		return c, err
+	}
+}
+
+// ReadSlowly reads c's messages at about bytesPerSecond until reading
+// fails. Reading also answers the relay's pings, as a live client does.
+func ReadSlowly(c *websocket.Conn, bytesPerSecond int) {
+	buf := make([]byte, 512)
+	for {
+		_, r, err := c.NextReader()
+		if err != nil {
+			return
+		}
+		for {
+			k, err := r.Read(buf)
+			time.Sleep(time.Duration(k) * time.Second / time.Duration(bytesPerSecond))
+			if err != nil {
+				break
+			}
+		}
+	}
+}
+
+// NewKey makes a key pair (hex).
+func NewKey() (sk, pk string) {
+	sk = nostr.GeneratePrivateKey()
+	pk, _ = nostr.GetPublicKey(sk)
+	return sk, pk
 }
