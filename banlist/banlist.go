@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
-	"github.com/fiatjaf/eventstore"
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/outpost-relay/outpost"
 	"github.com/outpost-relay/outpost/policies"
@@ -34,10 +33,17 @@ const (
 	kindBannedEvent byte = 0x06 // event id (32 bytes) → BannedEvent
 )
 
+// Events is the part of the relay's event store the ban list uses: reports
+// are kind-1984 events in it, and banned events are deleted from it.
+type Events interface {
+	QueryEvents(ctx context.Context, filter nostr.Filter) (chan *nostr.Event, error)
+	DeleteEvent(ctx context.Context, ev *nostr.Event) error
+}
+
 // Config holds what the service needs from outside.
 type Config struct {
 	DB     *badger.DB
-	Events eventstore.Store // reports are kind-1984 events in the relay's store
+	Events Events
 	List   *policies.BanList
 	// Publish stores an event signed by the service and broadcasts it to
 	// the relay's subscribers.
@@ -52,7 +58,7 @@ type Config struct {
 // Service implements the ban list.
 type Service struct {
 	db        *badger.DB
-	events    eventstore.Store
+	events    Events
 	list      *policies.BanList
 	publish   func(context.Context, *nostr.Event) error
 	secretKey string

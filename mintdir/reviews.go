@@ -81,9 +81,9 @@ func isMintReview(ev *nostr.Event) bool {
 // reviews returns a mint's reviews, newest first, one per author (the newest
 // wins), without the operator's own. A review is a kind-38000 event with
 // k=38172 whose u tag normalises to one of the mint's URLs, or whose d tag
-// is the mint's pubkey. The queries go through eventstore's tag indexes
-// (one tag per query, so the planner uses the index instead of scanning
-// every event of the kind).
+// is the mint's pubkey. The queries go through the event store's tag index
+// (a tag and no kind, so it scans the tag's events rather than every
+// event of the kind).
 func (d *Directory) reviews(ctx context.Context, m *Mint) ([]Review, error) {
 	urls := map[string]bool{}
 	for _, u := range m.URLs {

@@ -144,14 +144,18 @@ func TestAnnouncementsAreBounded(t *testing.T) {
 	if n, _ := e.dir.Count(); n != announcedURLsPerEvent {
 		t.Fatalf("%d mints from one announcement, want %d", n, announcedURLsPerEvent)
 	}
+	// Each announcement is a newer version of the same address (kind 38172,
+	// d=pk1), so that the store keeps it and the relay runs the hook.
+	at := time.Now()
 	for i := range 30 {
-		e.save(signed(t, sk, 38172, time.Now(), "", nostr.Tag{"d", pk1}, nostr.Tag{"u", "http://127.0.0.1:" + itoa(21000+i)}))
+		at = at.Add(time.Second)
+		e.save(signed(t, sk, 38172, at, "", nostr.Tag{"d", pk1}, nostr.Tag{"u", "http://127.0.0.1:" + itoa(21000+i)}))
 	}
 	if n, _ := e.dir.Count(); n != announcedMintsPerHour {
 		t.Fatalf("%d mints from one author within the hour, want %d", n, announcedMintsPerHour)
 	}
 	e.clock.Add(time.Hour)
-	e.save(signed(t, sk, 38172, time.Now(), "", nostr.Tag{"d", pk1}, nostr.Tag{"u", "http://127.0.0.1:22000"}))
+	e.save(signed(t, sk, 38172, at.Add(time.Second), "", nostr.Tag{"d", pk1}, nostr.Tag{"u", "http://127.0.0.1:22000"}))
 	if n, _ := e.dir.Count(); n != announcedMintsPerHour+1 {
 		t.Fatalf("an hour later: %d mints", n)
 	}

@@ -14,8 +14,7 @@ const (
 	URLMirror   = "mirror"   // every other URL the mint is known by
 )
 
-// maxURLLength keeps URLs indexable as Nostr tag values (eventstore skips
-// tag values over 100 bytes) and badger keys small.
+// maxURLLength keeps mint URLs, and the badger keys built from them, small.
 const maxURLLength = 100
 
 // NormalizeURL returns the one spelling of a mint URL that the directory

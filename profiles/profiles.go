@@ -15,7 +15,7 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 )
 
-// Store is where the relay keeps events (eventstore's badger backend).
+// Store is where the relay keeps events (package events).
 type Store interface {
 	QueryEvents(ctx context.Context, filter nostr.Filter) (chan *nostr.Event, error)
 }
@@ -132,8 +132,8 @@ func (f *Fetcher) Fetch(ctx context.Context, pubkey string, ageCutoff time.Time)
 	return res
 }
 
-// queryLocal drains the store's channel: the badger backend's goroutine
-// holds a read transaction until every event was taken.
+// queryLocal drains the store's channel: the store's goroutine holds a read
+// transaction until every event was taken.
 func queryLocal(ctx context.Context, st Store, f nostr.Filter) []*nostr.Event {
 	ch, err := st.QueryEvents(ctx, f)
 	if err != nil {

@@ -615,11 +615,11 @@ func TestNIP09(t *testing.T) {
 		now := nostr.Now()
 		x := signAt(t, sk, now-100, 30000, "", nostr.Tag{"d", "x"})
 		xy := signAt(t, sk, now-100, 30000, "", nostr.Tag{"d", "xy"})
-		noD := signAt(t, sk, now-100, 30003, "")
-		z := signAt(t, sk, now-100, 30003, "", nostr.Tag{"d", "z"})
+		noD := signAt(t, sk, now-100, 30000, "") // the address d=""
+		z := signAt(t, sk, now-100, 30000, "", nostr.Tag{"d", "z"})
 		relays := signAt(t, sk, now-100, 10002, "", nostr.Tag{"r", "wss://a.example"})
 		w.mustPublish(x, xy, noD, z, relays)
-		w.mustPublish(signAt(t, sk, now-50, 5, "", nostr.Tag{"a", "30000:" + pk + ":x"}, nostr.Tag{"a", "30003:" + pk + ":"}),
+		w.mustPublish(signAt(t, sk, now-50, 5, "", nostr.Tag{"a", "30000:" + pk + ":x"}, nostr.Tag{"a", "30000:" + pk + ":"}),
 			signAt(t, sk, now-50, 5, "", nostr.Tag{"a", "10002:" + pk + ":"}))
 		for _, ev := range []nostr.Event{x, noD, relays} {
 			if has(ev.ID) {

@@ -5,19 +5,13 @@ import (
 
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/nbd-wtf/go-nostr/nip40"
+	"github.com/outpost-relay/outpost/events"
 )
 
-// Meta is what the relay needs to know about a stored event without
-// decoding it. (It is the events package's Meta; when that store replaces
-// the eventstore backend this becomes an alias of events.Meta.)
-type Meta struct {
-	ID, PubKey string
-	Kind       int
-	CreatedAt  nostr.Timestamp
-	Expiration nostr.Timestamp // NIP-40; 0: none
-}
+// Meta is what the relay knows of a stored event without decoding it.
+type Meta = events.Meta
 
-// EventReader is how REQ, COUNT and NIP-77 read the store.
+// EventReader is how REQ, COUNT and NIP-77 read the store (*events.Store).
 type EventReader interface {
 	// Query yields the events matching f, newest first: at most f.Limit of
 	// them when f.Limit > 0 (events skip rejects don't count), never an
@@ -36,9 +30,6 @@ func metaOf(ev *nostr.Event) Meta {
 	}
 	return m
 }
-
-// expired reports whether m's NIP-40 expiration has passed at now.
-func (m Meta) expired(now nostr.Timestamp) bool { return m.Expiration != 0 && m.Expiration <= now }
 
 // gatedReader holds the relay's gate for every call, so the store is not
 // closed under a query.

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/nbd-wtf/go-nostr"
-	"github.com/nbd-wtf/go-nostr/nip40"
 )
 
 var errShuttingDown = errors.New("relay is shutting down")
@@ -68,8 +67,6 @@ func gated(g *gate, f func(context.Context, *nostr.Event) error) func(context.Co
 }
 
 // gatedQuery holds the gate until the query's channel is drained and closed.
-// It also leaves out events past their NIP-40 expiration, which khatru only
-// deletes in an hourly sweep.
 func gatedQuery(g *gate, f func(context.Context, nostr.Filter) (chan *nostr.Event, error)) func(context.Context, nostr.Filter) (chan *nostr.Event, error) {
 	return func(ctx context.Context, filter nostr.Filter) (chan *nostr.Event, error) {
 		if !g.enter() {
@@ -84,11 +81,7 @@ func gatedQuery(g *gate, f func(context.Context, nostr.Filter) (chan *nostr.Even
 		go func() {
 			defer g.exit()
 			defer close(out)
-			now := nostr.Now()
 			for ev := range ch {
-				if exp := nip40.GetExpiration(ev.Tags); exp != -1 && exp <= now {
-					continue
-				}
 				select {
 				case out <- ev:
 				case <-ctx.Done():

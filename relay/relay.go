@@ -32,7 +32,6 @@ import (
 // Config configures the relay.
 type Config struct {
 	Store       *store.Store
-	Events      EventReader // how stored events are read; nil: Store's eventstore backend
 	BanList     *policies.BanList
 	Log         *slog.Logger
 	PublicURL   string // http(s) base URL of this outpost
@@ -114,17 +113,18 @@ func New(cfg Config) *Relay {
 	rl.ServiceURL = url
 
 	ev := cfg.Store.Events
-	events := cfg.Events
-	if events == nil {
-		events = eventstoreReader{be: ev}
-		rl.RejectEvent = append(rl.RejectEvent, rejectOverStoreLimits)
-	}
-	r.events = gatedReader{g: &r.gate, er: events}
+	r.events = gatedReader{g: &r.gate, er: ev}
 	rl.StoreEvent = append(rl.StoreEvent, gated(&r.gate, ev.SaveEvent))
 	rl.DeleteEvent = append(rl.DeleteEvent, gated(&r.gate, ev.DeleteEvent))
 	rl.ReplaceEvent = append(rl.ReplaceEvent, gated(&r.gate, ev.ReplaceEvent))
-	// khatru's AddEvent and expiration manager read through QueryEvents.
-	rl.QueryEvents = append(rl.QueryEvents, gatedQuery(&r.gate, ev.QueryEvents))
+	// khatru's AddEvent and expiration manager read through QueryEvents;
+	// the store has no limit of its own.
+	rl.QueryEvents = append(rl.QueryEvents, gatedQuery(&r.gate, func(ctx context.Context, f nostr.Filter) (chan *nostr.Event, error) {
+		if f.Limit <= 0 || f.Limit > limits.MaxLimit {
+			f.Limit = limits.MaxLimit
+		}
+		return ev.QueryEvents(ctx, f)
+	}))
 
 	rl.RejectEvent = append(rl.RejectEvent, rejectExpired, banlist.RejectInvalidReports)
 	rl.RejectEvent = append(rl.RejectEvent, banPolicies(cfg.BanList)...)

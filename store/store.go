@@ -1,7 +1,9 @@
-// Package store opens outpost's single badger database. eventstore's badger
-// backend owns key prefixes 0–8 and 255 (Nostr events and their indexes); our
-// domain records live under the prefixes below, far from those, so one badger
-// transaction can hold an event and a record together.
+// Package store opens outpost's single badger database. Nostr events and
+// their indexes live under key prefixes 0x40–0x47 (package events; 0–8 and
+// 255 are eventstore v0.17.8's old layout, moved into the new one and
+// deleted at Open); our domain records live under the prefixes below, far
+// from those, so one badger transaction can hold an event and a record
+// together.
 package store
 
 import (
@@ -14,11 +16,15 @@ import (
 	"strings"
 
 	"github.com/dgraph-io/badger/v4"
-	bbackend "github.com/fiatjaf/eventstore/badger"
+	"github.com/outpost-relay/outpost/events"
 )
 
 // Key prefixes of domain records. Each service subdivides its own with a
 // second byte; keep the list here so no two services ever collide.
+//
+//	0x00–0x08, 0xFF  eventstore v0.17.8's events (only until Open moves them)
+//	0x40–0x47        Nostr events and their indexes (events.FirstPrefix–LastPrefix)
+//	0x80 and up      domain records:
 const (
 	PrefixBanlist byte = 0x80
 	PrefixMintdir byte = 0x90
@@ -32,26 +38,29 @@ var ErrLocked = errors.New("the database is in use by another outpost process")
 // Store is the one badger database: Events is the relay's event store, DB the
 // same database for domain records.
 type Store struct {
-	Events *bbackend.BadgerBackend
+	Events *events.Store
 	DB     *badger.DB
 }
 
-// Open opens (or creates) <dataDir>/badger and runs eventstore's migrations.
+// Open opens (or creates) <dataDir>/badger and moves events still in
+// eventstore's layout into the event store's.
 func Open(dataDir string, log *slog.Logger) (*Store, error) {
-	ev := &bbackend.BadgerBackend{
-		Path: filepath.Join(dataDir, "badger"),
-		BadgerOptionsModifier: func(o badger.Options) badger.Options {
-			return o.WithLogger(badgerLogger{log.With("component", "badger")}).
-				WithLoggingLevel(badger.WARNING)
-		},
-	}
-	if err := ev.Init(); err != nil {
+	path := filepath.Join(dataDir, "badger")
+	db, err := badger.Open(badger.DefaultOptions(path).
+		WithLogger(badgerLogger{log.With("component", "badger")}).
+		WithLoggingLevel(badger.WARNING))
+	if err != nil {
 		if isLockError(err) {
 			return nil, ErrLocked
 		}
-		return nil, fmt.Errorf("open badger at %s: %w", ev.Path, err)
+		return nil, fmt.Errorf("open badger at %s: %w", path, err)
 	}
-	return &Store{Events: ev, DB: ev.DB}, nil
+	ev, err := events.Open(db, log.With("component", "events"))
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	return &Store{Events: ev, DB: db}, nil
 }
 
 // Close closes the database; call it after everything else has stopped.

@@ -4,16 +4,18 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"path/filepath"
 	"testing"
 
 	"github.com/dgraph-io/badger/v4"
+	bbackend "github.com/fiatjaf/eventstore/badger"
 	"github.com/nbd-wtf/go-nostr"
 )
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
-// Events and domain records share one database; reopening it (which runs
-// eventstore's migrations) must leave both intact.
+// Events and domain records share one database; reopening it (which looks
+// for events in eventstore's old layout) must leave both intact.
 func TestEventsAndRecordsSurviveReopen(t *testing.T) {
 	dir := t.TempDir()
 	ctx := context.Background()
@@ -82,8 +84,7 @@ func TestEventsAndRecordsSurviveReopen(t *testing.T) {
 			t.Errorf("record under %#x = %d, want %d", p, r.N, p)
 		}
 	}
-	// And a second save after reopen continues the event serial instead of
-	// overwriting raw events.
+	// And a save after reopen adds to the events instead of overwriting one.
 	ev := nostr.Event{Kind: 1, CreatedAt: 1800000000, Content: "after"}
 	ev.Sign(sk)
 	if err := s.Events.SaveEvent(ctx, &ev); err != nil {
@@ -108,5 +109,79 @@ func TestOpenTwiceIsLocked(t *testing.T) {
 	defer s.Close()
 	if _, err := Open(dir, quiet()); err != ErrLocked {
 		t.Fatalf("second Open: got %v, want ErrLocked", err)
+	}
+}
+
+// A data dir of an outpost that stored events with eventstore's backend:
+// Open moves the events into the event store's layout and deletes the old
+// keys, and the domain records next to them are untouched.
+func TestOpenMovesEventstoreEventsAndKeepsRecords(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	old := &bbackend.BadgerBackend{Path: filepath.Join(dir, "badger"),
+		BadgerOptionsModifier: func(o badger.Options) badger.Options { return o.WithLogger(nil) }}
+	if err := old.Init(); err != nil {
+		t.Fatal(err)
+	}
+	sk := nostr.GeneratePrivateKey()
+	want := map[string]bool{}
+	for i := range 50 {
+		ev := nostr.Event{Kind: 1984, CreatedAt: nostr.Timestamp(1700000000 + i), Content: "report", Tags: nostr.Tags{{"p", "x"}}}
+		if i%5 == 0 {
+			ev = nostr.Event{Kind: 38000, CreatedAt: nostr.Timestamp(1700000000 + i), Tags: nostr.Tags{{"d", string(rune('a' + i))}, {"k", "38172"}}}
+		}
+		ev.Sign(sk)
+		if err := old.SaveEvent(ctx, &ev); err != nil {
+			t.Fatal(err)
+		}
+		want[ev.ID] = true
+	}
+	type rec struct{ N int }
+	prefixes := []byte{PrefixBanlist, PrefixMintdir, PrefixFaucet, PrefixRelay}
+	for _, p := range prefixes {
+		if err := old.DB.Update(func(txn *badger.Txn) error {
+			return PutJSON(txn, Key(p, 1, []byte("k")), rec{N: int(p)})
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old.Close()
+
+	s, err := Open(dir, quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ch, _ := s.Events.QueryEvents(ctx, nostr.Filter{})
+	got := 0
+	for ev := range ch {
+		if !want[ev.ID] {
+			t.Errorf("unexpected event %s", ev.ID)
+		}
+		got++
+	}
+	if got != len(want) {
+		t.Fatalf("%d events after the move, want %d", got, len(want))
+	}
+	s.DB.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{})
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			if k := it.Item().Key(); k[0] <= 8 || k[0] == 255 {
+				t.Fatalf("key %x of eventstore's layout left", k)
+			}
+		}
+		return nil
+	})
+	for _, p := range prefixes {
+		var r rec
+		var found bool
+		err := s.DB.View(func(txn *badger.Txn) (err error) {
+			found, err = GetJSON(txn, Key(p, 1, []byte("k")), &r)
+			return err
+		})
+		if err != nil || !found || r.N != int(p) {
+			t.Errorf("record under %#x after the move: %v %v %+v", p, found, err, r)
+		}
 	}
 }

@@ -42,6 +42,10 @@ type component struct {
 	jobs []func(ctx context.Context) // background work that runs until ctx ends
 }
 
+// expirySweep is how often events past their NIP-40 expiration are deleted;
+// queries leave them out from the moment they expire.
+const expirySweep = 10 * time.Minute
+
 var libLogs sync.Once
 
 func newLogger(w io.Writer, level slog.Level) *slog.Logger {
@@ -114,7 +118,7 @@ func serve(ctx context.Context, cfg *Config, stdout, stderr io.Writer) (err erro
 		Routes: banlistapi.Routes(banlistapi.Config{Service: bl, Log: logger.With("service", "banlist"),
 			ReportsPublic: cfg.Banlist.ReportsPublic, ReportsPerMin: cfg.Banlist.ReportsLimit}),
 		Health: func(context.Context) (string, any) { return banlistapi.Health(bl) },
-	}}}
+	}, jobs: []func(context.Context){func(ctx context.Context) { st.Events.SweepExpired(ctx, expirySweep) }}}}
 	for _, wire := range []func(context.Context, deps) (*component, error){wireMintdir, wireFaucet} {
 		c, err := wire(ctx, d)
 		if err != nil {

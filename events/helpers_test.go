@@ -1,0 +1,84 @@
+package events
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+	"github.com/nbd-wtf/go-nostr"
+)
+
+func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// testDB opens a small badger database in memory, or in dir when it is set.
+func testDB(t testing.TB, dir string) *badger.DB {
+	t.Helper()
+	opts := badger.DefaultOptions(dir).WithLogger(nil).WithMemTableSize(4 << 20).
+		WithBlockCacheSize(8 << 20).WithNumMemtables(2).
+		WithValueThreshold(4 << 10)
+	if dir == "" {
+		opts = opts.WithInMemory(true)
+	}
+	db, err := badger.Open(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// testStore is a store in memory whose clock is at now.
+func testStore(t testing.TB, now time.Time) *Store {
+	t.Helper()
+	s, err := Open(testDB(t, ""), quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.now = func() time.Time { return now }
+	return s
+}
+
+// mkEvent makes an event with a correct id for pubkey, without signing it
+// (the store checks ids, not signatures).
+func mkEvent(pubkey string, kind int, at nostr.Timestamp, content string, tags ...nostr.Tag) *nostr.Event {
+	if tags == nil {
+		tags = nostr.Tags{}
+	}
+	ev := &nostr.Event{PubKey: pubkey, Kind: kind, CreatedAt: at, Content: content, Tags: tags}
+	ev.ID = ev.GetID()
+	return ev
+}
+
+func mustSave(t testing.TB, s *Store, ev *nostr.Event) Outcome {
+	t.Helper()
+	out, err := s.Save(context.Background(), ev)
+	if err != nil {
+		t.Fatalf("save %v: %v", ev, err)
+	}
+	return out
+}
+
+// queryIDs runs Query and returns the ids in the order yielded.
+func queryIDs(t testing.TB, s *Store, f nostr.Filter) []string {
+	t.Helper()
+	var ids []string
+	err := s.Query(context.Background(), f, nil, func(m Meta, raw []byte) bool {
+		ids = append(ids, m.ID)
+		return true
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ids
+}
+
+var testPubs = func() []string {
+	out := make([]string, 4)
+	for i := range out {
+		out[i], _ = nostr.GetPublicKey(nostr.GeneratePrivateKey())
+	}
+	return out
+}()

@@ -1,0 +1,274 @@
+package events
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+	bbackend "github.com/fiatjaf/eventstore/badger"
+	"github.com/nbd-wtf/go-nostr"
+)
+
+// oldStore writes events into dir with eventstore v0.17.8's badger backend,
+// as outpost did before it had its own store, and returns the ids a relay
+// holds afterwards (the newest of two versions of one address).
+func oldStore(t *testing.T, dir string) (want []string) {
+	t.Helper()
+	old := &bbackend.BadgerBackend{Path: dir, BadgerOptionsModifier: func(o badger.Options) badger.Options { return o.WithLogger(nil) }}
+	if err := old.Init(); err != nil {
+		t.Fatal(err)
+	}
+	defer old.Close()
+	ctx := context.Background()
+	pk := testPubs[0]
+	var evs []*nostr.Event
+	for i := range 1200 { // more than one batch
+		evs = append(evs, mkEvent(testPubs[i%3], 1, nostr.Timestamp(1_700_000_000+i/7), "note "+strconv.Itoa(i), nostr.Tag{"t", "abc"}, nostr.Tag{"e", testPubs[3]}))
+	}
+	evs = append(evs,
+		mkEvent(pk, 0, 1_700_000_100, `{"name":"alice"}`),
+		mkEvent(pk, 3, 1_700_000_100, "", nostr.Tag{"p", testPubs[1]}),
+		mkEvent(pk, 10002, 1_700_000_100, "", nostr.Tag{"r", "wss://relay.example"}),
+		mkEvent(pk, 30000, 1_700_000_100, "", nostr.Tag{"d", "friends"}, nostr.Tag{"p", testPubs[1]}),
+		mkEvent(pk, 30000, 1_700_000_101, "", nostr.Tag{"d", "muted"}),
+		mkEvent(pk, 38000, 1_700_000_102, "[5/5]", nostr.Tag{"k", "38172"}, nostr.Tag{"d", testPubs[2]}, nostr.Tag{"u", "https://mint.example"}),
+		mkEvent(pk, 1984, 1_700_000_103, "spam", nostr.Tag{"p", testPubs[1], "spam"}),
+		mkEvent(pk, 1, 1_700_000_104, strings.Repeat("long ", 10_000), nostr.Tag{"t", strings.Repeat("x", 150)}),
+	)
+	for _, ev := range evs {
+		if err := old.SaveEvent(ctx, ev); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, ev.ID)
+	}
+	// Two versions of one address, both kept by SaveEvent: only the newer
+	// one belongs in a relay.
+	older := mkEvent(pk, 30023, 1_700_000_200, "v1", nostr.Tag{"d", "post"})
+	newer := mkEvent(pk, 30023, 1_700_000_201, "v2", nostr.Tag{"d", "post"})
+	for _, ev := range []*nostr.Event{newer, older} {
+		if err := old.SaveEvent(ctx, ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want = append(want, newer.ID)
+	slices.Sort(want)
+	return want
+}
+
+// openAt opens the event store on the badger database in dir.
+func openAt(t *testing.T, dir string) (*Store, *badger.DB) {
+	t.Helper()
+	db, err := badger.Open(badger.DefaultOptions(dir).WithLogger(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(db, quiet())
+	if err != nil {
+		db.Close()
+		t.Fatal(err)
+	}
+	return s, db
+}
+
+func allIDs(t *testing.T, s *Store) []string {
+	t.Helper()
+	ids := queryIDs(t, s, nostr.Filter{})
+	slices.Sort(ids)
+	return ids
+}
+
+// oldKeys counts keys in eventstore's layout.
+func oldKeys(t *testing.T, db *badger.DB) int {
+	t.Helper()
+	n := 0
+	db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{})
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			if k := it.Item().Key(); k[0] <= oldLastIndexPrefix || k[0] == oldVersionKey {
+				n++
+			}
+		}
+		return nil
+	})
+	return n
+}
+
+func TestMigrationFromEventstore(t *testing.T) {
+	dir := t.TempDir()
+	want := oldStore(t, dir)
+
+	s, db := openAt(t, dir)
+	if got := allIDs(t, s); !slices.Equal(got, want) {
+		t.Fatalf("after the move: %d events, want %d", len(got), len(want))
+	}
+	if n := oldKeys(t, db); n != 0 {
+		t.Fatalf("%d keys of eventstore's layout left", n)
+	}
+	// Every event reads back as it was, and the indexes find them.
+	ctx := context.Background()
+	ch, _ := s.QueryEvents(ctx, nostr.Filter{Kinds: []int{30000}, Authors: []string{testPubs[0]}, Tags: nostr.TagMap{"d": {"friends"}}})
+	var got []*nostr.Event
+	for ev := range ch {
+		got = append(got, ev)
+	}
+	if len(got) != 1 || !got[0].CheckID() || got[0].Tags.GetD() != "friends" {
+		t.Fatalf("the friends list after the move: %v", got)
+	}
+	if n, _ := s.CountEvents(ctx, nostr.Filter{Tags: nostr.TagMap{"t": {"abc"}}}); n != 1200 {
+		t.Fatalf("#t abc after the move: %d, want 1200", n)
+	}
+	db.Close()
+
+	// Opening again moves nothing and loses nothing.
+	s, db = openAt(t, dir)
+	defer db.Close()
+	if got := allIDs(t, s); !slices.Equal(got, want) {
+		t.Fatalf("after reopening: %d events, want %d", len(got), len(want))
+	}
+}
+
+// A move that stopped half way (a crash after some events were saved in the
+// new layout and before any old key was deleted) is finished by the next
+// Open, without duplicates.
+func TestMigrationResumes(t *testing.T) {
+	dir := t.TempDir()
+	want := oldStore(t, dir)
+	db, err := badger.Open(badger.DefaultOptions(dir).WithLogger(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	half := &Store{db: db, log: quiet(), now: time.Now}
+	old := &bbackend.BadgerBackend{DB: db, MaxLimit: migrateBatch}
+	ids, _, _, err := half.oldIDs(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range readOld(context.Background(), old, ids[:300]) {
+		mustSave(t, half, ev)
+	}
+	db.Close()
+
+	s, db := openAt(t, dir)
+	defer db.Close()
+	if got := allIDs(t, s); !slices.Equal(got, want) {
+		t.Fatalf("after the resumed move: %d events, want %d", len(got), len(want))
+	}
+	if n := oldKeys(t, db); n != 0 {
+		t.Fatalf("%d keys of eventstore's layout left", n)
+	}
+}
+
+// When the old events are gone but their indexes are not (a crash between
+// the two deletions), Open deletes the rest.
+func TestMigrationDropsLeftoverIndexes(t *testing.T) {
+	dir := t.TempDir()
+	oldStore(t, dir)
+	db, err := badger.Open(badger.DefaultOptions(dir).WithLogger(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.DropPrefix([]byte{oldEventPrefix}); err != nil {
+		t.Fatal(err)
+	}
+	if oldKeys(t, db) == 0 {
+		t.Fatal("no index keys to leave over")
+	}
+	db.Close()
+	_, db = openAt(t, dir)
+	defer db.Close()
+	if n := oldKeys(t, db); n != 0 {
+		t.Fatalf("%d keys of eventstore's layout left", n)
+	}
+}
+
+// An old event that cannot be read keeps the whole old layout in place: the
+// others are moved, nothing is deleted, and the next Open tries again.
+func TestMigrationKeepsWhatItCannotMove(t *testing.T) {
+	dir := t.TempDir()
+	want := oldStore(t, dir)
+	db, err := badger.Open(badger.DefaultOptions(dir).WithLogger(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	garbage := append([]byte{oldEventPrefix}, 0xFF, 0xFF, 0xFF, 0xF0)
+	if err := db.Update(func(txn *badger.Txn) error {
+		return txn.Set(garbage, []byte(strings.Repeat("\x07", 200)))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	before := oldKeys(t, db)
+	db.Close()
+
+	for range 2 {
+		s, db := openAt(t, dir)
+		if got := allIDs(t, s); !slices.Equal(got, want) {
+			t.Fatalf("readable events: %d, want %d", len(got), len(want))
+		}
+		if n := oldKeys(t, db); n != before {
+			t.Fatalf("old keys: %d, want all %d kept", n, before)
+		}
+		db.Close()
+	}
+}
+
+// A move killed at any moment (kill -9 of the process) loses nothing: the
+// next Open finishes it. The child is this test binary, running
+// TestMigrationChild on the same directory.
+func TestMigrationSurvivesKill(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kills child processes")
+	}
+	dir := t.TempDir()
+	want := oldStore(t, dir)
+	for _, after := range []time.Duration{5 * time.Millisecond, 30 * time.Millisecond, 80 * time.Millisecond, 200 * time.Millisecond, 350 * time.Millisecond, 500 * time.Millisecond} {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestMigrationChild$")
+		cmd.Env = append(os.Environ(), "OUTPOST_EVENTS_MIGRATE_DIR="+dir)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(after)
+		cmd.Process.Kill()
+		cmd.Wait()
+		cancel()
+		db, err := badger.Open(badger.DefaultOptions(dir).WithLogger(nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		moved := 0
+		db.View(func(txn *badger.Txn) error {
+			it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{prefixEvent}})
+			defer it.Close()
+			for it.Rewind(); it.Valid(); it.Next() {
+				moved++
+			}
+			return nil
+		})
+		t.Logf("killed after %v: %d events moved, %d old keys left", after, moved, oldKeys(t, db))
+		db.Close()
+	}
+	s, db := openAt(t, dir)
+	defer db.Close()
+	if got := allIDs(t, s); !slices.Equal(got, want) {
+		t.Fatalf("after kills during the move: %d events, want %d", len(got), len(want))
+	}
+	if n := oldKeys(t, db); n != 0 {
+		t.Fatalf("%d keys of eventstore's layout left", n)
+	}
+}
+
+func TestMigrationChild(t *testing.T) {
+	dir := os.Getenv("OUTPOST_EVENTS_MIGRATE_DIR")
+	if dir == "" {
+		t.Skip("run by TestMigrationSurvivesKill")
+	}
+	_, db := openAt(t, dir)
+	db.Close()
+}

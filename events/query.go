@@ -1,0 +1,571 @@
+package events
+
+import (
+	"bytes"
+	"container/heap"
+	"context"
+	"encoding/binary"
+	"errors"
+	"slices"
+
+	"github.com/dgraph-io/badger/v4"
+	"github.com/nbd-wtf/go-nostr"
+)
+
+// maxAuthorKindScans is how many (author, kind) pairs a filter may have for
+// the store to scan the author-kind index; beyond it, it scans by author and
+// checks the kind.
+const maxAuthorKindScans = 256
+
+// plan is how one filter is answered: which index ranges to scan (or which
+// ids to look up) and which conditions to check on each candidate.
+type plan struct {
+	f       nostr.Filter
+	none    bool     // the filter cannot match anything
+	scans   [][]byte // index prefixes; every key below one ends with ts and id
+	ids     [][]byte // instead of scans: the ids to look up
+	kinds   map[uint16]bool
+	authors map[[32]byte]bool
+	idSet   map[[32]byte]bool
+	tags    []tagCond // tag conditions the scan does not guarantee
+	verify  bool      // a tag value was hashed: compare the decoded event too
+	covered bool      // the scanned ranges hold only events matching the whole filter
+	since   []byte    // encoded since: scans stop past it
+	until   []byte    // encoded until: scans start there
+}
+
+// tagCond is one tag condition: the event must have a key under one of the
+// prefixes (prefixTag, name, value).
+type tagCond struct {
+	prefixes [][]byte
+}
+
+func newPlan(f nostr.Filter) *plan {
+	p := &plan{f: f}
+	if f.Search != "" { // NIP-50 is not supported: nothing matches a search
+		p.none = true
+		return p
+	}
+	if f.Since != nil && f.Until != nil && *f.Since > *f.Until {
+		p.none = true
+		return p
+	}
+	if f.Since != nil {
+		p.since = encodeTS(nil, *f.Since)
+	}
+	if f.Until != nil {
+		p.until = encodeTS(nil, *f.Until)
+	}
+	if f.IDs != nil {
+		p.idSet = map[[32]byte]bool{}
+		for _, s := range f.IDs {
+			var id [32]byte
+			if parseHex32(s, &id) && !p.idSet[id] {
+				p.idSet[id] = true
+				p.ids = append(p.ids, id[:])
+			}
+		}
+		p.none = p.none || len(p.ids) == 0
+	}
+	if f.Kinds != nil {
+		p.kinds = map[uint16]bool{}
+		for _, k := range f.Kinds {
+			if k >= 0 && k <= 0xFFFF {
+				p.kinds[uint16(k)] = true
+			}
+		}
+		p.none = p.none || len(p.kinds) == 0
+	}
+	var authors [][]byte
+	if f.Authors != nil {
+		p.authors = map[[32]byte]bool{}
+		for _, s := range f.Authors {
+			var pk [32]byte
+			if parseHex32(s, &pk) && !p.authors[pk] {
+				p.authors[pk] = true
+				authors = append(authors, pk[:])
+			}
+		}
+		p.none = p.none || len(authors) == 0
+	}
+	names := make([]string, 0, len(f.Tags))
+	for name, values := range f.Tags {
+		if values != nil {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		if len(name) != 1 { // not indexed: see the package documentation
+			p.none = true
+			break
+		}
+		var c tagCond
+		seen := map[string]bool{}
+		for _, v := range f.Tags[name] {
+			k, hashed := tagKey(name[0], v)
+			p.verify = p.verify || hashed
+			if !seen[string(k)] {
+				seen[string(k)] = true
+				c.prefixes = append(c.prefixes, k)
+			}
+		}
+		if len(c.prefixes) == 0 {
+			p.none = true
+			break
+		}
+		p.tags = append(p.tags, c)
+	}
+	if p.none || p.ids != nil {
+		return p
+	}
+
+	// Choose the index to scan. Authors first: one author's events are few
+	// next to a kind's or even a tag's; then the tag condition with the
+	// fewest values; then kinds; then time alone.
+	var kinds []uint16
+	for k := range p.kinds {
+		kinds = append(kinds, k)
+	}
+	slices.Sort(kinds)
+	switch {
+	case authors != nil && kinds != nil && len(authors)*len(kinds) <= max(len(authors), maxAuthorKindScans):
+		for _, a := range authors {
+			for _, k := range kinds {
+				p.scans = append(p.scans, binary.BigEndian.AppendUint16(join(prefixAuthorKind, a), k))
+			}
+		}
+		p.covered = len(p.tags) == 0
+	case authors != nil:
+		for _, a := range authors {
+			p.scans = append(p.scans, join(prefixAuthor, a))
+		}
+		p.covered = len(p.tags) == 0 && kinds == nil
+	case len(p.tags) > 0:
+		best := 0
+		for i, c := range p.tags {
+			if len(c.prefixes) < len(p.tags[best].prefixes) {
+				best = i
+			}
+		}
+		p.scans = p.tags[best].prefixes
+		p.tags = slices.Delete(p.tags, best, best+1)
+		p.covered = len(p.tags) == 0 && kinds == nil && !p.verify
+	case kinds != nil:
+		for _, k := range kinds {
+			p.scans = append(p.scans, binary.BigEndian.AppendUint16([]byte{prefixKind}, k))
+		}
+		p.covered = true
+	default:
+		p.scans = [][]byte{{prefixTime}}
+		p.covered = true
+	}
+	return p
+}
+
+// accepts checks a candidate the plan's scan found against the rest of the
+// filter. tail is its ts and id, val its stored value.
+func (p *plan) accepts(txn *badger.Txn, tail, val []byte, buf *[]byte) (bool, error) {
+	if p.kinds != nil && !p.kinds[binary.BigEndian.Uint16(val[1:])] {
+		return false, nil
+	}
+	if p.authors != nil && !p.authors[[32]byte(val[19:51])] {
+		return false, nil
+	}
+	if p.idSet != nil && !p.idSet[[32]byte(tail[8:])] {
+		return false, nil
+	}
+	createdAt := nostr.Timestamp(binary.BigEndian.Uint64(val[3:]))
+	if p.f.Since != nil && createdAt < *p.f.Since || p.f.Until != nil && createdAt > *p.f.Until {
+		return false, nil
+	}
+	for _, c := range p.tags {
+		found := false
+		for _, prefix := range c.prefixes {
+			*buf = append(append((*buf)[:0], prefix...), tail...)
+			_, err := txn.Get(*buf)
+			if err == nil {
+				found = true
+				break
+			}
+			if !errors.Is(err, badger.ErrKeyNotFound) {
+				return false, err
+			}
+		}
+		if !found {
+			return false, nil
+		}
+	}
+	if p.verify {
+		var ev nostr.Event
+		if err := ev.UnmarshalJSON(val[headerLen:]); err != nil {
+			return false, err
+		}
+		return p.f.Matches(&ev), nil
+	}
+	return true, nil
+}
+
+// cursor walks one index range (or a sorted list of tails), newest first.
+type cursor struct {
+	it      *badger.Iterator
+	prefix  []byte
+	stop    []byte   // encoded since, or nil
+	tails   [][]byte // for id lookups, instead of it
+	plan    int
+	tail    [tailLen]byte
+	expires bool // the event has a NIP-40 expiration (flagExpires)
+}
+
+// next moves to the next key in range; false when there is none.
+func (c *cursor) next(first bool) bool {
+	if c.it == nil {
+		if !first {
+			c.tails = c.tails[1:]
+		}
+		if len(c.tails) == 0 {
+			return false
+		}
+		copy(c.tail[:], c.tails[0])
+		c.expires = true // unknown: look
+		return true
+	}
+	if !first {
+		c.it.Next()
+	}
+	for ; c.it.ValidForPrefix(c.prefix); c.it.Next() {
+		k := c.it.Item().Key()
+		if len(k) != len(c.prefix)+tailLen {
+			continue // not a key of this range (cannot happen: encodings are prefix-free)
+		}
+		t := k[len(c.prefix):]
+		if c.stop != nil && bytes.Compare(t[:8], c.stop) > 0 {
+			return false
+		}
+		copy(c.tail[:], t)
+		c.expires = c.it.Item().UserMeta()&flagExpires != 0
+		return true
+	}
+	return false
+}
+
+type cursorHeap []*cursor
+
+func (h cursorHeap) Len() int           { return len(h) }
+func (h cursorHeap) Less(i, j int) bool { return bytes.Compare(h[i].tail[:], h[j].tail[:]) < 0 }
+func (h cursorHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *cursorHeap) Push(x any)        { *h = append(*h, x.(*cursor)) }
+func (h *cursorHeap) Pop() any {
+	old := *h
+	c := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return c
+}
+
+// scan calls fn with each distinct live event that one of plans matches,
+// newest first (ties: lowest id first), until fn returns false. It holds
+// one iterator per index range and one event at a time. When values is
+// false, fn may get a nil val: for events that a covering plan found and
+// that cannot expire, it is not read.
+func (s *Store) scan(ctx context.Context, txn *badger.Txn, plans []*plan, values bool, fn func(id, val []byte) bool) error {
+	now := s.now().Unix()
+	var h cursorHeap
+	var its []*badger.Iterator
+	defer func() {
+		for _, it := range its {
+			it.Close()
+		}
+	}()
+	for i, p := range plans {
+		if p.none {
+			continue
+		}
+		if p.ids != nil {
+			c := &cursor{plan: i}
+			for _, id := range p.ids {
+				item, err := txn.Get(eventKey(id))
+				if errors.Is(err, badger.ErrKeyNotFound) {
+					continue
+				} else if err != nil {
+					return err
+				}
+				tail := make([]byte, 0, tailLen)
+				if err := item.Value(func(val []byte) error {
+					if _, err := meta(id, val); err != nil {
+						return err
+					}
+					tail = append(encodeTS(tail, nostr.Timestamp(binary.BigEndian.Uint64(val[3:]))), id...)
+					return nil
+				}); err != nil {
+					return err
+				}
+				c.tails = append(c.tails, tail)
+			}
+			slices.SortFunc(c.tails, bytes.Compare)
+			if c.next(true) {
+				h = append(h, c)
+			}
+			continue
+		}
+		for _, prefix := range p.scans {
+			c := &cursor{prefix: prefix, stop: p.since, plan: i}
+			c.it = txn.NewIterator(badger.IteratorOptions{Prefix: prefix})
+			its = append(its, c.it)
+			if p.until != nil {
+				c.it.Seek(append(slices.Clip(prefix), p.until...))
+			} else {
+				c.it.Seek(prefix)
+			}
+			if c.next(true) {
+				h = append(h, c)
+			}
+		}
+	}
+	heap.Init(&h)
+
+	var (
+		buf     []byte
+		matched = make([]int, 0, len(plans))
+		group   []*cursor
+	)
+	for n := 0; len(h) > 0; n++ {
+		if n%256 == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		// Every range that reached this event is at the same tail now.
+		group = append(group[:0], heap.Pop(&h).(*cursor))
+		for len(h) > 0 && h[0].tail == group[0].tail {
+			group = append(group, heap.Pop(&h).(*cursor))
+		}
+		tail := group[0].tail
+		matched = matched[:0]
+		for _, c := range group {
+			if !slices.Contains(matched, c.plan) {
+				matched = append(matched, c.plan)
+			}
+		}
+		var more bool
+		var err error
+		if !values && !group[0].expires && slices.ContainsFunc(matched, func(i int) bool { return plans[i].covered }) {
+			more = fn(tail[8:], nil)
+		} else {
+			more, err = s.visit(txn, plans, matched, tail[:], now, &buf, fn)
+		}
+		if err != nil {
+			return err
+		}
+		if !more {
+			return nil
+		}
+		for _, c := range group {
+			if c.next(false) {
+				heap.Push(&h, c)
+			}
+		}
+	}
+	return nil
+}
+
+// visit reads one candidate and hands it to fn when it is live and one of
+// the plans that found it accepts it.
+func (s *Store) visit(txn *badger.Txn, plans []*plan, found []int, tail []byte, now int64, buf *[]byte, fn func(id, val []byte) bool) (bool, error) {
+	id := tail[8:]
+	item, err := txn.Get(eventKey(id))
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return true, nil // an index key without its event: nothing to serve
+	} else if err != nil {
+		return false, err
+	}
+	more := true
+	err = item.Value(func(val []byte) error {
+		if len(val) < headerLen || val[0] != headerVersion {
+			_, err := meta(id, val)
+			return err
+		}
+		if exp := int64(binary.BigEndian.Uint64(val[11:])); exp != 0 && exp <= now {
+			return nil // NIP-40: expired events are gone for readers
+		}
+		for _, i := range found {
+			ok, err := plans[i].accepts(txn, tail, val, buf)
+			if err != nil {
+				return err
+			}
+			if ok {
+				more = fn(id, val)
+				return nil
+			}
+		}
+		return nil
+	})
+	return more, err
+}
+
+// Query calls yield for each stored event matching f exactly, newest first, stopping after
+// f.Limit yielded events when f.Limit > 0 (0 means no limit: the caller clamps), when yield
+// returns false, or when ctx ends. Events for which skip returns true are passed over and do
+// not count towards the limit. raw is the event's JSON, valid only during yield.
+//
+// A filter with "limit":0 (LimitZero) yields nothing, one with a search
+// (NIP-50) or a condition on a tag name longer than one letter matches nothing.
+// Expired events (NIP-40) are never yielded. The error is ctx's when it ended.
+func (s *Store) Query(ctx context.Context, f nostr.Filter, skip func(Meta) bool, yield func(m Meta, raw []byte) bool) error {
+	if f.LimitZero {
+		return nil
+	}
+	p := newPlan(f)
+	if p.none {
+		return nil
+	}
+	n := 0
+	var ferr error
+	err := s.db.View(func(txn *badger.Txn) error {
+		return s.scan(ctx, txn, []*plan{p}, true, func(id, val []byte) bool {
+			m, err := meta(id, val)
+			if err != nil {
+				ferr = err
+				return false
+			}
+			if skip != nil && skip(m) {
+				return true
+			}
+			if !yield(m, val[headerLen:]) {
+				return false
+			}
+			n++
+			return f.Limit <= 0 || n < f.Limit
+		})
+	})
+	if err == nil {
+		err = ferr
+	}
+	return err
+}
+
+// Count counts the distinct stored events matching any of filters, leaving out those skip drops.
+// Limits are ignored; expired events are not counted.
+func (s *Store) Count(ctx context.Context, filters []nostr.Filter, skip func(Meta) bool) (int64, error) {
+	plans := make([]*plan, 0, len(filters))
+	for _, f := range filters {
+		if p := newPlan(f); !p.none {
+			plans = append(plans, p)
+		}
+	}
+	if len(plans) == 0 {
+		return 0, nil
+	}
+	var n int64
+	var ferr error
+	err := s.db.View(func(txn *badger.Txn) error {
+		return s.scan(ctx, txn, plans, skip != nil, func(id, val []byte) bool {
+			if skip != nil {
+				m, err := meta(id, val)
+				if err != nil {
+					ferr = err
+					return false
+				}
+				if skip(m) {
+					return true
+				}
+			}
+			n++
+			return true
+		})
+	})
+	if err == nil {
+		err = ferr
+	}
+	return n, err
+}
+
+// Address returns the event stored at an address: a replaceable or
+// addressable kind, a pubkey and d ("" for replaceable kinds, and the address
+// of an addressable event without a d tag). It is nil when there is none or
+// it expired.
+func (s *Store) Address(ctx context.Context, kind int, pubkey, d string) (*nostr.Event, error) {
+	var pk [32]byte
+	if !hasAddress(kind) || !parseHex32(pubkey, &pk) {
+		return nil, nil
+	}
+	if !nostr.IsAddressableKind(kind) {
+		d = ""
+	}
+	var ev *nostr.Event
+	err := s.db.View(func(txn *badger.Txn) error {
+		item, err := txn.Get(addressKey(uint16(kind), pk[:], d))
+		if errors.Is(err, badger.ErrKeyNotFound) {
+			return nil
+		} else if err != nil {
+			return err
+		}
+		id, err := item.ValueCopy(nil)
+		if err != nil {
+			return err
+		}
+		item, err = txn.Get(eventKey(id))
+		if err != nil {
+			return err
+		}
+		return item.Value(func(val []byte) error {
+			m, err := meta(id, val)
+			if err != nil {
+				return err
+			}
+			if m.Expiration != 0 && int64(m.Expiration) <= s.now().Unix() {
+				return nil
+			}
+			ev = &nostr.Event{}
+			return ev.UnmarshalJSON(val[headerLen:])
+		})
+	})
+	if err == nil && ev != nil && address(ev.Kind, ev.Tags) != d {
+		ev = nil // two long d values with one SHA-256: never seen, but stay exact
+	}
+	return ev, err
+}
+
+// queryBatch is how many decoded events QueryEvents hands over at once:
+// sending them one by one, as each is read, would wake the reader for each.
+const queryBatch = 32
+
+// QueryEvents is Query for khatru's QueryEvents hook and eventstore callers:
+// the events come decoded on a channel that closes at the end. Read the
+// channel to its end or end ctx. f.Limit 0 means no limit.
+func (s *Store) QueryEvents(ctx context.Context, f nostr.Filter) (chan *nostr.Event, error) {
+	ch := make(chan *nostr.Event, queryBatch)
+	go func() {
+		defer close(ch)
+		batch := make([]*nostr.Event, 0, queryBatch)
+		send := func() bool {
+			for _, ev := range batch {
+				select {
+				case ch <- ev:
+				case <-ctx.Done():
+					return false
+				}
+			}
+			batch = batch[:0]
+			return true
+		}
+		err := s.Query(ctx, f, nil, func(m Meta, raw []byte) bool {
+			ev := &nostr.Event{}
+			if err := ev.UnmarshalJSON(raw); err != nil {
+				s.log.Error("stored event unreadable", "id", m.ID, "err", err)
+				return true
+			}
+			batch = append(batch, ev)
+			return len(batch) < queryBatch || send()
+		})
+		if err != nil && ctx.Err() == nil {
+			s.log.Error("query failed", "filter", f.String(), "err", err)
+		}
+		send()
+	}()
+	return ch, nil
+}
+
+// CountEvents is Count of one filter, for khatru's CountEvents hook.
+func (s *Store) CountEvents(ctx context.Context, f nostr.Filter) (int64, error) {
+	return s.Count(ctx, []nostr.Filter{f}, nil)
+}

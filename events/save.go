@@ -1,0 +1,279 @@
+package events
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+	"github.com/fiatjaf/eventstore"
+	"github.com/nbd-wtf/go-nostr"
+)
+
+// Outcome is what Save did with an event.
+type Outcome int
+
+const (
+	Stored     Outcome = iota // the event is stored now
+	Duplicate                 // the same event was already stored
+	Superseded                // a newer version of its address is stored; this one was not
+)
+
+func (o Outcome) String() string {
+	return [...]string{"stored", "duplicate", "superseded"}[o]
+}
+
+// maxAttempts bounds the retries of a write that lost a conflict to a
+// concurrent write of the same keys.
+const maxAttempts = 20
+
+// Save stores ev. A replaceable or addressable event replaces the stored
+// version of its address when it is newer (NIP-01: created_at, then the
+// lowest id) and is not stored otherwise. The check, the replacement and the
+// insert are one transaction.
+func (s *Store) Save(ctx context.Context, ev *nostr.Event) (Outcome, error) {
+	d, err := validate(ev)
+	if err != nil {
+		return 0, err
+	}
+	raw, err := ev.MarshalJSON()
+	if err != nil {
+		return 0, fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	val := append(d.header(), raw...)
+	keys := d.indexKeys()
+	addr := ""
+	if hasAddress(ev.Kind) {
+		addr = address(ev.Kind, ev.Tags)
+	}
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	var out Outcome
+	err = s.update(func(txn *badger.Txn) (err error) {
+		out, err = s.put(txn, &d, val, keys, addr, hasAddress(ev.Kind))
+		return err
+	})
+	if errors.Is(err, badger.ErrTxnTooBig) {
+		return 0, fmt.Errorf("%w: the event has too many tags to store", ErrInvalid)
+	}
+	return out, err
+}
+
+// put writes one event in txn.
+func (s *Store) put(txn *badger.Txn, d *decodedEvent, val []byte, keys [][]byte, addr string, replaceable bool) (Outcome, error) {
+	ek := eventKey(d.id[:])
+	if _, err := txn.Get(ek); err == nil {
+		return Duplicate, nil
+	} else if !errors.Is(err, badger.ErrKeyNotFound) {
+		return 0, err
+	}
+	if replaceable {
+		ak := addressKey(d.kind, d.pubkey[:], addr)
+		item, err := txn.Get(ak)
+		switch {
+		case err == nil:
+			oldID, err := item.ValueCopy(nil)
+			if err != nil {
+				return 0, err
+			}
+			old, err := txn.Get(eventKey(oldID))
+			if errors.Is(err, badger.ErrKeyNotFound) {
+				break // an address left pointing at nothing: take it
+			} else if err != nil {
+				return 0, err
+			}
+			var superseded bool
+			err = old.Value(func(oldVal []byte) error {
+				m, err := meta(oldID, oldVal)
+				if err != nil {
+					return err
+				}
+				if !newer(d.createdAt, d.id[:], m.CreatedAt, oldID) {
+					superseded = true
+					return nil
+				}
+				return s.remove(txn, oldID, oldVal)
+			})
+			if err != nil || superseded {
+				return Superseded, err
+			}
+		case !errors.Is(err, badger.ErrKeyNotFound):
+			return 0, err
+		}
+		if err := txn.Set(ak, d.id[:]); err != nil {
+			return 0, err
+		}
+	}
+	if err := txn.Set(ek, val); err != nil {
+		return 0, err
+	}
+	var flags byte
+	if d.expiration != 0 {
+		flags = flagExpires
+	}
+	for _, k := range keys {
+		if err := txn.SetEntry(badger.NewEntry(k, nil).WithMeta(flags)); err != nil {
+			return 0, err
+		}
+	}
+	return Stored, nil
+}
+
+// remove deletes a stored event and every key derived from it in txn.
+func (s *Store) remove(txn *badger.Txn, id, val []byte) error {
+	d, ev, err := decodeStored(id, val)
+	if err != nil {
+		return err
+	}
+	for _, k := range d.indexKeys() {
+		if err := txn.Delete(k); err != nil {
+			return err
+		}
+	}
+	if hasAddress(ev.Kind) {
+		ak := addressKey(d.kind, d.pubkey[:], address(ev.Kind, ev.Tags))
+		if item, err := txn.Get(ak); err == nil {
+			if err := item.Value(func(cur []byte) error {
+				if bytes.Equal(cur, id) {
+					return txn.Delete(ak)
+				}
+				return nil
+			}); err != nil {
+				return err
+			}
+		} else if !errors.Is(err, badger.ErrKeyNotFound) {
+			return err
+		}
+	}
+	return txn.Delete(eventKey(id))
+}
+
+// Delete removes the event with this id; deleted is false when there was none.
+func (s *Store) Delete(ctx context.Context, id string) (deleted bool, err error) {
+	var key [32]byte
+	if !parseHex32(id, &key) {
+		return false, nil
+	}
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	err = s.update(func(txn *badger.Txn) error {
+		deleted, err = s.deleteTxn(txn, key[:])
+		return err
+	})
+	return deleted, err
+}
+
+// update runs fn in a write transaction, again when it lost a conflict to a
+// concurrent write of the same keys (fn must start over each time).
+func (s *Store) update(fn func(txn *badger.Txn) error) error {
+	for attempt := 1; ; attempt++ {
+		err := s.db.Update(fn)
+		if !errors.Is(err, badger.ErrConflict) || attempt == maxAttempts {
+			return err
+		}
+	}
+}
+
+func (s *Store) deleteTxn(txn *badger.Txn, id []byte) (bool, error) {
+	item, err := txn.Get(eventKey(id))
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return false, nil
+	} else if err != nil {
+		return false, err
+	}
+	return true, item.Value(func(val []byte) error { return s.remove(txn, id, val) })
+}
+
+// DeleteExpired deletes the events whose NIP-40 expiration is at or before
+// now, in batches, and returns how many it deleted. Queries already leave
+// them out; this frees their space.
+func (s *Store) DeleteExpired(ctx context.Context, now nostr.Timestamp) (int, error) {
+	const batch = 256
+	total := 0
+	for {
+		var keys [][]byte
+		err := s.db.View(func(txn *badger.Txn) error {
+			it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{prefixExpiry}})
+			defer it.Close()
+			for it.Rewind(); it.Valid() && len(keys) < batch; it.Next() {
+				k := it.Item().Key()
+				if nostr.Timestamp(binary.BigEndian.Uint64(k[1:])) > now {
+					break
+				}
+				keys = append(keys, it.Item().KeyCopy(nil))
+			}
+			return nil
+		})
+		if err != nil || len(keys) == 0 {
+			return total, err
+		}
+		for _, k := range keys {
+			if err := ctx.Err(); err != nil {
+				return total, err
+			}
+			var deleted bool
+			err := s.update(func(txn *badger.Txn) (err error) {
+				if deleted, err = s.deleteTxn(txn, k[9:]); err == nil && !deleted {
+					err = txn.Delete(k) // an expiry key without its event: never loop on it
+				}
+				return err
+			})
+			if err != nil {
+				return total, err
+			}
+			if deleted {
+				total++
+			}
+		}
+	}
+}
+
+// SweepExpired runs DeleteExpired every interval (and once at the start)
+// until ctx ends.
+func (s *Store) SweepExpired(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		n, err := s.DeleteExpired(ctx, nostr.Timestamp(s.now().Unix()))
+		if err != nil && ctx.Err() == nil {
+			s.log.Error("deleting expired events failed", "err", err)
+		} else if n > 0 {
+			s.log.Info("expired events deleted", "events", n)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// SaveEvent stores ev like Save, for khatru's StoreEvent hook and eventstore
+// callers: an event that is already stored, or whose address holds a newer
+// version, returns eventstore.ErrDupEvent, unwrapped (khatru compares with ==
+// and answers OK true without broadcasting).
+func (s *Store) SaveEvent(ctx context.Context, ev *nostr.Event) error {
+	out, err := s.Save(ctx, ev)
+	if err == nil && out != Stored {
+		return eventstore.ErrDupEvent
+	}
+	return err
+}
+
+// ReplaceEvent is SaveEvent, for khatru's ReplaceEvent hook: Save already
+// replaces the exact address of replaceable and addressable events.
+func (s *Store) ReplaceEvent(ctx context.Context, ev *nostr.Event) error {
+	return s.SaveEvent(ctx, ev)
+}
+
+// DeleteEvent deletes the stored event with ev's id, for khatru's DeleteEvent
+// hook. The keys removed are derived from the stored copy, not from ev.
+func (s *Store) DeleteEvent(ctx context.Context, ev *nostr.Event) error {
+	_, err := s.Delete(ctx, ev.ID)
+	return err
+}
