@@ -77,7 +77,7 @@ func runMain(args []string) error {
 	smoke := fs.Bool("short", false, "a smoke run: tiny data, seconds, no BENCHMARKS.md")
 	out := fs.String("out", "BENCHMARKS.md", "where the full run writes its report")
 	only := fs.String("only", "", "run only the scenarios whose names contain this")
-	prev := fs.String("previous", "7eda5a9", "also measure the relay at this git revision (khatru's own websocket loop until 7eda5a9); empty: don't")
+	X
 	fs.Parse(args)
 
 	b := &bench{sizes: full, smoke: *smoke}
