@@ -77,7 +77,7 @@ func runMain(args []string) error {
 	smoke := fs.Bool("short", false, "a smoke run: tiny data, seconds, no BENCHMARKS.md")
 	out := fs.String("out", "BENCHMARKS.md", "where the full run writes its report")
 	only := fs.String("only", "", "run only the scenarios whose names contain this")
-	X
+	prev := fs.String("previous", "a3ccd4a", "also measure the relay at this git revision (a3ccd4a: the exact store behind khatru's own websocket loop); empty: don't")
 	fs.Parse(args)
 
 	b := &bench{sizes: full, smoke: *smoke}
