@@ -126,6 +126,7 @@ func runMain(args []string) error {
 	step(fmt.Sprintf("seeded in %s", s.Took.Round(time.Millisecond)))
 
 	rep := &report{machine: machine(), short: *smoke, sizes: b.sizes}
+	loadStart := loadAverage()
 	for _, sc := range scenarios {
 		if !strings.Contains(sc.name, *only) {
 			continue
@@ -137,6 +138,7 @@ func runMain(args []string) error {
 		}
 		rep.add(sc.name, rows)
 	}
+	rep.machine["load average (1 min), start → end"] = loadStart + " → " + loadAverage()
 	rep.print(os.Stdout)
 	if !*smoke {
 		path := *out
