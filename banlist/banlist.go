@@ -9,7 +9,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -20,6 +19,7 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/outpost-relay/outpost"
 	"github.com/outpost-relay/outpost/policies"
+	"github.com/outpost-relay/outpost/settings"
 	"github.com/outpost-relay/outpost/store"
 )
 
@@ -40,8 +40,23 @@ type Events interface {
 	DeleteEvent(ctx context.Context, ev *nostr.Event) error
 }
 
+// Settings are the ban list's operator settings, each bound by cmd/outpost
+// to the flag its tag names and that flag's OUTPOST_* environment twin.
+type Settings struct {
+	AdminKey string `flag:"admin-api-key" usage:"a bootstrap admin API key for the ban-list admin API"`
+}
+
+// Valid checks the settings, naming a bad one.
+func (s *Settings) Valid() error {
+	if s.AdminKey != "" && len(s.AdminKey) < 16 {
+		return settings.Errorf("admin-api-key", "must be at least 16 characters")
+	}
+	return nil
+}
+
 // Config holds what the service needs from outside.
 type Config struct {
+	Settings
 	DB     *badger.DB
 	Events Events
 	List   *policies.BanList
@@ -51,7 +66,6 @@ type Config struct {
 	SecretKey  string // service key (hex) that signs reports made over REST
 	Log        *slog.Logger
 	Now        func() time.Time // default time.Now
-	AdminKey   string           // optional bootstrap admin API key (OUTPOST_ADMIN_API_KEY)
 	MaxReports int              // page size cap for reports and bans; default 1000
 }
 
@@ -143,17 +157,6 @@ func (s *Service) load() error {
 	return nil
 }
 
-// update runs fn in a write transaction, retrying on badger conflicts.
-func (s *Service) update(fn func(txn *badger.Txn) error) error {
-	for range 5 {
-		err := s.db.Update(fn)
-		if !errors.Is(err, badger.ErrConflict) {
-			return err
-		}
-	}
-	return outpost.Errorf(outpost.Conflict, "write_conflict", "the record changed concurrently; try again")
-}
-
 // newID returns a time-ordered id: 8 bytes of unix nanoseconds, strictly
 // increasing within the process so records made in the same instant keep
 // their order, and 4 random bytes.
@@ -223,4 +226,19 @@ func seekUntil(kind byte, until int64) []byte {
 		return nil
 	}
 	return store.Key(store.PrefixBanlist, kind, store.U64(uint64((until+1)*int64(time.Second)-1)), []byte{0xFF, 0xFF, 0xFF, 0xFF})
+}
+
+// Health is the ban list's /health, read from the snapshot.
+type Health struct {
+	Status       string `json:"status"`
+	ActiveBans   int    `json:"active_bans"`
+	BlockedWords int    `json:"blocked_words"`
+}
+
+// HealthStatus is always ok: the snapshot is in memory.
+func (h Health) HealthStatus() string { return h.Status }
+
+// Health makes no outbound calls.
+func (s *Service) Health(ctx context.Context) Health {
+	return Health{Status: outpost.HealthOK, ActiveBans: len(s.ActiveBans()), BlockedWords: len(s.list.Words())}
 }

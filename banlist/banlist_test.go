@@ -11,21 +11,14 @@ import (
 
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/outpost-relay/outpost"
+	"github.com/outpost-relay/outpost/internal/testkit"
 	"github.com/outpost-relay/outpost/policies"
 	"github.com/outpost-relay/outpost/store"
 )
 
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time      { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) Add(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
-
 var serviceKey = nostr.GeneratePrivateKey()
 
-func open(t *testing.T, dir string, c *clock) (*Service, *store.Store) {
+func open(t *testing.T, dir string, c *testkit.Clock) (*Service, *store.Store) {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	st, err := store.Open(dir, log)
@@ -51,7 +44,7 @@ func pk(i int) string {
 func TestBansSurviveRestartAndLapse(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	c := &clock{t: time.Unix(1_700_000_000, 0)}
+	c := testkit.NewClock(time.Unix(1_700_000_000, 0))
 	svc, st := open(t, dir, c)
 	exp := c.Now().Unix() + 60
 	if _, err := svc.Ban(ctx, "key:a", pk(1), "spam", nil); err != nil {
@@ -91,7 +84,7 @@ func TestBansSurviveRestartAndLapse(t *testing.T) {
 
 func TestRebanReplacesAndAudits(t *testing.T) {
 	ctx := context.Background()
-	c := &clock{t: time.Unix(1_700_000_000, 0)}
+	c := testkit.NewClock(time.Unix(1_700_000_000, 0))
 	svc, st := open(t, t.TempDir(), c)
 	defer st.Close()
 	first, _ := svc.Ban(ctx, "key:a", pk(1), "spam", nil)
@@ -130,7 +123,7 @@ func TestRebanReplacesAndAudits(t *testing.T) {
 
 func TestPastExpiryIsRejectedAndWritesNothing(t *testing.T) {
 	ctx := context.Background()
-	c := &clock{t: time.Unix(1_700_000_000, 0)}
+	c := testkit.NewClock(time.Unix(1_700_000_000, 0))
 	svc, st := open(t, t.TempDir(), c)
 	defer st.Close()
 	past := c.Now().Unix()
@@ -147,7 +140,7 @@ func TestPastExpiryIsRejectedAndWritesNothing(t *testing.T) {
 
 func TestKeys(t *testing.T) {
 	ctx := context.Background()
-	c := &clock{t: time.Unix(1_700_000_000, 0)}
+	c := testkit.NewClock(time.Unix(1_700_000_000, 0))
 	svc, st := open(t, t.TempDir(), c)
 	defer st.Close()
 	secret, k, err := svc.CreateKey(ctx, "cli", "mod1", RoleModerator)
@@ -180,7 +173,7 @@ func TestKeys(t *testing.T) {
 
 func TestReportsRoundTrip(t *testing.T) {
 	ctx := context.Background()
-	c := &clock{t: time.Unix(1_700_000_000, 0)}
+	c := testkit.NewClock(time.Unix(1_700_000_000, 0))
 	svc, st := open(t, t.TempDir(), c)
 	defer st.Close()
 	ev := pk(0xabc)[:64]
@@ -227,7 +220,7 @@ func TestReportsRoundTrip(t *testing.T) {
 
 func TestConcurrentBansKeepSnapshotInStep(t *testing.T) {
 	ctx := context.Background()
-	c := &clock{t: time.Unix(1_700_000_000, 0)}
+	c := testkit.NewClock(time.Unix(1_700_000_000, 0))
 	svc, st := open(t, t.TempDir(), c)
 	defer st.Close()
 	var wg sync.WaitGroup

@@ -107,7 +107,7 @@ func (s *Service) Ban(ctx context.Context, actor, pk, reason string, expiresAt *
 	s.writes.Lock()
 	defer s.writes.Unlock()
 	var ban Ban
-	err := s.update(func(txn *badger.Txn) error {
+	err := store.Update(s.db, func(txn *badger.Txn) error {
 		old, found, err := currentBan(txn, pk)
 		if err != nil {
 			return err
@@ -144,7 +144,7 @@ func (s *Service) Unban(ctx context.Context, actor, pk string) (Ban, error) {
 	defer s.writes.Unlock()
 	now := s.now().Unix()
 	var ban Ban
-	err := s.update(func(txn *badger.Txn) error {
+	err := store.Update(s.db, func(txn *badger.Txn) error {
 		b, found, err := currentBan(txn, pk)
 		if err != nil {
 			return err
@@ -220,7 +220,7 @@ func (s *Service) AddWord(ctx context.Context, actor, word string) (Word, error)
 	s.writes.Lock()
 	defer s.writes.Unlock()
 	w := Word{Word: word, AddedAt: s.now().Unix(), AddedBy: actor}
-	err := s.update(func(txn *badger.Txn) error {
+	err := store.Update(s.db, func(txn *badger.Txn) error {
 		var existing Word
 		found, err := store.GetJSON(txn, wordKey(word), &existing)
 		if err != nil {
@@ -245,7 +245,7 @@ func (s *Service) RemoveWord(ctx context.Context, actor, word string) (Word, err
 	s.writes.Lock()
 	defer s.writes.Unlock()
 	var removed Word
-	err := s.update(func(txn *badger.Txn) error {
+	err := store.Update(s.db, func(txn *badger.Txn) error {
 		found, err := store.GetJSON(txn, wordKey(word), &removed)
 		if err != nil {
 			return err
@@ -311,7 +311,7 @@ func (s *Service) BanEvent(ctx context.Context, actor, id, reason string) error 
 	s.writes.Lock()
 	defer s.writes.Unlock()
 	e := BannedEvent{ID: id, Reason: reason, BannedAt: s.now().Unix(), BannedBy: actor}
-	if err := s.update(func(txn *badger.Txn) error {
+	if err := store.Update(s.db, func(txn *badger.Txn) error {
 		if err := store.PutJSON(txn, bannedEventKey(id), e); err != nil {
 			return err
 		}
@@ -338,7 +338,7 @@ func (s *Service) BanEvent(ctx context.Context, actor, id, reason string) error 
 func (s *Service) AllowEvent(ctx context.Context, actor, id string) error {
 	s.writes.Lock()
 	defer s.writes.Unlock()
-	err := s.update(func(txn *badger.Txn) error {
+	err := store.Update(s.db, func(txn *badger.Txn) error {
 		var e BannedEvent
 		found, err := store.GetJSON(txn, bannedEventKey(id), &e)
 		if err != nil {

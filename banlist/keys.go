@@ -69,7 +69,7 @@ func (s *Service) CreateKey(ctx context.Context, actor, name string, role Role) 
 	k := APIKey{ID: hex.EncodeToString(h[:6]), Name: name, Role: role, CreatedAt: s.now().Unix(), CreatedBy: actor}
 	s.writes.Lock()
 	defer s.writes.Unlock()
-	err := s.update(func(txn *badger.Txn) error {
+	err := store.Update(s.db, func(txn *badger.Txn) error {
 		keys, err := listKeys(txn)
 		if err != nil {
 			return err
@@ -114,7 +114,7 @@ func (s *Service) RevokeKey(ctx context.Context, actor, idOrName string) (APIKey
 	s.writes.Lock()
 	defer s.writes.Unlock()
 	var revoked APIKey
-	err := s.update(func(txn *badger.Txn) error {
+	err := store.Update(s.db, func(txn *badger.Txn) error {
 		var key []byte
 		err := store.EachJSON(txn, []byte{store.PrefixBanlist, kindAPIKey}, nil, false, func(k []byte, v APIKey) (bool, error) {
 			if v.RevokedAt == nil && (v.ID == idOrName || v.Name == idOrName) {

@@ -72,18 +72,9 @@ type bench struct {
 	banned            string // a banned key in it
 }
 
-func runMain(args []string) error {
-	fs := flag.NewFlagSet("bench", flag.ExitOnError)
-	smoke := fs.Bool("short", false, "a smoke run: tiny data, seconds, no BENCHMARKS.md")
-	out := fs.String("out", "BENCHMARKS.md", "where the full run writes its report")
-	only := fs.String("only", "", "run only the scenarios whose names contain this")
-	prev := fs.String("previous", "a3ccd4a", "also measure the relay at this git revision (a3ccd4a: the exact store behind khatru's own websocket loop); empty: don't")
-	fs.Parse(args)
-
-	b := &bench{sizes: full, smoke: *smoke}
-	if *smoke {
-		b.sizes = short
-	}
+// prepare installs wrk when missing, builds the two outposts and seeds the
+// data dir the scenarios copy; the caller removes b.tmp.
+func (b *bench) prepare() error {
 	var err error
 	if b.repo, err = repoRoot(); err != nil {
 		return err
@@ -96,7 +87,6 @@ func runMain(args []string) error {
 	if b.tmp, err = os.MkdirTemp("", "outpost-bench-"); err != nil {
 		return err
 	}
-	defer os.RemoveAll(b.tmp)
 	if b.self, err = os.Executable(); err != nil {
 		return err
 	}
@@ -109,12 +99,11 @@ func runMain(args []string) error {
 			return fmt.Errorf("build: %v\n%s", err, out)
 		}
 	}
-	if *prev != "" && !*smoke {
-		step("building outpost at " + *prev + " (the previous relay)")
-		if b.previous, err = buildRevision(b.repo, b.tmp, *prev); err != nil {
+	if b.prevRev != "" {
+		step("building outpost at " + b.prevRev + " (the previous relay)")
+		if b.previous, err = buildRevision(b.repo, b.tmp, b.prevRev); err != nil {
 			return err
 		}
-		b.prevRev = *prev
 	}
 	step(fmt.Sprintf("seeding %d bans and %d blocked words", b.Bans, b.Words))
 	b.seeded = filepath.Join(b.tmp, "seeded")
@@ -124,6 +113,27 @@ func runMain(args []string) error {
 	}
 	b.banned = s.Banned
 	step(fmt.Sprintf("seeded in %s", s.Took.Round(time.Millisecond)))
+	return nil
+}
+
+func runMain(args []string) error {
+	fs := flag.NewFlagSet("bench", flag.ExitOnError)
+	smoke := fs.Bool("short", false, "a smoke run: tiny data, seconds, no BENCHMARKS.md")
+	out := fs.String("out", "BENCHMARKS.md", "where the full run writes its report")
+	only := fs.String("only", "", "run only the scenarios whose names contain this")
+	prev := fs.String("previous", "a3ccd4a", "also measure the relay at this git revision (a3ccd4a: the exact store behind khatru's own websocket loop); empty: don't")
+	fs.Parse(args)
+
+	b := &bench{sizes: full, smoke: *smoke}
+	if *smoke {
+		b.sizes = short
+	} else {
+		b.prevRev = *prev
+	}
+	if err := b.prepare(); err != nil {
+		return err
+	}
+	defer os.RemoveAll(b.tmp)
 
 	rep := &report{machine: machine(), short: *smoke, sizes: b.sizes}
 	loadStart := loadAverage()

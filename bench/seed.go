@@ -27,6 +27,49 @@ type seeded struct {
 
 // seedMain fills a data dir through the same code outpost uses: bans and
 // words through the ban-list service, events through the event store.
+// seedBanlist adds bans and blocked words; it returns the first banned key.
+func seedBanlist(ctx context.Context, st *store.Store, log *slog.Logger, bans, words int) (first string, err error) {
+	svc, err := banlist.New(banlist.Config{DB: st.DB, Events: st.Events, List: policies.NewBanList(), Log: log,
+		SecretKey: nostr.GeneratePrivateKey(), Publish: func(ctx context.Context, ev *nostr.Event) error { return st.Events.SaveEvent(ctx, ev) }})
+	if err != nil {
+		return "", err
+	}
+	for i := range bans {
+		pk, _ := nostr.GetPublicKey(nostr.GeneratePrivateKey())
+		if _, err := svc.Ban(ctx, "bench", pk, "seeded ban", nil); err != nil {
+			return "", err
+		}
+		if i == 0 {
+			first = pk
+		}
+	}
+	for i := range words {
+		if _, err := svc.AddWord(ctx, "bench", fmt.Sprintf("blockedword%04d", i)); err != nil {
+			return "", err
+		}
+	}
+	return first, nil
+}
+
+// seedEvents stores n signed kind-1 notes by 1,000 authors, one a second up to now.
+func seedEvents(ctx context.Context, st *store.Store, n int) error {
+	keys := make([]string, 1000)
+	for i := range keys {
+		keys[i] = nostr.GeneratePrivateKey()
+	}
+	now := time.Now().Unix()
+	for i := range n {
+		ev := nostr.Event{Kind: 1, CreatedAt: nostr.Timestamp(now - int64(n-i)), Content: note300(i)}
+		if err := ev.Sign(keys[i%len(keys)]); err != nil {
+			return err
+		}
+		if err := st.Events.SaveEvent(ctx, &ev); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func seedMain(args []string) error {
 	fs := flag.NewFlagSet("seed", flag.ExitOnError)
 	dir := fs.String("dir", "", "data dir to fill")
@@ -49,45 +92,18 @@ func seedMain(args []string) error {
 	}
 	defer st.Close()
 	ctx := context.Background()
-	svc, err := banlist.New(banlist.Config{DB: st.DB, Events: st.Events, List: policies.NewBanList(), Log: log,
-		SecretKey: nostr.GeneratePrivateKey(), Publish: func(ctx context.Context, ev *nostr.Event) error { return st.Events.SaveEvent(ctx, ev) }})
-	if err != nil {
+	var out seeded
+	if out.Banned, err = seedBanlist(ctx, st, log, *bans, *words); err != nil {
 		return err
 	}
-	var out seeded
-	for i := range *bans {
-		pk, _ := nostr.GetPublicKey(nostr.GeneratePrivateKey())
-		if _, err := svc.Ban(ctx, "bench", pk, "seeded ban", nil); err != nil {
-			return err
-		}
-		if i == 0 {
-			out.Banned = pk
-		}
-	}
-	for i := range *words {
-		if _, err := svc.AddWord(ctx, "bench", fmt.Sprintf("blockedword%04d", i)); err != nil {
-			return err
-		}
-	}
-	dir2 := mintdir.New(mintdir.Config{DB: st.DB, Events: st.Events, Log: log, AllowPrivate: true})
+	dir2 := mintdir.New(mintdir.Config{DB: st.DB, Events: st.Events, Log: log, Settings: mintdir.Settings{AllowPrivate: true}})
 	for i := range *mints {
 		if _, err := dir2.Submit(ctx, fmt.Sprintf("http://127.0.0.%d:9/mint/%d", 1+i%250, i)); err != nil {
 			return err
 		}
 	}
-	keys := make([]string, 1000)
-	for i := range keys {
-		keys[i] = nostr.GeneratePrivateKey()
-	}
-	now := time.Now().Unix()
-	for i := range *events {
-		ev := nostr.Event{Kind: 1, CreatedAt: nostr.Timestamp(now - int64(*events-i)), Content: note300(i)}
-		if err := ev.Sign(keys[i%len(keys)]); err != nil {
-			return err
-		}
-		if err := st.Events.SaveEvent(ctx, &ev); err != nil {
-			return err
-		}
+	if err := seedEvents(ctx, st, *events); err != nil {
+		return err
 	}
 	out.Took = time.Since(start)
 	return json.NewEncoder(os.Stdout).Encode(out)

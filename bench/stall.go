@@ -101,12 +101,21 @@ func stallMain(args []string) error {
 		})
 	}
 	wg.Wait()
-	took := time.Since(start)
-	all := slices.Concat(latencies...)
+	res := summarize(slices.Concat(latencies...), *n, *deadline)
+	res.Seconds = time.Since(start).Seconds()
+	if stalled != nil {
+		res.Dropped = hungUp(stalled)
+	}
+	return json.NewEncoder(os.Stdout).Encode(res)
+}
+
+// summarize turns the OK latencies of n events into figures; an event never
+// answered counts as slow as the deadline.
+func summarize(all []time.Duration, n int, deadline time.Duration) stallResult {
 	slices.Sort(all)
-	res := stallResult{Events: *n, OKs: len(all), Seconds: took.Seconds()}
-	for len(all) < *n { // unanswered: as slow as the deadline
-		all = append(all, *deadline)
+	res := stallResult{Events: n, OKs: len(all)}
+	for len(all) < n {
+		all = append(all, deadline)
 	}
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 	if res.OKs > 0 {
@@ -118,10 +127,7 @@ func stallMain(args []string) error {
 			res.Over1s++
 		}
 	}
-	if stalled != nil {
-		res.Dropped = hungUp(stalled)
-	}
-	return json.NewEncoder(os.Stdout).Encode(res)
+	return res
 }
 
 // hungUp reads what the stalled subscriber was sent, until the relay's

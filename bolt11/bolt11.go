@@ -127,3 +127,15 @@ func (inv Invoice) Check(network Network, amountSats int64, now time.Time) error
 	}
 	return nil
 }
+
+// UnmarshalText parses a network as ParseNetwork does (for settings).
+func (n *Network) UnmarshalText(b []byte) error {
+	v, err := ParseNetwork(string(b))
+	if err == nil {
+		*n = v
+	}
+	return err
+}
+
+// MarshalText is the network's name.
+func (n Network) MarshalText() ([]byte, error) { return []byte(n), nil }

@@ -256,24 +256,41 @@ func (s *Service) Quote(ctx context.Context, sess Session, ip, method, address s
 		return QuoteResult{}, err
 	}
 	if method == MethodLightningAddress {
-		a, _ := lnurl.ParseAddress(dest)
-		p, err := s.cfg.LNURL.Resolve(ctx, a)
-		if err != nil {
-			return QuoteResult{}, err
-		}
-		if err := p.Accepts(a, amount); err != nil {
+		if err := s.checkLightningAddress(ctx, dest, amount); err != nil {
 			return QuoteResult{}, err
 		}
 	}
 	q := Quote{ID: newID("q_"), PubKey: sess.PubKey, Method: method, Destination: dest, AmountSats: amount,
 		CreatedAt: now.Unix(), ExpiresAt: now.Add(s.cfg.QuoteTTL).Unix(), State: QuoteOpen}
-	err = s.update(func(txn *badger.Txn) error {
-		cur, has, err := s.openQuote(txn, sess.PubKey, now)
+	if q, err = s.storeQuote(q, now); err != nil {
+		return QuoteResult{}, err
+	}
+	return q.Result(), nil
+}
+
+// checkLightningAddress resolves the address and checks it takes amount.
+func (s *Service) checkLightningAddress(ctx context.Context, dest string, amount int64) error {
+	a, _ := lnurl.ParseAddress(dest)
+	p, err := s.cfg.LNURL.Resolve(ctx, a)
+	if err != nil {
+		return err
+	}
+	return p.Accepts(a, amount)
+}
+
+// storeQuote makes q the user's open quote, superseding one for another
+// method or destination; it returns the quote that is open now, which is
+// another one when a concurrent request made the same quote first.
+func (s *Service) storeQuote(q Quote, now time.Time) (Quote, error) {
+	var open Quote
+	err := store.Update(s.db, func(txn *badger.Txn) error {
+		open = q
+		cur, has, err := s.openQuote(txn, q.PubKey, now)
 		if err != nil {
 			return err
 		}
-		if has && cur.Method == method && cur.Destination == dest {
-			q = cur // a concurrent request made the same quote first
+		if has && cur.Method == q.Method && cur.Destination == q.Destination {
+			open = cur
 			return nil
 		}
 		if has {
@@ -285,12 +302,9 @@ func (s *Service) Quote(ctx context.Context, sess Session, ip, method, address s
 		if err := s.putQuote(txn, q); err != nil {
 			return err
 		}
-		return txn.SetEntry(badger.NewEntry(key(kindOpenQuote, sess.PubKey), []byte(q.ID)).WithTTL(s.cfg.QuoteTTL + time.Hour))
+		return txn.SetEntry(badger.NewEntry(key(kindOpenQuote, q.PubKey), []byte(q.ID)).WithTTL(s.cfg.QuoteTTL + time.Hour))
 	})
-	if err != nil {
-		return QuoteResult{}, err
-	}
-	return q.Result(), nil
+	return open, err
 }
 
 // quoteKeep is how long quotes stay in the store, so a late confirm learns
@@ -346,61 +360,92 @@ func (s *Service) checkQuote(q Quote, found bool, pk string, now time.Time) erro
 // same transaction that takes the claim's reservations, so of concurrent
 // confirms exactly one wins; the others see it used (409). The payment
 // intent is stored before money moves, and the outcome after, so a crash
-// in between is reconciled by state (see Run), never by paying again.
-func (s *Service) Confirm(ctx context.Context, sess Session, ip, quoteID, invoice string) (ConfirmResult, int, error) {
+// in between is reconciled by state (see Run), never by paying again. The
+// result's Status is the claim's state: paid, or pending while the
+// Lightning payment is in flight.
+func (s *Service) Confirm(ctx context.Context, sess Session, ip, quoteID, invoice string) (ConfirmResult, error) {
 	if !s.cfg.Enabled {
-		return ConfirmResult{}, 0, errDisabled()
+		return ConfirmResult{}, errDisabled()
 	}
 	now := s.now()
 	var q Quote
 	var found bool
 	if err := s.db.View(func(txn *badger.Txn) (err error) { q, found, err = getQuote(txn, quoteID); return }); err != nil {
-		return ConfirmResult{}, 0, err
+		return ConfirmResult{}, err
 	}
 	if err := s.checkQuote(q, found, sess.PubKey, now); err != nil {
-		return ConfirmResult{}, 0, err
+		return ConfirmResult{}, err
 	}
-	if sess.Method == LoginNPub {
-		u, err := s.User(ctx, sess.PubKey)
-		if err != nil {
-			return ConfirmResult{}, 0, err
-		}
-		if q.Method != MethodLightningAddress || !strings.EqualFold(q.Destination, u.LUD16()) {
-			return ConfirmResult{}, 0, errNPub
-		}
+	if err := s.checkNPubClaim(ctx, sess, q); err != nil {
+		return ConfirmResult{}, err
 	}
-	var inv bolt11.Invoice
-	switch {
-	case q.Method == MethodBolt11 && invoice == "":
-		return ConfirmResult{}, 0, outpost.Errorf(outpost.Invalid, "invalid_request", "bolt11 is required for a bolt11 quote").With("field", "bolt11")
-	case q.Method == MethodBolt11:
-		var err error
-		if inv, err = bolt11.Decode(invoice); err != nil {
-			return ConfirmResult{}, 0, err
-		}
-		if err := inv.Check(s.cfg.Network, q.AmountSats, now); err != nil {
-			return ConfirmResult{}, 0, err
-		}
-	case invoice != "":
-		return ConfirmResult{}, 0, outpost.Errorf(outpost.Invalid, "invalid_request", "bolt11 is only for bolt11 quotes").With("field", "bolt11")
+	inv, err := s.claimInvoice(q, invoice, now)
+	if err != nil {
+		return ConfirmResult{}, err
 	}
 	if err := s.checkBalance(q.AmountSats); err != nil {
-		return ConfirmResult{}, 0, err
+		return ConfirmResult{}, err
 	}
-
 	c := Claim{QuoteID: q.ID, PubKey: sess.PubKey, Method: q.Method, Destination: q.Destination, AmountSats: q.AmountSats,
 		FeeReserveSats: s.cfg.MaxFeeSats, State: ClaimPaying, IPHash: s.ipHash(ip), Day: day(now), Run: s.run,
 		CreatedAt: now.Unix(), NextClaimAt: now.Add(s.cfg.Cooldown).Unix()}
-	err := s.update(func(txn *badger.Txn) error {
+	if err := s.takeClaim(&c, now); err != nil {
+		return ConfirmResult{}, err
+	}
+	s.log.Info("faucet claim confirmed", "claim", c.ID, "pubkey", c.PubKey, "method", c.Method, "amount_sats", c.AmountSats)
+
+	// The request may go away; the payment and its record may not.
+	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+	defer cancel()
+	return s.pay(pctx, c, inv)
+}
+
+// checkNPubClaim: an npub session may only claim to its profile's lud16.
+func (s *Service) checkNPubClaim(ctx context.Context, sess Session, q Quote) error {
+	if sess.Method != LoginNPub {
+		return nil
+	}
+	u, err := s.User(ctx, sess.PubKey)
+	if err != nil {
+		return err
+	}
+	if q.Method != MethodLightningAddress || !strings.EqualFold(q.Destination, u.LUD16()) {
+		return errNPub
+	}
+	return nil
+}
+
+// claimInvoice is the invoice a bolt11 quote is confirmed with, checked
+// against the quote; other quotes take none.
+func (s *Service) claimInvoice(q Quote, invoice string, now time.Time) (bolt11.Invoice, error) {
+	switch {
+	case q.Method == MethodBolt11 && invoice == "":
+		return bolt11.Invoice{}, outpost.Errorf(outpost.Invalid, "invalid_request", "bolt11 is required for a bolt11 quote").With("field", "bolt11")
+	case q.Method != MethodBolt11 && invoice != "":
+		return bolt11.Invoice{}, outpost.Errorf(outpost.Invalid, "invalid_request", "bolt11 is only for bolt11 quotes").With("field", "bolt11")
+	case q.Method != MethodBolt11:
+		return bolt11.Invoice{}, nil
+	}
+	inv, err := bolt11.Decode(invoice)
+	if err != nil {
+		return bolt11.Invoice{}, err
+	}
+	return inv, inv.Check(s.cfg.Network, q.AmountSats, now)
+}
+
+// takeClaim records claim c in the transaction that uses its quote and
+// takes its reservations, after checking both again.
+func (s *Service) takeClaim(c *Claim, now time.Time) error {
+	return store.Update(s.db, func(txn *badger.Txn) error {
 		c.ID = newID("c_")
-		q, found, err := getQuote(txn, quoteID)
+		q, found, err := getQuote(txn, c.QuoteID)
 		if err != nil {
 			return err
 		}
-		if err := s.checkQuote(q, found, sess.PubKey, now); err != nil {
+		if err := s.checkQuote(q, found, c.PubKey, now); err != nil {
 			return err
 		}
-		l, err := s.readLimits(txn, sess.PubKey, c.IPHash, now)
+		l, err := s.readLimits(txn, c.PubKey, c.IPHash, now)
 		if err != nil {
 			return err
 		}
@@ -411,10 +456,10 @@ func (s *Service) Confirm(ctx context.Context, sess Session, ip, quoteID, invoic
 		if err := s.putQuote(txn, q); err != nil {
 			return err
 		}
-		if err := s.reserve(txn, l, &c, now); err != nil {
+		if err := s.reserve(txn, l, c, now); err != nil {
 			return err
 		}
-		if err := s.putClaim(txn, c); err != nil {
+		if err := s.putClaim(txn, *c); err != nil {
 			return err
 		}
 		if err := txn.Set(key(kindClaimTime, string(store.U64(uint64(now.Unix()))), c.ID), []byte(c.ID)); err != nil {
@@ -422,15 +467,6 @@ func (s *Service) Confirm(ctx context.Context, sess Session, ip, quoteID, invoic
 		}
 		return txn.Set(key(kindUnsettled, c.ID), []byte(c.ID))
 	})
-	if err != nil {
-		return ConfirmResult{}, 0, err
-	}
-	s.log.Info("faucet claim confirmed", "claim", c.ID, "pubkey", c.PubKey, "method", c.Method, "amount_sats", c.AmountSats)
-
-	// The request may go away; the payment and its record may not.
-	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
-	defer cancel()
-	return s.pay(pctx, c, inv)
 }
 
 func (s *Service) putClaim(txn *badger.Txn, c Claim) error {
@@ -446,12 +482,12 @@ func paymentError(c Claim, err error) error {
 	return e.With("claim_id", c.ID).With("status", ClaimFailed)
 }
 
-func (s *Service) pay(ctx context.Context, c Claim, inv bolt11.Invoice) (ConfirmResult, int, error) {
+func (s *Service) pay(ctx context.Context, c Claim, inv bolt11.Invoice) (ConfirmResult, error) {
 	switch c.Method {
 	case MethodCashu:
 		tok, err := s.tr.SendToken(ctx, c.AmountSats, s.cfg.MinBalanceSats)
 		if err != nil {
-			return ConfirmResult{}, 0, paymentError(c, s.fail(c, err))
+			return ConfirmResult{}, paymentError(c, s.fail(c, err))
 		}
 		c, err = s.settle(c, ClaimPaid, treasury.Payment{State: treasury.Paid, FeeSats: tok.FeeSats})
 		if err != nil {
@@ -459,9 +495,9 @@ func (s *Service) pay(ctx context.Context, c Claim, inv bolt11.Invoice) (Confirm
 			// and could be claimed again: the token is not handed out (its
 			// proofs stay pending in the wallet) rather than paid twice.
 			s.log.Error("faucet claim: token made but not recorded; withheld", "claim", c.ID, "err", err)
-			return ConfirmResult{}, 0, err
+			return ConfirmResult{}, err
 		}
-		return c.result(tok.Token), 200, nil
+		return c.result(tok.Token), nil
 	case MethodLightningAddress:
 		a, err := lnurl.ParseAddress(c.Destination)
 		if err == nil {
@@ -471,7 +507,7 @@ func (s *Service) pay(ctx context.Context, c Claim, inv bolt11.Invoice) (Confirm
 			}
 		}
 		if err != nil {
-			return ConfirmResult{}, 0, paymentError(c, s.fail(c, err))
+			return ConfirmResult{}, paymentError(c, s.fail(c, err))
 		}
 	}
 	return s.melt(ctx, c, inv)
@@ -479,35 +515,35 @@ func (s *Service) pay(ctx context.Context, c Claim, inv bolt11.Invoice) (Confirm
 
 // melt pays inv through the mint. The melt quote is recorded in the claim
 // before the mint is asked to pay it.
-func (s *Service) melt(ctx context.Context, c Claim, inv bolt11.Invoice) (ConfirmResult, int, error) {
+func (s *Service) melt(ctx context.Context, c Claim, inv bolt11.Invoice) (ConfirmResult, error) {
 	mq, err := s.tr.MeltQuote(ctx, inv.Raw)
 	if err != nil {
-		return ConfirmResult{}, 0, paymentError(c, s.fail(c, err))
+		return ConfirmResult{}, paymentError(c, s.fail(c, err))
 	}
 	if mq.AmountSats != c.AmountSats {
-		return ConfirmResult{}, 0, paymentError(c, s.fail(c, outpost.Errorf(outpost.BadGateway, "payment_failed", "the mint quoted %d sats for a %d-sat claim", mq.AmountSats, c.AmountSats)))
+		return ConfirmResult{}, paymentError(c, s.fail(c, outpost.Errorf(outpost.BadGateway, "payment_failed", "the mint quoted %d sats for a %d-sat claim", mq.AmountSats, c.AmountSats)))
 	}
 	if mq.FeeReserveSats > s.cfg.MaxFeeSats {
-		return ConfirmResult{}, 0, paymentError(c, s.fail(c, outpost.Errorf(outpost.BadGateway, "payment_failed",
+		return ConfirmResult{}, paymentError(c, s.fail(c, outpost.Errorf(outpost.BadGateway, "payment_failed",
 			"paying this invoice would cost up to %d sats in fees; the faucet pays at most %d", mq.FeeReserveSats, s.cfg.MaxFeeSats)))
 	}
 	c.MeltQuote, c.Bolt11, c.PaymentHash, c.AttemptedAt = &mq, inv.Raw, inv.PaymentHash, s.now().Unix()
-	if err := s.update(func(txn *badger.Txn) error { return s.putClaim(txn, c) }); err != nil {
-		return ConfirmResult{}, 0, paymentError(c, s.fail(c, err))
+	if err := store.Update(s.db, func(txn *badger.Txn) error { return s.putClaim(txn, c) }); err != nil {
+		return ConfirmResult{}, paymentError(c, s.fail(c, err))
 	}
 	p, err := s.tr.Melt(ctx, mq, s.cfg.MinBalanceSats)
 	if err != nil { // nothing was attempted
-		return ConfirmResult{}, 0, paymentError(c, s.fail(c, err))
+		return ConfirmResult{}, paymentError(c, s.fail(c, err))
 	}
 	switch p.State {
 	case treasury.Paid:
 		c, err = s.settle(c, ClaimPaid, p)
-		return c.result(""), 200, err
+		return c.result(""), err
 	case treasury.Pending:
 		c, err = s.settle(c, ClaimPending, p)
-		return c.result(""), 202, err
+		return c.result(""), err
 	default:
-		return ConfirmResult{}, 0, paymentError(c, s.fail(c, outpost.Errorf(outpost.BadGateway, "payment_failed",
+		return ConfirmResult{}, paymentError(c, s.fail(c, outpost.Errorf(outpost.BadGateway, "payment_failed",
 			"the Lightning payment failed (%s); your cooldown and the budget were released, ask for a new quote", p.Reason)))
 	}
 }
@@ -515,7 +551,7 @@ func (s *Service) melt(ctx context.Context, c Claim, inv bolt11.Invoice) (Confir
 // settle records a paid or pending outcome.
 func (s *Service) settle(c Claim, state string, p treasury.Payment) (Claim, error) {
 	now := s.now()
-	err := s.update(func(txn *badger.Txn) error {
+	err := store.Update(s.db, func(txn *badger.Txn) error {
 		cur, found, err := getClaim(txn, c.ID)
 		if err != nil {
 			return err
@@ -560,7 +596,7 @@ func (s *Service) fail(c Claim, cause error) error {
 	if e := outpost.AsError(cause); e != nil && e.Kind != outpost.Internal {
 		reason = e.Message
 	}
-	err := s.update(func(txn *badger.Txn) error {
+	err := store.Update(s.db, func(txn *badger.Txn) error {
 		cur, found, err := getClaim(txn, c.ID)
 		if err != nil {
 			return err

@@ -64,22 +64,28 @@ type EcashDeposits struct {
 	MaxTokenSats int64 `json:"max_token_sats"`
 }
 
+// Both kinds of deposit are always taken.
+func (c *Config) lightningDeposits() LightningDeposits {
+	return LightningDeposits{Enabled: true, MinSats: c.DepositMinSats, MaxSats: c.DepositMaxSats}
+}
+
+func (c *Config) ecashDeposits() EcashDeposits {
+	return EcashDeposits{Enabled: true, MaxTokenSats: c.MaxTokenSats}
+}
+
 // DepositInfo describes deposits; with amountSats > 0 it also makes an
 // invoice whose payment the background job mints into the wallet.
 func (s *Service) DepositInfo(ctx context.Context, amountSats int64) (DepositInfo, error) {
-	d := s.cfg.Deposits
-	info := DepositInfo{MintURL: s.tr.MintURL(), AcceptedMints: s.tr.AcceptedMints(), TestMint: s.cfg.TestMint != nil,
-		Lightning: LightningDeposits{Enabled: d.Lightning, MinSats: d.MinSats, MaxSats: d.MaxSats},
-		Ecash:     EcashDeposits{Enabled: d.Ecash, MaxTokenSats: d.MaxTokenSats}}
+	c := s.cfg
+	info := DepositInfo{MintURL: s.tr.MintURL(), AcceptedMints: s.tr.AcceptedMints(), TestMint: c.TestMint != nil,
+		Lightning: c.lightningDeposits(), Ecash: c.ecashDeposits()}
 	if amountSats == 0 {
 		return info, nil
 	}
-	if !d.Lightning {
-		return DepositInfo{}, outpost.Errorf(outpost.Forbidden, "deposits_disabled", "deposits by Lightning are turned off")
-	}
-	if amountSats < d.MinSats || amountSats > d.MaxSats {
+	if amountSats < c.DepositMinSats || amountSats > c.DepositMaxSats {
 		return DepositInfo{}, outpost.Errorf(outpost.Unprocessable, "amount_out_of_range",
-			"deposits by Lightning take %d to %d sats", d.MinSats, d.MaxSats).With("min_sats", d.MinSats).With("max_sats", d.MaxSats)
+			"deposits by Lightning take %d to %d sats", c.DepositMinSats, c.DepositMaxSats).
+			With("min_sats", c.DepositMinSats).With("max_sats", c.DepositMaxSats)
 	}
 	if n, err := s.openDeposits(); err != nil {
 		return DepositInfo{}, err
@@ -119,7 +125,7 @@ func (s *Service) openDeposits() (int, error) {
 func (s *Service) openDeposit(kind string, mq treasury.MintQuote) (Deposit, error) {
 	dep := Deposit{ID: newID("d_"), Kind: kind, State: DepositPending, AmountSats: mq.AmountSats, MintURL: s.tr.MintURL(),
 		MintQuoteID: mq.ID, Invoice: mq.Invoice, CreatedAt: s.now().Unix(), ExpiresAt: mq.ExpiresAt.Unix()}
-	err := s.update(func(txn *badger.Txn) error {
+	err := store.Update(s.db, func(txn *badger.Txn) error {
 		if err := store.PutJSON(txn, key(kindDeposit, dep.ID), dep); err != nil {
 			return err
 		}
@@ -142,9 +148,6 @@ var errTokenSpent = outpost.Errorf(outpost.Conflict, "token_already_spent", "thi
 // RedeemEcash swaps a token into the wallet. A token seen before is refused
 // from our own records (its proofs' Ys) without asking the mint.
 func (s *Service) RedeemEcash(ctx context.Context, token string) (RedeemResult, error) {
-	if !s.cfg.Deposits.Ecash {
-		return RedeemResult{}, outpost.Errorf(outpost.Forbidden, "deposits_disabled", "deposits by token are turned off")
-	}
 	p, err := treasury.ParseToken(token)
 	if err != nil {
 		return RedeemResult{}, err
@@ -153,9 +156,9 @@ func (s *Service) RedeemEcash(ctx context.Context, token string) (RedeemResult, 
 		return RedeemResult{}, outpost.Errorf(outpost.Unprocessable, "mint_not_accepted", "tokens of %s are not accepted here", p.Mint).
 			With("accepted_mints", s.tr.AcceptedMints())
 	}
-	if s.cfg.Deposits.MaxTokenSats > 0 && p.AmountSats > s.cfg.Deposits.MaxTokenSats {
+	if max := s.cfg.MaxTokenSats; max > 0 && p.AmountSats > max {
 		return RedeemResult{}, outpost.Errorf(outpost.Unprocessable, "token_too_large", "tokens of up to %d sats are accepted, this one holds %d",
-			s.cfg.Deposits.MaxTokenSats, p.AmountSats).With("max_token_sats", s.cfg.Deposits.MaxTokenSats)
+			max, p.AmountSats).With("max_token_sats", max)
 	}
 	seen := false
 	if err := s.db.View(func(txn *badger.Txn) error {
@@ -181,7 +184,7 @@ func (s *Service) RedeemEcash(ctx context.Context, token string) (RedeemResult, 
 	now := s.now().Unix()
 	dep := Deposit{ID: newID("d_"), Kind: DepositEcash, State: DepositCompleted, AmountSats: r.AmountSats, FeeSats: r.FeeSats,
 		MintURL: r.MintURL, CreatedAt: now, CompletedAt: now}
-	err = s.update(func(txn *badger.Txn) error {
+	err = store.Update(s.db, func(txn *badger.Txn) error {
 		for _, y := range p.Ys {
 			if err := txn.Set(key(kindRedeemed, y), []byte(dep.ID)); err != nil {
 				return err
@@ -284,7 +287,7 @@ func (s *Service) completeDeposits(ctx context.Context, kicked bool) {
 
 func (s *Service) closeDeposit(d Deposit, state string) {
 	changed := false
-	err := s.update(func(txn *badger.Txn) error {
+	err := store.Update(s.db, func(txn *badger.Txn) error {
 		changed = false
 		var cur Deposit
 		if found, err := store.GetJSON(txn, key(kindDeposit, d.ID), &cur); err != nil || !found || cur.State != DepositPending {

@@ -19,7 +19,6 @@ import (
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
-	"github.com/outpost-relay/outpost/bolt11"
 	"github.com/outpost-relay/outpost/lnurl"
 	"github.com/outpost-relay/outpost/profiles"
 	"github.com/outpost-relay/outpost/ratelimit"
@@ -46,67 +45,31 @@ const (
 	LoginNPub  = "npub"
 )
 
-// Bucket is one possible claim amount and its weight.
-type Bucket struct {
-	AmountSats int64 `json:"amount_sats"`
-	Weight     int   `json:"weight"`
-}
-
-// DefaultBuckets are the amounts SatsFaucet draws from.
-var DefaultBuckets = []Bucket{{10, 50}, {25, 30}, {50, 15}, {100, 5}}
-
-// Deposits configures what deposits are taken.
-type Deposits struct {
-	Lightning    bool
-	MinSats      int64
-	MaxSats      int64
-	Ecash        bool
-	MaxTokenSats int64
-}
-
 // TestMint is set when the treasury's mint is the embedded test mint.
 type TestMint struct {
 	// Pay settles an invoice of the embedded mint's fake Lightning node, as
 	// if someone outside paid it.
 	Pay func(bolt11 string) error
-	// The wallet is topped up to FundSats whenever it falls below FloorSats.
-	FundSats, FloorSats int64
 }
 
-// Config configures the faucet. Zero durations and limits take the
-// defaults of the design; negative limits (or 0 budgets) are "no limit"
-// where the field says so.
+// Config configures the faucet: its settings and what it runs on. Zero
+// windows, durations, network and amounts take DefaultSettings' values;
+// zero limits and budgets are off.
 type Config struct {
+	Settings
 	DB       *badger.DB
 	Treasury *treasury.Treasury
 	LNURL    *lnurl.Client
 	Profiles *profiles.Fetcher
+	TestMint *TestMint
 	Log      *slog.Logger
 	Now      func() time.Time
 
-	Network         bolt11.Network
-	Enabled         bool
-	FixedSats       int64    // when > 0, every claim is this amount
-	Buckets         []Bucket // otherwise drawn from these
-	Cooldown        time.Duration
-	IPLimit         int // claims per client IP per IPWindow; 0: no limit
-	IPWindow        time.Duration
-	SitewideLimit   int // claims per SitewideWindow; 0: no limit
-	SitewideWindow  time.Duration
-	DailyBudgetSats int64 // 0: no budget
-	MinBalanceSats  int64
-	MaxFeeSats      int64 // the most a payout's fees may cost; reserved from the budget
-	MinAccountAge   time.Duration
-	QuoteTTL        time.Duration
-	NPubLogin       bool
-	SessionTTL      time.Duration // NIP-98 sessions
-	NPubSessionTTL  time.Duration
-	ProfileRefresh  time.Duration // at most one /user/refresh-profile per pubkey per this
-	ProfileMaxAge   time.Duration // a login refetches a profile older than this
-	NIP98Window     time.Duration // reported in /config
-	Deposits        Deposits
-	TestMint        *TestMint
-	PollInterval    time.Duration // background reconciliation
+	SessionTTL     time.Duration // NIP-98 sessions
+	NPubSessionTTL time.Duration
+	ProfileRefresh time.Duration // at most one /user/refresh-profile per pubkey per this
+	ProfileMaxAge  time.Duration // a login refetches a profile older than this
+	NIP98Window    time.Duration // reported in /config
 }
 
 func (c *Config) defaults() {
@@ -116,27 +79,28 @@ func (c *Config) defaults() {
 	if c.Log == nil {
 		c.Log = slog.Default()
 	}
+	defaults := DefaultSettings()
 	if c.Network == "" {
-		c.Network = bolt11.Signet
+		c.Network = defaults.Network
 	}
 	if len(c.Buckets) == 0 {
-		c.Buckets = DefaultBuckets
+		c.Buckets = defaults.Buckets
 	}
 	def := func(d *time.Duration, v time.Duration) {
 		if *d <= 0 {
 			*d = v
 		}
 	}
-	def(&c.Cooldown, 24*time.Hour)
-	def(&c.IPWindow, 24*time.Hour)
-	def(&c.SitewideWindow, time.Hour)
-	def(&c.QuoteTTL, 120*time.Second)
+	def(&c.Cooldown, defaults.Cooldown)
+	def(&c.IPWindow, defaults.IPWindow)
+	def(&c.SitewideWindow, defaults.SitewideWindow)
+	def(&c.QuoteTTL, defaults.QuoteTTL)
+	def(&c.PollInterval, defaults.PollInterval)
 	def(&c.SessionTTL, 24*time.Hour)
 	def(&c.NPubSessionTTL, time.Hour)
 	def(&c.ProfileRefresh, 5*time.Minute)
 	def(&c.ProfileMaxAge, time.Hour)
 	def(&c.NIP98Window, 60*time.Second)
-	def(&c.PollInterval, 5*time.Second)
 }
 
 // Service is the faucet.
@@ -206,7 +170,7 @@ type secret struct {
 
 func (s *Service) loadSecret() ([]byte, error) {
 	var out []byte
-	err := s.update(func(txn *badger.Txn) error {
+	err := store.Update(s.db, func(txn *badger.Txn) error {
 		var sec secret
 		found, err := store.GetJSON(txn, key(kindSecret), &sec)
 		if err != nil {
@@ -241,18 +205,6 @@ func (s *Service) ipHash(ip string) string {
 	return hex.EncodeToString(m.Sum(nil)[:16])
 }
 
-// update runs fn in a write transaction, retrying on conflicts with
-// concurrent transactions; fn must not depend on state from a failed attempt.
-func (s *Service) update(fn func(txn *badger.Txn) error) error {
-	for attempt := 0; ; attempt++ {
-		err := s.db.Update(fn)
-		if !errors.Is(err, badger.ErrConflict) || attempt >= 200 {
-			return err
-		}
-		time.Sleep(time.Duration(mrand.IntN(attempt+2)) * time.Millisecond)
-	}
-}
-
 func newID(prefix string) string {
 	b := make([]byte, 12)
 	rand.Read(b)
@@ -276,20 +228,6 @@ func (s *Service) drawAmount() int64 {
 		n -= b.Weight
 	}
 	return s.cfg.Buckets[len(s.cfg.Buckets)-1].AmountSats
-}
-
-// minAmount is the smallest amount a claim can be, for eligibility.
-func (s *Service) minAmount() int64 {
-	if s.cfg.FixedSats > 0 {
-		return s.cfg.FixedSats
-	}
-	m := s.cfg.Buckets[0].AmountSats
-	for _, b := range s.cfg.Buckets {
-		if b.Weight > 0 {
-			m = min(m, b.AmountSats)
-		}
-	}
-	return m
 }
 
 // Kick makes the background job look at pending work now.

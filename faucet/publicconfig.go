@@ -88,9 +88,7 @@ func (s *Service) PublicConfig() PublicConfig {
 		NIP98Window: secs(c.NIP98Window),
 		Sessions:    SessionConfig{NIP98TTL: secs(c.SessionTTL), NPubTTL: secs(c.NPubSessionTTL)},
 		NPubLogin:   NPubConfig{Enabled: c.NPubLogin, PayoutMethods: []string{MethodLightningAddress}, Destination: "profile_lud16"},
-		Deposits: DepositConfig{AcceptedMints: s.tr.AcceptedMints(),
-			Lightning: LightningDeposits{Enabled: c.Deposits.Lightning, MinSats: c.Deposits.MinSats, MaxSats: c.Deposits.MaxSats},
-			Ecash:     EcashDeposits{Enabled: c.Deposits.Ecash, MaxTokenSats: c.Deposits.MaxTokenSats}},
+		Deposits:    DepositConfig{AcceptedMints: s.tr.AcceptedMints(), Lightning: c.lightningDeposits(), Ecash: c.ecashDeposits()},
 	}
 }
 

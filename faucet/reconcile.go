@@ -62,7 +62,7 @@ func (s *Service) tick(ctx context.Context, kicked bool) {
 	s.checkMint(ctx)
 	s.ReconcileClaims(ctx)
 	s.completeDeposits(ctx, kicked)
-	s.topUp(ctx)
+	s.TopUp(ctx)
 	if time.Since(s.tidied) >= tidyEvery {
 		s.tidied = time.Now()
 		if err := s.tr.Tidy(ctx); err != nil {
@@ -162,18 +162,18 @@ func (s *Service) ReconcileClaims(ctx context.Context) {
 	}
 }
 
-// topUp funds the embedded test mint's wallet when it runs low, through a
+// TopUp funds the embedded test mint's wallet up to TestMintFunding when
+// it has less than a day's budget above the minimum balance, through a
 // mint quote the fake network pays, recorded as a deposit.
-func (s *Service) topUp(ctx context.Context) {
-	tm := s.cfg.TestMint
-	if tm == nil {
+func (s *Service) TopUp(ctx context.Context) {
+	if s.cfg.TestMint == nil {
 		return
 	}
 	bal, ok := s.tr.Balance()
-	if !ok || bal >= tm.FloorSats || tm.FundSats <= bal {
+	if !ok || bal >= s.cfg.MinBalanceSats+s.cfg.DailyBudgetSats || s.cfg.TestMintFunding <= bal {
 		return
 	}
-	if err := s.Fund(ctx, tm.FundSats-bal); err != nil {
+	if err := s.Fund(ctx, s.cfg.TestMintFunding-bal); err != nil {
 		s.log.Error("faucet test mint: funding failed", "err", err)
 	}
 }

@@ -38,7 +38,7 @@ func TestCrashRecovery(t *testing.T) {
 	tr, _ := treasury.New(treasury.Config{Dir: t.TempDir(), MintURL: m.URL, Log: log})
 	defer tr.Close(context.Background())
 	s, err := New(Config{DB: st.DB, Treasury: tr, LNURL: lnurl.New(lnurl.Options{}), Profiles: &profiles.Fetcher{}, Log: log,
-		Enabled: true, MaxFeeSats: 5, DailyBudgetSats: 1000, TestMint: &TestMint{Pay: m.Node.PayInvoice}})
+		Settings: Settings{Enabled: true, MaxFeeSats: 5, DailyBudgetSats: 1000}, TestMint: &TestMint{Pay: m.Node.PayInvoice}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +61,7 @@ func TestCrashRecovery(t *testing.T) {
 		if mq == nil {
 			c.Method = MethodCashu
 		}
-		err := s.update(func(txn *badger.Txn) error {
+		err := store.Update(s.db, func(txn *badger.Txn) error {
 			l, err := s.readLimits(txn, pk, c.IPHash, now)
 			if err != nil {
 				return err

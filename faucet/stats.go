@@ -124,7 +124,7 @@ func (s *Service) Eligibility(ctx context.Context, sess Session, u User, ip stri
 		e.Reasons = append(e.Reasons, "sitewide_limit")
 		later(time.Unix(l.sitewide.Entries[0].At, 0).Add(s.cfg.SitewideWindow))
 	}
-	amount := s.minAmount()
+	amount := s.cfg.minAmount()
 	if s.cfg.DailyBudgetSats > 0 && l.budget.SpentSats+amount+s.cfg.MaxFeeSats > s.cfg.DailyBudgetSats {
 		e.Reasons = append(e.Reasons, "budget_exhausted")
 		later(nextDay(now))
@@ -153,11 +153,14 @@ type Health struct {
 	Checks  map[string]string `json:"checks"`
 }
 
+// HealthStatus is down without the store, degraded without the mint.
+func (h Health) HealthStatus() string { return h.Status }
+
 // Health makes no outbound calls.
 func (s *Service) Health(ctx context.Context) Health {
-	h := Health{Status: "ok", Version: Version, Checks: map[string]string{"store": "ok", "mint": "unknown"}}
+	h := Health{Status: outpost.HealthOK, Version: Version, Checks: map[string]string{"store": "ok", "mint": "unknown"}}
 	if s.db.IsClosed() || s.db.View(func(*badger.Txn) error { return ctx.Err() }) != nil {
-		h.Checks["store"], h.Status = "error", "down"
+		h.Checks["store"], h.Status = "error", outpost.HealthDown
 	}
 	s.mint.mu.Lock()
 	checked, ok := s.mint.checked, s.mint.ok
@@ -167,8 +170,8 @@ func (s *Service) Health(ctx context.Context) Health {
 		h.Checks["mint"] = "ok"
 	case checked:
 		h.Checks["mint"] = "unreachable"
-		if h.Status == "ok" {
-			h.Status = "degraded"
+		if h.Status == outpost.HealthOK {
+			h.Status = outpost.HealthDegraded
 		}
 	}
 	return h

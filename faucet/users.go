@@ -102,7 +102,7 @@ func (s *Service) Login(ctx context.Context, pk, method string) (token string, s
 	rand.Read(b)
 	token = "ofs_" + base64.RawURLEncoding.EncodeToString(b)
 	sess = Session{PubKey: pk, Method: method, CreatedAt: now.Unix(), ExpiresAt: now.Add(ttl).Unix()}
-	err = s.update(func(txn *badger.Txn) error {
+	err = store.Update(s.db, func(txn *badger.Txn) error {
 		v, err := jsonBytes(sess)
 		if err != nil {
 			return err
@@ -197,7 +197,7 @@ func (s *Service) fetchProfile(ctx context.Context, pk string) (User, error) {
 	res := s.cfg.Profiles.Fetch(ctx, pk, cutoff)
 	now := s.now().Unix()
 	var u User
-	err := s.update(func(txn *badger.Txn) error {
+	err := store.Update(s.db, func(txn *badger.Txn) error {
 		var found bool
 		var err error
 		u, found, err = s.getUser(txn, pk)

@@ -15,14 +15,15 @@ import (
 // MaxBodyBytes caps JSON request bodies.
 const MaxBodyBytes = 64 << 10
 
-// Encode writes v as JSON with status.
-func Encode(w http.ResponseWriter, status int, v any) {
+// Encode writes v as JSON with status. When v does not encode, nothing is
+// written and the error is returned, for the handler to return in turn.
+func Encode(w http.ResponseWriter, status int, v any) error {
 	b, err := json.Marshal(v)
 	if err != nil {
-		status = http.StatusInternalServerError
-		b = []byte(`{"error":"internal_error","message":"internal server error"}`)
+		return fmt.Errorf("encode the response: %w", err)
 	}
 	EncodeBytes(w, status, b)
+	return nil
 }
 
 // EncodeBytes writes an already encoded JSON body.
@@ -33,6 +34,12 @@ func EncodeBytes(w http.ResponseWriter, status int, b []byte) {
 	w.WriteHeader(status)
 	w.Write(b)
 	w.Write([]byte{'\n'})
+}
+
+// ServeJSON serves a fixed JSON document, such as a service's OpenAPI document.
+func ServeJSON(doc []byte) http.HandlerFunc {
+	doc = bytes.TrimSpace(doc)
+	return func(w http.ResponseWriter, r *http.Request) { EncodeBytes(w, http.StatusOK, doc) }
 }
 
 // Validator is a request type that checks itself after decoding (with a

@@ -4,7 +4,6 @@
 package httpapi
 
 import (
-	"log/slog"
 	"math"
 	"net/http"
 	"strconv"
@@ -36,11 +35,12 @@ type ErrorBody struct {
 }
 
 // Error writes err as the JSON error body. Errors that are not *outpost.Error
-// (or are Internal) are logged and answered with a generic 500.
-func Error(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
+// (or are Internal) are logged with the request's logger (see Logger) and
+// answered with a generic 500.
+func Error(w http.ResponseWriter, r *http.Request, err error) {
 	e := outpost.AsError(err)
 	if e == nil || e.Kind == outpost.Internal {
-		log.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+		LoggerFromContext(r.Context()).ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 		e = outpost.Errorf(outpost.Internal, "internal_error", "internal server error")
 	}
 	status, ok := statusOf[e.Kind]

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -39,7 +40,7 @@ func TestErrorStatuses(t *testing.T) {
 	}
 	for _, tt := range tests {
 		w := httptest.NewRecorder()
-		Error(w, httptest.NewRequest("GET", "/", nil), quiet, tt.err)
+		Error(w, httptest.NewRequest("GET", "/", nil), tt.err)
 		var body ErrorBody
 		json.Unmarshal(w.Body.Bytes(), &body)
 		if w.Code != tt.status || body.Error != tt.code || body.Message == "" {
@@ -89,7 +90,7 @@ func TestDecode(t *testing.T) {
 		if err == nil {
 			w.WriteHeader(200)
 		} else {
-			Error(w, r, quiet, err)
+			Error(w, r, err)
 		}
 		var body ErrorBody
 		json.Unmarshal(w.Body.Bytes(), &body)
@@ -126,7 +127,7 @@ func TestClientIPAndRateLimit(t *testing.T) {
 		t.Errorf("a spoofed header from outside the proxy range was believed: %s", got)
 	}
 
-	limited := ClientIPMiddleware(nil)(RateLimit(limiter, quiet)(echo))
+	limited := ClientIPMiddleware(nil)(RateLimit(limiter)(echo))
 	do(limited, "203.0.113.7:1", "")
 	do(limited, "203.0.113.7:2", "")
 	w := do(limited, "203.0.113.7:3", "198.51.100.99") // a new XFF doesn't reset the limit
@@ -140,13 +141,20 @@ func TestClientIPAndRateLimit(t *testing.T) {
 	}
 }
 
+type testHealth struct {
+	Status string `json:"status"`
+	X      int    `json:"x"`
+}
+
+func (h testHealth) HealthStatus() string { return h.Status }
+
 func TestRootHandler(t *testing.T) {
 	panics := chi.NewRouter()
 	panics.Get("/boom", func(http.ResponseWriter, *http.Request) { panic("boom") })
 	h := New(Config{
 		Relay: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "relay") }),
 		Services: []Service{{Name: "svc", Mount: "/svc", Routes: panics,
-			Health: func(context.Context) (string, any) { return "degraded", map[string]int{"x": 1} }}},
+			Health: ReportHealth(func(context.Context) testHealth { return testHealth{Status: "degraded", X: 1} })}},
 		Log: quiet, Index: map[string]string{"name": "outpost"},
 	})
 	srv := httptest.NewServer(h)
@@ -178,5 +186,87 @@ func TestRootHandler(t *testing.T) {
 	}
 	if resp, body := get("/nothing"); resp.StatusCode != 404 || !strings.Contains(body, `"not_found"`) {
 		t.Errorf("unknown route: %d %s", resp.StatusCode, body)
+	}
+}
+
+// A handler returns its error: client errors are answered as they are,
+// anything else is a generic 500 logged to the logger of the request's
+// context — the service's, when its router set one.
+func TestHandleLogsToTheRequestsLogger(t *testing.T) {
+	var logs strings.Builder
+	svcLog := slog.New(slog.NewTextHandler(&logs, nil)).With("service", "svc")
+	routes := chi.NewRouter()
+	routes.Use(Logger(svcLog))
+	routes.Get("/bad", Handle(func(http.ResponseWriter, *http.Request) error {
+		return outpost.Errorf(outpost.Invalid, "bad_thing", "a bad thing")
+	}))
+	routes.Get("/broken", Handle(func(http.ResponseWriter, *http.Request) error { return io.ErrUnexpectedEOF }))
+	routes.Get("/ok", Handle(func(w http.ResponseWriter, _ *http.Request) error {
+		return Encode(w, http.StatusCreated, map[string]int{"n": 1})
+	}))
+	routes.Get("/unencodable", Handle(func(w http.ResponseWriter, _ *http.Request) error {
+		return Encode(w, http.StatusOK, map[string]any{"f": func() {}})
+	}))
+	h := New(Config{Relay: http.NotFoundHandler(), Log: quiet, Services: []Service{{Name: "svc", Mount: "/svc", Routes: routes}}})
+	for _, tt := range []struct {
+		path   string
+		status int
+		body   string
+	}{
+		{"/svc/bad", 400, `"bad_thing"`},
+		{"/svc/broken", 500, `"internal_error"`},
+		{"/svc/ok", 201, `{"n":1}`},
+		{"/svc/unencodable", 500, `"internal_error"`},
+	} {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest("GET", tt.path, nil))
+		if w.Code != tt.status || !strings.Contains(w.Body.String(), tt.body) {
+			t.Errorf("%s: got %d %s, want %d %s", tt.path, w.Code, w.Body, tt.status, tt.body)
+		}
+	}
+	if got := logs.String(); strings.Count(got, "request failed") != 2 || !strings.Contains(got, "service=svc") ||
+		!strings.Contains(got, "path=/svc/broken") || strings.Contains(got, "bad_thing") {
+		t.Errorf("logs:\n%s\nwant the two internal errors, with the service's logger, and no client error", got)
+	}
+}
+
+// Every service's health has one shape: its status, and its own /health
+// body as details; one service down takes the whole down (503).
+func TestRootHealth(t *testing.T) {
+	report := func(status string) func(context.Context) HealthReport {
+		return ReportHealth(func(context.Context) testHealth { return testHealth{Status: status, X: 7} })
+	}
+	for _, tt := range []struct {
+		statuses []string
+		want     string
+		code     int
+	}{
+		{[]string{"ok", "ok"}, "ok", 200},
+		{[]string{"ok", "degraded"}, "degraded", 200},
+		{[]string{"degraded", "down"}, "down", 503},
+	} {
+		var services []Service
+		for i, st := range tt.statuses {
+			services = append(services, Service{Name: fmt.Sprint("s", i), Mount: fmt.Sprint("/s", i), Routes: http.NotFoundHandler(), Health: report(st)})
+		}
+		w := httptest.NewRecorder()
+		New(Config{Relay: http.NotFoundHandler(), Log: quiet, Services: services}).ServeHTTP(w, httptest.NewRequest("GET", "/health", nil))
+		var body struct {
+			Status   string `json:"status"`
+			Services map[string]struct {
+				Status  string     `json:"status"`
+				Details testHealth `json:"details"`
+			} `json:"services"`
+		}
+		json.Unmarshal(w.Body.Bytes(), &body)
+		if w.Code != tt.code || body.Status != tt.want || body.Services["s1"].Status != tt.statuses[1] ||
+			body.Services["s1"].Details != (testHealth{Status: tt.statuses[1], X: 7}) {
+			t.Errorf("%v: got %d %s, want %d %s", tt.statuses, w.Code, w.Body, tt.code, tt.want)
+		}
+		w = httptest.NewRecorder()
+		ServeHealth(func(context.Context) testHealth { return testHealth{Status: tt.statuses[1]} }).ServeHTTP(w, httptest.NewRequest("GET", "/health", nil))
+		if wantCode := map[string]int{"down": 503}[tt.statuses[1]]; w.Code != max(wantCode, 200) {
+			t.Errorf("a service's own /health when %s: %d", tt.statuses[1], w.Code)
+		}
 	}
 }

@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"log/slog"
 	"net/http"
 	"runtime/debug"
 
@@ -24,17 +23,17 @@ func ClientIPMiddleware(trustedProxies []string) func(http.Handler) http.Handler
 func ClientIP(r *http.Request) string { return middleware.GetClientIP(r.Context()) }
 
 // RateLimit refuses requests beyond l's limit per client IP with a JSON 429.
-func RateLimit(l *ratelimit.Limiter, log *slog.Logger) func(http.Handler) http.Handler {
+func RateLimit(l *ratelimit.Limiter) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		if l == nil {
 			return next
 		}
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		return Handle(func(w http.ResponseWriter, r *http.Request) error {
 			if err := Allow(l, ClientIP(r)); err != nil {
-				Error(w, r, log, err)
-				return
+				return err
 			}
 			next.ServeHTTP(w, r)
+			return nil
 		})
 	}
 }
@@ -50,21 +49,19 @@ func Allow(l *ratelimit.Limiter, key string) error {
 }
 
 // Recover turns a panic in a handler into a logged 500 with the JSON body.
-func Recover(log *slog.Logger) func(http.Handler) http.Handler {
-	return func(next http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			defer func() {
-				if v := recover(); v != nil {
-					if v == http.ErrAbortHandler {
-						panic(v)
-					}
-					log.Error("panic in handler", "path", r.URL.Path, "panic", v, "stack", string(debug.Stack()))
-					Error(w, r, log, outpost.Errorf(outpost.Internal, "internal_error", "panic"))
+func Recover(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
 				}
-			}()
-			next.ServeHTTP(w, r)
-		})
-	}
+				LoggerFromContext(r.Context()).Error("panic in handler", "path", r.URL.Path, "panic", v, "stack", string(debug.Stack()))
+				Error(w, r, outpost.Errorf(outpost.Internal, "internal_error", "panic"))
+			}
+		}()
+		next.ServeHTTP(w, r)
+	})
 }
 
 // NotFound and MethodNotAllowed answer unknown routes with the JSON body.

@@ -19,11 +19,11 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/outpost-relay/outpost"
 	"github.com/outpost-relay/outpost/bolt11"
+	"github.com/outpost-relay/outpost/netguard"
 )
 
 // MaxBody caps every response body read from a Lightning-address server.
@@ -92,7 +92,7 @@ func New(opt Options) *Client {
 	}
 	dialer := &net.Dialer{Timeout: opt.Timeout}
 	if !opt.AllowPrivate {
-		dialer.Control = refusePrivate
+		dialer.Control = netguard.Control
 	}
 	tr := &http.Transport{
 		DialContext:           dialer.DialContext,
@@ -108,27 +108,6 @@ func New(opt Options) *Client {
 		// not ours to judge); a well-behaved server answers directly.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}}
-}
-
-var errPrivate = errors.New("refusing to connect to a private address")
-
-// refusePrivate runs after DNS resolution, so a public name pointing at a
-// private address is refused too.
-func refusePrivate(_, address string, _ syscall.RawConn) error {
-	host, _, err := net.SplitHostPort(address)
-	if err != nil {
-		return err
-	}
-	ip, err := netip.ParseAddr(host)
-	if err != nil {
-		return err
-	}
-	ip = ip.Unmap()
-	if ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() ||
-		ip.IsUnspecified() || ip.IsMulticast() || ip.IsInterfaceLocalMulticast() {
-		return errPrivate
-	}
-	return nil
 }
 
 // PayParams is a LUD-06 payRequest.
@@ -236,7 +215,7 @@ func (c *Client) getJSON(ctx context.Context, a Address, u string, v any) error 
 	req.Header.Set("Accept", "application/json")
 	resp, err := c.http.Do(req)
 	if err != nil {
-		if errors.Is(err, errPrivate) {
+		if errors.Is(err, netguard.ErrBlocked) {
 			return unreachable(a, "it points to a private network address")
 		}
 		if errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded) {

@@ -20,6 +20,7 @@ import (
 	"github.com/outpost-relay/outpost/bolt11"
 	"github.com/outpost-relay/outpost/lnurl"
 	"github.com/outpost-relay/outpost/lnurl/lnurltest"
+	"github.com/outpost-relay/outpost/netguard/netguardtest"
 )
 
 func invoice(params *chaincfg.Params, sats int64, descHash []byte) (string, error) {
@@ -181,6 +182,25 @@ func TestHostileServers(t *testing.T) {
 	a, _ := lnurl.ParseAddress("notpay@" + domain)
 	if _, err := strict.Resolve(context.Background(), a); code(err) != "lightning_address_unreachable" {
 		t.Fatalf("https to a plain server: %v", err)
+	}
+}
+
+// A Lightning address, or a callback, at an address outside the public
+// internet is refused before any connection is made, for every range the
+// prober refuses too.
+func TestRefusesNonPublicAddresses(t *testing.T) {
+	c := lnurl.New(lnurl.Options{Timeout: time.Second})
+	for _, ip := range netguardtest.Blocked {
+		addr, err := lnurl.ParseAddress("alice@" + netguardtest.URLHost(ip))
+		if err != nil {
+			t.Fatalf("%s: %v", ip, err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		_, err = c.Resolve(ctx, addr)
+		cancel()
+		if code(err) != "lightning_address_unreachable" || !strings.Contains(err.Error(), "private") {
+			t.Errorf("%s: %v, want it refused as a private address", addr, err)
+		}
 	}
 }
 

@@ -55,15 +55,15 @@ func loadChecks(b *testing.B, n int) *benchMint {
 		b.Fatal(err)
 	}
 	benchCleanup = append(benchCleanup, func() { st.Close(); os.RemoveAll(dir) })
-	e := newEnvOn(b, st, Config{ProbeInterval: 5 * time.Minute})
+	e := newEnvOn(b, st, Config{Settings: Settings{ProbeInterval: 5 * time.Minute}})
 	e.ctx = context.Background()
 	m := e.mint(e.submit("http://127.0.0.1:1"))
-	id := m.id()
+	id := m.ID
 	step := 30 * 24 * time.Hour / time.Duration(n)
 	start := e.clock.Now()
 	const batch = 500
 	for i := 0; i < n; i += batch {
-		err := e.dir.update(func(txn *badger.Txn) error {
+		err := store.Update(e.dir.db, func(txn *badger.Txn) error {
 			cur, err := getMint(txn, id)
 			if err != nil {
 				return err
@@ -83,8 +83,8 @@ func loadChecks(b *testing.B, n int) *benchMint {
 			b.Fatal(err)
 		}
 	}
-	e.clock.t = start.Add(30 * 24 * time.Hour)
-	bm := &benchMint{e: e, m: e.mint(m.ID)}
+	e.clock.Set(start.Add(30 * 24 * time.Hour))
+	bm := &benchMint{e: e, m: e.mint(m.ID.String())}
 	if got := bm.m.ChecksTotal; got != int64(n) {
 		b.Fatalf("%d checks stored, want %d", got, n)
 	}
@@ -135,7 +135,7 @@ func BenchmarkRefreshSummary(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			for range b.N {
-				if err := bm.e.dir.refreshSummary(bm.e.ctx, bm.m.id(), true); err != nil {
+				if err := bm.e.dir.refreshSummary(bm.e.ctx, bm.m.ID, true); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -168,7 +168,7 @@ func loopbackMints(b *testing.B, n int) *httptest.Server {
 }
 
 func catalogue(b *testing.B, srv *httptest.Server, n int) *env {
-	e := newEnv(b, Config{ProbeInterval: 5 * time.Minute, ProbeConcurrency: 16})
+	e := newEnv(b, Config{Settings: Settings{ProbeInterval: 5 * time.Minute, ProbeConcurrency: 16}})
 	for i := range n {
 		e.submit(fmt.Sprintf("%s/m/%d", srv.URL, i))
 	}
@@ -261,7 +261,7 @@ func BenchmarkCatalogue1000(b *testing.B) {
 	})
 	b.Run("get", func(b *testing.B) {
 		m, _, _ := e.dir.List(e.ctx, ListOptions{Limit: 1})
-		id := m[0].ID
+		id := m[0].ID.String()
 		b.ReportAllocs()
 		for range b.N {
 			got, err := e.dir.Get(e.ctx, id)

@@ -1,6 +1,7 @@
 package mintdir
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"net/url"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/outpost-relay/outpost"
+	"github.com/outpost-relay/outpost/netguard"
 	"github.com/outpost-relay/outpost/probe"
 	"github.com/outpost-relay/outpost/store"
 )
@@ -31,8 +33,8 @@ var Statuses = []string{StatusOnline, StatusDegraded, StatusUnknown, StatusOffli
 // Mint is the catalogue record of one mint, with its probe state and the
 // summary figures refreshed after every check.
 type Mint struct {
-	ID           string    `json:"id"`
-	MergedInto   string    `json:"merged_into,omitempty"` // set when this record turned out to be another mint
+	ID           ID        `json:"id"`
+	MergedInto   ID        `json:"merged_into,omitzero"` // set when this record turned out to be another mint
 	CanonicalURL string    `json:"canonical_url"`
 	URLs         []MintURL `json:"urls"` // canonical first
 	CreatedAt    time.Time `json:"created_at"`
@@ -99,8 +101,6 @@ func (m *Mint) hasURL(u string) bool {
 	return slices.ContainsFunc(m.URLs, func(x MintURL) bool { return x.URL == u })
 }
 
-func (m *Mint) id() ID { id, _ := ParseID(m.ID); return id }
-
 // ErrNotFound is the error for an unknown mint id or URL.
 var ErrNotFound = outpost.Errorf(outpost.NotFound, "mint_not_found", "no mint with that id or URL is known")
 
@@ -122,12 +122,10 @@ func getMint(txn *badger.Txn, id ID) (*Mint, error) {
 func resolve(txn *badger.Txn, id ID) (*Mint, error) {
 	for range 8 {
 		m, err := getMint(txn, id)
-		if err != nil || m == nil || m.MergedInto == "" {
+		if err != nil || m == nil || m.MergedInto.IsZero() {
 			return m, err
 		}
-		if id, err = ParseID(m.MergedInto); err != nil {
-			return nil, err
-		}
+		id = m.MergedInto
 	}
 	return nil, errors.New("mintdir: merge chain too long")
 }
@@ -165,7 +163,7 @@ func (d *Directory) Get(ctx context.Context, id string) (*Mint, error) {
 
 // GetByURL returns the mint known by raw (normalised first), or ErrNotFound.
 func (d *Directory) GetByURL(ctx context.Context, raw string) (*Mint, error) {
-	u, err := NormalizeURL(raw)
+	u, err := catalogueURL(raw)
 	if err != nil {
 		return nil, ErrNotFound
 	}
@@ -188,7 +186,7 @@ func (d *Directory) GetByURL(ctx context.Context, raw string) (*Mint, error) {
 
 // SubmitResult is the outcome of a submission.
 type SubmitResult struct {
-	ID     string
+	ID     ID
 	Exists bool // the normalised URL was known already
 }
 
@@ -205,7 +203,7 @@ func (d *Directory) Submit(ctx context.Context, raw string) (SubmitResult, error
 
 // checkURL normalises a submitted URL and applies the SSRF guard.
 func (d *Directory) checkURL(ctx context.Context, raw string) (string, error) {
-	u, err := NormalizeURL(raw)
+	u, err := catalogueURL(raw)
 	if err != nil {
 		return "", outpost.Errorf(outpost.Invalid, "invalid_mint_url", "mint_url: %v", err).With("field", "mint_url")
 	}
@@ -215,9 +213,9 @@ func (d *Directory) checkURL(ctx context.Context, raw string) (string, error) {
 	host := mustHost(u)
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	if err := probe.CheckHost(ctx, d.cfg.Resolver, host, d.cfg.AllowPrivate); err != nil {
+	if err := netguard.CheckHost(ctx, d.cfg.Resolver, host, d.cfg.AllowPrivate); err != nil {
 		msg := "mint_url: the host does not resolve"
-		if errors.Is(err, probe.ErrBlockedAddress) {
+		if errors.Is(err, netguard.ErrBlocked) {
 			msg = "mint_url: the host is a private, loopback or link-local address"
 		}
 		return "", outpost.Errorf(outpost.Invalid, "invalid_mint_url", "%s", msg).With("field", "mint_url")
@@ -234,7 +232,7 @@ func mustHost(u string) string {
 func (d *Directory) add(u, source, announcer string) (SubmitResult, error) {
 	var res SubmitResult
 	now := d.now().UTC()
-	err := d.update(func(txn *badger.Txn) error {
+	err := store.Update(d.db, func(txn *badger.Txn) error {
 		res = SubmitResult{}
 		id, ok, err := lookupID(txn, urlKey(u))
 		if err != nil {
@@ -248,12 +246,12 @@ func (d *Directory) add(u, source, announcer string) (SubmitResult, error) {
 			res = SubmitResult{ID: m.ID, Exists: true}
 			if announcer != "" && !slices.Contains(m.AnnouncedBy, announcer) {
 				m.AnnouncedBy = append(m.AnnouncedBy, announcer)
-				return store.PutJSON(txn, mintKey(m.id()), m)
+				return store.PutJSON(txn, mintKey(m.ID), m)
 			}
 			return nil
 		}
 		nid := NewID()
-		m := &Mint{ID: nid.String(), CanonicalURL: u, URLs: []MintURL{{URL: u}}, CreatedAt: now, Source: source,
+		m := &Mint{ID: nid, CanonicalURL: u, URLs: []MintURL{{URL: u}}, CreatedAt: now, Source: source,
 			Status: StatusUnknown}
 		if announcer != "" {
 			m.AnnouncedBy = []string{announcer}
@@ -270,7 +268,7 @@ func (d *Directory) add(u, source, announcer string) (SubmitResult, error) {
 		return store.PutJSON(txn, mintKey(nid), m)
 	})
 	if err == nil && !res.Exists {
-		d.prober.Trigger(res.ID)
+		d.prober.Trigger(res.ID.String())
 		d.log.Info("mintdir: new mint", "mint_id", res.ID, "url", u, "source", source)
 	}
 	return res, err
@@ -318,7 +316,7 @@ func (d *Directory) Count() (int, error) {
 func (d *Directory) each(ctx context.Context, fn func(m *Mint)) error {
 	return d.db.View(func(txn *badger.Txn) error {
 		return store.EachJSON(txn, key(kMint), nil, false, func(_ []byte, m Mint) (bool, error) {
-			if m.MergedInto == "" {
+			if m.MergedInto.IsZero() {
 				fn(&m)
 			}
 			return ctx.Err() == nil, ctx.Err()
@@ -386,7 +384,7 @@ func (d *Directory) List(ctx context.Context, o ListOptions) ([]*Mint, int, erro
 		if c := less(all[i], all[j]); c != 0 {
 			return c < 0
 		}
-		return all[i].ID < all[j].ID
+		return bytes.Compare(all[i].ID[:], all[j].ID[:]) < 0
 	})
 	total := len(all)
 	lo := min(o.Offset, total)

@@ -13,10 +13,13 @@ import (
 )
 
 func TestFailureModesAreRecordedChecks(t *testing.T) {
-	e := newEnv(t, Config{ProbeTimeout: 300 * time.Millisecond})
+	e := newEnv(t, Config{Settings: Settings{ProbeTimeout: 300 * time.Millisecond}})
 	f := newFakeMint(t, "Flaky", pk1)
 	id := e.submit(f.URL)
 	e.probe(id)
+	// Made once, ahead: building 10 MB in the handler can take longer than
+	// the 300 ms timeout on a loaded machine, and the check would time out.
+	tooLarge := []byte(`{"name":"` + strings.Repeat("x", 10<<20) + `"}`)
 	tests := []struct {
 		name string
 		b    func(w http.ResponseWriter, r *http.Request) bool
@@ -30,7 +33,7 @@ func TestFailureModesAreRecordedChecks(t *testing.T) {
 		{"invalid JSON", func(w http.ResponseWriter, r *http.Request) bool { fmt.Fprint(w, `{"name":`); return true }, "invalid_json"},
 		{"not a mint", func(w http.ResponseWriter, r *http.Request) bool { fmt.Fprint(w, `{"status":"ok"}`); return true }, "invalid_info"},
 		{"10 MB", func(w http.ResponseWriter, r *http.Request) bool {
-			w.Write([]byte(`{"name":"` + strings.Repeat("x", 10<<20) + `"}`))
+			w.Write(tooLarge)
 			return true
 		}, "body_too_large"},
 		{"slow", func(w http.ResponseWriter, r *http.Request) bool {
@@ -120,18 +123,18 @@ func TestSameMintUnderTwoURLsBecomesOne(t *testing.T) {
 	e.probe(a)
 	alias := strings.Replace(f.URL, "127.0.0.1", "localhost", 1)
 	res, err := e.dir.Submit(e.ctx, alias+"/")
-	if err != nil || res.Exists || res.ID == a {
+	if err != nil || res.Exists || res.ID.String() == a {
 		t.Fatalf("second URL: %+v %v", res, err)
 	}
-	if err := e.dir.Probe(e.ctx, res.ID); err != nil {
+	if err := e.dir.Probe(e.ctx, res.ID.String()); err != nil {
 		t.Fatal(err)
 	}
-	for _, id := range []string{a, res.ID} {
-		if m := e.mint(id); m.ID != a || len(m.URLs) != 2 {
+	for _, id := range []string{a, res.ID.String()} {
+		if m := e.mint(id); m.ID.String() != a || len(m.URLs) != 2 {
 			t.Fatalf("%s resolves to %s with %v", id, m.ID, m.URLList())
 		}
 	}
-	if m, err := e.dir.GetByURL(e.ctx, alias); err != nil || m.ID != a {
+	if m, err := e.dir.GetByURL(e.ctx, alias); err != nil || m.ID.String() != a {
 		t.Fatalf("by the second URL: %v %v", m, err)
 	}
 	if n, _ := e.dir.Count(); n != 1 {
@@ -140,7 +143,7 @@ func TestSameMintUnderTwoURLsBecomesOne(t *testing.T) {
 	if m := e.mint(a); m.URLType(m.URLs[1].URL) != URLMirror {
 		t.Fatalf("the merged URL is a %s", m.URLType(m.URLs[1].URL))
 	}
-	if again, _ := e.dir.Submit(e.ctx, alias); !again.Exists || again.ID != a {
+	if again, _ := e.dir.Submit(e.ctx, alias); !again.Exists || again.ID.String() != a {
 		t.Fatalf("resubmitting the merged URL: %+v", again)
 	}
 
@@ -152,7 +155,7 @@ func TestSameMintUnderTwoURLsBecomesOne(t *testing.T) {
 	if len(m.URLs) != 4 || m.URLType("http://mintabcdef.onion") != URLTor {
 		t.Fatalf("urls after NUT-06: %v", m.URLList())
 	}
-	if res, _ := e.dir.Submit(e.ctx, g.URL); !res.Exists || res.ID != a {
+	if res, _ := e.dir.Submit(e.ctx, g.URL); !res.Exists || res.ID.String() != a {
 		t.Fatalf("an advertised URL is known: %+v", res)
 	}
 }
@@ -203,7 +206,7 @@ func TestProbingCarriesOnAfterARestart(t *testing.T) {
 	if len(targets) != 1 || targets[0].ID != id || !targets[0].LastChecked.Equal(last) {
 		t.Fatalf("targets after restart: %+v, want last check %v", targets, last)
 	}
-	e2.clock.t = last.Add(time.Minute)
+	e2.clock.Set(last.Add(time.Minute))
 	if n := e2.dir.ProbeAll(e2.ctx); n != 1 {
 		t.Fatalf("cycle probed %d", n)
 	}

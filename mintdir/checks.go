@@ -2,7 +2,6 @@ package mintdir
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"time"
 
@@ -30,60 +29,77 @@ func (d *Directory) Probe(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	if m.ID != id {
+	if m.ID.String() != id {
 		return nil // merged; the surviving record is probed on its own
 	}
-	res := d.client.Info(ctx, m.CanonicalURL, d.now)
+	res, info := d.fetchInfo(ctx, m)
 	if !res.OK && ctx.Err() != nil {
 		return ctx.Err() // we are shutting down: not the mint's fault
-	}
-	var info *Info
-	if res.OK {
-		in, err := ParseInfo(res.Body)
-		if err != nil {
-			res.OK, res.ErrKind, res.Err, res.Body = false, probe.KindInvalidInfo, err.Error(), nil
-		} else {
-			info = &in
-		}
 	}
 	if info != nil && info.Pubkey != "" && info.Pubkey != m.PubKey {
 		survivor, err := d.mergeIfKnown(m, info.Pubkey)
 		if err != nil {
 			return err
 		}
-		if survivor != "" {
-			sid, _ := ParseID(survivor)
-			return d.refreshSummary(ctx, sid, true) // more URLs: maybe more reviews
+		if !survivor.IsZero() {
+			return d.refreshSummary(ctx, survivor, true) // more URLs: maybe more reviews
 		}
 	}
-	var keysets []byte
-	if info != nil && (m.KeysetsFetchedAt == nil || res.At.Sub(*m.KeysetsFetchedAt) >= keysetsEvery || info.Hash() != m.MetaHash) {
-		if keysets, err = d.client.Keysets(ctx, m.CanonicalURL); err != nil {
-			d.log.Debug("mintdir: keysets", "mint_id", id, "err", err)
-			keysets = []byte{} // tried: keep the old keysets, try again in an hour
-		}
-	}
+	keysets := d.fetchKeysets(ctx, m, info, res.At)
 	c := &Check{At: res.At.UTC(), OK: res.OK, Skipped: res.Skipped, RTTMs: int(res.RTT.Milliseconds()),
 		ErrKind: res.ErrKind, HTTPStatus: res.HTTPStatus}
 	if !res.OK {
 		c.RTTMs = 0
 	}
-	changed, err := d.record(m.id(), c, info, res.Body, keysets)
+	changed, err := d.record(m.ID, c, info, res.Body, keysets)
 	if err != nil {
 		return err
 	}
 	if !res.OK {
 		d.log.Debug("mintdir: check failed", "mint_id", id, "kind", res.ErrKind, "err", res.Err)
 	}
-	return d.refreshSummary(ctx, m.id(), changed)
+	if !changed && !d.reviewsDue(m) {
+		return nil
+	}
+	return d.refreshSummary(ctx, m.ID, changed)
+}
+
+// fetchInfo asks the mint for its NUT-06 info; info is nil unless the
+// answer is valid info (invalid info fails the check).
+func (d *Directory) fetchInfo(ctx context.Context, m *Mint) (probe.Result, *Info) {
+	res := d.client.Info(ctx, m.CanonicalURL, d.now)
+	if !res.OK {
+		return res, nil
+	}
+	in, err := ParseInfo(res.Body)
+	if err != nil {
+		res.OK, res.ErrKind, res.Err, res.Body = false, probe.KindInvalidInfo, err.Error(), nil
+		return res, nil
+	}
+	return res, &in
+}
+
+// fetchKeysets fetches the keysets when metadata is due: nil when not
+// fetched, empty when that failed (the old keysets stay; tried again in an
+// hour).
+func (d *Directory) fetchKeysets(ctx context.Context, m *Mint, info *Info, at time.Time) []byte {
+	if info == nil || (m.KeysetsFetchedAt != nil && at.Sub(*m.KeysetsFetchedAt) < keysetsEvery && info.Hash() == m.MetaHash) {
+		return nil
+	}
+	keysets, err := d.client.Keysets(ctx, m.CanonicalURL)
+	if err != nil {
+		d.log.Debug("mintdir: keysets", "mint_id", m.ID, "err", err)
+		return []byte{}
+	}
+	return keysets
 }
 
 // record stores a check and everything that follows from it; changed
 // reports that the metadata changed with it.
 func (d *Directory) record(id ID, c *Check, info *Info, body, keysets []byte) (changed bool, err error) {
-	err = d.update(func(txn *badger.Txn) error {
+	err = store.Update(d.db, func(txn *badger.Txn) error {
 		m, err := getMint(txn, id)
-		if err != nil || m == nil || m.MergedInto != "" {
+		if err != nil || m == nil || !m.MergedInto.IsZero() {
 			return err
 		}
 		hash := m.MetaHash
@@ -97,7 +113,7 @@ func (d *Directory) record(id ID, c *Check, info *Info, body, keysets []byte) (c
 }
 
 func (d *Directory) recordTxn(txn *badger.Txn, m *Mint, c *Check, info *Info, body, keysets []byte) error {
-	id := m.id()
+	id := m.ID
 	var gap time.Duration // since the previous check (a 429 counts: the mint was up then)
 	if m.LastCheckedAt != nil && !c.Skipped {
 		gap = min(max(c.At.Sub(*m.LastCheckedAt), 0), 2*d.cfg.ProbeInterval)
@@ -130,6 +146,12 @@ func (d *Directory) recordTxn(txn *badger.Txn, m *Mint, c *Check, info *Info, bo
 		}
 	}
 	if err := txn.Set(scheduleKey(id), store.U64(uint64(c.At.UnixMilli()))); err != nil {
+		return err
+	}
+	// The summary (uptime, incidents, trust) commits with the check, so no
+	// reader sees a check's status without what follows from it. Reviews
+	// are read afterwards, when due (refreshSummary).
+	if err := d.summarize(txn, m, m.Summary.Reviews); err != nil {
 		return err
 	}
 	return store.PutJSON(txn, mintKey(id), m)
@@ -218,22 +240,16 @@ func (d *Directory) apply(m *Mint, c *Check, disabled bool) (opened, closed *Inc
 // Checks returns the raw checks of a mint in [from, to), newest first, at most limit.
 func (d *Directory) Checks(ctx context.Context, m *Mint, from, to time.Time, limit int) ([]Check, error) {
 	var out []Check
-	id := m.id()
+	id := m.ID
 	err := d.db.View(func(txn *badger.Txn) error {
-		prefix := perMintPrefix(kCheck, id)
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix, Reverse: true, PrefetchValues: true, PrefetchSize: 64})
-		defer it.Close()
-		for it.Seek(timeKey(kCheck, id, to.Add(-time.Millisecond))); it.Valid() && len(out) < limit; it.Next() {
-			var c Check
-			if err := it.Item().Value(func(b []byte) error { return json.Unmarshal(b, &c) }); err != nil {
-				return err
-			}
-			if c.At.Before(from) {
-				break
-			}
-			out = append(out, c)
-		}
-		return nil
+		return store.EachJSON(txn, perMintPrefix(kCheck, id), timeKey(kCheck, id, to.Add(-time.Millisecond)), true,
+			func(_ []byte, c Check) (bool, error) {
+				if c.At.Before(from) {
+					return false, nil
+				}
+				out = append(out, c)
+				return len(out) < limit, nil
+			})
 	})
 	return out, err
 }

@@ -12,27 +12,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/outpost-relay/outpost/internal/testkit"
 	"github.com/outpost-relay/outpost/store"
 )
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
-// clock is the injected clock of a test.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newClock() *clock { return &clock{t: time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)} }
-
-func (c *clock) Now() time.Time      { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) Add(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
-
 type env struct {
 	t     testing.TB
 	dir   *Directory
 	st    *store.Store
-	clock *clock
+	clock *testkit.Clock
 	ctx   context.Context
 }
 
@@ -47,7 +37,7 @@ func newEnv(t testing.TB, cfg Config) *env {
 }
 
 func newEnvOn(t testing.TB, st *store.Store, cfg Config) *env {
-	c := newClock()
+	c := testkit.NewClock(time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC))
 	cfg.DB, cfg.Events, cfg.Log, cfg.Now = st.DB, st.Events, quiet(), c.Now
 	cfg.AllowPrivate = true
 	if cfg.ProbeTimeout == 0 {
@@ -64,7 +54,7 @@ func (e *env) submit(u string) string {
 	if err != nil {
 		e.t.Fatalf("submit %s: %v", u, err)
 	}
-	return res.ID
+	return res.ID.String()
 }
 
 func (e *env) probe(id string) *Mint {

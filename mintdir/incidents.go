@@ -56,7 +56,7 @@ func (i Incident) SeverityAt(now time.Time) string {
 // any), newest first, at most limit.
 func (d *Directory) Incidents(ctx context.Context, m *Mint, before time.Time, limit int) ([]Incident, error) {
 	var out []Incident
-	id := m.id()
+	id := m.ID
 	var seek []byte
 	if !before.IsZero() {
 		seek = timeKey(kIncident, id, before.Add(-time.Millisecond))

@@ -50,6 +50,18 @@ func (id ID) String() string {
 	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:32]
 }
 
+// MarshalText is the UUID form: a Mint's id in JSON and logs.
+func (id ID) MarshalText() ([]byte, error) { return []byte(id.String()), nil }
+
+// UnmarshalText parses the UUID form.
+func (id *ID) UnmarshalText(b []byte) (err error) {
+	*id, err = ParseID(string(b))
+	return err
+}
+
+// IsZero reports whether id is no id: a Mint's MergedInto when it was not merged.
+func (id ID) IsZero() bool { return id == ID{} }
+
 var errBadID = errors.New("not a mint id")
 
 // ParseID parses the UUID form.

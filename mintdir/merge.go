@@ -11,13 +11,13 @@ import (
 // already has that pubkey, m is the same mint under another URL, so its URLs
 // move to the other record and m becomes an alias of it. The record that had
 // the pubkey first survives (its history is the longer one); its id is
-// returned, "" when nothing was merged.
-func (d *Directory) mergeIfKnown(m *Mint, pubkey string) (survivor string, err error) {
+// returned, the zero ID when nothing was merged.
+func (d *Directory) mergeIfKnown(m *Mint, pubkey string) (survivor ID, err error) {
 	d.mergeMu.Lock()
 	defer d.mergeMu.Unlock()
-	loser := m.id()
-	err = d.update(func(txn *badger.Txn) error {
-		survivor = ""
+	loser := m.ID
+	err = store.Update(d.db, func(txn *badger.Txn) error {
+		survivor = ID{}
 		owner, ok, err := lookupID(txn, pubKeyKey(pubkey))
 		if err != nil || !ok || owner == loser {
 			return err
@@ -27,29 +27,11 @@ func (d *Directory) mergeIfKnown(m *Mint, pubkey string) (survivor string, err e
 			return err
 		}
 		l, err := getMint(txn, loser)
-		if err != nil || l == nil || l.MergedInto != "" {
+		if err != nil || l == nil || !l.MergedInto.IsZero() {
 			return err
 		}
-		sid := s.id()
-		for _, u := range l.URLs {
-			if !s.hasURL(u.URL) {
-				s.URLs = append(s.URLs, MintURL{URL: u.URL})
-			}
-			if err := txn.Set(urlKey(u.URL), sid[:]); err != nil {
-				return err
-			}
-		}
-		for _, a := range l.AnnouncedBy {
-			if !slices.Contains(s.AnnouncedBy, a) {
-				s.AnnouncedBy = append(s.AnnouncedBy, a)
-			}
-		}
-		if l.PubKey != "" {
-			if o, ok, _ := lookupID(txn, pubKeyKey(l.PubKey)); ok && o == loser {
-				if err := txn.Set(pubKeyKey(l.PubKey), sid[:]); err != nil {
-					return err
-				}
-			}
+		if err := absorb(txn, s, l); err != nil {
+			return err
 		}
 		if err := txn.Delete(scheduleKey(loser)); err != nil {
 			return err
@@ -59,13 +41,38 @@ func (d *Directory) mergeIfKnown(m *Mint, pubkey string) (survivor string, err e
 			return err
 		}
 		survivor = s.ID
-		return store.PutJSON(txn, mintKey(sid), s)
+		return store.PutJSON(txn, mintKey(s.ID), s)
 	})
-	if err != nil || survivor == "" {
-		return "", err
+	if err != nil || survivor.IsZero() {
+		return ID{}, err
 	}
 	d.log.Info("mintdir: merged a mint found under another URL", "merged", m.ID, "into", survivor, "pubkey", pubkey)
 	return survivor, d.dropMintData(loser)
+}
+
+// absorb gives the survivor s the loser l's URLs, announcers and, when the
+// index has l for it, l's pubkey.
+func absorb(txn *badger.Txn, s, l *Mint) error {
+	for _, u := range l.URLs {
+		if !s.hasURL(u.URL) {
+			s.URLs = append(s.URLs, MintURL{URL: u.URL})
+		}
+		if err := txn.Set(urlKey(u.URL), s.ID[:]); err != nil {
+			return err
+		}
+	}
+	for _, a := range l.AnnouncedBy {
+		if !slices.Contains(s.AnnouncedBy, a) {
+			s.AnnouncedBy = append(s.AnnouncedBy, a)
+		}
+	}
+	if l.PubKey == "" {
+		return nil
+	}
+	if o, ok, _ := lookupID(txn, pubKeyKey(l.PubKey)); ok && o == l.ID {
+		return txn.Set(pubKeyKey(l.PubKey), s.ID[:])
+	}
+	return nil
 }
 
 // dropMintData deletes what a merged record collected on its own.

@@ -42,7 +42,7 @@ const maxURLsPerMint = 20
 // history entry when its content changed, the keysets when fetched
 // (keysetsBody is nil when they were not fetched, empty when that failed).
 func (d *Directory) updateMetadata(txn *badger.Txn, m *Mint, info *Info, body, keysetsBody []byte, at time.Time) error {
-	id := m.id()
+	id := m.ID
 	m.MetaFetchedAt = &at
 	if info.Time > 0 {
 		t := time.Unix(info.Time, 0).UTC()
@@ -87,36 +87,51 @@ func (d *Directory) updateMetadata(txn *badger.Txn, m *Mint, info *Info, body, k
 	return store.PutJSON(txn, metaKey(id), meta)
 }
 
-// takeInfo copies what the catalogue keeps from new info: identity, derived
-// features, operators and the advertised URLs.
+// takeInfo copies what the catalogue keeps from new info: its identity (the
+// pubkey index), what describes it, and the URLs it advertises.
 func (d *Directory) takeInfo(txn *badger.Txn, m *Mint, info *Info, at time.Time) error {
-	id := m.id()
-	if info.Pubkey != m.PubKey {
-		if m.PubKey != "" {
-			if owner, ok, _ := lookupID(txn, pubKeyKey(m.PubKey)); ok && owner == id {
-				if err := txn.Delete(pubKeyKey(m.PubKey)); err != nil {
-					return err
-				}
-			}
-			m.PubKeyChangedAt = &at
-		}
-		if info.Pubkey != "" {
-			owner, ok, err := lookupID(txn, pubKeyKey(info.Pubkey))
-			if err != nil {
+	if err := d.takePubKey(txn, m, info.Pubkey, at); err != nil {
+		return err
+	}
+	takeDescription(m, info)
+	return takeURLs(txn, m, info.URLs)
+}
+
+// takePubKey moves the mint's entry in the pubkey index to pk.
+func (d *Directory) takePubKey(txn *badger.Txn, m *Mint, pk string, at time.Time) error {
+	if pk == m.PubKey {
+		return nil
+	}
+	if m.PubKey != "" {
+		if owner, ok, _ := lookupID(txn, pubKeyKey(m.PubKey)); ok && owner == m.ID {
+			if err := txn.Delete(pubKeyKey(m.PubKey)); err != nil {
 				return err
 			}
-			if !ok {
-				if err := txn.Set(pubKeyKey(info.Pubkey), id[:]); err != nil {
-					return err
-				}
-			} else if owner != id {
-				// Another record claimed the key since this probe began;
-				// the next probe merges the two.
-				d.log.Warn("mintdir: pubkey claimed meanwhile", "mint_id", m.ID, "pubkey", info.Pubkey)
-			}
 		}
-		m.PubKey = info.Pubkey
+		m.PubKeyChangedAt = &at
 	}
+	m.PubKey = pk
+	if pk == "" {
+		return nil
+	}
+	owner, ok, err := lookupID(txn, pubKeyKey(pk))
+	switch {
+	case err != nil:
+		return err
+	case !ok:
+		id := m.ID
+		return txn.Set(pubKeyKey(pk), id[:])
+	case owner != m.ID:
+		// Another record claimed the key since this probe began; the next
+		// probe merges the two.
+		d.log.Warn("mintdir: pubkey claimed meanwhile", "mint_id", m.ID, "pubkey", pk)
+	}
+	return nil
+}
+
+// takeDescription copies the name, icon, derived features and operators
+// (the nostr contacts, whose reviews don't count).
+func takeDescription(m *Mint, info *Info) {
 	m.Name, m.IconURL = info.Name, info.IconURL
 	f := info.Features()
 	m.Features = &f
@@ -128,10 +143,15 @@ func (d *Directory) takeInfo(txn *badger.Txn, m *Mint, info *Info, at time.Time)
 			}
 		}
 	}
+}
+
+// takeURLs marks which of the mint's URLs it advertises and adds the new
+// ones, up to maxURLsPerMint, unless another mint is known by them.
+func takeURLs(txn *badger.Txn, m *Mint, urls []string) error {
 	advertised := map[string]bool{}
 	var order []string
-	for _, raw := range info.URLs {
-		if u, err := NormalizeURL(raw); err == nil && !advertised[u] {
+	for _, raw := range urls {
+		if u, err := catalogueURL(raw); err == nil && !advertised[u] {
 			advertised[u] = true
 			order = append(order, u)
 		}
@@ -139,6 +159,7 @@ func (d *Directory) takeInfo(txn *badger.Txn, m *Mint, info *Info, at time.Time)
 	for i := range m.URLs {
 		m.URLs[i].Advertised = advertised[m.URLs[i].URL]
 	}
+	id := m.ID
 	for _, u := range order {
 		if m.hasURL(u) || len(m.URLs) >= maxURLsPerMint {
 			continue
@@ -162,7 +183,7 @@ func (d *Directory) takeInfo(txn *badger.Txn, m *Mint, info *Info, at time.Time)
 // successful check.
 func (d *Directory) Metadata(ctx context.Context, m *Mint) (meta Metadata, info *Info, ok bool, err error) {
 	err = d.db.View(func(txn *badger.Txn) error {
-		ok, err = store.GetJSON(txn, metaKey(m.id()), &meta)
+		ok, err = store.GetJSON(txn, metaKey(m.ID), &meta)
 		return err
 	})
 	if err != nil || !ok || len(meta.Info) == 0 {
@@ -179,7 +200,7 @@ func (d *Directory) Metadata(ctx context.Context, m *Mint) (meta Metadata, info 
 // any), newest first, at most limit.
 func (d *Directory) History(ctx context.Context, m *Mint, before time.Time, limit int) ([]HistoryEntry, error) {
 	var out []HistoryEntry
-	id := m.id()
+	id := m.ID
 	var seek []byte
 	if !before.IsZero() {
 		seek = timeKey(kHistory, id, before.Add(-time.Millisecond))

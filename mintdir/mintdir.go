@@ -10,6 +10,7 @@ package mintdir
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"net"
 	"sync"
@@ -18,8 +19,11 @@ import (
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/nbd-wtf/go-nostr"
+	"github.com/outpost-relay/outpost"
 	"github.com/outpost-relay/outpost/probe"
 	"github.com/outpost-relay/outpost/ratelimit"
+	"github.com/outpost-relay/outpost/settings"
+	"github.com/outpost-relay/outpost/store"
 )
 
 // Events is the part of the relay's event store the directory reads reviews from.
@@ -28,28 +32,55 @@ type Events interface {
 	CountEvents(ctx context.Context, filter nostr.Filter) (int64, error)
 }
 
-// Config configures a Directory.
-type Config struct {
-	DB     *badger.DB
-	Events Events
-	Log    *slog.Logger
-	Now    func() time.Time // injected clock; default time.Now
-
-	ProbeInterval    time.Duration // default 5 m
-	ProbeTimeout     time.Duration // per request; default 10 s
-	ProbeConcurrency int           // default 16
-	SlowRTT          time.Duration // above it a reachable mint is degraded; default 2 s
-	AllowPrivate     bool          // accept and probe loopback/private addresses
-	Resolver         *net.Resolver // for the submit-time SSRF check; default net.DefaultResolver
+// Settings are the directory's operator settings, each bound by
+// cmd/outpost to the flag its tag names and that flag's OUTPOST_*
+// environment twin. Start from DefaultSettings; Valid checks them.
+type Settings struct {
+	ProbeInterval    time.Duration `flag:"probe-interval" usage:"how often each mint is checked (jittered ±10%)"`
+	ProbeTimeout     time.Duration `flag:"probe-timeout" usage:"timeout of one request to a mint; below the interval"`
+	ProbeConcurrency int           `flag:"probe-concurrency" usage:"checks in flight at once, over all mints"`
+	SlowRTT          time.Duration `flag:"probe-slow-ms,ms" usage:"a reachable mint slower than this (ms) is degraded"`
+	AllowPrivate     bool          `flag:"probe-allow-private" usage:"allow mints on private, loopback and link-local addresses (local tests only)"`
 }
 
-// Defaults.
+// DefaultSettings are the design's defaults.
+func DefaultSettings() Settings {
+	return Settings{ProbeInterval: 5 * time.Minute, ProbeTimeout: probe.DefaultTimeout, ProbeConcurrency: 16, SlowRTT: 2 * time.Second}
+}
+
+// Valid checks every setting, naming each bad one.
+func (s *Settings) Valid() error {
+	var errs []error
+	if s.ProbeInterval < time.Second {
+		errs = append(errs, settings.Errorf("probe-interval", "must be at least 1s, got %v", s.ProbeInterval))
+	}
+	if s.ProbeTimeout <= 0 || s.ProbeTimeout >= s.ProbeInterval {
+		errs = append(errs, settings.Errorf("probe-timeout", "must be positive and below --probe-interval (%v), got %v", s.ProbeInterval, s.ProbeTimeout))
+	}
+	if s.ProbeConcurrency < 1 || s.ProbeConcurrency > 1000 {
+		errs = append(errs, settings.Errorf("probe-concurrency", "must be from 1 to 1000"))
+	}
+	if s.SlowRTT < time.Millisecond {
+		errs = append(errs, settings.Errorf("probe-slow-ms", "must be at least 1"))
+	}
+	return errors.Join(errs...)
+}
+
+// Config configures a Directory: its settings (zero ones take
+// DefaultSettings' values) and what it runs on.
+type Config struct {
+	Settings
+	DB       *badger.DB
+	Events   Events
+	Log      *slog.Logger
+	Now      func() time.Time // injected clock; default time.Now
+	Resolver *net.Resolver    // for the submit-time SSRF check; default net.DefaultResolver
+}
+
 const (
-	DefaultProbeInterval = 5 * time.Minute
-	DefaultSlowRTT       = 2 * time.Second
-	offlineAfter         = 3                   // consecutive failed checks
-	abandonedAfter       = 30 * 24 * time.Hour // offline that long
-	keysetsEvery         = time.Hour
+	offlineAfter   = 3                   // consecutive failed checks
+	abandonedAfter = 30 * 24 * time.Hour // offline that long
+	keysetsEvery   = time.Hour
 )
 
 // Directory is the mint directory. It is safe for concurrent use.
@@ -80,14 +111,18 @@ func New(cfg Config) *Directory {
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
+	def := DefaultSettings()
 	if cfg.ProbeInterval <= 0 {
-		cfg.ProbeInterval = DefaultProbeInterval
+		cfg.ProbeInterval = def.ProbeInterval
 	}
 	if cfg.ProbeTimeout <= 0 {
-		cfg.ProbeTimeout = probe.DefaultTimeout
+		cfg.ProbeTimeout = def.ProbeTimeout
+	}
+	if cfg.ProbeConcurrency <= 0 {
+		cfg.ProbeConcurrency = def.ProbeConcurrency
 	}
 	if cfg.SlowRTT <= 0 {
-		cfg.SlowRTT = DefaultSlowRTT
+		cfg.SlowRTT = def.SlowRTT
 	}
 	d := &Directory{db: cfg.DB, events: cfg.Events, log: cfg.Log, now: cfg.Now, cfg: cfg,
 		client: probe.NewClient(probe.ClientOptions{Timeout: cfg.ProbeTimeout, AllowPrivate: cfg.AllowPrivate}),
@@ -123,8 +158,38 @@ func (d *Directory) Run(ctx context.Context) {
 // benchmarks, which drive the prober instead of sleeping on its interval.
 func (d *Directory) ProbeAll(ctx context.Context) int { return d.prober.RunOnce(ctx) }
 
-// ProberStatus reports when the prober last caught up and how far behind it is.
-func (d *Directory) ProberStatus() (lastCycle time.Time, lag time.Duration) { return d.prober.Status() }
+// Health is the directory's /health.
+type Health struct {
+	Status           string  `json:"status"`
+	Version          string  `json:"version"`
+	Time             string  `json:"time"`
+	MintsTotal       int     `json:"mints_total"`
+	LastProbeCycleAt *string `json:"last_probe_cycle_at"`
+	ProbeLagSeconds  float64 `json:"probe_lag_seconds"`
+}
+
+// HealthStatus is down without the store, degraded when the prober has
+// fallen two intervals behind.
+func (h Health) HealthStatus() string { return h.Status }
+
+// Health makes no outbound calls.
+func (d *Directory) Health(ctx context.Context) Health {
+	n, err := d.Count()
+	last, lag := d.prober.Status()
+	h := Health{Status: outpost.HealthOK, Version: outpost.Version, Time: d.now().UTC().Format(time.RFC3339), MintsTotal: n,
+		ProbeLagSeconds: lag.Round(time.Millisecond).Seconds()}
+	if !last.IsZero() {
+		at := last.UTC().Format(time.RFC3339)
+		h.LastProbeCycleAt = &at
+	}
+	switch {
+	case err != nil:
+		h.Status = outpost.HealthDown
+	case lag > 2*d.cfg.ProbeInterval:
+		h.Status = outpost.HealthDegraded
+	}
+	return h
+}
 
 // runWork does work queued by relay hooks (they must not block the relay).
 func (d *Directory) runWork(ctx context.Context) {
@@ -179,11 +244,9 @@ func (d *Directory) runHousekeeping(ctx context.Context) {
 	}
 }
 
-// update runs fn in a read-write transaction, retrying on a conflict with a
-// concurrent writer (badger's transactions are optimistic).
 // deleteKeys deletes keys in one transaction.
 func (d *Directory) deleteKeys(keys [][]byte) error {
-	return d.update(func(txn *badger.Txn) error {
+	return store.Update(d.db, func(txn *badger.Txn) error {
 		for _, k := range keys {
 			if err := txn.Delete(k); err != nil {
 				return err
@@ -191,14 +254,4 @@ func (d *Directory) deleteKeys(keys [][]byte) error {
 		}
 		return nil
 	})
-}
-
-func (d *Directory) update(fn func(txn *badger.Txn) error) error {
-	var err error
-	for range 10 {
-		if err = d.db.Update(fn); err != badger.ErrConflict {
-			return err
-		}
-	}
-	return err
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/nbd-wtf/go-nostr"
+	"github.com/outpost-relay/outpost/store"
 )
 
 // RejectInvalidNIP87 is a khatru RejectEvent policy for the events the
@@ -19,7 +20,7 @@ func RejectInvalidNIP87(_ context.Context, ev *nostr.Event) (reject bool, msg st
 		}
 		n := 0
 		for t := range ev.Tags.FindAll("u") {
-			if _, err := NormalizeURL(t[1]); err != nil {
+			if _, err := catalogueURL(t[1]); err != nil {
 				return true, "invalid: a mint announcement's u tag must be the mint's http(s) URL, got " + strconv.Quote(trim(t[1]))
 			}
 			n++
@@ -40,7 +41,7 @@ func RejectInvalidNIP87(_ context.Context, ev *nostr.Event) (reject bool, msg st
 		}
 		urls := 0
 		for t := range ev.Tags.FindAll("u") {
-			if _, err := NormalizeURL(t[1]); err != nil {
+			if _, err := catalogueURL(t[1]); err != nil {
 				return true, "invalid: a mint review's u tag must be the mint's http(s) URL, got " + strconv.Quote(trim(t[1]))
 			}
 			urls++
@@ -78,10 +79,10 @@ func (d *Directory) OnEventSaved(_ context.Context, ev *nostr.Event) {
 // the summaries of the mints it reviews.
 func (d *Directory) takeReview(ctx context.Context, ev *nostr.Event) {
 	ids := map[ID]bool{}
-	err := d.update(func(txn *badger.Txn) error {
+	err := store.Update(d.db, func(txn *badger.Txn) error {
 		clear(ids)
 		for t := range ev.Tags.FindAll("u") {
-			u, err := NormalizeURL(t[1])
+			u, err := catalogueURL(t[1])
 			if err != nil {
 				continue
 			}

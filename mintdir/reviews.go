@@ -139,7 +139,7 @@ func reviewsMint(ev *nostr.Event, m *Mint, urls map[string]bool) bool {
 				return true
 			}
 		case "u":
-			if u, err := NormalizeURL(t[1]); err == nil && urls[u] {
+			if u, err := catalogueURL(t[1]); err == nil && urls[u] {
 				return true
 			}
 		}

@@ -43,7 +43,7 @@ func TestReviews(t *testing.T) {
 	opPub, _ := nostr.GetPublicKey(op)
 	f.set("contact", []any{[]any{"nostr", opPub}})
 	e.clock.Add(time.Minute)
-	m = e.probe(m.ID)
+	m = e.probe(m.ID.String())
 
 	// Alice reviews twice: the newer one wins. Her first spells the URL with a slash and upper case.
 	e.save(signed(t, alice, 38000, base, "[2/5] meh", k, nostr.Tag{"d", pk1}, nostr.Tag{"u", strings.ToUpper(f.URL) + "/"}))
@@ -80,7 +80,7 @@ func TestReviews(t *testing.T) {
 		t.Fatalf("page: %+v", page)
 	}
 	// The saved reviews refreshed the mint's summary.
-	if m = e.mint(m.ID); m.Summary.Reviews.RatedCount != 2 || m.Summary.Trust.Breakdown.Reviews.RatedCount != 2 {
+	if m = e.mint(m.ID.String()); m.Summary.Reviews.RatedCount != 2 || m.Summary.Trust.Breakdown.Reviews.RatedCount != 2 {
 		t.Fatalf("summary: %+v", m.Summary.Reviews)
 	}
 }

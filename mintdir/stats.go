@@ -50,6 +50,17 @@ func (d *Directory) Stats(ctx context.Context) (Stats, error) {
 	if !c.at.IsZero() && now.Sub(c.at) < statsTTL && now.After(c.at) && c.reviews == d.reviewsSeen.Load() {
 		return c.stats, nil
 	}
+	reviewsSeen := d.reviewsSeen.Load()
+	s, err := d.computeStats(ctx)
+	if err != nil {
+		return Stats{}, err
+	}
+	c.at, c.reviews, c.stats = now, reviewsSeen, s
+	return s, nil
+}
+
+// computeStats walks the catalogue once and counts the reviews.
+func (d *Directory) computeStats(ctx context.Context) (Stats, error) {
 	s := Stats{ByStatus: map[string]int{}, TrustDistribution: map[string]int{}, NutAdoption: []NutCount{}}
 	for _, st := range Statuses {
 		s.ByStatus[st] = 0
@@ -103,6 +114,5 @@ func (d *Directory) Stats(ctx context.Context) (Stats, error) {
 		return Stats{}, err
 	}
 	s.ReviewsTotal = reviews
-	c.at, c.reviews, c.stats = now, d.reviewsSeen.Load(), s
 	return s, nil
 }

@@ -7,7 +7,7 @@ import (
 )
 
 func TestStatusTransitionsAndIncidents(t *testing.T) {
-	e := newEnv(t, Config{ProbeInterval: time.Minute, SlowRTT: 300 * time.Millisecond})
+	e := newEnv(t, Config{Settings: Settings{ProbeInterval: time.Minute, SlowRTT: 300 * time.Millisecond}})
 	f := newFakeMint(t, "Status Mint", pk1)
 	id := e.submit(f.URL)
 	if m := e.mint(id); m.Status != StatusUnknown || m.LastCheckedAt != nil {

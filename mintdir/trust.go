@@ -125,6 +125,17 @@ func scoreTrust(m *Mint, info *Info, s *Summary, slow time.Duration, now time.Ti
 	if r.AverageRating != nil {
 		b.Reviews.Score = round1(maxReviews * (*r.AverageRating - 1) / 4 * math.Min(1, float64(r.RatedCount)/5))
 	}
+	b.Identity = identityPart(m, info)
+	b.Penalties = penaltiesPart(m, s, now)
+	total := b.Uptime.Score + b.Speed.Score + b.Reviews.Score + b.Identity.Score + b.Penalties.Score
+	t := Trust{Score: int(math.Max(0, math.Min(100, math.Round(total)))), Breakdown: b, ComputedAt: now.UTC()}
+	t.Level = trustLevel(m, t.Score, now)
+	return t
+}
+
+// identityPart: 3 points for a pubkey, 3 for a contact, 2 for https, 1 each
+// for a name and a description.
+func identityPart(m *Mint, info *Info) IdentityPart {
 	id := IdentityPart{Max: maxIdentity, HasPubkey: validMintPubkey(m.PubKey), HTTPS: strings.HasPrefix(m.CanonicalURL, "https://")}
 	if info != nil {
 		id.HasContact, id.HasName, id.HasDescription = len(info.Contact) > 0, info.Name != "", info.Description != ""
@@ -137,7 +148,12 @@ func scoreTrust(m *Mint, info *Info, s *Summary, slow time.Duration, now time.Ti
 			id.Score += p.points
 		}
 	}
-	b.Identity = id
+	return id
+}
+
+// penaltiesPart: -10 offline or -3 degraded, -2 per incident in 30 days
+// (three at most), -5 for a pubkey changed in 30 days; minPenalties at most.
+func penaltiesPart(m *Mint, s *Summary, now time.Time) PenaltiesPart {
 	pen := PenaltiesPart{Max: 0, Min: minPenalties, Incidents30d: s.Incidents30d,
 		Offline:          m.Status == StatusOffline || m.Status == StatusAbandoned,
 		Degraded:         m.Status == StatusDegraded,
@@ -153,23 +169,22 @@ func scoreTrust(m *Mint, info *Info, s *Summary, slow time.Duration, now time.Ti
 		pen.Score -= 5
 	}
 	pen.Score = math.Max(pen.Score, minPenalties)
-	b.Penalties = pen
+	return pen
+}
 
-	total := b.Uptime.Score + b.Speed.Score + b.Reviews.Score + b.Identity.Score + b.Penalties.Score
-	t := Trust{Score: int(math.Max(0, math.Min(100, math.Round(total)))), Breakdown: b, ComputedAt: now.UTC()}
+// trustLevel: unknown for a mint checked for less than a day.
+func trustLevel(m *Mint, score int, now time.Time) string {
 	switch {
 	case m.FirstCheckedAt == nil || now.Sub(*m.FirstCheckedAt) < 24*time.Hour:
-		t.Level = LevelUnknown
-	case t.Score >= 75:
-		t.Level = LevelHigh
-	case t.Score >= 50:
-		t.Level = LevelMedium
-	case t.Score >= 25:
-		t.Level = LevelLow
-	default:
-		t.Level = LevelVeryLow
+		return LevelUnknown
+	case score >= 75:
+		return LevelHigh
+	case score >= 50:
+		return LevelMedium
+	case score >= 25:
+		return LevelLow
 	}
-	return t
+	return LevelVeryLow
 }
 
 // validMintPubkey: a compressed secp256k1 key in hex, as NUT-06 has it.
@@ -189,6 +204,12 @@ func validMintPubkey(pk string) bool {
 // saved reviews (which refresh it at once).
 const reviewsEvery = time.Hour
 
+// reviewsDue: m's review summary was never read or is an hour old.
+func (d *Directory) reviewsDue(m *Mint) bool {
+	now := d.now()
+	return m.ReviewsReadAt == nil || now.Sub(*m.ReviewsReadAt) >= reviewsEvery || now.Before(*m.ReviewsReadAt)
+}
+
 // refreshSummary recomputes a mint's summary and stores it with the mint.
 // Reviews are read from the event store only when asked (a review arrived,
 // the mint's URLs or pubkey changed) or when the last read is an hour old:
@@ -200,7 +221,7 @@ func (d *Directory) refreshSummary(ctx context.Context, id ID, readReviews bool)
 	}
 	now := d.now()
 	var rs *ReviewSummary
-	if readReviews || m.ReviewsReadAt == nil || now.Sub(*m.ReviewsReadAt) >= reviewsEvery || now.Before(*m.ReviewsReadAt) {
+	if readReviews || d.reviewsDue(m) {
 		reviews, err := d.reviews(ctx, m)
 		if err != nil {
 			return err
@@ -208,9 +229,9 @@ func (d *Directory) refreshSummary(ctx context.Context, id ID, readReviews bool)
 		sum := summarizeReviews(reviews)
 		rs = &sum
 	}
-	return d.update(func(txn *badger.Txn) error {
+	return store.Update(d.db, func(txn *badger.Txn) error {
 		m, err := getMint(txn, id)
-		if err != nil || m == nil || m.MergedInto != "" {
+		if err != nil || m == nil || !m.MergedInto.IsZero() {
 			return err
 		}
 		reviews := m.Summary.Reviews
@@ -228,7 +249,7 @@ func (d *Directory) refreshSummary(ctx context.Context, id ID, readReviews bool)
 // from the hourly ones in one scan.
 func (d *Directory) summarize(txn *badger.Txn, m *Mint, reviews ReviewSummary) error {
 	now := d.now()
-	id := m.id()
+	id := m.ID
 	s := Summary{ComputedAt: now.UTC(), Reviews: reviews}
 	var day, week, month rollup
 	to := now.Add(time.Nanosecond)

@@ -121,7 +121,7 @@ func (d *Directory) Uptime(ctx context.Context, m *Mint, w Window) (Uptime, erro
 	now := d.now()
 	var total rollup
 	err := d.db.View(func(txn *badger.Txn) error {
-		return scanRollups(txn, m.id(), levelFor(w), now.Add(-w.Dur), now.Add(time.Nanosecond), func(_ time.Time, r *rollup) { total.merge(r) })
+		return scanRollups(txn, m.ID, levelFor(w), now.Add(-w.Dur), now.Add(time.Nanosecond), func(_ time.Time, r *rollup) { total.merge(r) })
 	})
 	return summarizeRollup(&total), err
 }
@@ -147,7 +147,7 @@ func (d *Directory) Timeseries(ctx context.Context, m *Mint, w Window, bucket ti
 	n := int(now.Sub(first)/bucket) + 1
 	agg := make([]pointAgg, n)
 	err := d.db.View(func(txn *badger.Txn) error {
-		return scanRollups(txn, m.id(), level, first, now.Add(time.Nanosecond), func(start time.Time, r *rollup) {
+		return scanRollups(txn, m.ID, level, first, now.Add(time.Nanosecond), func(start time.Time, r *rollup) {
 			if i := int(start.Sub(first) / bucket); i >= 0 && i < n {
 				agg[i].add(r)
 			}

@@ -15,7 +15,7 @@ func (e *env) feed(m *Mint, step time.Duration, checks ...Check) {
 	for _, c := range checks {
 		e.clock.Add(step)
 		c.At = e.clock.Now()
-		if _, err := e.dir.record(m.id(), &c, nil, nil, nil); err != nil {
+		if _, err := e.dir.record(m.ID, &c, nil, nil, nil); err != nil {
 			e.t.Fatal(err)
 		}
 	}
@@ -28,7 +28,7 @@ func rateLimited() Check {
 }
 
 func TestUptimeFromRollups(t *testing.T) {
-	e := newEnv(t, Config{ProbeInterval: 5 * time.Minute})
+	e := newEnv(t, Config{Settings: Settings{ProbeInterval: 5 * time.Minute}})
 	m := e.mint(e.submit("http://127.0.0.1:1"))
 	// About 31 days ago: outside every window.
 	e.feed(m, 5*time.Minute, bad(), bad())
@@ -68,9 +68,9 @@ func TestUptimeFromRollups(t *testing.T) {
 }
 
 func TestTimeseries(t *testing.T) {
-	e := newEnv(t, Config{ProbeInterval: 5 * time.Minute})
+	e := newEnv(t, Config{Settings: Settings{ProbeInterval: 5 * time.Minute}})
 	m := e.mint(e.submit("http://127.0.0.1:1"))
-	e.clock.t = e.clock.t.Truncate(time.Hour) // buckets line up with the checks
+	e.clock.Set(e.clock.Now().Truncate(time.Hour)) // buckets line up with the checks
 	e.feed(m, 5*time.Minute, ok(100), ok(200), bad(), bad(), bad(), ok(50), rateLimited())
 	e.clock.Add(time.Minute)
 
@@ -157,7 +157,7 @@ func TestRollupEncoding(t *testing.T) {
 }
 
 func TestPruneKeepsWhatQueriesRead(t *testing.T) {
-	e := newEnv(t, Config{ProbeInterval: time.Hour})
+	e := newEnv(t, Config{Settings: Settings{ProbeInterval: time.Hour}})
 	m := e.mint(e.submit("http://127.0.0.1:1"))
 	e.feed(m, time.Hour, ok(10), ok(10), bad())
 	e.clock.Add(40 * 24 * time.Hour)
@@ -187,9 +187,25 @@ func TestPruneKeepsWhatQueriesRead(t *testing.T) {
 	if hourly != 4 || fine != 1 {
 		t.Fatalf("rollups after pruning: %d hourly, %d 5-minute; want 4, 1", hourly, fine)
 	}
-	if u, _ := e.dir.Uptime(e.ctx, e.mint(m.ID), Window24h); u.TotalChecks != 1 {
+	if u, _ := e.dir.Uptime(e.ctx, e.mint(m.ID.String()), Window24h); u.TotalChecks != 1 {
 		t.Fatalf("uptime after pruning: %+v", u)
 	}
 }
 
-func idBytes(m *Mint) []byte { id := m.id(); return id[:] }
+func idBytes(m *Mint) []byte { id := m.ID; return id[:] }
+
+// A check and the summary that follows from it commit together: a reader
+// never sees a mint online after its first check with no uptime yet.
+func TestCheckAndSummaryCommitTogether(t *testing.T) {
+	e := newEnv(t, Config{})
+	m := e.mint(e.submit(newFakeMint(t, "Atomic", pk1).URL))
+	e.feed(m, time.Minute, ok(40))
+	m = e.mint(m.ID.String())
+	if m.Status != StatusOnline || m.Summary.Uptime24h == nil || *m.Summary.Uptime24h != 100 || m.Summary.AvgRTT24h == nil {
+		t.Fatalf("after the check: status %s, summary %+v", m.Status, m.Summary)
+	}
+	e.feed(m, time.Minute, bad(), bad(), bad())
+	if m = e.mint(m.ID.String()); m.Status != StatusOffline || *m.Summary.Uptime24h == 100 || m.Summary.Incidents7d != 1 {
+		t.Fatalf("after three failures: status %s, summary %+v", m.Status, m.Summary)
+	}
+}

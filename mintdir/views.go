@@ -61,10 +61,10 @@ func (d *Directory) CountView(m *Mint, ip, userAgent string) {
 	h.Write([]byte(userAgent))
 	var s sessionHash
 	copy(s[:], h.Sum(nil))
-	p := v.pending[m.id()]
+	p := v.pending[m.ID]
 	if p == nil {
 		p = &pendingViews{hours: map[int64]uint64{}, days: map[int64]uint64{}, sessions: map[int64]map[sessionHash]bool{}}
-		v.pending[m.id()] = p
+		v.pending[m.ID] = p
 	}
 	p.hours[unixHour(now)]++
 	p.days[day]++
@@ -94,7 +94,7 @@ func (d *Directory) FlushViews(ctx context.Context) error {
 	v.mu.Unlock()
 	var errs []error
 	for id, p := range pending {
-		errs = append(errs, d.update(func(txn *badger.Txn) error { return flushMintViews(txn, id, p) }))
+		errs = append(errs, store.Update(d.db, func(txn *badger.Txn) error { return flushMintViews(txn, id, p) }))
 	}
 	return errors.Join(errs...)
 }
@@ -175,7 +175,7 @@ type Views struct {
 
 // Views counts a mint's views: what is stored plus what is still in memory.
 func (d *Directory) Views(ctx context.Context, m *Mint) (Views, error) {
-	id := m.id()
+	id := m.ID
 	now := d.now()
 	hour, day := unixHour(now), unixDay(now)
 	var out Views

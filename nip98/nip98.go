@@ -56,57 +56,75 @@ func fail(check, format string, args ...any) *outpost.Error {
 }
 
 // Verify checks header against req and returns the signer's pubkey (hex).
+// The checks run in a fixed order; a failure names its check.
 func (v *Verifier) Verify(header string, req Request) (string, error) {
-	token, ok := strings.CutPrefix(header, "Nostr ")
-	if !ok || token == "" {
-		return "", fail("header", "expected an Authorization header of the form \"Nostr <base64 event>\"")
-	}
-	if len(token) > maxHeaderLen {
-		return "", fail("header", "authorization event too large")
-	}
-	raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(token))
+	ev, err := decode(header)
 	if err != nil {
-		if raw, err = base64.RawStdEncoding.DecodeString(strings.TrimSpace(token)); err != nil {
-			return "", fail("base64", "the authorization event is not valid base64")
-		}
-	}
-	var ev nostr.Event
-	if err := json.Unmarshal(raw, &ev); err != nil {
-		return "", fail("json", "the authorization event is not valid JSON")
-	}
-	if ev.Kind != Kind {
-		return "", fail("kind", "the authorization event must be kind %d, got %d", Kind, ev.Kind)
-	}
-	if !ev.CheckID() {
-		return "", fail("id", "the authorization event id does not match its content")
-	}
-	if ok, _ := ev.CheckSignature(); !ok {
-		return "", fail("signature", "the authorization event signature is invalid")
+		return "", err
 	}
 	now := v.Now()
-	created := time.Unix(int64(ev.CreatedAt), 0)
-	if d := now.Sub(created); d > v.Window || d < -v.Window {
-		return "", fail("created_at", "created_at must be within %d seconds of the server time", int(v.Window.Seconds()))
-	}
-	u := ev.Tags.GetFirst([]string{"u", ""})
-	if u == nil || !urlMatches((*u)[1], req.URLs) {
-		return "", fail("u", "the u tag must be the exact URL of this request").With("expected_u", first(req.URLs))
-	}
-	m := ev.Tags.GetFirst([]string{"method", ""})
-	if m == nil || !strings.EqualFold((*m)[1], req.Method) {
-		return "", fail("method", "the method tag must be %s", req.Method)
-	}
-	p := ev.Tags.GetFirst([]string{"payload", ""})
-	if len(req.Body) > 0 || p != nil {
-		sum := sha256.Sum256(req.Body)
-		if p == nil || !strings.EqualFold((*p)[1], hex.EncodeToString(sum[:])) {
-			return "", fail("payload", "the payload tag must be the sha256 of the request body")
-		}
+	if err := v.checkRequest(ev, req, now); err != nil {
+		return "", err
 	}
 	if !v.replay.add(ev.ID, now, now.Add(2*v.Window)) {
 		return "", fail("replay", "this authorization event was already used")
 	}
 	return ev.PubKey, nil
+}
+
+// decode reads the header's event and checks it is a signed kind-27235 event.
+func decode(header string) (*nostr.Event, error) {
+	token, ok := strings.CutPrefix(header, "Nostr ")
+	if !ok || token == "" {
+		return nil, fail("header", "expected an Authorization header of the form \"Nostr <base64 event>\"")
+	}
+	if len(token) > maxHeaderLen {
+		return nil, fail("header", "authorization event too large")
+	}
+	raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(token))
+	if err != nil {
+		if raw, err = base64.RawStdEncoding.DecodeString(strings.TrimSpace(token)); err != nil {
+			return nil, fail("base64", "the authorization event is not valid base64")
+		}
+	}
+	var ev nostr.Event
+	if err := json.Unmarshal(raw, &ev); err != nil {
+		return nil, fail("json", "the authorization event is not valid JSON")
+	}
+	if ev.Kind != Kind {
+		return nil, fail("kind", "the authorization event must be kind %d, got %d", Kind, ev.Kind)
+	}
+	if !ev.CheckID() {
+		return nil, fail("id", "the authorization event id does not match its content")
+	}
+	if ok, _ := ev.CheckSignature(); !ok {
+		return nil, fail("signature", "the authorization event signature is invalid")
+	}
+	return &ev, nil
+}
+
+// checkRequest checks that ev describes req, now.
+func (v *Verifier) checkRequest(ev *nostr.Event, req Request, now time.Time) error {
+	created := time.Unix(int64(ev.CreatedAt), 0)
+	if d := now.Sub(created); d > v.Window || d < -v.Window {
+		return fail("created_at", "created_at must be within %d seconds of the server time", int(v.Window.Seconds()))
+	}
+	u := ev.Tags.GetFirst([]string{"u", ""})
+	if u == nil || !urlMatches((*u)[1], req.URLs) {
+		return fail("u", "the u tag must be the exact URL of this request").With("expected_u", first(req.URLs))
+	}
+	m := ev.Tags.GetFirst([]string{"method", ""})
+	if m == nil || !strings.EqualFold((*m)[1], req.Method) {
+		return fail("method", "the method tag must be %s", req.Method)
+	}
+	p := ev.Tags.GetFirst([]string{"payload", ""})
+	if len(req.Body) > 0 || p != nil {
+		sum := sha256.Sum256(req.Body)
+		if p == nil || !strings.EqualFold((*p)[1], hex.EncodeToString(sum[:])) {
+			return fail("payload", "the payload tag must be the sha256 of the request body")
+		}
+	}
+	return nil
 }
 
 func first(s []string) string {

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/outpost-relay/outpost"
+	"github.com/outpost-relay/outpost/netguard"
 )
 
 // Error kinds of a failed check.
@@ -79,7 +80,10 @@ func NewClient(o ClientOptions) *Client {
 	if o.UserAgent == "" {
 		o.UserAgent = "outpost-mintdir/" + outpost.Version + " (+https://github.com/outpost-relay/outpost)"
 	}
-	dialer := &net.Dialer{Timeout: o.Timeout, Control: dialControl(o.AllowPrivate)}
+	dialer := &net.Dialer{Timeout: o.Timeout}
+	if !o.AllowPrivate {
+		dialer.Control = netguard.Control
+	}
 	tr := &http.Transport{
 		Proxy:                  nil, // a proxy would dial for us, past the guard
 		DialContext:            dialer.DialContext,
@@ -237,7 +241,7 @@ func classify(err error) string {
 	var alert tls.AlertError
 	var netErr net.Error
 	switch {
-	case errors.Is(err, ErrBlockedAddress):
+	case errors.Is(err, netguard.ErrBlocked):
 		return KindBlocked
 	case errors.Is(err, errRedirectLoop):
 		return KindRedirectLoop

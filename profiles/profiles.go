@@ -69,51 +69,60 @@ func (f *Fetcher) Fetch(ctx context.Context, pubkey string, ageCutoff time.Time)
 		until := nostr.Timestamp(ageCutoff.Unix())
 		filters = append(filters, nostr.Filter{Authors: []string{pubkey}, Until: &until, Limit: 1})
 	}
-	var (
-		mu     sync.Mutex
-		events []*nostr.Event
-		failed []string
-	)
+	var events []*nostr.Event
 	if f.Local != nil {
 		for _, flt := range filters {
 			events = append(events, queryLocal(ctx, f.Local, flt)...)
 		}
 	}
-	if len(f.Relays) > 0 {
-		timeout := f.Timeout
-		if timeout <= 0 {
-			timeout = 4 * time.Second
-		}
-		rctx, cancel := context.WithTimeout(ctx, timeout)
-		defer cancel()
-		var wg sync.WaitGroup
-		for _, url := range f.Relays {
-			wg.Go(func() {
-				evs, err := queryRelay(rctx, url, filters)
-				mu.Lock()
-				defer mu.Unlock()
-				if err != nil {
-					failed = append(failed, url)
-					if f.Log != nil {
-						f.Log.Debug("profile relay query failed", "relay", url, "pubkey", pubkey, "err", err)
-					}
-				}
-				// Keep what a relay sent before it failed: each event is
-				// verified on its own.
-				for _, ev := range evs {
-					if ev.PubKey == pubkey && filters.Match(ev) && ev.CheckID() {
-						if ok, _ := ev.CheckSignature(); ok {
-							events = append(events, ev)
-						}
-					}
-				}
-			})
-		}
-		wg.Wait()
-	}
+	remote, failed := f.fetchRemote(ctx, pubkey, filters)
+	res := summarize(append(events, remote...), pubkey, nostr.Timestamp(now().Add(maxFuture).Unix()))
+	res.Failed = failed
+	return res
+}
 
-	res := Result{Failed: failed}
-	limit := nostr.Timestamp(now().Add(maxFuture).Unix())
+// fetchRemote asks every relay at once, within the timeout; what each
+// relay sends is verified event by event, and kept even when it fails later.
+func (f *Fetcher) fetchRemote(ctx context.Context, pubkey string, filters nostr.Filters) (events []*nostr.Event, failed []string) {
+	if len(f.Relays) == 0 {
+		return nil, nil
+	}
+	timeout := f.Timeout
+	if timeout <= 0 {
+		timeout = 4 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, url := range f.Relays {
+		wg.Go(func() {
+			evs, err := queryRelay(ctx, url, filters)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				failed = append(failed, url)
+				if f.Log != nil {
+					f.Log.Debug("profile relay query failed", "relay", url, "pubkey", pubkey, "err", err)
+				}
+			}
+			for _, ev := range evs {
+				if ev.PubKey == pubkey && filters.Match(ev) && ev.CheckID() {
+					if ok, _ := ev.CheckSignature(); ok {
+						events = append(events, ev)
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return events, failed
+}
+
+// summarize finds pubkey's newest valid profile and earliest event among
+// events, ignoring those dated after limit.
+func summarize(events []*nostr.Event, pubkey string, limit nostr.Timestamp) Result {
+	var res Result
 	var newest *nostr.Event
 	for _, ev := range events {
 		if ev.PubKey != pubkey || ev.CreatedAt > limit || ev.CreatedAt <= 0 {

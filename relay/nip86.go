@@ -14,7 +14,6 @@ import (
 	"github.com/nbd-wtf/go-nostr/nip11"
 	"github.com/nbd-wtf/go-nostr/nip86"
 	"github.com/outpost-relay/outpost"
-	"github.com/outpost-relay/outpost/banlist"
 	"github.com/outpost-relay/outpost/nip98"
 	"github.com/outpost-relay/outpost/pubkey"
 	"github.com/outpost-relay/outpost/store"
@@ -39,9 +38,22 @@ var relayInfoKey = store.Key(store.PrefixRelay, 0x01)
 
 const maxNIP86Body = 64 << 10
 
+// Moderation is what NIP-86 management does its work through (the ban
+// list): each method is the NIP-86 method of its name; actor names the
+// admin for the audit log.
+type Moderation interface {
+	BanPubKey(ctx context.Context, actor, pubkey, reason string) error
+	AllowPubKey(ctx context.Context, actor, pubkey string) error
+	ListBannedPubKeys(ctx context.Context) ([]nip86.PubKeyReason, error)
+	ListEventsNeedingModeration(ctx context.Context) ([]nip86.IDReason, error)
+	BanEvent(ctx context.Context, actor, id, reason string) error
+	AllowEvent(ctx context.Context, actor, id string) error
+	ListBannedEvents(ctx context.Context) ([]nip86.IDReason, error)
+}
+
 // EnableManagement serves NIP-86 to the given admins (hex pubkeys), applying
 // bans and event removals through svc so they are audited and enforced at once.
-func (r *Relay) EnableManagement(svc *banlist.Service, admins []string) error {
+func (r *Relay) EnableManagement(svc Moderation, admins []string) error {
 	m := &management{admins: map[string]bool{}, verifier: nip98.NewVerifier(0, nil)}
 	for _, a := range admins {
 		m.admins[a] = true
@@ -63,35 +75,17 @@ func (r *Relay) EnableManagement(svc *banlist.Service, admins []string) error {
 		return false, ""
 	})
 	api.BanPubKey = func(ctx context.Context, pk, reason string) error {
-		if reason == "" {
-			reason = "banned by a relay admin"
-		}
-		_, err := svc.Ban(ctx, actor(ctx), pk, reason, nil)
-		return clientError(err)
+		return clientError(svc.BanPubKey(ctx, actor(ctx), pk, reason))
 	}
 	api.AllowPubKey = func(ctx context.Context, pk, _ string) error {
-		// Allowing a key that has no ban is already satisfied.
-		if _, err := svc.Unban(ctx, actor(ctx), pk); err != nil && !outpost.IsKind(err, outpost.NotFound) {
-			return clientError(err)
-		}
-		return nil
+		return clientError(svc.AllowPubKey(ctx, actor(ctx), pk))
 	}
 	api.ListBannedPubKeys = func(ctx context.Context) ([]nip86.PubKeyReason, error) {
-		bans := svc.ActiveBans()
-		out := make([]nip86.PubKeyReason, 0, len(bans))
-		for _, b := range bans {
-			out = append(out, nip86.PubKeyReason{PubKey: b.PubKey, Reason: b.Reason})
-		}
-		return out, nil
+		out, err := svc.ListBannedPubKeys(ctx)
+		return out, clientError(err)
 	}
 	api.ListEventsNeedingModeration = func(ctx context.Context) ([]nip86.IDReason, error) {
-		reports, err := svc.Reports(ctx, 0, 1000)
-		out := []nip86.IDReason{}
-		for _, rep := range reports {
-			for _, id := range rep.EventIDs {
-				out = append(out, nip86.IDReason{ID: id, Reason: rep.Reason})
-			}
-		}
+		out, err := svc.ListEventsNeedingModeration(ctx)
 		return out, clientError(err)
 	}
 	api.BanEvent = func(ctx context.Context, id, reason string) error {
@@ -101,11 +95,7 @@ func (r *Relay) EnableManagement(svc *banlist.Service, admins []string) error {
 		return clientError(svc.AllowEvent(ctx, actor(ctx), id))
 	}
 	api.ListBannedEvents = func(ctx context.Context) ([]nip86.IDReason, error) {
-		evs, err := svc.BannedEvents(ctx)
-		out := make([]nip86.IDReason, 0, len(evs))
-		for _, e := range evs {
-			out = append(out, nip86.IDReason{ID: e.ID, Reason: e.Reason})
-		}
+		out, err := svc.ListBannedEvents(ctx)
 		return out, clientError(err)
 	}
 	api.ChangeRelayName = func(ctx context.Context, v string) error {

@@ -23,7 +23,6 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/nbd-wtf/go-nostr/nip40"
 	"github.com/outpost-relay/outpost"
-	"github.com/outpost-relay/outpost/banlist"
 	"github.com/outpost-relay/outpost/policies"
 	"github.com/outpost-relay/outpost/ratelimit"
 	"github.com/outpost-relay/outpost/store"
@@ -126,7 +125,7 @@ func New(cfg Config) *Relay {
 		return ev.QueryEvents(ctx, f)
 	}))
 
-	rl.RejectEvent = append(rl.RejectEvent, rejectExpired, banlist.RejectInvalidReports)
+	rl.RejectEvent = append(rl.RejectEvent, rejectExpired)
 	rl.RejectEvent = append(rl.RejectEvent, banPolicies(cfg.BanList)...)
 	rl.RejectEvent = append(rl.RejectEvent, r.rejectDeleted)
 

@@ -3,8 +3,11 @@ package store
 import (
 	"encoding/json"
 	"errors"
+	"math/rand/v2"
+	"time"
 
 	"github.com/dgraph-io/badger/v4"
+	"github.com/outpost-relay/outpost"
 )
 
 // GetJSON decodes the record at key into v; found is false when there is none.
@@ -26,6 +29,37 @@ func PutJSON(txn *badger.Txn, key []byte, v any) error {
 		return err
 	}
 	return txn.Set(key, b)
+}
+
+// maxAttempts bounds Update's retries; a variable so a test can lower it.
+var maxAttempts = 200
+
+// ErrWriteConflict is Update's answer when every attempt conflicted: a 409
+// the client may simply repeat.
+var ErrWriteConflict = outpost.Errorf(outpost.Conflict, "write_conflict", "the record changed concurrently; try again")
+
+// Update runs fn in a read-write transaction and commits it, running it
+// again when the commit conflicts. badger's transactions are optimistic: a
+// commit fails with badger.ErrConflict when another transaction wrote a key
+// fn read since fn read it, so fn must derive everything it writes from txn
+// (and reset what it captures). Some records are read and written by every
+// request of a kind (the faucet's limits and budget, a mint's record during
+// a probe), so under load many transactions conflict at once: attempts back
+// off for a random few milliseconds, growing with each attempt, which
+// spreads them out instead of letting them collide again in lockstep. After
+// maxAttempts (about ten seconds of backing off at worst) the conflict is
+// ErrWriteConflict.
+func Update(db *badger.DB, fn func(txn *badger.Txn) error) error {
+	for attempt := 1; ; attempt++ {
+		err := db.Update(fn)
+		switch {
+		case !errors.Is(err, badger.ErrConflict):
+			return err
+		case attempt >= maxAttempts:
+			return ErrWriteConflict
+		}
+		time.Sleep(time.Duration(rand.IntN(attempt+1)) * time.Millisecond)
+	}
 }
 
 // EachJSON calls fn with every record under prefix, in key order (or reverse

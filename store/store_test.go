@@ -2,14 +2,18 @@ package store
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"path/filepath"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/dgraph-io/badger/v4"
 	bbackend "github.com/fiatjaf/eventstore/badger"
 	"github.com/nbd-wtf/go-nostr"
+	"github.com/outpost-relay/outpost"
 )
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
@@ -183,5 +187,80 @@ func TestOpenMovesEventstoreEventsAndKeepsRecords(t *testing.T) {
 		if err != nil || !found || r.N != int(p) {
 			t.Errorf("record under %#x after the move: %v %v %+v", p, found, err, r)
 		}
+	}
+}
+
+func openTest(t *testing.T) *Store {
+	t.Helper()
+	s, err := Open(t.TempDir(), quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// Many writers of one record all land: each conflict is retried, none is
+// lost or answered with an error.
+func TestUpdateRetriesConflicts(t *testing.T) {
+	s := openTest(t)
+	k := Key(PrefixFaucet, 1)
+	const writers = 40
+	var wg sync.WaitGroup
+	errs := make(chan error, writers)
+	for range writers {
+		wg.Go(func() {
+			errs <- Update(s.DB, func(txn *badger.Txn) error {
+				var n int
+				if _, err := GetJSON(txn, k, &n); err != nil {
+					return err
+				}
+				time.Sleep(time.Millisecond) // let the others read the same value
+				return PutJSON(txn, k, n+1)
+			})
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Errorf("Update: %v", err)
+		}
+	}
+	var got int
+	s.DB.View(func(txn *badger.Txn) error { _, err := GetJSON(txn, k, &got); return err })
+	if got != writers {
+		t.Fatalf("counter = %d after %d increments", got, writers)
+	}
+}
+
+func TestUpdateGivesUpWithAConflictError(t *testing.T) {
+	s := openTest(t)
+	defer func(n int) { maxAttempts = n }(maxAttempts)
+	maxAttempts = 3
+	k := Key(PrefixFaucet, 2)
+	attempts := 0
+	err := Update(s.DB, func(txn *badger.Txn) error {
+		attempts++
+		if _, err := txn.Get(k); err != nil && !errors.Is(err, badger.ErrKeyNotFound) {
+			return err
+		}
+		// Another transaction writes what this one read: its commit conflicts.
+		if err := s.DB.Update(func(other *badger.Txn) error { return other.Set(k, []byte("x")) }); err != nil {
+			return err
+		}
+		return txn.Set(k, []byte("y"))
+	})
+	if !outpost.IsKind(err, outpost.Conflict) || outpost.AsError(err).Code != "write_conflict" {
+		t.Fatalf("got %v, want a 409 write_conflict", err)
+	}
+	if attempts != 3 {
+		t.Fatalf("%d attempts, want 3", attempts)
+	}
+	// fn's own errors are returned at once, never retried.
+	attempts = 0
+	want := errors.New("no")
+	if err := Update(s.DB, func(*badger.Txn) error { attempts++; return want }); err != want || attempts != 1 {
+		t.Fatalf("got %v after %d attempts, want %v after 1", err, attempts, want)
 	}
 }

@@ -10,9 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"sort"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -22,6 +20,7 @@ import (
 	"github.com/elnosh/gonuts/cashu/nuts/nut05"
 	"github.com/elnosh/gonuts/wallet"
 	"github.com/outpost-relay/outpost"
+	"github.com/outpost-relay/outpost/minturl"
 )
 
 // Config configures a treasury.
@@ -71,14 +70,15 @@ func New(cfg Config) (*Treasury, error) {
 	return t, nil
 }
 
-// NormalizeMintURL gives a mint URL one spelling: lowercase scheme and host,
-// no trailing slash. Tokens name their mint however their wallet spelled it.
+// NormalizeMintURL gives a mint URL its one spelling (minturl's, which the
+// mint directory uses too). Tokens name their mint however their wallet
+// spelled it.
 func NormalizeMintURL(s string) (string, error) {
-	u, err := url.Parse(strings.TrimSpace(s))
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
-		return "", fmt.Errorf("%q is not a mint URL (http(s)://host[/path])", s)
+	n, err := minturl.Normalize(s)
+	if err != nil {
+		return "", fmt.Errorf("%q is not a mint URL: %w", s, err)
 	}
-	return strings.ToLower(u.Scheme) + "://" + strings.ToLower(u.Host) + strings.TrimRight(u.EscapedPath(), "/"), nil
+	return n, nil
 }
 
 // MintURL is the wallet's mint.

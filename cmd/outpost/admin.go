@@ -30,6 +30,98 @@ type adminOp func(ctx context.Context, svc *banlist.Service, out io.Writer) erro
 
 const cliActor = "cli"
 
+// adminArgs are an admin command's flags and positional argument.
+type adminArgs struct {
+	name, role, reason, state string
+	duration                  time.Duration
+	arg                       string // the positional argument, for commands that take one
+	pubkey                    string // arg as hex, for the ban commands
+}
+
+// adminCommand is one admin subcommand: how it is called, its flags, a
+// check of its arguments before anything is opened, and what it does.
+type adminCommand struct {
+	synopsis string
+	arg      string // the positional argument it takes, "" for none
+	flags    func(fs *flag.FlagSet, a *adminArgs)
+	check    func(a *adminArgs) error
+	run      func(ctx context.Context, svc *banlist.Service, a adminArgs, out io.Writer) error
+}
+
+// adminCommands are the admin subcommands, by "command subcommand".
+var adminCommands = map[string]adminCommand{
+	"apikey create": {
+		synopsis: "outpost apikey create --name N --role viewer|moderator|admin",
+		flags: func(fs *flag.FlagSet, a *adminArgs) {
+			fs.StringVar(&a.name, "name", "", "a name for the key (shown in bans and the audit log)")
+			fs.StringVar(&a.role, "role", "moderator", "viewer, moderator or admin")
+		},
+		run: func(ctx context.Context, svc *banlist.Service, a adminArgs, out io.Writer) error {
+			secret, k, err := svc.CreateKey(ctx, cliActor, a.name, banlist.Role(a.role))
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(out, "created %s key %q (id %s); it is shown only now:\n%s\n", k.Role, k.Name, k.ID, secret)
+			return nil
+		},
+	},
+	"apikey list": {synopsis: "outpost apikey list", run: listKeys},
+	"apikey revoke": {
+		synopsis: "outpost apikey revoke <id|name>", arg: "id|name",
+		run: func(ctx context.Context, svc *banlist.Service, a adminArgs, out io.Writer) error {
+			k, err := svc.RevokeKey(ctx, cliActor, a.arg)
+			if err == nil {
+				fmt.Fprintf(out, "revoked key %q (id %s)\n", k.Name, k.ID)
+			}
+			return err
+		},
+	},
+	"ban add": {
+		synopsis: "outpost ban add <npub|hex> --reason R [--duration 24h]", arg: "npub|hex",
+		flags: func(fs *flag.FlagSet, a *adminArgs) {
+			fs.StringVar(&a.reason, "reason", "", "reason for the ban")
+			fs.DurationVar(&a.duration, "duration", 0, "how long the ban lasts (default: no end)")
+		},
+		check: parseBanTarget,
+		run:   ban,
+	},
+	"ban remove": {
+		synopsis: "outpost ban remove <npub|hex>", arg: "npub|hex", check: parseBanTarget,
+		run: func(ctx context.Context, svc *banlist.Service, a adminArgs, out io.Writer) error {
+			if _, err := svc.Unban(ctx, cliActor, a.pubkey); err != nil {
+				return err
+			}
+			fmt.Fprintf(out, "unbanned %s\n", pubkey.NPub(a.pubkey))
+			return nil
+		},
+	},
+	"ban list": {
+		synopsis: "outpost ban list [--state active|expired|lifted]",
+		flags: func(fs *flag.FlagSet, a *adminArgs) {
+			fs.StringVar(&a.state, "state", "active", "which bans to list; empty for all")
+		},
+		run: listBans,
+	},
+	"words add": {
+		synopsis: "outpost words add <word or phrase>", arg: "word or phrase",
+		run: changeWord((*banlist.Service).AddWord, "blocked"),
+	},
+	"words remove": {
+		synopsis: "outpost words remove <word or phrase>", arg: "word or phrase",
+		run: changeWord((*banlist.Service).RemoveWord, "unblocked"),
+	},
+	"words list": {
+		synopsis: "outpost words list",
+		run: func(ctx context.Context, svc *banlist.Service, _ adminArgs, out io.Writer) error {
+			words, err := svc.Words(ctx)
+			for _, w := range words {
+				fmt.Fprintln(out, w.Word)
+			}
+			return err
+		},
+	},
+}
+
 // parseAdmin parses "apikey|ban|words <sub> ..." into an operation. It
 // accepts --data-dir so the same arguments work locally and over the socket.
 func parseAdmin(args []string, stderr io.Writer) (adminOp, error) {
@@ -40,170 +132,112 @@ func parseAdmin(args []string, stderr io.Writer) (adminOp, error) {
 		}
 		return nil, fmt.Errorf("%s needs a subcommand", args[0])
 	}
-	cmd := args[0] + " " + args[1]
-	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
+	name := args[0] + " " + args[1]
+	cmd, ok := adminCommands[name]
+	if !ok {
+		fmt.Fprint(stderr, topUsage)
+		return nil, fmt.Errorf("unknown command %q", name)
+	}
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.String("data-dir", "./data", "data directory of the outpost to administer")
-	var name, role, reason, state string
-	var duration time.Duration
-	var synopsis string
-	switch cmd {
-	case "apikey create":
-		synopsis = "outpost apikey create --name N --role viewer|moderator|admin"
-		fs.StringVar(&name, "name", "", "a name for the key (shown in bans and the audit log)")
-		fs.StringVar(&role, "role", "moderator", "viewer, moderator or admin")
-	case "apikey list", "words list":
-		synopsis = "outpost " + cmd
-	case "apikey revoke":
-		synopsis = "outpost apikey revoke <id|name>"
-	case "ban add":
-		synopsis = "outpost ban add <npub|hex> --reason R [--duration 24h]"
-		fs.StringVar(&reason, "reason", "", "reason for the ban")
-		fs.DurationVar(&duration, "duration", 0, "how long the ban lasts (default: no end)")
-	case "ban remove", "words add", "words remove":
-		synopsis = "outpost " + cmd + " <" + map[string]string{"ban": "npub|hex", "words": "word or phrase"}[args[0]] + ">"
-	case "ban list":
-		synopsis = "outpost ban list [--state active|expired|lifted]"
-		fs.StringVar(&state, "state", "active", "which bans to list; empty for all")
-	default:
-		fmt.Fprint(stderr, topUsage)
-		return nil, fmt.Errorf("unknown command %q", cmd)
+	var a adminArgs
+	if cmd.flags != nil {
+		cmd.flags(fs, &a)
 	}
-	fs.Usage = usage(fs, stderr, synopsis)
+	fs.Usage = usage(fs, stderr, cmd.synopsis)
 	if err := fs.Parse(reorder(args[2:])); err != nil {
 		return nil, err
 	}
-	rest := fs.Args()
-	needArg := func() (string, error) {
-		if len(rest) != 1 {
+	if cmd.arg != "" {
+		if fs.NArg() != 1 {
 			fs.Usage()
-			return "", fmt.Errorf("%s takes one argument", cmd)
+			return nil, fmt.Errorf("%s takes one argument", name)
 		}
-		return rest[0], nil
+		a.arg = fs.Arg(0)
 	}
+	if cmd.check != nil {
+		if err := cmd.check(&a); err != nil {
+			return nil, err
+		}
+	}
+	return func(ctx context.Context, svc *banlist.Service, out io.Writer) error { return cmd.run(ctx, svc, a, out) }, nil
+}
 
-	switch cmd {
-	case "apikey create":
-		return func(ctx context.Context, svc *banlist.Service, out io.Writer) error {
-			secret, k, err := svc.CreateKey(ctx, cliActor, name, banlist.Role(role))
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(out, "created %s key %q (id %s); it is shown only now:\n%s\n", k.Role, k.Name, k.ID, secret)
-			return nil
-		}, nil
-	case "apikey list":
-		return func(ctx context.Context, svc *banlist.Service, out io.Writer) error {
-			keys, err := svc.Keys(ctx)
-			if err != nil {
-				return err
-			}
-			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tNAME\tROLE\tCREATED\tREVOKED")
-			for _, k := range keys {
-				revoked := "-"
-				if k.RevokedAt != nil {
-					revoked = unixTime(*k.RevokedAt)
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", k.ID, k.Name, k.Role, unixTime(k.CreatedAt), revoked)
-			}
-			return tw.Flush()
-		}, nil
-	case "apikey revoke":
-		id, err := needArg()
-		if err != nil {
-			return nil, err
-		}
-		return func(ctx context.Context, svc *banlist.Service, out io.Writer) error {
-			k, err := svc.RevokeKey(ctx, cliActor, id)
-			if err == nil {
-				fmt.Fprintf(out, "revoked key %q (id %s)\n", k.Name, k.ID)
-			}
-			return err
-		}, nil
-	case "ban add", "ban remove":
-		arg, err := needArg()
-		if err != nil {
-			return nil, err
-		}
-		pk, err := pubkey.Parse(arg)
-		if err != nil {
-			return nil, fmt.Errorf("%q: %w", arg, err)
-		}
-		if duration < 0 {
-			return nil, errors.New("--duration must be positive")
-		}
-		if cmd == "ban remove" {
-			return func(ctx context.Context, svc *banlist.Service, out io.Writer) error {
-				if _, err := svc.Unban(ctx, cliActor, pk); err != nil {
-					return err
-				}
-				fmt.Fprintf(out, "unbanned %s\n", pubkey.NPub(pk))
-				return nil
-			}, nil
-		}
-		return func(ctx context.Context, svc *banlist.Service, out io.Writer) error {
-			var expires *int64
-			if duration > 0 {
-				e := svc.ExpiresIn(int64(duration.Seconds()))
-				expires = &e
-			}
-			b, err := svc.Ban(ctx, cliActor, pk, reason, expires)
-			if err != nil {
-				return err
-			}
-			until := "with no end"
-			if b.ExpiresAt != nil {
-				until = "until " + unixTime(*b.ExpiresAt)
-			}
-			fmt.Fprintf(out, "banned %s %s\n", pubkey.NPub(pk), until)
-			return nil
-		}, nil
-	case "ban list":
-		return func(ctx context.Context, svc *banlist.Service, out io.Writer) error {
-			bans, err := svc.Bans(ctx, state, 0, 1000)
-			if err != nil {
-				return err
-			}
-			now := time.Now().Unix()
-			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "PUBKEY\tSTATE\tREASON\tEXPIRES\tBY")
-			for _, b := range bans {
-				exp := "-"
-				if b.ExpiresAt != nil {
-					exp = unixTime(*b.ExpiresAt)
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", pubkey.NPub(b.PubKey), b.State(now), b.Reason, exp, b.BannedBy)
-			}
-			return tw.Flush()
-		}, nil
-	case "words add", "words remove":
-		word, err := needArg()
-		if err != nil {
-			return nil, err
-		}
-		return func(ctx context.Context, svc *banlist.Service, out io.Writer) error {
-			var w banlist.Word
-			var err error
-			if cmd == "words add" {
-				w, err = svc.AddWord(ctx, cliActor, word)
-			} else {
-				w, err = svc.RemoveWord(ctx, cliActor, word)
-			}
-			if err == nil {
-				fmt.Fprintf(out, "%s %q\n", map[bool]string{true: "blocked", false: "unblocked"}[cmd == "words add"], w.Word)
-			}
-			return err
-		}, nil
-	default: // words list
-		return func(ctx context.Context, svc *banlist.Service, out io.Writer) error {
-			words, err := svc.Words(ctx)
-			for _, w := range words {
-				fmt.Fprintln(out, w.Word)
-			}
-			return err
-		}, nil
+func parseBanTarget(a *adminArgs) error {
+	pk, err := pubkey.Parse(a.arg)
+	if err != nil {
+		return fmt.Errorf("%q: %w", a.arg, err)
 	}
+	if a.duration < 0 {
+		return errors.New("--duration must be positive")
+	}
+	a.pubkey = pk
+	return nil
+}
+
+func ban(ctx context.Context, svc *banlist.Service, a adminArgs, out io.Writer) error {
+	var expires *int64
+	if a.duration > 0 {
+		e := svc.ExpiresIn(int64(a.duration.Seconds()))
+		expires = &e
+	}
+	b, err := svc.Ban(ctx, cliActor, a.pubkey, a.reason, expires)
+	if err != nil {
+		return err
+	}
+	until := "with no end"
+	if b.ExpiresAt != nil {
+		until = "until " + unixTime(*b.ExpiresAt)
+	}
+	fmt.Fprintf(out, "banned %s %s\n", pubkey.NPub(a.pubkey), until)
+	return nil
+}
+
+// changeWord runs change (AddWord or RemoveWord) and says what was done.
+func changeWord(change func(*banlist.Service, context.Context, string, string) (banlist.Word, error), done string) func(context.Context, *banlist.Service, adminArgs, io.Writer) error {
+	return func(ctx context.Context, svc *banlist.Service, a adminArgs, out io.Writer) error {
+		w, err := change(svc, ctx, cliActor, a.arg)
+		if err == nil {
+			fmt.Fprintf(out, "%s %q\n", done, w.Word)
+		}
+		return err
+	}
+}
+
+func listKeys(ctx context.Context, svc *banlist.Service, _ adminArgs, out io.Writer) error {
+	keys, err := svc.Keys(ctx)
+	if err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tNAME\tROLE\tCREATED\tREVOKED")
+	for _, k := range keys {
+		revoked := "-"
+		if k.RevokedAt != nil {
+			revoked = unixTime(*k.RevokedAt)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", k.ID, k.Name, k.Role, unixTime(k.CreatedAt), revoked)
+	}
+	return tw.Flush()
+}
+
+func listBans(ctx context.Context, svc *banlist.Service, a adminArgs, out io.Writer) error {
+	bans, err := svc.Bans(ctx, a.state, 0, 1000)
+	if err != nil {
+		return err
+	}
+	now := time.Now().Unix()
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "PUBKEY\tSTATE\tREASON\tEXPIRES\tBY")
+	for _, b := range bans {
+		exp := "-"
+		if b.ExpiresAt != nil {
+			exp = unixTime(*b.ExpiresAt)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", pubkey.NPub(b.PubKey), b.State(now), b.Reason, exp, b.BannedBy)
+	}
+	return tw.Flush()
 }
 
 // reorder puts flags before positional arguments, so "ban add npub1... --reason x" works.

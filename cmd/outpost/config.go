@@ -14,83 +14,71 @@ import (
 	"strings"
 	"time"
 
+	"github.com/outpost-relay/outpost/banlist"
+	"github.com/outpost-relay/outpost/faucet"
+	"github.com/outpost-relay/outpost/httpapi/banlistapi"
+	"github.com/outpost-relay/outpost/httpapi/mintdirapi"
+	"github.com/outpost-relay/outpost/mintdir"
 	"github.com/outpost-relay/outpost/pubkey"
+	"github.com/outpost-relay/outpost/relay"
+	"github.com/outpost-relay/outpost/settings"
 )
 
-// Config is everything outpost is configured with. Each field is a flag with
-// an OUTPOST_* environment twin; a flag given on the command line wins.
+// Config is everything outpost is configured with. Each tagged field is a
+// flag with an OUTPOST_* environment twin; a flag given on the command line
+// wins. The services' settings are declared, defaulted and checked in their
+// own packages; this file only binds them.
 type Config struct {
-	Addr            string
-	DataDir         string
-	PublicURL       string // derived from the bound address when empty
-	SecretKey       string // service key (hex or nsec); generated in the data dir when empty
-	AdminAPIKey     string
-	AdminPubKeys    []string // hex, parsed from npub or hex
-	RateLimit       int      // requests per minute per client IP; 0 disables
-	LogLevel        slog.Level
-	TrustedProxies  []string
-	ShutdownTimeout time.Duration
+	Addr            string        `flag:"addr" usage:"listen address (host:port)"`
+	DataDir         string        `flag:"data-dir" usage:"directory for the database and the service key"`
+	PublicURL       string        `flag:"public-url" usage:"external base URL, e.g. https://outpost.example (default: http://<addr>)"`
+	SecretKey       string        `flag:"secret-key" usage:"the service's Nostr secret key, hex or nsec (default: generated and kept in the data dir)"`
+	AdminPubKeys    []string      `flag:"admin-pubkeys" usage:"public keys (npub or hex, comma-separated) allowed to use NIP-86 relay management"`
+	RateLimit       int           `flag:"rate-limit" usage:"requests per minute per client IP on the REST services; 0 disables"`
+	LogLevel        slog.Level    `flag:"log-level" usage:"debug, info, warn or error"`
+	TrustedProxies  []string      `flag:"trusted-proxies" usage:"CIDRs of reverse proxies whose X-Forwarded-For is trusted (comma-separated)"`
+	ShutdownTimeout time.Duration `flag:"shutdown-timeout" usage:"how long shutdown waits for requests and clients"`
 
-	RelayName, RelayDescription, RelayContact string
+	RelayName        string `flag:"relay-name" usage:"relay name in NIP-11"`
+	RelayDescription string `flag:"relay-description" usage:"relay description in NIP-11"`
+	RelayContact     string `flag:"relay-contact" usage:"relay contact in NIP-11"`
+	RelayPubKey      string `flag:"relay-pubkey" usage:"the operator's contact key (npub or hex), NIP-11 pubkey"`
+	Relay            relay.Limits
 
-	Relay   RelayConfig
-	Banlist BanlistConfig
-	Mintdir MintdirConfig
-	Faucet  FaucetConfig
+	BanlistMount string `flag:"banlist-mount" usage:"mount path of the ban-list service"`
+	MintdirMount string `flag:"mintdir-mount" usage:"mount path of the mint directory"`
+	FaucetMount  string `flag:"faucet-mount" usage:"mount path of the faucet"`
+
+	Banlist    banlist.Settings
+	BanlistAPI banlistapi.Settings
+	Mintdir    mintdir.Settings
+	MintdirAPI mintdirapi.Settings
+	Faucet     faucet.Settings
 }
 
-// BanlistConfig configures the ban-list service.
-type BanlistConfig struct {
-	Mount         string
-	ReportsPublic bool
-	ReportsLimit  int // POST /reports per client IP per minute
+func defaultConfig() *Config {
+	return &Config{
+		Addr: "127.0.0.1:8080", DataDir: "./data", RateLimit: 120, ShutdownTimeout: 10 * time.Second,
+		RelayName:        "outpost",
+		RelayDescription: "A community relay with a ban list, a test-sats faucet and a Cashu mint directory",
+		BanlistMount:     "/banlist", MintdirMount: "/mintdir", FaucetMount: "/faucet",
+		Relay: relay.DefaultLimits(), BanlistAPI: banlistapi.DefaultSettings(), Mintdir: mintdir.DefaultSettings(), MintdirAPI: mintdirapi.DefaultSettings(),
+		Faucet: faucet.DefaultSettings(),
+	}
 }
 
-// configFlags registers every configuration flag on fs.
+// configFlags binds every setting to a flag on fs.
 type configFlags struct {
-	fs     *flag.FlagSet
-	c      *Config
-	lists  map[string]*string
-	level  string
-	errors []error
+	fs *flag.FlagSet
+	c  *Config
 }
 
 func newConfigFlags(fs *flag.FlagSet) *configFlags {
-	c := &Config{}
-	f := &configFlags{fs: fs, c: c, lists: map[string]*string{}}
-	fs.StringVar(&c.Addr, "addr", "127.0.0.1:8080", "listen address (host:port)")
-	fs.StringVar(&c.DataDir, "data-dir", "./data", "directory for the database and the service key")
-	fs.StringVar(&c.PublicURL, "public-url", "", "external base URL, e.g. https://outpost.example (default: http://<addr>)")
-	fs.StringVar(&c.SecretKey, "secret-key", "", "the service's Nostr secret key, hex or nsec (default: generated and kept in the data dir)")
-	fs.StringVar(&c.AdminAPIKey, "admin-api-key", "", "a bootstrap admin API key for the ban-list admin API")
-	f.list("admin-pubkeys", "public keys (npub or hex, comma-separated) allowed to use NIP-86 relay management")
-	fs.IntVar(&c.RateLimit, "rate-limit", 120, "requests per minute per client IP on the REST services; 0 disables")
-	fs.StringVar(&f.level, "log-level", "info", "debug, info, warn or error")
-	f.list("trusted-proxies", "CIDRs of reverse proxies whose X-Forwarded-For is trusted (comma-separated)")
-	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 10*time.Second, "how long shutdown waits for requests and clients")
-	fs.StringVar(&c.RelayName, "relay-name", "outpost", "relay name in NIP-11")
-	fs.StringVar(&c.RelayDescription, "relay-description", "A community relay with a ban list, a test-sats faucet and a Cashu mint directory", "relay description in NIP-11")
-	fs.StringVar(&c.RelayContact, "relay-contact", "", "relay contact in NIP-11")
-	fs.StringVar(&c.Banlist.Mount, "banlist-mount", "/banlist", "mount path of the ban-list service")
-	fs.BoolVar(&c.Banlist.ReportsPublic, "reports-public", false, "serve GET /banlist/reports without an API key")
-	fs.IntVar(&c.Banlist.ReportsLimit, "reports-rate-limit", 10, "POST /banlist/reports per minute per client IP; 0 disables")
-	registerRelayFlags(f)
-	registerMintdirFlags(f)
-	registerFaucetFlags(f)
-	return f
-}
-
-// list registers a comma-separated list flag.
-func (f *configFlags) list(name, usage string) *string {
-	p := new(string)
-	f.lists[name] = p
-	f.fs.StringVar(p, name, "", usage)
-	return p
-}
-
-// envName is the environment twin of a flag: data-dir → OUTPOST_DATA_DIR.
-func envName(flagName string) string {
-	return "OUTPOST_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+	c := defaultConfig()
+	for _, s := range []any{c, &c.Relay, &c.Banlist, &c.BanlistAPI, &c.Mintdir, &c.MintdirAPI, &c.Faucet} {
+		settings.Bind(fs, s)
+	}
+	return &configFlags{fs: fs, c: c}
 }
 
 // parse reads args, then the environment for flags not given, and validates.
@@ -105,97 +93,99 @@ func (f *configFlags) parse(args []string, getenv func(string) string) (*Config,
 		if given[fl.Name] {
 			return
 		}
-		if v := getenv(envName(fl.Name)); v != "" {
+		if v := getenv(settings.EnvName(fl.Name)); v != "" {
 			if err := fl.Value.Set(v); err != nil {
-				errs = append(errs, fmt.Errorf("%s: invalid value %q: %v", envName(fl.Name), v, err))
+				errs = append(errs, fmt.Errorf("%s: invalid value %q: %v", settings.EnvName(fl.Name), v, err))
 			}
 		}
 	})
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
-	return f.c, f.validate()
+	return f.c, f.c.validate()
 }
 
-func split(s string) []string {
-	var out []string
-	for _, p := range strings.Split(s, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
-// bad names the setting in a validation error.
-func bad(flagName, format string, args ...any) error {
-	return fmt.Errorf("invalid --%s (%s): %s", flagName, envName(flagName), fmt.Sprintf(format, args...))
-}
-
-func (f *configFlags) validate() error {
-	c := f.c
+// validate checks outpost's own settings, then each service's.
+func (c *Config) validate() error {
 	var errs []error
+	bad := func(flag, format string, args ...any) { errs = append(errs, settings.Errorf(flag, format, args...)) }
 	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
-		errs = append(errs, bad("addr", "%v", err))
+		bad("addr", "%v", err)
 	}
 	if c.DataDir == "" {
-		errs = append(errs, bad("data-dir", "must not be empty"))
+		bad("data-dir", "must not be empty")
 	} else if abs, err := filepath.Abs(c.DataDir); err == nil {
 		c.DataDir = abs
 	}
 	if c.PublicURL != "" {
 		u, err := url.Parse(c.PublicURL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" {
-			errs = append(errs, bad("public-url", "must be an http(s) URL with a host and no path, got %q", c.PublicURL))
+			bad("public-url", "must be an http(s) URL with a host and no path, got %q", c.PublicURL)
 		}
 		c.PublicURL = strings.TrimSuffix(c.PublicURL, "/")
 	}
-	for _, s := range split(*f.lists["admin-pubkeys"]) {
-		pk, err := pubkey.Parse(s)
-		if err != nil {
-			errs = append(errs, bad("admin-pubkeys", "%q is not a public key", s))
-			continue
-		}
-		c.AdminPubKeys = append(c.AdminPubKeys, pk)
-	}
-	for _, s := range split(*f.lists["trusted-proxies"]) {
-		if _, err := netip.ParsePrefix(s); err != nil {
-			if a, err2 := netip.ParseAddr(s); err2 == nil {
-				s = netip.PrefixFrom(a, a.BitLen()).String()
-			} else {
-				errs = append(errs, bad("trusted-proxies", "%q is not a CIDR", s))
-				continue
-			}
-		}
-		c.TrustedProxies = append(c.TrustedProxies, s)
-	}
 	if c.RateLimit < 0 {
-		errs = append(errs, bad("rate-limit", "must be 0 or more"))
-	}
-	if c.Banlist.ReportsLimit < 0 {
-		errs = append(errs, bad("reports-rate-limit", "must be 0 or more"))
-	}
-	if err := c.LogLevel.UnmarshalText([]byte(f.level)); err != nil {
-		errs = append(errs, bad("log-level", "must be debug, info, warn or error"))
+		bad("rate-limit", "must be 0 or more")
 	}
 	if c.ShutdownTimeout <= 0 {
-		errs = append(errs, bad("shutdown-timeout", "must be positive"))
+		bad("shutdown-timeout", "must be positive")
 	}
-	if c.AdminAPIKey != "" && len(c.AdminAPIKey) < 16 {
-		errs = append(errs, bad("admin-api-key", "must be at least 16 characters"))
-	}
-	if err := validMount(c.Banlist.Mount); err != nil {
-		errs = append(errs, bad("banlist-mount", "%v", err))
-	}
-	errs = append(errs, validateRelay(f), validateMintdir(f), validateFaucet(f))
+	errs = append(errs, c.validateLists(), c.validateMounts())
+	errs = append(errs, c.Relay.Valid(), c.Banlist.Valid(), c.BanlistAPI.Valid(), c.Mintdir.Valid(), c.MintdirAPI.Valid(), c.Faucet.Valid())
 	return errors.Join(errs...)
 }
 
-func validMount(m string) error {
-	if !strings.HasPrefix(m, "/") || m == "/" || strings.HasSuffix(m, "/") || strings.ContainsAny(m, " ?#*{}") {
-		return fmt.Errorf("a mount path looks like /name, got %q", m)
+// validateLists checks the admins' and the operator's keys (keeping them as
+// hex) and the trusted proxies (a bare address is a one-address range).
+func (c *Config) validateLists() error {
+	var errs []error
+	for i, s := range c.AdminPubKeys {
+		pk, err := pubkey.Parse(s)
+		if err != nil {
+			errs = append(errs, settings.Errorf("admin-pubkeys", "%q is not a public key", s))
+		}
+		c.AdminPubKeys[i] = pk
 	}
-	return nil
+	if c.RelayPubKey != "" {
+		pk, err := pubkey.Parse(c.RelayPubKey)
+		if err != nil {
+			errs = append(errs, settings.Errorf("relay-pubkey", "%q is not a public key", c.RelayPubKey))
+		}
+		c.RelayPubKey = pk
+	}
+	for i, s := range c.TrustedProxies {
+		if _, err := netip.ParsePrefix(s); err == nil {
+			continue
+		}
+		if a, err := netip.ParseAddr(s); err == nil {
+			c.TrustedProxies[i] = netip.PrefixFrom(a, a.BitLen()).String()
+			continue
+		}
+		errs = append(errs, settings.Errorf("trusted-proxies", "%q is not a CIDR", s))
+	}
+	return errors.Join(errs...)
+}
+
+// validateMounts checks that each service has a mount path of its own.
+func (c *Config) validateMounts() error {
+	var errs []error
+	mounts := map[string]string{}
+	for _, m := range []struct{ flag, path string }{
+		{"banlist-mount", c.BanlistMount}, {"mintdir-mount", c.MintdirMount}, {"faucet-mount", c.FaucetMount},
+	} {
+		switch other, taken := mounts[m.path]; {
+		case !validMount(m.path):
+			errs = append(errs, settings.Errorf(m.flag, "a mount path looks like /name, got %q", m.path))
+		case taken:
+			errs = append(errs, settings.Errorf(m.flag, "%s is the mount path of --%s too", m.path, other))
+		}
+		mounts[m.path] = m.flag
+	}
+	return errors.Join(errs...)
+}
+
+func validMount(m string) bool {
+	return strings.HasPrefix(m, "/") && m != "/" && !strings.HasSuffix(m, "/") && !strings.ContainsAny(m, " ?#*{}")
 }
 
 // usage prints a command's flags with their environment twins.
@@ -207,7 +197,7 @@ func usage(fs *flag.FlagSet, w io.Writer, synopsis string) func() {
 			if fl.DefValue != "" && fl.DefValue != "false" {
 				def = fmt.Sprintf(" (default %s)", fl.DefValue)
 			}
-			fmt.Fprintf(w, "  --%s  [%s]\n      %s%s\n", fl.Name, envName(fl.Name), fl.Usage, def)
+			fmt.Fprintf(w, "  --%s  [%s]\n      %s%s\n", fl.Name, settings.EnvName(fl.Name), fl.Usage, def)
 		})
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/nbd-wtf/go-nostr/nip19"
 	"github.com/outpost-relay/outpost/nip98"
 	"github.com/outpost-relay/outpost/pubkey"
+	"github.com/outpost-relay/outpost/settings"
 )
 
 // nip98CLI is "outpost nip98 keygen|sign": a key to try the faucet with, and
@@ -28,79 +29,86 @@ func nip98CLI(args []string, getenv func(string) string, stdin io.Reader, stdout
 	}
 	switch args[0] {
 	case "keygen":
-		fs := flag.NewFlagSet("nip98 keygen", flag.ContinueOnError)
-		fs.SetOutput(stderr)
-		fs.Usage = func() {
-			fmt.Fprint(stderr, "usage: outpost nip98 keygen\n\nprints a new key as OUTPOST_NSEC=nsec1... and OUTPOST_NPUB=npub1... lines;\n`export $(outpost nip98 keygen)` sets both for \"outpost nip98 sign\".\n")
-		}
-		if err := fs.Parse(args[1:]); err != nil {
-			return err
-		}
-		sk := nostr.GeneratePrivateKey()
-		pk, _ := nostr.GetPublicKey(sk)
-		nsec, _ := nip19.EncodePrivateKey(sk)
-		fmt.Fprintf(stdout, "OUTPOST_NSEC=%s\nOUTPOST_NPUB=%s\n", nsec, pubkey.NPub(pk))
-		return nil
+		return nip98Keygen(args[1:], stdout, stderr)
 	case "sign":
-		fs := flag.NewFlagSet("nip98 sign", flag.ContinueOnError)
-		fs.SetOutput(stderr)
-		nsec := fs.String("nsec", "", "the signing key, nsec or hex")
-		method := fs.String("method", "POST", "HTTP method of the request")
-		body := fs.String("body", "", "the request body, exactly as sent (its sha256 goes in the payload tag)")
-		bodyFile := fs.String("body-file", "", "read the body from this file (- for stdin)")
-		fs.Usage = func() {
-			fmt.Fprint(stderr, "usage: outpost nip98 sign [--nsec KEY] [--method POST] [--body JSON | --body-file F] <url>\n\n"+
-				"prints the value of an Authorization header for one request: Nostr <base64 kind-27235 event>,\n"+
-				"valid for 60 seconds and once. The key comes from --nsec or OUTPOST_NSEC.\n\nflags:\n")
-			fs.PrintDefaults()
-		}
-		if err := fs.Parse(reorder(args[1:])); err != nil {
-			return err
-		}
-		if fs.NArg() != 1 {
-			fs.Usage()
-			return errors.New("nip98 sign takes the request URL")
-		}
-		if *nsec == "" {
-			*nsec = getenv(envName("nsec"))
-		}
-		sk, err := secretKey(*nsec)
-		if err != nil {
-			return err
-		}
-		u, err := url.Parse(fs.Arg(0))
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return fmt.Errorf("%q is not an http(s) URL", fs.Arg(0))
-		}
-		data := []byte(*body)
-		switch *bodyFile {
-		case "":
-		case "-":
-			if data, err = io.ReadAll(io.LimitReader(stdin, 1<<20)); err != nil {
-				return err
-			}
-		default:
-			if data, err = os.ReadFile(*bodyFile); err != nil {
-				return err
-			}
-		}
-		h, err := nip98.Sign(sk, strings.ToUpper(*method), fs.Arg(0), data, time.Now())
-		if err != nil {
-			return err
-		}
-		fmt.Fprintln(stdout, h)
-		return nil
+		return nip98Sign(args[1:], getenv, stdin, stdout, stderr)
 	default:
 		fmt.Fprint(stderr, topUsage)
 		return fmt.Errorf("unknown command \"nip98 %s\"", args[0])
 	}
 }
 
+func nip98Keygen(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("nip98 keygen", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, "usage: outpost nip98 keygen\n\nprints a new key as OUTPOST_NSEC=nsec1... and OUTPOST_NPUB=npub1... lines;\n`export $(outpost nip98 keygen)` sets both for \"outpost nip98 sign\".\n")
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	sk := nostr.GeneratePrivateKey()
+	pk, _ := nostr.GetPublicKey(sk)
+	nsec, _ := nip19.EncodePrivateKey(sk)
+	fmt.Fprintf(stdout, "OUTPOST_NSEC=%s\nOUTPOST_NPUB=%s\n", nsec, pubkey.NPub(pk))
+	return nil
+}
+
+func nip98Sign(args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("nip98 sign", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	nsec := fs.String("nsec", "", "the signing key, nsec or hex")
+	method := fs.String("method", "POST", "HTTP method of the request")
+	body := fs.String("body", "", "the request body, exactly as sent (its sha256 goes in the payload tag)")
+	bodyFile := fs.String("body-file", "", "read the body from this file (- for stdin)")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, "usage: outpost nip98 sign [--nsec KEY] [--method POST] [--body JSON | --body-file F] <url>\n\n"+
+			"prints the value of an Authorization header for one request: Nostr <base64 kind-27235 event>,\n"+
+			"valid for 60 seconds and once. The key comes from --nsec or OUTPOST_NSEC.\n\nflags:\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(reorder(args)); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return errors.New("nip98 sign takes the request URL")
+	}
+	if *nsec == "" {
+		*nsec = getenv(settings.EnvName("nsec"))
+	}
+	sk, err := secretKey(*nsec)
+	if err != nil {
+		return err
+	}
+	u, err := url.Parse(fs.Arg(0))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("%q is not an http(s) URL", fs.Arg(0))
+	}
+	data := []byte(*body)
+	switch *bodyFile {
+	case "":
+	case "-":
+		data, err = io.ReadAll(io.LimitReader(stdin, 1<<20))
+	default:
+		data, err = os.ReadFile(*bodyFile)
+	}
+	if err != nil {
+		return err
+	}
+	h, err := nip98.Sign(sk, strings.ToUpper(*method), fs.Arg(0), data, time.Now())
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout, h)
+	return nil
+}
+
 // secretKey reads an nsec or a 64-character hex key.
 func secretKey(s string) (string, error) {
 	s = strings.TrimSpace(s)
 	if s == "" {
-		return "", fmt.Errorf("no key: give --nsec or set %s (outpost nip98 keygen makes one)", envName("nsec"))
+		return "", fmt.Errorf("no key: give --nsec or set %s (outpost nip98 keygen makes one)", settings.EnvName("nsec"))
 	}
 	if strings.HasPrefix(s, "nsec1") {
 		prefix, v, err := nip19.Decode(s)

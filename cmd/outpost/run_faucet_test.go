@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"github.com/elnosh/gonuts/cashu"
 	"github.com/elnosh/gonuts/wallet"
 	"github.com/nbd-wtf/go-nostr"
+	"github.com/outpost-relay/outpost/internal/testkit"
 	"github.com/outpost-relay/outpost/lnurl/lnurltest"
 	"github.com/outpost-relay/outpost/nip98"
 	"github.com/outpost-relay/outpost/pubkey"
@@ -77,6 +79,8 @@ func TestFaucetEmbeddedMint(t *testing.T) {
 	env := map[string]string{
 		"OUTPOST_FAUCET_POLL_INTERVAL": "100ms", "OUTPOST_FAUCET_TEST_MINT_FUNDING": "20000",
 		"OUTPOST_FAUCET_LNURL_ALLOW_HTTP": "true", "OUTPOST_FAUCET_LNURL_ALLOW_PRIVATE": "true",
+		// Spelled as no directory would: default port, trailing dots, capitals.
+		"OUTPOST_FAUCET_ACCEPTED_MINTS": "https://Other-Mint.Example:443/, https://third.example.:443/cashu/",
 	}
 	inst := start(t, dir, env)
 	f := inst.url + "/faucet"
@@ -85,6 +89,12 @@ func TestFaucetEmbeddedMint(t *testing.T) {
 	mintURL, _ := cfg["mint_url"].(string)
 	if cfg["test_mint"] != true || !strings.HasPrefix(mintURL, "http://127.0.0.1:") {
 		t.Fatalf("config %v", cfg)
+	}
+	// The accepted mints are spelled as the mint directory spells them, so
+	// both agree on which mint a URL means.
+	_, info := call(t, "GET", f+"/deposit", nil)
+	if got := fmt.Sprint(info["accepted_mints"]); got != "["+mintURL+" https://other-mint.example https://third.example/cashu]" {
+		t.Fatalf("accepted mints %s", got)
 	}
 	if _, st := call(t, "GET", f+"/stats", nil); st["balance_sats"] != 20000.0 {
 		t.Fatalf("stats %v", st)
@@ -160,7 +170,7 @@ func TestFaucetEmbeddedMint(t *testing.T) {
 	if code, _ := call(t, "POST", f+"/deposit/simulate-payment", map[string]any{"invoice": dep["invoice"]}); code != 200 {
 		t.Fatalf("simulate-payment: %d", code)
 	}
-	waitFor(t, 10*time.Second, "the deposit", func() bool {
+	testkit.WaitFor(t, 10*time.Second, "the deposit", func() bool {
 		_, st := call(t, "GET", f+"/stats", nil)
 		return st["total_deposited_sats"] == 20000.0+1234
 	})
@@ -201,12 +211,20 @@ func TestFaucetBadConfig(t *testing.T) {
 		"OUTPOST_FAUCET_MOUNT=/banlist":              "OUTPOST_FAUCET_MOUNT",
 		"OUTPOST_FAUCET_DAILY_BUDGET=5":              "OUTPOST_FAUCET_DAILY_BUDGET",
 		"OUTPOST_FAUCET_ENABLED=maybe":               "OUTPOST_FAUCET_ENABLED",
+		"OUTPOST_FAUCET_MOUNT=/mintdir":              "OUTPOST_FAUCET_MOUNT",
 	} {
 		k, v, _ := strings.Cut(env, "=")
 		err := run(context.Background(), nil, testEnv(dir, map[string]string{k: v}), nil, io.Discard, io.Discard)
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v, want an error naming %s", env, err, want)
 		}
+	}
+	// An amount of weight 0 is never drawn: the smallest claim is 100 sats,
+	// which a budget of 50 cannot pay.
+	err := run(context.Background(), nil, testEnv(dir, map[string]string{"OUTPOST_FAUCET_AMOUNTS": "1:0,100:1", "OUTPOST_FAUCET_DAILY_BUDGET": "50"}),
+		nil, io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "OUTPOST_FAUCET_DAILY_BUDGET") {
+		t.Errorf("a budget below the smallest drawable claim: %v", err)
 	}
 }
 

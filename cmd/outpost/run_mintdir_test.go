@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/nbd-wtf/go-nostr"
+	"github.com/outpost-relay/outpost/internal/testkit"
 	"github.com/outpost-relay/outpost/testmint"
 )
 
@@ -62,7 +63,7 @@ func TestMintDirectory(t *testing.T) {
 	waitStatus := func(id, status string) map[string]any {
 		t.Helper()
 		var st map[string]any
-		waitFor(t, 15*time.Second, "status "+status, func() bool {
+		testkit.WaitFor(t, 15*time.Second, "status "+status, func() bool {
 			st = get("/mints/" + id + "/status")
 			return st["status"] == status
 		})
@@ -112,7 +113,7 @@ func TestMintDirectory(t *testing.T) {
 			t.Fatalf("urls = %v", u)
 		}
 		// The prober keeps going on its own.
-		waitFor(t, 10*time.Second, "more checks", func() bool {
+		testkit.WaitFor(t, 10*time.Second, "more checks", func() bool {
 			return get("/mints/" + id + "/uptime")["total_checks"].(float64) >= 3
 		})
 		if v1 := get("/v1/mints/" + id + "/features"); v1["supports_bolt11"] != true {
@@ -133,7 +134,7 @@ func TestMintDirectory(t *testing.T) {
 			t.Fatalf("an announcement without a URL: %v", err)
 		}
 		var announced string
-		waitFor(t, 15*time.Second, "the announced mint online", func() bool {
+		testkit.WaitFor(t, 15*time.Second, "the announced mint online", func() bool {
 			code, m := call(t, "GET", md+"/mints/by-url?url="+url.QueryEscape(other.URL), nil)
 			if code == 200 {
 				announced = m["mint_id"].(string)
@@ -214,7 +215,7 @@ func TestMintDirectory(t *testing.T) {
 		if rv := get("/mints/" + id + "/reviews"); len(rv["reviews"].([]any)) != 2 {
 			t.Fatalf("reviews after restart: %v", rv)
 		}
-		waitFor(t, 10*time.Second, "checks after the restart", func() bool {
+		testkit.WaitFor(t, 10*time.Second, "checks after the restart", func() bool {
 			return get("/mints/" + id + "/uptime")["total_checks"].(float64) >= before+2
 		})
 	})

@@ -12,12 +12,12 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/coder/websocket"
 	"github.com/nbd-wtf/go-nostr"
+	"github.com/outpost-relay/outpost/internal/testkit"
 	"github.com/outpost-relay/outpost/nip98"
 	"github.com/outpost-relay/outpost/pubkey"
 	"github.com/outpost-relay/outpost/relay/relaytest"
@@ -32,21 +32,9 @@ type instance struct {
 	dir     string
 	stop    context.CancelFunc
 	done    chan error
-	logs    *syncBuffer
+	logs    *testkit.LogBuffer
 	proxies []*relaytest.Proxy
 }
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
 
 func testEnv(dir string, extra map[string]string) func(string) string {
 	env := map[string]string{
@@ -64,7 +52,7 @@ func start(t *testing.T, dir string, extra map[string]string) *instance {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	pr, pw := io.Pipe()
-	inst := &instance{dir: dir, stop: cancel, done: make(chan error, 1), logs: &syncBuffer{}}
+	inst := &instance{dir: dir, stop: cancel, done: make(chan error, 1), logs: &testkit.LogBuffer{}}
 	go func() {
 		err := run(ctx, nil, testEnv(dir, extra), strings.NewReader(""), pw, inst.logs)
 		pw.Close()
@@ -97,7 +85,7 @@ func start(t *testing.T, dir string, extra map[string]string) *instance {
 			t.Logf("outpost logs:\n%s", inst.logs)
 		}
 	})
-	waitFor(t, 10*time.Second, "health", func() bool {
+	testkit.WaitFor(t, 10*time.Second, "health", func() bool {
 		resp, err := http.Get(inst.url + "/health")
 		if err != nil {
 			return false
@@ -122,17 +110,6 @@ func (inst *instance) shutdown(t *testing.T) {
 		close(inst.done)
 	case <-time.After(20 * time.Second):
 		t.Fatal("outpost did not shut down")
-	}
-}
-
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }
 
@@ -399,7 +376,7 @@ func TestShutdownClosesClients(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 5*time.Second, "the server to see the client", func() bool { return strings.Contains(inst.logs.String(), "outpost started") })
+	testkit.WaitFor(t, 5*time.Second, "the server to see the client", func() bool { return strings.Contains(inst.logs.String(), "outpost started") })
 	closed := make(chan error, 1)
 	go func() {
 		_, _, err := c.Read(ctx)

@@ -15,9 +15,7 @@ import (
 
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/outpost-relay/outpost"
-	"github.com/outpost-relay/outpost/banlist"
 	"github.com/outpost-relay/outpost/httpapi"
-	"github.com/outpost-relay/outpost/httpapi/banlistapi"
 	"github.com/outpost-relay/outpost/policies"
 	"github.com/outpost-relay/outpost/pubkey"
 	"github.com/outpost-relay/outpost/ratelimit"
@@ -31,6 +29,7 @@ type deps struct {
 	log       *slog.Logger
 	store     *store.Store
 	relay     *relay.Relay
+	banList   *policies.BanList // the snapshot the relay enforces
 	publicURL string
 	secretKey string // service key, hex
 	pubKey    string // service key, hex
@@ -62,9 +61,7 @@ func newLogger(w io.Writer, level slog.Level) *slog.Logger {
 	return log
 }
 
-// serve runs outpost until ctx ends, then shuts down in order: stop accepting,
-// finish requests, close websocket clients, stop background jobs, close the
-// database last.
+// serve runs outpost until ctx ends, then shuts it down (see shutdown).
 func serve(ctx context.Context, cfg *Config, stdout, stderr io.Writer) (err error) {
 	logger := newLogger(stderr, cfg.LogLevel)
 	if err := ensureDir(cfg.DataDir); err != nil {
@@ -101,58 +98,68 @@ func serve(ctx context.Context, cfg *Config, stdout, stderr io.Writer) (err erro
 
 	list := policies.NewBanList()
 	rl := relay.New(relay.Config{Store: st, BanList: list, Log: logger, PublicURL: publicURL, ServicePub: pk,
-		OperatorPub: cfg.Relay.OperatorPubKey, Name: cfg.RelayName, Description: cfg.RelayDescription, Contact: cfg.RelayContact,
-		Limits: &cfg.Relay.Limits, ClientIP: httpapi.ClientIP})
-	bl, err := banlist.New(banlist.Config{DB: st.DB, Events: st.Events, List: list, Publish: rl.Publish,
-		SecretKey: sk, Log: logger.With("service", "banlist"), AdminKey: cfg.AdminAPIKey})
-	if err != nil {
-		return err
-	}
-	if err := rl.EnableManagement(bl, cfg.AdminPubKeys); err != nil {
-		return err
-	}
-
-	d := deps{cfg: cfg, log: logger, store: st, relay: rl, publicURL: publicURL, secretKey: sk, pubKey: pk}
-	components := []component{{api: httpapi.Service{
-		Name: "banlist", Mount: cfg.Banlist.Mount,
-		Routes: banlistapi.Routes(banlistapi.Config{Service: bl, Log: logger.With("service", "banlist"),
-			ReportsPublic: cfg.Banlist.ReportsPublic, ReportsPerMin: cfg.Banlist.ReportsLimit}),
-		Health: func(context.Context) (string, any) { return banlistapi.Health(bl) },
-	}, jobs: []func(context.Context){func(ctx context.Context) { st.Events.SweepExpired(ctx, expirySweep) }}}}
-	for _, wire := range []func(context.Context, deps) (*component, error){wireMintdir, wireFaucet} {
+		OperatorPub: cfg.RelayPubKey, Name: cfg.RelayName, Description: cfg.RelayDescription, Contact: cfg.RelayContact,
+		Limits: &cfg.Relay, ClientIP: httpapi.ClientIP})
+	d := deps{cfg: cfg, log: logger, store: st, relay: rl, banList: list, publicURL: publicURL, secretKey: sk, pubKey: pk}
+	var components []component
+	for _, wire := range []func(context.Context, deps) (*component, error){wireBanlist, wireMintdir, wireFaucet} {
 		c, err := wire(ctx, d)
 		if err != nil {
 			return err
 		}
-		if c != nil {
-			components = append(components, *c)
-		}
+		components = append(components, *c)
 	}
+	// The relay's own background work: a component without a service.
+	components = append(components, component{jobs: []func(context.Context){
+		func(ctx context.Context) { st.Events.SweepExpired(ctx, expirySweep) }}})
 
-	index := map[string]any{"name": cfg.RelayName, "version": outpost.Version, "pubkey": pubkey.NPub(pk),
-		"relay": "ws" + strings.TrimPrefix(publicURL, "http"), "services": map[string]string{}}
+	srv, idx := newServer(d, components)
+	logger.Info("outpost started", "version", outpost.Version, "addr", ln.Addr().String(), "public_url", publicURL,
+		"pubkey", pubkey.NPub(pk), "data_dir", cfg.DataDir)
+	fmt.Fprintf(stdout, "outpost %s serving on %s (relay %s)\n", outpost.Version, publicURL, idx.Relay)
+	return runUntil(ctx, srv, ln, rl, components, cfg.ShutdownTimeout, logger)
+}
+
+// newServer is the one HTTP server: the relay at /, each component's
+// service at its mount, and an index for plain HTTP clients at GET /.
+func newServer(d deps, components []component) (*http.Server, index) {
+	idx := index{Name: d.cfg.RelayName, Version: outpost.Version, PubKey: pubkey.NPub(d.pubKey),
+		Relay: "ws" + strings.TrimPrefix(d.publicURL, "http"), Services: map[string]string{}}
 	var services []httpapi.Service
 	for _, c := range components {
+		if c.api.Name == "" {
+			continue
+		}
 		services = append(services, c.api)
-		index["services"].(map[string]string)[c.api.Name] = publicURL + c.api.Mount
+		idx.Services[c.api.Name] = d.publicURL + c.api.Mount
 	}
-	handler := httpapi.New(httpapi.Config{
-		Relay: rl, Services: services, TrustedProxies: cfg.TrustedProxies, Log: logger, Index: index,
-		RateLimit: ratelimit.New(cfg.RateLimit, time.Minute, nil),
-	})
-	srv := &http.Server{
-		Handler:           handler,
+	return &http.Server{
+		Handler: httpapi.New(httpapi.Config{
+			Relay: d.relay, Services: services, TrustedProxies: d.cfg.TrustedProxies, Log: d.log, Index: idx,
+			RateLimit: ratelimit.New(d.cfg.RateLimit, time.Minute, nil),
+		}),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
-		ConnState:         rl.TrackConn,
+		ConnState:         d.relay.TrackConn,
 		ErrorLog:          log.New(io.Discard, "", 0),
-	}
+	}, idx
+}
 
-	admin, err := listenAdmin(cfg.DataDir, bl, logger)
-	if err != nil {
-		logger.Warn("admin socket unavailable; admin commands need outpost stopped", "err", err)
-	}
+// index is GET / for plain HTTP clients: what this outpost serves.
+type index struct {
+	Name     string            `json:"name"`
+	PubKey   string            `json:"pubkey"`
+	Relay    string            `json:"relay"`
+	Services map[string]string `json:"services"` // name → base URL
+	Version  string            `json:"version"`
+}
 
+// runUntil serves srv on ln and runs the components' background jobs until
+// ctx ends, then shuts down in order: stop accepting, finish requests,
+// close websocket clients, stop the background jobs. The caller closes the
+// database last.
+func runUntil(ctx context.Context, srv *http.Server, ln net.Listener, rl *relay.Relay, components []component,
+	timeout time.Duration, logger *slog.Logger) error {
 	jobsCtx, stopJobs := context.WithCancel(context.Background())
 	var jobs sync.WaitGroup
 	for _, c := range components {
@@ -160,12 +167,8 @@ func serve(ctx context.Context, cfg *Config, stdout, stderr io.Writer) (err erro
 			jobs.Go(func() { job(jobsCtx) })
 		}
 	}
-
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
-	logger.Info("outpost started", "version", outpost.Version, "addr", ln.Addr().String(), "public_url", publicURL,
-		"pubkey", pubkey.NPub(pk), "data_dir", cfg.DataDir)
-	fmt.Fprintf(stdout, "outpost %s serving on %s (relay %s)\n", outpost.Version, publicURL, index["relay"])
 
 	select {
 	case <-ctx.Done():
@@ -174,9 +177,8 @@ func serve(ctx context.Context, cfg *Config, stdout, stderr io.Writer) (err erro
 		jobs.Wait()
 		return fmt.Errorf("server stopped: %w", err)
 	}
-
 	logger.Info("shutting down")
-	shCtx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+	shCtx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	if err := srv.Shutdown(shCtx); err != nil {
 		logger.Warn("requests still running at the shutdown timeout", "err", err)
@@ -184,9 +186,6 @@ func serve(ctx context.Context, cfg *Config, stdout, stderr io.Writer) (err erro
 	rl.CloseClients(shCtx)
 	stopJobs()
 	waitCtx(shCtx, &jobs)
-	if admin != nil {
-		admin.Close()
-	}
 	return nil
 }
 

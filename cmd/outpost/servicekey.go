@@ -10,6 +10,7 @@ import (
 
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/nbd-wtf/go-nostr/nip19"
+	"github.com/outpost-relay/outpost/settings"
 )
 
 // serviceKey returns the service's Nostr secret key (hex): the configured one
@@ -19,7 +20,7 @@ func serviceKey(configured, dataDir string) (string, error) {
 	if configured != "" {
 		sk, err := parseSecretKey(configured)
 		if err != nil {
-			return "", bad("secret-key", "%v", err)
+			return "", settings.Errorf("secret-key", "%v", err)
 		}
 		return sk, nil
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"time"
 
@@ -31,10 +32,8 @@ func wireFaucet(ctx context.Context, d deps) (comp *component, err error) {
 	var tm *testmint.Mint
 	var test *faucet.TestMint
 	if mintURL == "" {
-		tm, err = testmint.Start(testmint.Options{Dir: filepath.Join(dir, "testmint"), Name: "outpost test mint",
-			Description: "The faucet's embedded test mint: its Lightning network is simulated, its sats are play money."})
-		if err != nil {
-			return nil, fmt.Errorf("faucet: embedded test mint (set --faucet-mint-url, OUTPOST_FAUCET_MINT_URL, to use a real one): %w", err)
+		if tm, err = startEmbeddedMint(dir); err != nil {
+			return nil, err
 		}
 		defer func() {
 			if err != nil {
@@ -42,7 +41,7 @@ func wireFaucet(ctx context.Context, d deps) (comp *component, err error) {
 			}
 		}()
 		mintURL = tm.URL
-		test = &faucet.TestMint{Pay: tm.Node.PayInvoice, FundSats: c.TestMintFunding, FloorSats: c.MinBalanceSats + c.DailyBudgetSats}
+		test = &faucet.TestMint{Pay: tm.Node.PayInvoice}
 		log.Info("faucet: embedded test mint", "url", tm.URL)
 	}
 	tr, err := treasury.New(treasury.Config{Dir: filepath.Join(dir, "wallet"), MintURL: mintURL, AcceptedMints: c.AcceptedMints, Log: log})
@@ -50,15 +49,10 @@ func wireFaucet(ctx context.Context, d deps) (comp *component, err error) {
 		return nil, fmt.Errorf("faucet wallet: %w", err)
 	}
 	svc, err := faucet.New(faucet.Config{
-		DB: d.store.DB, Treasury: tr, Log: log,
-		LNURL:    lnurl.New(lnurl.Options{AllowHTTP: c.LNURLAllowHTTP, AllowPrivate: c.LNURLAllowPriv}),
-		Profiles: &profiles.Fetcher{Local: d.store.Events, Relays: c.ProfileRelays, Timeout: 4 * time.Second, Log: log},
-		Network:  c.Network, Enabled: c.Enabled, FixedSats: c.FixedSats, Buckets: c.Buckets,
-		Cooldown: c.Cooldown, IPLimit: c.IPLimit, IPWindow: c.IPWindow, SitewideLimit: c.SitewideLimit, SitewideWindow: c.SitewideWindow,
-		DailyBudgetSats: c.DailyBudgetSats, MinBalanceSats: c.MinBalanceSats, MaxFeeSats: c.MaxFeeSats,
-		MinAccountAge: c.MinAccountAge, QuoteTTL: c.QuoteTTL, NPubLogin: c.NPubLogin, NIP98Window: nip98.DefaultWindow,
-		Deposits: faucet.Deposits{Lightning: true, MinSats: c.DepositMinSats, MaxSats: c.DepositMaxSats, Ecash: true, MaxTokenSats: c.MaxTokenSats},
-		TestMint: test, PollInterval: c.PollInterval,
+		Settings: c, DB: d.store.DB, Treasury: tr, TestMint: test, Log: log,
+		LNURL:       lnurl.New(lnurl.Options{AllowHTTP: c.LNURLAllowHTTP, AllowPrivate: c.LNURLAllowPriv}),
+		Profiles:    &profiles.Fetcher{Local: d.store.Events, Relays: c.ProfileRelays, Timeout: 4 * time.Second, Log: log},
+		NIP98Window: nip98.DefaultWindow,
 	})
 	if err != nil {
 		tr.Close(ctx)
@@ -69,28 +63,39 @@ func wireFaucet(ctx context.Context, d deps) (comp *component, err error) {
 		fctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		if err := tr.Refresh(fctx); err != nil {
 			log.Warn("faucet: the embedded test mint's wallet did not load", "err", err)
-		} else if bal, _ := tr.Balance(); bal < test.FloorSats && bal < test.FundSats {
-			if err := svc.Fund(fctx, test.FundSats-bal); err != nil {
-				log.Warn("faucet: funding from the embedded test mint failed", "err", err)
-			}
 		}
+		svc.TopUp(fctx) // once the wallet has loaded
 		cancel()
 	}
 	routes := faucetapi.Routes(faucetapi.Config{Service: svc, Verifier: nip98.NewVerifier(nip98.DefaultWindow, nil),
 		PublicURL: d.publicURL, Log: log})
 	return &component{
-		api: httpapi.Service{Name: "faucet", Mount: c.Mount, Routes: routes, Health: faucetapi.Health(svc)},
+		api: httpapi.Service{Name: "faucet", Mount: d.cfg.FaucetMount, Routes: routes, Health: httpapi.ReportHealth(svc.Health)},
 		jobs: []func(context.Context){func(ctx context.Context) {
 			svc.Run(ctx)
-			// Requests are done by now; close the wallet, then its mint.
-			cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			if err := tr.Close(cctx); err != nil {
-				log.Warn("faucet wallet close", "err", err)
-			}
-			if tm != nil {
-				tm.Close()
-			}
+			closeWallet(tr, tm, log) // requests are done by now
 		}},
 	}, nil
+}
+
+// closeWallet closes the faucet's wallet, then its embedded mint if any.
+func closeWallet(tr *treasury.Treasury, tm *testmint.Mint, log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := tr.Close(ctx); err != nil {
+		log.Warn("faucet wallet close", "err", err)
+	}
+	if tm != nil {
+		tm.Close()
+	}
+}
+
+// startEmbeddedMint starts the faucet's test mint in dir/testmint.
+func startEmbeddedMint(dir string) (*testmint.Mint, error) {
+	tm, err := testmint.Start(testmint.Options{Dir: filepath.Join(dir, "testmint"), Name: "outpost test mint",
+		Description: "The faucet's embedded test mint: its Lightning network is simulated, its sats are play money."})
+	if err != nil {
+		return nil, fmt.Errorf("faucet: embedded test mint (set --faucet-mint-url, OUTPOST_FAUCET_MINT_URL, to use a real one): %w", err)
+	}
+	return tm, nil
 }

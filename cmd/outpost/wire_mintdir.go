@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"time"
 
 	"github.com/outpost-relay/outpost/httpapi"
 	"github.com/outpost-relay/outpost/httpapi/mintdirapi"
@@ -13,20 +12,14 @@ import (
 // shared store, the relay hooks that take in NIP-87 reviews and mint
 // announcements, and the REST API.
 func wireMintdir(ctx context.Context, d deps) (*component, error) {
-	c := d.cfg.Mintdir
 	log := d.log.With("service", "mintdir")
-	dir := mintdir.New(mintdir.Config{
-		DB: d.store.DB, Events: d.store.Events, Log: log,
-		ProbeInterval: c.ProbeInterval, ProbeTimeout: c.ProbeTimeout, ProbeConcurrency: c.ProbeConcurrency,
-		SlowRTT: time.Duration(c.ProbeSlowMs) * time.Millisecond, AllowPrivate: c.AllowPrivate,
-	})
+	dir := mintdir.New(mintdir.Config{Settings: d.cfg.Mintdir, DB: d.store.DB, Events: d.store.Events, Log: log})
 	d.relay.RejectEvent = append(d.relay.RejectEvent, mintdir.RejectInvalidNIP87)
 	d.relay.OnEventSaved = append(d.relay.OnEventSaved, dir.OnEventSaved)
 	d.relay.Info.AddSupportedNIP(87)
-	api := mintdirapi.Config{Directory: dir, Log: log, SubmitPerHour: c.SubmitLimit, ProbeInterval: c.ProbeInterval}
+	api := mintdirapi.Config{Settings: d.cfg.MintdirAPI, Directory: dir, Log: log}
 	return &component{
-		api: httpapi.Service{Name: "mintdir", Mount: c.Mount, Routes: mintdirapi.Routes(api),
-			Health: func(ctx context.Context) (string, any) { return mintdirapi.Health(ctx, api) }},
+		api:  httpapi.Service{Name: "mintdir", Mount: d.cfg.MintdirMount, Routes: mintdirapi.Routes(api), Health: httpapi.ReportHealth(dir.Health)},
 		jobs: []func(context.Context){dir.Run},
 	}, nil
 }

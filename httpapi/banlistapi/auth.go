@@ -2,7 +2,6 @@ package banlistapi
 
 import (
 	"context"
-	"log/slog"
 	"net/http"
 	"strings"
 
@@ -33,24 +32,22 @@ func actor(r *http.Request) string {
 
 // requireRole admits requests with "Authorization: Bearer <key>" of at least
 // role: no or an unknown key is 401, a key with a lower role 403.
-func requireRole(svc *banlist.Service, log *slog.Logger, role banlist.Role) func(http.Handler) http.Handler {
+func requireRole(svc *banlist.Service, role banlist.Role) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		return httpapi.Handle(func(w http.ResponseWriter, r *http.Request) error {
 			token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 			if !ok || strings.TrimSpace(token) == "" {
-				httpapi.Error(w, r, log, outpost.Errorf(outpost.Unauthorized, "unauthorized", "an API key is required: Authorization: Bearer <key>"))
-				return
+				return outpost.Errorf(outpost.Unauthorized, "unauthorized", "an API key is required: Authorization: Bearer <key>")
 			}
 			k, err := svc.Authenticate(r.Context(), strings.TrimSpace(token))
 			if err != nil {
-				httpapi.Error(w, r, log, err)
-				return
+				return err
 			}
 			if !k.Role.Includes(role) {
-				httpapi.Error(w, r, log, outpost.Errorf(outpost.Forbidden, "forbidden", "this API key's role (%s) cannot do this; it needs %s", k.Role, role))
-				return
+				return outpost.Errorf(outpost.Forbidden, "forbidden", "this API key's role (%s) cannot do this; it needs %s", k.Role, role)
 			}
 			next.ServeHTTP(w, r.WithContext(newContextWithKey(r.Context(), k)))
+			return nil
 		})
 	}
 }

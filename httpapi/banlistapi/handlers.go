@@ -7,7 +7,6 @@ import (
 	_ "embed"
 	"encoding/hex"
 	"encoding/json"
-	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
@@ -26,32 +25,6 @@ var openAPI []byte
 
 // OpenAPI is the service's OpenAPI 3.1 document.
 func OpenAPI() []byte { return openAPI }
-
-func handleOpenAPI() http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		httpapi.EncodeBytes(w, http.StatusOK, bytes.TrimSpace(openAPI))
-	}
-}
-
-func handleHealth(svc *banlist.Service) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		status, details := Health(svc)
-		httpapi.Encode(w, http.StatusOK, struct {
-			Status string `json:"status"`
-			healthDetails
-		}{status, details})
-	}
-}
-
-type healthDetails struct {
-	ActiveBans   int `json:"active_bans"`
-	BlockedWords int `json:"blocked_words"`
-}
-
-// Health is the ban list's part of /health, read from the snapshot.
-func Health(svc *banlist.Service) (string, healthDetails) {
-	return "ok", healthDetails{ActiveBans: len(svc.ActiveBans()), BlockedWords: len(svc.List().Words())}
-}
 
 // --- public reads ---
 
@@ -165,18 +138,17 @@ type banStatus struct {
 	ExpiresAt *int64 `json:"expires_at"`
 }
 
-func handleBlockedStatus(svc *banlist.Service, log *slog.Logger) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+func handleBlockedStatus(svc *banlist.Service) http.HandlerFunc {
+	return httpapi.Handle(func(w http.ResponseWriter, r *http.Request) error {
 		// The hot path of relays asking about every author: a form check
 		// only (see pubkey.ParseForLookup).
 		pk, err := pubkey.ParseForLookup(chi.URLParam(r, "pubkey"))
 		if err != nil {
-			httpapi.Error(w, r, log, outpost.Errorf(outpost.Invalid, "invalid_pubkey", "pubkey is not a valid public key (npub or 64-character hex)").With("field", "pubkey"))
-			return
+			return outpost.Errorf(outpost.Invalid, "invalid_pubkey", "pubkey is not a valid public key (npub or 64-character hex)").With("field", "pubkey")
 		}
 		b, ok := svc.Status(pk)
-		httpapi.Encode(w, http.StatusOK, banStatus{Blocked: ok, Reason: b.Reason, ExpiresAt: unixOrNil(b.ExpiresAt)})
-	}
+		return httpapi.Encode(w, http.StatusOK, banStatus{Blocked: ok, Reason: b.Reason, ExpiresAt: unixOrNil(b.ExpiresAt)})
+	})
 }
 
 func parsePubKey(s, field string) (string, error) {
@@ -205,20 +177,18 @@ func (q *reportRequest) Valid() (err error) {
 	return err
 }
 
-func handleReport(svc *banlist.Service, log *slog.Logger) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+func handleReport(svc *banlist.Service) http.HandlerFunc {
+	return httpapi.Handle(func(w http.ResponseWriter, r *http.Request) error {
 		q, err := httpapi.Decode[reportRequest](w, r)
 		if err != nil {
-			httpapi.Error(w, r, log, err)
-			return
+			return err
 		}
 		rep, err := svc.SubmitReport(r.Context(), banlist.NewReport{ReportedPubKey: q.pk, Reason: strings.TrimSpace(q.Reason), EventIDs: q.EventIDs, Comment: q.Comment})
 		if err != nil {
-			httpapi.Error(w, r, log, err)
-			return
+			return err
 		}
-		httpapi.Encode(w, http.StatusCreated, map[string]string{"status": "received", "report_id": rep.ID})
-	}
+		return httpapi.Encode(w, http.StatusCreated, map[string]string{"status": "received", "report_id": rep.ID})
+	})
 }
 
 type reportView struct {
@@ -233,17 +203,15 @@ type reportView struct {
 	Reporter       *string  `json:"reporter"`
 }
 
-func handleReports(svc *banlist.Service, log *slog.Logger) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		until, limit, err := paging(r)
+func handleReports(svc *banlist.Service) http.HandlerFunc {
+	return httpapi.Handle(func(w http.ResponseWriter, r *http.Request) error {
+		page, err := paging.Parse(r)
 		if err != nil {
-			httpapi.Error(w, r, log, err)
-			return
+			return err
 		}
-		reports, err := svc.Reports(r.Context(), until, limit)
+		reports, err := svc.Reports(r.Context(), page.Until, page.Limit)
 		if err != nil {
-			httpapi.Error(w, r, log, err)
-			return
+			return err
 		}
 		out := make([]reportView, len(reports))
 		for i, rep := range reports {
@@ -255,30 +223,13 @@ func handleReports(svc *banlist.Service, log *slog.Logger) http.HandlerFunc {
 			}
 			out[i] = v
 		}
-		httpapi.Encode(w, http.StatusOK, map[string]any{"reports": out})
-	}
+		return httpapi.Encode(w, http.StatusOK, map[string]any{"reports": out})
+	})
 }
 
-// paging reads ?until=<unix>&limit=<n> (default 100, at most 1000).
-func paging(r *http.Request) (until int64, limit int, err error) {
-	limit = 100
-	q := r.URL.Query()
-	if s := q.Get("limit"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 || n > 1000 {
-			return 0, 0, outpost.Errorf(outpost.Invalid, "invalid_limit", "limit must be an integer from 1 to 1000")
-		}
-		limit = n
-	}
-	if s := q.Get("until"); s != "" {
-		n, err := strconv.ParseInt(s, 10, 64)
-		if err != nil || n < 0 {
-			return 0, 0, outpost.Errorf(outpost.Invalid, "invalid_until", "until must be a unix timestamp")
-		}
-		until = n
-	}
-	return until, limit, nil
-}
+// paging is every list's: newest first, 100 entries by default and 1,000
+// at most, the next page with ?until=<unix>.
+var paging = httpapi.Paging{Default: 100, Max: 1000, Cursor: httpapi.Until}
 
 // --- admin: bans ---
 
@@ -326,12 +277,11 @@ func (q *banRequest) Valid() (err error) {
 	return nil
 }
 
-func handleBan(svc *banlist.Service, log *slog.Logger) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+func handleBan(svc *banlist.Service) http.HandlerFunc {
+	return httpapi.Handle(func(w http.ResponseWriter, r *http.Request) error {
 		q, err := httpapi.Decode[banRequest](w, r)
 		if err != nil {
-			httpapi.Error(w, r, log, err)
-			return
+			return err
 		}
 		var expires *int64
 		if q.Duration != nil {
@@ -339,8 +289,8 @@ func handleBan(svc *banlist.Service, log *slog.Logger) http.HandlerFunc {
 			expires = &e
 		}
 		b, err := svc.Ban(r.Context(), actor(r), q.pk, q.Reason, expires)
-		respondBan(w, r, log, "banned", b, err)
-	}
+		return respondBan(w, "banned", b, err)
+	})
 }
 
 type tempBanRequest struct {
@@ -361,16 +311,15 @@ func (q *tempBanRequest) Valid() (err error) {
 	return nil
 }
 
-func handleTempBan(svc *banlist.Service, log *slog.Logger) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+func handleTempBan(svc *banlist.Service) http.HandlerFunc {
+	return httpapi.Handle(func(w http.ResponseWriter, r *http.Request) error {
 		q, err := httpapi.Decode[tempBanRequest](w, r)
 		if err != nil {
-			httpapi.Error(w, r, log, err)
-			return
+			return err
 		}
 		b, err := svc.Ban(r.Context(), actor(r), q.pk, q.Reason, q.ExpiresAt)
-		respondBan(w, r, log, "banned", b, err)
-	}
+		return respondBan(w, "banned", b, err)
+	})
 }
 
 type unbanRequest struct {
@@ -383,65 +332,59 @@ func (q *unbanRequest) Valid() (err error) {
 	return err
 }
 
-func handleUnban(svc *banlist.Service, log *slog.Logger) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+func handleUnban(svc *banlist.Service) http.HandlerFunc {
+	return httpapi.Handle(func(w http.ResponseWriter, r *http.Request) error {
 		q, err := httpapi.Decode[unbanRequest](w, r)
 		if err != nil {
-			httpapi.Error(w, r, log, err)
-			return
+			return err
 		}
 		b, err := svc.Unban(r.Context(), actor(r), q.pk)
-		respondBan(w, r, log, "unbanned", b, err)
-	}
+		return respondBan(w, "unbanned", b, err)
+	})
 }
 
-func respondBan(w http.ResponseWriter, r *http.Request, log *slog.Logger, status string, b banlist.Ban, err error) {
+func respondBan(w http.ResponseWriter, status string, b banlist.Ban, err error) error {
 	if err != nil {
-		httpapi.Error(w, r, log, err)
-		return
+		return err
 	}
-	httpapi.Encode(w, http.StatusOK, banResult{Status: status, Ban: viewBan(b, time.Now().Unix())})
+	return httpapi.Encode(w, http.StatusOK, banResult{Status: status, Ban: viewBan(b, time.Now().Unix())})
 }
 
-func handleBans(svc *banlist.Service, log *slog.Logger, now func() time.Time) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		until, limit, err := paging(r)
+func handleBans(svc *banlist.Service, now func() time.Time) http.HandlerFunc {
+	return httpapi.Handle(func(w http.ResponseWriter, r *http.Request) error {
+		page, err := paging.Parse(r)
 		if err != nil {
-			httpapi.Error(w, r, log, err)
-			return
+			return err
 		}
 		state := r.URL.Query().Get("state")
 		switch state {
 		case "", banlist.StateActive, banlist.StateExpired, banlist.StateLifted:
 		default:
-			httpapi.Error(w, r, log, outpost.Errorf(outpost.Invalid, "invalid_state", "state must be active, expired or lifted"))
-			return
+			return outpost.Errorf(outpost.Invalid, "invalid_state", "state must be active, expired or lifted")
 		}
-		bans, err := svc.Bans(r.Context(), state, until, limit)
+		bans, err := svc.Bans(r.Context(), state, page.Until, page.Limit)
 		if err != nil {
-			httpapi.Error(w, r, log, err)
-			return
+			return err
 		}
 		t := now().Unix()
 		out := make([]banView, len(bans))
 		for i, b := range bans {
 			out[i] = viewBan(b, t)
 		}
-		httpapi.Encode(w, http.StatusOK, map[string]any{"bans": out})
-	}
+		return httpapi.Encode(w, http.StatusOK, map[string]any{"bans": out})
+	})
 }
 
 // --- admin: words ---
 
-func handleWords(svc *banlist.Service, log *slog.Logger) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+func handleWords(svc *banlist.Service) http.HandlerFunc {
+	return httpapi.Handle(func(w http.ResponseWriter, r *http.Request) error {
 		words, err := svc.Words(r.Context())
 		if err != nil {
-			httpapi.Error(w, r, log, err)
-			return
+			return err
 		}
-		httpapi.Encode(w, http.StatusOK, map[string]any{"words": words})
-	}
+		return httpapi.Encode(w, http.StatusOK, map[string]any{"words": words})
+	})
 }
 
 type wordRequest struct {
@@ -456,31 +399,28 @@ func (q *wordRequest) Valid() error {
 	return nil
 }
 
-func handleAddWord(svc *banlist.Service, log *slog.Logger) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+func handleAddWord(svc *banlist.Service) http.HandlerFunc {
+	return httpapi.Handle(func(w http.ResponseWriter, r *http.Request) error {
 		q, err := httpapi.Decode[wordRequest](w, r)
 		if err != nil {
-			httpapi.Error(w, r, log, err)
-			return
+			return err
 		}
 		word, err := svc.AddWord(r.Context(), actor(r), q.Word)
 		if err != nil {
-			httpapi.Error(w, r, log, err)
-			return
+			return err
 		}
-		httpapi.Encode(w, http.StatusCreated, map[string]any{"status": "added", "word": word})
-	}
+		return httpapi.Encode(w, http.StatusCreated, map[string]any{"status": "added", "word": word})
+	})
 }
 
-func handleRemoveWord(svc *banlist.Service, log *slog.Logger) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+func handleRemoveWord(svc *banlist.Service) http.HandlerFunc {
+	return httpapi.Handle(func(w http.ResponseWriter, r *http.Request) error {
 		word, err := svc.RemoveWord(r.Context(), actor(r), chi.URLParam(r, "word"))
 		if err != nil {
-			httpapi.Error(w, r, log, err)
-			return
+			return err
 		}
-		httpapi.Encode(w, http.StatusOK, map[string]any{"status": "removed", "word": word})
-	}
+		return httpapi.Encode(w, http.StatusOK, map[string]any{"status": "removed", "word": word})
+	})
 }
 
 // --- admin: keys and audit ---
@@ -490,56 +430,50 @@ type keyRequest struct {
 	Role banlist.Role `json:"role"`
 }
 
-func handleCreateKey(svc *banlist.Service, log *slog.Logger) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+func handleCreateKey(svc *banlist.Service) http.HandlerFunc {
+	return httpapi.Handle(func(w http.ResponseWriter, r *http.Request) error {
 		q, err := httpapi.Decode[keyRequest](w, r)
 		if err != nil {
-			httpapi.Error(w, r, log, err)
-			return
+			return err
 		}
 		secret, k, err := svc.CreateKey(r.Context(), actor(r), q.Name, q.Role)
 		if err != nil {
-			httpapi.Error(w, r, log, err)
-			return
+			return err
 		}
-		httpapi.Encode(w, http.StatusCreated, map[string]any{"status": "created", "api_key": secret, "key": k})
-	}
+		return httpapi.Encode(w, http.StatusCreated, map[string]any{"status": "created", "api_key": secret, "key": k})
+	})
 }
 
-func handleKeys(svc *banlist.Service, log *slog.Logger) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+func handleKeys(svc *banlist.Service) http.HandlerFunc {
+	return httpapi.Handle(func(w http.ResponseWriter, r *http.Request) error {
 		keys, err := svc.Keys(r.Context())
 		if err != nil {
-			httpapi.Error(w, r, log, err)
-			return
+			return err
 		}
-		httpapi.Encode(w, http.StatusOK, map[string]any{"keys": keys})
-	}
+		return httpapi.Encode(w, http.StatusOK, map[string]any{"keys": keys})
+	})
 }
 
-func handleRevokeKey(svc *banlist.Service, log *slog.Logger) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+func handleRevokeKey(svc *banlist.Service) http.HandlerFunc {
+	return httpapi.Handle(func(w http.ResponseWriter, r *http.Request) error {
 		k, err := svc.RevokeKey(r.Context(), actor(r), chi.URLParam(r, "key"))
 		if err != nil {
-			httpapi.Error(w, r, log, err)
-			return
+			return err
 		}
-		httpapi.Encode(w, http.StatusOK, map[string]any{"status": "revoked", "key": k})
-	}
+		return httpapi.Encode(w, http.StatusOK, map[string]any{"status": "revoked", "key": k})
+	})
 }
 
-func handleAudit(svc *banlist.Service, log *slog.Logger) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		until, limit, err := paging(r)
+func handleAudit(svc *banlist.Service) http.HandlerFunc {
+	return httpapi.Handle(func(w http.ResponseWriter, r *http.Request) error {
+		page, err := paging.Parse(r)
 		if err != nil {
-			httpapi.Error(w, r, log, err)
-			return
+			return err
 		}
-		entries, err := svc.Audit(r.Context(), until, limit)
+		entries, err := svc.Audit(r.Context(), page.Until, page.Limit)
 		if err != nil {
-			httpapi.Error(w, r, log, err)
-			return
+			return err
 		}
-		httpapi.Encode(w, http.StatusOK, map[string]any{"audit": entries})
-	}
+		return httpapi.Encode(w, http.StatusOK, map[string]any{"audit": entries})
+	})
 }

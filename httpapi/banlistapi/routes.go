@@ -10,15 +10,34 @@ import (
 	"github.com/outpost-relay/outpost/banlist"
 	"github.com/outpost-relay/outpost/httpapi"
 	"github.com/outpost-relay/outpost/ratelimit"
+	"github.com/outpost-relay/outpost/settings"
 )
+
+// Settings are the ban-list API's operator settings, each bound by
+// cmd/outpost to the flag its tag names and that flag's OUTPOST_*
+// environment twin.
+type Settings struct {
+	ReportsPublic bool `flag:"reports-public" usage:"serve GET /banlist/reports without an API key"`
+	ReportsPerMin int  `flag:"reports-rate-limit" usage:"POST /banlist/reports per minute per client IP; 0 disables"`
+}
+
+// DefaultSettings are the design's defaults.
+func DefaultSettings() Settings { return Settings{ReportsPerMin: 10} }
+
+// Valid checks the settings, naming a bad one.
+func (s *Settings) Valid() error {
+	if s.ReportsPerMin < 0 {
+		return settings.Errorf("reports-rate-limit", "must be 0 or more")
+	}
+	return nil
+}
 
 // Config configures the ban-list API.
 type Config struct {
-	Service       *banlist.Service
-	Log           *slog.Logger
-	ReportsPublic bool // GET /reports without an API key (OUTPOST_REPORTS_PUBLIC)
-	ReportsPerMin int  // POST /reports per client IP per minute; 0: no extra limit
-	Now           func() time.Time
+	Settings
+	Service *banlist.Service
+	Log     *slog.Logger
+	Now     func() time.Time
 }
 
 // Routes returns the ban-list router; every route of the service is here.
@@ -26,41 +45,42 @@ func Routes(cfg Config) http.Handler {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	svc, log := cfg.Service, cfg.Log
-	auth := func(role banlist.Role) func(http.Handler) http.Handler { return requireRole(svc, log, role) }
-	reportLimit := httpapi.RateLimit(ratelimit.New(cfg.ReportsPerMin, time.Minute, cfg.Now), log)
+	svc := cfg.Service
+	auth := func(role banlist.Role) func(http.Handler) http.Handler { return requireRole(svc, role) }
+	reportLimit := httpapi.RateLimit(ratelimit.New(cfg.ReportsPerMin, time.Minute, cfg.Now))
 	readReports := auth(banlist.RoleViewer)
 	if cfg.ReportsPublic {
 		readReports = func(next http.Handler) http.Handler { return next }
 	}
 
 	r := chi.NewRouter()
+	r.Use(httpapi.Logger(cfg.Log))
 	r.NotFound(httpapi.NotFound)
 	r.MethodNotAllowed(httpapi.MethodNotAllowed)
 
 	r.Group(func(r chi.Router) {
 		r.Use(httpapi.CORS)
-		r.Get("/health", handleHealth(svc))
-		r.Get("/openapi.json", handleOpenAPI())
+		r.Get("/health", httpapi.ServeHealth(svc.Health))
+		r.Get("/openapi.json", httpapi.ServeJSON(openAPI))
 		r.Get("/blocked/pubkeys", handleBlockedList(svc, cfg.Now))
-		r.Get("/blocked/pubkeys/{pubkey}", handleBlockedStatus(svc, log))
+		r.Get("/blocked/pubkeys/{pubkey}", handleBlockedStatus(svc))
 		r.Get("/blocked/words", handleBlockedWords(svc))
-		r.With(reportLimit).Post("/reports", handleReport(svc, log))
-		r.With(readReports).Get("/reports", handleReports(svc, log))
+		r.With(reportLimit).Post("/reports", handleReport(svc))
+		r.With(readReports).Get("/reports", handleReports(svc))
 	})
 
 	r.Route("/admin", func(r chi.Router) {
-		r.With(auth(banlist.RoleModerator)).Post("/ban", handleBan(svc, log))
-		r.With(auth(banlist.RoleModerator)).Post("/temp-ban", handleTempBan(svc, log))
-		r.With(auth(banlist.RoleModerator)).Post("/unban", handleUnban(svc, log))
-		r.With(auth(banlist.RoleViewer)).Get("/bans", handleBans(svc, log, cfg.Now))
-		r.With(auth(banlist.RoleViewer)).Get("/words", handleWords(svc, log))
-		r.With(auth(banlist.RoleModerator)).Post("/words", handleAddWord(svc, log))
-		r.With(auth(banlist.RoleModerator)).Delete("/words/{word}", handleRemoveWord(svc, log))
-		r.With(auth(banlist.RoleAdmin)).Get("/keys", handleKeys(svc, log))
-		r.With(auth(banlist.RoleAdmin)).Post("/keys", handleCreateKey(svc, log))
-		r.With(auth(banlist.RoleAdmin)).Delete("/keys/{key}", handleRevokeKey(svc, log))
-		r.With(auth(banlist.RoleAdmin)).Get("/audit", handleAudit(svc, log))
+		r.With(auth(banlist.RoleModerator)).Post("/ban", handleBan(svc))
+		r.With(auth(banlist.RoleModerator)).Post("/temp-ban", handleTempBan(svc))
+		r.With(auth(banlist.RoleModerator)).Post("/unban", handleUnban(svc))
+		r.With(auth(banlist.RoleViewer)).Get("/bans", handleBans(svc, cfg.Now))
+		r.With(auth(banlist.RoleViewer)).Get("/words", handleWords(svc))
+		r.With(auth(banlist.RoleModerator)).Post("/words", handleAddWord(svc))
+		r.With(auth(banlist.RoleModerator)).Delete("/words/{word}", handleRemoveWord(svc))
+		r.With(auth(banlist.RoleAdmin)).Get("/keys", handleKeys(svc))
+		r.With(auth(banlist.RoleAdmin)).Post("/keys", handleCreateKey(svc))
+		r.With(auth(banlist.RoleAdmin)).Delete("/keys/{key}", handleRevokeKey(svc))
+		r.With(auth(banlist.RoleAdmin)).Get("/audit", handleAudit(svc))
 	})
 	return r
 }

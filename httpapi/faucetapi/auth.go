@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"io"
-	"log/slog"
 	"net/http"
 	"strings"
 
@@ -43,32 +42,30 @@ func verifyNIP98(v *nip98.Verifier, publicURL string, w http.ResponseWriter, r *
 
 // requireUser admits "Authorization: Bearer <session token>" or a NIP-98
 // header signed for this very request (a session of one request).
-func requireUser(svc *faucet.Service, v *nip98.Verifier, publicURL string, log *slog.Logger) func(http.Handler) http.Handler {
+func requireUser(svc *faucet.Service, v *nip98.Verifier, publicURL string) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		return httpapi.Handle(func(w http.ResponseWriter, r *http.Request) error {
 			h := r.Header.Get("Authorization")
 			var sess faucet.Session
 			switch {
 			case strings.HasPrefix(h, "Bearer "):
 				var err error
 				if sess, err = svc.Session(r.Context(), strings.TrimSpace(strings.TrimPrefix(h, "Bearer "))); err != nil {
-					httpapi.Error(w, r, log, err)
-					return
+					return err
 				}
 			case strings.HasPrefix(h, "Nostr "):
 				pk, err := verifyNIP98(v, publicURL, w, r)
 				if err != nil {
-					httpapi.Error(w, r, log, err)
-					return
+					return err
 				}
 				sess = faucet.Session{PubKey: pk, Method: faucet.LoginNIP98}
 			default:
-				httpapi.Error(w, r, log, outpost.Errorf(outpost.Unauthorized, "unauthorized",
+				return outpost.Errorf(outpost.Unauthorized, "unauthorized",
 					"log in first: Authorization: Bearer <token from /auth/login>, or a NIP-98 header (Authorization: Nostr <base64 event>)").
-					With("check", "header"))
-				return
+					With("check", "header")
 			}
 			next.ServeHTTP(w, r.WithContext(newContextWithSession(r.Context(), sess)))
+			return nil
 		})
 	}
 }

@@ -1,7 +1,6 @@
 package faucetapi_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -24,6 +23,7 @@ import (
 	"github.com/outpost-relay/outpost/httpapi"
 	"github.com/outpost-relay/outpost/httpapi/apitest"
 	"github.com/outpost-relay/outpost/httpapi/faucetapi"
+	"github.com/outpost-relay/outpost/internal/testkit"
 	"github.com/outpost-relay/outpost/lnurl"
 	"github.com/outpost-relay/outpost/lnurl/lnurltest"
 	"github.com/outpost-relay/outpost/nip98"
@@ -62,26 +62,6 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time      { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) Add(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
-
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-func (l *logBuffer) String() string { l.mu.Lock(); defer l.mu.Unlock(); return l.b.String() }
-
 // env is a faucet served with a relay on one badger store, as outpost
 // serves it, with its own wallet at theMint and a Lightning-address server.
 type env struct {
@@ -92,11 +72,11 @@ type env struct {
 	svc     *faucet.Service
 	tr      *treasury.Treasury
 	st      *store.Store
-	clock   *clock
+	clock   *testkit.Clock
 	ln      *lnurltest.Server
 	cfg     faucet.Config
 	wallet  string // the faucet wallet's directory
-	log     *logBuffer
+	log     *testkit.LogBuffer
 	handler atomic.Pointer[http.Handler]
 	stop    func()
 	rl      *relay.Relay
@@ -106,10 +86,9 @@ type env struct {
 
 func baseConfig() faucet.Config {
 	return faucet.Config{
-		Network: bolt11.Signet, Enabled: true, MaxFeeSats: 10, NPubLogin: true,
-		Deposits:     faucet.Deposits{Lightning: true, MinSats: 1, MaxSats: 100_000, Ecash: true, MaxTokenSats: 10_000},
-		TestMint:     &faucet.TestMint{Pay: theMint.Node.PayInvoice},
-		PollInterval: 50 * time.Millisecond,
+		Settings: faucet.Settings{Network: bolt11.Signet, Enabled: true, MaxFeeSats: 10, NPubLogin: true,
+			DepositMinSats: 1, DepositMaxSats: 100_000, MaxTokenSats: 10_000, PollInterval: 50 * time.Millisecond},
+		TestMint: &faucet.TestMint{Pay: theMint.Node.PayInvoice},
 	}
 }
 
@@ -122,7 +101,7 @@ func newEnv(t *testing.T, fundSats int64, mod func(*faucet.Config)) *env {
 // newEnvAt is newEnv behind a public URL other than the server's own.
 func newEnvAt(t *testing.T, public string, fundSats int64, mod func(*faucet.Config)) *env {
 	t.Helper()
-	e := &env{public: public, t: t, clock: &clock{t: time.Now().Truncate(time.Second)}, log: &logBuffer{}, wallet: t.TempDir(), cfg: baseConfig()}
+	e := &env{public: public, t: t, clock: testkit.NewClock(time.Now().Truncate(time.Second)), log: &testkit.LogBuffer{}, wallet: t.TempDir(), cfg: baseConfig()}
 	if mod != nil {
 		mod(&e.cfg)
 	}
@@ -188,7 +167,7 @@ func (e *env) build(rl *relay.Relay, log *slog.Logger) {
 	routes := faucetapi.Routes(faucetapi.Config{Service: svc, Verifier: nip98.NewVerifier(0, e.clock.Now), PublicURL: e.public,
 		Log: log, Now: e.clock.Now, LoginPerMin: 10_000, DepositPerMin: 10_000})
 	h := httpapi.New(httpapi.Config{Relay: rl, Log: log, TrustedProxies: []string{"127.0.0.1/32"},
-		Services: []httpapi.Service{{Name: "faucet", Mount: "/faucet", Routes: routes, Health: faucetapi.Health(svc)}}})
+		Services: []httpapi.Service{{Name: "faucet", Mount: "/faucet", Routes: routes, Health: httpapi.ReportHealth(svc.Health)}}})
 	e.handler.Store(&h)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -391,17 +370,6 @@ func (e *env) stats() map[string]any {
 func num(v any) int64 {
 	f, _ := v.(float64)
 	return int64(f)
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 func (e *env) quote(u *user, body map[string]any) map[string]any {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/elnosh/gonuts/cashu"
+	"github.com/outpost-relay/outpost/internal/testkit"
 )
 
 // TestWalkthrough claims with every payout method and every login, against
@@ -186,7 +187,7 @@ func TestWalkthrough(t *testing.T) {
 		before := e.stats()
 		want(t, api.Do("POST", "/deposit/simulate-payment", map[string]any{"invoice": d["invoice"]}), 200, "")
 		balance += 700
-		waitFor(t, "the deposit to be minted", func() bool { return num(e.stats()["balance_sats"]) == balance })
+		testkit.WaitFor(t, 10*time.Second, "the deposit to be minted", func() bool { return num(e.stats()["balance_sats"]) == balance })
 		after := e.stats()
 		if num(after["total_deposited_sats"]) != num(before["total_deposited_sats"])+700 || num(after["deposits_count"]) != num(before["deposits_count"])+1 {
 			t.Fatalf("stats %v after %v", after, before)

@@ -1,10 +1,7 @@
 package faucetapi
 
 import (
-	"bytes"
-	"context"
 	_ "embed"
-	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
@@ -23,72 +20,43 @@ var openAPI []byte
 // OpenAPI is the service's OpenAPI 3.1 document.
 func OpenAPI() []byte { return openAPI }
 
-func handleOpenAPI() http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		httpapi.EncodeBytes(w, http.StatusOK, bytes.TrimSpace(openAPI))
-	}
-}
-
-func handleHealth(svc *faucet.Service) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		h := svc.Health(r.Context())
-		status := http.StatusOK
-		if h.Status == "down" {
-			status = http.StatusServiceUnavailable
-		}
-		httpapi.Encode(w, status, h)
-	}
-}
-
-// Health is the faucet's part of the root /health.
-func Health(svc *faucet.Service) func(ctx context.Context) (string, any) {
-	return func(ctx context.Context) (string, any) {
-		h := svc.Health(ctx)
-		return h.Status, h.Checks
-	}
-}
-
 func handleConfig(svc *faucet.Service) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		httpapi.Encode(w, http.StatusOK, svc.PublicConfig())
-	}
+	return httpapi.Handle(func(w http.ResponseWriter, r *http.Request) error {
+		return httpapi.Encode(w, http.StatusOK, svc.PublicConfig())
+	})
 }
 
-func handleStats(svc *faucet.Service, log *slog.Logger) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+func handleStats(svc *faucet.Service) http.HandlerFunc {
+	return httpapi.Handle(func(w http.ResponseWriter, r *http.Request) error {
 		st, err := svc.Stats(r.Context())
 		if err != nil {
-			httpapi.Error(w, r, log, err)
-			return
+			return err
 		}
-		httpapi.Encode(w, http.StatusOK, st)
-	}
+		return httpapi.Encode(w, http.StatusOK, st)
+	})
 }
 
 // handleDeposit describes deposits; ?amount=N also makes an invoice (and
 // counts against the deposit rate limit, as it costs the mint a quote).
-func handleDeposit(svc *faucet.Service, log *slog.Logger, limit *ratelimit.Limiter) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+func handleDeposit(svc *faucet.Service, limit *ratelimit.Limiter) http.HandlerFunc {
+	return httpapi.Handle(func(w http.ResponseWriter, r *http.Request) error {
 		var amount int64
 		if s, ok := r.URL.Query()["amount"]; ok {
 			n, err := strconv.ParseInt(strings.TrimSpace(s[0]), 10, 64)
 			if err != nil || n <= 0 {
-				httpapi.Error(w, r, log, outpost.Errorf(outpost.Invalid, "invalid_amount", "amount must be a positive whole number of sats").With("field", "amount"))
-				return
+				return outpost.Errorf(outpost.Invalid, "invalid_amount", "amount must be a positive whole number of sats").With("field", "amount")
 			}
 			if err := httpapi.Allow(limit, httpapi.ClientIP(r)); err != nil {
-				httpapi.Error(w, r, log, err)
-				return
+				return err
 			}
 			amount = n
 		}
 		info, err := svc.DepositInfo(r.Context(), amount)
 		if err != nil {
-			httpapi.Error(w, r, log, err)
-			return
+			return err
 		}
-		httpapi.Encode(w, http.StatusOK, info)
-	}
+		return httpapi.Encode(w, http.StatusOK, info)
+	})
 }
 
 type redeemRequest struct {
@@ -102,20 +70,18 @@ func (q *redeemRequest) Valid() error {
 	return nil
 }
 
-func handleRedeem(svc *faucet.Service, log *slog.Logger) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+func handleRedeem(svc *faucet.Service) http.HandlerFunc {
+	return httpapi.Handle(func(w http.ResponseWriter, r *http.Request) error {
 		req, err := httpapi.Decode[redeemRequest](w, r)
 		if err != nil {
-			httpapi.Error(w, r, log, err)
-			return
+			return err
 		}
 		res, err := svc.RedeemEcash(r.Context(), req.Token)
 		if err != nil {
-			httpapi.Error(w, r, log, err)
-			return
+			return err
 		}
-		httpapi.Encode(w, http.StatusOK, res)
-	}
+		return httpapi.Encode(w, http.StatusOK, res)
+	})
 }
 
 type simulateRequest struct {
@@ -129,20 +95,18 @@ func (q *simulateRequest) Valid() error {
 	return nil
 }
 
-func handleSimulatePayment(svc *faucet.Service, log *slog.Logger) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+func handleSimulatePayment(svc *faucet.Service) http.HandlerFunc {
+	return httpapi.Handle(func(w http.ResponseWriter, r *http.Request) error {
 		req, err := httpapi.Decode[simulateRequest](w, r)
 		if err != nil {
-			httpapi.Error(w, r, log, err)
-			return
+			return err
 		}
 		hash, err := svc.SimulatePayment(r.Context(), req.Invoice)
 		if err != nil {
-			httpapi.Error(w, r, log, err)
-			return
+			return err
 		}
-		httpapi.Encode(w, http.StatusOK, map[string]any{"paid": true, "payment_hash": hash})
-	}
+		return httpapi.Encode(w, http.StatusOK, map[string]any{"paid": true, "payment_hash": hash})
+	})
 }
 
 type loginResponse struct {
@@ -152,29 +116,26 @@ type loginResponse struct {
 	User        faucet.UserProfile `json:"user"`
 }
 
-func handleLogin(svc *faucet.Service, v *nip98.Verifier, publicURL string, log *slog.Logger) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+func handleLogin(svc *faucet.Service, v *nip98.Verifier, publicURL string) http.HandlerFunc {
+	return httpapi.Handle(func(w http.ResponseWriter, r *http.Request) error {
 		if !strings.HasPrefix(r.Header.Get("Authorization"), "Nostr ") {
-			httpapi.Error(w, r, log, outpost.Errorf(outpost.Unauthorized, "unauthorized",
-				"log in with a NIP-98 header: Authorization: Nostr <base64 kind-27235 event>").With("check", "header"))
-			return
+			return outpost.Errorf(outpost.Unauthorized, "unauthorized",
+				"log in with a NIP-98 header: Authorization: Nostr <base64 kind-27235 event>").With("check", "header")
 		}
 		pk, err := verifyNIP98(v, publicURL, w, r)
 		if err != nil {
-			httpapi.Error(w, r, log, err)
-			return
+			return err
 		}
-		login(w, r, svc, log, pk, faucet.LoginNIP98)
-	}
+		return login(w, r, svc, pk, faucet.LoginNIP98)
+	})
 }
 
-func login(w http.ResponseWriter, r *http.Request, svc *faucet.Service, log *slog.Logger, pk, method string) {
+func login(w http.ResponseWriter, r *http.Request, svc *faucet.Service, pk, method string) error {
 	token, sess, u, err := svc.Login(r.Context(), pk, method)
 	if err != nil {
-		httpapi.Error(w, r, log, err)
-		return
+		return err
 	}
-	httpapi.Encode(w, http.StatusOK, loginResponse{Token: token, ExpiresAt: sess.ExpiresAt, LoginMethod: method, User: u.Public()})
+	return httpapi.Encode(w, http.StatusOK, loginResponse{Token: token, ExpiresAt: sess.ExpiresAt, LoginMethod: method, User: u.Public()})
 }
 
 type loginNPubRequest struct {
@@ -191,15 +152,14 @@ func (q *loginNPubRequest) Valid() error {
 	return nil
 }
 
-func handleLoginNPub(svc *faucet.Service, log *slog.Logger) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+func handleLoginNPub(svc *faucet.Service) http.HandlerFunc {
+	return httpapi.Handle(func(w http.ResponseWriter, r *http.Request) error {
 		req, err := httpapi.Decode[loginNPubRequest](w, r)
 		if err != nil {
-			httpapi.Error(w, r, log, err)
-			return
+			return err
 		}
-		login(w, r, svc, log, req.pubkey, faucet.LoginNPub)
-	}
+		return login(w, r, svc, req.pubkey, faucet.LoginNPub)
+	})
 }
 
 type meResponse struct {
@@ -208,21 +168,19 @@ type meResponse struct {
 	Eligibility faucet.Eligibility `json:"eligibility"`
 }
 
-func handleMe(svc *faucet.Service, log *slog.Logger) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+func handleMe(svc *faucet.Service) http.HandlerFunc {
+	return httpapi.Handle(func(w http.ResponseWriter, r *http.Request) error {
 		sess := sessionFromContext(r.Context())
 		u, err := svc.EnsureUser(r.Context(), sess.PubKey)
 		if err != nil {
-			httpapi.Error(w, r, log, err)
-			return
+			return err
 		}
 		el, err := svc.Eligibility(r.Context(), sess, u, httpapi.ClientIP(r))
 		if err != nil {
-			httpapi.Error(w, r, log, err)
-			return
+			return err
 		}
-		httpapi.Encode(w, http.StatusOK, meResponse{User: u.Public(), LoginMethod: sess.Method, Eligibility: el})
-	}
+		return httpapi.Encode(w, http.StatusOK, meResponse{User: u.Public(), LoginMethod: sess.Method, Eligibility: el})
+	})
 }
 
 type quoteRequest struct {
@@ -240,12 +198,11 @@ func (q *quoteRequest) Valid() error {
 		With("field", "method").With("allowed", faucet.Methods)
 }
 
-func handleQuote(svc *faucet.Service, log *slog.Logger) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+func handleQuote(svc *faucet.Service) http.HandlerFunc {
+	return httpapi.Handle(func(w http.ResponseWriter, r *http.Request) error {
 		req, err := httpapi.Decode[quoteRequest](w, r)
 		if err != nil {
-			httpapi.Error(w, r, log, err)
-			return
+			return err
 		}
 		addr := ""
 		if req.LightningAddress != nil {
@@ -253,11 +210,10 @@ func handleQuote(svc *faucet.Service, log *slog.Logger) http.HandlerFunc {
 		}
 		q, err := svc.Quote(r.Context(), sessionFromContext(r.Context()), httpapi.ClientIP(r), req.Method, addr)
 		if err != nil {
-			httpapi.Error(w, r, log, err)
-			return
+			return err
 		}
-		httpapi.Encode(w, http.StatusOK, q)
-	}
+		return httpapi.Encode(w, http.StatusOK, q)
+	})
 }
 
 type confirmRequest struct {
@@ -272,29 +228,30 @@ func (q *confirmRequest) Valid() error {
 	return nil
 }
 
-func handleConfirm(svc *faucet.Service, log *slog.Logger) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+func handleConfirm(svc *faucet.Service) http.HandlerFunc {
+	return httpapi.Handle(func(w http.ResponseWriter, r *http.Request) error {
 		req, err := httpapi.Decode[confirmRequest](w, r)
 		if err != nil {
-			httpapi.Error(w, r, log, err)
-			return
+			return err
 		}
-		res, status, err := svc.Confirm(r.Context(), sessionFromContext(r.Context()), httpapi.ClientIP(r), req.QuoteID, strings.TrimSpace(req.Bolt11))
+		res, err := svc.Confirm(r.Context(), sessionFromContext(r.Context()), httpapi.ClientIP(r), req.QuoteID, strings.TrimSpace(req.Bolt11))
 		if err != nil {
-			httpapi.Error(w, r, log, err)
-			return
+			return err
 		}
-		httpapi.Encode(w, status, res)
-	}
+		status := http.StatusOK
+		if res.Status == faucet.ClaimPending {
+			status = http.StatusAccepted // the payment is in flight; the claim settles later
+		}
+		return httpapi.Encode(w, status, res)
+	})
 }
 
-func handleRefreshProfile(svc *faucet.Service, log *slog.Logger) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+func handleRefreshProfile(svc *faucet.Service) http.HandlerFunc {
+	return httpapi.Handle(func(w http.ResponseWriter, r *http.Request) error {
 		u, err := svc.RefreshProfile(r.Context(), sessionFromContext(r.Context()).PubKey)
 		if err != nil {
-			httpapi.Error(w, r, log, err)
-			return
+			return err
 		}
-		httpapi.Encode(w, http.StatusOK, u.Public())
-	}
+		return httpapi.Encode(w, http.StatusOK, u.Public())
+	})
 }

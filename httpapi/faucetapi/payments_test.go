@@ -16,6 +16,7 @@ import (
 	"github.com/lightningnetwork/lnd/zpay32"
 	"github.com/outpost-relay/outpost/faucet"
 	"github.com/outpost-relay/outpost/httpapi/apitest"
+	"github.com/outpost-relay/outpost/internal/testkit"
 )
 
 // TestConcurrentConfirms: 20 confirms of one quote at once pay once.
@@ -133,7 +134,7 @@ func TestFailedAndPendingPayments(t *testing.T) {
 			t.Fatal(err)
 		}
 		e.svc.Kick()
-		waitFor(t, "the pending claim to be settled", func() bool { return num(e.stats()["pending_claims"]) == 0 })
+		testkit.WaitFor(t, 10*time.Second, "the pending claim to be settled", func() bool { return num(e.stats()["pending_claims"]) == 0 })
 		after := e.stats()
 		if num(after["total_claims"]) != num(before["total_claims"])+1 || num(after["total_paid_sats"]) != num(before["total_paid_sats"])+30 {
 			t.Fatalf("stats %v → %v", before, after)
@@ -152,9 +153,9 @@ func TestFailedAndPendingPayments(t *testing.T) {
 			t.Fatal(err)
 		}
 		e.svc.Kick()
-		waitFor(t, "the pending claim to fail", func() bool { return num(e.stats()["pending_claims"]) == 0 })
+		testkit.WaitFor(t, 10*time.Second, "the pending claim to fail", func() bool { return num(e.stats()["pending_claims"]) == 0 })
 		// The wallet took its ecash back, and the cooldown is gone.
-		waitFor(t, "the balance to come back", func() bool { return num(e.stats()["balance_sats"]) == before })
+		testkit.WaitFor(t, 10*time.Second, "the balance to come back", func() bool { return num(e.stats()["balance_sats"]) == before })
 		e.quote(w, map[string]any{"method": "cashu"})
 	})
 
@@ -167,7 +168,7 @@ func TestFailedAndPendingPayments(t *testing.T) {
 			t.Fatal(err)
 		}
 		e.build(e.relayForRestart(), e.logger())
-		waitFor(t, "the restarted faucet to settle the claim", func() bool { return num(e.stats()["pending_claims"]) == 0 })
+		testkit.WaitFor(t, 10*time.Second, "the restarted faucet to settle the claim", func() bool { return num(e.stats()["pending_claims"]) == 0 })
 		if got := x.mintQuote(t, mq); got != 30 {
 			t.Fatalf("minted %d", got)
 		}
@@ -269,7 +270,7 @@ func TestBadClaims(t *testing.T) {
 
 // TestBadDeposits: malformed, spent, foreign and oversized tokens, and bad amounts.
 func TestBadDeposits(t *testing.T) {
-	e := newEnv(t, 100, func(c *faucet.Config) { c.Deposits.MaxTokenSats, c.Deposits.MaxSats = 500, 50_000 })
+	e := newEnv(t, 100, func(c *faucet.Config) { c.MaxTokenSats, c.DepositMaxSats = 500, 50_000 })
 	payer := e.newUser("payer", theMint, nil)
 	if err := theMint.Fund(payer.w, 1000); err != nil {
 		t.Fatal(err)

@@ -40,35 +40,36 @@ func Routes(cfg Config) http.Handler {
 		cfg.DepositPerMin = 20
 	}
 	cfg.PublicURL = strings.TrimSuffix(cfg.PublicURL, "/")
-	svc, log := cfg.Service, cfg.Log
-	loginLimit := httpapi.RateLimit(ratelimit.New(cfg.LoginPerMin, time.Minute, cfg.Now), log)
+	svc := cfg.Service
+	loginLimit := httpapi.RateLimit(ratelimit.New(cfg.LoginPerMin, time.Minute, cfg.Now))
 	depositLimit := ratelimit.New(cfg.DepositPerMin, time.Minute, cfg.Now)
-	user := requireUser(svc, cfg.Verifier, cfg.PublicURL, log)
+	user := requireUser(svc, cfg.Verifier, cfg.PublicURL)
 
 	r := chi.NewRouter()
+	r.Use(httpapi.Logger(cfg.Log))
 	r.NotFound(httpapi.NotFound)
 	r.MethodNotAllowed(httpapi.MethodNotAllowed)
 	r.Use(httpapi.CORS)
 
 	// Public
-	r.Get("/health", handleHealth(svc))
-	r.Get("/openapi.json", handleOpenAPI())
+	r.Get("/health", httpapi.ServeHealth(svc.Health))
+	r.Get("/openapi.json", httpapi.ServeJSON(openAPI))
 	r.Get("/config", handleConfig(svc))
-	r.Get("/stats", handleStats(svc, log))
-	r.Get("/deposit", handleDeposit(svc, log, depositLimit))
-	r.With(httpapi.RateLimit(depositLimit, log)).Post("/deposit/redeem-ecash", handleRedeem(svc, log))
-	r.With(httpapi.RateLimit(depositLimit, log)).Post("/deposit/simulate-payment", handleSimulatePayment(svc, log))
+	r.Get("/stats", handleStats(svc))
+	r.Get("/deposit", handleDeposit(svc, depositLimit))
+	r.With(httpapi.RateLimit(depositLimit)).Post("/deposit/redeem-ecash", handleRedeem(svc))
+	r.With(httpapi.RateLimit(depositLimit)).Post("/deposit/simulate-payment", handleSimulatePayment(svc))
 
 	// Auth
-	r.With(loginLimit).Post("/auth/login", handleLogin(svc, cfg.Verifier, cfg.PublicURL, log))
-	r.With(loginLimit).Post("/auth/login-npub", handleLoginNPub(svc, log))
-	r.With(user).Get("/auth/me", handleMe(svc, log))
+	r.With(loginLimit).Post("/auth/login", handleLogin(svc, cfg.Verifier, cfg.PublicURL))
+	r.With(loginLimit).Post("/auth/login-npub", handleLoginNPub(svc))
+	r.With(user).Get("/auth/me", handleMe(svc))
 
 	// Claim
-	r.With(user).Post("/claim/quote", handleQuote(svc, log))
-	r.With(user).Post("/claim/confirm", handleConfirm(svc, log))
+	r.With(user).Post("/claim/quote", handleQuote(svc))
+	r.With(user).Post("/claim/confirm", handleConfirm(svc))
 
 	// User
-	r.With(user).Post("/user/refresh-profile", handleRefreshProfile(svc, log))
+	r.With(user).Post("/user/refresh-profile", handleRefreshProfile(svc))
 	return r
 }

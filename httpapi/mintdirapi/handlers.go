@@ -1,12 +1,8 @@
 package mintdirapi
 
 import (
-	"bytes"
-	"context"
 	_ "embed"
-	"log/slog"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -22,45 +18,36 @@ var openAPI []byte
 // OpenAPI is the service's OpenAPI 3.1 document.
 func OpenAPI() []byte { return openAPI }
 
-func handleOpenAPI() http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		httpapi.EncodeBytes(w, http.StatusOK, bytes.TrimSpace(openAPI))
-	}
-}
-
 // mintHandler answers for one resolved mint.
 type mintHandler func(r *http.Request, m *mintdir.Mint) (any, error)
 
-func byID(d *mintdir.Directory, log *slog.Logger, fn mintHandler) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+func byID(d *mintdir.Directory, fn mintHandler) http.HandlerFunc {
+	return httpapi.Handle(func(w http.ResponseWriter, r *http.Request) error {
 		m, err := d.Get(r.Context(), chi.URLParam(r, "mint_id"))
-		answer(w, r, log, m, err, fn)
-	}
+		return answer(w, r, m, err, fn)
+	})
 }
 
-func byURL(d *mintdir.Directory, log *slog.Logger, fn mintHandler) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+func byURL(d *mintdir.Directory, fn mintHandler) http.HandlerFunc {
+	return httpapi.Handle(func(w http.ResponseWriter, r *http.Request) error {
 		u := strings.TrimSpace(r.URL.Query().Get("url"))
 		if u == "" {
-			httpapi.Error(w, r, log, outpost.Errorf(outpost.Invalid, "missing_url", "the url query parameter (the mint's URL) is required").With("field", "url"))
-			return
+			return outpost.Errorf(outpost.Invalid, "missing_url", "the url query parameter (the mint's URL) is required").With("field", "url")
 		}
 		m, err := d.GetByURL(r.Context(), u)
-		answer(w, r, log, m, err, fn)
-	}
+		return answer(w, r, m, err, fn)
+	})
 }
 
-func answer(w http.ResponseWriter, r *http.Request, log *slog.Logger, m *mintdir.Mint, err error, fn mintHandler) {
+func answer(w http.ResponseWriter, r *http.Request, m *mintdir.Mint, err error, fn mintHandler) error {
 	if err != nil {
-		httpapi.Error(w, r, log, err)
-		return
+		return err
 	}
 	v, err := fn(r, m)
 	if err != nil {
-		httpapi.Error(w, r, log, err)
-		return
+		return err
 	}
-	httpapi.Encode(w, http.StatusOK, v)
+	return httpapi.Encode(w, http.StatusOK, v)
 }
 
 // --- per-mint resources ---
@@ -85,11 +72,11 @@ func handleMetadata(d *mintdir.Directory) mintHandler {
 
 func handleHistory(d *mintdir.Directory) mintHandler {
 	return func(r *http.Request, m *mintdir.Mint) (any, error) {
-		before, limit, err := paging(r, defaultLimit)
+		page, err := paging.Parse(r)
 		if err != nil {
 			return nil, err
 		}
-		entries, err := d.History(r.Context(), m, before, limit)
+		entries, err := d.History(r.Context(), m, page.Before, page.Limit)
 		out := make([]historyEntry, len(entries))
 		for i, e := range entries {
 			diff := e.Diff
@@ -129,19 +116,17 @@ func handleTimeseries(d *mintdir.Directory) mintHandler {
 		if err != nil {
 			return nil, err
 		}
-		// Paged like every list (design/mintdir.md): newest first, limit
-		// 50 by default and 500 at most, the next page with ?before=.
-		before, limit, err := paging(r, defaultLimit)
+		page, err := paging.Parse(r)
 		if err != nil {
 			return nil, err
 		}
 		pts, err := d.Timeseries(r.Context(), m, w, bucket)
-		out := make([]point, 0, min(len(pts), limit))
+		out := make([]point, 0, min(len(pts), page.Limit))
 		for _, p := range pts {
-			if len(out) == limit {
+			if len(out) == page.Limit {
 				break
 			}
-			if before.IsZero() || p.Timestamp.Before(before) {
+			if page.Before.IsZero() || p.Timestamp.Before(page.Before) {
 				out = append(out, point{Timestamp: iso(p.Timestamp), State: p.State, OK: p.OK, RTTMs: p.RTTMs})
 			}
 		}
@@ -161,11 +146,11 @@ func bucketName(b time.Duration) string {
 
 func handleIncidents(d *mintdir.Directory, now func() time.Time) mintHandler {
 	return func(r *http.Request, m *mintdir.Mint) (any, error) {
-		before, limit, err := paging(r, defaultLimit)
+		page, err := paging.Parse(r)
 		if err != nil {
 			return nil, err
 		}
-		incs, err := d.Incidents(r.Context(), m, before, limit)
+		incs, err := d.Incidents(r.Context(), m, page.Before, page.Limit)
 		out := make([]incident, len(incs))
 		t := now()
 		for i, inc := range incs {
@@ -184,11 +169,11 @@ func handleTrust() mintHandler {
 
 func handleReviews(d *mintdir.Directory) mintHandler {
 	return func(r *http.Request, m *mintdir.Mint) (any, error) {
-		before, limit, err := paging(r, defaultLimit)
+		page, err := paging.Parse(r)
 		if err != nil {
 			return nil, err
 		}
-		reviews, sum, err := d.Reviews(r.Context(), m, before, limit)
+		reviews, sum, err := d.Reviews(r.Context(), m, page.Before, page.Limit)
 		out := make([]review, len(reviews))
 		for i, rv := range reviews {
 			out[i] = reviewOf(rv)
@@ -211,82 +196,45 @@ func handleFeatures() mintHandler {
 
 // --- paging ---
 
-const (
-	defaultLimit = 50
-	maxLimit     = 500
+// Paged like every list (design/mintdir.md): 50 entries by default, 500 at
+// most; per-mint lists newest first with ?before=, the catalogue with ?offset=.
+var (
+	paging     = httpapi.Paging{Default: 50, Max: 500, Cursor: httpapi.Before}
+	listPaging = httpapi.Paging{Default: 50, Max: 500, Cursor: httpapi.Offset}
 )
-
-// paging reads ?limit= (1–500, default def) and ?before= (ISO 8601).
-func paging(r *http.Request, def int) (before time.Time, limit int, err error) {
-	most := maxLimit
-	q := r.URL.Query()
-	limit = def
-	if s := q.Get("limit"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 || n > most {
-			return before, 0, outpost.Errorf(outpost.Invalid, "invalid_limit", "limit must be an integer from 1 to %d", most).With("field", "limit")
-		}
-		limit = n
-	}
-	if s := q.Get("before"); s != "" {
-		t, err := time.Parse(time.RFC3339, s)
-		if err != nil {
-			return before, 0, outpost.Errorf(outpost.Invalid, "invalid_before", "before must be an ISO 8601 time, e.g. 2026-11-21T10:00:00Z").With("field", "before")
-		}
-		before = t
-	}
-	return before, limit, nil
-}
 
 // --- the catalogue ---
 
 var sorts = map[string]bool{"trust": true, "uptime": true, "name": true}
 
-func handleList(d *mintdir.Directory, log *slog.Logger) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+func handleList(d *mintdir.Directory) http.HandlerFunc {
+	return httpapi.Handle(func(w http.ResponseWriter, r *http.Request) error {
 		q := r.URL.Query()
-		o := mintdir.ListOptions{Status: q.Get("status"), Sort: q.Get("sort"), Limit: defaultLimit}
+		o := mintdir.ListOptions{Status: q.Get("status"), Sort: q.Get("sort")}
 		if o.Sort == "" {
 			o.Sort = "trust"
 		}
-		err := func() error {
-			if o.Status != "" && !isStatus(o.Status) {
-				return outpost.Errorf(outpost.Invalid, "invalid_status", "status must be one of %s", strings.Join(mintdir.Statuses, ", ")).With("field", "status")
-			}
-			if !sorts[o.Sort] {
-				return outpost.Errorf(outpost.Invalid, "invalid_sort", "sort must be trust, uptime or name").With("field", "sort")
-			}
-			if s := q.Get("limit"); s != "" {
-				n, err := strconv.Atoi(s)
-				if err != nil || n < 1 || n > maxLimit {
-					return outpost.Errorf(outpost.Invalid, "invalid_limit", "limit must be an integer from 1 to %d", maxLimit).With("field", "limit")
-				}
-				o.Limit = n
-			}
-			if s := q.Get("offset"); s != "" {
-				n, err := strconv.Atoi(s)
-				if err != nil || n < 0 {
-					return outpost.Errorf(outpost.Invalid, "invalid_offset", "offset must be an integer of 0 or more").With("field", "offset")
-				}
-				o.Offset = n
-			}
-			return nil
-		}()
-		if err != nil {
-			httpapi.Error(w, r, log, err)
-			return
+		if o.Status != "" && !isStatus(o.Status) {
+			return outpost.Errorf(outpost.Invalid, "invalid_status", "status must be one of %s", strings.Join(mintdir.Statuses, ", ")).With("field", "status")
 		}
+		if !sorts[o.Sort] {
+			return outpost.Errorf(outpost.Invalid, "invalid_sort", "sort must be trust, uptime or name").With("field", "sort")
+		}
+		page, err := listPaging.Parse(r)
+		if err != nil {
+			return err
+		}
+		o.Limit, o.Offset = page.Limit, page.Offset
 		mints, total, err := d.List(r.Context(), o)
 		if err != nil {
-			httpapi.Error(w, r, log, err)
-			return
+			return err
 		}
 		out := make([]core, len(mints))
 		for i, m := range mints {
 			out[i] = coreOf(m)
 		}
-		httpapi.Encode(w, http.StatusOK, map[string]any{"mints": out, "total": total, "limit": o.Limit, "offset": o.Offset})
-	}
+		return httpapi.Encode(w, http.StatusOK, map[string]any{"mints": out, "total": total, "limit": o.Limit, "offset": o.Offset})
+	})
 }
 
 func isStatus(s string) bool {
@@ -309,67 +257,31 @@ func (q *submitRequest) Valid() error {
 	return nil
 }
 
-func handleSubmit(d *mintdir.Directory, log *slog.Logger) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+func handleSubmit(d *mintdir.Directory) http.HandlerFunc {
+	return httpapi.Handle(func(w http.ResponseWriter, r *http.Request) error {
 		q, err := httpapi.Decode[submitRequest](w, r)
 		if err != nil {
-			httpapi.Error(w, r, log, err)
-			return
+			return err
 		}
 		res, err := d.Submit(r.Context(), q.MintURL)
 		if err != nil {
-			httpapi.Error(w, r, log, err)
-			return
+			return err
 		}
 		if res.Exists {
-			httpapi.Encode(w, http.StatusOK, submitResult{MintID: res.ID, Status: "exists", Message: "this mint is already in the directory"})
-			return
+			return httpapi.Encode(w, http.StatusOK, submitResult{MintID: res.ID, Status: "exists", Message: "this mint is already in the directory"})
 		}
-		httpapi.Encode(w, http.StatusAccepted, submitResult{MintID: res.ID, Status: "queued", Message: "the mint was added; its first check is running now"})
-	}
+		return httpapi.Encode(w, http.StatusAccepted, submitResult{MintID: res.ID, Status: "queued", Message: "the mint was added; its first check is running now"})
+	})
 }
 
 // --- service ---
 
-func handleStats(d *mintdir.Directory, log *slog.Logger) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+func handleStats(d *mintdir.Directory) http.HandlerFunc {
+	return httpapi.Handle(func(w http.ResponseWriter, r *http.Request) error {
 		s, err := d.Stats(r.Context())
 		if err != nil {
-			httpapi.Error(w, r, log, err)
-			return
+			return err
 		}
-		httpapi.Encode(w, http.StatusOK, s)
-	}
-}
-
-func handleHealth(cfg Config) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		status, body := Health(r.Context(), cfg)
-		code := http.StatusOK
-		if status == "down" {
-			code = http.StatusServiceUnavailable
-		}
-		httpapi.Encode(w, code, body)
-	}
-}
-
-// Health is the directory's part of /health; it makes no outbound calls. It
-// is degraded when the prober has fallen two intervals behind.
-func Health(ctx context.Context, cfg Config) (string, any) {
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
-	d := cfg.Directory
-	n, err := d.Count()
-	last, lag := d.ProberStatus()
-	h := health{Status: "ok", Version: outpost.Version, Time: iso(cfg.Now()), MintsTotal: n, ProbeLagSeconds: lag.Round(time.Millisecond).Seconds()}
-	if !last.IsZero() {
-		h.LastProbeCycleAt = isoPtr(&last)
-	}
-	if err != nil {
-		h.Status = "down"
-	} else if cfg.ProbeInterval > 0 && lag > 2*cfg.ProbeInterval {
-		h.Status = "degraded"
-	}
-	return h.Status, h
+		return httpapi.Encode(w, http.StatusOK, s)
+	})
 }

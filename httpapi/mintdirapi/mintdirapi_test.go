@@ -19,6 +19,7 @@ import (
 	"github.com/outpost-relay/outpost/httpapi"
 	"github.com/outpost-relay/outpost/httpapi/apitest"
 	"github.com/outpost-relay/outpost/httpapi/mintdirapi"
+	"github.com/outpost-relay/outpost/internal/testkit"
 	"github.com/outpost-relay/outpost/mintdir"
 	"github.com/outpost-relay/outpost/policies"
 	"github.com/outpost-relay/outpost/pubkey"
@@ -50,14 +51,13 @@ func newEnv(t *testing.T, allowPrivate bool, submitPerHour int) *env {
 	sk := nostr.GeneratePrivateKey()
 	pk, _ := nostr.GetPublicKey(sk)
 	rl := relay.New(relay.Config{Store: st, BanList: policies.NewBanList(), Log: log, PublicURL: base, ServicePub: pk, Name: "test"})
-	dir := mintdir.New(mintdir.Config{DB: st.DB, Events: st.Events, Log: log, ProbeInterval: time.Hour,
-		ProbeTimeout: 2 * time.Second, AllowPrivate: allowPrivate})
+	dir := mintdir.New(mintdir.Config{DB: st.DB, Events: st.Events, Log: log,
+		Settings: mintdir.Settings{ProbeInterval: time.Hour, ProbeTimeout: 2 * time.Second, AllowPrivate: allowPrivate}})
 	rl.RejectEvent = append(rl.RejectEvent, mintdir.RejectInvalidNIP87)
 	rl.OnEventSaved = append(rl.OnEventSaved, dir.OnEventSaved)
-	cfg := mintdirapi.Config{Directory: dir, Log: log, SubmitPerHour: submitPerHour, ProbeInterval: time.Hour}
+	cfg := mintdirapi.Config{Directory: dir, Log: log, Settings: mintdirapi.Settings{SubmitPerHour: submitPerHour}}
 	srv.Config.Handler = httpapi.New(httpapi.Config{Relay: rl, Log: log, Services: []httpapi.Service{{
-		Name: "mintdir", Mount: "/mintdir", Routes: mintdirapi.Routes(cfg),
-		Health: func(ctx context.Context) (string, any) { return mintdirapi.Health(ctx, cfg) }}}})
+		Name: "mintdir", Mount: "/mintdir", Routes: mintdirapi.Routes(cfg), Health: httpapi.ReportHealth(dir.Health)}}})
 	srv.Config.ConnState = rl.TrackConn
 	srv.Start()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -85,17 +85,6 @@ func wantStatus(t *testing.T, r *apitest.Response, status int, code string) {
 	t.Helper()
 	if r.Status != status || (code != "" && r.ErrorCode() != code) {
 		t.Fatalf("got %d %s, want %d %s", r.Status, r.Body, status, code)
-	}
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }
 
@@ -186,7 +175,7 @@ func TestAgainstARealMint(t *testing.T) {
 		}
 		wantStatus(t, api.Do("POST", "/mints/submit", strings.Repeat("x", 70<<10)), 413, "request_too_large")
 		// The first check runs at once, without waiting for the interval.
-		waitFor(t, "the first check", func() bool {
+		testkit.WaitFor(t, 15*time.Second, "the first check", func() bool {
 			return api.Do("GET", "/mints/"+id+"/status", nil).Map(t)["status"] == "online"
 		})
 	})
@@ -308,7 +297,7 @@ func TestAgainstARealMint(t *testing.T) {
 			}
 		}
 		var rv map[string]any
-		waitFor(t, "reviews", func() bool {
+		testkit.WaitFor(t, 15*time.Second, "reviews", func() bool {
 			rv = api.Do("GET", "/mints/"+id+"/reviews", nil).Map(t)
 			return len(rv["reviews"].([]any)) == 3
 		})
@@ -335,7 +324,7 @@ func TestAgainstARealMint(t *testing.T) {
 		}
 		// Saved reviews refresh the mint's summary in the background (the
 		// last one saved brings the rated count to 2).
-		waitFor(t, "the trust breakdown to count the reviews", func() bool {
+		testkit.WaitFor(t, 15*time.Second, "the trust breakdown to count the reviews", func() bool {
 			tr := api.Do("GET", "/mints/"+id+"/trust", nil).Map(t)
 			return tr["breakdown"].(map[string]any)["reviews"].(map[string]any)["rated_count"] == 2.0
 		})
@@ -451,7 +440,7 @@ func TestAMisbehavingMintShowsItsErrorKind(t *testing.T) {
 	}))
 	defer srv.Close()
 	id := e.api.Do("POST", "/mints/submit", map[string]string{"mint_url": srv.URL}).Map(t)["mint_id"].(string)
-	waitFor(t, "the first check", func() bool {
+	testkit.WaitFor(t, 15*time.Second, "the first check", func() bool {
 		return e.api.Do("GET", "/mints/"+id+"/status", nil).Map(t)["last_error"] == "html"
 	})
 	all := e.getAll(t, id, srv.URL)

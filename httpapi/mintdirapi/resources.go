@@ -28,22 +28,22 @@ func strOrNil(s string) *string {
 }
 
 type core struct {
-	MintID        string   `json:"mint_id"`
-	CanonicalURL  string   `json:"canonical_url"`
-	URLs          []string `json:"urls"`
-	Name          *string  `json:"name"`
-	IconURL       *string  `json:"icon_url"`
-	Status        string   `json:"status"`
-	OfflineSince  *string  `json:"offline_since"`
-	LastSuccessAt *string  `json:"last_success_at"`
-	LastFailureAt *string  `json:"last_failure_at"`
-	Uptime24h     *float64 `json:"uptime_24h"`
-	Uptime7d      *float64 `json:"uptime_7d"`
-	Uptime30d     *float64 `json:"uptime_30d"`
-	Incidents7d   int      `json:"incidents_7d"`
-	Incidents30d  int      `json:"incidents_30d"`
-	TrustScore    int      `json:"trust_score"`
-	TrustLevel    string   `json:"trust_level"`
+	MintID        mintdir.ID `json:"mint_id"`
+	CanonicalURL  string     `json:"canonical_url"`
+	URLs          []string   `json:"urls"`
+	Name          *string    `json:"name"`
+	IconURL       *string    `json:"icon_url"`
+	Status        string     `json:"status"`
+	OfflineSince  *string    `json:"offline_since"`
+	LastSuccessAt *string    `json:"last_success_at"`
+	LastFailureAt *string    `json:"last_failure_at"`
+	Uptime24h     *float64   `json:"uptime_24h"`
+	Uptime7d      *float64   `json:"uptime_7d"`
+	Uptime30d     *float64   `json:"uptime_30d"`
+	Incidents7d   int        `json:"incidents_7d"`
+	Incidents30d  int        `json:"incidents_30d"`
+	TrustScore    int        `json:"trust_score"`
+	TrustLevel    string     `json:"trust_level"`
 }
 
 func coreOf(m *mintdir.Mint) core {
@@ -204,16 +204,7 @@ func featuresOf(m *mintdir.Mint) featuresResource {
 }
 
 type submitResult struct {
-	MintID  string `json:"mint_id"`
-	Status  string `json:"status"`
-	Message string `json:"message"`
-}
-
-type health struct {
-	Status           string  `json:"status"`
-	Version          string  `json:"version"`
-	Time             string  `json:"time"`
-	MintsTotal       int     `json:"mints_total"`
-	LastProbeCycleAt *string `json:"last_probe_cycle_at"`
-	ProbeLagSeconds  float64 `json:"probe_lag_seconds"`
+	MintID  mintdir.ID `json:"mint_id"`
+	Status  string     `json:"status"`
+	Message string     `json:"message"`
 }

@@ -11,15 +11,33 @@ import (
 	"github.com/outpost-relay/outpost/httpapi"
 	"github.com/outpost-relay/outpost/mintdir"
 	"github.com/outpost-relay/outpost/ratelimit"
+	"github.com/outpost-relay/outpost/settings"
 )
+
+// Settings are the directory API's operator settings, each bound by
+// cmd/outpost to the flag its tag names and that flag's OUTPOST_*
+// environment twin.
+type Settings struct {
+	SubmitPerHour int `flag:"mintdir-submit-rate-limit" usage:"POST /mintdir/mints/submit per hour per client IP; 0 disables"`
+}
+
+// DefaultSettings are the design's defaults.
+func DefaultSettings() Settings { return Settings{SubmitPerHour: 10} }
+
+// Valid checks the settings, naming a bad one.
+func (s *Settings) Valid() error {
+	if s.SubmitPerHour < 0 {
+		return settings.Errorf("mintdir-submit-rate-limit", "must be 0 or more")
+	}
+	return nil
+}
 
 // Config configures the mint-directory API.
 type Config struct {
-	Directory     *mintdir.Directory
-	Log           *slog.Logger
-	SubmitPerHour int           // POST /mints/submit per client IP per hour; 0: no extra limit
-	ProbeInterval time.Duration // health turns degraded when the prober lags two intervals
-	Now           func() time.Time
+	Settings
+	Directory *mintdir.Directory
+	Log       *slog.Logger
+	Now       func() time.Time
 }
 
 // mintEndpoints are the seed's per-mint resources; each is served by id
@@ -54,25 +72,26 @@ func Routes(cfg Config) http.Handler {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	d, log := cfg.Directory, cfg.Log
-	submitLimit := httpapi.RateLimit(ratelimit.New(cfg.SubmitPerHour, time.Hour, cfg.Now), log)
+	d := cfg.Directory
+	submitLimit := httpapi.RateLimit(ratelimit.New(cfg.SubmitPerHour, time.Hour, cfg.Now))
 
 	service := func(r chi.Router) {
-		r.Get("/health", handleHealth(cfg))
-		r.Get("/stats", handleStats(d, log))
-		r.Get("/mints", handleList(d, log))
-		r.With(submitLimit).Post("/mints/submit", handleSubmit(d, log))
+		r.Get("/health", httpapi.ServeHealth(d.Health))
+		r.Get("/stats", handleStats(d))
+		r.Get("/mints", handleList(d))
+		r.With(submitLimit).Post("/mints/submit", handleSubmit(d))
 		for _, ep := range mintEndpoints(cfg) {
-			r.Get("/mints/{mint_id}"+ep.path, byID(d, log, ep.fn))
-			r.Get("/mints/by-url"+ep.path, byURL(d, log, ep.fn))
+			r.Get("/mints/{mint_id}"+ep.path, byID(d, ep.fn))
+			r.Get("/mints/by-url"+ep.path, byURL(d, ep.fn))
 		}
 	}
 
 	r := chi.NewRouter()
+	r.Use(httpapi.Logger(cfg.Log))
 	r.NotFound(httpapi.NotFound)
 	r.MethodNotAllowed(httpapi.MethodNotAllowed)
 	r.Use(httpapi.CORS)
-	r.Get("/openapi.json", handleOpenAPI())
+	r.Get("/openapi.json", httpapi.ServeJSON(openAPI))
 	service(r)
 	r.Route("/v1", func(r chi.Router) {
 		r.NotFound(httpapi.NotFound)

@@ -1,0 +1,39 @@
+package main
+
+import (
+	"context"
+
+	"github.com/outpost-relay/outpost/banlist"
+	"github.com/outpost-relay/outpost/httpapi"
+	"github.com/outpost-relay/outpost/httpapi/banlistapi"
+)
+
+// wireBanlist wires the ban list: the service on the shared store, feeding
+// the snapshot the relay enforces; NIP-86 relay management through it; the
+// relay hook that refuses malformed reports (NIP-56); the admin socket the
+// CLI talks to; and the REST API.
+func wireBanlist(ctx context.Context, d deps) (*component, error) {
+	log := d.log.With("service", "banlist")
+	bl, err := banlist.New(banlist.Config{Settings: d.cfg.Banlist, DB: d.store.DB, Events: d.store.Events, List: d.banList,
+		Publish: d.relay.Publish, SecretKey: d.secretKey, Log: log})
+	if err != nil {
+		return nil, err
+	}
+	if err := d.relay.EnableManagement(bl, d.cfg.AdminPubKeys); err != nil {
+		return nil, err
+	}
+	d.relay.RejectEvent = append(d.relay.RejectEvent, banlist.RejectInvalidReports)
+	c := &component{api: httpapi.Service{
+		Name: "banlist", Mount: d.cfg.BanlistMount, Health: httpapi.ReportHealth(bl.Health),
+		Routes: banlistapi.Routes(banlistapi.Config{Settings: d.cfg.BanlistAPI, Service: bl, Log: log}),
+	}}
+	admin, err := listenAdmin(d.cfg.DataDir, bl, d.log)
+	if err != nil {
+		d.log.Warn("admin socket unavailable; admin commands need outpost stopped", "err", err)
+		return c, nil
+	}
+	// Admin commands may run until the background jobs stop; the database
+	// closes after them.
+	c.jobs = append(c.jobs, func(ctx context.Context) { <-ctx.Done(); admin.Close() })
+	return c, nil
+}

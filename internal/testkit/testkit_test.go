@@ -1,0 +1,64 @@
+package testkit
+
+import (
+	"fmt"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestClock(t *testing.T) {
+	start := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+	c := NewClock(start)
+	c.Add(time.Hour)
+	if got := c.Now(); !got.Equal(start.Add(time.Hour)) {
+		t.Fatalf("after Add: %v", got)
+	}
+	c.Set(start)
+	if got := c.Now(); !got.Equal(start) {
+		t.Fatalf("after Set: %v", got)
+	}
+}
+
+func TestWaitFor(t *testing.T) {
+	n := 0
+	WaitFor(t, time.Second, "three polls", func() bool { n++; return n == 3 })
+	if n != 3 {
+		t.Fatalf("%d polls", n)
+	}
+	ft := &fakeT{TB: t}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		WaitFor(ft, 50*time.Millisecond, "never", func() bool { return false })
+	}()
+	<-done
+	if ft.failed != "timed out after 50ms waiting for never" {
+		t.Fatalf("failure: %q", ft.failed)
+	}
+}
+
+// fakeT records a fatal failure instead of ending the test.
+type fakeT struct {
+	testing.TB
+	failed string
+}
+
+func (f *fakeT) Helper() {}
+func (f *fakeT) Fatalf(format string, args ...any) {
+	f.failed = fmt.Sprintf(format, args...)
+	runtime.Goexit()
+}
+
+func TestLogBuffer(t *testing.T) {
+	var l LogBuffer
+	var wg sync.WaitGroup
+	for range 10 {
+		wg.Go(func() { fmt.Fprint(&l, "x") })
+	}
+	wg.Wait()
+	if l.String() != "xxxxxxxxxx" {
+		t.Fatalf("%q", l.String())
+	}
+}

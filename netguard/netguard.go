@@ -1,0 +1,101 @@
+// Package netguard keeps outbound connections to user-supplied addresses on
+// the public internet (an SSRF guard): a mint submitted to the directory, a
+// Lightning address in a profile, a callback URL a Lightning-address server
+// names. Whoever supplies the address must not make outpost call into its
+// own host or network, nor into the cloud's metadata service. The mint
+// prober and the Lightning-address client use it; the profile fetcher dials
+// only relays the operator configured, so it needs none.
+//
+// The guard has two halves. Control runs inside every dial, after DNS
+// resolution, on the address actually dialled, so a name that resolves to a
+// public address when it is submitted and to a private one later (DNS
+// rebinding), or a redirect to a private host, is still refused. CheckHost
+// refuses a host up front, so a bad submission fails with a clear answer
+// instead of failing every later check.
+package netguard
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"syscall"
+)
+
+// ErrBlocked is the error of a host that is, or resolves to, an address
+// outside the public internet.
+var ErrBlocked = errors.New("address not allowed")
+
+// nonPublic are ranges net/netip has no predicate for but that never hold a
+// public service.
+var nonPublic = []netip.Prefix{
+	netip.MustParsePrefix("0.0.0.0/8"),      // "this network"
+	netip.MustParsePrefix("100.64.0.0/10"),  // carrier-grade NAT: the provider's, or the host's own network
+	netip.MustParsePrefix("192.0.0.0/24"),   // IETF protocol assignments
+	netip.MustParsePrefix("198.18.0.0/15"),  // benchmarking, often internal
+	netip.MustParsePrefix("240.0.0.0/4"),    // reserved, and the broadcast address
+	netip.MustParsePrefix("64:ff9b::/96"),   // NAT64: reaches any IPv4 address, private ones too
+	netip.MustParsePrefix("64:ff9b:1::/48"), // local-use NAT64, likewise
+}
+
+// Public reports whether ip is a public unicast address: not loopback,
+// private, link-local, multicast, unspecified, nor in the ranges above, in
+// any form (an IPv4-mapped IPv6 address is judged as the IPv4 address).
+func Public(ip netip.Addr) bool {
+	ip = ip.Unmap()
+	if !ip.IsValid() || ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() ||
+		ip.IsLinkLocalMulticast() || ip.IsInterfaceLocalMulticast() || ip.IsMulticast() || ip.IsUnspecified() {
+		return false
+	}
+	for _, p := range nonPublic {
+		if p.Contains(ip) {
+			return false
+		}
+	}
+	return true
+}
+
+// Control is a net.Dialer Control function that refuses to connect to an
+// address that is not Public; the error wraps ErrBlocked.
+func Control(_, address string, _ syscall.RawConn) error {
+	ap, err := netip.ParseAddrPort(address)
+	if err != nil {
+		return fmt.Errorf("%w: %s", ErrBlocked, address)
+	}
+	if !Public(ap.Addr()) {
+		return fmt.Errorf("%w: %s is not a public address", ErrBlocked, ap.Addr().Unmap())
+	}
+	return nil
+}
+
+// CheckHost resolves host and refuses it (with ErrBlocked) when any of its
+// addresses is not Public, unless allowPrivate. A host that does not resolve
+// is an error either way.
+func CheckHost(ctx context.Context, resolver *net.Resolver, host string, allowPrivate bool) error {
+	if ip, err := netip.ParseAddr(host); err == nil {
+		if !allowPrivate && !Public(ip) {
+			return fmt.Errorf("%w: %s is not a public address", ErrBlocked, ip.Unmap())
+		}
+		return nil
+	}
+	if resolver == nil {
+		resolver = net.DefaultResolver
+	}
+	addrs, err := resolver.LookupNetIP(ctx, "ip", host)
+	if err != nil {
+		return fmt.Errorf("resolve %s: %w", host, err)
+	}
+	if len(addrs) == 0 {
+		return fmt.Errorf("resolve %s: no addresses", host)
+	}
+	if allowPrivate {
+		return nil
+	}
+	for _, ip := range addrs {
+		if !Public(ip) {
+			return fmt.Errorf("%w: %s resolves to %s", ErrBlocked, host, ip.Unmap())
+		}
+	}
+	return nil
+}

@@ -1,0 +1,62 @@
+package netguard_test
+
+import (
+	"context"
+	"errors"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/outpost-relay/outpost/netguard"
+	"github.com/outpost-relay/outpost/netguard/netguardtest"
+)
+
+func TestPublic(t *testing.T) {
+	for _, s := range netguardtest.Blocked {
+		if netguard.Public(netip.MustParseAddr(s)) {
+			t.Errorf("Public(%s) = true, want false", s)
+		}
+	}
+	for _, s := range netguardtest.Public {
+		if !netguard.Public(netip.MustParseAddr(s)) {
+			t.Errorf("Public(%s) = false, want true", s)
+		}
+	}
+}
+
+func TestControl(t *testing.T) {
+	for _, s := range netguardtest.Blocked {
+		if err := netguard.Control("tcp", netguardtest.HostPort(s, "443"), nil); !errors.Is(err, netguard.ErrBlocked) {
+			t.Errorf("Control(%s) = %v, want ErrBlocked", s, err)
+		}
+	}
+	for _, s := range netguardtest.Public {
+		if err := netguard.Control("tcp", netguardtest.HostPort(s, "443"), nil); err != nil {
+			t.Errorf("Control(%s) = %v", s, err)
+		}
+	}
+	if err := netguard.Control("tcp", "not an address", nil); !errors.Is(err, netguard.ErrBlocked) {
+		t.Errorf("an unparsable address: %v", err)
+	}
+}
+
+func TestCheckHost(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for _, h := range append([]string{"localhost"}, netguardtest.Blocked...) {
+		if err := netguard.CheckHost(ctx, nil, h, false); !errors.Is(err, netguard.ErrBlocked) {
+			t.Errorf("%s: %v, want ErrBlocked", h, err)
+		}
+		if err := netguard.CheckHost(ctx, nil, h, true); err != nil && h != "localhost" {
+			t.Errorf("%s with private allowed: %v", h, err)
+		}
+	}
+	for _, h := range netguardtest.Public {
+		if err := netguard.CheckHost(ctx, nil, h, false); err != nil {
+			t.Errorf("%s: %v", h, err)
+		}
+	}
+	if err := netguard.CheckHost(ctx, nil, "no-such-mint.invalid", true); err == nil || errors.Is(err, netguard.ErrBlocked) {
+		t.Errorf("an unresolvable host: %v", err)
+	}
+}
