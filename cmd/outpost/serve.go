@@ -99,7 +99,8 @@ func serve(ctx context.Context, cfg *Config, stdout, stderr io.Writer) (err erro
 
 	list := policies.NewBanList()
 	rl := relay.New(relay.Config{Store: st, BanList: list, Log: logger, PublicURL: publicURL, ServicePub: pk,
-		Name: cfg.RelayName, Description: cfg.RelayDescription, Contact: cfg.RelayContact})
+		OperatorPub: cfg.RelayPubKey, Name: cfg.RelayName, Description: cfg.RelayDescription, Contact: cfg.RelayContact,
+		Limits: &cfg.Relay, ClientIP: httpapi.ClientIP})
 	d := deps{cfg: cfg, log: logger, store: st, relay: rl, banList: list, publicURL: publicURL, secretKey: sk, pubKey: pk}
 	var components []component
 	for _, wire := range []func(context.Context, deps) (*component, error){wireBanlist, wireMintdir, wireFaucet} {
