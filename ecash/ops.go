@@ -55,8 +55,8 @@ type Op struct {
 	Sent       cashu.Proofs `json:"sent,omitempty"` // the token's proofs, while the mint says they are unspent
 	SentAmount uint64       `json:"sent_amount,omitempty"`
 	Reclaimed  string       `json:"reclaimed,omitempty"` // the operation that took the token back
-	Received   uint64       `json:"received,omitempty"` // sats that became the wallet's
-	Fee        uint64       `json:"fee,omitempty"`      // what it cost: input fees, the Lightning fee
+	Received   uint64       `json:"received,omitempty"`  // sats that became the wallet's
+	Fee        uint64       `json:"fee,omitempty"`       // what it cost: input fees, the Lightning fee
 	Preimage   string       `json:"preimage,omitempty"`
 	Reason     string       `json:"reason,omitempty"`
 }
