@@ -210,9 +210,16 @@ func (w *Wallet) commit(op *Op, out outcome) error {
 	return w.refreshBalance()
 }
 
+// putProof adds a proof the wallet did not hold; one it holds already keeps
+// its record.
 func (w *Wallet) putProof(txn *badger.Txn, p cashu.Proof, state, op string, now int64) error {
 	y, err := proofY(p.Secret)
 	if err != nil {
+		return err
+	}
+	if _, err := txn.Get(w.key(kindProof, y)); err == nil {
+		return nil
+	} else if !errors.Is(err, badger.ErrKeyNotFound) {
 		return err
 	}
 	return store.PutJSON(txn, w.key(kindProof, y), proofRecord{Proof: p, State: state, Op: op, Added: now})

@@ -49,21 +49,15 @@ func (w *Wallet) Recover(ctx context.Context) (int, error) {
 		w.release(op)
 		if op.State == OpPending {
 			left++
-		}
-		if err != nil && first == nil && !isOutcome(err) {
-			first = err
+			if first == nil {
+				first = err
+			}
 		}
 	}
 	if err := w.freeOrphans(); err != nil && first == nil {
 		first = err
 	}
 	return left, first
-}
-
-// isOutcome tells errors that report what an operation did (it failed, its
-// inputs were spent) from errors that kept it from being settled.
-func isOutcome(err error) bool {
-	return errors.Is(err, ErrSpent) || ProblemOf(err) == Refused
 }
 
 // settle finds out what became of a pending operation.
@@ -178,13 +172,14 @@ type Audit struct {
 	HeldSats      uint64 // their sum: the balance
 	UnspentProofs int    // of those, the ones the mint says are unspent
 	UnspentSats   uint64
-	ReservedSats  uint64 // proofs operations are spending (melts in flight)
+	ReservedSats  uint64            // proofs operations are spending (melts in flight)
+	ByKeyset      map[string]uint64 // held sats by keyset id
 	spent         []string
 }
 
 // Audit asks the mint for the state of every spendable proof (NUT-07).
 func (w *Wallet) Audit(ctx context.Context) (Audit, error) {
-	var a Audit
+	a := Audit{ByKeyset: map[string]uint64{}}
 	var ys []string
 	var amounts []uint64
 	err := w.db.View(func(txn *badger.Txn) error {
@@ -198,6 +193,7 @@ func (w *Wallet) Audit(ctx context.Context) (Audit, error) {
 			amounts = append(amounts, rec.Proof.Amount)
 			a.HeldProofs++
 			a.HeldSats += rec.Proof.Amount
+			a.ByKeyset[rec.Proof.Id] += rec.Proof.Amount
 			return true, nil
 		})
 	})

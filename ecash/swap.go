@@ -127,49 +127,24 @@ func (w *Wallet) commitSwap(op *Op, proofs []cashu.Proof) error {
 // refused, and records it. cause is what the request returned.
 func (w *Wallet) settleSwap(ctx context.Context, op *Op, cause error) error {
 	got, err := w.restored(ctx, op.Outputs)
+	if me := AsMintError(err); me != nil && me.Problem == Incompatible && me.Status != 0 {
+		// No restore endpoint (NUT-09): the inputs alone must tell.
+		w.log.Warn("ecash: the mint cannot restore signatures", "op", op.ID, "err", err)
+		got, err = nil, nil
+	}
 	if err != nil {
 		return w.stayPending(op, cause, err)
 	}
-	if len(got) > 0 {
-		// It happened (all or nothing at the mint). The caller never saw
-		// the answer, so a token's outputs stay the wallet's.
-		if len(got) != len(op.Outputs) {
-			w.log.Error("ecash: the mint restored only some outputs of a swap", "op", op.ID, "restored", len(got), "outputs", len(op.Outputs))
-		}
-		var out outcome
-		for i := range op.Outputs {
-			p, ok := got[i]
-			switch {
-			case !ok:
-			case op.Outputs[i].Send && op.HoldFor != "":
-				out.hold = append(out.hold, p)
-			default:
-				out.keep = append(out.keep, p)
-				op.Received += p.Amount
-			}
-		}
-		if op.Own {
-			if out.spent, err = inputYs(op); err != nil {
-				return err
-			}
-		}
-		op.State, op.Reason = OpDone, "recovered from the mint (NUT-09)"
-		if err := w.commit(op, out); err != nil {
-			return err
-		}
-		if op.Purpose == forSend {
-			return fmt.Errorf("ecash: the token was not made: %w", cause)
-		}
-		return nil
-	}
-	// Not signed: the inputs tell whether they are still spendable.
 	states, err := w.inputStates(ctx, op)
 	if err != nil {
 		return w.stayPending(op, cause, err)
 	}
+	ys, err := inputYs(op)
+	if err != nil {
+		return err
+	}
 	var out outcome
 	spent, pending := 0, 0
-	ys, _ := inputYs(op)
 	for i, st := range states {
 		switch st {
 		case Unspent:
@@ -184,6 +159,36 @@ func (w *Wallet) settleSwap(ctx context.Context, op *Op, cause error) error {
 	if pending > 0 {
 		return w.stayPending(op, cause, errors.New("the mint holds some inputs as pending"))
 	}
+	if len(got) > 0 && spent > 0 {
+		// It happened (all or nothing at the mint). The caller never saw
+		// the answer, so a token's outputs stay the wallet's. Restored
+		// proofs are checked too: NUT-13 restores may find spent ones.
+		if len(got) != len(op.Outputs) {
+			w.log.Error("ecash: the mint restored only some outputs of a swap", "op", op.ID, "restored", len(got), "outputs", len(op.Outputs))
+		}
+		if err := w.keepRestored(ctx, op, got, &out); err != nil {
+			return w.stayPending(op, cause, err)
+		}
+		out.spent, out.release = append(out.spent, out.release...), nil
+		op.State, op.Reason = OpDone, "recovered from the mint (NUT-09)"
+		if err := w.commit(op, out); err != nil {
+			return err
+		}
+		if op.Purpose == forSend {
+			return fmt.Errorf("ecash: the token was not made: %w", cause)
+		}
+		return nil
+	}
+	if len(got) > 0 {
+		// Signatures on these outputs, yet the inputs are unspent: they were
+		// made for another operation (outputs derived twice). Keep what is
+		// spendable of them; this swap did not happen.
+		w.log.Error("ecash: the mint had signed outputs of an operation that did not happen", "op", op.ID, "outputs", len(got))
+		if err := w.keepRestored(ctx, op, got, &out); err != nil {
+			return w.stayPending(op, cause, err)
+		}
+		out.hold = nil
+	}
 	op.State, op.Reason = OpFailed, errText(cause)
 	if err := w.commit(op, out); err != nil {
 		return err
@@ -195,6 +200,37 @@ func (w *Wallet) settleSwap(ctx context.Context, op *Op, cause error) error {
 		return fmt.Errorf("%w: %v", ErrSpent, cause)
 	}
 	return cause
+}
+
+// keepRestored adds the restored proofs the mint says are unspent to out.
+func (w *Wallet) keepRestored(ctx context.Context, op *Op, got map[int]cashu.Proof, out *outcome) error {
+	idx := make([]int, 0, len(got))
+	ys := make([]string, 0, len(got))
+	for i := range op.Outputs {
+		if p, ok := got[i]; ok {
+			y, err := proofY(p.Secret)
+			if err != nil {
+				return err
+			}
+			idx, ys = append(idx, i), append(ys, y)
+		}
+	}
+	states, err := w.c.checkState(ctx, ys)
+	if err != nil {
+		return err
+	}
+	for j, i := range idx {
+		p := got[i]
+		switch {
+		case states[j] != Unspent:
+		case op.Outputs[i].Send && op.HoldFor != "":
+			out.hold = append(out.hold, p)
+		default:
+			out.keep = append(out.keep, p)
+			op.Received += p.Amount
+		}
+	}
+	return nil
 }
 
 func errText(err error) string {
