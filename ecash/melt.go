@@ -197,6 +197,7 @@ func (w *Wallet) melt(ctx context.Context, op *Op) (Payment, error) {
 	res, err := w.c.melt(ctx, op.Quote, op.Inputs, msgs)
 	if err != nil {
 		w.log.Warn("ecash: melt request failed; asking the mint", "op", op.ID, "quote", op.Quote, "err", err)
+		op.Unanswered = ProblemOf(err) == Unreachable
 		return w.settleMelt(ctx, op, err)
 	}
 	switch res.State {
@@ -222,10 +223,9 @@ func (w *Wallet) settleMelt(ctx context.Context, op *Op, cause error) (Payment, 
 	case Pending:
 		return w.stillPending(op, false, "the Lightning payment is in flight")
 	case Unpaid:
-		// A refusal is final; after a lost answer, the request may still
-		// reach the mint for a while.
-		definite := ProblemOf(cause) == Refused
-		if !definite && w.now().Unix()-op.Attempted < int64(w.cfg.UnsureGrace.Seconds()) {
+		// After a request that got no answer, "unpaid" may still turn:
+		// the request may reach the mint late.
+		if op.Unanswered && w.now().Unix()-op.Attempted < int64(w.cfg.UnsureGrace.Seconds()) {
 			return w.stillPending(op, true, "the payment's outcome is not known yet")
 		}
 		states, err := w.inputStates(ctx, op)

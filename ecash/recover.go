@@ -57,6 +57,9 @@ func (w *Wallet) Recover(ctx context.Context) (int, error) {
 	if err := w.freeOrphans(); err != nil && first == nil {
 		first = err
 	}
+	if err := w.checkImport(ctx); err != nil && first == nil {
+		first = err
+	}
 	return left, first
 }
 
@@ -139,24 +142,7 @@ func (w *Wallet) Tidy(ctx context.Context) error {
 	}
 	if len(a.spent) > 0 {
 		w.log.Warn("ecash: the mint says proofs the wallet held are spent; dropping them", "proofs", len(a.spent), "sats", a.HeldSats-a.UnspentSats)
-		if err := update(w.db, func(txn *badger.Txn) error {
-			for _, y := range a.spent {
-				var rec proofRecord
-				found, err := store.GetJSON(txn, w.key(kindProof, y), &rec)
-				if err != nil {
-					return err
-				}
-				if found && rec.State == proofUnspent {
-					if err := txn.Delete(w.key(kindProof, y)); err != nil {
-						return err
-					}
-				}
-			}
-			return nil
-		}); err != nil {
-			return err
-		}
-		if err := w.refreshBalance(); err != nil {
+		if err := w.dropSpent(a.spent); err != nil {
 			return err
 		}
 	}
@@ -318,40 +304,39 @@ var errNothing = errors.New("ecash: nothing to do")
 
 // Reclaim takes back the token of the send filed under ref, if it was
 // made and nobody redeemed it: for a payout whose receiver never got the
-// token. made is false when no token was made; redeemed is true when the
-// mint says it was spent, so someone has it.
-func (w *Wallet) Reclaim(ctx context.Context, ref string) (made, redeemed bool, err error) {
+// token. made is false when no token was made (or it was taken back);
+// redeemed is true when the mint says it was spent, so someone has it, and
+// fee is then what it cost.
+func (w *Wallet) Reclaim(ctx context.Context, ref string) (made, redeemed bool, fee uint64, err error) {
 	op, found, err := w.opByRef(ref)
 	if err != nil || !found || op.Purpose != forSend {
-		return false, false, err
+		return false, false, 0, err
 	}
 	if op.State == OpPending {
 		if !w.claim(&op) {
-			return true, false, errors.New("ecash: the token is still being made")
+			return true, false, 0, errors.New("ecash: the token is still being made")
 		}
 		err := w.settle(ctx, &op)
 		w.release(&op)
 		if op.State == OpPending {
-			return true, false, err
+			return true, false, 0, err
 		}
 		// A send settled after the fact keeps its outputs in the wallet.
-		return false, false, nil
+		return false, false, 0, nil
 	}
 	switch {
-	case op.State == OpFailed:
-		return false, false, nil
-	case op.Reclaimed != "":
-		return true, false, nil
+	case op.State == OpFailed, op.Reclaimed != "":
+		return false, false, 0, nil
 	case len(op.Sent) == 0: // Tidy saw it redeemed
-		return true, true, nil
+		return true, true, op.Fee, nil
 	}
 	back := Op{Kind: kindSwap, Purpose: forReclaim, Ref: "reclaim:" + ref}
 	err = w.swapIn(ctx, &back, op.Sent)
 	if errors.Is(err, ErrSpent) {
-		return true, true, nil
+		return true, true, op.Fee, nil
 	}
 	if err != nil {
-		return true, false, err
+		return true, false, 0, err
 	}
 	if err := update(w.db, func(txn *badger.Txn) error {
 		cur, found, err := getOp(txn, op.ID)
@@ -361,7 +346,7 @@ func (w *Wallet) Reclaim(ctx context.Context, ref string) (made, redeemed bool, 
 		cur.Sent, cur.Reclaimed = nil, back.ID
 		return store.PutJSON(txn, opKey(op.ID), cur)
 	}); err != nil {
-		return true, false, err
+		return true, false, 0, err
 	}
-	return true, false, nil
+	return false, false, 0, nil
 }

@@ -72,12 +72,14 @@ type mintQuoteRecord struct {
 }
 
 type migrationRecord struct {
-	From     string `json:"from"`
-	MovedTo  string `json:"moved_to"`
-	At       int64  `json:"at"`
-	Proofs   int    `json:"proofs"`
-	Sats     uint64 `json:"sats"`
-	Restored int    `json:"restored"` // proofs found by NUT-09 beyond the old counters
+	From         string            `json:"from"`
+	At           int64             `json:"at"`
+	Proofs       int               `json:"proofs"`
+	Sats         uint64            `json:"sats"`
+	Counters     map[string]uint32 `json:"counters"` // the old wallet's, before the margin
+	Checked      bool              `json:"checked"`  // asked of the mint (NUT-07, NUT-09)
+	SpentDropped int               `json:"spent_dropped"`
+	Restored     int               `json:"restored"` // proofs found beyond the old counters
 }
 
 func readCounter(txn *badger.Txn, id string) (uint32, error) {

@@ -66,11 +66,11 @@ func (w *Wallet) Send(ctx context.Context, ref string, amount, keep uint64) (Sen
 	if err != nil {
 		return Sent{}, err
 	}
-	op.SentAmount, op.Fee = value, inFee
+	op.SentAmount, op.Fee = value, inFee+recvFee
 	if err := w.swap(ctx, &op); err != nil {
 		return Sent{}, err
 	}
-	return Sent{Proofs: op.Sent, Amount: value - recvFee, Fee: inFee + recvFee, Op: op.ID}, nil
+	return Sent{Proofs: op.Sent, Amount: value - recvFee, Fee: op.Fee, Op: op.ID}, nil
 }
 
 // swap sends op's swap request and records the outcome. When the answer is
@@ -356,3 +356,16 @@ func (w *Wallet) resolveIDs(ctx context.Context, proofs cashu.Proofs) (cashu.Pro
 // ErrUnknownKeyset: proofs name a keyset the mint does not have (or a short
 // id that fits several).
 var ErrUnknownKeyset = errors.New("ecash: unknown keyset")
+
+// States asks the mint for the state of each proof (NUT-07), in order.
+func (w *Wallet) States(ctx context.Context, proofs cashu.Proofs) ([]string, error) {
+	ys := make([]string, len(proofs))
+	for i, p := range proofs {
+		y, err := proofY(p.Secret)
+		if err != nil {
+			return nil, err
+		}
+		ys[i] = y
+	}
+	return w.c.checkState(ctx, ys)
+}

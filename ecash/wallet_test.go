@@ -46,7 +46,9 @@ func TestMain(m *testing.M) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	var wg sync.WaitGroup
 	var errA, errB error
-	wg.Go(func() { nutshell, errA = nutshelltest.Start(ctx, nutshelltest.Options{Dir: filepath.Join(dir, "nutshell")}) })
+	wg.Go(func() {
+		nutshell, errA = nutshelltest.Start(ctx, nutshelltest.Options{Dir: filepath.Join(dir, "nutshell")})
+	})
 	wg.Go(func() {
 		pending, errB = nutshelltest.Start(ctx, nutshelltest.Options{Dir: filepath.Join(dir, "pending"), Name: "pending mint",
 			Env: []string{"FAKEWALLET_PAY_INVOICE_STATE=PENDING"}})

@@ -449,15 +449,15 @@ func paymentError(c Claim, err error) error {
 func (s *Service) pay(ctx context.Context, c Claim, inv bolt11.Invoice) (ConfirmResult, int, error) {
 	switch c.Method {
 	case MethodCashu:
-		tok, err := s.tr.SendToken(ctx, c.AmountSats, s.cfg.MinBalanceSats)
+		tok, err := s.tr.SendToken(ctx, c.ID, c.AmountSats, s.cfg.MinBalanceSats)
 		if err != nil {
 			return ConfirmResult{}, 0, paymentError(c, s.fail(c, err))
 		}
 		c, err = s.settle(c, ClaimPaid, treasury.Payment{State: treasury.Paid, FeeSats: tok.FeeSats})
 		if err != nil {
-			// Unrecorded, the claim would count as failed after a restart
-			// and could be claimed again: the token is not handed out (its
-			// proofs stay pending in the wallet) rather than paid twice.
+			// Unrecorded, the claim would be settled after a restart by
+			// taking the token back (it was never redeemed): it is not
+			// handed out rather than paid twice.
 			s.log.Error("faucet claim: token made but not recorded; withheld", "claim", c.ID, "err", err)
 			return ConfirmResult{}, 0, err
 		}

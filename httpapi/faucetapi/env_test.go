@@ -95,7 +95,6 @@ type env struct {
 	clock   *clock
 	ln      *lnurltest.Server
 	cfg     faucet.Config
-	wallet  string // the faucet wallet's directory
 	log     *logBuffer
 	handler atomic.Pointer[http.Handler]
 	stop    func()
@@ -122,7 +121,7 @@ func newEnv(t *testing.T, fundSats int64, mod func(*faucet.Config)) *env {
 // newEnvAt is newEnv behind a public URL other than the server's own.
 func newEnvAt(t *testing.T, public string, fundSats int64, mod func(*faucet.Config)) *env {
 	t.Helper()
-	e := &env{public: public, t: t, clock: &clock{t: time.Now().Truncate(time.Second)}, log: &logBuffer{}, wallet: t.TempDir(), cfg: baseConfig()}
+	e := &env{public: public, t: t, clock: &clock{t: time.Now().Truncate(time.Second)}, log: &logBuffer{}, cfg: baseConfig()}
 	if mod != nil {
 		mod(&e.cfg)
 	}
@@ -169,7 +168,7 @@ func newEnvAt(t *testing.T, public string, fundSats int64, mod func(*faucet.Conf
 // build makes the faucet (again, for a restart) on the env's store and wallet.
 func (e *env) build(rl *relay.Relay, log *slog.Logger) {
 	t := e.t
-	tr, err := treasury.New(treasury.Config{Dir: e.wallet, MintURL: theMint.URL, AcceptedMints: nil, Log: log})
+	tr, err := treasury.New(treasury.Config{DB: e.st.DB, MintURL: theMint.URL, AcceptedMints: nil, Log: log})
 	if err != nil {
 		t.Fatal(err)
 	}

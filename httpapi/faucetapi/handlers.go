@@ -44,7 +44,7 @@ func handleHealth(svc *faucet.Service) http.HandlerFunc {
 func Health(svc *faucet.Service) func(ctx context.Context) (string, any) {
 	return func(ctx context.Context) (string, any) {
 		h := svc.Health(ctx)
-		return h.Status, h.Checks
+		return h.Status, map[string]any{"store": h.Checks["store"], "mint": h.Checks["mint"], "reason": h.Reason}
 	}
 }
 
