@@ -7,8 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -18,9 +16,8 @@ import (
 	"time"
 
 	"github.com/outpost-relay/outpost/bolt11"
-	"github.com/outpost-relay/outpost/ecash"
+	"github.com/outpost-relay/outpost/ecash/ecashtest"
 	"github.com/outpost-relay/outpost/faucet"
-	"github.com/outpost-relay/outpost/store"
 	"github.com/outpost-relay/outpost/testmint/nutshelltest"
 )
 
@@ -61,78 +58,6 @@ func needNutshell(t *testing.T) {
 	if nutshell == nil || pendingMint == nil {
 		t.Skipf("Nutshell mint not available: %v", noNutshell)
 	}
-}
-
-// payee is a user's own Cashu wallet (package ecash, on a store of its
-// own): it makes the invoices the faucet pays and takes the tokens it gives.
-type payee struct {
-	t    *testing.T
-	w    *ecash.Wallet
-	mint string
-}
-
-func newPayee(t *testing.T, mint string) *payee {
-	t.Helper()
-	st, err := store.Open(t.TempDir(), logger())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	w, err := ecash.Open(ecash.Config{DB: st.DB, MintURL: mint, Log: logger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &payee{t: t, w: w, mint: mint}
-}
-
-var quietLog = slog.New(slog.NewTextHandler(io.Discard, nil))
-
-func logger() *slog.Logger { return quietLog }
-
-func (p *payee) invoice(sats int64) (bolt11, quote string) {
-	p.t.Helper()
-	q, err := p.w.RequestMint(context.Background(), uint64(sats))
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	return q.Request, q.Quote
-}
-
-// collect mints a mint quote the faucet paid: the proof the payment arrived.
-func (p *payee) collect(quote string) uint64 {
-	p.t.Helper()
-	var got ecash.MintState
-	waitFor(p.t, "the payee's invoice to be paid", func() bool {
-		got, _ = p.w.CompleteMint(context.Background(), quote)
-		return got == ecash.MintIssued
-	})
-	return p.w.Balance()
-}
-
-func (p *payee) receive(token string) uint64 {
-	p.t.Helper()
-	tok, err := ecash.DecodeToken(token)
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	got, _, err := p.w.Receive(context.Background(), "", tok.Proofs)
-	if err != nil {
-		p.t.Fatalf("receiving %s: %v", token[:8], err)
-	}
-	return got
-}
-
-func (p *payee) token(sats int64, v3 bool) string {
-	p.t.Helper()
-	s, err := p.w.Send(context.Background(), "", uint64(sats), 0)
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	tok, err := ecash.Token{Mint: p.mint, Proofs: s.Proofs}.Encode(v3)
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	return tok
 }
 
 // flowMint is a faucet's mint and what differs between mints.
@@ -189,29 +114,29 @@ func TestEveryFlow(t *testing.T) {
 			if !strings.HasPrefix(tok, "cashuB") || res["status"] != "paid" {
 				t.Fatalf("token claim %v", res)
 			}
-			if got := newPayee(t, m.url).receive(tok); int64(got) != num(q["amount_sats"]) {
+			if got := ecashtest.NewPayee(t, m.url).Receive(tok); int64(got) != num(q["amount_sats"]) {
 				t.Fatalf("alice received %d of %v", got, q["amount_sats"])
 			}
 
 			// A bolt11 claim.
 			bob := e.newUser("bob", nil, nil)
 			e.login(bob)
-			bobWallet := newPayee(t, m.url)
+			bobWallet := ecashtest.NewPayee(t, m.url)
 			q = e.quote(bob, map[string]any{"method": "bolt11"})
-			inv, mq := bobWallet.invoice(num(q["amount_sats"]))
+			inv, mq := bobWallet.Invoice(num(q["amount_sats"]))
 			r = e.as(bob, "POST", "/claim/confirm", map[string]any{"quote_id": q["quote_id"], "bolt11": inv})
 			want(t, r, 200, "")
 			res = r.Map(t)
 			checkPreimage(t, res)
-			if got := bobWallet.collect(mq); int64(got) != num(q["amount_sats"]) {
+			if got := bobWallet.Collect(mq); int64(got) != num(q["amount_sats"]) {
 				t.Fatalf("bob collected %d of %v", got, q["amount_sats"])
 			}
 
 			// A Lightning-address claim, logged in by npub.
-			carolWallet := newPayee(t, m.url)
+			carolWallet := ecashtest.NewPayee(t, m.url)
 			var carolQuote string
 			addr := e.ln.Add("carol-"+m.name, func(sats int64) (string, error) {
-				inv, q := carolWallet.invoice(sats)
+				inv, q := carolWallet.Invoice(sats)
 				carolQuote = q
 				return inv, nil
 			})
@@ -221,15 +146,15 @@ func TestEveryFlow(t *testing.T) {
 			r = e.as(carol, "POST", "/claim/confirm", map[string]any{"quote_id": q["quote_id"]})
 			want(t, r, 200, "")
 			checkPreimage(t, r.Map(t))
-			if got := carolWallet.collect(carolQuote); int64(got) != num(q["amount_sats"]) {
+			if got := carolWallet.Collect(carolQuote); int64(got) != num(q["amount_sats"]) {
 				t.Fatalf("carol collected %d of %v", got, q["amount_sats"])
 			}
 
 			// Tokens back to the faucet, both formats.
-			donor := newPayee(t, m.url)
+			donor := ecashtest.NewPayee(t, m.url)
 			fundPayee(t, e, m, donor, 200)
 			for _, v3 := range []bool{true, false} {
-				tok := donor.token(40, v3)
+				tok := donor.Token(40, v3)
 				r = e.api.Do("POST", "/deposit/redeem-ecash", map[string]any{"token": tok})
 				want(t, r, 200, "")
 				red := r.Map(t)
@@ -245,13 +170,13 @@ func TestEveryFlow(t *testing.T) {
 }
 
 // fundPayee gives a payee sats by a mint quote of its own.
-func fundPayee(t *testing.T, e *env, m flowMint, p *payee, sats int64) {
+func fundPayee(t *testing.T, e *env, m flowMint, p *ecashtest.Payee, sats int64) {
 	t.Helper()
-	inv, q := p.invoice(sats)
+	inv, q := p.Invoice(sats)
 	if m.test {
 		want(t, e.api.Do("POST", "/deposit/simulate-payment", map[string]any{"invoice": inv}), 200, "")
 	}
-	p.collect(q)
+	p.Collect(q)
 }
 
 // checkPreimage: a preimage is reported only when it is the invoice's.
@@ -301,9 +226,9 @@ func TestPendingPayoutSettlesWithChange(t *testing.T) {
 	waitFor(t, "the deposit", func() bool { return num(e.stats()["balance_sats"]) == 1000 })
 	u := e.newUser("patient", nil, nil)
 	e.login(u)
-	payee := newPayee(t, nutshell.URL) // another mint: a Lightning payment, not an internal one
+	payee := ecashtest.NewPayee(t, nutshell.URL) // another mint: a Lightning payment, not an internal one
 	q := e.quote(u, map[string]any{"method": "bolt11"})
-	inv, mq := payee.invoice(50)
+	inv, mq := payee.Invoice(50)
 	r := e.as(u, "POST", "/claim/confirm", map[string]any{"quote_id": q["quote_id"], "bolt11": inv})
 	want(t, r, 202, "")
 	if c := r.Map(t); c["status"] != "pending" {
@@ -320,7 +245,7 @@ func TestPendingPayoutSettlesWithChange(t *testing.T) {
 	if num(st["total_paid_sats"]) != 50 || fee < 1 || fee > 3 || num(st["balance_sats"]) != 1000-50-fee {
 		t.Fatalf("stats %v", st)
 	}
-	if got := payee.collect(mq); got != 50 {
+	if got := payee.Collect(mq); got != 50 {
 		t.Fatalf("the payee collected %d", got)
 	}
 	ledger(t, e)
