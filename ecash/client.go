@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -48,7 +50,9 @@ func (c *client) do(ctx context.Context, method, path string, in, out any) error
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return &MintError{Problem: Unreachable, Mint: c.mint, Path: path, Err: err}
+		var oe *net.OpError
+		notSent := errors.As(err, &oe) && oe.Op == "dial"
+		return &MintError{Problem: Unreachable, Mint: c.mint, Path: path, NotSent: notSent, Err: err}
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxResponse+1))

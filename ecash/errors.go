@@ -42,6 +42,7 @@ type MintError struct {
 	Status  int    // HTTP status, 0 without an answer
 	Code    int    // Cashu error code, when the mint gave one
 	Detail  string // the mint's message, or ours
+	NotSent bool   // the request never left (no connection could be made)
 	Err     error
 }
 
@@ -95,4 +96,11 @@ var (
 
 func incompatible(mint, path, format string, args ...any) *MintError {
 	return &MintError{Problem: Incompatible, Mint: mint, Path: path, Detail: fmt.Sprintf(format, args...)}
+}
+
+// answered reports whether err (of a request to the mint) says for sure
+// what the mint did: it refused, or the request never reached it.
+func answered(err error) bool {
+	me := AsMintError(err)
+	return me != nil && (me.Problem == Refused || me.NotSent)
 }

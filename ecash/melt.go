@@ -21,7 +21,7 @@ const (
 type Payment struct {
 	State    string // Paid, Pending or Unpaid (failed: the wallet has its ecash back)
 	Preimage string // as the mint gave it; the caller checks it against the invoice
-	Fee      uint64 // what paying cost beyond the quote's amount (input fees, Lightning fee net of change); the most it can cost while pending
+	Fee      uint64 // what paying cost beyond the quote's amount (input fees, Lightning fee net of change); the most it can cost while pending; what a failed one cost
 	Change   uint64 // fee reserve returned (NUT-08)
 	Unsure   bool   // the melt request got no answer; "unpaid" may still turn into "paid"
 	Reason   string
@@ -81,7 +81,7 @@ func (w *Wallet) Melt(ctx context.Context, q MeltQuote, keep uint64) (Payment, e
 		// A mint without fee return (NUT-08) keeps whatever is paid in
 		// excess: make proofs of the exact amount first.
 		var splitFee uint64
-		if splitFee, err = w.split(ctx, op.ID, need, keep); err != nil {
+		if splitFee, err = w.split(ctx, op.ID, q.Quote, need, keep); err != nil {
 			return Payment{}, err
 		}
 		err = w.begin(&op, func(txn *badger.Txn, op *Op) error {
@@ -122,7 +122,7 @@ func inputFee(w *Wallet, proofs cashu.Proofs) uint64 {
 
 // split swaps proofs into ones worth exactly need after their input fee,
 // reserved for the operation holdFor, and returns what the swap cost.
-func (w *Wallet) split(ctx context.Context, holdFor string, need, keep uint64) (uint64, error) {
+func (w *Wallet) split(ctx context.Context, holdFor, quote string, need, keep uint64) (uint64, error) {
 	ks, err := w.activeKeyset()
 	if err != nil {
 		return 0, err
@@ -135,7 +135,7 @@ func (w *Wallet) split(ctx context.Context, holdFor string, need, keep uint64) (
 	for _, a := range parts {
 		value += a
 	}
-	op := Op{Kind: kindSwap, Purpose: forSplit, HoldFor: holdFor}
+	op := Op{Kind: kindSwap, Purpose: forSplit, HoldFor: holdFor, Ref: "split:" + quote}
 	var f uint64
 	err = w.withFunds(ctx, &op, func(txn *badger.Txn, op *Op) error {
 		free, inflight, err := w.spendable(txn)
@@ -147,6 +147,7 @@ func (w *Wallet) split(ctx context.Context, holdFor string, need, keep uint64) (
 			return err
 		}
 		f = sf
+		op.Fee = sf
 		if err := w.reserve(txn, op, sel); err != nil {
 			return err
 		}
@@ -162,7 +163,6 @@ func (w *Wallet) split(ctx context.Context, holdFor string, need, keep uint64) (
 	if err != nil {
 		return 0, err
 	}
-	op.Fee = f
 	if err := w.swap(ctx, &op); err != nil {
 		return 0, err
 	}
@@ -197,9 +197,10 @@ func (w *Wallet) melt(ctx context.Context, op *Op) (Payment, error) {
 	res, err := w.c.melt(ctx, op.Quote, op.Inputs, msgs)
 	if err != nil {
 		w.log.Warn("ecash: melt request failed; asking the mint", "op", op.ID, "quote", op.Quote, "err", err)
-		op.Unanswered = ProblemOf(err) == Unreachable
+		op.Answered = answered(err)
 		return w.settleMelt(ctx, op, err)
 	}
+	op.Answered = true
 	switch res.State {
 	case Paid:
 		return w.paid(ctx, op, res)
@@ -223,9 +224,9 @@ func (w *Wallet) settleMelt(ctx context.Context, op *Op, cause error) (Payment, 
 	case Pending:
 		return w.stillPending(op, false, "the Lightning payment is in flight")
 	case Unpaid:
-		// After a request that got no answer, "unpaid" may still turn:
-		// the request may reach the mint late.
-		if op.Unanswered && w.now().Unix()-op.Attempted < int64(w.cfg.UnsureGrace.Seconds()) {
+		// After a request that got no answer (or a crash before it could),
+		// "unpaid" may still turn: the request may reach the mint late.
+		if !op.Answered && w.now().Unix()-op.Attempted < int64(w.cfg.UnsureGrace.Seconds()) {
 			return w.stillPending(op, true, "the payment's outcome is not known yet")
 		}
 		states, err := w.inputStates(ctx, op)
@@ -252,7 +253,7 @@ func (w *Wallet) settleMelt(ctx context.Context, op *Op, cause error) (Payment, 
 		if err := w.commit(op, out); err != nil {
 			return Payment{}, err
 		}
-		return Payment{State: Unpaid, Reason: reason}, nil
+		return w.payment(op), nil
 	}
 	return w.stillPending(op, true, fmt.Sprintf("unknown melt state %q", q.State))
 }
@@ -325,7 +326,7 @@ func (w *Wallet) unpaid(op *Op, reason string) (Payment, error) {
 	if err := w.commit(op, outcome{release: ys}); err != nil {
 		return Payment{}, err
 	}
-	return Payment{State: Unpaid, Reason: reason}, nil
+	return w.payment(op), nil
 }
 
 // payment is the Payment a settled melt operation describes.
@@ -334,7 +335,7 @@ func (w *Wallet) payment(op *Op) Payment {
 	case OpDone:
 		return Payment{State: Paid, Preimage: op.Preimage, Fee: op.Fee, Change: op.Received}
 	case OpFailed:
-		return Payment{State: Unpaid, Reason: op.Reason}
+		return Payment{State: Unpaid, Reason: op.Reason, Fee: op.Fee} // the fee of preparing its inputs
 	}
 	return Payment{State: Pending, Reason: op.Reason, Fee: op.Fee + op.Inputs.Amount() - min(op.Inputs.Amount(), op.Amount)}
 }
@@ -359,6 +360,28 @@ func (w *Wallet) MeltStatus(ctx context.Context, quote string) (Payment, error) 
 		}
 		if q.State != Paid && q.State != Pending {
 			p.State = Unpaid
+			// A melt that never began may have had its inputs prepared:
+			// once that swap is settled, they are the wallet's again and
+			// the swap's fee is what the payment cost.
+			sop, found, err := w.opByRef("split:" + quote)
+			switch {
+			case err != nil:
+				return Payment{}, err
+			case found && sop.State == OpPending:
+				if w.claim(&sop) {
+					err = w.settle(ctx, &sop)
+					w.release(&sop)
+				}
+				if sop.State == OpPending {
+					return Payment{State: Pending, Unsure: true, Reason: "the payment's inputs are being settled"}, nil
+				}
+				fallthrough
+			case found && sop.State == OpDone:
+				p.Fee = sop.Fee
+				if err := w.freeOrphans(); err != nil {
+					return Payment{}, err
+				}
+			}
 		}
 		return p, nil
 	}

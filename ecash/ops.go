@@ -43,8 +43,8 @@ type Op struct {
 	Ref        string       `json:"ref,omitempty"` // the caller's reference (claim id, quote id)
 	State      string       `json:"state"`
 	Created    int64        `json:"created"`
-	Attempted  int64        `json:"attempted,omitempty"`  // when its request last left
-	Unanswered bool         `json:"unanswered,omitempty"` // that request got no answer
+	Attempted  int64        `json:"attempted,omitempty"` // when its request last left
+	Answered   bool         `json:"answered,omitempty"`  // the mint answered its request
 	Settled    int64        `json:"settled,omitempty"`
 	Inputs     cashu.Proofs `json:"inputs,omitempty"`
 	Own        bool         `json:"own,omitempty"` // the inputs are the wallet's (reserved) proofs

@@ -305,8 +305,9 @@ var errNothing = errors.New("ecash: nothing to do")
 // Reclaim takes back the token of the send filed under ref, if it was
 // made and nobody redeemed it: for a payout whose receiver never got the
 // token. made is false when no token was made (or it was taken back);
-// redeemed is true when the mint says it was spent, so someone has it, and
-// fee is then what it cost.
+// redeemed is true when the mint says it was spent, so someone has it.
+// fee is what the payout cost: its fees when redeemed, otherwise the fees
+// of making and taking back what never reached anyone.
 func (w *Wallet) Reclaim(ctx context.Context, ref string) (made, redeemed bool, fee uint64, err error) {
 	op, found, err := w.opByRef(ref)
 	if err != nil || !found || op.Purpose != forSend {
@@ -321,12 +322,18 @@ func (w *Wallet) Reclaim(ctx context.Context, ref string) (made, redeemed bool, 
 		if op.State == OpPending {
 			return true, false, 0, err
 		}
-		// A send settled after the fact keeps its outputs in the wallet.
-		return false, false, 0, nil
 	}
 	switch {
-	case op.State == OpFailed, op.Reclaimed != "":
+	case op.State == OpFailed:
 		return false, false, 0, nil
+	case op.SentAmount == 0: // settled after the fact: its outputs are the wallet's
+		return false, false, op.Inputs.Amount() - op.Received, nil
+	case op.Reclaimed != "":
+		var back Op
+		if err := w.db.View(func(txn *badger.Txn) (err error) { back, _, err = getOp(txn, op.Reclaimed); return }); err != nil {
+			return false, false, 0, err
+		}
+		return false, false, op.Inputs.Amount() - op.Received - back.Received, nil
 	case len(op.Sent) == 0: // Tidy saw it redeemed
 		return true, true, op.Fee, nil
 	}
@@ -348,5 +355,5 @@ func (w *Wallet) Reclaim(ctx context.Context, ref string) (made, redeemed bool, 
 	}); err != nil {
 		return true, false, 0, err
 	}
-	return false, false, 0, nil
+	return false, false, op.Inputs.Amount() - op.Received - back.Received, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/elnosh/gonuts/cashu"
@@ -40,7 +41,6 @@ func (w *Wallet) Send(ctx context.Context, ref string, amount, keep uint64) (Sen
 		value += a
 	}
 	op := Op{Kind: kindSwap, Purpose: forSend, Ref: ref}
-	var inFee uint64
 	err = w.withFunds(ctx, &op, func(txn *badger.Txn, op *Op) error {
 		free, inflight, err := w.spendable(txn)
 		if err != nil {
@@ -50,7 +50,7 @@ func (w *Wallet) Send(ctx context.Context, ref string, amount, keep uint64) (Sen
 		if err != nil {
 			return err
 		}
-		inFee = f
+		op.Fee = f + recvFee // written before the request leaves, like all of the operation
 		if err := w.reserve(txn, op, sel); err != nil {
 			return err
 		}
@@ -66,7 +66,7 @@ func (w *Wallet) Send(ctx context.Context, ref string, amount, keep uint64) (Sen
 	if err != nil {
 		return Sent{}, err
 	}
-	op.SentAmount, op.Fee = value, inFee+recvFee
+	op.SentAmount = value
 	if err := w.swap(ctx, &op); err != nil {
 		return Sent{}, err
 	}
@@ -126,15 +126,8 @@ func (w *Wallet) commitSwap(op *Op, proofs []cashu.Proof) error {
 // settleSwap finds out what became of a swap whose answer was lost or
 // refused, and records it. cause is what the request returned.
 func (w *Wallet) settleSwap(ctx context.Context, op *Op, cause error) error {
-	got, err := w.restored(ctx, op.Outputs)
-	if me := AsMintError(err); me != nil && me.Problem == Incompatible && me.Status != 0 {
-		// No restore endpoint (NUT-09): the inputs alone must tell.
-		w.log.Warn("ecash: the mint cannot restore signatures", "op", op.ID, "err", err)
-		got, err = nil, nil
-	}
-	if err != nil {
-		return w.stayPending(op, cause, err)
-	}
+	// Inputs first: a mint stores its signatures before it marks the
+	// inputs spent, so spent inputs mean the signatures can be restored.
 	states, err := w.inputStates(ctx, op)
 	if err != nil {
 		return w.stayPending(op, cause, err)
@@ -159,6 +152,21 @@ func (w *Wallet) settleSwap(ctx context.Context, op *Op, cause error) error {
 	if pending > 0 {
 		return w.stayPending(op, cause, errors.New("the mint holds some inputs as pending"))
 	}
+	if spent == 0 && !answered(cause) && w.now().Sub(time.Unix(op.Attempted, 0)) < 2*w.cfg.Timeout {
+		// A request that got no answer (or whose process died) may still
+		// be on its way or in the mint's queue: its inputs are not the
+		// wallet's again until it cannot arrive any more.
+		return w.stayPending(op, cause, errors.New("the request may still reach the mint"))
+	}
+	got, err := w.restored(ctx, op.Outputs)
+	if me := AsMintError(err); me != nil && me.Problem == Incompatible && me.Status != 0 {
+		// No restore endpoint (NUT-09): the inputs alone must tell.
+		w.log.Warn("ecash: the mint cannot restore signatures", "op", op.ID, "err", err)
+		got, err = nil, nil
+	}
+	if err != nil {
+		return w.stayPending(op, cause, err)
+	}
 	if len(got) > 0 && spent > 0 {
 		// It happened (all or nothing at the mint). The caller never saw
 		// the answer, so a token's outputs stay the wallet's. Restored
@@ -171,6 +179,7 @@ func (w *Wallet) settleSwap(ctx context.Context, op *Op, cause error) error {
 		}
 		out.spent, out.release = append(out.spent, out.release...), nil
 		op.State, op.Reason = OpDone, "recovered from the mint (NUT-09)"
+		op.SentAmount = 0 // no token was made: its outputs are the wallet's
 		if err := w.commit(op, out); err != nil {
 			return err
 		}
@@ -320,13 +329,12 @@ func (w *Wallet) swapIn(ctx context.Context, op *Op, proofs cashu.Proofs) error 
 		return fmt.Errorf("ecash: keyset %s cannot represent %d", ks.ID, total-f)
 	}
 	err = w.begin(op, func(txn *badger.Txn, op *Op) error {
-		op.Inputs = proofs
+		op.Inputs, op.Fee = proofs, f
 		return takeOutputs(txn, op, ks, amounts, false)
 	})
 	if err != nil {
 		return err
 	}
-	op.Fee = f
 	return w.swap(ctx, op)
 }
 

@@ -1,11 +1,13 @@
 package ecash_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -303,22 +305,36 @@ func TestPendingMeltSettlesWithChange(t *testing.T) {
 type lossy struct {
 	next  http.RoundTripper
 	mu    sync.Mutex
-	lose  map[string]int // path → answers to lose
-	block map[string]int // path → requests to drop before they reach the mint
+	lose  map[string]int           // path → answers to lose
+	block map[string]int           // path → requests to drop before they reach the mint
+	late  map[string]time.Duration // path → deliver the next request this late, answering the wallet with an error at once
 	lost  atomic.Int32
 }
 
 func (l *lossy) RoundTrip(r *http.Request) (*http.Response, error) {
 	l.mu.Lock()
-	drop, lose := l.block[r.URL.Path] > 0, l.lose[r.URL.Path] > 0
+	drop, lose, late := l.block[r.URL.Path] > 0, l.lose[r.URL.Path] > 0, l.late[r.URL.Path]
 	if drop {
 		l.block[r.URL.Path]--
 	} else if lose {
 		l.lose[r.URL.Path]--
 	}
+	delete(l.late, r.URL.Path)
 	l.mu.Unlock()
+	if late > 0 {
+		body, _ := io.ReadAll(r.Body)
+		go func() {
+			time.Sleep(late)
+			req, _ := http.NewRequest(r.Method, r.URL.String(), bytes.NewReader(body))
+			req.Header = r.Header
+			if resp, err := l.next.RoundTrip(req); err == nil {
+				resp.Body.Close()
+			}
+		}()
+		return nil, errors.New("lossy: timeout, the request is still on its way")
+	}
 	if drop {
-		return nil, errors.New("lossy: connection refused")
+		return nil, &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("lossy: connection refused")}
 	}
 	resp, err := l.next.RoundTrip(r)
 	if err == nil && lose {
@@ -340,7 +356,7 @@ func TestLostAnswers(t *testing.T) {
 		t.Run(m.name, func(t *testing.T) {
 			ctx := ctxT(t)
 			dir := t.TempDir()
-			tr := &lossy{next: http.DefaultTransport, lose: map[string]int{}, block: map[string]int{}}
+			tr := &lossy{next: http.DefaultTransport, lose: map[string]int{}, block: map[string]int{}, late: map[string]time.Duration{}}
 			lossyHTTP := func(c *ecash.Config) { c.HTTP = &http.Client{Transport: tr} }
 			e := open(t, m.url, dir, lossyHTTP)
 			fund(t, m, e.w, 300)
@@ -386,6 +402,11 @@ func TestLostAnswers(t *testing.T) {
 			e2 := open(t, m.url, dir)
 			if n, err := e2.w.Recover(ctx); err != nil || n != 0 {
 				t.Fatalf("recover: %d left, %v", n, err)
+			}
+			// The token was never made: its outputs are the wallet's, and
+			// the payout it was for must not count as paid.
+			if made, redeemed, _, err := e2.w.Reclaim(ctx, "crash-send"); made || redeemed || err != nil {
+				t.Fatalf("reclaim after recovery: made %v redeemed %v %v", made, redeemed, err)
 			}
 			a = audit(t, e2.w)
 			if a.HeldSats > before || a.HeldSats < before-2 {
@@ -512,5 +533,33 @@ func TestRotatedKeyset(t *testing.T) {
 	}
 	if b := audit(t, e.w); b.HeldSats == 0 || a.HeldSats == 0 {
 		t.Fatal("empty")
+	}
+}
+
+// TestLateRequest: a swap request the wallet gave up on reaches the mint
+// after all. Its inputs must not be spendable again meanwhile, and once the
+// mint has made the swap, its outputs are the wallet's.
+func TestLateRequest(t *testing.T) {
+	for _, m := range mints(t) {
+		t.Run(m.name, func(t *testing.T) {
+			ctx := ctxT(t)
+			tr := &lossy{next: http.DefaultTransport, lose: map[string]int{}, block: map[string]int{}, late: map[string]time.Duration{}}
+			e := open(t, m.url, "", func(c *ecash.Config) { c.HTTP, c.Timeout = &http.Client{Transport: tr}, 2*time.Second })
+			fund(t, m, e.w, 200)
+			tr.late["/v1/swap"] = 500 * time.Millisecond
+			if _, err := e.w.Send(ctx, "late", 10, 0); err == nil {
+				t.Fatal("a token without an answer")
+			}
+			if n, _ := e.w.Recover(ctx); n != 1 || e.w.Balance() == 200 {
+				t.Fatalf("%d open, balance %d: the inputs of a request still on its way are spendable", n, e.w.Balance())
+			}
+			waitFor(t, "the late swap to be settled", func() bool {
+				n, _ := e.w.Recover(ctx)
+				return n == 0
+			})
+			if a := audit(t, e.w); a.HeldSats < 198 {
+				t.Fatalf("after the late swap: %+v", a)
+			}
+		})
 	}
 }

@@ -507,8 +507,8 @@ func (s *Service) melt(ctx context.Context, c Claim, inv bolt11.Invoice) (Confir
 		c, err = s.settle(c, ClaimPending, p)
 		return c.result(""), 202, err
 	default:
-		return ConfirmResult{}, 0, paymentError(c, s.fail(c, outpost.Errorf(outpost.BadGateway, "payment_failed",
-			"the Lightning payment failed (%s); your cooldown and the budget were released, ask for a new quote", p.Reason)))
+		return ConfirmResult{}, 0, paymentError(c, s.failCost(c, outpost.Errorf(outpost.BadGateway, "payment_failed",
+			"the Lightning payment failed (%s); your cooldown and the budget were released, ask for a new quote", p.Reason), p.FeeSats))
 	}
 }
 
@@ -555,7 +555,11 @@ func (s *Service) settle(c Claim, state string, p treasury.Payment) (Claim, erro
 
 // fail records a definite failure, releases the reservations and returns
 // cause (for the answer).
-func (s *Service) fail(c Claim, cause error) error {
+func (s *Service) fail(c Claim, cause error) error { return s.failCost(c, cause, 0) }
+
+// failCost is fail for an attempt that cost feeSats (fees of ecash made and
+// taken back): they count as fees spent, though the claim was not paid.
+func (s *Service) failCost(c Claim, cause error, feeSats int64) error {
 	reason := "payment failed"
 	if e := outpost.AsError(cause); e != nil && e.Kind != outpost.Internal {
 		reason = e.Message
@@ -571,9 +575,14 @@ func (s *Service) fail(c Claim, cause error) error {
 		if found {
 			c = cur
 		}
-		c.State, c.Reason, c.NextClaimAt = ClaimFailed, reason, 0
+		c.State, c.Reason, c.NextClaimAt, c.FeeSats = ClaimFailed, reason, 0, feeSats
 		if err := s.release(txn, &c); err != nil {
 			return err
+		}
+		if feeSats > 0 {
+			if err := s.addTotals(txn, func(t *totals) { t.FeeSats += feeSats }); err != nil {
+				return err
+			}
 		}
 		if err := txn.Delete(key(kindUnsettled, c.ID)); err != nil {
 			return err

@@ -132,7 +132,7 @@ func (s *Service) ReconcileClaims(ctx context.Context) {
 			case r.Redeemed:
 				s.settle(c, ClaimPaid, treasury.Payment{State: treasury.Paid, FeeSats: r.FeeSats})
 			default:
-				s.fail(c, outpost.Errorf(outpost.BadGateway, "payment_failed", "interrupted before paying"))
+				s.failCost(c, outpost.Errorf(outpost.BadGateway, "payment_failed", "interrupted before paying"), r.FeeSats)
 			}
 			continue
 		}
@@ -162,7 +162,7 @@ func (s *Service) ReconcileClaims(ctx context.Context) {
 			if c.Unsure && s.now().Before(time.Unix(c.AttemptedAt, 0).Add(unsureGrace)) {
 				continue
 			}
-			s.fail(c, outpost.Errorf(outpost.BadGateway, "payment_failed", "the Lightning payment failed"))
+			s.failCost(c, outpost.Errorf(outpost.BadGateway, "payment_failed", "the Lightning payment failed"), p.FeeSats)
 		}
 	}
 }

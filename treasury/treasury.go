@@ -332,7 +332,7 @@ func (t *Treasury) SendToken(ctx context.Context, ref string, amountSats, keepSa
 // answer (its process stopped between making the token and recording it).
 type Reclaimed struct {
 	Redeemed bool  // someone redeemed the token: it was paid
-	FeeSats  int64 // what it cost, when redeemed
+	FeeSats  int64 // what the payout cost (when it was not redeemed: the fees of making and taking back the token)
 }
 
 // Reclaim settles the token payout filed under ref (a claim id): a token
@@ -385,7 +385,7 @@ const (
 type Payment struct {
 	State    State
 	Preimage string // only one that hashes to the invoice's payment hash
-	FeeSats  int64  // known once paid; the most it can cost while pending
+	FeeSats  int64  // known once paid; the most it can cost while pending; what a failed attempt cost
 	Reason   string
 	// Unsure is set when the melt call got no answer and the mint says
 	// "unpaid", which a request still in flight could change.
@@ -437,7 +437,7 @@ func (t *Treasury) payment(q MeltQuote, p ecash.Payment) Payment {
 	case ecash.Pending:
 		out.State = Pending
 	default:
-		out.State, out.FeeSats = Failed, 0
+		out.State = Failed // FeeSats: what the attempt cost
 		if out.Reason == "" {
 			out.Reason = "the Lightning payment failed"
 		}

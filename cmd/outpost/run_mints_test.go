@@ -3,8 +3,10 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"sync"
@@ -83,6 +85,7 @@ func mintEnv(mint string, extra map[string]string) map[string]string {
 		"OUTPOST_FAUCET_POLL_INTERVAL": "100ms", "OUTPOST_FAUCET_IP_LIMIT": "0", "OUTPOST_FAUCET_SITEWIDE_LIMIT": "0",
 		"OUTPOST_FAUCET_MIN_BALANCE": "0", "OUTPOST_FAUCET_DAILY_BUDGET": "0",
 		"OUTPOST_FAUCET_LNURL_ALLOW_HTTP": "true", "OUTPOST_FAUCET_LNURL_ALLOW_PRIVATE": "true",
+		"OUTPOST_TRUSTED_PROXIES": "127.0.0.1/32",
 	}
 	for k, v := range extra {
 		env[k] = v
@@ -133,15 +136,17 @@ func checkLedger(t *testing.T, f string) int64 {
 	return n("balance_sats")
 }
 
-// login returns a bearer header for a new NIP-98 user.
-func login(t *testing.T, f string) (sk string, bearer []string) {
+// login returns the headers of a new NIP-98 user's session, from a client
+// address of its own (outpost trusts X-Forwarded-For from 127.0.0.1 here).
+func login(t *testing.T, f string) (sk string, headers []string) {
 	t.Helper()
 	sk = nostr.GeneratePrivateKey()
-	code, m := signedCall(t, sk, "POST", f+"/auth/login", nil)
+	ip := fmt.Sprintf("10.%d.%d.%d", rand.IntN(250), rand.IntN(250), 1+rand.IntN(250))
+	code, m := signedCall(t, sk, "POST", f+"/auth/login", nil, "X-Forwarded-For", ip)
 	if code != 200 {
 		t.Fatalf("login %d %v", code, m)
 	}
-	return sk, []string{"Authorization", "Bearer " + m["token"].(string)}
+	return sk, []string{"Authorization", "Bearer " + m["token"].(string), "X-Forwarded-For", ip}
 }
 
 // TestFaucetNutshell runs outpost against a real Nutshell mint (v2
