@@ -49,7 +49,9 @@ func TestMain(m *testing.M) {
 	var wg sync.WaitGroup
 	var errA, errB error
 	wg.Go(func() {
-		nutshell, errA = nutshelltest.Start(ctx, nutshelltest.Options{Dir: filepath.Join(dir, "nutshell")})
+		// FakeWallet pays its own invoices by itself after a delay, long
+		// enough for the tests to pay them first.
+		nutshell, errA = nutshelltest.Start(ctx, nutshelltest.Options{Dir: filepath.Join(dir, "nutshell"), Env: []string{"FAKEWALLET_DELAY_INCOMING_PAYMENT=3"}})
 	})
 	wg.Go(func() {
 		pending, errB = nutshelltest.Start(ctx, nutshelltest.Options{Dir: filepath.Join(dir, "pending"), Name: "pending mint",

@@ -47,7 +47,9 @@ func sharedNutshells(t *testing.T) (settle, pend *nutshelltest.Mint) {
 		var wg sync.WaitGroup
 		var errA, errB error
 		wg.Go(func() {
-			nutshells.settle, errA = nutshelltest.Start(ctx, nutshelltest.Options{Dir: filepath.Join(dir, "a")})
+			// FakeWallet pays its own invoices by itself after a delay,
+			// long enough for the tests to pay them first.
+			nutshells.settle, errA = nutshelltest.Start(ctx, nutshelltest.Options{Dir: filepath.Join(dir, "a"), Env: []string{"FAKEWALLET_DELAY_INCOMING_PAYMENT=3"}})
 		})
 		wg.Go(func() {
 			nutshells.pend, errB = nutshelltest.Start(ctx, nutshelltest.Options{Dir: filepath.Join(dir, "p"), Name: "pending mint",

@@ -34,7 +34,11 @@ func startNutshells(dir string) {
 	defer cancel()
 	var wg sync.WaitGroup
 	var errA, errB error
-	wg.Go(func() { nutshell, errA = nutshelltest.Start(ctx, nutshelltest.Options{Dir: filepath.Join(dir, "a")}) })
+	// FakeWallet pays its own invoices by itself after a delay, long
+	// enough for the tests to pay them first.
+	wg.Go(func() {
+		nutshell, errA = nutshelltest.Start(ctx, nutshelltest.Options{Dir: filepath.Join(dir, "a"), Env: []string{"FAKEWALLET_DELAY_INCOMING_PAYMENT=3"}})
+	})
 	wg.Go(func() {
 		pendingMint, errB = nutshelltest.Start(ctx, nutshelltest.Options{Dir: filepath.Join(dir, "p"), Name: "pending mint",
 			Env: []string{"FAKEWALLET_PAY_INVOICE_STATE=PENDING"}})
