@@ -137,20 +137,7 @@ func (w *Wallet) Import(l Legacy) error {
 	return w.refreshBalance()
 }
 
-func (w *Wallet) putOp(txn *badger.Txn, op Op) error {
-	if err := store.PutJSON(txn, opKey(op.ID), op); err != nil {
-		return err
-	}
-	if op.Ref != "" {
-		if err := txn.Set(w.key(kindRef, op.Ref), []byte(op.ID)); err != nil {
-			return err
-		}
-	}
-	if op.State == OpPending {
-		return txn.Set(w.key(kindOpenOp, op.ID), nil)
-	}
-	return nil
-}
+
 
 // checkImport finishes an import once the mint answers: it drops imported
 // proofs the mint says are spent, and restores (NUT-09) what the mint

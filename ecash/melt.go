@@ -79,9 +79,12 @@ func (w *Wallet) Melt(ctx context.Context, q MeltQuote, keep uint64) (Payment, e
 	})
 	if errors.Is(err, errNotExact) {
 		// A mint without fee return (NUT-08) keeps whatever is paid in
-		// excess: make proofs of the exact amount first.
+		// excess: make proofs of the exact amount first, held for the melt
+		// (marked in flight meanwhile, so nothing frees them).
 		var splitFee uint64
+		w.claim(&op)
 		if splitFee, err = w.split(ctx, op.ID, q.Quote, need, keep); err != nil {
+			w.release(&op)
 			return Payment{}, err
 		}
 		err = w.begin(&op, func(txn *badger.Txn, op *Op) error {
@@ -94,6 +97,7 @@ func (w *Wallet) Melt(ctx context.Context, q MeltQuote, keep uint64) (Payment, e
 		})
 	}
 	if err != nil {
+		w.release(&op) // a split's proofs, if any, are freed as orphans
 		return Payment{}, err
 	}
 	return w.melt(ctx, &op)
@@ -245,6 +249,9 @@ func (w *Wallet) settleMelt(ctx context.Context, op *Op, cause error) (Payment, 
 				return w.stillPending(op, false, "the mint still holds the inputs")
 			}
 		}
+		if len(out.spent) > 0 {
+			w.log.Error("ecash: a melt the mint says is unpaid spent its inputs", "op", op.ID, "quote", op.Quote, "spent", len(out.spent))
+		}
 		reason := "the Lightning payment failed"
 		if me := AsMintError(cause); me != nil && me.Detail != "" {
 			reason = "the mint refused: " + me.Detail
@@ -369,7 +376,9 @@ func (w *Wallet) MeltStatus(ctx context.Context, quote string) (Payment, error) 
 				return Payment{}, err
 			case found && sop.State == OpPending:
 				if w.claim(&sop) {
-					err = w.settle(ctx, &sop)
+					if err := w.settle(ctx, &sop); err != nil {
+						w.log.Debug("ecash: a melt's input swap is not settled yet", "op", sop.ID, "err", err)
+					}
 					w.release(&sop)
 				}
 				if sop.State == OpPending {

@@ -196,7 +196,7 @@ func (w *Wallet) commit(op *Op, out outcome) error {
 			}
 		}
 		stored = *op
-		if err := store.PutJSON(txn, opKey(op.ID), op); err != nil {
+		if err := w.putOp(txn, *op); err != nil {
 			return err
 		}
 		if op.State != OpPending {
@@ -213,6 +213,28 @@ func (w *Wallet) commit(op *Op, out outcome) error {
 
 // putProof adds a proof the wallet did not hold; one it holds already keeps
 // its record.
+// putOp writes op with its indexes: its reference, whether it is open,
+// whether it has handed-out proofs the mint has not seen redeemed.
+func (w *Wallet) putOp(txn *badger.Txn, op Op) error {
+	if err := store.PutJSON(txn, opKey(op.ID), op); err != nil {
+		return err
+	}
+	if op.Ref != "" {
+		if err := txn.Set(w.key(kindRef, op.Ref), []byte(op.ID)); err != nil {
+			return err
+		}
+	}
+	if op.State == OpPending {
+		if err := txn.Set(w.key(kindOpenOp, op.ID), nil); err != nil {
+			return err
+		}
+	}
+	if len(op.Sent) > 0 {
+		return txn.Set(w.key(kindSentOp, op.ID), nil)
+	}
+	return txn.Delete(w.key(kindSentOp, op.ID))
+}
+
 func (w *Wallet) putProof(txn *badger.Txn, p cashu.Proof, state, op string, now int64) error {
 	y, err := proofY(p.Secret)
 	if err != nil {

@@ -207,12 +207,19 @@ func (w *Wallet) Audit(ctx context.Context) (Audit, error) {
 func (w *Wallet) forgetRedeemed(ctx context.Context) error {
 	var ops []Op
 	err := w.db.View(func(txn *badger.Txn) error {
-		return store.EachJSON(txn, store.Key(store.PrefixWallet, kindOp), nil, false, func(_ []byte, op Op) (bool, error) {
-			if op.Mint == w.mint && op.State == OpDone && len(op.Sent) > 0 {
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: w.key(kindSentOp)})
+		defer it.Close()
+		prefix := len(w.key(kindSentOp))
+		for it.Rewind(); it.Valid(); it.Next() {
+			op, found, err := getOp(txn, string(it.Item().Key()[prefix:]))
+			if err != nil {
+				return err
+			}
+			if found && op.State == OpDone && len(op.Sent) > 0 {
 				ops = append(ops, op)
 			}
-			return true, nil
-		})
+		}
+		return nil
 	})
 	if err != nil {
 		return err
@@ -243,7 +250,7 @@ func (w *Wallet) forgetRedeemed(ctx context.Context) error {
 				return err
 			}
 			cur.Sent = left
-			return store.PutJSON(txn, opKey(op.ID), cur)
+			return w.putOp(txn, cur)
 		}); err != nil {
 			return err
 		}
@@ -351,7 +358,7 @@ func (w *Wallet) Reclaim(ctx context.Context, ref string) (made, redeemed bool, 
 			return err
 		}
 		cur.Sent, cur.Reclaimed = nil, back.ID
-		return store.PutJSON(txn, opKey(op.ID), cur)
+		return w.putOp(txn, cur)
 	}); err != nil {
 		return true, false, 0, err
 	}

@@ -26,6 +26,7 @@ const (
 	kindRef      byte = 0x07 // ns + caller's reference → op id
 	kindMintQ    byte = 0x08 // ns + quote id → mintQuoteRecord
 	kindMigrated byte = 0x09 // ns → migrationRecord
+	kindSentOp   byte = 0x0A // ns + op id → "": operations whose token the mint has not seen redeemed
 )
 
 func namespace(mint string) []byte {

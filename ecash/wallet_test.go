@@ -217,6 +217,33 @@ func TestFlows(t *testing.T) {
 					t.Fatalf("the same token again: %v", err)
 				}
 			}
+			// Tidy forgets handed-out proofs the mint saw redeemed; Reclaim
+			// then knows the tokens reached someone.
+			if err := faucet.w.Tidy(ctx); err != nil {
+				t.Fatal(err)
+			}
+			for _, ref := range []string{"claim-0", "claim-1"} {
+				if made, redeemed, fee, err := faucet.w.Reclaim(ctx, ref); !made || !redeemed || fee == 0 || err != nil {
+					t.Fatalf("reclaim %s: made %v redeemed %v fee %d %v", ref, made, redeemed, fee, err)
+				}
+			}
+			// A token nobody redeemed comes back whole, less the fees.
+			kept, err := faucet.w.Send(ctx, "never-delivered", 30, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := faucet.w.Tidy(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if made, redeemed, fee, err := faucet.w.Reclaim(ctx, "never-delivered"); made || redeemed || err != nil ||
+				faucet.w.Balance() != before-fee || fee < kept.Fee-1 {
+				t.Fatalf("reclaim: made %v redeemed %v fee %d (%v), balance %d, was %d", made, redeemed, fee, err, faucet.w.Balance(), before)
+			}
+			if _, _, _, err := faucet.w.Reclaim(ctx, "never-delivered"); err != nil {
+				t.Fatal(err)
+			}
+			before = faucet.w.Balance()
+
 			// A token the user makes comes back to the faucet.
 			sent, err := user.w.Send(ctx, "", 20, 0)
 			if err != nil {
