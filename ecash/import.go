@@ -137,8 +137,6 @@ func (w *Wallet) Import(l Legacy) error {
 	return w.refreshBalance()
 }
 
-
-
 // checkImport finishes an import once the mint answers: it drops imported
 // proofs the mint says are spent, and restores (NUT-09) what the mint
 // signed in the counter ranges the old wallet had not counted yet.
