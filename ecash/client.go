@@ -72,7 +72,12 @@ func (c *client) do(ctx context.Context, method, path string, in, out any) error
 		}
 		return nil
 	}
-	e := &MintError{Mint: c.mint, Path: path, Status: resp.StatusCode}
+	return c.answerError(path, resp.StatusCode, data)
+}
+
+// answerError is the MintError of an answer other than 200.
+func (c *client) answerError(path string, status int, data []byte) *MintError {
+	e := &MintError{Mint: c.mint, Path: path, Status: status}
 	var ce struct {
 		Detail json.RawMessage `json:"detail"`
 		Code   int             `json:"code"`
@@ -90,9 +95,9 @@ func (c *client) do(ctx context.Context, method, path string, in, out any) error
 		e.Detail = truncate(string(data), 200)
 	}
 	switch {
-	case resp.StatusCode == http.StatusBadRequest && e.Code != 0:
+	case status == http.StatusBadRequest && e.Code != 0:
 		e.Problem = Refused
-	case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500:
+	case status == http.StatusTooManyRequests || status >= 500:
 		e.Problem = Unreachable
 	default:
 		// 404 for a route it lacks, 422 for a request it cannot parse, or a

@@ -62,7 +62,8 @@ type Wallet struct {
 	log  *slog.Logger
 	now  func() time.Time
 
-	sel sync.Mutex // one selection transaction at a time
+	sel     sync.Mutex // one selection transaction at a time
+	minting sync.Mutex // one CompleteMint at a time
 
 	mu       sync.Mutex
 	keysets  map[string]*Keyset // this mint's, by id
@@ -218,41 +219,14 @@ func (w *Wallet) Refresh(ctx context.Context) error {
 			continue
 		}
 		seen[ki.ID] = true
-		k := &Keyset{ID: ki.ID, Mint: w.mint, Unit: ki.Unit, Active: ki.Active == nil || *ki.Active, FinalExpiry: ki.FinalExpiry, SeenAt: w.now().Unix()}
-		if ki.InputFeePpk != nil && *ki.InputFeePpk > 0 {
-			k.InputFeePpk = uint64(*ki.InputFeePpk)
-		}
-		if old, ok := known[ki.ID]; ok {
-			if old.Active == k.Active && old.InputFeePpk == k.InputFeePpk {
-				continue
-			}
-			c := *old
-			c.pub = nil
-			c.Active, c.InputFeePpk = k.Active, k.InputFeePpk
-			if err := verifyKeyset(&c); err != nil {
-				w.log.Warn("ecash: a keyset's new fee does not fit its id; ignoring the change", "keyset", c.ID, "err", err)
-				continue
-			}
-			fresh = append(fresh, &c)
-			continue
-		}
-		keys, err := w.c.keys(ctx, ki.ID)
+		k, err := w.learn(ctx, ki, known)
 		if err != nil {
 			return err
 		}
-		k.Keys = keys
-		if err := verifyKeyset(k); err != nil {
-			if k.Active {
-				return incompatible(w.mint, "/v1/keys/"+k.ID, "%v", err)
-			}
-			w.log.Warn("ecash: ignoring an inactive keyset the wallet cannot verify", "keyset", k.ID, "err", err)
-			continue
+		if k != nil {
+			known[k.ID] = k
+			fresh = append(fresh, k)
 		}
-		if err := w.collides(k, known); err != nil {
-			return incompatible(w.mint, "/v1/keysets", "%v", err)
-		}
-		known[k.ID] = k
-		fresh = append(fresh, k)
 	}
 	// Keysets the mint no longer lists are no longer active.
 	for id, k := range known {
@@ -278,10 +252,47 @@ func (w *Wallet) Refresh(ctx context.Context) error {
 	}
 	w.info, w.loadedAt = info, w.now()
 	w.mu.Unlock()
-	if _, err := w.activeKeyset(); err != nil {
-		return err
+	_, err = w.activeKeyset()
+	return err
+}
+
+// learn returns what changed of a keyset the mint lists: a new one (its
+// keys fetched and its id checked), a known one whose flags changed, or
+// nil.
+func (w *Wallet) learn(ctx context.Context, ki keysetInfo, known map[string]*Keyset) (*Keyset, error) {
+	k := &Keyset{ID: ki.ID, Mint: w.mint, Unit: ki.Unit, Active: ki.Active == nil || *ki.Active, FinalExpiry: ki.FinalExpiry, SeenAt: w.now().Unix()}
+	if ki.InputFeePpk != nil && *ki.InputFeePpk > 0 {
+		k.InputFeePpk = uint64(*ki.InputFeePpk)
 	}
-	return nil
+	if old, ok := known[ki.ID]; ok {
+		if old.Active == k.Active && old.InputFeePpk == k.InputFeePpk {
+			return nil, nil
+		}
+		c := *old
+		c.pub = nil
+		c.Active, c.InputFeePpk = k.Active, k.InputFeePpk
+		if err := verifyKeyset(&c); err != nil {
+			w.log.Warn("ecash: a keyset's new fee does not fit its id; ignoring the change", "keyset", c.ID, "err", err)
+			return nil, nil
+		}
+		return &c, nil
+	}
+	keys, err := w.c.keys(ctx, ki.ID)
+	if err != nil {
+		return nil, err
+	}
+	k.Keys = keys
+	if err := verifyKeyset(k); err != nil {
+		if k.Active {
+			return nil, incompatible(w.mint, "/v1/keys/"+k.ID, "%v", err)
+		}
+		w.log.Warn("ecash: ignoring an inactive keyset the wallet cannot verify", "keyset", k.ID, "err", err)
+		return nil, nil
+	}
+	if err := w.collides(k, known); err != nil {
+		return nil, incompatible(w.mint, "/v1/keysets", "%v", err)
+	}
+	return k, nil
 }
 
 // collides refuses a keyset whose id, short id or (for v1) NUT-13

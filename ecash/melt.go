@@ -233,21 +233,12 @@ func (w *Wallet) settleMelt(ctx context.Context, op *Op, cause error) (Payment, 
 		if !op.Answered && w.now().Unix()-op.Attempted < int64(w.cfg.UnsureGrace.Seconds()) {
 			return w.stillPending(op, true, "the payment's outcome is not known yet")
 		}
-		states, err := w.inputStates(ctx, op)
+		out, pending, err := w.inputOutcome(ctx, op)
 		if err != nil {
 			return w.stillPending(op, true, "the payment's outcome is not known yet")
 		}
-		ys, _ := inputYs(op)
-		var out outcome
-		for i, st := range states {
-			switch st {
-			case Unspent:
-				out.release = append(out.release, ys[i])
-			case Spent:
-				out.spent = append(out.spent, ys[i])
-			default:
-				return w.stillPending(op, false, "the mint still holds the inputs")
-			}
+		if pending {
+			return w.stillPending(op, false, "the mint still holds the inputs")
 		}
 		if len(out.spent) > 0 {
 			w.log.Error("ecash: a melt the mint says is unpaid spent its inputs", "op", op.ID, "quote", op.Quote, "spent", len(out.spent))

@@ -53,6 +53,9 @@ const (
 // CompleteMint mints the quote's ecash once its invoice is paid. It may be
 // called again: an issued quote reports MintIssued.
 func (w *Wallet) CompleteMint(ctx context.Context, quote string) (MintState, error) {
+	// One at a time: a second call for a quote waits for the first's outcome.
+	w.minting.Lock()
+	defer w.minting.Unlock()
 	rec, err := w.mintQuote(quote)
 	if err != nil {
 		return "", err

@@ -128,42 +128,21 @@ func (w *Wallet) commitSwap(op *Op, proofs []cashu.Proof) error {
 func (w *Wallet) settleSwap(ctx context.Context, op *Op, cause error) error {
 	// Inputs first: a mint stores its signatures before it marks the
 	// inputs spent, so spent inputs mean the signatures can be restored.
-	states, err := w.inputStates(ctx, op)
+	out, pending, err := w.inputOutcome(ctx, op)
 	if err != nil {
 		return w.stayPending(op, cause, err)
 	}
-	ys, err := inputYs(op)
-	if err != nil {
-		return err
-	}
-	var out outcome
-	spent, pending := 0, 0
-	for i, st := range states {
-		switch st {
-		case Unspent:
-			out.release = append(out.release, ys[i])
-		case Spent:
-			out.spent = append(out.spent, ys[i])
-			spent++
-		default:
-			pending++
-		}
-	}
-	if pending > 0 {
+	if pending {
 		return w.stayPending(op, cause, errors.New("the mint holds some inputs as pending"))
 	}
+	spent := len(out.spent)
 	if spent == 0 && !answered(cause) && w.now().Sub(time.Unix(op.Attempted, 0)) < 2*w.cfg.Timeout {
 		// A request that got no answer (or whose process died) may still
 		// be on its way or in the mint's queue: its inputs are not the
 		// wallet's again until it cannot arrive any more.
 		return w.stayPending(op, cause, errors.New("the request may still reach the mint"))
 	}
-	got, err := w.restored(ctx, op.Outputs)
-	if me := AsMintError(err); me != nil && me.Problem == Incompatible && me.Status != 0 {
-		// No restore endpoint (NUT-09): the inputs alone must tell.
-		w.log.Warn("ecash: the mint cannot restore signatures", "op", op.ID, "err", err)
-		got, err = nil, nil
-	}
+	got, err := w.restoredIfAny(ctx, op)
 	if err != nil {
 		return w.stayPending(op, cause, err)
 	}
@@ -240,6 +219,42 @@ func (w *Wallet) keepRestored(ctx context.Context, op *Op, got map[int]cashu.Pro
 		}
 	}
 	return nil
+}
+
+// inputOutcome sorts op's own inputs by what the mint says of them: spent
+// ones out, unspent ones back; pending is set when the mint still holds
+// some.
+func (w *Wallet) inputOutcome(ctx context.Context, op *Op) (out outcome, pending bool, err error) {
+	states, err := w.inputStates(ctx, op)
+	if err != nil {
+		return outcome{}, false, err
+	}
+	ys, err := inputYs(op)
+	if err != nil {
+		return outcome{}, false, err
+	}
+	for i, st := range states {
+		switch st {
+		case Unspent:
+			out.release = append(out.release, ys[i])
+		case Spent:
+			out.spent = append(out.spent, ys[i])
+		default:
+			pending = true
+		}
+	}
+	return out, pending, nil
+}
+
+// restoredIfAny is restored for op's outputs, or nothing from a mint
+// without a restore endpoint (NUT-09), where the inputs alone must tell.
+func (w *Wallet) restoredIfAny(ctx context.Context, op *Op) (map[int]cashu.Proof, error) {
+	got, err := w.restored(ctx, op.Outputs)
+	if me := AsMintError(err); me != nil && me.Problem == Incompatible && me.Status != 0 {
+		w.log.Warn("ecash: the mint cannot restore signatures", "op", op.ID, "err", err)
+		return nil, nil
+	}
+	return got, err
 }
 
 func errText(err error) string {

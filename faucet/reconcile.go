@@ -121,49 +121,59 @@ func (s *Service) ReconcileClaims(ctx context.Context) {
 		if c.State == ClaimPaying && c.Run == s.run {
 			continue
 		}
-		if c.Method == MethodCashu && c.State == ClaimPaying {
-			// The process stopped between making the token and recording
-			// the claim, so the user never got it: it comes back to the
-			// wallet, unless someone redeemed it.
-			r, err := s.tr.Reclaim(ctx, c.ID)
-			switch {
-			case err != nil:
-				s.log.Debug("faucet reconcile: token payout not settled yet", "claim", c.ID, "err", err)
-			case r.Redeemed:
-				s.settle(c, ClaimPaid, treasury.Payment{State: treasury.Paid, FeeSats: r.FeeSats})
-			default:
-				s.failCost(c, outpost.Errorf(outpost.BadGateway, "payment_failed", "interrupted before paying"), r.FeeSats)
-			}
-			continue
-		}
-		if c.MeltQuote == nil {
+		switch {
+		case c.Method == MethodCashu && c.State == ClaimPaying:
+			s.settleToken(ctx, c)
+		case c.MeltQuote == nil:
 			// No melt was recorded, so none was made: an invoice lookup
 			// was cut short.
 			s.fail(c, outpost.Errorf(outpost.BadGateway, "payment_failed", "interrupted before paying"))
-			continue
+		default:
+			s.settleMelt(ctx, c)
 		}
-		q := *c.MeltQuote
-		if q.PaymentHash == "" { // recorded before melt quotes carried it
-			q.PaymentHash = c.PaymentHash
+	}
+}
+
+// settleMelt asks the mint about a claim's melt: paid, still pending, or
+// failed (after a grace period when the melt call got no answer).
+func (s *Service) settleMelt(ctx context.Context, c Claim) {
+	q := *c.MeltQuote
+	if q.PaymentHash == "" { // recorded before melt quotes carried it
+		q.PaymentHash = c.PaymentHash
+	}
+	p, err := s.tr.MeltStatus(ctx, q)
+	if err != nil {
+		s.log.Debug("faucet reconcile: mint not answering", "claim", c.ID, "err", err)
+		return
+	}
+	switch p.State {
+	case treasury.Paid:
+		s.settle(c, ClaimPaid, p)
+	case treasury.Pending:
+		if c.State == ClaimPaying {
+			s.settle(c, ClaimPending, p)
 		}
-		p, err := s.tr.MeltStatus(ctx, q)
-		if err != nil {
-			s.log.Debug("faucet reconcile: mint not answering", "claim", c.ID, "err", err)
-			continue
+	case treasury.Failed:
+		if c.Unsure && s.now().Before(time.Unix(c.AttemptedAt, 0).Add(unsureGrace)) {
+			return
 		}
-		switch p.State {
-		case treasury.Paid:
-			s.settle(c, ClaimPaid, p)
-		case treasury.Pending:
-			if c.State == ClaimPaying {
-				s.settle(c, ClaimPending, p)
-			}
-		case treasury.Failed:
-			if c.Unsure && s.now().Before(time.Unix(c.AttemptedAt, 0).Add(unsureGrace)) {
-				continue
-			}
-			s.failCost(c, outpost.Errorf(outpost.BadGateway, "payment_failed", "the Lightning payment failed"), p.FeeSats)
-		}
+		s.failCost(c, outpost.Errorf(outpost.BadGateway, "payment_failed", "the Lightning payment failed"), p.FeeSats)
+	}
+}
+
+// settleToken settles a token payout a stopped process left paying: it
+// stopped between making the token and recording the claim, so the user
+// never got it. The token comes back to the wallet, unless someone
+// redeemed it.
+func (s *Service) settleToken(ctx context.Context, c Claim) {
+	r, err := s.tr.Reclaim(ctx, c.ID)
+	switch {
+	case err != nil:
+		s.log.Debug("faucet reconcile: token payout not settled yet", "claim", c.ID, "err", err)
+	case r.Redeemed:
+		s.settle(c, ClaimPaid, treasury.Payment{State: treasury.Paid, FeeSats: r.FeeSats})
+	default:
+		s.failCost(c, outpost.Errorf(outpost.BadGateway, "payment_failed", "interrupted before paying"), r.FeeSats)
 	}
 }
 

@@ -31,24 +31,12 @@ func readLegacy(dir, mint string) (l *ecash.Legacy, other int, err error) {
 		return nil, 0, err
 	}
 	defer db.Close()
-	l = &ecash.Legacy{Source: "gonuts wallet " + dir, Mnemonic: db.GetMnemonic(), Seed: db.GetSeed(), Counters: map[string]uint32{}}
+	l = &ecash.Legacy{Source: "gonuts wallet " + dir, Mnemonic: db.GetMnemonic(), Seed: db.GetSeed()}
 	if len(l.Seed) == 0 {
 		return nil, 0, nil // created, never used
 	}
-	ours := map[string]bool{}
-	for url, keysets := range db.GetKeysets() {
-		same := false
-		if n, err := NormalizeMintURL(url); err == nil && n == mint {
-			same = true
-		}
-		for _, k := range keysets {
-			// Counters are per keyset id whatever the mint: never reuse one.
-			l.Counters[k.Id] = max(l.Counters[k.Id], k.Counter)
-			if same {
-				ours[k.Id] = true
-			}
-		}
-	}
+	var ours map[string]bool
+	l.Counters, ours = legacyKeysets(db, mint)
 	for _, p := range db.GetProofs() {
 		if ours[p.Id] {
 			l.Proofs = append(l.Proofs, p)
@@ -56,6 +44,39 @@ func readLegacy(dir, mint string) (l *ecash.Legacy, other int, err error) {
 			other++
 		}
 	}
+	l.Melting, l.Sent, other = legacyPending(db, ours, other)
+	for _, q := range db.GetMintQuotes() {
+		if n, err := NormalizeMintURL(q.Mint); err != nil || n != mint || q.State == nut04.Issued {
+			continue
+		}
+		exp := int64(q.QuoteExpiry)
+		l.MintQuotes = append(l.MintQuotes, ecash.MintQuote{Quote: q.QuoteId, Request: q.PaymentRequest, Amount: q.Amount,
+			State: q.State.String(), Expiry: &exp})
+	}
+	return l, other, nil
+}
+
+// legacyKeysets returns the counters of every keyset the old wallet knew
+// (per keyset id, whatever the mint: none may be reused) and which of
+// them are mint's.
+func legacyKeysets(db *storage.BoltDB, mint string) (counters map[string]uint32, ours map[string]bool) {
+	counters, ours = map[string]uint32{}, map[string]bool{}
+	for url, keysets := range db.GetKeysets() {
+		n, err := NormalizeMintURL(url)
+		for _, k := range keysets {
+			counters[k.Id] = max(counters[k.Id], k.Counter)
+			if err == nil && n == mint {
+				ours[k.Id] = true
+			}
+		}
+	}
+	return counters, ours
+}
+
+// legacyPending sorts the old wallet's pending proofs of our mint into
+// melts (by quote) and handed-out tokens; other counts those of other mints.
+func legacyPending(db *storage.BoltDB, ours map[string]bool, other int) ([]ecash.LegacyMelt, cashu.Proofs, int) {
+	var sent cashu.Proofs
 	melts := map[string]*ecash.LegacyMelt{}
 	for _, dp := range db.GetPendingProofs() {
 		if !ours[dp.Id] {
@@ -64,7 +85,7 @@ func readLegacy(dir, mint string) (l *ecash.Legacy, other int, err error) {
 		}
 		p := cashu.Proof{Amount: dp.Amount, Id: dp.Id, Secret: dp.Secret, C: dp.C, DLEQ: dp.DLEQ}
 		if dp.MeltQuoteId == "" {
-			l.Sent = append(l.Sent, p)
+			sent = append(sent, p)
 			continue
 		}
 		m := melts[dp.MeltQuoteId]
@@ -77,18 +98,11 @@ func readLegacy(dir, mint string) (l *ecash.Legacy, other int, err error) {
 		}
 		m.Proofs = append(m.Proofs, p)
 	}
+	var out []ecash.LegacyMelt
 	for _, m := range melts {
-		l.Melting = append(l.Melting, *m)
+		out = append(out, *m)
 	}
-	for _, q := range db.GetMintQuotes() {
-		if n, err := NormalizeMintURL(q.Mint); err != nil || n != mint || q.State == nut04.Issued {
-			continue
-		}
-		exp := int64(q.QuoteExpiry)
-		l.MintQuotes = append(l.MintQuotes, ecash.MintQuote{Quote: q.QuoteId, Request: q.PaymentRequest, Amount: q.Amount,
-			State: q.State.String(), Expiry: &exp})
-	}
-	return l, other, nil
+	return out, sent, other
 }
 
 // moveAside renames dir to dir.gonuts-<time>, keeping it for reference.

@@ -68,23 +68,14 @@ func ParseToken(s string) (ParsedToken, error) {
 	p := ParsedToken{proofs: tok.Proofs, Mint: mint}
 	seen := map[string]bool{}
 	for _, pr := range tok.Proofs {
-		if pr.Amount == 0 || pr.Amount > 1<<40 || pr.Secret == "" || pr.C == "" || !validKeysetID(pr.Id) {
-			return ParsedToken{}, invalidToken("the token holds a malformed proof")
-		}
-		if c, err := hex.DecodeString(pr.C); err != nil || len(c) != 33 {
-			return ParsedToken{}, invalidToken("the token holds a malformed proof")
-		} else if _, err := secp256k1.ParsePubKey(c); err != nil {
-			return ParsedToken{}, invalidToken("the token holds a malformed proof")
+		y, err := proofY(pr)
+		if err != nil {
+			return ParsedToken{}, err
 		}
 		if uint64(p.AmountSats)+pr.Amount > math.MaxInt64>>1 {
 			return ParsedToken{}, invalidToken("the token's amount is out of range")
 		}
 		p.AmountSats += int64(pr.Amount)
-		Y, err := crypto.HashToCurve([]byte(pr.Secret))
-		if err != nil {
-			return ParsedToken{}, invalidToken("the token holds a malformed proof")
-		}
-		y := hex.EncodeToString(Y.SerializeCompressed())
 		if seen[y] {
 			return ParsedToken{}, invalidToken("the token holds the same proof twice")
 		}
@@ -92,6 +83,25 @@ func ParseToken(s string) (ParsedToken, error) {
 		p.Ys = append(p.Ys, y)
 	}
 	return p, nil
+}
+
+// proofY checks a token's proof for form (amount, keyset id, a signature
+// that is a curve point) and returns its Y, hex.
+func proofY(pr cashu.Proof) (string, error) {
+	malformed := invalidToken("the token holds a malformed proof")
+	if pr.Amount == 0 || pr.Amount > 1<<40 || pr.Secret == "" || pr.C == "" || !validKeysetID(pr.Id) {
+		return "", malformed
+	}
+	if c, err := hex.DecodeString(pr.C); err != nil || len(c) != 33 {
+		return "", malformed
+	} else if _, err := secp256k1.ParsePubKey(c); err != nil {
+		return "", malformed
+	}
+	Y, err := crypto.HashToCurve([]byte(pr.Secret))
+	if err != nil {
+		return "", malformed
+	}
+	return hex.EncodeToString(Y.SerializeCompressed()), nil
 }
 
 // validKeysetID accepts hex keyset ids of 8 bytes (v1, or a short v2 id)

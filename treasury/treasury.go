@@ -178,8 +178,12 @@ func (t *Treasury) Ready() error {
 	return nil
 }
 
-// note records what an operation's error says about the mint.
+// note records what an operation's error says about the mint. A request
+// its caller gave up on (a client gone, a shutdown) says nothing.
 func (t *Treasury) note(err error) {
+	if errors.Is(err, context.Canceled) {
+		return
+	}
 	var st Status
 	switch ecash.ProblemOf(err) {
 	case ecash.Unreachable:

@@ -268,12 +268,12 @@ func crash(t *testing.T, mint, network string, pay func(invoice string), payeeMi
 		code, r := call(t, "POST", f+"/claim/confirm", map[string]any{"quote_id": u.quote, "bolt11": invoices[u]}, u.bearer...)
 		switch {
 		case code == 409:
-		case code == 200 && u.code == 0: // this confirm is the first
+		case code == 200 && (u.code == 0 || u.code >= 500): // the first confirm never reached outpost, or was refused before it claimed (e.g. 503 mint_unavailable)
 			unsent++
 			if tok, ok := r["token"].(string); ok {
 				u.token = tok
 			}
-		case code == 410 && u.code == 0: // expired meanwhile, never confirmed
+		case code == 410 && (u.code == 0 || u.code >= 500): // expired meanwhile, never claimed
 			unsent++
 		default:
 			t.Fatalf("confirming again (answered %d before): %d %v", u.code, code, r)
@@ -318,7 +318,7 @@ func crash(t *testing.T, mint, network string, pay func(invoice string), payeeMi
 	balance, fees := stat(t, f, "balance_sats"), stat(t, f, "total_fee_sats")
 	c.stop(t)
 	after := auditDataDir(t, dir, mint)
-	t.Logf("after the crash: of %d claims, %d were paid (%d confirms never reached outpost and were sent again; %d paid whose answer the kill lost), "+
+	t.Logf("after the crash: of %d claims, %d were paid (%d confirms never reached outpost, or were refused before claiming, and were sent again; %d paid whose answer the kill lost), "+
 		"%d failed and were paid on a second try, 3 newcomers paid; balance %d sats = 5000 - %d paid - %d fees; "+
 		"the wallet holds %d proofs worth %d sats, the mint says %d of them (%d sats) are unspent",
 		len(users), paid, unsent, lostAnswers, failed, balance, 21*(paid+failed+3), fees,
