@@ -249,13 +249,14 @@ func crash(t *testing.T, mint, network string, pay func(invoice string), payeeMi
 	}
 	c.kill()
 	wg.Wait()
-	answered := 0
+	answered, codes := 0, map[int]int{}
 	for _, u := range users {
 		if u.code != 0 {
 			answered++
+			codes[u.code]++
 		}
 	}
-	t.Logf("killed outpost (SIGKILL) with %d of %d confirms answered", answered, len(users))
+	t.Logf("killed outpost (SIGKILL) with %d of %d confirms answered (statuses %v)", answered, len(users), codes)
 
 	c = startChild(t, dir, env)
 	f = c.url + "/faucet"
