@@ -82,12 +82,13 @@ func (c *client) answerError(path string, status int, data []byte) *MintError {
 		Detail json.RawMessage `json:"detail"`
 		Code   int             `json:"code"`
 	}
-	if json.Unmarshal(data, &ce) == nil {
+	cashuError := false
+	if json.Unmarshal(data, &ce) == nil && len(ce.Detail) > 0 {
 		e.Code = ce.Code
 		var s string
 		if json.Unmarshal(ce.Detail, &s) == nil {
-			e.Detail = s
-		} else if len(ce.Detail) > 0 {
+			e.Detail, cashuError = s, true
+		} else {
 			e.Detail = string(ce.Detail)
 		}
 	}
@@ -95,7 +96,9 @@ func (c *client) answerError(path string, status int, data []byte) *MintError {
 		e.Detail = truncate(string(data), 200)
 	}
 	switch {
-	case status == http.StatusBadRequest && e.Code != 0:
+	case status == http.StatusBadRequest && cashuError:
+		// NUT-00's error answer; code 0 (or none) is a mint's own failure,
+		// e.g. Nutshell's "failed to acquire database lock".
 		e.Problem = Refused
 	case status == http.StatusTooManyRequests || status >= 500:
 		e.Problem = Unreachable

@@ -64,15 +64,28 @@ func TestIncompatibleMint(t *testing.T) {
 		json.NewEncoder(w).Encode(map[string]any{"keysets": []any{map[string]any{"id": forged, "unit": "sat", "keys": keys}}})
 	})
 	mux.HandleFunc("/html/", func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("<html>a blog</html>")) })
+	mux.HandleFunc("/busy/v1/info", func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(400)
+		w.Write([]byte(`{"detail":"failed to acquire database lock","code":0}`))
+	})
+	mux.HandleFunc("/garbled/v1/info", func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(400)
+		w.Write([]byte(`bad request`))
+	})
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
-	for path, want := range map[string]string{"/forged": "derive", "/html": "JSON", "/nothing": "404"} {
+	for path, want := range map[string]string{"/forged": "derive", "/html": "JSON", "/nothing": "404", "/garbled": "bad request"} {
 		e := open(t, srv.URL+path, "")
 		err := e.w.Refresh(ctx)
 		me := ecash.AsMintError(err)
 		if me == nil || me.Problem != ecash.Incompatible || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v, want incompatible (%s)", path, err, want)
 		}
+	}
+	// An error in NUT-00's form, though with code 0, is the mint's answer.
+	e := open(t, srv.URL+"/busy", "")
+	if err := e.w.Refresh(ctx); ecash.ProblemOf(err) != ecash.Refused || !strings.Contains(err.Error(), "database lock") {
+		t.Errorf("busy: %v, want refused", err)
 	}
 }
 
@@ -163,7 +176,7 @@ func TestExactMeltWithoutFeeReturn(t *testing.T) {
 	}
 	defer m.Close()
 	defer node.Close()
-	mut := mintUnderTest{"gonuts with fee reserve", m.URL, func(t *testing.T, inv string) {
+	mut := mintUnderTest{"gonuts with fee reserve", m.URL, func(t testing.TB, inv string) {
 		if err := node.PayInvoice(inv); err != nil {
 			t.Fatal(err)
 		}

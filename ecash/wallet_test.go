@@ -78,17 +78,17 @@ func TestMain(m *testing.M) {
 type mintUnderTest struct {
 	name string
 	url  string
-	pay  func(t *testing.T, invoice string) // settles a deposit invoice of this mint
+	pay  func(t testing.TB, invoice string) // settles a deposit invoice of this mint
 }
 
-func mints(t *testing.T) []mintUnderTest {
-	out := []mintUnderTest{{"gonuts", gonutsMint.URL, func(t *testing.T, inv string) {
+func mints(t testing.TB) []mintUnderTest {
+	out := []mintUnderTest{{"gonuts", gonutsMint.URL, func(t testing.TB, inv string) {
 		if err := gonutsMint.Node.PayInvoice(inv); err != nil {
 			t.Fatal(err)
 		}
 	}}}
 	if nutshell != nil {
-		out = append(out, mintUnderTest{"nutshell", nutshell.URL, func(*testing.T, string) {}}) // FakeWallet pays its own invoices
+		out = append(out, mintUnderTest{"nutshell", nutshell.URL, func(testing.TB, string) {}}) // FakeWallet pays its own invoices
 	} else {
 		t.Logf("Nutshell not available (%v): only the gonuts mint", noNutshell)
 	}
@@ -107,7 +107,7 @@ type env struct {
 }
 
 // open opens a wallet at mint on its own store (dir "" for a new one).
-func open(t *testing.T, mint, dir string, mod ...func(*ecash.Config)) *env {
+func open(t testing.TB, mint, dir string, mod ...func(*ecash.Config)) *env {
 	t.Helper()
 	if dir == "" {
 		dir = t.TempDir()
@@ -128,14 +128,14 @@ func open(t *testing.T, mint, dir string, mod ...func(*ecash.Config)) *env {
 	return &env{st: st, w: w}
 }
 
-func ctxT(t *testing.T) context.Context {
+func ctxT(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	t.Cleanup(cancel)
 	return ctx
 }
 
 // fund deposits sats into w by a paid mint quote.
-func fund(t *testing.T, m mintUnderTest, w *ecash.Wallet, sats uint64) {
+func fund(t testing.TB, m mintUnderTest, w *ecash.Wallet, sats uint64) {
 	t.Helper()
 	ctx := ctxT(t)
 	q, err := w.RequestMint(ctx, sats)
@@ -155,7 +155,7 @@ func fund(t *testing.T, m mintUnderTest, w *ecash.Wallet, sats uint64) {
 	}
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
+func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for !cond() {
@@ -292,7 +292,7 @@ func TestFlows(t *testing.T) {
 func TestPendingMeltSettlesWithChange(t *testing.T) {
 	needNutshell(t)
 	ctx := ctxT(t)
-	m := mintUnderTest{"pending", pending.URL, func(*testing.T, string) {}}
+	m := mintUnderTest{"pending", pending.URL, func(testing.TB, string) {}}
 	faucet := open(t, pending.URL, "")
 	fund(t, m, faucet.w, 500)
 	user := open(t, nutshell.URL, "")
@@ -505,7 +505,7 @@ func TestRotatedKeyset(t *testing.T) {
 	needNutshell(t)
 	ctx := ctxT(t)
 	first := nutshelltest.StartT(t, nutshelltest.Options{Name: "rotating mint"})
-	m := mintUnderTest{"rotating", first.URL, func(*testing.T, string) {}}
+	m := mintUnderTest{"rotating", first.URL, func(testing.TB, string) {}}
 	e := open(t, first.URL, "")
 	fund(t, m, e.w, 300)
 	old := e.w.Keysets()
