@@ -116,16 +116,7 @@ func (w *Wallet) begin(op *Op, p plan) error {
 		if err := p(txn, op); err != nil {
 			return err
 		}
-		if err := store.PutJSON(txn, opKey(op.ID), op); err != nil {
-			return err
-		}
-		if err := txn.Set(w.key(kindOpenOp, op.ID), nil); err != nil {
-			return err
-		}
-		if op.Ref != "" {
-			return txn.Set(w.key(kindRef, op.Ref), []byte(op.ID))
-		}
-		return nil
+		return w.putOp(txn, *op)
 	})
 	if err != nil {
 		return err
@@ -162,6 +153,8 @@ func (w *Wallet) commit(op *Op, out outcome) error {
 	if op.State != OpPending && op.Settled == 0 {
 		op.Settled = w.now().Unix()
 	}
+	next := *op
+	next.Sent = append(append(cashu.Proofs(nil), op.Sent...), out.sent...)
 	var stored Op
 	err := update(w.db, func(txn *badger.Txn) error {
 		cur, found, err := getOp(txn, op.ID)
@@ -172,7 +165,6 @@ func (w *Wallet) commit(op *Op, out outcome) error {
 		if found && cur.State != OpPending {
 			return nil
 		}
-		stored = *op
 		now := w.now().Unix()
 		for _, p := range out.keep {
 			if err := w.putProof(txn, p, proofUnspent, "", now); err != nil {
@@ -184,7 +176,6 @@ func (w *Wallet) commit(op *Op, out outcome) error {
 				return err
 			}
 		}
-		op.Sent = append(op.Sent, out.sent...)
 		for _, y := range out.spent {
 			if err := w.dropInput(txn, op.ID, y); err != nil {
 				return err
@@ -195,11 +186,11 @@ func (w *Wallet) commit(op *Op, out outcome) error {
 				return err
 			}
 		}
-		stored = *op
-		if err := w.putOp(txn, *op); err != nil {
+		stored = next
+		if err := w.putOp(txn, next); err != nil {
 			return err
 		}
-		if op.State != OpPending {
+		if next.State != OpPending {
 			return txn.Delete(w.key(kindOpenOp, op.ID))
 		}
 		return nil
@@ -211,8 +202,6 @@ func (w *Wallet) commit(op *Op, out outcome) error {
 	return w.refreshBalance()
 }
 
-// putProof adds a proof the wallet did not hold; one it holds already keeps
-// its record.
 // putOp writes op with its indexes: its reference, whether it is open,
 // whether it has handed-out proofs the mint has not seen redeemed.
 func (w *Wallet) putOp(txn *badger.Txn, op Op) error {
@@ -235,6 +224,8 @@ func (w *Wallet) putOp(txn *badger.Txn, op Op) error {
 	return txn.Delete(w.key(kindSentOp, op.ID))
 }
 
+// putProof adds a proof the wallet did not hold; one it holds already keeps
+// its record.
 func (w *Wallet) putProof(txn *badger.Txn, p cashu.Proof, state, op string, now int64) error {
 	y, err := proofY(p.Secret)
 	if err != nil {
