@@ -130,7 +130,7 @@ func Open(cfg Config) (*Wallet, error) {
 // loadSeed returns the wallet's seed, making one on first use.
 func loadSeed(db *badger.DB, now func() time.Time) (seedRecord, error) {
 	var rec seedRecord
-	err := update(db, func(txn *badger.Txn) error {
+	err := store.Update(db, func(txn *badger.Txn) error {
 		found, err := store.GetJSON(txn, store.Key(store.PrefixWallet, kindSeed), &rec)
 		if err != nil || found {
 			return err
@@ -236,7 +236,7 @@ func (w *Wallet) Refresh(ctx context.Context) error {
 			fresh = append(fresh, &c)
 		}
 	}
-	if err := update(w.db, func(txn *badger.Txn) error {
+	if err := store.Update(w.db, func(txn *badger.Txn) error {
 		for _, k := range fresh {
 			if err := store.PutJSON(txn, w.key(kindKeyset, k.ID), k); err != nil {
 				return err

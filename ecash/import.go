@@ -44,7 +44,7 @@ func ImportSeed(db *badger.DB, l Legacy, now int64) error {
 	if len(l.Seed) < 16 {
 		return errors.New("ecash: the imported seed is too short")
 	}
-	return update(db, func(txn *badger.Txn) error {
+	return store.Update(db, func(txn *badger.Txn) error {
 		var rec seedRecord
 		found, err := store.GetJSON(txn, store.Key(store.PrefixWallet, kindSeed), &rec)
 		if err != nil {
@@ -87,7 +87,7 @@ func (w *Wallet) Imported() (bool, error) {
 // nothing.
 func (w *Wallet) Import(l Legacy) error {
 	now := w.now().Unix()
-	err := update(w.db, func(txn *badger.Txn) error {
+	err := store.Update(w.db, func(txn *badger.Txn) error {
 		if _, err := txn.Get(w.key(kindMigrated)); err == nil {
 			return nil
 		} else if !errors.Is(err, badger.ErrKeyNotFound) {
@@ -170,7 +170,7 @@ func (w *Wallet) checkImport(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if err := update(w.db, func(txn *badger.Txn) error {
+		if err := store.Update(w.db, func(txn *badger.Txn) error {
 			for _, p := range proofs {
 				if err := w.putProof(txn, p, proofUnspent, "", w.now().Unix()); err != nil {
 					return err
@@ -184,7 +184,7 @@ func (w *Wallet) checkImport(ctx context.Context) error {
 		restoredSats += proofs.Amount()
 	}
 	rec.Checked, rec.Restored, rec.SpentDropped = true, restored, len(a.spent)
-	if err := update(w.db, func(txn *badger.Txn) error { return store.PutJSON(txn, w.key(kindMigrated), rec) }); err != nil {
+	if err := store.Update(w.db, func(txn *badger.Txn) error { return store.PutJSON(txn, w.key(kindMigrated), rec) }); err != nil {
 		return err
 	}
 	w.log.Info("ecash: imported wallet checked with the mint", "from", rec.From, "proofs", rec.Proofs, "sats", rec.Sats,
@@ -239,7 +239,7 @@ func (w *Wallet) dropSpent(ys []string) error {
 	if len(ys) == 0 {
 		return nil
 	}
-	err := update(w.db, func(txn *badger.Txn) error {
+	err := store.Update(w.db, func(txn *badger.Txn) error {
 		for _, y := range ys {
 			var rec proofRecord
 			found, err := store.GetJSON(txn, w.key(kindProof, y), &rec)

@@ -33,7 +33,7 @@ func (w *Wallet) RequestMint(ctx context.Context, amount uint64) (MintQuote, err
 		return MintQuote{}, incompatible(w.mint, "/v1/mint/quote/bolt11", "asked for %d sats, quoted %d", amount, q.Amount)
 	}
 	rec := mintQuoteRecord{MintQuote: q, Created: w.now().Unix()}
-	if err := update(w.db, func(txn *badger.Txn) error {
+	if err := store.Update(w.db, func(txn *badger.Txn) error {
 		return store.PutJSON(txn, w.key(kindMintQ, q.Quote), rec)
 	}); err != nil {
 		return MintQuote{}, err
@@ -220,7 +220,7 @@ func (w *Wallet) settleMint(ctx context.Context, op *Op, resend bool) (MintState
 
 // setQuoteState records a mint quote's state and operation.
 func (w *Wallet) setQuoteState(quote, state, op string) {
-	err := update(w.db, func(txn *badger.Txn) error {
+	err := store.Update(w.db, func(txn *badger.Txn) error {
 		var rec mintQuoteRecord
 		found, err := store.GetJSON(txn, w.key(kindMintQ, quote), &rec)
 		if err != nil || !found {

@@ -111,7 +111,7 @@ func (w *Wallet) begin(op *Op, p plan) error {
 	base.Attempted = base.Created // its request leaves right after
 	w.sel.Lock()
 	defer w.sel.Unlock()
-	err := update(w.db, func(txn *badger.Txn) error {
+	err := store.Update(w.db, func(txn *badger.Txn) error {
 		*op = base
 		if err := p(txn, op); err != nil {
 			return err
@@ -156,7 +156,7 @@ func (w *Wallet) commit(op *Op, out outcome) error {
 	next := *op
 	next.Sent = append(append(cashu.Proofs(nil), op.Sent...), out.sent...)
 	var stored Op
-	err := update(w.db, func(txn *badger.Txn) error {
+	err := store.Update(w.db, func(txn *badger.Txn) error {
 		cur, found, err := getOp(txn, op.ID)
 		if err != nil {
 			return err

@@ -89,7 +89,7 @@ func (w *Wallet) freeOrphans() error {
 	}
 	w.mu.Unlock()
 	freed := 0
-	err := update(w.db, func(txn *badger.Txn) error {
+	err := store.Update(w.db, func(txn *badger.Txn) error {
 		freed = 0
 		var orphans []string
 		err := store.EachJSON(txn, w.key(kindProof), nil, false, func(k []byte, rec proofRecord) (bool, error) {
@@ -244,7 +244,7 @@ func (w *Wallet) forgetRedeemed(ctx context.Context) error {
 		if len(left) == len(op.Sent) {
 			continue
 		}
-		if err := update(w.db, func(txn *badger.Txn) error {
+		if err := store.Update(w.db, func(txn *badger.Txn) error {
 			cur, found, err := getOp(txn, op.ID)
 			if err != nil || !found || len(cur.Sent) != len(op.Sent) {
 				return err
@@ -352,7 +352,7 @@ func (w *Wallet) Reclaim(ctx context.Context, ref string) (made, redeemed bool, 
 	if err != nil {
 		return true, false, 0, err
 	}
-	if err := update(w.db, func(txn *badger.Txn) error {
+	if err := store.Update(w.db, func(txn *badger.Txn) error {
 		cur, found, err := getOp(txn, op.ID)
 		if err != nil || !found {
 			return err

@@ -4,8 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
-	"math/rand/v2"
-	"time"
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/elnosh/gonuts/cashu"
@@ -123,16 +121,4 @@ func setCounterAtLeast(txn *badger.Txn, id string, n uint32) error {
 		return err
 	}
 	return txn.Set(counterKey(id), binary.BigEndian.AppendUint32(nil, n))
-}
-
-// update runs fn in a write transaction, retrying when a concurrent
-// transaction conflicts; fn must not depend on state from a failed attempt.
-func update(db *badger.DB, fn func(txn *badger.Txn) error) error {
-	for attempt := 0; ; attempt++ {
-		err := db.Update(fn)
-		if !errors.Is(err, badger.ErrConflict) || attempt >= 100 {
-			return err
-		}
-		time.Sleep(time.Duration(rand.IntN(attempt+2)) * time.Millisecond)
-	}
 }
