@@ -452,3 +452,50 @@ func TestAMisbehavingMintShowsItsErrorKind(t *testing.T) {
 		t.Fatalf("trust breakdown of a mint never seen up: %v", all["/trust"])
 	}
 }
+
+// A submitted URL is either refused with invalid_mint_url or stored in its
+// one spelling: an IPv6 zone (which once panicked), port 0 and ports above
+// 65535 are refused; a port with leading zeros and dot segments are
+// normalised, so the same mint is found again. Announcements of such URLs
+// are refused by the relay.
+func TestSubmitURLForms(t *testing.T) {
+	e := newEnv(t, true, 0)
+	r := e.api.Do("POST", "/mints/submit", map[string]string{"mint_url": "http://127.0.0.1:1/cashu"})
+	wantStatus(t, r, 202, "")
+	id := r.Map(t)["mint_id"]
+	for _, tt := range []struct {
+		url    string
+		status int
+		code   string
+	}{
+		{"http://[fe80::1%25eth0]/", 400, "invalid_mint_url"},
+		{"http://[::1%25lo]:9", 400, "invalid_mint_url"},
+		{"http://127.0.0.1:0/cashu", 400, "invalid_mint_url"},
+		{"http://127.0.0.1:99999/cashu", 400, "invalid_mint_url"},
+		{"http://127.0.0.1:65536", 400, "invalid_mint_url"},
+		{"http://127.0.0.1:0001/cashu", 200, ""},
+		{"http://127.0.0.1:1/cashu/./", 200, ""},
+		{"http://127.0.0.1:1/x/../cashu", 200, ""},
+		{"http://127.0.0.1:1/cashu/v1/..", 200, ""},
+		{"http://127.0.0.1:1/./../cashu/%2e", 200, ""},
+	} {
+		t.Run(tt.url, func(t *testing.T) {
+			r := e.api.Do("POST", "/mints/submit", map[string]string{"mint_url": tt.url})
+			wantStatus(t, r, tt.status, tt.code)
+			if tt.status == 200 && r.Map(t)["mint_id"] != id {
+				t.Fatalf("%s is another mint: %s", tt.url, r.Body)
+			}
+		})
+	}
+	if l := e.api.Do("GET", "/mints", nil).Map(t); l["total"] != 1.0 {
+		t.Fatalf("mints = %v, want the one", l)
+	}
+	sk := nostr.GeneratePrivateKey()
+	pk, _ := nostr.GetPublicKey(sk)
+	for _, u := range []string{"http://[fe80::1%25eth0]/", "http://127.0.0.1:0", "http://127.0.0.1:99999"} {
+		err := relaytest.Publish(t, e.nostr, relaytest.Sign(t, sk, mintdir.KindCashuAnnouncement, "", nostr.Tag{"d", pk}, nostr.Tag{"u", u}))
+		if err == nil || !strings.Contains(err.Error(), "invalid:") {
+			t.Errorf("announcing %s: %v, want an invalid: refusal", u, err)
+		}
+	}
+}
