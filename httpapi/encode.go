@@ -94,8 +94,10 @@ func DecodeBytes(body []byte, v any) error {
 	case err != nil:
 		return outpost.Errorf(outpost.Invalid, "invalid_json", "the request body is not valid JSON: %s", strings.TrimPrefix(err.Error(), "json: "))
 	}
-	if dec.More() {
-		return outpost.Errorf(outpost.Invalid, "invalid_json", "the request body must hold one JSON object")
+	// Only white space may follow the value. (Decoder.More would let a
+	// stray ] or } through.)
+	if _, err := dec.Token(); err != io.EOF {
+		return outpost.Errorf(outpost.Invalid, "invalid_json", "the request body must hold one JSON object and nothing after it")
 	}
 	return nil
 }

@@ -80,6 +80,11 @@ func TestDecode(t *testing.T) {
 		{`null`, 400, "invalid_request"}, // decodes to the zero value, which is not valid
 		{`"text"`, 400, "invalid_json"},
 		{`{"name":"a"}{"name":"b"}`, 400, "invalid_json"},
+		{`{"name":"a"}]`, 400, "invalid_json"}, // json.Decoder.More is false before ] and }
+		{`{"name":"a"}}`, 400, "invalid_json"},
+		{`{"name":"a"} x`, 400, "invalid_json"},
+		{`{"name":"a"},`, 400, "invalid_json"},
+		{"{\"name\":\"a\"} \n\t", 200, ""},
 		{`{"count":1}`, 400, "invalid_request"},
 		{`{"name":"` + strings.Repeat("a", MaxBodyBytes) + `"}`, 413, "request_too_large"},
 	}
