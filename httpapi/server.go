@@ -30,13 +30,13 @@ type Config struct {
 // New returns the handler that serves everything on one listener.
 func New(cfg Config) http.Handler {
 	r := chi.NewRouter()
-	r.Use(Logger(cfg.Log), ClientIPMiddleware(cfg.TrustedProxies), Recover)
+	r.Use(Logger(cfg.Log), ClientIPMiddleware(cfg.TrustedProxies), Recover, HeadAsGet)
 	r.NotFound(NotFound)
 	r.MethodNotAllowed(MethodNotAllowed)
 
-	r.With(CORS).Get("/health", health(cfg.Services))
+	r.With(CORS, ValidQuery).Get("/health", health(cfg.Services))
 	for _, s := range cfg.Services {
-		r.With(RateLimit(cfg.RateLimit)).Mount(s.Mount, s.Routes)
+		r.With(RateLimit(cfg.RateLimit), ValidQuery).Mount(s.Mount, s.Routes)
 	}
 	r.Handle("/", relayOrIndex(cfg.Relay, cfg.Index))
 	return r
@@ -48,7 +48,7 @@ func relayOrIndex(relay http.Handler, index any) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		plain := r.Header.Get("Upgrade") == "" && r.Header.Get("Accept") != "application/nostr+json" &&
 			r.Header.Get("Content-Type") != "application/nostr+json+rpc"
-		if plain && r.Method == http.MethodGet && index != nil {
+		if plain && (r.Method == http.MethodGet || r.Method == http.MethodHead) && index != nil {
 			Encode(w, http.StatusOK, index)
 			return
 		}
