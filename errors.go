@@ -29,6 +29,7 @@ const (
 	RateLimited               // 429
 	BadGateway                // 502
 	Unavailable               // 503
+	TimedOut                  // 408: the client did not send its request in time
 )
 
 // Error is an error whose Code and Message are safe to send to a client.

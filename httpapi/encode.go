@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 
 	"github.com/outpost-relay/outpost"
@@ -69,6 +70,9 @@ func ReadBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	var tooLarge *http.MaxBytesError
 	if errors.As(err, &tooLarge) {
 		return nil, outpost.Errorf(outpost.TooLarge, "request_too_large", "the request body is larger than %d bytes", MaxBodyBytes)
+	}
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return nil, outpost.Errorf(outpost.TimedOut, "request_timeout", "the request body did not arrive in time")
 	}
 	if err != nil {
 		return nil, outpost.Errorf(outpost.Invalid, "invalid_request", "could not read the request body")

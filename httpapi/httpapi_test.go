@@ -37,6 +37,7 @@ func TestErrorStatuses(t *testing.T) {
 		{outpost.Errorf(outpost.Unprocessable, "u", "x"), 422, "u"},
 		{outpost.Errorf(outpost.BadGateway, "b", "x"), 502, "b"},
 		{outpost.Errorf(outpost.Unavailable, "s", "x"), 503, "s"},
+		{outpost.Errorf(outpost.TimedOut, "request_timeout", "x"), 408, "request_timeout"},
 		{io.ErrUnexpectedEOF, 500, "internal_error"}, // internal causes are never shown
 		{outpost.Errorf(outpost.Internal, "db_broke", "secret detail"), 500, "internal_error"},
 	}

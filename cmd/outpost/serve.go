@@ -132,16 +132,13 @@ func newServer(d deps, components []component) (*http.Server, index) {
 		services = append(services, c.api)
 		idx.Services[c.api.Name] = d.publicURL + c.api.Mount
 	}
-	return &http.Server{
-		Handler: httpapi.New(httpapi.Config{
-			Relay: d.relay, Services: services, TrustedProxies: d.cfg.TrustedProxies, Log: d.log, Index: idx,
-			RateLimit: ratelimit.New(d.cfg.RateLimit, time.Minute, nil),
-		}),
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		ConnState:         d.relay.TrackConn,
-		ErrorLog:          log.New(io.Discard, "", 0),
-	}, idx
+	srv := httpapi.NewServer(httpapi.New(httpapi.Config{
+		Relay: d.relay, Services: services, TrustedProxies: d.cfg.TrustedProxies, Log: d.log, Index: idx,
+		RateLimit: ratelimit.New(d.cfg.RateLimit, time.Minute, nil),
+	}), httpapi.ServerLimits{})
+	srv.ConnState = d.relay.TrackConn
+	srv.ErrorLog = log.New(io.Discard, "", 0)
+	return srv, idx
 }
 
 // index is GET / for plain HTTP clients: what this outpost serves.
