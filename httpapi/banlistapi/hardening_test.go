@@ -145,3 +145,22 @@ func TestReportTypesAreNIP56(t *testing.T) {
 		}
 	}
 }
+
+// TestContractEdges: openapi.json documents what the shared middleware can
+// answer, and every operation answers HEAD, other methods, malformed
+// queries, missing keys, trailing and oversized bodies as it says.
+func TestContractEdges(t *testing.T) {
+	e := newEnv(t, options{reportsPerMin: 1000})
+	_, pkHex, _ := newKey()
+	e.api.AssertCommonStatuses()
+	e.api.CheckEdges(map[string]string{"pubkey": pkHex, "word": "nothing", "key": "nothing"}, bearer(adminKey)...)
+}
+
+// Every operation, openapi.json and health included, is behind the
+// per-client rate limit, and documents its 429.
+func TestEveryOperationIsRateLimited(t *testing.T) {
+	e := newEnv(t, options{ratePerMin: 1, reportsPerMin: 1000})
+	wantStatus(t, e.api.Do("GET", "/health", nil), 200, "") // the minute's one request
+	_, pkHex, _ := newKey()
+	e.api.CheckRateLimited(map[string]string{"pubkey": pkHex, "word": "nothing", "key": "nothing"}, bearer(adminKey)...)
+}
