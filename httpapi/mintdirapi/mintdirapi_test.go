@@ -23,6 +23,7 @@ import (
 	"github.com/outpost-relay/outpost/mintdir"
 	"github.com/outpost-relay/outpost/policies"
 	"github.com/outpost-relay/outpost/pubkey"
+	"github.com/outpost-relay/outpost/ratelimit"
 	"github.com/outpost-relay/outpost/relay"
 	"github.com/outpost-relay/outpost/relay/relaytest"
 	"github.com/outpost-relay/outpost/store"
@@ -41,6 +42,12 @@ type env struct {
 // does, with the directory's background work running.
 func newEnv(t *testing.T, allowPrivate bool, submitPerHour int) *env {
 	t.Helper()
+	return newEnvLimited(t, allowPrivate, submitPerHour, nil)
+}
+
+// newEnvLimited is newEnv with the program-wide per-client limit.
+func newEnvLimited(t *testing.T, allowPrivate bool, submitPerHour int, limit *ratelimit.Limiter) *env {
+	t.Helper()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	st, err := store.Open(t.TempDir(), log)
 	if err != nil {
@@ -56,7 +63,7 @@ func newEnv(t *testing.T, allowPrivate bool, submitPerHour int) *env {
 	rl.RejectEvent = append(rl.RejectEvent, mintdir.RejectInvalidNIP87)
 	rl.OnEventSaved = append(rl.OnEventSaved, dir.OnEventSaved)
 	cfg := mintdirapi.Config{Directory: dir, Log: log, Settings: mintdirapi.Settings{SubmitPerHour: submitPerHour}}
-	srv.Config.Handler = httpapi.New(httpapi.Config{Relay: rl, Log: log, Services: []httpapi.Service{{
+	srv.Config.Handler = httpapi.New(httpapi.Config{Relay: rl, Log: log, RateLimit: limit, Services: []httpapi.Service{{
 		Name: "mintdir", Mount: "/mintdir", Routes: mintdirapi.Routes(cfg), Health: httpapi.ReportHealth(dir.Health)}}})
 	srv.Config.ConnState = rl.TrackConn
 	srv.Start()
