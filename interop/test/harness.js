@@ -15,7 +15,9 @@ useWebSocketImplementation(WebSocket)
 const repo = join(dirname(fileURLToPath(import.meta.url)), '..', '..')
 export const ADMIN_KEY = 'interop-admin-key-0123456789abcdef'
 
-let binary
+// OUTPOST_BIN names a binary built once for every suite (.ci/run does);
+// otherwise each test file builds its own.
+let binary = process.env.OUTPOST_BIN
 function build() {
   if (!binary) {
     const dir = mkdtempSync(join(tmpdir(), 'outpost-bin-'))
@@ -34,7 +36,8 @@ export function withTimeout(promise, ms, what) {
   ]).finally(() => clearTimeout(timer))
 }
 
-// start runs outpost and resolves once it serves; stop() shuts it down.
+// start runs outpost and resolves once it serves; stop() shuts it down (once,
+// however often it is called) and removes its data dir.
 export async function start(env = {}) {
   const dataDir = mkdtempSync(join(tmpdir(), 'outpost-data-'))
   const proc = spawn(build(), [], {
@@ -65,9 +68,11 @@ export async function start(env = {}) {
     ws: url.replace(/^http/, 'ws'),
     logs: () => logs,
     async stop() {
-      const exited = new Promise(resolve => proc.on('exit', resolve))
-      proc.kill('SIGTERM')
-      await withTimeout(exited, 20000, 'outpost to shut down')
+      if (proc.exitCode === null) {
+        const exited = new Promise(resolve => proc.on('exit', resolve))
+        proc.kill('SIGTERM')
+        await withTimeout(exited, 20000, 'outpost to shut down')
+      }
       rmSync(dataDir, { recursive: true, force: true })
     },
   }
