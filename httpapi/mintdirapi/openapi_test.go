@@ -40,16 +40,22 @@ func typ(t string, nullable bool) obj {
 	return obj{"type": t}
 }
 
-func str() obj          { return typ("string", false) }
-func nstr() obj         { return typ("string", true) }
-func integer() obj      { return typ("integer", false) }
-func nint() obj         { return typ("integer", true) }
-func num() obj          { return typ("number", false) }
-func nnum() obj         { return typ("number", true) }
-func boolean() obj      { return typ("boolean", false) }
-func dt() obj           { return obj{"type": "string", "format": "date-time"} }
-func ndt() obj          { return obj{"type": []string{"string", "null"}, "format": "date-time"} }
-func anyValue() obj     { return obj{} } // any JSON value
+func str() obj     { return typ("string", false) }
+func nstr() obj    { return typ("string", true) }
+func integer() obj { return typ("integer", false) }
+func nint() obj    { return typ("integer", true) }
+func num() obj     { return typ("number", false) }
+func nnum() obj    { return typ("number", true) }
+func boolean() obj { return typ("boolean", false) }
+func dt() obj      { return obj{"type": "string", "format": "date-time"} }
+func ndt() obj     { return obj{"type": []string{"string", "null"}, "format": "date-time"} }
+
+// anyValue is any JSON value. (An empty schema would be too, but
+// kin-openapi refuses null for it.)
+func anyValue() obj {
+	return obj{"type": []string{"string", "number", "integer", "boolean", "object", "array", "null"}, "items": obj{}}
+}
+
 func arr(items obj) obj { return obj{"type": "array", "items": items} }
 func ref(name string) obj {
 	return obj{"$ref": "#/components/schemas/" + name}
