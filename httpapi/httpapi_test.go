@@ -167,19 +167,7 @@ func TestRootHandler(t *testing.T) {
 	})
 	srv := httptest.NewServer(h)
 	defer srv.Close()
-	get := func(path string, hdr ...string) (*http.Response, string) {
-		req, _ := http.NewRequest("GET", srv.URL+path, nil)
-		for i := 0; i+1 < len(hdr); i += 2 {
-			req.Header.Set(hdr[i], hdr[i+1])
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp, string(b)
-	}
+	get := func(path string, hdr ...string) (*http.Response, string) { return do(t, "GET", srv.URL+path, hdr...) }
 	if resp, body := get("/svc/boom"); resp.StatusCode != 500 || !strings.Contains(body, `"internal_error"`) {
 		t.Errorf("panic: %d %s", resp.StatusCode, body)
 	}
@@ -298,9 +286,13 @@ func methodsServer(t *testing.T) *httptest.Server {
 	return srv
 }
 
-func do(t *testing.T, method, url string) (*http.Response, string) {
+// do sends a request with headers as name, value pairs.
+func do(t *testing.T, method, url string, hdr ...string) (*http.Response, string) {
 	t.Helper()
 	req, _ := http.NewRequest(method, url, nil)
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
