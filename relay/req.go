@@ -1,7 +1,6 @@
 package relay
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 
@@ -40,6 +39,7 @@ func (c *conn) onReq(m message) {
 // the stored JSON with the subscription id spliced in, then makes it live.
 func (c *conn) sendStored(s *sub) {
 	sent := map[string]struct{}{}
+	var bodies chunks
 	for _, f := range s.filters {
 		q, ok := c.r.limits.query(f)
 		if !ok {
@@ -50,7 +50,7 @@ func (c *conn) sendStored(s *sub) {
 				return true
 			}
 			sent[m.ID] = struct{}{}
-			return c.out.send(eventFrame(s.head, bytes.Clone(raw)))
+			return c.out.send(eventFrame(s.head, bodies.copy(raw)))
 		})
 		if s.ctx.Err() != nil {
 			return // closed, replaced or disconnected
@@ -62,6 +62,23 @@ func (c *conn) sendStored(s *sub) {
 		}
 	}
 	s.goLive(sent)
+}
+
+// chunks holds copies of stored events' JSON while their frames wait in
+// the outbox (raw is valid only during Query's yield): one allocation per
+// chunkSize bytes instead of one per event. A chunk lives until the last
+// frame in it is written.
+type chunks struct{ buf []byte }
+
+const chunkSize = 64 << 10
+
+func (c *chunks) copy(raw []byte) []byte {
+	if len(raw) > cap(c.buf)-len(c.buf) {
+		c.buf = make([]byte, 0, max(chunkSize, len(raw)))
+	}
+	start := len(c.buf)
+	c.buf = append(c.buf, raw...)
+	return c.buf[start:len(c.buf):len(c.buf)]
 }
 
 // onClose handles ["CLOSE", <sub id>].
