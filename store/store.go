@@ -43,13 +43,16 @@ type Store struct {
 	DB     *badger.DB
 }
 
+// Open opens the store in dataDir with the default settings.
+func Open(dataDir string, log *slog.Logger) (*Store, error) {
+	return DefaultSettings().Open(dataDir, log)
+}
+
 // Open opens (or creates) <dataDir>/badger and moves events still in
 // eventstore's layout into the event store's.
-func Open(dataDir string, log *slog.Logger) (*Store, error) {
+func (s Settings) Open(dataDir string, log *slog.Logger) (*Store, error) {
 	path := filepath.Join(dataDir, "badger")
-	db, err := badger.Open(badger.DefaultOptions(path).
-		WithLogger(badgerLogger{log.With("component", "badger")}).
-		WithLoggingLevel(badger.WARNING))
+	db, err := badger.Open(s.badgerOptions(path, log))
 	if err != nil {
 		if isLockError(err) {
 			return nil, ErrLocked

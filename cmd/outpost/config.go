@@ -22,6 +22,7 @@ import (
 	"github.com/outpost-relay/outpost/pubkey"
 	"github.com/outpost-relay/outpost/relay"
 	"github.com/outpost-relay/outpost/settings"
+	"github.com/outpost-relay/outpost/store"
 	"github.com/outpost-relay/outpost/web"
 )
 
@@ -30,15 +31,16 @@ import (
 // wins. The services' settings are declared, defaulted and checked in their
 // own packages; this file only binds them.
 type Config struct {
-	Addr            string        `flag:"addr" usage:"listen address (host:port)"`
-	DataDir         string        `flag:"data-dir" usage:"directory for the database and the service key"`
-	PublicURL       string        `flag:"public-url" usage:"external base URL, e.g. https://outpost.example (default: http://<addr>)"`
-	SecretKey       string        `flag:"secret-key" usage:"the service's Nostr secret key, hex or nsec (default: generated and kept in the data dir)"`
-	AdminPubKeys    []string      `flag:"admin-pubkeys" usage:"public keys (npub or hex, comma-separated) allowed to use NIP-86 relay management"`
-	RateLimit       int           `flag:"rate-limit" usage:"requests per minute per client IP on the REST services; 0 disables"`
-	LogLevel        slog.Level    `flag:"log-level" usage:"debug, info, warn or error"`
-	TrustedProxies  []string      `flag:"trusted-proxies" usage:"CIDRs of reverse proxies whose X-Forwarded-For is trusted (comma-separated)"`
-	ShutdownTimeout time.Duration `flag:"shutdown-timeout" usage:"how long shutdown waits for requests and clients"`
+	Addr            string         `flag:"addr" usage:"listen address (host:port)"`
+	DataDir         string         `flag:"data-dir" usage:"directory for the database and the service key"`
+	PublicURL       string         `flag:"public-url" usage:"external base URL, e.g. https://outpost.example (default: http://<addr>)"`
+	SecretKey       string         `flag:"secret-key" usage:"the service's Nostr secret key, hex or nsec (default: generated and kept in the data dir)"`
+	AdminPubKeys    []string       `flag:"admin-pubkeys" usage:"public keys (npub or hex, comma-separated) allowed to use NIP-86 relay management"`
+	RateLimit       int            `flag:"rate-limit" usage:"requests per minute per client IP on the REST services; 0 disables"`
+	LogLevel        slog.Level     `flag:"log-level" usage:"debug, info, warn or error"`
+	TrustedProxies  []string       `flag:"trusted-proxies" usage:"CIDRs of reverse proxies whose X-Forwarded-For is trusted (comma-separated)"`
+	ShutdownTimeout time.Duration  `flag:"shutdown-timeout" usage:"how long shutdown waits for requests and clients"`
+	MemoryLimit     settings.Bytes `flag:"memory-limit" usage:"soft limit of outpost's Go heap, which holds badger's memtables and cache: near it the garbage collector runs sooner and gives memory back to the system; 0: none (the heap may grow to twice what is live); GOMEMLIMIT, when set, wins"`
 
 	RelayName        string `flag:"relay-name" usage:"relay name in NIP-11"`
 	RelayDescription string `flag:"relay-description" usage:"relay description in NIP-11"`
@@ -50,6 +52,7 @@ type Config struct {
 	MintdirMount string `flag:"mintdir-mount" usage:"mount path of the mint directory"`
 	FaucetMount  string `flag:"faucet-mount" usage:"mount path of the faucet"`
 
+	Store      store.Settings
 	Banlist    banlist.Settings
 	BanlistAPI banlistapi.Settings
 	Mintdir    mintdir.Settings
@@ -63,10 +66,21 @@ func defaultConfig() *Config {
 		RelayName:        "outpost",
 		RelayDescription: "A community relay with a ban list, a test-sats faucet and a Cashu mint directory",
 		BanlistMount:     "/banlist", MintdirMount: "/mintdir", FaucetMount: "/faucet",
+		MemoryLimit: defaultMemoryLimit, Store: store.DefaultSettings(),
 		Relay: relay.DefaultLimits(), BanlistAPI: banlistapi.DefaultSettings(), Mintdir: mintdir.DefaultSettings(), MintdirAPI: mintdirapi.DefaultSettings(),
 		Faucet: faucet.DefaultSettings(),
 	}
 }
+
+// defaultMemoryLimit and memoryOverCache size the Go heap: the cache, three
+// 16 MiB memtables (see store.Settings), a memtable flush or compaction in
+// progress and what the services hold take some 100 MiB with the default
+// 32 MiB cache; the collector keeps the heap near the limit with little
+// extra work while what is live stays under about two thirds of it.
+const (
+	defaultMemoryLimit settings.Bytes = 160 << 20
+	memoryOverCache    settings.Bytes = 96 << 20
+)
 
 // configFlags binds every setting to a flag on fs.
 type configFlags struct {
@@ -76,7 +90,7 @@ type configFlags struct {
 
 func newConfigFlags(fs *flag.FlagSet) *configFlags {
 	c := defaultConfig()
-	for _, s := range []any{c, &c.Relay, &c.Banlist, &c.BanlistAPI, &c.Mintdir, &c.MintdirAPI, &c.Faucet} {
+	for _, s := range []any{c, &c.Store, &c.Relay, &c.Banlist, &c.BanlistAPI, &c.Mintdir, &c.MintdirAPI, &c.Faucet} {
 		settings.Bind(fs, s)
 	}
 	return &configFlags{fs: fs, c: c}
@@ -131,8 +145,11 @@ func (c *Config) validate() error {
 	if c.ShutdownTimeout <= 0 {
 		bad("shutdown-timeout", "must be positive")
 	}
+	if least := c.Store.CacheSize + memoryOverCache; c.MemoryLimit != 0 && c.MemoryLimit < least {
+		bad("memory-limit", "must be 0 (none) or at least %v (the cache-size of %v and %v besides), or the garbage collector would run all the time", least, c.Store.CacheSize, settings.Bytes(memoryOverCache))
+	}
 	errs = append(errs, c.validateLists(), c.validateMounts())
-	errs = append(errs, c.Relay.Valid(), c.Banlist.Valid(), c.BanlistAPI.Valid(), c.Mintdir.Valid(), c.MintdirAPI.Valid(), c.Faucet.Valid())
+	errs = append(errs, c.Store.Valid(), c.Relay.Valid(), c.Banlist.Valid(), c.BanlistAPI.Valid(), c.Mintdir.Valid(), c.MintdirAPI.Valid(), c.Faucet.Valid())
 	return errors.Join(errs...)
 }
 
