@@ -39,7 +39,7 @@ func (c *conn) onReq(m message) {
 // the stored JSON with the subscription id spliced in, then makes it live.
 func (c *conn) sendStored(s *sub) {
 	sent := map[string]struct{}{}
-	var bodies chunks
+	stored := storedFrames{out: c.out, head: s.head}
 	for _, f := range s.filters {
 		q, ok := c.r.limits.query(f)
 		if !ok {
@@ -50,7 +50,7 @@ func (c *conn) sendStored(s *sub) {
 				return true
 			}
 			sent[m.ID] = struct{}{}
-			return c.out.send(eventFrame(s.head, bodies.copy(raw)))
+			return stored.add(raw)
 		})
 		if s.ctx.Err() != nil {
 			return // closed, replaced or disconnected
@@ -61,24 +61,53 @@ func (c *conn) sendStored(s *sub) {
 			return
 		}
 	}
+	stored.flush()
 	s.goLive(sent)
 }
 
-// chunks holds copies of stored events' JSON while their frames wait in
-// the outbox (raw is valid only during Query's yield): one allocation per
-// chunkSize bytes instead of one per event. A chunk lives until the last
-// frame in it is written.
-type chunks struct{ buf []byte }
+// storedFrames queues a REQ's stored events about batchBytes at a time:
+// one lock and one wake-up of the writer per batch, which then writes it
+// in one piece, rather than per event. The events' JSON (raw is valid only
+// during Query's yield) is copied into shared chunks, one allocation per
+// chunkSize bytes; a chunk lives until the last frame in it is written.
+type storedFrames struct {
+	out    *outbox
+	head   []byte
+	chunk  []byte
+	frames []frame
+	size   int
+}
 
-const chunkSize = 64 << 10
+const (
+	batchBytes = 32 << 10
+	chunkSize  = 64 << 10
+)
 
-func (c *chunks) copy(raw []byte) []byte {
-	if len(raw) > cap(c.buf)-len(c.buf) {
-		c.buf = make([]byte, 0, max(chunkSize, len(raw)))
+// add queues raw's frame, or keeps it for the next batch; false once the
+// outbox is closed.
+func (b *storedFrames) add(raw []byte) bool {
+	if len(raw) > cap(b.chunk)-len(b.chunk) {
+		b.chunk = make([]byte, 0, max(chunkSize, len(raw)))
 	}
-	start := len(c.buf)
-	c.buf = append(c.buf, raw...)
-	return c.buf[start:len(c.buf):len(c.buf)]
+	start := len(b.chunk)
+	b.chunk = append(b.chunk, raw...)
+	f := eventFrame(b.head, b.chunk[start:len(b.chunk):len(b.chunk)])
+	b.frames = append(b.frames, f)
+	if b.size += f.size(); b.size < batchBytes {
+		return true
+	}
+	return b.flush()
+}
+
+// flush queues the frames kept; false once the outbox is closed.
+func (b *storedFrames) flush() bool {
+	if len(b.frames) == 0 {
+		return true
+	}
+	ok := b.out.sendAll(b.frames)
+	clear(b.frames)
+	b.frames, b.size = b.frames[:0], 0
+	return ok
 }
 
 // onClose handles ["CLOSE", <sub id>].
