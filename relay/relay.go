@@ -23,6 +23,7 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/nbd-wtf/go-nostr/nip40"
 	"github.com/outpost-relay/outpost"
+	"github.com/outpost-relay/outpost/httpapi"
 	"github.com/outpost-relay/outpost/policies"
 	"github.com/outpost-relay/outpost/ratelimit"
 	"github.com/outpost-relay/outpost/store"
@@ -161,9 +162,8 @@ func (r *Relay) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		r.serveWebsocket(w, req)
 	case req.Header.Get("Accept") == "application/nostr+json":
 		r.serveNIP11(w, req)
-	case req.Header.Get("Content-Type") == "application/nostr+json+rpc":
-		req.Header.Del("Upgrade") // khatru's ServeHTTP, which NIP-86 goes through, must never upgrade
-		r.serveNIP86(w, req)
+	case isNIP86(req):
+		httpapi.CORS(http.HandlerFunc(r.serveNIP86)).ServeHTTP(w, req)
 	case req.Header.Get("Upgrade") != "":
 		http.Error(w, "not a websocket handshake", http.StatusBadRequest)
 	default: // CORS preflights (for NIP-86 from browsers), and 404

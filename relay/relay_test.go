@@ -32,6 +32,7 @@ type env struct {
 	list    *policies.BanList
 	admin   string // secret key of the NIP-86 admin
 	service string // the service's public key
+	calls   map[string]nostr.Timestamp // NIP-86 calls made, and when
 }
 
 // newEnv serves a relay on a fresh store; opts adjust its configuration.
@@ -58,7 +59,7 @@ func newEnv(t *testing.T, opts ...func(*relay.Config)) *env {
 	}
 	admin := nostr.GeneratePrivateKey()
 	adminPK, _ := nostr.GetPublicKey(admin)
-	if err := rl.EnableManagement(svc, []string{adminPK}); err != nil {
+	if err := rl.EnableManagement(svc.Management(), []string{adminPK}); err != nil {
 		t.Fatal(err)
 	}
 	srv.Config.Handler = rl
