@@ -138,7 +138,7 @@ func (s *Service) AllowedEvents(ctx context.Context) ([]AllowedEvent, error) {
 // published to the relay) that no moderator has banned or allowed yet.
 type ReportedEvent struct {
 	ID             string   `json:"id"`
-	Reasons        []string `json:"reasons"` // distinct, newest report first
+	Reasons        []string `json:"reasons"` // distinct, sorted
 	Reports        int      `json:"reports"`
 	LastReportedAt int64    `json:"last_reported_at"`
 }
@@ -176,8 +176,8 @@ func (s *Service) EventsNeedingModeration(ctx context.Context) ([]ReportedEvent,
 			}
 			e := &out[i]
 			e.Reports++
-			if !slices.Contains(e.Reasons, r.Reason) {
-				e.Reasons = append(e.Reasons, r.Reason)
+			if i, found := slices.BinarySearch(e.Reasons, r.Reason); !found {
+				e.Reasons = slices.Insert(e.Reasons, i, r.Reason)
 			}
 		}
 	}

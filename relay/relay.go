@@ -126,6 +126,9 @@ func New(cfg Config) *Relay {
 		return ev.QueryEvents(ctx, f)
 	}))
 
+	if cfg.BanList != nil {
+		cfg.BanList.WatchIPs(r.expelBlocked)
+	}
 	rl.RejectEvent = append(rl.RejectEvent, rejectExpired)
 	rl.RejectEvent = append(rl.RejectEvent, banPolicies(cfg.BanList)...)
 	rl.RejectEvent = append(rl.RejectEvent, r.rejectDeleted)
@@ -182,9 +185,12 @@ func (r *Relay) serveWebsocket(w http.ResponseWriter, req *http.Request) {
 	}
 	if status, msg := r.admit(ip); status != 0 {
 		code := "unavailable"
-		if status == http.StatusTooManyRequests {
+		switch status {
+		case http.StatusTooManyRequests:
 			code = "rate_limit_exceeded"
 			w.Header().Set("Retry-After", "60")
+		case http.StatusForbidden:
+			code = "ip_blocked"
 		}
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(status)
@@ -220,11 +226,49 @@ func (r *Relay) admit(ip string) (status int, msg string) {
 	if r.closing {
 		return http.StatusServiceUnavailable, "the relay is shutting down"
 	}
+	if r.ipBlocked(ip) {
+		return http.StatusForbidden, ipBlockedMessage
+	}
 	if max := r.limits.ConnectionsPerIP; max > 0 && r.perIP[ip] >= max {
 		return http.StatusTooManyRequests, fmt.Sprintf("too many connections from your address (at most %d)", max)
 	}
 	r.perIP[ip]++
 	return 0, ""
+}
+
+// ipBlockedMessage tells a client why its address is refused; the
+// operator's reason for the block stays with the operator.
+const ipBlockedMessage = "blocked: your address is blocked by this relay"
+
+func (r *Relay) ipBlocked(ip string) bool {
+	if r.banList == nil {
+		return false
+	}
+	_, blocked := r.banList.IPBlocked(ip)
+	return blocked
+}
+
+func (r *Relay) ipVersion() uint64 {
+	if r.banList == nil {
+		return 0
+	}
+	return r.banList.IPVersion()
+}
+
+// expelBlocked ends the connections of clients whose address was just
+// blocked (the ban list calls it after every change of blocked addresses).
+func (r *Relay) expelBlocked() {
+	r.mu.Lock()
+	var out []*conn
+	for c := range r.clients {
+		if r.ipBlocked(c.ip) {
+			out = append(out, c)
+		}
+	}
+	r.mu.Unlock()
+	for _, c := range out {
+		c.expel()
+	}
 }
 
 func (r *Relay) leave(ip string) {
