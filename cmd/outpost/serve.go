@@ -139,12 +139,14 @@ func newServer(d deps, components []component) (*http.Server, index, error) {
 		idx.Services[c.api.Name] = d.publicURL + c.api.Mount
 	}
 	limit := ratelimit.New(d.cfg.RateLimit, time.Minute, nil)
+	blocked := func(ip string) bool { _, ok := d.banList.IPBlocked(ip); return ok }
 	api := httpapi.New(httpapi.Config{
 		Relay: d.relay, Services: services, TrustedProxies: d.cfg.TrustedProxies, Log: d.log, Index: idx, RateLimit: limit,
+		BlockedIP: blocked,
 	})
 	pages, err := web.New(web.Config{Log: d.log.With("service", "web"), PublicURL: d.publicURL, RelayURL: idx.Relay,
 		Banlist: pageService(services, "banlist"), Faucet: pageService(services, "faucet"), Mintdir: pageService(services, "mintdir"),
-		RateLimit: limit, TrustedProxies: d.cfg.TrustedProxies, AllowPrivateIcons: d.cfg.Mintdir.AllowPrivate})
+		RateLimit: limit, TrustedProxies: d.cfg.TrustedProxies, BlockedIP: blocked, AllowPrivateIcons: d.cfg.Mintdir.AllowPrivate})
 	if err != nil {
 		return nil, idx, err
 	}
