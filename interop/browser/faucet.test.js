@@ -5,7 +5,7 @@ import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { generateSecretKey, getPublicKey, finalizeEvent } from 'nostr-tools/pure'
 import * as nip19 from 'nostr-tools/nip19'
-import { CashuMint, CashuWallet } from '@cashu/cashu-ts'
+import { CashuMint, CashuWallet } from 'cashu-ts-2' // 2.x talks to the embedded gonuts mint
 import { start, api, withTimeout } from '../test/harness.js'
 import { launch, newPage, snap, noProblems } from './browser.js'
 
