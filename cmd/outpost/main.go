@@ -35,6 +35,11 @@ usage:
   outpost apikey list | revoke <id|name>
   outpost ban add <pubkey> --reason R [--duration 24h] | remove <pubkey> | list
   outpost words add|remove <word> | list
+  outpost allow add <pubkey> [--reason R] | remove <pubkey> | list
+                                                the allow list: when not empty, only its keys publish
+  outpost ip block <address|CIDR> [--reason R] | unblock <address|CIDR> | list
+  outpost kind allow|disallow|clear <kind> | list
+  outpost event ban|allow <id> [--reason R] | unban|unallow <id> | list [--state banned|allowed|reported]
   outpost nip98 keygen                          a Nostr key to try the faucet with (OUTPOST_NSEC=...)
   outpost nip98 sign [--method M] [--body B] <url>
                                                 the Authorization header of a NIP-98 request
@@ -65,7 +70,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	case "version":
 		fmt.Fprintln(stdout, "outpost", outpost.Version)
 		return nil
-	case "apikey", "ban", "words":
+	case "apikey", "ban", "words", "allow", "ip", "kind", "event":
 		return adminCLI(ctx, cmd, args, getenv, stdout, stderr)
 	case "nip98":
 		return nip98CLI(args, getenv, stdin, stdout, stderr)
