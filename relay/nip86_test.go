@@ -127,6 +127,86 @@ func TestNIP86BanEventHides(t *testing.T) {
 	}
 }
 
+// While a key is banned its stored events are served to no one — REQ by
+// author or by id, COUNT — yet nothing is deleted: they are served again
+// when the ban is lifted (unbanpubkey) or lapses on its own. A banned
+// event likewise, until unbanevent.
+func TestBansHideWithoutDeleting(t *testing.T) {
+	e := newEnv(t)
+	w := dialWire(t, e.url, 0)
+	sk, pk := newKey()
+	a, b := sign(t, sk, 1, "a"), sign(t, sk, 1, "b")
+	w.mustPublish(a, b)
+	both := []string{a.ID, b.ID}
+	mine := object{"authors": []string{pk}}
+	byID := object{"ids": both}
+	served := func(want int) {
+		t.Helper()
+		if got := stored(w, mine); len(got) != want {
+			t.Fatalf("REQ by author served %d events, want %d", len(got), want)
+		}
+		if got := stored(w, byID); len(got) != want {
+			t.Fatalf("REQ by id served %d events, want %d", len(got), want)
+		}
+		if n := w.count("c", mine); n != int64(want) {
+			t.Fatalf("COUNT %d, want %d", n, want)
+		}
+		if n := w.count("c", byID, object{"kinds": []int{1}, "authors": []string{pk}}); n != int64(want) {
+			t.Fatalf("COUNT of two filters %d, want %d", n, want)
+		}
+	}
+	kept := func() {
+		t.Helper()
+		ch, err := e.st.Events.QueryEvents(context.Background(), nostr.Filter{IDs: both})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for range ch {
+			n++
+		}
+		if n != 2 {
+			t.Fatalf("the store holds %d of the 2 events: a ban deleted some", n)
+		}
+	}
+	served(2)
+
+	e.call(t, "banpubkey", pk, "spam")
+	served(0)
+	kept()
+	e.call(t, "unbanpubkey", pk)
+	served(2)
+
+	// A ban that ends on its own: no one acts when it lapses.
+	until := time.Now().Unix() + 2
+	if _, err := e.svc.Ban(context.Background(), "test", pk, "cool off", &until); err != nil {
+		t.Fatal(err)
+	}
+	served(0)
+	kept()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for w.count("c", mine) != 2 {
+		select {
+		case <-ctx.Done():
+			t.Fatal("the events of a lapsed ban were never served again")
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	served(2)
+
+	e.call(t, "banevent", a.ID, "illegal")
+	if got := stored(w, byID); !slices.Equal(got, []string{b.ID}) {
+		t.Fatalf("REQ by id while a is banned: %v, want only b", got)
+	}
+	if n := w.count("c", object{"ids": []string{a.ID}}); n != 0 {
+		t.Fatalf("a banned event counted: %d", n)
+	}
+	kept()
+	e.call(t, "unbanevent", a.ID)
+	served(2)
+}
+
 // stored is what a REQ gets before EOSE; the subscription is closed after.
 func stored(w *wire, f object) []string {
 	w.t.Helper()
