@@ -25,6 +25,7 @@ var statusOf = map[outpost.Kind]int{
 	outpost.RateLimited:   http.StatusTooManyRequests,
 	outpost.BadGateway:    http.StatusBadGateway,
 	outpost.Unavailable:   http.StatusServiceUnavailable,
+	outpost.TimedOut:      http.StatusRequestTimeout,
 }
 
 // StatusOf is the HTTP status of an error of e's kind, for handlers that
