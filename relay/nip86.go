@@ -340,10 +340,16 @@ func (r *Relay) serveNIP86(w http.ResponseWriter, req *http.Request) {
 		reply(outpost.Errorf(outpost.TooLarge, "body_too_large", "a NIP-86 request is at most %d bytes", maxNIP86Body), nil)
 		return
 	}
+	var call struct {
+		Method string            `json:"method"`
+		Params []json.RawMessage `json:"params"`
+	}
+	badCall := json.Unmarshal(body, &call)
 	// NIP-86: the u tag is the relay's URL; its http(s) and ws(s) spellings
 	// are the same URL, and clients use both.
 	pk, err := m.verifier.Verify(req.Header.Get("Authorization"), nip98.Request{
 		Method: http.MethodPost, URLs: []string{r.url, r.wsURL}, Body: body,
+		Reusable: badCall == nil && readOnly(call.Method),
 	})
 	if err != nil {
 		reply(err, nil)
@@ -353,11 +359,7 @@ func (r *Relay) serveNIP86(w http.ResponseWriter, req *http.Request) {
 		reply(outpost.Errorf(outpost.Forbidden, "forbidden", "%s is not an admin of this relay", pubkey.NPub(pk)), nil)
 		return
 	}
-	var call struct {
-		Method string            `json:"method"`
-		Params []json.RawMessage `json:"params"`
-	}
-	if err := json.Unmarshal(body, &call); err != nil {
+	if badCall != nil {
 		reply(outpost.Errorf(outpost.Invalid, "invalid_request", `the body must be {"method": "<name>", "params": [...]}`), nil)
 		return
 	}
@@ -371,6 +373,12 @@ func (r *Relay) serveNIP86(w http.ResponseWriter, req *http.Request) {
 		result = nil
 	}
 	reply(err, result)
+}
+
+// readOnly tells the methods that change nothing; their NIP-98 events may
+// be used again (nip98.Request.Reusable).
+func readOnly(method string) bool {
+	return method == "supportedmethods" || strings.HasPrefix(method, "list")
 }
 
 // isNIP86 tells a NIP-86 request by its content type (parameters allowed).

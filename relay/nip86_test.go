@@ -28,7 +28,7 @@ import (
 
 func (e *env) manager() relaytest.Admin { return relaytest.Admin{URL: e.url, SecretKey: e.admin} }
 
-// do makes a NIP-86 call. The same call twice in one second is the same
+// do makes a NIP-86 call. The same change twice in one second is the same
 // NIP-98 event, refused as a replay; so, as a client must, it waits for the
 // next second then.
 func (e *env) do(t *testing.T, a relaytest.Admin, method string, params ...any) relaytest.Reply {
@@ -285,6 +285,18 @@ func TestNIP86Refusals(t *testing.T) {
 		}
 		if _, banned := e.svc.Status(target); banned {
 			t.Fatal("the replayed call banned the key")
+		}
+	})
+	// A read sent twice in one second is the same NIP-98 event (nostr-tools
+	// adds no nonce); reads may come again, changes may not (above).
+	t.Run("a read's header used twice", func(t *testing.T) {
+		for _, body := range []string{`{"method":"listbannedpubkeys","params":[]}`, `{"method":"supportedmethods","params":[]}`} {
+			auth, _ := good.Header([]byte(body))
+			for i := range 2 {
+				if r, err := good.Send([]byte(body), auth); err != nil || r.Status != 200 || r.Error != "" {
+					t.Fatalf("%s, use %d: %d %s %v", body, i+1, r.Status, r.Raw, err)
+				}
+			}
 		}
 	})
 	t.Run("the ws:// spelling of the relay URL", func(t *testing.T) {

@@ -24,8 +24,9 @@ const note = (sk, content, kind = 1) =>
   finalizeEvent({ kind, created_at: Math.floor(Date.now() / 1000), tags: [], content }, sk)
 
 // token is nostr-tools' NIP-98 Authorization header for a NIP-86 request:
-// u the relay's URL, method POST, payload the hash of the body it sends.
-const token = (request, { sk = adminSk, url = outpost.url, method = 'post' } = {}) =>
+// u the relay's URL, method POST (as HTTP writes it: nostr-tools' own
+// example's 'post' is refused), payload the hash of the body it sends.
+const token = (request, { sk = adminSk, url = outpost.url, method = 'POST' } = {}) =>
   nip98.getToken(url, method, e => finalizeEvent(e, sk), true, request)
 
 // rpc sends {method, params} with authorization (a token by default) and
@@ -139,7 +140,8 @@ test('14. NIP-86 with a nostr-tools NIP-98 token', { timeout: 60000 }, async t =
     const request = { method: 'banpubkey', params: [target, 'x'] }
     const cases = [
       ['no Authorization', ''],
-      ['the wrong method tag', await token(request, { method: 'get' })],
+      ['the wrong method tag', await token(request, { method: 'GET' })],
+      ['the method in lower case', await token(request, { method: 'post' })],
       ['the wrong u', await token(request, { url: outpost.url + '/elsewhere' })],
       ['the payload of another body', await token({ method: 'banpubkey', params: [target, 'y'] })],
     ]
