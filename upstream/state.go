@@ -10,7 +10,7 @@ import (
 type Counters struct {
 	Received  int64 `json:"received"`    // events that arrived
 	Stored    int64 `json:"stored"`      // new events taken in
-	Duplicate int64 `json:"duplicate"`   // already held
+	Duplicate int64 `json:"duplicate"`   // already held, or refused before
 	Skipped   int64 `json:"skipped"`     // refused by the checks (signature, ban list, NIP-87, ...)
 	Dropped   int64 `json:"over_budget"` // not taken: the budget was spent
 }

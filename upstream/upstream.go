@@ -190,7 +190,7 @@ var errOverBudget = errors.New("event budget used up")
 func (s *Syncer) take(ctx context.Context, r *relayState, ev *nostr.Event) error {
 	r.count(func(c *Counters) { c.Received++ })
 	if s.seen.has(ev.ID, s.cfg.Now()) {
-		r.count(func(c *Counters) { c.Skipped++ })
+		r.count(func(c *Counters) { c.Duplicate++ }) // refused (and counted) before
 		return nil
 	}
 	if s.cfg.Events != nil && s.held(ctx, ev.ID) {

@@ -40,6 +40,9 @@ type deps struct {
 type component struct {
 	api  httpapi.Service
 	jobs []func(ctx context.Context) // background work that runs until ctx ends
+	// authors lists pubkeys whose kind-0 profiles the component reads
+	// (followed on upstream relays).
+	authors func(ctx context.Context) []string
 }
 
 // expirySweep is how often events past their NIP-40 expiration are deleted;
@@ -113,6 +116,9 @@ func serve(ctx context.Context, cfg *Config, stdout, stderr io.Writer) (err erro
 	// The relay's own background work: a component without a service.
 	components = append(components, component{jobs: []func(context.Context){
 		func(ctx context.Context) { st.Events.SweepExpired(ctx, expirySweep) }}})
+	if up := wireUpstream(d, components); up != nil {
+		components = append(components, *up)
+	}
 
 	srv, idx, err := newServer(d, components)
 	if err != nil {
@@ -136,7 +142,9 @@ func newServer(d deps, components []component) (*http.Server, index, error) {
 			continue
 		}
 		services = append(services, c.api)
-		idx.Services[c.api.Name] = d.publicURL + c.api.Mount
+		if c.api.Mount != "" {
+			idx.Services[c.api.Name] = d.publicURL + c.api.Mount
+		}
 	}
 	limit := ratelimit.New(d.cfg.RateLimit, time.Minute, nil)
 	api := httpapi.New(httpapi.Config{
