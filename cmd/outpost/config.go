@@ -20,6 +20,7 @@ import (
 	"github.com/outpost-relay/outpost/httpapi/mintdirapi"
 	"github.com/outpost-relay/outpost/mintdir"
 	"github.com/outpost-relay/outpost/pubkey"
+	pub "github.com/outpost-relay/outpost/publish"
 	"github.com/outpost-relay/outpost/relay"
 	"github.com/outpost-relay/outpost/settings"
 	"github.com/outpost-relay/outpost/upstream"
@@ -57,6 +58,7 @@ type Config struct {
 	MintdirAPI mintdirapi.Settings
 	Faucet     faucet.Settings
 	Upstream   upstream.Settings
+	Publish    pub.Settings
 }
 
 func defaultConfig() *Config {
@@ -78,7 +80,7 @@ type configFlags struct {
 
 func newConfigFlags(fs *flag.FlagSet) *configFlags {
 	c := defaultConfig()
-	for _, s := range []any{c, &c.Relay, &c.Banlist, &c.BanlistAPI, &c.Mintdir, &c.MintdirAPI, &c.Faucet, &c.Upstream} {
+	for _, s := range []any{c, &c.Relay, &c.Banlist, &c.BanlistAPI, &c.Mintdir, &c.MintdirAPI, &c.Faucet, &c.Upstream, &c.Publish} {
 		settings.Bind(fs, s)
 	}
 	return &configFlags{fs: fs, c: c}
@@ -134,7 +136,7 @@ func (c *Config) validate() error {
 		bad("shutdown-timeout", "must be positive")
 	}
 	errs = append(errs, c.validateLists(), c.validateMounts())
-	errs = append(errs, c.Relay.Valid(), c.Banlist.Valid(), c.BanlistAPI.Valid(), c.Mintdir.Valid(), c.MintdirAPI.Valid(), c.Faucet.Valid(), c.Upstream.Valid())
+	errs = append(errs, c.Relay.Valid(), c.Banlist.Valid(), c.BanlistAPI.Valid(), c.Mintdir.Valid(), c.MintdirAPI.Valid(), c.Faucet.Valid(), c.Upstream.Valid(), c.Publish.Valid())
 	return errors.Join(errs...)
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/outpost-relay/outpost/httpapi"
 	"github.com/outpost-relay/outpost/policies"
 	"github.com/outpost-relay/outpost/pubkey"
+	pub "github.com/outpost-relay/outpost/publish"
 	"github.com/outpost-relay/outpost/ratelimit"
 	"github.com/outpost-relay/outpost/relay"
 	"github.com/outpost-relay/outpost/store"
@@ -31,6 +32,7 @@ type deps struct {
 	store     *store.Store
 	relay     *relay.Relay
 	banList   *policies.BanList // the snapshot the relay enforces
+	sink      pub.Sink          // where events the service signs go: the relay, and OUTPOST_PUBLISH_RELAYS
 	publicURL string
 	secretKey string // service key, hex
 	pubKey    string // service key, hex
@@ -104,8 +106,16 @@ func serve(ctx context.Context, cfg *Config, stdout, stderr io.Writer) (err erro
 	rl := relay.New(relay.Config{Store: st, BanList: list, Log: logger, PublicURL: publicURL, ServicePub: pk,
 		OperatorPub: cfg.RelayPubKey, Name: cfg.RelayName, Description: cfg.RelayDescription, Contact: cfg.RelayContact,
 		Limits: &cfg.Relay, ClientIP: httpapi.ClientIP})
-	d := deps{cfg: cfg, log: logger, store: st, relay: rl, banList: list, publicURL: publicURL, secretKey: sk, pubKey: pk}
-	var components []component
+	outbox := pub.NewOutbox(cfg.Publish.Relays, logger.With("service", "publish"))
+	sink := func(ctx context.Context, ev *nostr.Event) error {
+		if err := rl.Publish(ctx, ev); err != nil {
+			return err
+		}
+		outbox.Send(ev)
+		return nil
+	}
+	d := deps{cfg: cfg, log: logger, store: st, relay: rl, banList: list, sink: sink, publicURL: publicURL, secretKey: sk, pubKey: pk}
+	components := []component{{jobs: []func(context.Context){outbox.Run}}}
 	for _, wire := range []func(context.Context, deps) (*component, error){wireBanlist, wireMintdir, wireFaucet} {
 		c, err := wire(ctx, d)
 		if err != nil {
