@@ -1,5 +1,7 @@
 package policies
 
+import "github.com/nbd-wtf/go-nostr"
+
 // Held is pubkey's ban as held, lapsed or not (it says whether a ban that
 // no longer applies lapsed or was lifted: a lifted one is gone).
 func (l *BanList) Held(pubkey string) (Ban, bool) {
@@ -20,4 +22,20 @@ func (l *BanList) Lapsed(from, to int64) []Ban {
 		}
 	}
 	return out
+}
+
+// BannedMessage is the refusal of an event by pubkey at now (unix seconds),
+// if pubkey has an active ban then; it does not allocate.
+func (l *BanList) BannedMessage(pubkey string, now int64) (string, bool) {
+	e, ok := l.lookup(pubkey, now)
+	return e.msg, ok
+}
+
+// BlockedMessage is the refusal of an event whose content (for kind 0, any
+// profile field) holds a blocked word.
+func (l *BanList) BlockedMessage(ev *nostr.Event) (string, bool) {
+	if w, ok := blockedIn(l, ev); ok {
+		return `blocked: contains the blocked word "` + w + `"`, true
+	}
+	return "", false
 }

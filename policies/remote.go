@@ -19,6 +19,10 @@ type SyncOptions struct {
 	Interval time.Duration // between polls; default 30s
 	Client   *http.Client  // default: a client with a 10s timeout
 	Log      *slog.Logger  // default: slog.Default()
+	// List, when set, is followed instead of a new list: one filled from a
+	// cache, say. A first fetch that fails is then not fatal; the list
+	// keeps what it holds until the remote answers.
+	List *BanList
 }
 
 // maxListBytes caps a fetched list (100,000 bans are about 15 MB of JSON).
@@ -41,9 +45,15 @@ func SyncBanList(ctx context.Context, baseURL string, opt SyncOptions) (*BanList
 	if opt.Log == nil {
 		opt.Log = slog.Default()
 	}
-	s := &syncer{base: strings.TrimSuffix(baseURL, "/"), opt: opt, list: NewBanList()}
+	s := &syncer{base: strings.TrimSuffix(baseURL, "/"), opt: opt, list: opt.List}
+	if s.list == nil {
+		s.list = NewBanList()
+	}
 	if err := s.poll(ctx); err != nil {
-		return nil, err
+		if opt.List == nil {
+			return nil, err
+		}
+		opt.Log.Warn("ban list sync failed; keeping the list given", "url", s.base, "err", err)
 	}
 	go func() {
 		t := time.NewTicker(opt.Interval)
