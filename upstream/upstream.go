@@ -95,6 +95,9 @@ type Config struct {
 	Log     *slog.Logger
 	Now     func() time.Time
 
+	// REQOnly never tries NIP-77 (to compare the two, or for a relay known
+	// to mishandle it).
+	REQOnly     bool
 	Resync      time.Duration // how often a connected relay is caught up again; default 10m
 	MaxBackoff  time.Duration // longest wait between reconnects; default 1m
 	DialTimeout time.Duration // default 10s
@@ -123,7 +126,11 @@ func New(cfg Config) *Syncer {
 	s := &Syncer{cfg: cfg, total: ratelimit.New(cfg.Budget, 24*time.Hour, cfg.Now),
 		each: ratelimit.New(cfg.RelayBudget, 24*time.Hour, cfg.Now), seen: refusedSet{m: map[string]time.Time{}}}
 	for _, u := range cfg.Relays {
-		s.relays = append(s.relays, &relayState{url: u, negentropy: negUnknown})
+		r := &relayState{url: u, negentropy: negUnknown}
+		if cfg.REQOnly {
+			r.negentropy = negNo
+		}
+		s.relays = append(s.relays, r)
 	}
 	return s
 }

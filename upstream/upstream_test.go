@@ -44,7 +44,7 @@ type node struct {
 	addr string
 }
 
-func newNode(t *testing.T) *node {
+func newNode(t testing.TB) *node {
 	t.Helper()
 	st, err := store.Open(t.TempDir(), quiet)
 	if err != nil {
@@ -98,7 +98,7 @@ const mintURL = "https://mint.example.com"
 var clock = nostr.Timestamp(time.Now().Add(-48 * time.Hour).Unix())
 
 // review is a NIP-87 mint review; each call makes a distinct event.
-func review(t *testing.T, sk string, rating int) nostr.Event {
+func review(t testing.TB, sk string, rating int) nostr.Event {
 	t.Helper()
 	clock++
 	ev := nostr.Event{Kind: 38000, CreatedAt: clock, Content: fmt.Sprintf("review %d", clock), Tags: nostr.Tags{

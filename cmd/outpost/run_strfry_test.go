@@ -113,4 +113,3 @@ func TestStrfryPolicy(t *testing.T) {
 		t.Fatalf("started offline, the temporary ban: %s", a)
 	}
 }
-
