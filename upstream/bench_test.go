@@ -50,7 +50,7 @@ func newCountingProxy(b *testing.B, target string) *countingProxy {
 
 // BenchmarkSync catches an empty outpost up with an upstream outpost relay
 // holding 50,000 reviews (2,000 with -short), by NIP-77 negentropy and by
-// REQ pages, and again once both hold everything (the cost of a resync).
+// REQ pages: time and bytes on the wire.
 // Run with -benchtime=1x: one iteration is one whole sync.
 func BenchmarkSync(b *testing.B) {
 	n := 50_000
