@@ -225,8 +225,8 @@ func (s *Service) fetchProfile(ctx context.Context, pk string) (User, error) {
 // maxFollowedUsers bounds the profiles followed on upstream relays.
 const maxFollowedUsers = 50_000
 
-// UserPubKeys lists the pubkeys the faucet knows (hex), newest logins not
-// favoured: the key order. Their kind-0 profiles are followed upstream.
+// UserPubKeys lists the pubkeys (hex) of the faucet's users, in key order,
+// at most maxFollowedUsers: their kind-0 profiles are followed upstream.
 func (s *Service) UserPubKeys(ctx context.Context) []string {
 	var out []string
 	prefix := key(kindUser)
