@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"log/slog"
-	"math"
 	"strconv"
 	"time"
 
@@ -15,7 +14,7 @@ import (
 
 // Catalogue is the part of the directory the mint publisher reads.
 type Catalogue interface {
-	List(ctx context.Context, o mintdir.ListOptions) ([]*mintdir.Mint, int, error)
+	Mints(ctx context.Context) ([]*mintdir.Mint, error)
 }
 
 // Mints publishes a kind-38166 status event for every mint the directory
@@ -29,7 +28,7 @@ type Mints struct {
 	Interval  time.Duration // the prober's interval, announced
 	Timeout   time.Duration // the prober's timeout, announced
 	Refresh   time.Duration // default 1h
-	Every     time.Duration // how often the catalogue is looked at; default 1s
+	Every     time.Duration // how often the catalogue is read; default 2s
 	Log       *slog.Logger
 	Now       func() time.Time
 }
@@ -59,7 +58,7 @@ func (m *Mints) Run(ctx context.Context) {
 			m.sink(ctx, ev, log)
 		}
 	}
-	t := time.NewTicker(cmp.Or(m.Every, time.Second))
+	t := time.NewTicker(cmp.Or(m.Every, 2*time.Second))
 	defer t.Stop()
 	for {
 		m.publish(ctx, sg, last, now(), log)
@@ -84,7 +83,7 @@ func (m *Mints) sink(ctx context.Context, ev *nostr.Event, log *slog.Logger) boo
 // publish signs a status event for each checked mint whose status moved,
 // or whose last one is older than Refresh.
 func (m *Mints) publish(ctx context.Context, sg *signer, last map[string]*nostr.Event, at time.Time, log *slog.Logger) {
-	mints, _, err := m.Directory.List(ctx, mintdir.ListOptions{Sort: "name", Limit: math.MaxInt})
+	mints, err := m.Directory.Mints(ctx)
 	if err != nil {
 		if ctx.Err() == nil {
 			log.Error("publish: listing mints", "err", err)
