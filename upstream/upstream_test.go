@@ -126,7 +126,7 @@ func follow(t *testing.T, local *node, cfg upstream.Config) *upstream.Syncer {
 		cfg.MaxBackoff = 200 * time.Millisecond
 	}
 	if cfg.Timeout == 0 {
-		cfg.Timeout = 3 * time.Second
+		cfg.Timeout = 10 * time.Second
 	}
 	s := upstream.New(cfg)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -205,7 +205,7 @@ func TestSyncWithREQ(t *testing.T) {
 	k := khatru.NewRelay()
 	k.StoreEvent = append(k.StoreEvent, db.SaveEvent)
 	k.QueryEvents = append(k.QueryEvents, db.QueryEvents)
-	const n = 1_200
+	const n = 700 // more than one page of 500
 	ids := map[string]bool{}
 	for range n {
 		ev := review(t, nostr.GeneratePrivateKey(), 3)
@@ -216,7 +216,7 @@ func TestSyncWithREQ(t *testing.T) {
 	t.Cleanup(srv.Close)
 	local := newNode(t)
 	s := follow(t, local, upstream.Config{Settings: upstream.Settings{Relays: []string{"ws" + strings.TrimPrefix(srv.URL, "http")}}})
-	testkit.WaitFor(t, 30*time.Second, "every review", func() bool { return local.count(t, reviewsAndAnnouncements) == n })
+	testkit.WaitFor(t, 90*time.Second, "every review", func() bool { return local.count(t, reviewsAndAnnouncements) == n })
 	testkit.WaitFor(t, 5*time.Second, "the catch-up to be recorded", func() bool { return relayHealth(t, s).LastSyncAt != nil })
 	if h := relayHealth(t, s); h.Method == nil || *h.Method != "req" || h.Events.Stored != n {
 		t.Fatalf("health: %+v", h)
