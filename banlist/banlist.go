@@ -85,6 +85,7 @@ type Service struct {
 	log       *slog.Logger
 	now       func() time.Time
 	adminHash *[32]byte
+	loadedAt  time.Time // bans that lapsed before are not held (see Changes)
 
 	// writes serializes changes so the snapshot is updated in commit order.
 	writes sync.Mutex
@@ -123,7 +124,8 @@ func (s *Service) List() *policies.BanList { return s.list }
 
 func (s *Service) load() error {
 	ctx := context.Background()
-	now := s.now().Unix()
+	s.loadedAt = s.now()
+	now := s.loadedAt.Unix()
 	var bans []policies.Ban
 	var words []string
 	err := s.db.View(func(txn *badger.Txn) error {

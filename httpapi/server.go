@@ -40,7 +40,9 @@ func New(cfg Config) http.Handler {
 
 	r.With(CORS, ValidQuery).Get("/health", health(cfg.Services))
 	for _, s := range cfg.Services {
-		r.With(RateLimit(cfg.RateLimit), ValidQuery).Mount(s.Mount, s.Routes)
+		if s.Routes != nil { // a part of /health only (upstream)
+			r.With(RateLimit(cfg.RateLimit), ValidQuery).Mount(s.Mount, s.Routes)
+		}
 	}
 	r.Handle("/", relayOrIndex(cfg.Relay, cfg.Index))
 	return r

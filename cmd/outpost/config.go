@@ -20,8 +20,10 @@ import (
 	"github.com/outpost-relay/outpost/httpapi/mintdirapi"
 	"github.com/outpost-relay/outpost/mintdir"
 	"github.com/outpost-relay/outpost/pubkey"
+	pub "github.com/outpost-relay/outpost/publish"
 	"github.com/outpost-relay/outpost/relay"
 	"github.com/outpost-relay/outpost/settings"
+	"github.com/outpost-relay/outpost/upstream"
 	"github.com/outpost-relay/outpost/web"
 )
 
@@ -55,6 +57,8 @@ type Config struct {
 	Mintdir    mintdir.Settings
 	MintdirAPI mintdirapi.Settings
 	Faucet     faucet.Settings
+	Upstream   upstream.Settings
+	Publish    pub.Settings
 }
 
 func defaultConfig() *Config {
@@ -64,7 +68,7 @@ func defaultConfig() *Config {
 		RelayDescription: "A community relay with a ban list, a test-sats faucet and a Cashu mint directory",
 		BanlistMount:     "/banlist", MintdirMount: "/mintdir", FaucetMount: "/faucet",
 		Relay: relay.DefaultLimits(), BanlistAPI: banlistapi.DefaultSettings(), Mintdir: mintdir.DefaultSettings(), MintdirAPI: mintdirapi.DefaultSettings(),
-		Faucet: faucet.DefaultSettings(),
+		Faucet: faucet.DefaultSettings(), Upstream: upstream.DefaultSettings(),
 	}
 }
 
@@ -76,7 +80,7 @@ type configFlags struct {
 
 func newConfigFlags(fs *flag.FlagSet) *configFlags {
 	c := defaultConfig()
-	for _, s := range []any{c, &c.Relay, &c.Banlist, &c.BanlistAPI, &c.Mintdir, &c.MintdirAPI, &c.Faucet} {
+	for _, s := range []any{c, &c.Relay, &c.Banlist, &c.BanlistAPI, &c.Mintdir, &c.MintdirAPI, &c.Faucet, &c.Upstream, &c.Publish} {
 		settings.Bind(fs, s)
 	}
 	return &configFlags{fs: fs, c: c}
@@ -132,7 +136,7 @@ func (c *Config) validate() error {
 		bad("shutdown-timeout", "must be positive")
 	}
 	errs = append(errs, c.validateLists(), c.validateMounts())
-	errs = append(errs, c.Relay.Valid(), c.Banlist.Valid(), c.BanlistAPI.Valid(), c.Mintdir.Valid(), c.MintdirAPI.Valid(), c.Faucet.Valid())
+	errs = append(errs, c.Relay.Valid(), c.Banlist.Valid(), c.BanlistAPI.Valid(), c.Mintdir.Valid(), c.MintdirAPI.Valid(), c.Faucet.Valid(), c.Upstream.Valid(), c.Publish.Valid())
 	return errors.Join(errs...)
 }
 

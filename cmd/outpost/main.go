@@ -43,6 +43,7 @@ usage:
   outpost nip98 keygen                          a Nostr key to try the faucet with (OUTPOST_NSEC=...)
   outpost nip98 sign [--method M] [--body B] <url>
                                                 the Authorization header of a NIP-98 request
+  outpost strfry-policy --from <URL>           a strfry write-policy plugin enforcing an outpost's ban list
   outpost version
 
 Admin commands talk to a running outpost through <data-dir>/outpost.sock, or
@@ -74,6 +75,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return adminCLI(ctx, cmd, args, getenv, stdout, stderr)
 	case "nip98":
 		return nip98CLI(args, getenv, stdin, stdout, stderr)
+	case "strfry-policy":
+		return strfryCLI(ctx, args, getenv, stdin, stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, topUsage)
 		return nil

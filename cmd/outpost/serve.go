@@ -18,6 +18,7 @@ import (
 	"github.com/outpost-relay/outpost/httpapi"
 	"github.com/outpost-relay/outpost/policies"
 	"github.com/outpost-relay/outpost/pubkey"
+	pub "github.com/outpost-relay/outpost/publish"
 	"github.com/outpost-relay/outpost/ratelimit"
 	"github.com/outpost-relay/outpost/relay"
 	"github.com/outpost-relay/outpost/store"
@@ -31,6 +32,7 @@ type deps struct {
 	store     *store.Store
 	relay     *relay.Relay
 	banList   *policies.BanList // the snapshot the relay enforces
+	sink      pub.Sink          // where events the service signs go: the relay, and OUTPOST_PUBLISH_RELAYS
 	publicURL string
 	secretKey string // service key, hex
 	pubKey    string // service key, hex
@@ -40,6 +42,9 @@ type deps struct {
 type component struct {
 	api  httpapi.Service
 	jobs []func(ctx context.Context) // background work that runs until ctx ends
+	// authors lists pubkeys whose kind-0 profiles the component reads
+	// (followed on upstream relays).
+	authors func(ctx context.Context) []string
 }
 
 // expirySweep is how often events past their NIP-40 expiration are deleted;
@@ -101,8 +106,16 @@ func serve(ctx context.Context, cfg *Config, stdout, stderr io.Writer) (err erro
 	rl := relay.New(relay.Config{Store: st, BanList: list, Log: logger, PublicURL: publicURL, ServicePub: pk,
 		OperatorPub: cfg.RelayPubKey, Name: cfg.RelayName, Description: cfg.RelayDescription, Contact: cfg.RelayContact,
 		Limits: &cfg.Relay, ClientIP: httpapi.ClientIP})
-	d := deps{cfg: cfg, log: logger, store: st, relay: rl, banList: list, publicURL: publicURL, secretKey: sk, pubKey: pk}
-	var components []component
+	outbox := pub.NewOutbox(cfg.Publish.Relays, logger.With("service", "publish"))
+	sink := func(ctx context.Context, ev *nostr.Event) error {
+		if err := rl.Publish(ctx, ev); err != nil {
+			return err
+		}
+		outbox.Send(ev)
+		return nil
+	}
+	d := deps{cfg: cfg, log: logger, store: st, relay: rl, banList: list, sink: sink, publicURL: publicURL, secretKey: sk, pubKey: pk}
+	components := []component{{jobs: []func(context.Context){outbox.Run}}}
 	for _, wire := range []func(context.Context, deps) (*component, error){wireBanlist, wireMintdir, wireFaucet} {
 		c, err := wire(ctx, d)
 		if err != nil {
@@ -113,6 +126,9 @@ func serve(ctx context.Context, cfg *Config, stdout, stderr io.Writer) (err erro
 	// The relay's own background work: a component without a service.
 	components = append(components, component{jobs: []func(context.Context){
 		func(ctx context.Context) { st.Events.SweepExpired(ctx, expirySweep) }}})
+	if up := wireUpstream(d, components); up != nil {
+		components = append(components, *up)
+	}
 
 	srv, idx, err := newServer(d, components)
 	if err != nil {
@@ -136,7 +152,9 @@ func newServer(d deps, components []component) (*http.Server, index, error) {
 			continue
 		}
 		services = append(services, c.api)
-		idx.Services[c.api.Name] = d.publicURL + c.api.Mount
+		if c.api.Mount != "" {
+			idx.Services[c.api.Name] = d.publicURL + c.api.Mount
+		}
 	}
 	limit := ratelimit.New(d.cfg.RateLimit, time.Minute, nil)
 	blocked := func(ip string) bool { _, ok := d.banList.IPBlocked(ip); return ok }

@@ -102,22 +102,10 @@ func (c *Client) CheckEdges(params map[string]string, headers ...string) {
 		method, path := strings.ToUpper(o.Method), c.Fill(o.Path, params)
 		name := method + " " + o.Path
 		if method == http.MethodGet {
-			get, head := c.Do(method, path, nil, headers...), c.Do(http.MethodHead, path, nil, headers...)
-			if head.Status != get.Status || head.Header.Get("Content-Type") != get.Header.Get("Content-Type") || len(head.Body) != 0 {
-				c.t.Errorf("HEAD %s: %d %q %d bytes; GET: %d %q", o.Path, head.Status, head.Header.Get("Content-Type"), len(head.Body), get.Status, get.Header.Get("Content-Type"))
-			}
+			c.checkHead(o.Path, path, headers)
 		}
 		if !slices.Contains(methods[o.Path], http.MethodPut) {
-			r, _ := c.send(http.MethodPut, path, nil, headers...)
-			allow := strings.Split(r.Header.Get("Allow"), ", ")
-			for _, m := range methods[o.Path] {
-				if !slices.Contains(allow, m) || (m == http.MethodGet && !slices.Contains(allow, http.MethodHead)) {
-					c.t.Errorf("PUT %s: %d, Allow %q; want 405 allowing %v", o.Path, r.Status, r.Header.Get("Allow"), methods[o.Path])
-				}
-			}
-			if r.Status != http.StatusMethodNotAllowed || r.ErrorCode() != "method_not_allowed" {
-				c.t.Errorf("PUT %s: %d %s, want 405 method_not_allowed", o.Path, r.Status, r.Body)
-			}
+			c.checkNotAllowed(o.Path, path, methods[o.Path], headers)
 		}
 		if r := c.Do(method, path+"?x=%zz", nil, headers...); r.Status != http.StatusBadRequest || r.ErrorCode() != "invalid_query" {
 			c.t.Errorf("%s?x=%%zz: %d %s, want 400 invalid_query", name, r.Status, r.Body)
@@ -127,21 +115,49 @@ func (c *Client) CheckEdges(params map[string]string, headers ...string) {
 				c.t.Errorf("%s without credentials: %d %s, want 401", name, r.Status, r.Body)
 			}
 		}
-		if o.Op.RequestBody == nil {
-			continue
+		if o.Op.RequestBody != nil {
+			c.checkBodies(name, method, path, headers)
 		}
-		for _, tt := range []struct {
-			body   string
-			status int
-			code   string
-		}{
-			{`{}]`, http.StatusBadRequest, "invalid_json"},
-			{`{"x":"` + strings.Repeat("x", httpapi.MaxBodyBytes) + `"}`, http.StatusRequestEntityTooLarge, "request_too_large"},
-		} {
-			r := c.Do(method, path, tt.body, headers...)
-			if r.Status != tt.status && r.Status != http.StatusUnauthorized || r.Status == tt.status && r.ErrorCode() != tt.code {
-				c.t.Errorf("%s with %.20q…: %d %s, want %d %s", name, tt.body, r.Status, r.Body, tt.status, tt.code)
-			}
+	}
+}
+
+// checkHead: HEAD answers as GET does, without a body.
+func (c *Client) checkHead(pattern, path string, headers []string) {
+	get, head := c.Do(http.MethodGet, path, nil, headers...), c.Do(http.MethodHead, path, nil, headers...)
+	if head.Status != get.Status || head.Header.Get("Content-Type") != get.Header.Get("Content-Type") || len(head.Body) != 0 {
+		c.t.Errorf("HEAD %s: %d %q %d bytes; GET: %d %q", pattern, head.Status, head.Header.Get("Content-Type"), len(head.Body), get.Status, get.Header.Get("Content-Type"))
+	}
+}
+
+// checkNotAllowed: PUT, which the path does not have, is a JSON 405 whose
+// Allow header names every documented method (and HEAD with GET).
+func (c *Client) checkNotAllowed(pattern, path string, documented, headers []string) {
+	r, _ := c.send(http.MethodPut, path, nil, headers...)
+	allow := strings.Split(r.Header.Get("Allow"), ", ")
+	for _, m := range documented {
+		if !slices.Contains(allow, m) || (m == http.MethodGet && !slices.Contains(allow, http.MethodHead)) {
+			c.t.Errorf("PUT %s: %d, Allow %q; want 405 allowing %v", pattern, r.Status, r.Header.Get("Allow"), documented)
+		}
+	}
+	if r.Status != http.StatusMethodNotAllowed || r.ErrorCode() != "method_not_allowed" {
+		c.t.Errorf("PUT %s: %d %s, want 405 method_not_allowed", pattern, r.Status, r.Body)
+	}
+}
+
+// checkBodies: trailing data and an oversized body are refused (or 401
+// where the credentials given are not the kind the operation takes).
+func (c *Client) checkBodies(name, method, path string, headers []string) {
+	for _, tt := range []struct {
+		body   string
+		status int
+		code   string
+	}{
+		{`{}]`, http.StatusBadRequest, "invalid_json"},
+		{`{"x":"` + strings.Repeat("x", httpapi.MaxBodyBytes) + `"}`, http.StatusRequestEntityTooLarge, "request_too_large"},
+	} {
+		r := c.Do(method, path, tt.body, headers...)
+		if r.Status != tt.status && r.Status != http.StatusUnauthorized || r.Status == tt.status && r.ErrorCode() != tt.code {
+			c.t.Errorf("%s with %.20q…: %d %s, want %d %s", name, tt.body, r.Status, r.Body, tt.status, tt.code)
 		}
 	}
 }
