@@ -16,6 +16,7 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/outpost-relay/outpost"
 	"github.com/outpost-relay/outpost/httpapi"
+	"github.com/outpost-relay/outpost/metrics"
 	"github.com/outpost-relay/outpost/policies"
 	"github.com/outpost-relay/outpost/pubkey"
 	"github.com/outpost-relay/outpost/ratelimit"
@@ -34,6 +35,7 @@ type deps struct {
 	publicURL string
 	secretKey string // service key, hex
 	pubKey    string // service key, hex
+	metrics   *metrics.Metrics
 }
 
 // component is one service wired into the program.
@@ -98,10 +100,11 @@ func serve(ctx context.Context, cfg *Config, stdout, stderr io.Writer) (err erro
 	}
 
 	list := policies.NewBanList()
+	m := metrics.New(outpost.Version, buildRevision())
 	rl := relay.New(relay.Config{Store: st, BanList: list, Log: logger, PublicURL: publicURL, ServicePub: pk,
 		OperatorPub: cfg.RelayPubKey, Name: cfg.RelayName, Description: cfg.RelayDescription, Contact: cfg.RelayContact,
-		Limits: &cfg.Relay, ClientIP: httpapi.ClientIP})
-	d := deps{cfg: cfg, log: logger, store: st, relay: rl, banList: list, publicURL: publicURL, secretKey: sk, pubKey: pk}
+		Limits: &cfg.Relay, ClientIP: httpapi.ClientIP, Observer: m})
+	d := deps{cfg: cfg, log: logger, store: st, relay: rl, banList: list, publicURL: publicURL, secretKey: sk, pubKey: pk, metrics: m}
 	var components []component
 	for _, wire := range []func(context.Context, deps) (*component, error){wireBanlist, wireMintdir, wireFaucet} {
 		c, err := wire(ctx, d)
@@ -113,6 +116,11 @@ func serve(ctx context.Context, cfg *Config, stdout, stderr io.Writer) (err erro
 	// The relay's own background work: a component without a service.
 	components = append(components, component{jobs: []func(context.Context){
 		func(ctx context.Context) { st.Events.SweepExpired(ctx, expirySweep) }}})
+	if job, err := listenMetrics(d); err != nil {
+		return err
+	} else if job != nil {
+		components = append(components, component{jobs: []func(context.Context){job}})
+	}
 
 	srv, idx, err := newServer(d, components)
 	if err != nil {
@@ -139,8 +147,10 @@ func newServer(d deps, components []component) (*http.Server, index, error) {
 		idx.Services[c.api.Name] = d.publicURL + c.api.Mount
 	}
 	limit := ratelimit.New(d.cfg.RateLimit, time.Minute, nil)
+	watch(d, services, limit)
 	api := httpapi.New(httpapi.Config{
 		Relay: d.relay, Services: services, TrustedProxies: d.cfg.TrustedProxies, Log: d.log, Index: idx, RateLimit: limit,
+		Observe: observe(d), Metrics: mainListenerMetrics(d),
 	})
 	pages, err := web.New(web.Config{Log: d.log.With("service", "web"), PublicURL: d.publicURL, RelayURL: idx.Relay,
 		Banlist: pageService(services, "banlist"), Faucet: pageService(services, "faucet"), Mintdir: pageService(services, "mintdir"),

@@ -23,6 +23,7 @@ func wireBanlist(ctx context.Context, d deps) (*component, error) {
 		return nil, err
 	}
 	d.relay.RejectEvent = append(d.relay.RejectEvent, banlist.RejectInvalidReports)
+	d.metrics.WatchBanlist(bl)
 	c := &component{api: httpapi.Service{
 		Name: "banlist", Mount: d.cfg.BanlistMount, Health: httpapi.ReportHealth(bl.Health),
 		Routes: banlistapi.Routes(banlistapi.Config{Settings: d.cfg.BanlistAPI, Service: bl, Log: log}),
