@@ -11,7 +11,7 @@ import (
 // wireBanlist wires the ban list: the service on the shared store, feeding
 // the snapshot the relay enforces; NIP-86 relay management through it; the
 // relay hook that refuses malformed reports (NIP-56); the admin socket the
-// CLI talks to; and the REST API.
+// CLI talks to (admin commands and backups); and the REST API.
 func wireBanlist(ctx context.Context, d deps) (*component, error) {
 	log := d.log.With("service", "banlist")
 	bl, err := banlist.New(banlist.Config{Settings: d.cfg.Banlist, DB: d.store.DB, Events: d.store.Events, List: d.banList,
@@ -28,7 +28,7 @@ func wireBanlist(ctx context.Context, d deps) (*component, error) {
 		Name: "banlist", Mount: d.cfg.BanlistMount, Health: httpapi.ReportHealth(bl.Health),
 		Routes: banlistapi.Routes(banlistapi.Config{Settings: d.cfg.BanlistAPI, Service: bl, Log: log}),
 	}}
-	admin, err := listenAdmin(d.cfg.DataDir, bl, d.log)
+	admin, err := listenAdmin(d.cfg.DataDir, bl, d.store, d.log)
 	if err != nil {
 		d.log.Warn("admin socket unavailable; admin commands need outpost stopped", "err", err)
 		return c, nil
