@@ -32,15 +32,25 @@ func (m *Metrics) HTTP(service, mount string) func(http.Handler) http.Handler {
 	}
 }
 
-// routeOf is the pattern chi matched for r, without mount.
+// routeOf is the pattern chi matched for r, without mount. A request
+// answered before the service's router saw it (the rate limit's 429) is
+// looked up in the router; one no route matches is "unmatched".
 func routeOf(r *http.Request, mount string) string {
 	rctx := chi.RouteContext(r.Context())
 	if rctx == nil {
 		return "unmatched"
 	}
-	p := strings.TrimPrefix(rctx.RoutePattern(), mount)
+	p := rctx.RoutePattern()
+	if (p == "" || strings.HasSuffix(p, "*")) && rctx.Routes != nil {
+		path := r.URL.RawPath
+		if path == "" {
+			path = r.URL.Path
+		}
+		p = rctx.Routes.Find(chi.NewRouteContext(), r.Method, path)
+	}
+	p = strings.TrimPrefix(p, mount)
 	if p == "" || strings.HasSuffix(p, "*") {
-		return "unmatched" // the mount's catch-all: no route of the service took it
+		return "unmatched"
 	}
 	return p
 }

@@ -27,7 +27,7 @@ func observe(d deps) func(service, mount string) func(http.Handler) http.Handler
 		if !d.cfg.AccessLog {
 			return instrument
 		}
-		access := httpapi.AccessLog(d.log.With("service", service), service)
+		access := httpapi.AccessLog(d.log.With("service", service))
 		return func(next http.Handler) http.Handler { return instrument(access(next)) }
 	}
 }
