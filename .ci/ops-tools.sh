@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# The operators' tools the deployment tests run against: nginx (the reverse
-# proxy recipe, interop/test/proxy.test.js), promtool from Debian's
-# prometheus package (`promtool check metrics` on a real scrape, `promtool
-# check rules` on the README's alert rules) and caddy when Debian has it.
+# The operators' tools the deployment tests run against: nginx and caddy
+# (the reverse-proxy recipes, interop/test/proxy.test.js), promtool from
+# Debian's prometheus package (`promtool check metrics` on a real scrape,
+# `promtool check rules` on the README's alert rules).
 # Idempotent; without apt-get it says so and the tests that need the tools
 # skip with a message.
 set -euo pipefail
@@ -10,6 +10,7 @@ set -euo pipefail
 missing=()
 command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || missing+=(nginx)
 command -v promtool >/dev/null 2>&1 || missing+=(prometheus)
+command -v caddy >/dev/null 2>&1 || missing+=(caddy)
 if [ ${#missing[@]} -eq 0 ]; then
   exit 0
 fi
