@@ -5,7 +5,9 @@ package outpost
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
+	"unicode/utf8"
 )
 
 // Version is the program version; the build may override it with -ldflags.
@@ -27,6 +29,7 @@ const (
 	RateLimited               // 429
 	BadGateway                // 502
 	Unavailable               // 503
+	TimedOut                  // 408: the client did not send its request in time
 )
 
 // Error is an error whose Code and Message are safe to send to a client.
@@ -70,4 +73,16 @@ func AsError(err error) *Error {
 func IsKind(err error, kind Kind) bool {
 	e := AsError(err)
 	return e != nil && e.Kind == kind
+}
+
+// maxEcho is how many characters of a client's value a message repeats.
+const maxEcho = 64
+
+// Echo quotes a value the client sent, for a message about it, cut to
+// maxEcho characters: a 5,000-character path is not sent back whole.
+func Echo(s string) string {
+	if utf8.RuneCountInString(s) > maxEcho {
+		s = string([]rune(s)[:maxEcho]) + "…"
+	}
+	return strconv.Quote(s)
 }

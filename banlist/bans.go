@@ -227,7 +227,7 @@ func (s *Service) AddWord(ctx context.Context, actor, word string) (Word, error)
 			return err
 		}
 		if found {
-			return outpost.Errorf(outpost.Conflict, "word_exists", "%q is already blocked (as %q)", word, existing.Word).With("word", existing.Word)
+			return outpost.Errorf(outpost.Conflict, "word_exists", "%s is already blocked (as %s)", outpost.Echo(word), outpost.Echo(existing.Word)).With("word", existing.Word)
 		}
 		if err := store.PutJSON(txn, wordKey(word), w); err != nil {
 			return err
@@ -251,7 +251,7 @@ func (s *Service) RemoveWord(ctx context.Context, actor, word string) (Word, err
 			return err
 		}
 		if !found || policies.NormalizeText(word) == "" {
-			return outpost.Errorf(outpost.NotFound, "word_not_found", "%q is not blocked", word)
+			return outpost.Errorf(outpost.NotFound, "word_not_found", "%s is not blocked", outpost.Echo(word))
 		}
 		if err := txn.Delete(wordKey(word)); err != nil {
 			return err

@@ -76,7 +76,7 @@ func (s *Service) CreateKey(ctx context.Context, actor, name string, role Role) 
 		}
 		for _, o := range keys {
 			if o.Name == name && o.RevokedAt == nil {
-				return outpost.Errorf(outpost.Conflict, "key_name_taken", "an active key named %q exists", name)
+				return outpost.Errorf(outpost.Conflict, "key_name_taken", "an active key named %s exists", outpost.Echo(name))
 			}
 		}
 		if err := store.PutJSON(txn, apiKeyKey(h), k); err != nil {
@@ -127,7 +127,7 @@ func (s *Service) RevokeKey(ctx context.Context, actor, idOrName string) (APIKey
 			return err
 		}
 		if key == nil {
-			return outpost.Errorf(outpost.NotFound, "key_not_found", "no active key %q", idOrName)
+			return outpost.Errorf(outpost.NotFound, "key_not_found", "no active key %s", outpost.Echo(idOrName))
 		}
 		before := revoked
 		now := s.now().Unix()

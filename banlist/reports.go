@@ -43,7 +43,8 @@ type NewReport struct {
 type Report struct {
 	ID             string
 	ReportedPubKey string // hex
-	Type           string // NIP-56 type
+	Type           string // NIP-56 type (ReportTypes)
+	RawType        string // the type as the event wrote it; "" when it wrote none
 	Reason         string
 	EventIDs       []string
 	Comment        string
@@ -52,7 +53,8 @@ type Report struct {
 	Reporter       string // hex; empty for API reports, whose reporters stay anonymous
 }
 
-// reportType is the NIP-56 type a reason names, or "other".
+// reportType is the NIP-56 type a reason or an event's type names (case
+// folded), or "other".
 func reportType(reason string) string {
 	r := strings.ToLower(strings.TrimSpace(reason))
 	if slices.Contains(ReportTypes, r) {
@@ -141,14 +143,14 @@ func ParseReport(ev *nostr.Event, servicePK string) (r Report, ok bool) {
 				if pk, err := pubkey.Parse(t[1]); err == nil {
 					r.ReportedPubKey = pk
 					if len(t) > 2 {
-						r.Type = t[2]
+						r.RawType = t[2]
 					}
 				}
 			}
 		case "e":
 			r.EventIDs = append(r.EventIDs, t[1])
-			if r.Type == "" && len(t) > 2 {
-				r.Type = t[2]
+			if r.RawType == "" && len(t) > 2 {
+				r.RawType = t[2]
 			}
 		case reasonTag:
 			r.Reason = t[1]
@@ -157,11 +159,11 @@ func ParseReport(ev *nostr.Event, servicePK string) (r Report, ok bool) {
 	if r.ReportedPubKey == "" {
 		return Report{}, false
 	}
-	if r.Type == "" {
-		r.Type = "other"
-	}
+	// Anyone can publish a report with any type; the list answers with
+	// the NIP-56 enum and keeps what was written beside it.
+	r.Type = reportType(r.RawType)
 	if r.Reason == "" {
-		r.Reason = r.Type
+		r.Reason = cmp.Or(r.RawType, r.Type)
 	}
 	return r, true
 }

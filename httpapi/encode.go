@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 
 	"github.com/outpost-relay/outpost"
@@ -70,6 +71,9 @@ func ReadBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	if errors.As(err, &tooLarge) {
 		return nil, outpost.Errorf(outpost.TooLarge, "request_too_large", "the request body is larger than %d bytes", MaxBodyBytes)
 	}
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return nil, outpost.Errorf(outpost.TimedOut, "request_timeout", "the request body did not arrive in time")
+	}
 	if err != nil {
 		return nil, outpost.Errorf(outpost.Invalid, "invalid_request", "could not read the request body")
 	}
@@ -94,8 +98,10 @@ func DecodeBytes(body []byte, v any) error {
 	case err != nil:
 		return outpost.Errorf(outpost.Invalid, "invalid_json", "the request body is not valid JSON: %s", strings.TrimPrefix(err.Error(), "json: "))
 	}
-	if dec.More() {
-		return outpost.Errorf(outpost.Invalid, "invalid_json", "the request body must hold one JSON object")
+	// Only white space may follow the value. (Decoder.More would let a
+	// stray ] or } through.)
+	if _, err := dec.Token(); err != io.EOF {
+		return outpost.Errorf(outpost.Invalid, "invalid_json", "the request body must hold one JSON object and nothing after it")
 	}
 	return nil
 }

@@ -1,11 +1,13 @@
 package httpapi
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -35,6 +37,7 @@ func TestErrorStatuses(t *testing.T) {
 		{outpost.Errorf(outpost.Unprocessable, "u", "x"), 422, "u"},
 		{outpost.Errorf(outpost.BadGateway, "b", "x"), 502, "b"},
 		{outpost.Errorf(outpost.Unavailable, "s", "x"), 503, "s"},
+		{outpost.Errorf(outpost.TimedOut, "request_timeout", "x"), 408, "request_timeout"},
 		{io.ErrUnexpectedEOF, 500, "internal_error"}, // internal causes are never shown
 		{outpost.Errorf(outpost.Internal, "db_broke", "secret detail"), 500, "internal_error"},
 	}
@@ -80,6 +83,11 @@ func TestDecode(t *testing.T) {
 		{`null`, 400, "invalid_request"}, // decodes to the zero value, which is not valid
 		{`"text"`, 400, "invalid_json"},
 		{`{"name":"a"}{"name":"b"}`, 400, "invalid_json"},
+		{`{"name":"a"}]`, 400, "invalid_json"}, // json.Decoder.More is false before ] and }
+		{`{"name":"a"}}`, 400, "invalid_json"},
+		{`{"name":"a"} x`, 400, "invalid_json"},
+		{`{"name":"a"},`, 400, "invalid_json"},
+		{"{\"name\":\"a\"} \n\t", 200, ""},
 		{`{"count":1}`, 400, "invalid_request"},
 		{`{"name":"` + strings.Repeat("a", MaxBodyBytes) + `"}`, 413, "request_too_large"},
 	}
@@ -159,19 +167,7 @@ func TestRootHandler(t *testing.T) {
 	})
 	srv := httptest.NewServer(h)
 	defer srv.Close()
-	get := func(path string, hdr ...string) (*http.Response, string) {
-		req, _ := http.NewRequest("GET", srv.URL+path, nil)
-		for i := 0; i+1 < len(hdr); i += 2 {
-			req.Header.Set(hdr[i], hdr[i+1])
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp, string(b)
-	}
+	get := func(path string, hdr ...string) (*http.Response, string) { return do(t, "GET", srv.URL+path, hdr...) }
 	if resp, body := get("/svc/boom"); resp.StatusCode != 500 || !strings.Contains(body, `"internal_error"`) {
 		t.Errorf("panic: %d %s", resp.StatusCode, body)
 	}
@@ -268,5 +264,110 @@ func TestRootHealth(t *testing.T) {
 		if wantCode := map[string]int{"down": 503}[tt.statuses[1]]; w.Code != max(wantCode, 200) {
 			t.Errorf("a service's own /health when %s: %d", tt.statuses[1], w.Code)
 		}
+	}
+}
+
+// One service behind the root handler, as the three are mounted.
+func methodsServer(t *testing.T) *httptest.Server {
+	routes := chi.NewRouter()
+	routes.NotFound(NotFound)
+	routes.MethodNotAllowed(MethodNotAllowed)
+	ok := Handle(func(w http.ResponseWriter, r *http.Request) error {
+		return Encode(w, http.StatusOK, map[string]string{"id": PathParam(r, "id"), "q": r.URL.Query().Get("q")})
+	})
+	routes.Get("/things", ok)
+	routes.Post("/things", ok)
+	routes.Delete("/things/{id}", ok)
+	routes.Route("/v1", func(r chi.Router) { r.Post("/submit", ok) })
+	srv := httptest.NewServer(New(Config{Relay: http.NotFoundHandler(), Log: quiet,
+		Services: []Service{{Name: "svc", Mount: "/svc", Routes: routes,
+			Health: ReportHealth(func(context.Context) testHealth { return testHealth{Status: "ok"} })}}}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// do sends a request with headers as name, value pairs.
+func do(t *testing.T, method, url string, hdr ...string) (*http.Response, string) {
+	t.Helper()
+	req, _ := http.NewRequest(method, url, nil)
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, string(b)
+}
+
+// HEAD answers like GET, without the body; a method a path does not serve
+// is 405 with the JSON body and Allow (RFC 9110 §15.5.6).
+func TestMethods(t *testing.T) {
+	srv := methodsServer(t)
+	for _, tt := range []struct {
+		method, path string
+		status       int
+		allow        string
+	}{
+		{"GET", "/svc/things", 200, ""},
+		{"HEAD", "/svc/things", 200, ""},
+		{"HEAD", "/health", 200, ""},
+		{"PUT", "/svc/things", 405, "GET, HEAD, POST"},
+		{"PATCH", "/svc/things/x", 405, "DELETE"},
+		{"HEAD", "/svc/things/x", 405, "DELETE"},
+		{"GET", "/svc/v1/submit", 405, "POST"},
+		{"POST", "/health", 405, "GET, HEAD"},
+		{"DELETE", "/svc/nothing", 404, ""},
+	} {
+		resp, body := do(t, tt.method, srv.URL+tt.path)
+		if resp.StatusCode != tt.status || resp.Header.Get("Allow") != tt.allow {
+			t.Errorf("%s %s: %d Allow %q, want %d Allow %q", tt.method, tt.path, resp.StatusCode, resp.Header.Get("Allow"), tt.status, tt.allow)
+		}
+		if tt.method == "HEAD" && tt.status == 200 {
+			get, getBody := do(t, "GET", srv.URL+tt.path)
+			if body != "" || resp.Header.Get("Content-Length") != get.Header.Get("Content-Length") ||
+				resp.Header.Get("Content-Type") != get.Header.Get("Content-Type") || len(getBody) == 0 {
+				t.Errorf("HEAD %s: body %q, headers %v; GET: %v", tt.path, body, resp.Header, get.Header)
+			}
+			continue
+		}
+		if tt.status >= 400 && tt.method != "HEAD" && !strings.Contains(body, `"error":"`) {
+			t.Errorf("%s %s: not the JSON error: %s", tt.method, tt.path, body)
+		}
+	}
+}
+
+// A malformed escape in the query is our JSON 400 (r.URL.Query would drop
+// the pair silently); one in the path is refused by net/http before any
+// handler runs, with its own plain-text 400, as the README says.
+func TestMalformedEscapes(t *testing.T) {
+	srv := methodsServer(t)
+	for _, q := range []string{"q=%zz", "q=%", "%zz=1", "q=a;b"} {
+		resp, body := do(t, "GET", srv.URL+"/svc/things?"+q)
+		if resp.StatusCode != 400 || !strings.Contains(body, `"invalid_query"`) {
+			t.Errorf("?%s: %d %s", q, resp.StatusCode, body)
+		}
+	}
+	if resp, body := do(t, "GET", srv.URL+"/svc/things?q=a%20b"); resp.StatusCode != 200 || !strings.Contains(body, `"q":"a b"`) {
+		t.Errorf("a good escape: %d %s", resp.StatusCode, body)
+	}
+	if resp, body := do(t, "DELETE", srv.URL+"/svc/things/a%2Fb%25"); resp.StatusCode != 200 || !strings.Contains(body, `"id":"a/b%"`) {
+		t.Errorf("an escaped path value: %d %s", resp.StatusCode, body)
+	}
+	conn, err := net.DialTimeout("tcp", srv.Listener.Addr().String(), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(5 * time.Second))
+	fmt.Fprintf(conn, "GET /svc/things/%%zz HTTP/1.1\r\nHost: x\r\n\r\n")
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != 400 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/plain") {
+		t.Errorf("a malformed path escape: %d %v; the README says net/http answers it in plain text", resp.StatusCode, resp.Header)
 	}
 }

@@ -2,8 +2,11 @@ package httpapi
 
 import (
 	"net/http"
+	"net/url"
 	"runtime/debug"
+	"strings"
 
+	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
 	"github.com/outpost-relay/outpost"
 	"github.com/outpost-relay/outpost/ratelimit"
@@ -66,11 +69,65 @@ func Recover(next http.Handler) http.Handler {
 
 // NotFound and MethodNotAllowed answer unknown routes with the JSON body.
 func NotFound(w http.ResponseWriter, r *http.Request) {
-	Encode(w, http.StatusNotFound, ErrorBody{Error: "not_found", Message: "no such endpoint: " + r.Method + " " + r.URL.Path})
+	Encode(w, http.StatusNotFound, ErrorBody{Error: "not_found", Message: "no such endpoint: " + r.Method + " " + outpost.Echo(r.URL.Path)})
 }
 
+// MethodNotAllowed also sends the Allow header RFC 9110 requires with a 405.
 func MethodNotAllowed(w http.ResponseWriter, r *http.Request) {
-	Encode(w, http.StatusMethodNotAllowed, ErrorBody{Error: "method_not_allowed", Message: r.Method + " is not allowed on " + r.URL.Path})
+	allow := strings.Join(allowedMethods(r), ", ")
+	w.Header().Set("Allow", allow)
+	Encode(w, http.StatusMethodNotAllowed, ErrorBody{Error: "method_not_allowed",
+		Message: r.Method + " is not allowed on " + outpost.Echo(r.URL.Path) + "; allowed: " + allow})
+}
+
+// allowedMethods asks the router which methods the request's path has.
+// chi knows, but does not tell a custom 405 handler. The route context's
+// Routes is the outermost router, which finds the path through mounts.
+func allowedMethods(r *http.Request) []string {
+	rctx := chi.RouteContext(r.Context())
+	if rctx == nil || rctx.Routes == nil {
+		return nil
+	}
+	path := r.URL.RawPath
+	if path == "" {
+		path = r.URL.Path
+	}
+	var allow []string
+	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
+		if rctx.Routes.Match(chi.NewRouteContext(), m, path) {
+			allow = append(allow, m)
+			if m == http.MethodGet {
+				allow = append(allow, http.MethodHead) // see HeadAsGet
+			}
+		}
+	}
+	return allow
+}
+
+// HeadAsGet routes a HEAD request as a GET (uptime monitors and curl -I use
+// HEAD); net/http sends the headers, Content-Length included, and drops the
+// body. It belongs to the outermost router: chi keeps the method it routes
+// by through mounts.
+func HeadAsGet(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if rctx := chi.RouteContext(r.Context()); rctx != nil && r.Method == http.MethodHead {
+			rctx.RouteMethod = http.MethodGet
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// ValidQuery refuses a query string with a malformed escape or a ';'
+// separator with invalid_query: r.URL.Query would drop such pairs silently,
+// and net/http leaves the query to the handler.
+func ValidQuery(next http.Handler) http.Handler {
+	return Handle(func(w http.ResponseWriter, r *http.Request) error {
+		if _, err := url.ParseQuery(r.URL.RawQuery); err != nil {
+			return outpost.Errorf(outpost.Invalid, "invalid_query", "the query string is malformed: use name=value pairs joined by &, with %%XX escapes")
+		}
+		next.ServeHTTP(w, r)
+		return nil
+	})
 }
 
 // CORS lets browser frontends call public endpoints from any origin. Admin

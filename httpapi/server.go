@@ -1,9 +1,12 @@
 package httpapi
 
 import (
+	"cmp"
 	"context"
+	"io"
 	"log/slog"
 	"net/http"
+	"time"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/outpost-relay/outpost/ratelimit"
@@ -35,7 +38,7 @@ type Config struct {
 // New returns the handler that serves everything on one listener.
 func New(cfg Config) http.Handler {
 	r := chi.NewRouter()
-	r.Use(Logger(cfg.Log), ClientIPMiddleware(cfg.TrustedProxies), Recover)
+	r.Use(Logger(cfg.Log), ClientIPMiddleware(cfg.TrustedProxies), Recover, HeadAsGet)
 	r.NotFound(NotFound)
 	r.MethodNotAllowed(MethodNotAllowed)
 
@@ -43,12 +46,12 @@ func New(cfg Config) http.Handler {
 	if observe == nil {
 		observe = func(string, string) func(http.Handler) http.Handler { return passThrough }
 	}
-	r.With(observe("outpost", ""), CORS).Get("/health", health(cfg.Services))
+	r.With(observe("outpost", ""), CORS, ValidQuery).Get("/health", health(cfg.Services))
 	if cfg.Metrics != nil {
 		r.Method(http.MethodGet, "/metrics", cfg.Metrics)
 	}
 	for _, s := range cfg.Services {
-		r.With(observe(s.Name, s.Mount), RateLimit(cfg.RateLimit)).Mount(s.Mount, s.Routes)
+		r.With(observe(s.Name, s.Mount), RateLimit(cfg.RateLimit), ValidQuery).Mount(s.Mount, s.Routes)
 	}
 	r.Handle("/", relayOrIndex(cfg.Relay, cfg.Index))
 	return r
@@ -62,10 +65,79 @@ func relayOrIndex(relay http.Handler, index any) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		plain := r.Header.Get("Upgrade") == "" && r.Header.Get("Accept") != "application/nostr+json" &&
 			r.Header.Get("Content-Type") != "application/nostr+json+rpc"
-		if plain && r.Method == http.MethodGet && index != nil {
+		if plain && (r.Method == http.MethodGet || r.Method == http.MethodHead) && index != nil {
 			Encode(w, http.StatusOK, index)
 			return
 		}
 		relay.ServeHTTP(w, r)
 	})
+}
+
+// Limits of the one HTTP server that serves the relay and the services.
+const (
+	// MaxHeaderBytes caps a request's header block; net/http answers 431
+	// beyond it (in plain text: it does so before any handler runs).
+	MaxHeaderBytes = 64 << 10
+	// ReadHeaderTimeout bounds the request line and headers.
+	ReadHeaderTimeout = 10 * time.Second
+	// BodyTimeout bounds the arrival of a declared request body (408 when
+	// it is exceeded). A JSON body is at most MaxBodyBytes.
+	BodyTimeout = 30 * time.Second
+	// IdleTimeout closes keep-alive connections nobody uses.
+	IdleTimeout = 2 * time.Minute
+)
+
+// ServerLimits overrides the limits above (tests make them short); zero
+// fields keep them.
+type ServerLimits struct {
+	ReadHeaderTimeout, BodyTimeout, IdleTimeout time.Duration
+}
+
+// NewServer returns the HTTP server for h with outpost's limits.
+//
+// It sets no ReadTimeout or WriteTimeout: both run from the start of a
+// request to the end of its handler, so they would bound how long a
+// handler may work (a faucet payout waits for the mint), and once a body
+// is read net/http cancels the request's context when ReadTimeout passes.
+// The body gets its own deadline instead (see bodyDeadline). Websockets
+// are hijacked and clear their deadlines, so none of these limits cut them.
+func NewServer(h http.Handler, lim ServerLimits) *http.Server {
+	return &http.Server{
+		Handler:           bodyDeadline(cmp.Or(lim.BodyTimeout, BodyTimeout), h),
+		ReadHeaderTimeout: cmp.Or(lim.ReadHeaderTimeout, ReadHeaderTimeout),
+		IdleTimeout:       cmp.Or(lim.IdleTimeout, IdleTimeout),
+		MaxHeaderBytes:    MaxHeaderBytes,
+	}
+}
+
+// bodyDeadline gives a request that declares a body (a Content-Length, or
+// chunked) timeout to send all of it, whether or not its handler reads it:
+// otherwise a body that never comes holds the connection, and net/http
+// waits for it after the handler to keep the connection alive. The
+// deadline is lifted as soon as the body has been read to its end.
+func bodyDeadline(timeout time.Duration, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength != 0 && r.Body != nil && r.Body != http.NoBody {
+			rc := http.NewResponseController(w)
+			if rc.SetReadDeadline(time.Now().Add(timeout)) == nil {
+				r.Body = &deadlineBody{ReadCloser: r.Body, rc: rc}
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+type deadlineBody struct {
+	io.ReadCloser
+	rc   *http.ResponseController
+	done bool
+}
+
+func (b *deadlineBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err == io.EOF && !b.done {
+		b.done = true
+		b.rc.SetReadDeadline(time.Time{})
+	}
+	return n, err
 }

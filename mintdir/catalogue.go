@@ -210,10 +210,13 @@ func (d *Directory) checkURL(ctx context.Context, raw string) (string, error) {
 	if IsOnion(u) {
 		return "", outpost.Errorf(outpost.Invalid, "invalid_mint_url", "mint_url: .onion mints cannot be probed; submit a clearnet URL (its NUT-06 urls list the others)").With("field", "mint_url")
 	}
-	host := mustHost(u)
+	p, err := url.Parse(u)
+	if err != nil { // never: minturl's spellings parse back
+		return "", outpost.Errorf(outpost.Invalid, "invalid_mint_url", "mint_url: the URL does not parse").With("field", "mint_url")
+	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	if err := netguard.CheckHost(ctx, d.cfg.Resolver, host, d.cfg.AllowPrivate); err != nil {
+	if err := netguard.CheckHost(ctx, d.cfg.Resolver, p.Hostname(), d.cfg.AllowPrivate); err != nil {
 		msg := "mint_url: the host does not resolve"
 		if errors.Is(err, netguard.ErrBlocked) {
 			msg = "mint_url: the host is a private, loopback or link-local address"
@@ -221,11 +224,6 @@ func (d *Directory) checkURL(ctx context.Context, raw string) (string, error) {
 		return "", outpost.Errorf(outpost.Invalid, "invalid_mint_url", "%s", msg).With("field", "mint_url")
 	}
 	return u, nil
-}
-
-func mustHost(u string) string {
-	p, _ := url.Parse(u)
-	return p.Hostname()
 }
 
 // add creates a mint for the normalised URL u unless one is known by it.

@@ -2,10 +2,10 @@ package mintdir
 
 import (
 	"context"
-	"strconv"
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/nbd-wtf/go-nostr"
+	"github.com/outpost-relay/outpost"
 	"github.com/outpost-relay/outpost/store"
 )
 
@@ -21,7 +21,7 @@ func RejectInvalidNIP87(_ context.Context, ev *nostr.Event) (reject bool, msg st
 		n := 0
 		for t := range ev.Tags.FindAll("u") {
 			if _, err := catalogueURL(t[1]); err != nil {
-				return true, "invalid: a mint announcement's u tag must be the mint's http(s) URL, got " + strconv.Quote(trim(t[1]))
+				return true, "invalid: a mint announcement's u tag must be the mint's http(s) URL, got " + outpost.Echo(t[1])
 			}
 			n++
 		}
@@ -32,7 +32,7 @@ func RejectInvalidNIP87(_ context.Context, ev *nostr.Event) (reject bool, msg st
 		ratings := 0
 		for t := range ev.Tags.FindAll("rating") {
 			if _, ok := parseRating(t[1]); !ok {
-				return true, "invalid: the rating tag must be an integer from 1 to 5, got " + strconv.Quote(trim(t[1]))
+				return true, "invalid: the rating tag must be an integer from 1 to 5, got " + outpost.Echo(t[1])
 			}
 			ratings++
 		}
@@ -42,7 +42,7 @@ func RejectInvalidNIP87(_ context.Context, ev *nostr.Event) (reject bool, msg st
 		urls := 0
 		for t := range ev.Tags.FindAll("u") {
 			if _, err := catalogueURL(t[1]); err != nil {
-				return true, "invalid: a mint review's u tag must be the mint's http(s) URL, got " + strconv.Quote(trim(t[1]))
+				return true, "invalid: a mint review's u tag must be the mint's http(s) URL, got " + outpost.Echo(t[1])
 			}
 			urls++
 		}
@@ -51,13 +51,6 @@ func RejectInvalidNIP87(_ context.Context, ev *nostr.Event) (reject bool, msg st
 		}
 	}
 	return false, ""
-}
-
-func trim(s string) string {
-	if len(s) > 80 {
-		return s[:80] + "…"
-	}
-	return s
 }
 
 // OnEventSaved is a khatru OnEventSaved hook: a saved review refreshes the

@@ -160,3 +160,25 @@ func TestAnnouncementsAreBounded(t *testing.T) {
 		t.Fatalf("an hour later: %d mints", n)
 	}
 }
+
+// An announced URL that can be no mint's (an IPv6 zone, port 0, a port above
+// 65535) is refused by the relay's policy, and should such an event be
+// stored anyway (it was accepted before the policy knew), the queued work
+// skips the URL instead of panicking.
+func TestAnnouncedURLsThatCannotBeMints(t *testing.T) {
+	e := newEnv(t, Config{})
+	sk := nostr.GeneratePrivateKey()
+	for i, u := range []string{"http://[fe80::1%25eth0]/", "http://[::1%25lo]:9", "http://127.0.0.1:0", "http://127.0.0.1:99999"} {
+		ev := signed(t, sk, KindCashuAnnouncement, time.Now().Add(time.Duration(i)*time.Second), "", nostr.Tag{"d", pk1}, nostr.Tag{"u", u})
+		if reject, msg := RejectInvalidNIP87(e.ctx, ev); !reject || !strings.Contains(msg, "u tag") {
+			t.Errorf("%s: reject=%v %q, want the u tag refused", u, reject, msg)
+		}
+		e.dir.OnEventSaved(e.ctx, ev)
+		for len(e.dir.work) > 0 {
+			(<-e.dir.work)(e.ctx)
+		}
+	}
+	if n, _ := e.dir.Count(); n != 0 {
+		t.Fatalf("%d mints added from URLs that are no mint's", n)
+	}
+}

@@ -8,13 +8,16 @@ import (
 	"errors"
 	"net"
 	"net/url"
+	"strconv"
 	"strings"
 )
 
 // Normalize returns the one spelling of a mint URL: http(s) only, no
 // credentials, query or fragment, lower-case scheme and host, no trailing
-// dot on the host, no default port, no trailing slash. A path is kept:
-// some mints live under one.
+// dot on the host, no IPv6 zone, a port from 1 to 65535 written as a plain
+// number and left out when it is the default, dot segments resolved, no
+// trailing slash. A path is kept: some mints live under one. What it
+// returns parses back with net/url and normalises to itself.
 func Normalize(raw string) (string, error) {
 	raw = strings.TrimSpace(raw)
 	if raw == "" {
@@ -38,7 +41,17 @@ func Normalize(raw string) (string, error) {
 	if host == "" {
 		return "", errors.New("the URL has no host")
 	}
-	port := u.Port()
+	if strings.HasPrefix(host, ".") || strings.HasSuffix(host, ".") || strings.Contains(host, "..") {
+		return "", errors.New("the URL's host has an empty label")
+	}
+	if strings.Contains(host, "%") {
+		// fe80::1%eth0 names an interface of whichever machine reads it.
+		return "", errors.New("the URL must not have an IPv6 zone")
+	}
+	port, err := normalPort(u.Port())
+	if err != nil {
+		return "", err
+	}
 	if (scheme == "http" && port == "80") || (scheme == "https" && port == "443") {
 		port = ""
 	}
@@ -49,5 +62,40 @@ func Normalize(raw string) (string, error) {
 	case strings.Contains(host, ":"): // an IPv6 literal
 		hostport = "[" + host + "]"
 	}
-	return scheme + "://" + hostport + strings.TrimRight(u.EscapedPath(), "/"), nil
+	return scheme + "://" + hostport + strings.TrimRight(removeDotSegments(u.EscapedPath()), "/"), nil
+}
+
+// normalPort is a port as a plain number from 1 to 65535 ("" when absent).
+func normalPort(p string) (string, error) {
+	if p == "" {
+		return "", nil
+	}
+	n, err := strconv.Atoi(p)
+	if err != nil || n < 1 || n > 65535 {
+		return "", errors.New("the URL's port must be a number from 1 to 65535")
+	}
+	return strconv.Itoa(n), nil
+}
+
+// removeDotSegments resolves "." and ".." in an escaped absolute path (RFC
+// 3986 §5.2.4), recognising them escaped too ("%2e%2E"), as a client
+// fetching the URL would. Other segments keep their escapes, so an escaped
+// slash stays inside its segment.
+func removeDotSegments(escaped string) string {
+	if escaped == "" {
+		return ""
+	}
+	var out []string
+	for _, seg := range strings.Split(escaped, "/")[1:] {
+		switch dec, _ := url.PathUnescape(seg); dec {
+		case ".":
+		case "..":
+			if len(out) > 0 {
+				out = out[:len(out)-1]
+			}
+		default:
+			out = append(out, seg)
+		}
+	}
+	return "/" + strings.Join(out, "/")
 }

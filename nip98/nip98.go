@@ -109,22 +109,47 @@ func (v *Verifier) checkRequest(ev *nostr.Event, req Request, now time.Time) err
 	if d := now.Sub(created); d > v.Window || d < -v.Window {
 		return fail("created_at", "created_at must be within %d seconds of the server time", int(v.Window.Seconds()))
 	}
-	u := ev.Tags.GetFirst([]string{"u", ""})
-	if u == nil || !urlMatches((*u)[1], req.URLs) {
-		return fail("u", "the u tag must be the exact URL of this request").With("expected_u", first(req.URLs))
+	u, ok := only(ev.Tags, "u")
+	if !ok || !urlMatches(u, req.URLs) {
+		return fail("u", "the event must have exactly one u tag, the exact URL of this request").With("expected_u", first(req.URLs))
 	}
-	m := ev.Tags.GetFirst([]string{"method", ""})
-	if m == nil || !strings.EqualFold((*m)[1], req.Method) {
-		return fail("method", "the method tag must be %s", req.Method)
+	// NIP-98 names the method as HTTP does; "post" is not POST (RFC 9110
+	// §9.1: methods are case-sensitive).
+	if m, ok := only(ev.Tags, "method"); !ok || m != req.Method {
+		return fail("method", "the event must have exactly one method tag, %s", req.Method)
 	}
-	p := ev.Tags.GetFirst([]string{"payload", ""})
-	if len(req.Body) > 0 || p != nil {
+	if len(req.Body) > 0 || countTags(ev.Tags, "payload") > 0 {
 		sum := sha256.Sum256(req.Body)
-		if p == nil || !strings.EqualFold((*p)[1], hex.EncodeToString(sum[:])) {
-			return fail("payload", "the payload tag must be the sha256 of the request body")
+		if p, ok := only(ev.Tags, "payload"); !ok || !strings.EqualFold(p, hex.EncodeToString(sum[:])) {
+			return fail("payload", "the event must have one payload tag, the sha256 of the request body")
 		}
 	}
 	return nil
+}
+
+// only is the value of the one tag called name; ok is false when there is
+// none, more than one, or it has no value. A second u or method tag would
+// otherwise let one event say two things.
+func only(tags nostr.Tags, name string) (value string, ok bool) {
+	if countTags(tags, name) != 1 {
+		return "", false
+	}
+	for _, t := range tags {
+		if len(t) >= 2 && t[0] == name {
+			return t[1], true
+		}
+	}
+	return "", false
+}
+
+func countTags(tags nostr.Tags, name string) int {
+	n := 0
+	for _, t := range tags {
+		if len(t) >= 1 && t[0] == name {
+			n++
+		}
+	}
+	return n
 }
 
 func first(s []string) string {

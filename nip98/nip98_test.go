@@ -52,6 +52,16 @@ func TestVerify(t *testing.T) {
 		{"u with other host", sign(func(e *nostr.Event) { e.Tags[0][1] = "https://evil.example/faucet/auth/login" }), Request{Method: "POST", URLs: []string{u}}, "u"},
 		{"u host case", sign(func(e *nostr.Event) { e.Tags[0][1] = "https://OUTPOST.example/faucet/auth/login" }), Request{Method: "POST", URLs: []string{u}}, ""},
 		{"wrong method", sign(func(e *nostr.Event) {}), Request{Method: "GET", URLs: []string{u}}, "method"},
+		{"method in lower case", sign(func(e *nostr.Event) { e.Tags[1][1] = "post" }), Request{Method: "POST", URLs: []string{u}}, "method"},
+		{"no method", sign(func(e *nostr.Event) { e.Tags = e.Tags[:1] }), Request{Method: "POST", URLs: []string{u}}, "method"},
+		{"two methods", sign(func(e *nostr.Event) { e.Tags = append(e.Tags, nostr.Tag{"method", "POST"}) }), Request{Method: "POST", URLs: []string{u}}, "method"},
+		{"no u", sign(func(e *nostr.Event) { e.Tags = e.Tags[1:] }), Request{Method: "POST", URLs: []string{u}}, "u"},
+		{"a second u", sign(func(e *nostr.Event) { e.Tags = append(e.Tags, nostr.Tag{"u", "https://evil.example/"}) }), Request{Method: "POST", URLs: []string{u}}, "u"},
+		{"a second u, right first", sign(func(e *nostr.Event) { e.Tags = append(nostr.Tags{{"u", u}}, e.Tags...) }), Request{Method: "POST", URLs: []string{u}}, "u"},
+		{"a u tag without a value", sign(func(e *nostr.Event) { e.Tags = append(e.Tags, nostr.Tag{"u"}) }), Request{Method: "POST", URLs: []string{u}}, "u"},
+		{"two payloads", sign(func(e *nostr.Event) {
+			e.Tags = append(e.Tags, nostr.Tag{"payload", "ab"}, nostr.Tag{"payload", "cd"})
+		}), Request{Method: "POST", URLs: []string{u}}, "payload"},
 		{"no payload for a body", sign(func(e *nostr.Event) {}), Request{Method: "POST", URLs: []string{u}, Body: body}, "payload"},
 		{"wrong payload", good, Request{Method: "POST", URLs: []string{u}, Body: []byte(`{"a":2}`)}, "payload"},
 		{"replay", good, Request{Method: "POST", URLs: []string{u}, Body: body}, "replay"},

@@ -153,6 +153,8 @@ func TestNIP86Auth(t *testing.T) {
 		{"wrong kind", signAs(e.admin, func(ev *nostr.Event) { ev.Kind = 1 }), 401},
 		{"wrong method", signAs(e.admin, func(ev *nostr.Event) { ev.Tags = nostr.Tags{{"u", e.srv.URL}, {"method", "GET"}, ev.Tags[2]} }), 401},
 		{"wrong u", signAs(e.admin, func(ev *nostr.Event) { ev.Tags[0][1] = "http://elsewhere.example" }), 401},
+		{"method in lower case", signAs(e.admin, func(ev *nostr.Event) { ev.Tags[1][1] = "post" }), 401},
+		{"a second u", signAs(e.admin, func(ev *nostr.Event) { ev.Tags = append(ev.Tags, nostr.Tag{"u", "http://elsewhere.example"}) }), 401},
 		{"stale", signAs(e.admin, func(ev *nostr.Event) { ev.CreatedAt -= 120 }), 401},
 		{"from the future", signAs(e.admin, func(ev *nostr.Event) { ev.CreatedAt += 120 }), 401},
 		{"tampered body", func(h *http.Header, b []byte) []byte {

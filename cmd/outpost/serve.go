@@ -158,13 +158,10 @@ func newServer(d deps, components []component) (*http.Server, index, error) {
 	if err != nil {
 		return nil, idx, err
 	}
-	return &http.Server{
-		Handler:           pages.Handler(api),
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		ConnState:         d.relay.TrackConn,
-		ErrorLog:          log.New(io.Discard, "", 0),
-	}, idx, nil
+	srv := httpapi.NewServer(pages.Handler(api), httpapi.ServerLimits{})
+	srv.ConnState = d.relay.TrackConn
+	srv.ErrorLog = log.New(io.Discard, "", 0)
+	return srv, idx, nil
 }
 
 // index is GET / for plain HTTP clients: what this outpost serves.

@@ -13,7 +13,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/go-chi/chi/v5"
 	"github.com/outpost-relay/outpost"
 	"github.com/outpost-relay/outpost/banlist"
 	"github.com/outpost-relay/outpost/httpapi"
@@ -142,7 +141,7 @@ func handleBlockedStatus(svc *banlist.Service) http.HandlerFunc {
 	return httpapi.Handle(func(w http.ResponseWriter, r *http.Request) error {
 		// The hot path of relays asking about every author: a form check
 		// only (see pubkey.ParseForLookup).
-		pk, err := pubkey.ParseForLookup(chi.URLParam(r, "pubkey"))
+		pk, err := pubkey.ParseForLookup(httpapi.PathParam(r, "pubkey"))
 		if err != nil {
 			return outpost.Errorf(outpost.Invalid, "invalid_pubkey", "pubkey is not a valid public key (npub or 64-character hex)").With("field", "pubkey")
 		}
@@ -196,6 +195,7 @@ type reportView struct {
 	ReportedPubKey string   `json:"reported_pubkey"`
 	Reason         string   `json:"reason"`
 	Type           string   `json:"type"`
+	RawType        *string  `json:"raw_type"`
 	EventIDs       []string `json:"event_ids"`
 	Comment        string   `json:"comment"`
 	CreatedAt      int64    `json:"created_at"`
@@ -220,6 +220,9 @@ func handleReports(svc *banlist.Service) http.HandlerFunc {
 			if rep.Reporter != "" {
 				n := pubkey.NPub(rep.Reporter)
 				v.Reporter = &n
+			}
+			if rep.RawType != "" {
+				v.RawType = &rep.RawType
 			}
 			out[i] = v
 		}
@@ -415,7 +418,7 @@ func handleAddWord(svc *banlist.Service) http.HandlerFunc {
 
 func handleRemoveWord(svc *banlist.Service) http.HandlerFunc {
 	return httpapi.Handle(func(w http.ResponseWriter, r *http.Request) error {
-		word, err := svc.RemoveWord(r.Context(), actor(r), chi.URLParam(r, "word"))
+		word, err := svc.RemoveWord(r.Context(), actor(r), httpapi.PathParam(r, "word"))
 		if err != nil {
 			return err
 		}
@@ -456,7 +459,7 @@ func handleKeys(svc *banlist.Service) http.HandlerFunc {
 
 func handleRevokeKey(svc *banlist.Service) http.HandlerFunc {
 	return httpapi.Handle(func(w http.ResponseWriter, r *http.Request) error {
-		k, err := svc.RevokeKey(r.Context(), actor(r), chi.URLParam(r, "key"))
+		k, err := svc.RevokeKey(r.Context(), actor(r), httpapi.PathParam(r, "key"))
 		if err != nil {
 			return err
 		}

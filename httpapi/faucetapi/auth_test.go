@@ -58,6 +58,11 @@ func TestNIP98Failures(t *testing.T) {
 		{"another host", "/auth/login", header(event(func(ev *nostr.Event) { ev.Tags[0][1] = "http://evil.example/faucet/auth/login" })), "u", nil},
 		{"no u", "/auth/login", header(event(func(ev *nostr.Event) { ev.Tags = ev.Tags[1:] })), "u", nil},
 		{"wrong method", "/auth/login", header(event(func(ev *nostr.Event) { ev.Tags[1][1] = "GET" })), "method", nil},
+		{"method in lower case", "/auth/login", header(event(func(ev *nostr.Event) { ev.Tags[1][1] = "post" })), "method", nil},
+		{"no method", "/auth/login", header(event(func(ev *nostr.Event) { ev.Tags = ev.Tags[:1] })), "method", nil},
+		{"two methods", "/auth/login", header(event(func(ev *nostr.Event) { ev.Tags = append(ev.Tags, nostr.Tag{"method", "GET"}) })), "method", nil},
+		{"a second u", "/auth/login", header(event(func(ev *nostr.Event) { ev.Tags = append(ev.Tags, nostr.Tag{"u", "http://evil.example/"}) })), "u", nil},
+		{"the same u twice", "/auth/login", header(event(func(ev *nostr.Event) { ev.Tags = append(ev.Tags, ev.Tags[0]) })), "u", nil},
 		{"payload of another body", "/claim/quote", header(event(func(ev *nostr.Event) {
 			ev.Tags = nostr.Tags{{"u", e.url + "/faucet/claim/quote"}, {"method", "POST"}, {"payload", strings.Repeat("ab", 32)}}
 		})), "payload", map[string]any{"method": "cashu"}},

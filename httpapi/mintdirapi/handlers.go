@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/go-chi/chi/v5"
 	"github.com/outpost-relay/outpost"
 	"github.com/outpost-relay/outpost/httpapi"
 	"github.com/outpost-relay/outpost/mintdir"
@@ -23,7 +22,7 @@ type mintHandler func(r *http.Request, m *mintdir.Mint) (any, error)
 
 func byID(d *mintdir.Directory, fn mintHandler) http.HandlerFunc {
 	return httpapi.Handle(func(w http.ResponseWriter, r *http.Request) error {
-		m, err := d.Get(r.Context(), chi.URLParam(r, "mint_id"))
+		m, err := d.Get(r.Context(), httpapi.PathParam(r, "mint_id"))
 		return answer(w, r, m, err, fn)
 	})
 }
@@ -54,7 +53,9 @@ func answer(w http.ResponseWriter, r *http.Request, m *mintdir.Mint, err error, 
 
 func handleCore(d *mintdir.Directory) mintHandler {
 	return func(r *http.Request, m *mintdir.Mint) (any, error) {
-		d.CountView(m, httpapi.ClientIP(r), r.UserAgent())
+		if r.Method != http.MethodHead { // a monitor's HEAD is no one looking at the mint
+			d.CountView(m, httpapi.ClientIP(r), r.UserAgent())
+		}
 		return coreOf(m), nil
 	}
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/outpost-relay/outpost/mintdir"
 	"github.com/outpost-relay/outpost/policies"
 	"github.com/outpost-relay/outpost/pubkey"
+	"github.com/outpost-relay/outpost/ratelimit"
 	"github.com/outpost-relay/outpost/relay"
 	"github.com/outpost-relay/outpost/relay/relaytest"
 	"github.com/outpost-relay/outpost/store"
@@ -41,6 +42,12 @@ type env struct {
 // does, with the directory's background work running.
 func newEnv(t *testing.T, allowPrivate bool, submitPerHour int) *env {
 	t.Helper()
+	return newEnvLimited(t, allowPrivate, submitPerHour, nil)
+}
+
+// newEnvLimited is newEnv with the program-wide per-client limit.
+func newEnvLimited(t *testing.T, allowPrivate bool, submitPerHour int, limit *ratelimit.Limiter) *env {
+	t.Helper()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	st, err := store.Open(t.TempDir(), log)
 	if err != nil {
@@ -56,7 +63,7 @@ func newEnv(t *testing.T, allowPrivate bool, submitPerHour int) *env {
 	rl.RejectEvent = append(rl.RejectEvent, mintdir.RejectInvalidNIP87)
 	rl.OnEventSaved = append(rl.OnEventSaved, dir.OnEventSaved)
 	cfg := mintdirapi.Config{Directory: dir, Log: log, Settings: mintdirapi.Settings{SubmitPerHour: submitPerHour}}
-	srv.Config.Handler = httpapi.New(httpapi.Config{Relay: rl, Log: log, Services: []httpapi.Service{{
+	srv.Config.Handler = httpapi.New(httpapi.Config{Relay: rl, Log: log, RateLimit: limit, Services: []httpapi.Service{{
 		Name: "mintdir", Mount: "/mintdir", Routes: mintdirapi.Routes(cfg), Health: httpapi.ReportHealth(dir.Health)}}})
 	srv.Config.ConnState = rl.TrackConn
 	srv.Start()
@@ -450,5 +457,52 @@ func TestAMisbehavingMintShowsItsErrorKind(t *testing.T) {
 	}
 	if up := all["/trust"]["breakdown"].(map[string]any)["uptime"].(map[string]any); up["max"] != 40.0 || up["uptime_30d"] != 0.0 {
 		t.Fatalf("trust breakdown of a mint never seen up: %v", all["/trust"])
+	}
+}
+
+// A submitted URL is either refused with invalid_mint_url or stored in its
+// one spelling: an IPv6 zone (which once panicked), port 0 and ports above
+// 65535 are refused; a port with leading zeros and dot segments are
+// normalised, so the same mint is found again. Announcements of such URLs
+// are refused by the relay.
+func TestSubmitURLForms(t *testing.T) {
+	e := newEnv(t, true, 0)
+	r := e.api.Do("POST", "/mints/submit", map[string]string{"mint_url": "http://127.0.0.1:1/cashu"})
+	wantStatus(t, r, 202, "")
+	id := r.Map(t)["mint_id"]
+	for _, tt := range []struct {
+		url    string
+		status int
+		code   string
+	}{
+		{"http://[fe80::1%25eth0]/", 400, "invalid_mint_url"},
+		{"http://[::1%25lo]:9", 400, "invalid_mint_url"},
+		{"http://127.0.0.1:0/cashu", 400, "invalid_mint_url"},
+		{"http://127.0.0.1:99999/cashu", 400, "invalid_mint_url"},
+		{"http://127.0.0.1:65536", 400, "invalid_mint_url"},
+		{"http://127.0.0.1:0001/cashu", 200, ""},
+		{"http://127.0.0.1:1/cashu/./", 200, ""},
+		{"http://127.0.0.1:1/x/../cashu", 200, ""},
+		{"http://127.0.0.1:1/cashu/v1/..", 200, ""},
+		{"http://127.0.0.1:1/./../cashu/%2e", 200, ""},
+	} {
+		t.Run(tt.url, func(t *testing.T) {
+			r := e.api.Do("POST", "/mints/submit", map[string]string{"mint_url": tt.url})
+			wantStatus(t, r, tt.status, tt.code)
+			if tt.status == 200 && r.Map(t)["mint_id"] != id {
+				t.Fatalf("%s is another mint: %s", tt.url, r.Body)
+			}
+		})
+	}
+	if l := e.api.Do("GET", "/mints", nil).Map(t); l["total"] != 1.0 {
+		t.Fatalf("mints = %v, want the one", l)
+	}
+	sk := nostr.GeneratePrivateKey()
+	pk, _ := nostr.GetPublicKey(sk)
+	for _, u := range []string{"http://[fe80::1%25eth0]/", "http://127.0.0.1:0", "http://127.0.0.1:99999"} {
+		err := relaytest.Publish(t, e.nostr, relaytest.Sign(t, sk, mintdir.KindCashuAnnouncement, "", nostr.Tag{"d", pk}, nostr.Tag{"u", u}))
+		if err == nil || !strings.Contains(err.Error(), "invalid:") {
+			t.Errorf("announcing %s: %v, want an invalid: refusal", u, err)
+		}
 	}
 }

@@ -49,9 +49,13 @@ func nnum() obj    { return typ("number", true) }
 func boolean() obj { return typ("boolean", false) }
 func dt() obj      { return obj{"type": "string", "format": "date-time"} }
 func ndt() obj     { return obj{"type": []string{"string", "null"}, "format": "date-time"} }
+
+// anyValue is any JSON value. (An empty schema would be too, but
+// kin-openapi refuses null for it.)
 func anyValue() obj {
-	return obj{"type": []string{"string", "number", "integer", "boolean", "object", "array", "null"}}
+	return obj{"type": []string{"string", "number", "integer", "boolean", "object", "array", "null"}, "items": obj{}}
 }
+
 func arr(items obj) obj { return obj{"type": "array", "items": items} }
 func ref(name string) obj {
 	return obj{"$ref": "#/components/schemas/" + name}
@@ -223,14 +227,14 @@ func errResp(d string) obj { return jsonBody(d, ref("Error")) }
 
 func responses() obj {
 	return obj{
-		"BadRequest": errResp("Invalid request"),
+		"BadRequest": errResp("Invalid request: a bad parameter (invalid_window, invalid_bucket, invalid_limit, invalid_before, invalid_status, invalid_sort, invalid_offset), missing_url, invalid_mint_url, invalid_json (also anything after the JSON value), invalid_field, or a malformed query string (invalid_query)"),
 		"NotFound":   errResp("Unknown mint id or URL (error mint_not_found)"),
 		"RateLimited": obj{"description": "Rate limit exceeded (error rate_limit_exceeded)",
 			"content": obj{"application/json": obj{"schema": ref("Error")}},
 			"headers": obj{"Retry-After": obj{"description": "Seconds to wait", "required": true, "schema": integer()}}},
-		"TooLarge":    errResp("Request body too large"),
-		"Unavailable": errResp("The service is down"),
-		"Internal":    errResp("Internal error"),
+		"TooLarge": errResp("The request body is larger than 64 KiB (error request_too_large)"),
+		"Timeout":  errResp("The request body did not arrive within 30 seconds (error request_timeout); the connection is closed"),
+		"Internal": errResp("Internal error"),
 	}
 }
 
@@ -246,29 +250,30 @@ var (
 	pWindow = qparam("window", "Default 24h", enum("24h", "7d", "30d"), false)
 )
 
-// mintResources are the seed's per-mint endpoints.
+// mintResources are the seed's per-mint endpoints; name makes their
+// operationIds (getMintTrust, getMintTrustByURL).
 func mintResources() []struct {
-	path, summary, schema string
-	params                []obj
+	path, name, summary, description, schema string
+	params                                   []obj
 } {
 	return []struct {
-		path, summary, schema string
-		params                []obj
+		path, name, summary, description, schema string
+		params                                   []obj
 	}{
-		{"", "Mint core record (counts a view)", "Mint", nil},
-		{"/urls", "The mint's URLs", "MintURLs", nil},
-		{"/metadata", "NUT-06 metadata", "Metadata", nil},
-		{"/metadata/history", "Metadata changes, newest first", "", []obj{pLimit, pBefore}},
-		{"/status", "Lightweight status", "Status", nil},
-		{"/uptime", "Uptime summary of a window", "Uptime", []obj{pWindow}},
-		{"/uptime/timeseries", "Uptime timeseries, newest bucket first", "Timeseries", []obj{pWindow,
+		{"", "Mint", "Mint core record (counts a view)", "The mint's core record: its id and URLs, name, status, uptime over 24 hours, 7 and 30 days, incidents, trust. A GET counts as a view (a HEAD does not).", "Mint", nil},
+		{"/urls", "MintURLs", "The mint's URLs", "The URLs the mint is known by: canonical_url (the one it was added with, the one probed) and those its NUT-06 info lists, each clearnet, tor or mirror, and whether it is active.", "MintURLs", nil},
+		{"/metadata", "MintMetadata", "NUT-06 metadata", "The mint's NUT-06 info as of its last successful check (all null before one), the mint's clock then, and its keysets (NUT-02) with units and fees.", "Metadata", nil},
+		{"/metadata/history", "MintMetadataHistory", "Metadata changes, newest first", "Changes of the mint's info, newest first: what changed, the changed fields with their old and new values, and the mint's version then. Paged with limit and before.", "", []obj{pLimit, pBefore}},
+		{"/status", "MintStatus", "Lightweight status", "online, degraded, offline, abandoned or unknown; when the outage began; the last check's time, RTT and error kind.", "Status", nil},
+		{"/uptime", "MintUptime", "Uptime summary of a window", "Uptime over a window (24h by default, 7d or 30d): the share of successful checks (429s from the mint not counted), downtime, average and p95 RTT, and the check counts.", "Uptime", []obj{pWindow}},
+		{"/uptime/timeseries", "MintUptimeTimeseries", "Uptime timeseries, newest bucket first", "The window in buckets (5m, 15m or 1h; 5m for 24h and 1h otherwise by default), newest first: the worst status seen, whether every check succeeded, the mean RTT. Paged with limit and before.", "Timeseries", []obj{pWindow,
 			qparam("bucket", "Default 5m for 24h, 1h for 7d and 30d", enum("5m", "15m", "1h"), false),
 			pLimit, pBefore}},
-		{"/incidents", "Incidents, newest first", "", []obj{pLimit, pBefore}},
-		{"/trust", "Trust score with its breakdown", "Trust", nil},
-		{"/reviews", "NIP-87 reviews (kind 38000, k=38172), newest first, one per author", "", []obj{pLimit, pBefore}},
-		{"/views", "View counts of the core record", "Views", nil},
-		{"/features", "Features derived from the metadata", "Features", nil},
+		{"/incidents", "MintIncidents", "Incidents, newest first", "Outages, newest first: when each began and ended, how long it lasted, and its severity (minor under 15 minutes, major under 4 hours, critical beyond; an open one is rated by its length so far). Paged with limit and before.", "", []obj{pLimit, pBefore}},
+		{"/trust", "MintTrust", "Trust score with its breakdown", "The trust score (0-100) and level, with its breakdown (uptime, speed, reviews, identity, penalties) and the inputs each used; the README gives the formula.", "Trust", nil},
+		{"/reviews", "MintReviews", "NIP-87 reviews (kind 38000, k=38172), newest first, one per author", "NIP-87 reviews published to this relay that name one of the mint's URLs or its pubkey: one per author (the newest), the operator's own left out; rating from a rating tag or a leading [N/5], else null. With a summary. Paged with limit and before.", "", []obj{pLimit, pBefore}},
+		{"/views", "MintViews", "View counts of the core record", "How often the core record was read in 24 hours, 7 and 30 days, distinct visitors in 30 days (salted daily hashes; no IP is kept), and the view velocity.", "Views", nil},
+		{"/features", "MintFeatures", "Features derived from the metadata", "Features derived from the latest info: supported NUTs, bolt11 minting and melting, amount limits, a Tor endpoint, several URLs, and a completeness score (0-1).", "Features", nil},
 	}
 }
 
@@ -284,9 +289,21 @@ func listSchema(path string) obj {
 	return nil
 }
 
+// Any request may meet these (see apitest.AssertCommonStatuses).
+func withCommon(responses obj) obj {
+	for code, name := range map[string]string{"400": "BadRequest", "429": "RateLimited", "500": "Internal"} {
+		if responses[code] == nil {
+			responses[code] = rref(name)
+		}
+	}
+	return responses
+}
+
 func document() obj {
 	paths := obj{}
-	add := func(path string, op obj, method string) {
+	add := func(path, id string, op obj, method string) {
+		op["operationId"] = id
+		op["responses"] = withCommon(op["responses"].(obj))
 		for _, prefix := range []string{"", "/v1"} {
 			item, _ := paths[prefix+path].(obj)
 			if item == nil {
@@ -299,6 +316,8 @@ func document() obj {
 			}
 			if prefix != "" {
 				o["summary"] = op["summary"].(string) + " (earlier /v1 form)"
+				o["description"] = "The same as " + strings.ToUpper(method) + " " + path + ", under the seed's earlier /v1 base path."
+				o["operationId"] = "v1" + strings.ToUpper(id[:1]) + id[1:]
 				o["tags"] = []string{"v1"}
 			}
 			item[method] = o
@@ -312,32 +331,39 @@ func document() obj {
 		ok := jsonBody("OK", schema)
 		idParam := obj{"name": "mint_id", "in": "path", "required": true, "schema": obj{"type": "string"}, "description": "The mint's id (a merged id answers as the mint it became)"}
 		urlParam := qparam("url", "The mint's URL, in any spelling that normalises to one it is known by", str(), true)
-		add("/mints/{mint_id}"+r.path, obj{"summary": r.summary + ", by mint id", "tags": []string{"Mints"},
-			"parameters": append([]obj{idParam}, r.params...),
-			"responses":  obj{"200": ok, "400": rref("BadRequest"), "404": rref("NotFound"), "429": rref("RateLimited"), "500": rref("Internal")}}, "get")
-		add("/mints/by-url"+r.path, obj{"summary": r.summary + ", by mint URL", "tags": []string{"Mints"},
-			"parameters": append([]obj{urlParam}, r.params...),
-			"responses":  obj{"200": ok, "400": rref("BadRequest"), "404": rref("NotFound"), "429": rref("RateLimited"), "500": rref("Internal")}}, "get")
+		add("/mints/{mint_id}"+r.path, "get"+r.name, obj{"summary": r.summary + ", by mint id", "tags": []string{"Mints"},
+			"description": r.description + " By the mint's id; an unknown id is 404 mint_not_found.",
+			"parameters":  append([]obj{idParam}, r.params...),
+			"responses":   obj{"200": ok, "404": rref("NotFound")}}, "get")
+		add("/mints/by-url"+r.path, "get"+r.name+"ByURL", obj{"summary": r.summary + ", by mint URL", "tags": []string{"Mints"},
+			"description": r.description + " By any URL the mint is known by; an unknown URL is 404 mint_not_found, none 400 missing_url.",
+			"parameters":  append([]obj{urlParam}, r.params...),
+			"responses":   obj{"200": ok, "404": rref("NotFound")}}, "get")
 	}
-	add("/mints", obj{"summary": "List mints", "tags": []string{"Mints"}, "parameters": []obj{
-		qparam("status", "Only mints in this status", enum(statuses...), false),
-		qparam("sort", "trust (default, highest first), uptime (30-day, highest first) or name", enum("trust", "uptime", "name"), false),
-		pLimit, qparam("offset", "Mints to skip", obj{"type": "integer", "minimum": 0}, false)},
-		"responses": obj{"200": jsonBody("A page of mints", ref("MintList")), "400": rref("BadRequest"), "429": rref("RateLimited"), "500": rref("Internal")}}, "get")
-	add("/mints/submit", obj{"summary": "Submit a mint by URL", "tags": []string{"Mints"},
-		"description": "The URL must be http(s) without credentials, and its host must not resolve to private, loopback or link-local addresses. A new mint is probed at once. Rate limited per client IP (default 10 per hour).",
+	add("/mints", "listMints", obj{"summary": "List mints", "tags": []string{"Mints"},
+		"description": "The catalogue, filtered by status, sorted by trust (the default), 30-day uptime or name, paged with limit and offset. It may be up to 2 seconds behind.",
+		"parameters": []obj{
+			qparam("status", "Only mints in this status", enum(statuses...), false),
+			qparam("sort", "trust (default, highest first), uptime (30-day, highest first) or name", enum("trust", "uptime", "name"), false),
+			pLimit, qparam("offset", "Mints to skip", obj{"type": "integer", "minimum": 0}, false)},
+		"responses": obj{"200": jsonBody("A page of mints", ref("MintList"))}}, "get")
+	add("/mints/submit", "submitMint", obj{"summary": "Submit a mint by URL", "tags": []string{"Mints"},
+		"description": "The URL must be http(s) without credentials, query or fragment, with a port from 1 to 65535 and no IPv6 zone, and its host must not resolve to private, loopback or link-local addresses; it is stored normalised (lower-case host, no default port, dot segments resolved, no trailing slash), so a known mint answers 200 exists. A new mint is probed at once. Rate limited per client IP (default 10 per hour).",
 		"requestBody": obj{"required": true, "content": obj{"application/json": obj{"schema": obj{"type": "object", "required": []string{"mint_url"},
 			"properties": obj{"mint_url": str()}}}}},
 		"responses": obj{
 			"202": jsonBody("A new mint, queued for its first check", ref("SubmitResult")),
 			"200": jsonBody("The mint is known already (normalised URL)", ref("SubmitResult")),
-			"400": rref("BadRequest"), "413": rref("TooLarge"), "429": rref("RateLimited"), "500": rref("Internal")}}, "post")
-	add("/health", obj{"summary": "Service health (no outbound calls)", "tags": []string{"Service"},
-		"responses": obj{"200": jsonBody("ok or degraded (the prober lags two intervals)", ref("Health")), "503": jsonBody("down", ref("Health"))}}, "get")
-	add("/stats", obj{"summary": "Directory statistics", "tags": []string{"Service"},
-		"responses": obj{"200": jsonBody("Statistics (cached for 10 s)", ref("Stats")), "429": rref("RateLimited"), "500": rref("Internal")}}, "get")
-	paths["/openapi.json"] = obj{"get": obj{"summary": "This document", "tags": []string{"Service"},
-		"responses": obj{"200": obj{"description": "OpenAPI 3.1", "content": obj{"application/json": obj{"schema": obj{"type": "object"}}}}}}}
+			"408": rref("Timeout"), "413": rref("TooLarge")}}, "post")
+	add("/health", "getHealth", obj{"summary": "Service health (no outbound calls)", "tags": []string{"Service"},
+		"description": "Whether the prober keeps up (degraded when it lags two intervals), how many mints there are, and when the last probe cycle started; no outbound calls. 503 when the directory is down.",
+		"responses":   obj{"200": jsonBody("ok or degraded (the prober lags two intervals)", ref("Health")), "503": jsonBody("down", ref("Health"))}}, "get")
+	add("/stats", "getStats", obj{"summary": "Directory statistics", "tags": []string{"Service"},
+		"description": "Counts by status, average uptime and RTT over 24 hours, checks, open incidents, reviews, the trust distribution and NUT adoption; cached for 10 seconds.",
+		"responses":   obj{"200": jsonBody("Statistics (cached for 10 s)", ref("Stats"))}}, "get")
+	paths["/openapi.json"] = obj{"get": obj{"summary": "This document", "tags": []string{"Service"}, "operationId": "getOpenAPI",
+		"description": "This document (OpenAPI 3.1).",
+		"responses":   withCommon(obj{"200": obj{"description": "OpenAPI 3.1", "content": obj{"application/json": obj{"schema": obj{"type": "object"}}}}})}}
 
 	return obj{
 		"openapi": "3.1.0",
@@ -345,9 +371,17 @@ func document() obj {
 			"A read-only catalogue that monitors Cashu mints: uptime, metadata, trust, reviews (NIP-87) and popularity.",
 			"Every per-mint endpoint is served by mint id and by mint URL; every path is also served under /v1.",
 			"Timestamps are ISO 8601 UTC, durations seconds, RTTs milliseconds. Errors are {\"error\": code, \"message\": text}.",
-		}, " ")},
-		"servers":    []obj{{"url": "/mintdir"}},
-		"tags":       []obj{{"name": "Mints"}, {"name": "Service"}, {"name": "v1", "description": "The seed's earlier form: the same endpoints under /v1"}},
+			"No endpoint needs credentials. Every request counts against the per-client rate limit (429 with Retry-After).",
+			"Every GET also answers HEAD, with the same status and headers and no body.",
+			"A method a path does not have is 405 method_not_allowed with an Allow header.",
+			"Before any of this service's code runs, Go's net/http refuses, in plain text, a request line it cannot parse (400, e.g. a malformed percent-escape in the path) and request headers over 64 KiB (431).",
+		}, " "),
+			"contact": obj{"name": "outpost", "url": "https://github.com/outpost-relay/outpost"},
+			"license": obj{"name": "MIT", "identifier": "MIT"}},
+		"servers":  []obj{{"url": "/mintdir"}},
+		"security": []obj{},
+		"tags": []obj{{"name": "Mints", "description": "The catalogue and each mint's resources"}, {"name": "Service", "description": "Health, statistics and this document"},
+			{"name": "v1", "description": "The seed's earlier form: the same endpoints under /v1"}},
 		"paths":      paths,
 		"components": obj{"schemas": schemas(), "responses": responses()},
 	}
