@@ -13,7 +13,9 @@ import (
 // HTTP counts and times the requests of one REST service mounted at mount,
 // by the route pattern chi matched relative to the mount (the OpenAPI
 // document's path, e.g. /blocked/pubkeys/{pubkey}); a path no route
-// matched is "unmatched", so scanners cannot grow the label set.
+// matched is "unmatched", so scanners cannot grow the label set. (A
+// method chi does not know at all is answered 405 by the root router
+// before any service sees it, and is not counted.)
 func (m *Metrics) HTTP(service, mount string) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
