@@ -80,6 +80,7 @@ type Service struct {
 	log       *slog.Logger
 	now       func() time.Time
 	adminHash *[32]byte
+	loadedAt  time.Time // bans that lapsed before are not held (see Changes)
 
 	// writes serializes changes so the snapshot is updated in commit order.
 	writes sync.Mutex
@@ -117,7 +118,8 @@ func (s *Service) PubKey() string { return s.pubKey }
 func (s *Service) List() *policies.BanList { return s.list }
 
 func (s *Service) load() error {
-	now := s.now().Unix()
+	s.loadedAt = s.now()
+	now := s.loadedAt.Unix()
 	var bans []policies.Ban
 	var words []string
 	var bannedEvents []string

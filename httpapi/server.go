@@ -51,7 +51,9 @@ func New(cfg Config) http.Handler {
 		r.Method(http.MethodGet, "/metrics", cfg.Metrics)
 	}
 	for _, s := range cfg.Services {
-		r.With(observe(s.Name, s.Mount), RateLimit(cfg.RateLimit), ValidQuery).Mount(s.Mount, s.Routes)
+		if s.Routes != nil { // a part of /health only (upstream)
+			r.With(observe(s.Name, s.Mount), RateLimit(cfg.RateLimit), ValidQuery).Mount(s.Mount, s.Routes)
+		}
 	}
 	r.Handle("/", relayOrIndex(cfg.Relay, cfg.Index))
 	return r

@@ -34,10 +34,8 @@ func RejectBannedEvents(l *BanList) func(context.Context, *nostr.Event) (bool, s
 // of the profile JSON is checked.
 func RejectBlockedWords(l *BanList) func(context.Context, *nostr.Event) (bool, string) {
 	return func(_ context.Context, ev *nostr.Event) (bool, string) {
-		if w, ok := blockedIn(l, ev); ok {
-			return true, `blocked: contains the blocked word "` + w + `"`
-		}
-		return false, ""
+		msg, blocked := l.BlockedMessage(ev)
+		return blocked, msg
 	}
 }
 

@@ -20,8 +20,10 @@ import (
 	"github.com/outpost-relay/outpost/httpapi/mintdirapi"
 	"github.com/outpost-relay/outpost/mintdir"
 	"github.com/outpost-relay/outpost/pubkey"
+	pub "github.com/outpost-relay/outpost/publish"
 	"github.com/outpost-relay/outpost/relay"
 	"github.com/outpost-relay/outpost/settings"
+	"github.com/outpost-relay/outpost/upstream"
 	"github.com/outpost-relay/outpost/web"
 )
 
@@ -57,6 +59,8 @@ type Config struct {
 	Mintdir    mintdir.Settings
 	MintdirAPI mintdirapi.Settings
 	Faucet     faucet.Settings
+	Upstream   upstream.Settings
+	Publish    pub.Settings
 }
 
 func defaultConfig() *Config {
@@ -66,7 +70,7 @@ func defaultConfig() *Config {
 		RelayDescription: "A community relay with a ban list, a test-sats faucet and a Cashu mint directory",
 		BanlistMount:     "/banlist", MintdirMount: "/mintdir", FaucetMount: "/faucet",
 		Relay: relay.DefaultLimits(), BanlistAPI: banlistapi.DefaultSettings(), Mintdir: mintdir.DefaultSettings(), MintdirAPI: mintdirapi.DefaultSettings(),
-		Faucet: faucet.DefaultSettings(),
+		Faucet: faucet.DefaultSettings(), Upstream: upstream.DefaultSettings(),
 	}
 }
 
@@ -78,7 +82,7 @@ type configFlags struct {
 
 func newConfigFlags(fs *flag.FlagSet) *configFlags {
 	c := defaultConfig()
-	for _, s := range []any{c, &c.Relay, &c.Banlist, &c.BanlistAPI, &c.Mintdir, &c.MintdirAPI, &c.Faucet} {
+	for _, s := range []any{c, &c.Relay, &c.Banlist, &c.BanlistAPI, &c.Mintdir, &c.MintdirAPI, &c.Faucet, &c.Upstream, &c.Publish} {
 		settings.Bind(fs, s)
 	}
 	return &configFlags{fs: fs, c: c}
@@ -139,7 +143,7 @@ func (c *Config) validate() error {
 		}
 	}
 	errs = append(errs, c.validateLists(), c.validateMounts())
-	errs = append(errs, c.Relay.Valid(), c.Banlist.Valid(), c.BanlistAPI.Valid(), c.Mintdir.Valid(), c.MintdirAPI.Valid(), c.Faucet.Valid())
+	errs = append(errs, c.Relay.Valid(), c.Banlist.Valid(), c.BanlistAPI.Valid(), c.Mintdir.Valid(), c.MintdirAPI.Valid(), c.Faucet.Valid(), c.Upstream.Valid(), c.Publish.Valid())
 	return errors.Join(errs...)
 }
 

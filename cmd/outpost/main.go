@@ -40,6 +40,7 @@ usage:
                                                 the Authorization header of a NIP-98 request
   outpost backup FILE [--data-dir DIR]         a consistent backup, while outpost runs or not
   outpost restore FILE --data-dir DIR           into a new, empty data dir
+  outpost strfry-policy --from <URL>           a strfry write-policy plugin enforcing an outpost's ban list
   outpost version
 
 Admin commands talk to a running outpost through <data-dir>/outpost.sock, or
@@ -75,6 +76,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return backupCLI(ctx, args, getenv, stdout, stderr)
 	case "restore":
 		return restoreCLI(args, getenv, stdout, stderr)
+	case "strfry-policy":
+		return strfryCLI(ctx, args, getenv, stdin, stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, topUsage)
 		return nil

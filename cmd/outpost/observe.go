@@ -32,8 +32,8 @@ func observe(d deps) func(service, mount string) func(http.Handler) http.Handler
 	}
 }
 
-// watch registers the scrape-time figures of what every service shares.
-func watch(d deps, services []httpapi.Service, restLimit *ratelimit.Limiter) {
+// watchMetrics registers the scrape-time figures of what every service shares.
+func watchMetrics(d deps, services []httpapi.Service, restLimit *ratelimit.Limiter) {
 	d.metrics.WatchRelay(d.relay, restLimit)
 	d.metrics.WatchStore(d.store.DB, filepath.Join(d.cfg.DataDir, "badger"))
 	var health []metrics.Health

@@ -19,6 +19,7 @@ import (
 	"github.com/outpost-relay/outpost/metrics"
 	"github.com/outpost-relay/outpost/policies"
 	"github.com/outpost-relay/outpost/pubkey"
+	pub "github.com/outpost-relay/outpost/publish"
 	"github.com/outpost-relay/outpost/ratelimit"
 	"github.com/outpost-relay/outpost/relay"
 	"github.com/outpost-relay/outpost/store"
@@ -32,6 +33,7 @@ type deps struct {
 	store     *store.Store
 	relay     *relay.Relay
 	banList   *policies.BanList // the snapshot the relay enforces
+	sink      pub.Sink          // where events the service signs go: the relay, and OUTPOST_PUBLISH_RELAYS
 	publicURL string
 	secretKey string // service key, hex
 	pubKey    string // service key, hex
@@ -42,6 +44,9 @@ type deps struct {
 type component struct {
 	api  httpapi.Service
 	jobs []func(ctx context.Context) // background work that runs until ctx ends
+	// authors lists pubkeys whose kind-0 profiles the component reads
+	// (followed on upstream relays).
+	authors func(ctx context.Context) []string
 }
 
 // expirySweep is how often events past their NIP-40 expiration are deleted;
@@ -104,8 +109,16 @@ func serve(ctx context.Context, cfg *Config, stdout, stderr io.Writer) (err erro
 	rl := relay.New(relay.Config{Store: st, BanList: list, Log: logger, PublicURL: publicURL, ServicePub: pk,
 		OperatorPub: cfg.RelayPubKey, Name: cfg.RelayName, Description: cfg.RelayDescription, Contact: cfg.RelayContact,
 		Limits: &cfg.Relay, ClientIP: httpapi.ClientIP, Observer: m})
-	d := deps{cfg: cfg, log: logger, store: st, relay: rl, banList: list, publicURL: publicURL, secretKey: sk, pubKey: pk, metrics: m}
-	var components []component
+	outbox := pub.NewOutbox(cfg.Publish.Relays, logger.With("service", "publish"))
+	sink := func(ctx context.Context, ev *nostr.Event) error {
+		if err := rl.Publish(ctx, ev); err != nil {
+			return err
+		}
+		outbox.Send(ev)
+		return nil
+	}
+	d := deps{cfg: cfg, log: logger, store: st, relay: rl, banList: list, sink: sink, publicURL: publicURL, secretKey: sk, pubKey: pk, metrics: m}
+	components := []component{{jobs: []func(context.Context){outbox.Run}}}
 	for _, wire := range []func(context.Context, deps) (*component, error){wireBanlist, wireMintdir, wireFaucet} {
 		c, err := wire(ctx, d)
 		if err != nil {
@@ -116,6 +129,9 @@ func serve(ctx context.Context, cfg *Config, stdout, stderr io.Writer) (err erro
 	// The relay's own background work: a component without a service.
 	components = append(components, component{jobs: []func(context.Context){
 		func(ctx context.Context) { st.Events.SweepExpired(ctx, expirySweep) }}})
+	if up := wireUpstream(d, components); up != nil {
+		components = append(components, *up)
+	}
 	if job, err := listenMetrics(d); err != nil {
 		return err
 	} else if job != nil {
@@ -144,10 +160,12 @@ func newServer(d deps, components []component) (*http.Server, index, error) {
 			continue
 		}
 		services = append(services, c.api)
-		idx.Services[c.api.Name] = d.publicURL + c.api.Mount
+		if c.api.Mount != "" {
+			idx.Services[c.api.Name] = d.publicURL + c.api.Mount
+		}
 	}
 	limit := ratelimit.New(d.cfg.RateLimit, time.Minute, nil)
-	watch(d, services, limit)
+	watchMetrics(d, services, limit)
 	api := httpapi.New(httpapi.Config{
 		Relay: d.relay, Services: services, TrustedProxies: d.cfg.TrustedProxies, Log: d.log, Index: idx, RateLimit: limit,
 		Observe: observe(d), Metrics: mainListenerMetrics(d),

@@ -64,7 +64,7 @@ func Routes(cfg Config) http.Handler {
 		r.Get("/openapi.json", httpapi.ServeJSON(openAPI))
 		r.Get("/blocked/pubkeys", handleBlockedList(svc, cfg.Now))
 		r.Get("/blocked/pubkeys/{pubkey}", handleBlockedStatus(svc))
-		r.Get("/blocked/words", handleBlockedWords(svc))
+		r.Get("/blocked/words", handleBlockedWords(svc, cfg.Now))
 		r.With(reportLimit).Post("/reports", handleReport(svc))
 		r.With(readReports).Get("/reports", handleReports(svc))
 	})
