@@ -29,6 +29,11 @@ type Config struct {
 	BlockedIP      func(ip string) bool // client IPs refused everything (403); nil: none
 	Log            *slog.Logger
 	Index          any // body of GET / for plain HTTP clients
+	// Observe, when set, wraps each service's routes (and /health) outermost,
+	// so it sees every answer, the rate limit's 429s included: metrics and
+	// the access log.
+	Observe func(service, mount string) func(http.Handler) http.Handler
+	Metrics http.Handler // GET /metrics on this listener; nil: not here
 }
 
 // New returns the handler that serves everything on one listener.
@@ -38,15 +43,24 @@ func New(cfg Config) http.Handler {
 	r.NotFound(NotFound)
 	r.MethodNotAllowed(MethodNotAllowed)
 
-	r.With(CORS, ValidQuery).Get("/health", health(cfg.Services))
+	observe := cfg.Observe
+	if observe == nil {
+		observe = func(string, string) func(http.Handler) http.Handler { return passThrough }
+	}
+	r.With(observe("outpost", ""), CORS, ValidQuery).Get("/health", health(cfg.Services))
+	if cfg.Metrics != nil {
+		r.Method(http.MethodGet, "/metrics", cfg.Metrics)
+	}
 	for _, s := range cfg.Services {
 		if s.Routes != nil { // a part of /health only (upstream)
-			r.With(RateLimit(cfg.RateLimit), ValidQuery).Mount(s.Mount, s.Routes)
+			r.With(observe(s.Name, s.Mount), RateLimit(cfg.RateLimit), ValidQuery).Mount(s.Mount, s.Routes)
 		}
 	}
 	r.Handle("/", relayOrIndex(cfg.Relay, cfg.Index))
 	return r
 }
+
+func passThrough(next http.Handler) http.Handler { return next }
 
 // relayOrIndex hands websocket, NIP-11 and NIP-86 requests to the relay and
 // answers a plain GET / with a short description of the services.

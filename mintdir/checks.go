@@ -55,6 +55,9 @@ func (d *Directory) Probe(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
+	if d.cfg.OnCheck != nil {
+		d.cfg.OnCheck(c.OK, c.Skipped, c.ErrKind)
+	}
 	if !res.OK {
 		d.log.Debug("mintdir: check failed", "mint_id", id, "kind", res.ErrKind, "err", res.Err)
 	}

@@ -75,6 +75,9 @@ type Config struct {
 	Log      *slog.Logger
 	Now      func() time.Time // injected clock; default time.Now
 	Resolver *net.Resolver    // for the submit-time SSRF check; default net.DefaultResolver
+	// OnCheck is told about every stored check (for metrics): ok, skipped
+	// (a 429), and the error kind of a failed one. It must not block.
+	OnCheck func(ok, skipped bool, errKind string)
 }
 
 const (

@@ -44,6 +44,7 @@ type Config struct {
 	// ClientIP says who a request comes from (the socket address, or
 	// X-Forwarded-For from a trusted proxy); nil or "": the socket address.
 	ClientIP func(*http.Request) string
+	Observer Observer // told about every answer, for metrics; nil: nobody
 
 	OutboxBytes  int           // bytes queued for one client before it is dropped; 0: 4 MiB
 	WriteTimeout time.Duration // a write making no progress this long drops the client; 0: 10 s
@@ -86,6 +87,9 @@ type Relay struct {
 	conns   map[net.Conn]struct{} // hijacked websocket connections
 	closing bool
 
+	observer Observer
+	counters counters
+
 	nip86 *management // nil until EnableManagement
 	gate  gate        // store calls in flight; closed at shutdown
 }
@@ -109,6 +113,9 @@ func New(cfg Config) *Relay {
 		writeTimeout: cmp.Or(cfg.WriteTimeout, defaultWriteTimeout),
 		pingInterval: cmp.Or(cfg.PingInterval, defaultPingInterval),
 		clients:      map[*conn]struct{}{}, perIP: map[string]int{}, conns: map[net.Conn]struct{}{}}
+	if r.observer = cfg.Observer; r.observer == nil {
+		r.observer = noObserver{}
+	}
 	rl.Log = slog.NewLogLogger(cfg.Log.With("component", "khatru").Handler(), slog.LevelWarn)
 	rl.ServiceURL = url
 
@@ -230,6 +237,7 @@ func (r *Relay) admit(ip string) (status int, msg string) {
 		return http.StatusForbidden, ipBlockedMessage
 	}
 	if max := r.limits.ConnectionsPerIP; max > 0 && r.perIP[ip] >= max {
+		r.counters.connectionsRefused.Add(1)
 		return http.StatusTooManyRequests, fmt.Sprintf("too many connections from your address (at most %d)", max)
 	}
 	r.perIP[ip]++

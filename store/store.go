@@ -47,9 +47,7 @@ type Store struct {
 // eventstore's layout into the event store's.
 func Open(dataDir string, log *slog.Logger) (*Store, error) {
 	path := filepath.Join(dataDir, "badger")
-	db, err := badger.Open(badger.DefaultOptions(path).
-		WithLogger(badgerLogger{log.With("component", "badger")}).
-		WithLoggingLevel(badger.WARNING))
+	db, err := badger.Open(options(path, log))
 	if err != nil {
 		if isLockError(err) {
 			return nil, ErrLocked
@@ -62,6 +60,13 @@ func Open(dataDir string, log *slog.Logger) (*Store, error) {
 		return nil, err
 	}
 	return &Store{Events: ev, DB: db}, nil
+}
+
+// options are badger's options for the database at path.
+func options(path string, log *slog.Logger) badger.Options {
+	return badger.DefaultOptions(path).
+		WithLogger(badgerLogger{log.With("component", "badger")}).
+		WithLoggingLevel(badger.WARNING)
 }
 
 // Close closes the database; call it after everything else has stopped.

@@ -510,7 +510,7 @@ type execResult struct {
 
 // listenAdmin serves admin commands on <dataDir>/outpost.sock (mode 0600:
 // whoever can read the data dir may administer it).
-func listenAdmin(dataDir string, svc *banlist.Service, log *slog.Logger) (io.Closer, error) {
+func listenAdmin(dataDir string, svc *banlist.Service, st *store.Store, log *slog.Logger) (io.Closer, error) {
 	path := filepath.Join(dataDir, socketName)
 	if len(path) > 100 {
 		return nil, fmt.Errorf("socket path too long for a unix socket: %s", path)
@@ -543,20 +543,24 @@ func listenAdmin(dataDir string, svc *banlist.Service, log *slog.Logger) (io.Clo
 		log.Info("admin command", "command", strings.Join(req.Args[:min(2, len(req.Args))], " "), "ok", err == nil)
 		json.NewEncoder(w).Encode(res)
 	})}
+	backup, backups := backupHandler(st, dataDir, log)
+	mux := http.NewServeMux()
+	mux.Handle("POST /backup", backup)
+	mux.Handle("/", srv.Handler)
+	srv.Handler = mux
 	go srv.Serve(ln)
-	return srv, nil
+	return closerFunc(func() error { err := srv.Close(); backups(); return err }), nil
 }
+
+type closerFunc func() error
+
+func (f closerFunc) Close() error { return f() }
 
 // execRemote runs args in the outpost serving dataDir; errNoServer when none does.
 func execRemote(ctx context.Context, dataDir string, args []string) (string, error) {
-	path := filepath.Join(dataDir, socketName)
-	client := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-		var d net.Dialer
-		return d.DialContext(ctx, "unix", path)
-	}}}
 	body, _ := json.Marshal(execRequest{Args: args})
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://outpost/exec", bytes.NewReader(body))
-	resp, err := client.Do(req)
+	resp, err := adminClient(dataDir).Do(req)
 	if err != nil {
 		return "", errNoServer
 	}

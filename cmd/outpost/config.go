@@ -41,6 +41,8 @@ type Config struct {
 	LogLevel        slog.Level    `flag:"log-level" usage:"debug, info, warn or error"`
 	TrustedProxies  []string      `flag:"trusted-proxies" usage:"CIDRs of reverse proxies whose X-Forwarded-For is trusted (comma-separated)"`
 	ShutdownTimeout time.Duration `flag:"shutdown-timeout" usage:"how long shutdown waits for requests and clients"`
+	MetricsAddr     string        `flag:"metrics-addr" usage:"serve Prometheus /metrics on this address (e.g. 127.0.0.1:9464) instead of the main listener; off: nowhere"`
+	AccessLog       bool          `flag:"access-log" usage:"log every REST request (method, path, status, bytes, duration, client IP) at level info"`
 
 	RelayName        string `flag:"relay-name" usage:"relay name in NIP-11"`
 	RelayDescription string `flag:"relay-description" usage:"relay description in NIP-11"`
@@ -134,6 +136,11 @@ func (c *Config) validate() error {
 	}
 	if c.ShutdownTimeout <= 0 {
 		bad("shutdown-timeout", "must be positive")
+	}
+	if c.MetricsAddr != "" && c.MetricsAddr != metricsOff {
+		if _, _, err := net.SplitHostPort(c.MetricsAddr); err != nil {
+			bad("metrics-addr", "a host:port or %q, got %q", metricsOff, c.MetricsAddr)
+		}
 	}
 	errs = append(errs, c.validateLists(), c.validateMounts())
 	errs = append(errs, c.Relay.Valid(), c.Banlist.Valid(), c.BanlistAPI.Valid(), c.Mintdir.Valid(), c.MintdirAPI.Valid(), c.Faucet.Valid(), c.Upstream.Valid(), c.Publish.Valid())

@@ -43,6 +43,8 @@ usage:
   outpost nip98 keygen                          a Nostr key to try the faucet with (OUTPOST_NSEC=...)
   outpost nip98 sign [--method M] [--body B] <url>
                                                 the Authorization header of a NIP-98 request
+  outpost backup FILE [--data-dir DIR]         a consistent backup, while outpost runs or not
+  outpost restore FILE --data-dir DIR           into a new, empty data dir
   outpost strfry-policy --from <URL>           a strfry write-policy plugin enforcing an outpost's ban list
   outpost version
 
@@ -75,6 +77,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return adminCLI(ctx, cmd, args, getenv, stdout, stderr)
 	case "nip98":
 		return nip98CLI(args, getenv, stdin, stdout, stderr)
+	case "backup":
+		return backupCLI(ctx, args, getenv, stdout, stderr)
+	case "restore":
+		return restoreCLI(args, getenv, stdout, stderr)
 	case "strfry-policy":
 		return strfryCLI(ctx, args, getenv, stdin, stdout, stderr)
 	case "help", "-h", "--help":

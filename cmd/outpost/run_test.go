@@ -417,6 +417,7 @@ func TestBadConfigNamesTheSetting(t *testing.T) {
 	}{
 		{map[string]string{"OUTPOST_RATE_LIMIT": "lots"}, nil, "OUTPOST_RATE_LIMIT"},
 		{map[string]string{"OUTPOST_ADDR": "nowhere"}, nil, "OUTPOST_ADDR"},
+		{map[string]string{"OUTPOST_METRICS_ADDR": "nowhere"}, nil, "OUTPOST_METRICS_ADDR"},
 		{map[string]string{"OUTPOST_PUBLIC_URL": "ftp://x"}, nil, "OUTPOST_PUBLIC_URL"},
 		{map[string]string{"OUTPOST_ADMIN_PUBKEYS": "npub1nope"}, nil, "OUTPOST_ADMIN_PUBKEYS"},
 		{map[string]string{"OUTPOST_LOG_LEVEL": "loud"}, nil, "OUTPOST_LOG_LEVEL"},

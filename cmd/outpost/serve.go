@@ -16,6 +16,7 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/outpost-relay/outpost"
 	"github.com/outpost-relay/outpost/httpapi"
+	"github.com/outpost-relay/outpost/metrics"
 	"github.com/outpost-relay/outpost/policies"
 	"github.com/outpost-relay/outpost/pubkey"
 	pub "github.com/outpost-relay/outpost/publish"
@@ -36,6 +37,7 @@ type deps struct {
 	publicURL string
 	secretKey string // service key, hex
 	pubKey    string // service key, hex
+	metrics   *metrics.Metrics
 }
 
 // component is one service wired into the program.
@@ -103,9 +105,10 @@ func serve(ctx context.Context, cfg *Config, stdout, stderr io.Writer) (err erro
 	}
 
 	list := policies.NewBanList()
+	m := metrics.New(outpost.Version, buildRevision())
 	rl := relay.New(relay.Config{Store: st, BanList: list, Log: logger, PublicURL: publicURL, ServicePub: pk,
 		OperatorPub: cfg.RelayPubKey, Name: cfg.RelayName, Description: cfg.RelayDescription, Contact: cfg.RelayContact,
-		Limits: &cfg.Relay, ClientIP: httpapi.ClientIP})
+		Limits: &cfg.Relay, ClientIP: httpapi.ClientIP, Observer: m})
 	outbox := pub.NewOutbox(cfg.Publish.Relays, logger.With("service", "publish"))
 	sink := func(ctx context.Context, ev *nostr.Event) error {
 		if err := rl.Publish(ctx, ev); err != nil {
@@ -114,7 +117,7 @@ func serve(ctx context.Context, cfg *Config, stdout, stderr io.Writer) (err erro
 		outbox.Send(ev)
 		return nil
 	}
-	d := deps{cfg: cfg, log: logger, store: st, relay: rl, banList: list, sink: sink, publicURL: publicURL, secretKey: sk, pubKey: pk}
+	d := deps{cfg: cfg, log: logger, store: st, relay: rl, banList: list, sink: sink, publicURL: publicURL, secretKey: sk, pubKey: pk, metrics: m}
 	components := []component{{jobs: []func(context.Context){outbox.Run}}}
 	for _, wire := range []func(context.Context, deps) (*component, error){wireBanlist, wireMintdir, wireFaucet} {
 		c, err := wire(ctx, d)
@@ -128,6 +131,11 @@ func serve(ctx context.Context, cfg *Config, stdout, stderr io.Writer) (err erro
 		func(ctx context.Context) { st.Events.SweepExpired(ctx, expirySweep) }}})
 	if up := wireUpstream(d, components); up != nil {
 		components = append(components, *up)
+	}
+	if job, err := listenMetrics(d); err != nil {
+		return err
+	} else if job != nil {
+		components = append(components, component{jobs: []func(context.Context){job}})
 	}
 
 	srv, idx, err := newServer(d, components)
@@ -158,9 +166,10 @@ func newServer(d deps, components []component) (*http.Server, index, error) {
 	}
 	limit := ratelimit.New(d.cfg.RateLimit, time.Minute, nil)
 	blocked := func(ip string) bool { _, ok := d.banList.IPBlocked(ip); return ok }
+	watchMetrics(d, services, limit)
 	api := httpapi.New(httpapi.Config{
 		Relay: d.relay, Services: services, TrustedProxies: d.cfg.TrustedProxies, Log: d.log, Index: idx, RateLimit: limit,
-		BlockedIP: blocked,
+		BlockedIP: blocked, Observe: observe(d), Metrics: mainListenerMetrics(d),
 	})
 	pages, err := web.New(web.Config{Log: d.log.With("service", "web"), PublicURL: d.publicURL, RelayURL: idx.Relay,
 		Banlist: pageService(services, "banlist"), Faucet: pageService(services, "faucet"), Mintdir: pageService(services, "mintdir"),

@@ -14,7 +14,9 @@ import (
 // announcements, the REST API, and each mint's status as a signed event.
 func wireMintdir(ctx context.Context, d deps) (*component, error) {
 	log := d.log.With("service", "mintdir")
-	dir := mintdir.New(mintdir.Config{Settings: d.cfg.Mintdir, DB: d.store.DB, Events: d.store.Events, Log: log})
+	dir := mintdir.New(mintdir.Config{Settings: d.cfg.Mintdir, DB: d.store.DB, Events: d.store.Events, Log: log,
+		OnCheck: d.metrics.MintCheck})
+	d.metrics.WatchMintdir(dir, log)
 	d.relay.RejectEvent = append(d.relay.RejectEvent, mintdir.RejectInvalidNIP87)
 	d.relay.OnEventSaved = append(d.relay.OnEventSaved, dir.OnEventSaved)
 	d.relay.Info.AddSupportedNIP(87)

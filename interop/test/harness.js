@@ -140,7 +140,7 @@ export async function startNutshell(env = {}) {
   }
 }
 
-function freePort() {
+export function freePort() {
   return new Promise((resolve, reject) => {
     const srv = createServer()
     srv.listen(0, '127.0.0.1', () => {
