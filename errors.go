@@ -27,6 +27,7 @@ const (
 	RateLimited               // 429
 	BadGateway                // 502
 	Unavailable               // 503
+	StorageFull               // 507: too little disk space left to write; reads still work
 )
 
 // Error is an error whose Code and Message are safe to send to a client.

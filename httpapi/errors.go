@@ -25,6 +25,7 @@ var statusOf = map[outpost.Kind]int{
 	outpost.RateLimited:   http.StatusTooManyRequests,
 	outpost.BadGateway:    http.StatusBadGateway,
 	outpost.Unavailable:   http.StatusServiceUnavailable,
+	outpost.StorageFull:   http.StatusInsufficientStorage,
 }
 
 // ErrorBody is the JSON body of every error response.

@@ -48,8 +48,12 @@ var ErrWriteConflict = outpost.Errorf(outpost.Conflict, "write_conflict", "the r
 // off for a random few milliseconds, growing with each attempt, which
 // spreads them out instead of letting them collide again in lockstep. After
 // maxAttempts (about ten seconds of backing off at worst) the conflict is
-// ErrWriteConflict.
+// ErrWriteConflict. While the disk is low on space it writes nothing and
+// returns ErrStorageFull.
 func Update(db *badger.DB, fn func(txn *badger.Txn) error) error {
+	if !writable(db) {
+		return ErrStorageFull
+	}
 	for attempt := 1; ; attempt++ {
 		err := db.Update(fn)
 		switch {
