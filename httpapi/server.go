@@ -13,7 +13,7 @@ import (
 type Service struct {
 	Name   string                                 // "banlist"
 	Mount  string                                 // "/banlist"
-	Routes http.Handler                           // its router, with paths relative to Mount
+	Routes http.Handler                           // its router, with paths relative to Mount; nil: a part of /health only
 	Health func(ctx context.Context) HealthReport // see ReportHealth
 }
 
@@ -36,7 +36,9 @@ func New(cfg Config) http.Handler {
 
 	r.With(CORS).Get("/health", health(cfg.Services))
 	for _, s := range cfg.Services {
-		r.With(RateLimit(cfg.RateLimit)).Mount(s.Mount, s.Routes)
+		if s.Routes != nil {
+			r.With(RateLimit(cfg.RateLimit)).Mount(s.Mount, s.Routes)
+		}
 	}
 	r.Handle("/", relayOrIndex(cfg.Relay, cfg.Index))
 	return r

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -13,6 +15,7 @@ import (
 	"time"
 
 	"github.com/outpost-relay/outpost"
+	"github.com/outpost-relay/outpost/internal/testkit"
 	"github.com/outpost-relay/outpost/store"
 )
 
@@ -36,7 +39,7 @@ func cli(t *testing.T, env map[string]string, args ...string) (stdout, stderr st
 func newDataDir(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
-	st, err := store.Open(dir, store.Settings{}, quietLog())
+	st, err := store.Open(dir, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,8 +223,7 @@ func TestProbeIntervalAloneWorks(t *testing.T) {
 
 func parseConfig(t *testing.T, env map[string]string) (*Config, error) {
 	t.Helper()
-	fs := newFlagSet("serve")
-	return newConfigFlags(fs).parse(nil, func(k string) string { return env[k] })
+	return newConfigFlags(newFlagSet("serve")).resolve(func(k string) string { return env[k] })
 }
 
 // Help shows durations as people write them.
@@ -256,8 +258,7 @@ func TestBusyPortAndUnwritableDataDirFailFirst(t *testing.T) {
 		t.Errorf("a data dir under a file: %v", err)
 	}
 
-	ro := t.TempDir()
-	mountTmpfs(t, ro, "ro,size=1m")
+	ro := testkit.Tmpfs(t, 1, "ro")
 	_, _, err = cli(t, map[string]string{"OUTPOST_DATA_DIR": ro})
 	if err == nil || !strings.Contains(err.Error(), "OUTPOST_DATA_DIR") || !strings.Contains(err.Error(), "read-only") {
 		t.Errorf("a read-only data dir: %v", err)

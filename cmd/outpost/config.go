@@ -4,7 +4,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -21,6 +20,7 @@ import (
 	"github.com/outpost-relay/outpost/mintdir"
 	"github.com/outpost-relay/outpost/pubkey"
 	"github.com/outpost-relay/outpost/settings"
+	"github.com/outpost-relay/outpost/store"
 )
 
 // Config is everything outpost is configured with. Each tagged field is a
@@ -34,7 +34,7 @@ type Config struct {
 	SecretKey       string        `flag:"secret-key" usage:"the service's Nostr secret key, hex or nsec (default: generated and kept in the data dir)"`
 	AdminPubKeys    []string      `flag:"admin-pubkeys" usage:"public keys (npub or hex, comma-separated) allowed to use NIP-86 relay management"`
 	RateLimit       int           `flag:"rate-limit" usage:"requests per minute per client IP on the REST services; 0 disables"`
-	LogLevel        slog.Level    `flag:"log-level" usage:"debug, info, warn or error"`
+	LogLevel        logLevel      `flag:"log-level" usage:"debug, info, warn or error"`
 	TrustedProxies  []string      `flag:"trusted-proxies" usage:"CIDRs of reverse proxies whose X-Forwarded-For is trusted (comma-separated)"`
 	ShutdownTimeout time.Duration `flag:"shutdown-timeout" usage:"how long shutdown waits for requests and clients"`
 
@@ -46,6 +46,7 @@ type Config struct {
 	MintdirMount string `flag:"mintdir-mount" usage:"mount path of the mint directory"`
 	FaucetMount  string `flag:"faucet-mount" usage:"mount path of the faucet"`
 
+	Store      store.Settings
 	Banlist    banlist.Settings
 	BanlistAPI banlistapi.Settings
 	Mintdir    mintdir.Settings
@@ -59,7 +60,7 @@ func defaultConfig() *Config {
 		RelayName:        "outpost",
 		RelayDescription: "A community relay with a ban list, a test-sats faucet and a Cashu mint directory",
 		BanlistMount:     "/banlist", MintdirMount: "/mintdir", FaucetMount: "/faucet",
-		BanlistAPI: banlistapi.DefaultSettings(), Mintdir: mintdir.DefaultSettings(), MintdirAPI: mintdirapi.DefaultSettings(),
+		Store: store.DefaultSettings(), BanlistAPI: banlistapi.DefaultSettings(), Mintdir: mintdir.DefaultSettings(), MintdirAPI: mintdirapi.DefaultSettings(),
 		Faucet: faucet.DefaultSettings(),
 	}
 }
@@ -72,17 +73,15 @@ type configFlags struct {
 
 func newConfigFlags(fs *flag.FlagSet) *configFlags {
 	c := defaultConfig()
-	for _, s := range []any{c, &c.Banlist, &c.BanlistAPI, &c.Mintdir, &c.MintdirAPI, &c.Faucet} {
+	for _, s := range []any{c, &c.Store, &c.Banlist, &c.BanlistAPI, &c.Mintdir, &c.MintdirAPI, &c.Faucet} {
 		settings.Bind(fs, s)
 	}
 	return &configFlags{fs: fs, c: c}
 }
 
-// parse reads args, then the environment for flags not given, and validates.
-func (f *configFlags) parse(args []string, getenv func(string) string) (*Config, error) {
-	if err := f.fs.Parse(args); err != nil {
-		return nil, err
-	}
+// resolve reads the environment for the flags not given on the command line
+// (parsed already), and validates.
+func (f *configFlags) resolve(getenv func(string) string) (*Config, error) {
 	given := map[string]bool{}
 	f.fs.Visit(func(fl *flag.Flag) { given[fl.Name] = true })
 	var errs []error
@@ -92,7 +91,7 @@ func (f *configFlags) parse(args []string, getenv func(string) string) (*Config,
 		}
 		if v := getenv(settings.EnvName(fl.Name)); v != "" {
 			if err := fl.Value.Set(v); err != nil {
-				errs = append(errs, fmt.Errorf("%s: invalid value %q: %v", settings.EnvName(fl.Name), v, err))
+				errs = append(errs, fmt.Errorf("%s=%s: %v", settings.EnvName(fl.Name), v, err))
 			}
 		}
 	})
@@ -127,8 +126,13 @@ func (c *Config) validate() error {
 	if c.ShutdownTimeout <= 0 {
 		bad("shutdown-timeout", "must be positive")
 	}
+	if c.SecretKey != "" {
+		if _, err := parseSecretKey(c.SecretKey); err != nil {
+			bad("secret-key", "%v", err)
+		}
+	}
 	errs = append(errs, c.validateLists(), c.validateMounts())
-	errs = append(errs, c.Banlist.Valid(), c.BanlistAPI.Valid(), c.Mintdir.Valid(), c.MintdirAPI.Valid(), c.Faucet.Valid())
+	errs = append(errs, c.Store.Valid(), c.Banlist.Valid(), c.BanlistAPI.Valid(), c.Mintdir.Valid(), c.MintdirAPI.Valid(), c.Faucet.Valid())
 	return errors.Join(errs...)
 }
 
@@ -178,24 +182,54 @@ func validMount(m string) bool {
 	return strings.HasPrefix(m, "/") && m != "/" && !strings.HasSuffix(m, "/") && !strings.ContainsAny(m, " ?#*{}")
 }
 
-// usage prints a command's flags with their environment twins.
-func usage(fs *flag.FlagSet, w io.Writer, synopsis string) func() {
-	return func() {
-		fmt.Fprintf(w, "usage: %s\n\nflags (each also read from its OUTPOST_* environment variable):\n", synopsis)
-		fs.VisitAll(func(fl *flag.Flag) {
-			def := ""
-			if fl.DefValue != "" && fl.DefValue != "false" {
-				def = fmt.Sprintf(" (default %s)", fl.DefValue)
-			}
-			fmt.Fprintf(w, "  --%s  [%s]\n      %s%s\n", fl.Name, settings.EnvName(fl.Name), fl.Usage, def)
-		})
-	}
+// usage prints a command's synopsis and flags to fs.Output(), each flag
+// with its environment twin when twin names one.
+func usage(fs *flag.FlagSet, synopsis string, twin func(flag string) string) {
+	w := fs.Output()
+	fmt.Fprintf(w, "usage: %s\n\nflags:\n", synopsis)
+	fs.VisitAll(func(fl *flag.Flag) {
+		env := ""
+		if t := twin(fl.Name); t != "" {
+			env = "  [" + t + "]"
+		}
+		def := ""
+		if fl.DefValue != "" && fl.DefValue != "false" && !strings.Contains(fl.Usage, "(default") {
+			def = fmt.Sprintf(" (default %s)", fl.DefValue)
+		}
+		fmt.Fprintf(w, "  --%s%s\n      %s%s\n", fl.Name, env, fl.Usage, def)
+	})
 }
 
-// ensureDir creates the data dir with private permissions.
+// ensureDir creates the data dir (or a directory in it) with private
+// permissions, and makes sure outpost can write there before anything
+// else is written.
 func ensureDir(dir string) error {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("data dir %s: %w", dir, err)
+	bad := func(err error) error {
+		return fmt.Errorf("the data dir %s (--data-dir, OUTPOST_DATA_DIR) cannot be used: %w", dir, err)
 	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return bad(err)
+	}
+	f, err := os.CreateTemp(dir, ".write-check-*")
+	if err != nil {
+		return bad(err)
+	}
+	f.Close()
+	return os.Remove(f.Name())
+}
+
+// logLevel is slog's level, with an error that says which levels exist.
+type logLevel slog.Level
+
+func (l *logLevel) UnmarshalText(b []byte) error {
+	var v slog.Level
+	if err := v.UnmarshalText(b); err != nil {
+		return errors.New("want debug, info, warn or error")
+	}
+	*l = logLevel(v)
 	return nil
+}
+
+func (l logLevel) MarshalText() ([]byte, error) {
+	return []byte(strings.ToLower(slog.Level(l).String())), nil
 }
