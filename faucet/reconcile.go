@@ -7,6 +7,7 @@ import (
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/outpost-relay/outpost"
+	"github.com/outpost-relay/outpost/store"
 	"github.com/outpost-relay/outpost/treasury"
 )
 
@@ -60,6 +61,11 @@ func (s *Service) tick(ctx context.Context, kicked bool) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	s.checkMint(ctx)
+	if !store.Writable(s.db) {
+		// Settling payments and completing deposits change the wallet and
+		// must be recorded: they wait until the disk has room again.
+		return
+	}
 	s.ReconcileClaims(ctx)
 	s.completeDeposits(ctx, kicked)
 	s.TopUp(ctx)

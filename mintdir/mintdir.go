@@ -246,10 +246,16 @@ func (d *Directory) runHousekeeping(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-flush.C:
+			if !store.Writable(d.db) {
+				continue // the views wait in memory until there is room again
+			}
 			if err := d.FlushViews(ctx); err != nil && ctx.Err() == nil {
 				d.log.Error("mintdir: flush views", "err", err)
 			}
 		case <-prune.C:
+			if !store.Writable(d.db) {
+				continue
+			}
 			if err := d.Prune(ctx); err != nil && ctx.Err() == nil {
 				d.log.Error("mintdir: prune", "err", err)
 			}

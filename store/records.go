@@ -51,7 +51,7 @@ var ErrWriteConflict = outpost.Errorf(outpost.Conflict, "write_conflict", "the r
 // ErrWriteConflict. While the disk is low on space it writes nothing and
 // returns ErrStorageFull.
 func Update(db *badger.DB, fn func(txn *badger.Txn) error) error {
-	if !writable(db) {
+	if !writable(db, recordCost) {
 		return ErrStorageFull
 	}
 	for attempt := 1; ; attempt++ {

@@ -66,11 +66,16 @@ const recordCost = 4 << 10
 var gates sync.Map // *badger.DB → *diskspace.Watcher
 
 // writable reports whether the watcher of db (if Open opened it) lets a
-// write go ahead.
-func writable(db *badger.DB) bool {
+// write of about n bytes go ahead.
+func writable(db *badger.DB, n int64) bool {
 	w, ok := gates.Load(db)
-	return !ok || w.(*diskspace.Watcher).Allow(recordCost)
+	return !ok || w.(*diskspace.Watcher).Allow(n)
 }
+
+// Writable reports whether db takes writes now, without measuring anything:
+// background work whose results could not be stored (a mint check, a
+// deposit completed at the mint) waits while it is false.
+func Writable(db *badger.DB) bool { return writable(db, 0) }
 
 // Health is the store's part of /health: whether it takes writes, and the
 // free space it last measured.
