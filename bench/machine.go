@@ -35,3 +35,13 @@ func machine() map[string]string {
 	}
 	return m
 }
+
+// loadAverage is the 1-minute load average: on a shared machine, other work
+// competes with the figures.
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	return strings.Fields(string(b))[0]
+}

@@ -34,6 +34,8 @@ func main() {
 		err = ingestMain(args)
 	case "req":
 		err = reqMain(args)
+	case "stall":
+		err = stallMain(args)
 	case "bare":
 		err = bareMain(args)
 	default:
@@ -49,13 +51,14 @@ func main() {
 type sizes struct {
 	Bans, Words, Events, Mints int
 	IngestEvents, Rounds       int
+	StallEvents                int
 	Wrk                        time.Duration
 	BenchTime                  string
 	Count                      int
 }
 
-var full = sizes{Bans: 100_000, Words: 1_000, Events: 1_000_000, Mints: 1_000, IngestEvents: 20_000, Rounds: 3, Wrk: 10 * time.Second, BenchTime: "1s", Count: 5}
-var short = sizes{Bans: 1_000, Words: 100, Events: 2_000, Mints: 20, IngestEvents: 500, Rounds: 1, Wrk: time.Second, BenchTime: "50ms", Count: 1}
+var full = sizes{Bans: 100_000, Words: 1_000, Events: 1_000_000, Mints: 1_000, IngestEvents: 20_000, Rounds: 3, StallEvents: 10_000, Wrk: 10 * time.Second, BenchTime: "1s", Count: 5}
+var short = sizes{Bans: 1_000, Words: 100, Events: 2_000, Mints: 20, IngestEvents: 500, Rounds: 1, StallEvents: 300, Wrk: time.Second, BenchTime: "50ms", Count: 1}
 
 // bench holds what the scenarios share.
 type bench struct {
@@ -63,6 +66,8 @@ type bench struct {
 	repo, tmp         string
 	self              string // this program, for its subcommands
 	outpost, baseline string // outpost, and outpost built without the ban policies
+	previous, prevRev string // outpost built at an earlier revision ("": none)
+	smoke             bool   // -short: too little data for some targets
 	seeded            string // a data dir with Bans bans and Words words
 	banned            string // a banned key in it
 }
@@ -94,6 +99,12 @@ func (b *bench) prepare() error {
 			return fmt.Errorf("build: %v\n%s", err, out)
 		}
 	}
+	if b.prevRev != "" {
+		step("building outpost at " + b.prevRev + " (the previous relay)")
+		if b.previous, err = buildRevision(b.repo, b.tmp, b.prevRev); err != nil {
+			return err
+		}
+	}
 	step(fmt.Sprintf("seeding %d bans and %d blocked words", b.Bans, b.Words))
 	b.seeded = filepath.Join(b.tmp, "seeded")
 	var s seeded
@@ -110,11 +121,14 @@ func runMain(args []string) error {
 	smoke := fs.Bool("short", false, "a smoke run: tiny data, seconds, no BENCHMARKS.md")
 	out := fs.String("out", "BENCHMARKS.md", "where the full run writes its report")
 	only := fs.String("only", "", "run only the scenarios whose names contain this")
+	prev := fs.String("previous", "a3ccd4a", "also measure the relay at this git revision (a3ccd4a: the exact store behind khatru's own websocket loop); empty: don't")
 	fs.Parse(args)
 
-	b := &bench{sizes: full}
+	b := &bench{sizes: full, smoke: *smoke}
 	if *smoke {
 		b.sizes = short
+	} else {
+		b.prevRev = *prev
 	}
 	if err := b.prepare(); err != nil {
 		return err
@@ -122,6 +136,7 @@ func runMain(args []string) error {
 	defer os.RemoveAll(b.tmp)
 
 	rep := &report{machine: machine(), short: *smoke, sizes: b.sizes}
+	loadStart := loadAverage()
 	for _, sc := range scenarios {
 		if !strings.Contains(sc.name, *only) {
 			continue
@@ -133,6 +148,7 @@ func runMain(args []string) error {
 		}
 		rep.add(sc.name, rows)
 	}
+	rep.machine["load average (1 min), start → end"] = loadStart + " → " + loadAverage()
 	rep.print(os.Stdout)
 	if !*smoke {
 		path := *out
@@ -169,4 +185,31 @@ func copyDir(src, dst string) error {
 // outpostEnv is the environment every benchmarked outpost runs with.
 func outpostEnv(dataDir string) []string {
 	return []string{"OUTPOST_ADDR=127.0.0.1:0", "OUTPOST_DATA_DIR=" + dataDir, "OUTPOST_RATE_LIMIT=0", "OUTPOST_LOG_LEVEL=error"}
+}
+
+// Relay limits for load from one address: lifted (checked on every event,
+// never hit) for outpost, off for the baseline.
+var (
+	limitsLifted = []string{"OUTPOST_RELAY_EVENTS_PER_MINUTE=1000000000", "OUTPOST_RELAY_IP_EVENTS_PER_MINUTE=1000000000", "OUTPOST_RELAY_IP_CONNECTIONS=1000000"}
+	limitsOff    = []string{"OUTPOST_RELAY_EVENTS_PER_MINUTE=0", "OUTPOST_RELAY_IP_EVENTS_PER_MINUTE=0", "OUTPOST_RELAY_IP_CONNECTIONS=0"}
+)
+
+// buildRevision builds cmd/outpost as it was at rev.
+func buildRevision(repo, tmp, rev string) (string, error) {
+	src := filepath.Join(tmp, "src-"+rev)
+	if err := os.MkdirAll(src, 0o755); err != nil {
+		return "", err
+	}
+	archive := exec.Command("sh", "-c", "git archive \"$0\" | tar -x -C \"$1\"", rev, src)
+	archive.Dir = repo
+	if out, err := archive.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("git archive %s: %v\n%s", rev, err, out)
+	}
+	bin := filepath.Join(tmp, "outpost-"+rev)
+	build := exec.Command("go", "build", "-o", bin, "./cmd/outpost")
+	build.Dir = src
+	if out, err := build.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("build %s: %v\n%s", rev, err, out)
+	}
+	return bin, nil
 }

@@ -20,6 +20,7 @@ var scenarios = []scenario{
 	{"4. full ban list", listScenario},
 	{"5. mint directory", mintdirScenario},
 	{"6. memory", memoryScenario},
+	{"7. relay with slow subscribers", stallScenario},
 }
 
 // 1. The policy as a Go benchmark, against verifying the event's signature,
@@ -53,22 +54,28 @@ func policyScenario(b *bench) ([]row, error) {
 	return rows, nil
 }
 
-// 2. EVENTs/s and REQ latency with the ban list loaded, against the same
-// relay built without the ban policies. Runs alternate to share any drift.
+// 2. EVENTs/s and REQ latency with the ban list loaded and the relay's
+// limits checked (lifted so they never refuse), against the same relay
+// built without the ban policies and with the limits off; and the relay as
+// it was before its own websocket loop. Runs alternate to share any drift.
 func ingestScenario(b *bench) ([]row, error) {
-	var with, without []ingestResult
-	var reqWith, reqWithout []reqResult
+	type variant struct {
+		bin  string
+		env  []string
+		ing  []ingestResult
+		reqs []reqResult
+	}
+	vs := []*variant{{bin: b.outpost, env: limitsLifted}, {bin: b.baseline, env: limitsOff}}
+	if b.previous != "" {
+		vs = append(vs, &variant{bin: b.previous})
+	}
 	for round := range b.Rounds {
-		for _, v := range []struct {
-			bin  string
-			ing  *[]ingestResult
-			reqs *[]reqResult
-		}{{b.outpost, &with, &reqWith}, {b.baseline, &without, &reqWithout}} {
+		for _, v := range vs {
 			dir := filepath.Join(b.tmp, fmt.Sprintf("ingest-%d-%s", round, filepath.Base(v.bin)))
 			if err := copyDir(b.seeded, dir); err != nil {
 				return nil, err
 			}
-			srv, err := startServer(v.bin, nil, outpostEnv(dir)...)
+			srv, err := startServer(v.bin, nil, append(outpostEnv(dir), v.env...)...)
 			if err != nil {
 				return nil, err
 			}
@@ -84,21 +91,100 @@ func ingestScenario(b *bench) ([]row, error) {
 				return nil, err
 			}
 			if ing.Rejected > 0 {
-				return nil, fmt.Errorf("%d of %d events were refused", ing.Rejected, ing.Events)
+				return nil, fmt.Errorf("%s: %d of %d events were refused", filepath.Base(v.bin), ing.Rejected, ing.Events)
 			}
-			*v.ing = append(*v.ing, ing)
-			*v.reqs = append(*v.reqs, rq)
+			v.ing, v.reqs = append(v.ing, ing), append(v.reqs, rq)
 		}
 	}
-	w, wo := median(with, func(r ingestResult) float64 { return r.PerSec }), median(without, func(r ingestResult) float64 { return r.PerSec })
-	p50w, p50wo := median(reqWith, func(r reqResult) float64 { return r.P50ms }), median(reqWithout, func(r reqResult) float64 { return r.P50ms })
-	p99w, p99wo := median(reqWith, func(r reqResult) float64 { return r.P99ms }), median(reqWithout, func(r reqResult) float64 { return r.P99ms })
-	return []row{
-		{measure: fmt.Sprintf("EVENTs/s accepted (%d bans, %d words loaded)", b.Bans, b.Words), value: fmt.Sprintf("%.0f", w),
-			baseline: fmt.Sprintf("%.0f (no ban policy)", wo), ratio: w / wo, target: "≥ 0.9×", holds: ptr(w/wo >= 0.9)},
-		{measure: "REQ of 500 events, p50", value: fmt.Sprintf("%.2f ms", p50w), baseline: fmt.Sprintf("%.2f ms (no ban policy)", p50wo), ratio: p50w / p50wo},
-		{measure: "REQ of 500 events, p99", value: fmt.Sprintf("%.2f ms", p99w), baseline: fmt.Sprintf("%.2f ms (no ban policy)", p99wo), ratio: p99w / p99wo},
-	}, nil
+	perSec := func(r ingestResult) float64 { return r.PerSec }
+	p50 := func(r reqResult) float64 { return r.P50ms }
+	p99 := func(r reqResult) float64 { return r.P99ms }
+	w, wo := median(vs[0].ing, perSec), median(vs[1].ing, perSec)
+	rows := []row{
+		{measure: fmt.Sprintf("EVENTs/s accepted (%d bans, %d words loaded, limits checked)", b.Bans, b.Words), value: fmt.Sprintf("%.0f", w),
+			baseline: fmt.Sprintf("%.0f (no ban policy, no limits)", wo), ratio: w / wo, target: "≥ 0.9×", holds: ptr(w/wo >= 0.9)},
+		{measure: "REQ of 500 events, p50", value: msText(median(vs[0].reqs, p50)), baseline: msText(median(vs[1].reqs, p50)) + " (no ban policy)",
+			ratio: median(vs[0].reqs, p50) / median(vs[1].reqs, p50)},
+		{measure: "REQ of 500 events, p99", value: msText(median(vs[0].reqs, p99)), baseline: msText(median(vs[1].reqs, p99)) + " (no ban policy)",
+			ratio: median(vs[0].reqs, p99) / median(vs[1].reqs, p99)},
+	}
+	if len(vs) == 3 {
+		prev := fmt.Sprintf(" (previous relay, %s)", b.prevRev)
+		pw := median(vs[2].ing, perSec)
+		rows = append(rows,
+			row{measure: "EVENTs/s accepted", value: fmt.Sprintf("%.0f", w), baseline: fmt.Sprintf("%.0f", pw) + prev, ratio: w / pw},
+			row{measure: "REQ of 500 events, p50", value: msText(median(vs[0].reqs, p50)), baseline: msText(median(vs[2].reqs, p50)) + prev,
+				ratio: median(vs[0].reqs, p50) / median(vs[2].reqs, p50)},
+			row{measure: "REQ of 500 events, p99", value: msText(median(vs[0].reqs, p99)), baseline: msText(median(vs[2].reqs, p99)) + prev,
+				ratio: median(vs[0].reqs, p99) / median(vs[2].reqs, p99)})
+	}
+	return rows, nil
+}
+
+func msText(v float64) string { return fmt.Sprintf("%.2f ms", v) }
+
+// 7. Publishers' OK latency while one subscriber to everything reads
+// nothing and another reads 2 KB/s, against the same relay with no slow
+// subscriber; and the previous relay under the same two.
+func stallScenario(b *bench) ([]row, error) {
+	run := func(bin string, env []string, slow bool) (stallResult, int64, error) {
+		var res stallResult
+		dir := filepath.Join(b.tmp, "stall")
+		if err := copyDir(b.seeded, dir); err != nil {
+			return res, 0, err
+		}
+		defer os.RemoveAll(dir)
+		srv, err := startServer(bin, nil, append(outpostEnv(dir), env...)...)
+		if err != nil {
+			return res, 0, err
+		}
+		defer srv.stop()
+		err = runJSON(&res, b.self, "stall", "-url", srv.ws(), "-events", fmt.Sprint(b.StallEvents), fmt.Sprint("-slow=", slow))
+		_, peak := srv.memory()
+		return res, peak, err
+	}
+	with, peakWith, err := run(b.outpost, limitsLifted, true)
+	if err != nil {
+		return nil, err
+	}
+	without, peakWithout, err := run(b.outpost, limitsLifted, false)
+	if err != nil {
+		return nil, err
+	}
+	dropped := row{measure: "the stalled subscriber was dropped", value: yesNo(with.Dropped)}
+	if !b.smoke { // -short publishes too little to fill its outbox
+		dropped.target, dropped.holds = "yes", ptr(with.Dropped)
+	}
+	base := " (no slow subscriber)"
+	rows := []row{
+		{measure: fmt.Sprintf("OK latency p50, %d events from 4 connections", b.StallEvents), value: msText(with.P50ms), baseline: msText(without.P50ms) + base, ratio: with.P50ms / without.P50ms},
+		{measure: "OK latency p99", value: msText(with.P99ms), baseline: msText(without.P99ms) + base, ratio: with.P99ms / without.P99ms,
+			target: "< 1 s", holds: ptr(with.P99ms < 1000)},
+		{measure: "slowest OK", value: msText(with.MaxMs), baseline: msText(without.MaxMs) + base, ratio: with.MaxMs / without.MaxMs},
+		{measure: "OKs slower than 1 s or missing", value: fmt.Sprint(with.Over1s), baseline: fmt.Sprint(without.Over1s) + base},
+		dropped,
+		{measure: "peak RSS of outpost", value: mb(peakWith), baseline: mb(peakWithout) + base, ratio: float64(peakWith) / float64(peakWithout)},
+	}
+	if b.previous != "" {
+		prev, _, err := run(b.previous, nil, true)
+		if err != nil {
+			return nil, err
+		}
+		pb := fmt.Sprintf(" (previous relay, %s, same slow subscribers)", b.prevRev)
+		rows = append(rows,
+			row{measure: "OK latency p99", value: msText(with.P99ms), baseline: msText(prev.P99ms) + pb, ratio: with.P99ms / prev.P99ms},
+			row{measure: "slowest OK", value: msText(with.MaxMs), baseline: msText(prev.MaxMs) + pb, ratio: with.MaxMs / prev.MaxMs},
+			row{measure: "OKs slower than 1 s or missing", value: fmt.Sprint(with.Over1s), baseline: fmt.Sprint(prev.Over1s) + pb},
+			row{measure: "publishing took", value: fmt.Sprintf("%.1f s", with.Seconds), baseline: fmt.Sprintf("%.1f s", prev.Seconds) + pb, ratio: with.Seconds / prev.Seconds})
+	}
+	return rows, nil
+}
+
+func yesNo(v bool) string {
+	if v {
+		return "yes"
+	}
+	return "no"
 }
 
 // withSeeded runs fn against an outpost on a copy of the seeded data dir.

@@ -56,40 +56,65 @@ func newPlan(f nostr.Filter) *plan {
 	if f.Until != nil {
 		p.until = encodeTS(nil, *f.Until)
 	}
-	if f.IDs != nil {
-		p.idSet = map[[32]byte]bool{}
-		for _, s := range f.IDs {
-			var id [32]byte
-			if parseHex32(s, &id) && !p.idSet[id] {
-				p.idSet[id] = true
-				p.ids = append(p.ids, id[:])
-			}
-		}
-		p.none = p.none || len(p.ids) == 0
+	p.takeIDs()
+	p.takeKinds()
+	authors := p.takeAuthors()
+	p.takeTags()
+	if p.none || p.ids != nil {
+		return p
 	}
-	if f.Kinds != nil {
-		p.kinds = map[uint16]bool{}
-		for _, k := range f.Kinds {
-			if k >= 0 && k <= 0xFFFF {
-				p.kinds[uint16(k)] = true
-			}
-		}
-		p.none = p.none || len(p.kinds) == 0
+	p.chooseScans(authors)
+	return p
+}
+
+func (p *plan) takeIDs() {
+	if p.f.IDs == nil {
+		return
 	}
-	var authors [][]byte
-	if f.Authors != nil {
-		p.authors = map[[32]byte]bool{}
-		for _, s := range f.Authors {
-			var pk [32]byte
-			if parseHex32(s, &pk) && !p.authors[pk] {
-				p.authors[pk] = true
-				authors = append(authors, pk[:])
-			}
+	p.idSet = map[[32]byte]bool{}
+	for _, s := range p.f.IDs {
+		var id [32]byte
+		if parseHex32(s, &id) && !p.idSet[id] {
+			p.idSet[id] = true
+			p.ids = append(p.ids, id[:])
 		}
-		p.none = p.none || len(authors) == 0
 	}
-	names := make([]string, 0, len(f.Tags))
-	for name, values := range f.Tags {
+	p.none = p.none || len(p.ids) == 0
+}
+
+func (p *plan) takeKinds() {
+	if p.f.Kinds == nil {
+		return
+	}
+	p.kinds = map[uint16]bool{}
+	for _, k := range p.f.Kinds {
+		if k >= 0 && k <= 0xFFFF {
+			p.kinds[uint16(k)] = true
+		}
+	}
+	p.none = p.none || len(p.kinds) == 0
+}
+
+// takeAuthors returns the filter's distinct valid authors as bytes.
+func (p *plan) takeAuthors() (authors [][]byte) {
+	if p.f.Authors == nil {
+		return nil
+	}
+	p.authors = map[[32]byte]bool{}
+	for _, s := range p.f.Authors {
+		var pk [32]byte
+		if parseHex32(s, &pk) && !p.authors[pk] {
+			p.authors[pk] = true
+			authors = append(authors, pk[:])
+		}
+	}
+	p.none = p.none || len(authors) == 0
+	return authors
+}
+
+func (p *plan) takeTags() {
+	names := make([]string, 0, len(p.f.Tags))
+	for name, values := range p.f.Tags {
 		if values != nil {
 			names = append(names, name)
 		}
@@ -98,11 +123,11 @@ func newPlan(f nostr.Filter) *plan {
 	for _, name := range names {
 		if len(name) != 1 { // not indexed: see the package documentation
 			p.none = true
-			break
+			return
 		}
 		var c tagCond
 		seen := map[string]bool{}
-		for _, v := range f.Tags[name] {
+		for _, v := range p.f.Tags[name] {
 			k, hashed := tagKey(name[0], v)
 			p.verify = p.verify || hashed
 			if !seen[string(k)] {
@@ -112,17 +137,16 @@ func newPlan(f nostr.Filter) *plan {
 		}
 		if len(c.prefixes) == 0 {
 			p.none = true
-			break
+			return
 		}
 		p.tags = append(p.tags, c)
 	}
-	if p.none || p.ids != nil {
-		return p
-	}
+}
 
-	// Choose the index to scan. Authors first: one author's events are few
-	// next to a kind's or even a tag's; then the tag condition with the
-	// fewest values; then kinds; then time alone.
+// chooseScans picks the index to scan. Authors first: one author's events
+// are few next to a kind's or even a tag's; then the tag condition with the
+// fewest values; then kinds; then time alone.
+func (p *plan) chooseScans(authors [][]byte) {
 	var kinds []uint16
 	for k := range p.kinds {
 		kinds = append(kinds, k)
@@ -160,7 +184,6 @@ func newPlan(f nostr.Filter) *plan {
 		p.scans = [][]byte{{prefixTime}}
 		p.covered = true
 	}
-	return p
 }
 
 // accepts checks a candidate the plan's scan found against the rest of the
@@ -269,57 +292,14 @@ func (h *cursorHeap) Pop() any {
 // that cannot expire, it is not read.
 func (s *Store) scan(ctx context.Context, txn *badger.Txn, plans []*plan, values bool, fn func(id, val []byte) bool) error {
 	now := s.now().Unix()
-	var h cursorHeap
-	var its []*badger.Iterator
+	h, its, err := s.openCursors(txn, plans)
 	defer func() {
 		for _, it := range its {
 			it.Close()
 		}
 	}()
-	for i, p := range plans {
-		if p.none {
-			continue
-		}
-		if p.ids != nil {
-			c := &cursor{plan: i}
-			for _, id := range p.ids {
-				item, err := txn.Get(eventKey(id))
-				if errors.Is(err, badger.ErrKeyNotFound) {
-					continue
-				} else if err != nil {
-					return err
-				}
-				tail := make([]byte, 0, tailLen)
-				if err := item.Value(func(val []byte) error {
-					if _, err := meta(id, val); err != nil {
-						return err
-					}
-					tail = append(encodeTS(tail, nostr.Timestamp(binary.BigEndian.Uint64(val[3:]))), id...)
-					return nil
-				}); err != nil {
-					return err
-				}
-				c.tails = append(c.tails, tail)
-			}
-			slices.SortFunc(c.tails, bytes.Compare)
-			if c.next(true) {
-				h = append(h, c)
-			}
-			continue
-		}
-		for _, prefix := range p.scans {
-			c := &cursor{prefix: prefix, stop: p.since, plan: i}
-			c.it = txn.NewIterator(badger.IteratorOptions{Prefix: prefix})
-			its = append(its, c.it)
-			if p.until != nil {
-				c.it.Seek(append(slices.Clip(prefix), p.until...))
-			} else {
-				c.it.Seek(prefix)
-			}
-			if c.next(true) {
-				h = append(h, c)
-			}
-		}
+	if err != nil {
+		return err
 	}
 	heap.Init(&h)
 
@@ -366,6 +346,58 @@ func (s *Store) scan(ctx context.Context, txn *badger.Txn, plans []*plan, values
 		}
 	}
 	return nil
+}
+
+// openCursors positions one cursor per index range of the plans (one for
+// all the ids of an id plan) on its first candidate. The caller closes its
+// iterators, also when it returns an error.
+func (s *Store) openCursors(txn *badger.Txn, plans []*plan) (h cursorHeap, its []*badger.Iterator, err error) {
+	for i, p := range plans {
+		if p.none {
+			continue
+		}
+		if p.ids != nil {
+			c := &cursor{plan: i}
+			for _, id := range p.ids {
+				item, err := txn.Get(eventKey(id))
+				if errors.Is(err, badger.ErrKeyNotFound) {
+					continue
+				} else if err != nil {
+					return h, its, err
+				}
+				tail := make([]byte, 0, tailLen)
+				if err := item.Value(func(val []byte) error {
+					if _, err := meta(id, val); err != nil {
+						return err
+					}
+					tail = append(encodeTS(tail, nostr.Timestamp(binary.BigEndian.Uint64(val[3:]))), id...)
+					return nil
+				}); err != nil {
+					return h, its, err
+				}
+				c.tails = append(c.tails, tail)
+			}
+			slices.SortFunc(c.tails, bytes.Compare)
+			if c.next(true) {
+				h = append(h, c)
+			}
+			continue
+		}
+		for _, prefix := range p.scans {
+			c := &cursor{prefix: prefix, stop: p.since, plan: i}
+			c.it = txn.NewIterator(badger.IteratorOptions{Prefix: prefix})
+			its = append(its, c.it)
+			if p.until != nil {
+				c.it.Seek(append(slices.Clip(prefix), p.until...))
+			} else {
+				c.it.Seek(prefix)
+			}
+			if c.next(true) {
+				h = append(h, c)
+			}
+		}
+	}
+	return h, its, nil
 }
 
 // visit reads one candidate and hands it to fn when it is live and one of

@@ -485,15 +485,15 @@ func paymentError(c Claim, err error) error {
 func (s *Service) pay(ctx context.Context, c Claim, inv bolt11.Invoice) (ConfirmResult, error) {
 	switch c.Method {
 	case MethodCashu:
-		tok, err := s.tr.SendToken(ctx, c.AmountSats, s.cfg.MinBalanceSats)
+		tok, err := s.tr.SendToken(ctx, c.ID, c.AmountSats, s.cfg.MinBalanceSats)
 		if err != nil {
 			return ConfirmResult{}, paymentError(c, s.fail(c, err))
 		}
 		c, err = s.settle(c, ClaimPaid, treasury.Payment{State: treasury.Paid, FeeSats: tok.FeeSats})
 		if err != nil {
-			// Unrecorded, the claim would count as failed after a restart
-			// and could be claimed again: the token is not handed out (its
-			// proofs stay pending in the wallet) rather than paid twice.
+			// Unrecorded, the claim would be settled after a restart by
+			// taking the token back (it was never redeemed): it is not
+			// handed out rather than paid twice.
 			s.log.Error("faucet claim: token made but not recorded; withheld", "claim", c.ID, "err", err)
 			return ConfirmResult{}, err
 		}
@@ -543,8 +543,8 @@ func (s *Service) melt(ctx context.Context, c Claim, inv bolt11.Invoice) (Confir
 		c, err = s.settle(c, ClaimPending, p)
 		return c.result(""), err
 	default:
-		return ConfirmResult{}, paymentError(c, s.fail(c, outpost.Errorf(outpost.BadGateway, "payment_failed",
-			"the Lightning payment failed (%s); your cooldown and the budget were released, ask for a new quote", p.Reason)))
+		return ConfirmResult{}, paymentError(c, s.failCost(c, outpost.Errorf(outpost.BadGateway, "payment_failed",
+			"the Lightning payment failed (%s); your cooldown and the budget were released, ask for a new quote", p.Reason), p.FeeSats))
 	}
 }
 
@@ -591,7 +591,11 @@ func (s *Service) settle(c Claim, state string, p treasury.Payment) (Claim, erro
 
 // fail records a definite failure, releases the reservations and returns
 // cause (for the answer).
-func (s *Service) fail(c Claim, cause error) error {
+func (s *Service) fail(c Claim, cause error) error { return s.failCost(c, cause, 0) }
+
+// failCost is fail for an attempt that cost feeSats (fees of ecash made and
+// taken back): they count as fees spent, though the claim was not paid.
+func (s *Service) failCost(c Claim, cause error, feeSats int64) error {
 	reason := "payment failed"
 	if e := outpost.AsError(cause); e != nil && e.Kind != outpost.Internal {
 		reason = e.Message
@@ -607,9 +611,14 @@ func (s *Service) fail(c Claim, cause error) error {
 		if found {
 			c = cur
 		}
-		c.State, c.Reason, c.NextClaimAt = ClaimFailed, reason, 0
+		c.State, c.Reason, c.NextClaimAt, c.FeeSats = ClaimFailed, reason, 0, feeSats
 		if err := s.release(txn, &c); err != nil {
 			return err
+		}
+		if feeSats > 0 {
+			if err := s.addTotals(txn, func(t *totals) { t.FeeSats += feeSats }); err != nil {
+				return err
+			}
 		}
 		if err := txn.Delete(key(kindUnsettled, c.ID)); err != nil {
 			return err

@@ -114,7 +114,7 @@ type Service struct {
 	ipKey   []byte // HMAC key for client IPs
 	refresh *ratelimit.Limiter
 	kick    chan struct{}
-	mint    mintHealth
+	mint    mintCheck
 	// Used by Run's goroutine only.
 	tidied       time.Time
 	depositAsked map[string]time.Time // open deposit → when the mint was last asked

@@ -128,10 +128,10 @@ func (s *Service) check(l limits, amountSats int64, now time.Time) error {
 
 // checkBalance refuses a claim that would take the wallet below the minimum.
 func (s *Service) checkBalance(amountSats int64) error {
-	bal, ok := s.tr.Balance()
-	if !ok {
-		return outpost.Errorf(outpost.Unavailable, "mint_unavailable", "the faucet's mint cannot be reached right now")
+	if err := s.tr.Ready(); err != nil {
+		return err // the mint is unreachable or incompatible
 	}
+	bal, _ := s.tr.Balance()
 	if bal-amountSats-s.cfg.MaxFeeSats < s.cfg.MinBalanceSats {
 		return outpost.Errorf(outpost.Unavailable, "insufficient_funds", "the faucet is low on sats; deposits are welcome (see /deposit)")
 	}

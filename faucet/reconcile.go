@@ -19,14 +19,10 @@ const unsureGrace = time.Minute
 // mintCheckEvery is how often the mint's health is asked for /health.
 const mintCheckEvery = 30 * time.Second
 
-// mintHealth is the last answer of the mint, for /health (which makes no
-// outbound calls itself).
-type mintHealth struct {
-	mu      sync.Mutex
-	ok      bool
-	checked bool
-	at      time.Time
-	last    time.Time // of the last check, for the ticker
+// mintCheck times the background job's questions to the mint.
+type mintCheck struct {
+	mu   sync.Mutex
+	last time.Time
 }
 
 // Run is the faucet's background job: it settles unsettled claims (pending
@@ -91,18 +87,9 @@ func (s *Service) checkMint(ctx context.Context) {
 	if !due {
 		return
 	}
-	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
-	err := s.tr.CheckMint(cctx)
-	if err == nil {
-		s.tr.Refresh(cctx) // loads the wallet once the mint is back
-	}
-	s.mint.mu.Lock()
-	if s.mint.checked && s.mint.ok != (err == nil) {
-		s.log.Warn("faucet mint health changed", "ok", err == nil, "err", err)
-	}
-	s.mint.ok, s.mint.checked, s.mint.at = err == nil, true, s.now()
-	s.mint.mu.Unlock()
+	s.tr.CheckMint(cctx) // settles the wallet's open operations too; Health reads the outcome
 }
 
 // ReconcileClaims settles every unsettled claim it can: pending payments by
@@ -140,31 +127,59 @@ func (s *Service) ReconcileClaims(ctx context.Context) {
 		if c.State == ClaimPaying && c.Run == s.run {
 			continue
 		}
-		if c.MeltQuote == nil {
-			// No melt was recorded, so none was made: a token payout or an
-			// invoice lookup was cut short. Whatever token the wallet may
-			// have made never reached the user.
+		switch {
+		case c.Method == MethodCashu && c.State == ClaimPaying:
+			s.settleToken(ctx, c)
+		case c.MeltQuote == nil:
+			// No melt was recorded, so none was made: an invoice lookup
+			// was cut short.
 			s.fail(c, outpost.Errorf(outpost.BadGateway, "payment_failed", "interrupted before paying"))
-			continue
+		default:
+			s.settleMelt(ctx, c)
 		}
-		p, err := s.tr.MeltStatus(ctx, *c.MeltQuote)
-		if err != nil {
-			s.log.Debug("faucet reconcile: mint not answering", "claim", c.ID, "err", err)
-			continue
+	}
+}
+
+// settleMelt asks the mint about a claim's melt: paid, still pending, or
+// failed (after a grace period when the melt call got no answer).
+func (s *Service) settleMelt(ctx context.Context, c Claim) {
+	q := *c.MeltQuote
+	if q.PaymentHash == "" { // recorded before melt quotes carried it
+		q.PaymentHash = c.PaymentHash
+	}
+	p, err := s.tr.MeltStatus(ctx, q)
+	if err != nil {
+		s.log.Debug("faucet reconcile: mint not answering", "claim", c.ID, "err", err)
+		return
+	}
+	switch p.State {
+	case treasury.Paid:
+		s.settle(c, ClaimPaid, p)
+	case treasury.Pending:
+		if c.State == ClaimPaying {
+			s.settle(c, ClaimPending, p)
 		}
-		switch p.State {
-		case treasury.Paid:
-			s.settle(c, ClaimPaid, p)
-		case treasury.Pending:
-			if c.State == ClaimPaying {
-				s.settle(c, ClaimPending, p)
-			}
-		case treasury.Failed:
-			if c.Unsure && s.now().Before(time.Unix(c.AttemptedAt, 0).Add(unsureGrace)) {
-				continue
-			}
-			s.fail(c, outpost.Errorf(outpost.BadGateway, "payment_failed", "the Lightning payment failed"))
+	case treasury.Failed:
+		if c.Unsure && s.now().Before(time.Unix(c.AttemptedAt, 0).Add(unsureGrace)) {
+			return
 		}
+		s.failCost(c, outpost.Errorf(outpost.BadGateway, "payment_failed", "the Lightning payment failed"), p.FeeSats)
+	}
+}
+
+// settleToken settles a token payout a stopped process left paying: it
+// stopped between making the token and recording the claim, so the user
+// never got it. The token comes back to the wallet, unless someone
+// redeemed it.
+func (s *Service) settleToken(ctx context.Context, c Claim) {
+	r, err := s.tr.Reclaim(ctx, c.ID)
+	switch {
+	case err != nil:
+		s.log.Debug("faucet reconcile: token payout not settled yet", "claim", c.ID, "err", err)
+	case r.Redeemed:
+		s.settle(c, ClaimPaid, treasury.Payment{State: treasury.Paid, FeeSats: r.FeeSats})
+	default:
+		s.failCost(c, outpost.Errorf(outpost.BadGateway, "payment_failed", "interrupted before paying"), r.FeeSats)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/dgraph-io/badger/v4"
+	"github.com/elnosh/gonuts/cashu"
 	"github.com/elnosh/gonuts/wallet"
 	"github.com/outpost-relay/outpost/lnurl"
 	"github.com/outpost-relay/outpost/profiles"
@@ -35,7 +36,10 @@ func TestCrashRecovery(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	tr, _ := treasury.New(treasury.Config{Dir: t.TempDir(), MintURL: m.URL, Log: log})
+	tr, err := treasury.New(treasury.Config{DB: st.DB, MintURL: m.URL, Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer tr.Close(context.Background())
 	s, err := New(Config{DB: st.DB, Treasury: tr, LNURL: lnurl.New(lnurl.Options{}), Profiles: &profiles.Fetcher{}, Log: log,
 		Settings: Settings{Enabled: true, MaxFeeSats: 5, DailyBudgetSats: 1000}, TestMint: &TestMint{Pay: m.Node.PayInvoice}})
@@ -108,6 +112,26 @@ func TestCrashRecovery(t *testing.T) {
 	cut := orphan("cc", "crashed", nil)
 	// 4. This process's own claim, still being paid.
 	mine := orphan("dd", s.run, nil)
+	// 5. A token made, the claim never recorded as paid: the user never got it.
+	made := orphan("ee", "crashed", nil)
+	if _, err := tr.SendToken(ctx, made.ID, 40, 0); err != nil {
+		t.Fatal(err)
+	}
+	// 6. The same, but the token was redeemed (so it did reach someone).
+	redeemed := orphan("ff", "crashed", nil)
+	tok, err := tr.SendToken(ctx, redeemed.ID, 40, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	taker, err := wallet.LoadWallet(wallet.Config{WalletPath: t.TempDir(), CurrentMintURL: m.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taker.Shutdown()
+	ct, _ := cashu.DecodeToken(tok.Token)
+	if n, err := taker.Receive(ct, false); err != nil || n != 40 {
+		t.Fatalf("redeem: %d %v", n, err)
+	}
 	balance, _ := tr.Balance()
 
 	s.ReconcileClaims(ctx)
@@ -130,17 +154,30 @@ func TestCrashRecovery(t *testing.T) {
 	if c := claim(mine.ID); c.State != ClaimPaying || !hasCooldown("dd") {
 		t.Fatalf("this process's own claim was touched: %+v", c)
 	}
-	if b, _ := tr.Balance(); b != balance {
-		t.Fatalf("reconciling moved money: %d → %d", balance, b)
+	if c := claim(made.ID); c.State != ClaimFailed || hasCooldown("ee") {
+		t.Fatalf("a token never handed out: %+v", c)
+	}
+	if c := claim(redeemed.ID); c.State != ClaimPaid || !hasCooldown("ff") {
+		t.Fatalf("a redeemed token: %+v", c)
+	}
+	// The token nobody got is back in the wallet; nothing else moved.
+	if b, _ := tr.Balance(); b != balance+40 {
+		t.Fatalf("balance %d → %d, want the 40 sats of the token taken back", balance, b)
+	}
+	if a, err := tr.Audit(ctx); err != nil || a.UnspentSats != a.HeldSats {
+		t.Fatalf("audit %+v %v", a, err)
 	}
 	st2, _ := s.Stats(ctx)
-	// Reserved: 4×45; released: 2×45; paid: 40 (no fee) → 45+40.
-	if st2.TotalClaims != 1 || st2.TotalPaidSats != 40 || st2.DailySpentSats != 40+45 {
+	// Reserved: 6×45; released: 3×45; paid: 2×40 (no fee) → 45+80.
+	if st2.TotalClaims != 2 || st2.TotalPaidSats != 80 || st2.DailySpentSats != 80+45 {
 		t.Fatalf("stats %+v", st2)
 	}
 	// A second pass changes nothing.
 	s.ReconcileClaims(ctx)
-	if st3, _ := s.Stats(ctx); st3.TotalClaims != 1 || st3.DailySpentSats != st2.DailySpentSats {
+	if st3, _ := s.Stats(ctx); st3.TotalClaims != 2 || st3.DailySpentSats != st2.DailySpentSats {
 		t.Fatalf("second pass: %+v", st3)
+	}
+	if b, _ := tr.Balance(); b != balance+40 {
+		t.Fatalf("second pass moved money: %d", b)
 	}
 }

@@ -3,11 +3,13 @@ package faucet
 import (
 	"context"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/outpost-relay/outpost"
 	"github.com/outpost-relay/outpost/store"
+	"github.com/outpost-relay/outpost/treasury"
 )
 
 // Stats are the faucet's figures, from the wallet and the claim ledger.
@@ -130,8 +132,8 @@ func (s *Service) Eligibility(ctx context.Context, sess Session, u User, ip stri
 		later(nextDay(now))
 	}
 	if err := s.checkBalance(amount); err != nil {
-		if e2 := outpost.AsError(err); e2 != nil && e2.Code == "mint_unavailable" {
-			e.Reasons = append(e.Reasons, "mint_unavailable")
+		if e2 := outpost.AsError(err); e2 != nil && (e2.Code == "mint_unavailable" || e2.Code == "mint_incompatible") {
+			e.Reasons = append(e.Reasons, e2.Code)
 		} else {
 			e.Reasons = append(e.Reasons, "insufficient_funds")
 		}
@@ -145,34 +147,44 @@ func (s *Service) Eligibility(ctx context.Context, sess Session, u User, ip stri
 	return e, nil
 }
 
-// Health is the faucet's part of /health: the store, and the mint as last
-// seen by the background job.
+// Health is the faucet's part of /health: the store, and the mint as the
+// wallet last saw it (the background job asks every 30 s).
 type Health struct {
 	Status  string            `json:"status"`
 	Version string            `json:"version"`
 	Checks  map[string]string `json:"checks"`
+	Reason  *string           `json:"reason"` // why it is not ok
 }
 
-// HealthStatus is down without the store, degraded without the mint.
+// HealthStatus is down without the store or with an incompatible mint,
+// degraded while the mint cannot be reached.
 func (h Health) HealthStatus() string { return h.Status }
 
-// Health makes no outbound calls.
+// Health makes no outbound calls. A mint that cannot be reached makes the
+// faucet degraded (it may come back); one that does not work with the
+// wallet, or a store that fails, makes it down.
 func (s *Service) Health(ctx context.Context) Health {
 	h := Health{Status: outpost.HealthOK, Version: Version, Checks: map[string]string{"store": "ok", "mint": "unknown"}}
+	var reasons []string
 	if s.db.IsClosed() || s.db.View(func(*badger.Txn) error { return ctx.Err() }) != nil {
 		h.Checks["store"], h.Status = "error", outpost.HealthDown
+		reasons = append(reasons, "the database cannot be read")
 	}
-	s.mint.mu.Lock()
-	checked, ok := s.mint.checked, s.mint.ok
-	s.mint.mu.Unlock()
-	switch {
-	case checked && ok:
-		h.Checks["mint"] = "ok"
-	case checked:
-		h.Checks["mint"] = "unreachable"
+	st := s.tr.Status()
+	h.Checks["mint"] = st.State
+	switch st.State {
+	case treasury.StateUnreachable:
 		if h.Status == outpost.HealthOK {
 			h.Status = outpost.HealthDegraded
 		}
+		reasons = append(reasons, "the mint cannot be reached: "+st.Reason)
+	case treasury.StateIncompatible:
+		h.Status = outpost.HealthDown
+		reasons = append(reasons, "the mint does not work with the faucet's wallet: "+st.Reason)
+	}
+	if len(reasons) > 0 {
+		r := strings.Join(reasons, "; ")
+		h.Reason = &r
 	}
 	return h
 }

@@ -177,8 +177,15 @@ func (c *Client) Keysets(ctx context.Context, base string) ([]byte, error) {
 // errTooLarge is a body over the cap.
 var errTooLarge = errors.New("response body too large")
 
-// get fetches url within the client's timeout and body cap.
+// get fetches a JSON document within the client's timeout and body cap.
 func (c *Client) get(ctx context.Context, url string) (status int, body []byte, err error) {
+	return c.Fetch(ctx, url, "application/json")
+}
+
+// Fetch GETs url asking for accept, under the client's SSRF guard, timeout,
+// redirect policy and body cap (a larger body is an error). The pages fetch
+// mint icons with it, so a mint's icon_url can reach no more than its info.
+func (c *Client) Fetch(ctx context.Context, url, accept string) (status int, body []byte, err error) {
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
@@ -186,7 +193,7 @@ func (c *Client) get(ctx context.Context, url string) (status int, body []byte, 
 		return 0, nil, err
 	}
 	req.Header.Set("User-Agent", c.ua)
-	req.Header.Set("Accept", "application/json")
+	req.Header.Set("Accept", accept)
 	resp, err := c.http.Do(req)
 	if err != nil {
 		return 0, nil, err

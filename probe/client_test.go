@@ -133,7 +133,9 @@ func TestInfoFailureModes(t *testing.T) {
 }
 
 func TestInfoNetworkErrors(t *testing.T) {
-	c := NewClient(ClientOptions{AllowPrivate: true, Timeout: time.Second})
+	// None of these cases waits for the timeout; a generous one keeps a TLS
+	// handshake under -race on a loaded machine from being called a timeout.
+	c := NewClient(ClientOptions{AllowPrivate: true, Timeout: 10 * time.Second})
 	ctx := context.Background()
 
 	ln, _ := net.Listen("tcp", "127.0.0.1:0")

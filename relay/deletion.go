@@ -3,26 +3,100 @@ package relay
 import (
 	"context"
 	"fmt"
+	"strconv"
+	"strings"
 
+	"github.com/mailru/easyjson"
 	"github.com/nbd-wtf/go-nostr"
 )
 
-// rejectDeleted refuses events their author asked to delete (NIP-09), by id
-// or, for replaceable and addressable events, by address up to the time of
-// the request. khatru v0.19.1 means to, but it filters with the tag keys
-// "#e" and "#a", which match nothing.
+// NIP-09. The relay processes deletion requests itself: khatru v0.19.1's
+// handler lets a kind 5 delete another kind 5 (undoing a deletion), and its
+// check for deleted events filters on "#e"/"#a", which match nothing.
+
+// deleteRequested deletes what an accepted deletion request names: events
+// by id, and replaceable or addressable events by address up to the
+// request's created_at; only the requester's own, and never another
+// deletion request.
+func (r *Relay) deleteRequested(ctx context.Context, del *nostr.Event) {
+	for _, tag := range del.Tags {
+		if len(tag) < 2 {
+			continue
+		}
+		var f nostr.Filter
+		var match func(*nostr.Event) bool
+		switch tag[0] {
+		case "e":
+			f = nostr.Filter{IDs: []string{tag[1]}}
+			match = func(*nostr.Event) bool { return true }
+		case "a":
+			kind, author, d, ok := parseAddress(tag[1])
+			if !ok || author != del.PubKey {
+				continue
+			}
+			until := del.CreatedAt
+			f = nostr.Filter{Kinds: []int{kind}, Authors: []string{author}, Until: &until}
+			// A replaceable event's address has an empty d; an addressable
+			// event without a d tag is the address d="".
+			match = func(ev *nostr.Event) bool { return ev.Tags.GetD() == d }
+		default:
+			continue
+		}
+		var targets []*nostr.Event
+		err := r.events.Query(ctx, f, nil, func(m Meta, raw []byte) bool {
+			if m.PubKey != del.PubKey || m.Kind == nostr.KindDeletion {
+				return true
+			}
+			ev := &nostr.Event{}
+			if easyjson.Unmarshal(raw, ev) == nil && match(ev) {
+				targets = append(targets, ev)
+			}
+			return true
+		})
+		if err != nil {
+			r.log.Warn("NIP-09: finding what a deletion names", "deletion", del.ID, "err", err)
+			continue
+		}
+		for _, ev := range targets {
+			for _, remove := range r.Relay.DeleteEvent {
+				if err := remove(ctx, ev); err != nil {
+					r.log.Warn("NIP-09: deleting", "event", ev.ID, "deletion", del.ID, "err", err)
+				}
+			}
+		}
+	}
+}
+
+// parseAddress splits "<kind>:<pubkey>:<d>" of a replaceable or addressable kind.
+func parseAddress(a string) (kind int, pubkey, d string, ok bool) {
+	parts := strings.SplitN(a, ":", 3)
+	if len(parts) != 3 {
+		return 0, "", "", false
+	}
+	kind, err := strconv.Atoi(parts[0])
+	if err != nil || !(nostr.IsReplaceableKind(kind) || nostr.IsAddressableKind(kind)) {
+		return 0, "", "", false
+	}
+	if nostr.IsReplaceableKind(kind) && parts[2] != "" {
+		return 0, "", "", false
+	}
+	return kind, parts[1], parts[2], true
+}
+
+// rejectDeleted refuses events their author asked to delete, by id, or by
+// address up to the time of the request, so they cannot be published again.
 func (r *Relay) rejectDeleted(ctx context.Context, ev *nostr.Event) (bool, string) {
-	if ev.Kind == 5 {
+	if ev.Kind == nostr.KindDeletion {
 		return false, ""
 	}
-	f := nostr.Filter{Kinds: []int{5}, Authors: []string{ev.PubKey}, Tags: nostr.TagMap{"e": {ev.ID}}, Limit: 1}
+	f := nostr.Filter{Kinds: []int{nostr.KindDeletion}, Authors: []string{ev.PubKey}, Tags: nostr.TagMap{"e": {ev.ID}}, Limit: 1}
 	if r.exists(ctx, f) {
 		return true, "blocked: this event was deleted by its author"
 	}
 	if nostr.IsReplaceableKind(ev.Kind) || nostr.IsAddressableKind(ev.Kind) {
 		addr := fmt.Sprintf("%d:%s:%s", ev.Kind, ev.PubKey, ev.Tags.GetD())
 		since := ev.CreatedAt
-		f := nostr.Filter{Kinds: []int{5}, Authors: []string{ev.PubKey}, Tags: nostr.TagMap{"a": {addr}}, Since: &since, Limit: 1}
+		f := nostr.Filter{Kinds: []int{nostr.KindDeletion}, Authors: []string{ev.PubKey}, Tags: nostr.TagMap{"a": {addr}}, Since: &since, Limit: 1}
 		if r.exists(ctx, f) {
 			return true, "blocked: this event was deleted by its author"
 		}
@@ -32,17 +106,10 @@ func (r *Relay) rejectDeleted(ctx context.Context, ev *nostr.Event) (bool, strin
 
 // exists reports whether the store holds an event matching f.
 func (r *Relay) exists(ctx context.Context, f nostr.Filter) bool {
-	if !r.gate.enter() {
-		return false
-	}
-	defer r.gate.exit()
-	ch, err := r.store.Events.QueryEvents(ctx, f)
-	if err != nil {
-		return false
-	}
 	found := false
-	for range ch { // drain, so the store's read transaction ends
+	r.events.Query(ctx, f, nil, func(Meta, []byte) bool {
 		found = true
-	}
+		return false
+	})
 	return found
 }

@@ -1,10 +1,16 @@
-// Package relay is outpost's Nostr relay: a khatru relay on the shared badger
-// store that enforces the ban list as its write policy, answers NIP-11 with
-// the service's key and serves NIP-86 management to the configured admins.
+// Package relay is outpost's Nostr relay. khatru is its framework: the
+// hook slices (RejectEvent, StoreEvent, ...) and AddEvent, which runs them,
+// NIP-86 and the expiration manager. The websocket protocol is outpost's
+// own: message parsing, the subscription registry and broadcaster, and a
+// writer per connection with a bounded queue, so that one slow client holds
+// up no one and the limits below are enforced and advertised in NIP-11.
 package relay
 
 import (
+	"cmp"
 	"context"
+	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -14,12 +20,11 @@ import (
 
 	"github.com/fasthttp/websocket"
 	"github.com/fiatjaf/khatru"
-	kpolicies "github.com/fiatjaf/khatru/policies"
 	"github.com/nbd-wtf/go-nostr"
-	"github.com/nbd-wtf/go-nostr/nip11"
 	"github.com/nbd-wtf/go-nostr/nip40"
 	"github.com/outpost-relay/outpost"
 	"github.com/outpost-relay/outpost/policies"
+	"github.com/outpost-relay/outpost/ratelimit"
 	"github.com/outpost-relay/outpost/store"
 )
 
@@ -29,31 +34,20 @@ type Config struct {
 	BanList     *policies.BanList
 	Log         *slog.Logger
 	PublicURL   string // http(s) base URL of this outpost
-	ServicePub  string // hex
+	ServicePub  string // hex: NIP-11 "self"
+	OperatorPub string // hex: NIP-11 "pubkey", the operator's contact; may be empty
 	Name        string
 	Description string
 	Contact     string
+	Limits      *Limits // nil: DefaultLimits()
+	// ClientIP says who a request comes from (the socket address, or
+	// X-Forwarded-For from a trusted proxy); nil or "": the socket address.
+	ClientIP func(*http.Request) string
+
+	OutboxBytes  int           // bytes queued for one client before it is dropped; 0: 4 MiB
+	WriteTimeout time.Duration // a write making no progress this long drops the client; 0: 10 s
+	PingInterval time.Duration // how often clients are pinged; one silent for 2.5 times this is dropped; 0: 30 s
 }
-
-// Limits of one REQ filter, advertised in NIP-11: a filter without a limit
-// gets defaultLimit events, one asking for more than maxLimit gets maxLimit.
-const (
-	defaultLimit = 250
-	maxLimit     = 1000
-)
-
-// clampLimit applies defaultLimit and maxLimit; the store itself has no limit.
-func clampLimit(f nostr.Filter) nostr.Filter {
-	if f.Limit <= 0 {
-		f.Limit = defaultLimit
-	}
-	f.Limit = min(f.Limit, maxLimit)
-	return f
-}
-
-// maxFuture is how far in the future created_at may be. Events beyond it
-// would also hide from queries that start at "now".
-const maxFuture = 15 * time.Minute
 
 // rejectExpired refuses events whose NIP-40 expiration has passed.
 func rejectExpired(_ context.Context, ev *nostr.Event) (bool, string) {
@@ -63,17 +57,33 @@ func rejectExpired(_ context.Context, ev *nostr.Event) (bool, string) {
 	return false, ""
 }
 
-// Relay wraps the khatru relay with what serving it from our own http.Server
-// needs: client tracking for shutdown and NIP-86 gating.
+// Relay serves Nostr over websocket (and NIP-11, NIP-86) on khatru's hooks.
 type Relay struct {
 	*khatru.Relay
-	store *store.Store
-	log   *slog.Logger
-	url   string
+	store    *store.Store
+	events   EventReader
+	banList  *policies.BanList
+	log      *slog.Logger
+	url      string // http(s)://host
+	wsURL    string // ws(s)://host, for NIP-42
+	self     string
+	operator string
+	limits   Limits
+	clientIP func(*http.Request) string
+
+	upgrader     websocket.Upgrader
+	subs         *registry
+	authorEvents *ratelimit.Limiter
+	ipEvents     *ratelimit.Limiter
+	outboxBytes  int
+	writeTimeout time.Duration
+	pingInterval time.Duration
 
 	mu      sync.Mutex
-	clients map[*khatru.WebSocket]struct{}
+	clients map[*conn]struct{}
+	perIP   map[string]int
 	conns   map[net.Conn]struct{} // hijacked websocket connections
+	closing bool
 
 	nip86 *management // nil until EnableManagement
 	gate  gate        // store calls in flight; closed at shutdown
@@ -82,70 +92,56 @@ type Relay struct {
 // New builds the relay.
 func New(cfg Config) *Relay {
 	rl := khatru.NewRelay()
-	r := &Relay{Relay: rl, store: cfg.Store, log: cfg.Log, url: strings.TrimSuffix(cfg.PublicURL, "/"),
-		clients: map[*khatru.WebSocket]struct{}{}, conns: map[net.Conn]struct{}{}}
+	limits := DefaultLimits()
+	if cfg.Limits != nil {
+		limits = *cfg.Limits
+	}
+	url := strings.TrimSuffix(cfg.PublicURL, "/")
+	r := &Relay{Relay: rl, store: cfg.Store, banList: cfg.BanList, log: cfg.Log, url: url,
+		wsURL: "ws" + strings.TrimPrefix(url, "http"), self: cfg.ServicePub, operator: cfg.OperatorPub,
+		limits: limits, clientIP: cfg.ClientIP,
+		upgrader:     websocket.Upgrader{CheckOrigin: func(*http.Request) bool { return true }},
+		subs:         newRegistry(),
+		authorEvents: ratelimit.New(limits.EventsPerMinute, time.Minute, nil),
+		ipEvents:     ratelimit.New(limits.IPEventsPerMinute, time.Minute, nil),
+		outboxBytes:  cmp.Or(cfg.OutboxBytes, defaultOutboxBytes),
+		writeTimeout: cmp.Or(cfg.WriteTimeout, defaultWriteTimeout),
+		pingInterval: cmp.Or(cfg.PingInterval, defaultPingInterval),
+		clients:      map[*conn]struct{}{}, perIP: map[string]int{}, conns: map[net.Conn]struct{}{}}
 	rl.Log = slog.NewLogLogger(cfg.Log.With("component", "khatru").Handler(), slog.LevelWarn)
-	rl.ServiceURL = r.url
+	rl.ServiceURL = url
 
 	ev := cfg.Store.Events
+	r.events = gatedReader{g: &r.gate, er: ev}
 	rl.StoreEvent = append(rl.StoreEvent, gated(&r.gate, ev.SaveEvent))
 	rl.DeleteEvent = append(rl.DeleteEvent, gated(&r.gate, ev.DeleteEvent))
 	rl.ReplaceEvent = append(rl.ReplaceEvent, gated(&r.gate, ev.ReplaceEvent))
+	// khatru's AddEvent and expiration manager read through QueryEvents;
+	// the store has no limit of its own.
 	rl.QueryEvents = append(rl.QueryEvents, gatedQuery(&r.gate, func(ctx context.Context, f nostr.Filter) (chan *nostr.Event, error) {
-		return ev.QueryEvents(ctx, clampLimit(f))
-	}))
-	rl.CountEvents = append(rl.CountEvents, func(ctx context.Context, f nostr.Filter) (int64, error) {
-		if !r.gate.enter() {
-			return 0, errShuttingDown
+		if f.Limit <= 0 || f.Limit > limits.MaxLimit {
+			f.Limit = limits.MaxLimit
 		}
-		defer r.gate.exit()
-		return ev.CountEvents(ctx, f)
-	})
+		return ev.QueryEvents(ctx, f)
+	}))
 
-	rl.RejectEvent = append(rl.RejectEvent,
-		kpolicies.PreventTimestampsInTheFuture(maxFuture),
-		rejectExpired,
-		kpolicies.PreventLargeTags(1024),
-	)
+	rl.RejectEvent = append(rl.RejectEvent, rejectExpired)
 	rl.RejectEvent = append(rl.RejectEvent, banPolicies(cfg.BanList)...)
 	rl.RejectEvent = append(rl.RejectEvent, r.rejectDeleted)
 
 	rl.Info.Name = cfg.Name
 	rl.Info.Description = cfg.Description
-	rl.Info.PubKey = cfg.ServicePub
 	rl.Info.Contact = cfg.Contact
 	rl.Info.Software = "https://github.com/outpost-relay/outpost"
 	rl.Info.Version = outpost.Version
-	// NIP-09 and NIP-45 are added by khatru because DeleteEvent and
-	// CountEvents are set; NIP-86 when EnableManagement runs.
-	rl.Info.SupportedNIPs = []any{1, 11, 40, 42, 56, 70}
-	rl.Info.Limitation = &nip11.RelayLimitationDocument{
-		MaxMessageLength:    int(rl.MaxMessageSize),
-		MaxLimit:            maxLimit,
-		DefaultLimit:        defaultLimit,
-		CreatedAtUpperLimit: int64(maxFuture.Seconds()),
-	}
-
-	rl.OnConnect = append(rl.OnConnect, func(ctx context.Context) {
-		if ws := khatru.GetConnection(ctx); ws != nil {
-			r.mu.Lock()
-			r.clients[ws] = struct{}{}
-			r.mu.Unlock()
-		}
-	})
-	rl.OnDisconnect = append(rl.OnDisconnect, func(ctx context.Context) {
-		if ws := khatru.GetConnection(ctx); ws != nil {
-			r.mu.Lock()
-			delete(r.clients, ws)
-			r.mu.Unlock()
-		}
-	})
+	rl.Info.SupportedNIPs = nil // the NIP-11 handler adds the ones served here
 	return r
 }
 
 // Publish stores an event the service made itself and sends it to matching
-// subscriptions. It skips the write policies: the service's own events (e.g.
-// reports quoting abusive text) must not be refused by them.
+// subscriptions. It skips the write policies (the service's own events, e.g.
+// reports quoting abusive text, must not be refused by them) and never waits
+// for a subscriber.
 func (r *Relay) Publish(ctx context.Context, ev *nostr.Event) error {
 	if !r.gate.enter() {
 		return errShuttingDown
@@ -154,17 +150,89 @@ func (r *Relay) Publish(ctx context.Context, ev *nostr.Event) error {
 	if err := r.store.Events.SaveEvent(ctx, ev); err != nil {
 		return err
 	}
-	r.BroadcastEvent(ev)
+	r.broadcast(ev)
 	return nil
 }
 
 // ServeHTTP serves websocket, NIP-11 and NIP-86 requests.
 func (r *Relay) ServeHTTP(w http.ResponseWriter, req *http.Request) {
-	if req.Header.Get("Content-Type") == "application/nostr+json+rpc" {
+	switch {
+	case websocket.IsWebSocketUpgrade(req):
+		r.serveWebsocket(w, req)
+	case req.Header.Get("Accept") == "application/nostr+json":
+		r.serveNIP11(w, req)
+	case req.Header.Get("Content-Type") == "application/nostr+json+rpc":
+		req.Header.Del("Upgrade") // khatru's ServeHTTP, which NIP-86 goes through, must never upgrade
 		r.serveNIP86(w, req)
+	case req.Header.Get("Upgrade") != "":
+		http.Error(w, "not a websocket handshake", http.StatusBadRequest)
+	default: // CORS preflights (for NIP-86 from browsers), and 404
+		r.Relay.ServeHTTP(w, req)
+	}
+}
+
+// serveWebsocket upgrades a connection within the per-IP limit and serves it.
+func (r *Relay) serveWebsocket(w http.ResponseWriter, req *http.Request) {
+	ip := ""
+	if r.clientIP != nil {
+		ip = r.clientIP(req)
+	}
+	if ip == "" {
+		ip = remoteIP(req)
+	}
+	if status, msg := r.admit(ip); status != 0 {
+		code := "unavailable"
+		if status == http.StatusTooManyRequests {
+			code = "rate_limit_exceeded"
+			w.Header().Set("Retry-After", "60")
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		json.NewEncoder(w).Encode(map[string]string{"error": code, "message": msg})
 		return
 	}
-	r.Relay.ServeHTTP(w, req)
+	defer r.leave(ip)
+	ws, err := r.upgrader.Upgrade(w, req, nil)
+	if err != nil {
+		return // the upgrader answered
+	}
+	// The kernel's own buffer for a client that does not read would grow
+	// to megabytes; keep it to a fixed size, so the outbox bound is the bound.
+	if tcp, ok := ws.NetConn().(interface{ SetWriteBuffer(int) error }); ok {
+		tcp.SetWriteBuffer(socketSendBuffer)
+	}
+	c := newConn(r, ws, ip)
+	r.mu.Lock()
+	r.clients[c] = struct{}{}
+	r.mu.Unlock()
+	defer func() {
+		r.mu.Lock()
+		delete(r.clients, c)
+		r.mu.Unlock()
+	}()
+	c.serve()
+}
+
+// admit counts a new connection from ip, or says why it is refused.
+func (r *Relay) admit(ip string) (status int, msg string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closing {
+		return http.StatusServiceUnavailable, "the relay is shutting down"
+	}
+	if max := r.limits.ConnectionsPerIP; max > 0 && r.perIP[ip] >= max {
+		return http.StatusTooManyRequests, fmt.Sprintf("too many connections from your address (at most %d)", max)
+	}
+	r.perIP[ip]++
+	return 0, ""
+}
+
+func (r *Relay) leave(ip string) {
+	r.mu.Lock()
+	if r.perIP[ip]--; r.perIP[ip] <= 0 {
+		delete(r.perIP, ip)
+	}
+	r.mu.Unlock()
 }
 
 // TrackConn is an http.Server ConnState hook: it remembers hijacked
@@ -181,18 +249,16 @@ func (r *Relay) TrackConn(c net.Conn, state http.ConnState) {
 }
 
 // CloseClients sends every websocket client a close frame ("going away"),
-// gives them until ctx ends to hang up, closes what is left, and waits for
-// store calls in flight; later ones fail, so the store can close safely.
-// khatru's own Shutdown only works for relays it started itself.
+// gives them until ctx ends (a second at most) to hang up, closes what is
+// left, and waits for store calls in flight; later ones fail, so the store
+// can close safely.
 func (r *Relay) CloseClients(ctx context.Context) {
-	msg := websocket.FormatCloseMessage(websocket.CloseGoingAway, "relay shutting down")
 	r.mu.Lock()
-	for ws := range r.clients {
-		ws.WriteMessage(websocket.CloseMessage, msg)
+	r.closing = true
+	for c := range r.clients {
+		c.out.shut(closePayload(websocket.CloseGoingAway, "relay shutting down"))
 	}
 	r.mu.Unlock()
-	// Well-behaved clients answer the close frame at once; don't let the
-	// others hold shutdown longer than a moment.
 	grace, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
 	t := time.NewTicker(20 * time.Millisecond)
@@ -204,6 +270,9 @@ func (r *Relay) CloseClients(ctx context.Context) {
 		}
 	}
 	r.mu.Lock()
+	for c := range r.clients {
+		c.drop("the relay is shutting down")
+	}
 	for c := range r.conns {
 		c.Close()
 	}

@@ -25,13 +25,17 @@ import (
 )
 
 type env struct {
-	srv   *httptest.Server
-	rl    *relay.Relay
-	svc   *banlist.Service
-	admin string // secret key of the NIP-86 admin
+	srv     *httptest.Server
+	url     string // http://127.0.0.1:port
+	rl      *relay.Relay
+	svc     *banlist.Service
+	list    *policies.BanList
+	admin   string // secret key of the NIP-86 admin
+	service string // the service's public key
 }
 
-func newEnv(t *testing.T) *env {
+// newEnv serves a relay on a fresh store; opts adjust its configuration.
+func newEnv(t *testing.T, opts ...func(*relay.Config)) *env {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	st, err := store.Open(t.TempDir(), log)
@@ -43,7 +47,11 @@ func newEnv(t *testing.T) *env {
 	sk := nostr.GeneratePrivateKey()
 	pk, _ := nostr.GetPublicKey(sk)
 	list := policies.NewBanList()
-	rl := relay.New(relay.Config{Store: st, BanList: list, Log: log, PublicURL: url, ServicePub: pk, Name: "test"})
+	cfg := relay.Config{Store: st, BanList: list, Log: log, PublicURL: url, ServicePub: pk, Name: "test"}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	rl := relay.New(cfg)
 	svc, err := banlist.New(banlist.Config{DB: st.DB, Events: st.Events, List: list, Publish: rl.Publish, SecretKey: sk, Log: log})
 	if err != nil {
 		t.Fatal(err)
@@ -63,7 +71,16 @@ func newEnv(t *testing.T) *env {
 		rl.CloseClients(ctx)
 		st.Close()
 	})
-	return &env{srv: srv, rl: rl, svc: svc, admin: admin}
+	return &env{srv: srv, url: srv.URL, rl: rl, svc: svc, list: list, admin: admin, service: pk}
+}
+
+// withLimits changes the default limits.
+func withLimits(change func(*relay.Limits)) func(*relay.Config) {
+	return func(c *relay.Config) {
+		l := relay.DefaultLimits()
+		change(&l)
+		c.Limits = &l
+	}
 }
 
 func TestNIP40(t *testing.T) {

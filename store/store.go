@@ -33,6 +33,7 @@ const (
 	PrefixMintdir byte = 0x90
 	PrefixFaucet  byte = 0xA0
 	PrefixRelay   byte = 0xB0 // relay settings changed over NIP-86
+	PrefixWallet  byte = 0xC0 // the faucet's Cashu wallet (package ecash): seed, keysets, counters, proofs, operations
 )
 
 // ErrLocked is returned by Open when another process holds the database.

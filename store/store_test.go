@@ -40,7 +40,7 @@ func TestEventsAndRecordsSurviveReopen(t *testing.T) {
 		ids = append(ids, ev.ID)
 	}
 	type rec struct{ N int }
-	for _, p := range []byte{PrefixBanlist, PrefixMintdir, PrefixFaucet} {
+	for _, p := range []byte{PrefixBanlist, PrefixMintdir, PrefixFaucet, PrefixRelay, PrefixWallet} {
 		if err := s.DB.Update(func(txn *badger.Txn) error {
 			return PutJSON(txn, Key(p, 1, []byte("k")), rec{N: int(p)})
 		}); err != nil {
@@ -72,7 +72,7 @@ func TestEventsAndRecordsSurviveReopen(t *testing.T) {
 	if len(got) != len(ids) {
 		t.Errorf("got %d events, want %d", len(got), len(ids))
 	}
-	for _, p := range []byte{PrefixBanlist, PrefixMintdir, PrefixFaucet} {
+	for _, p := range []byte{PrefixBanlist, PrefixMintdir, PrefixFaucet, PrefixRelay, PrefixWallet} {
 		var r rec
 		err := s.DB.View(func(txn *badger.Txn) error {
 			found, err := GetJSON(txn, Key(p, 1, []byte("k")), &r)

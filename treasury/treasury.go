@@ -1,64 +1,88 @@
-// Package treasury is the faucet's money: one Cashu wallet (gonuts) at one
-// mint. It pays out tokens and Lightning invoices (melt), takes deposits by
-// mint quote or by token, and serializes every wallet operation, because
-// gonuts' wallet is not safe for concurrent use.
+// Package treasury is the faucet's money: one Cashu wallet (package ecash)
+// at one mint, kept in outpost's badger database. It pays out tokens and
+// Lightning invoices (melt), takes deposits by mint quote or by token, and
+// turns the wallet's errors into outpost's: a mint that cannot be reached
+// (503 mint_unavailable) is told apart from one that does not work with
+// this wallet (502 mint_incompatible, with what is wrong).
 package treasury
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
+	"strings"
 	"sort"
 	"sync"
-	"sync/atomic"
 	"time"
 
-	"github.com/elnosh/gonuts/cashu"
-	"github.com/elnosh/gonuts/cashu/nuts/nut04"
-	"github.com/elnosh/gonuts/cashu/nuts/nut05"
-	"github.com/elnosh/gonuts/wallet"
+	"github.com/dgraph-io/badger/v4"
 	"github.com/outpost-relay/outpost"
+	"github.com/outpost-relay/outpost/ecash"
 	"github.com/outpost-relay/outpost/minturl"
 )
 
 // Config configures a treasury.
 type Config struct {
-	Dir           string   // the wallet's directory (seed, proofs, quotes)
+	DB            *badger.DB
 	MintURL       string   // the one mint the wallet holds ecash at
-	AcceptedMints []string // other mints whose tokens are swapped in over Lightning
-	Log           *slog.Logger
+	AcceptedMints []string // other mints whose tokens are taken in over Lightning
+	// LegacyDir is where an earlier outpost kept its gonuts wallet; on
+	// first start its seed, counters and proofs are imported and the
+	// directory is moved aside (never deleted).
+	LegacyDir   string
+	Log         *slog.Logger
+	Timeout     time.Duration // per request to a mint; default 15 s
+	MeltTimeout time.Duration // per melt request; default 60 s
 }
 
-// Treasury is the faucet's wallet. Its methods may be called concurrently;
-// they take turns on the wallet.
+// Treasury is the faucet's wallet. Its methods may be called concurrently.
 type Treasury struct {
-	dir      string
+	cfg      Config
 	mintURL  string
 	accepted map[string]bool // normalized URLs, the wallet's own mint included
 	log      *slog.Logger
-	http     *http.Client // for the calls we make ourselves, with deadlines
+	w        *ecash.Wallet
 
-	turn    chan struct{} // holds one token while an operation uses the wallet
-	w       *wallet.Wallet
-	balance atomic.Int64 // sats, as of the last operation; -1 before the wallet loads
-	closed  bool
-	closeMu sync.Once
+	mu      sync.Mutex
+	foreign map[string]*ecash.Wallet // wallets at other accepted mints, for deposits
+	status  Status
 }
 
-// New returns a treasury; the wallet is loaded on first use, so a mint that
-// is down at start-up delays payouts instead of stopping the program.
+// Status is how the wallet and its mint are doing, as last seen.
+type Status struct {
+	State  string    // "unknown" (not asked yet), "ok", "unreachable", "incompatible"
+	Reason string    // what is wrong, for /health
+	At     time.Time // when last asked
+	err    *outpost.Error
+}
+
+// Mint states of Status.
+const (
+	StateUnknown      = "unknown"
+	StateOK           = "ok"
+	StateUnreachable  = "unreachable"
+	StateIncompatible = "incompatible"
+)
+
+// New opens the treasury's wallet (importing a legacy gonuts wallet first,
+// if there is one). It reads only the store: a mint that is down delays
+// payouts instead of stopping the program.
 func New(cfg Config) (*Treasury, error) {
 	mint, err := NormalizeMintURL(cfg.MintURL)
 	if err != nil {
 		return nil, err
 	}
+	if cfg.DB == nil {
+		return nil, errors.New("treasury: DB is required")
+	}
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
-	t := &Treasury{dir: cfg.Dir, mintURL: mint, accepted: map[string]bool{mint: true}, log: cfg.Log,
-		http: &http.Client{Timeout: 10 * time.Second}, turn: make(chan struct{}, 1)}
+	t := &Treasury{cfg: cfg, mintURL: mint, accepted: map[string]bool{mint: true}, log: cfg.Log,
+		foreign: map[string]*ecash.Wallet{}, status: Status{State: StateUnknown}}
 	for _, m := range cfg.AcceptedMints {
 		n, err := NormalizeMintURL(m)
 		if err != nil {
@@ -66,8 +90,35 @@ func New(cfg Config) (*Treasury, error) {
 		}
 		t.accepted[n] = true
 	}
-	t.balance.Store(-1)
+	legacy, other, err := readLegacy(cfg.LegacyDir, mint)
+	if err != nil {
+		return nil, fmt.Errorf("treasury: reading the earlier wallet in %s: %w", cfg.LegacyDir, err)
+	}
+	if legacy != nil {
+		if err := ecash.ImportSeed(cfg.DB, *legacy, time.Now().Unix()); err != nil {
+			return nil, fmt.Errorf("treasury: importing the earlier wallet in %s: %w", cfg.LegacyDir, err)
+		}
+	}
+	if t.w, err = t.open(mint); err != nil {
+		return nil, err
+	}
+	if legacy != nil {
+		if err := t.w.Import(*legacy); err != nil {
+			return nil, fmt.Errorf("treasury: importing the earlier wallet in %s: %w", cfg.LegacyDir, err)
+		}
+		moved, err := moveAside(cfg.LegacyDir)
+		if err != nil {
+			return nil, fmt.Errorf("treasury: imported the earlier wallet, but could not move %s aside: %w", cfg.LegacyDir, err)
+		}
+		t.log.Info("faucet wallet: imported the earlier gonuts wallet; the mint is asked about its proofs once it answers",
+			"from", cfg.LegacyDir, "moved_to", moved, "proofs", len(legacy.Proofs), "sats", legacy.Proofs.Amount(),
+			"in_melts", len(legacy.Melting), "handed_out", len(legacy.Sent), "open_mint_quotes", len(legacy.MintQuotes),
+			"other_mints_proofs_left_behind", other)
+	}
 	return t, nil
+}
+func (t *Treasury) open(mint string) (*ecash.Wallet, error) {
+	return ecash.Open(ecash.Config{DB: t.cfg.DB, MintURL: mint, Log: t.log, Timeout: t.cfg.Timeout, MeltTimeout: t.cfg.MeltTimeout})
 }
 
 // NormalizeMintURL gives a mint URL its one spelling (minturl's, which the
@@ -102,93 +153,153 @@ func (t *Treasury) AcceptedMints() []string {
 	return append([]string{t.mintURL}, others...)
 }
 
-// Balance is the spendable balance in sats as of the last operation, and
-// false before the wallet could be loaded.
+// Balance is the spendable balance in sats, from the store. ok is false
+// while the mint has been found unreachable or incompatible: the sats are
+// there, but cannot be paid out.
 func (t *Treasury) Balance() (int64, bool) {
-	b := t.balance.Load()
-	return max(b, 0), b >= 0
+	st := t.Status()
+	return int64(t.w.Balance()), st.State == StateOK || st.State == StateUnknown
 }
 
-var (
-	errBusy   = outpost.Errorf(outpost.Unavailable, "mint_unavailable", "the faucet's wallet is busy; try again shortly")
-	errClosed = outpost.Errorf(outpost.Unavailable, "mint_unavailable", "the faucet is shutting down")
-)
+// Status is the wallet's state as last seen by CheckMint or an operation.
+func (t *Treasury) Status() Status {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.status
+}
+
+// Ready returns the error a payout would get right now because of the
+// mint's state, or nil.
+func (t *Treasury) Ready() error {
+	st := t.Status()
+	if st.err != nil {
+		return st.err
+	}
+	return nil
+}
+
+// note records what an operation's error says about the mint. A request
+// its caller gave up on (a client gone, a shutdown) says nothing.
+func (t *Treasury) note(err error) {
+	if errors.Is(err, context.Canceled) {
+		return
+	}
+	var st Status
+	switch ecash.ProblemOf(err) {
+	case ecash.Unreachable:
+		st = Status{State: StateUnreachable, Reason: ecash.AsMintError(err).Error(), err: mintUnavailable()}
+	case ecash.Incompatible:
+		st = Status{State: StateIncompatible, Reason: ecash.AsMintError(err).Error(), err: mintIncompatible(err)}
+	case ecash.Refused:
+		st = Status{State: StateOK} // it answered
+	default:
+		if err != nil {
+			return
+		}
+		st = Status{State: StateOK}
+	}
+	st.At = time.Now()
+	t.mu.Lock()
+	changed := t.status.State != st.State
+	t.status = st
+	t.mu.Unlock()
+	if changed && st.State != StateOK {
+		t.log.Warn("faucet wallet: mint "+st.State, "mint", t.mintURL, "reason", st.Reason)
+	} else if changed {
+		t.log.Info("faucet wallet: mint ok", "mint", t.mintURL, "balance_sats", t.w.Balance())
+	}
+}
+
+func mintUnavailable() *outpost.Error {
+	e := outpost.Errorf(outpost.Unavailable, "mint_unavailable", "the faucet's mint cannot be reached right now; try again later").With("cause", "mint")
+	e.RetryAfter = 30 * time.Second
+	return e
+}
+
+func mintIncompatible(err error) *outpost.Error {
+	detail := err.Error()
+	if me := ecash.AsMintError(err); me != nil && me.Detail != "" {
+		detail = me.Detail
+	}
+	return outpost.Errorf(outpost.BadGateway, "mint_incompatible",
+		"the faucet's mint does not work with the faucet's wallet: %s", detail).With("cause", "mint")
+}
 
 // ErrInsufficientFunds is returned when paying would take the balance below
 // what must be kept; nothing was paid.
 var ErrInsufficientFunds = outpost.Errorf(outpost.Unavailable, "insufficient_funds", "the faucet does not have enough sats right now")
 
-func mintUnavailable(err error) *outpost.Error {
-	return outpost.Errorf(outpost.Unavailable, "mint_unavailable", "the faucet's mint cannot be reached right now").With("cause", "mint")
-}
-
-// use runs fn with the wallet, waiting for its turn until ctx ends. gonuts
-// takes no contexts, so an operation that started runs to its end even if
-// ctx ends meanwhile; callers that must know the outcome detach their ctx.
-func (t *Treasury) use(ctx context.Context, fn func(w *wallet.Wallet) error) error {
-	select {
-	case t.turn <- struct{}{}:
-	case <-ctx.Done():
-		return errBusy
+// failure maps a wallet error to outpost's error; refusal is the client
+// error for a mint's refusal in this context. Errors about the mint update
+// the status.
+func (t *Treasury) failure(err error, refusal func(detail string) *outpost.Error) error {
+	if err == nil {
+		t.note(nil)
+		return nil
 	}
-	defer func() { <-t.turn }()
-	if t.closed {
-		return errClosed
+	t.note(err)
+	switch {
+	case errors.Is(err, ecash.ErrInsufficientFunds):
+		return ErrInsufficientFunds
+	case errors.Is(err, ecash.ErrClosed):
+		return outpost.Errorf(outpost.Unavailable, "mint_unavailable", "the faucet is shutting down")
 	}
-	if t.w == nil {
-		w, err := wallet.LoadWallet(wallet.Config{WalletPath: t.dir, CurrentMintURL: t.mintURL})
-		if err != nil {
-			t.log.Warn("faucet wallet: cannot load; the mint may be down", "mint", t.mintURL, "err", err)
-			return mintUnavailable(err)
-		}
-		t.w = w
-		t.balance.Store(int64(w.GetBalance()))
-		t.log.Info("faucet wallet loaded", "mint", t.mintURL, "balance_sats", w.GetBalance())
+	me := ecash.AsMintError(err)
+	switch {
+	case me == nil:
+		return err // internal: logged, 500
+	case me.Problem == ecash.Unreachable:
+		return mintUnavailable()
+	case me.Problem == ecash.Incompatible:
+		return mintIncompatible(err)
 	}
-	defer func() { t.balance.Store(int64(t.w.GetBalance())) }()
-	return fn(t.w)
+	return refusal(me.Detail)
 }
 
-// Refresh loads the wallet if it is not yet and updates the balance.
-func (t *Treasury) Refresh(ctx context.Context) error {
-	return t.use(ctx, func(*wallet.Wallet) error { return nil })
-}
-
-// Close waits for the operation in progress (up to ctx) and closes the wallet.
-func (t *Treasury) Close(ctx context.Context) error {
-	var err error
-	t.closeMu.Do(func() {
-		select {
-		case t.turn <- struct{}{}:
-			defer func() { <-t.turn }()
-		case <-ctx.Done():
-			err = errors.New("faucet wallet: an operation was still running at shutdown")
-			return
-		}
-		t.closed = true
-		if t.w != nil {
-			err = t.w.Shutdown()
-		}
-	})
-	return err
-}
-
-// CheckMint asks the mint for its info (NUT-06) within ctx; it does not
-// touch the wallet.
+// CheckMint asks the mint for its info and keysets (within ctx), settles
+// operations left open, and records what it found for Status.
 func (t *Treasury) CheckMint(ctx context.Context) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, t.mintURL+"/v1/info", nil)
-	if err != nil {
-		return err
+	err := t.w.Refresh(ctx)
+	if err == nil {
+		if n, rerr := t.w.Recover(ctx); rerr != nil && ecash.ProblemOf(rerr) != 0 {
+			err = rerr
+		} else if n > 0 {
+			t.log.Info("faucet wallet: operations still open", "count", n)
+		}
 	}
-	resp, err := t.http.Do(req)
+	t.note(err)
 	if err != nil {
-		return err
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("mint info: HTTP %d", resp.StatusCode)
+		return t.Ready()
 	}
 	return nil
+}
+
+// Refresh is CheckMint; the faucet's background job calls it.
+func (t *Treasury) Refresh(ctx context.Context) error { return t.CheckMint(ctx) }
+
+// Close stops new operations.
+func (t *Treasury) Close(context.Context) error {
+	t.w.Close()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, f := range t.foreign {
+		f.Close()
+	}
+	return nil
+}
+
+// Audit asks the mint about every proof the wallet holds (NUT-07).
+func (t *Treasury) Audit(ctx context.Context) (ecash.Audit, error) {
+	a, err := t.w.Audit(ctx)
+	return a, t.failure(err, nil)
+}
+
+// Tidy drops proofs the mint says are spent, forgets handed-out tokens
+// once redeemed, and moves proofs of retired keysets to an active one.
+func (t *Treasury) Tidy(ctx context.Context) error {
+	return t.failure(t.w.Tidy(ctx), func(d string) *outpost.Error {
+		return outpost.Errorf(outpost.BadGateway, "mint_error", "the mint refused: %s", d)
+	})
 }
 
 // --- payouts ---
@@ -197,35 +308,47 @@ func (t *Treasury) CheckMint(ctx context.Context) error {
 type Token struct {
 	Token      string // cashuB...
 	AmountSats int64  // what the receiver gets after swapping it
-	FeeSats    int64  // what the faucet paid on top (input fees)
+	FeeSats    int64  // what the faucet paid on top (input fees, its own and the receiver's)
+}
+
+func paymentFailed(detail string) *outpost.Error {
+	return outpost.Errorf(outpost.BadGateway, "payment_failed", "the mint refused the payment: %s", detail)
 }
 
 // SendToken takes amountSats (plus the fees the receiver will pay to swap
 // it) out of the wallet as a token, unless that leaves less than keepSats.
-func (t *Treasury) SendToken(ctx context.Context, amountSats, keepSats int64) (Token, error) {
-	var out Token
-	err := t.use(ctx, func(w *wallet.Wallet) error {
-		before := int64(w.GetBalance())
-		if before-amountSats < keepSats {
-			return ErrInsufficientFunds
-		}
-		proofs, err := w.Send(uint64(amountSats), t.mintURL, true)
-		if err != nil {
-			t.log.Warn("faucet wallet: send failed", "amount_sats", amountSats, "err", err)
-			return outpost.Errorf(outpost.BadGateway, "payment_failed", "the mint refused to make the token")
-		}
-		tok, err := cashu.NewTokenV4(proofs, t.mintURL, cashu.Sat, false)
-		if err != nil {
-			return err
-		}
-		s, err := tok.Serialize()
-		if err != nil {
-			return err
-		}
-		out = Token{Token: s, AmountSats: amountSats, FeeSats: max(0, before-int64(w.GetBalance())-amountSats)}
-		return nil
-	})
-	return out, err
+// ref (the claim id) files it for Reclaim.
+func (t *Treasury) SendToken(ctx context.Context, ref string, amountSats, keepSats int64) (Token, error) {
+	s, err := t.w.Send(ctx, ref, uint64(amountSats), uint64(max(keepSats, 0)))
+	if err != nil {
+		t.log.Warn("faucet wallet: send failed", "amount_sats", amountSats, "err", err)
+		return Token{}, t.failure(err, paymentFailed)
+	}
+	t.note(nil)
+	str, err := ecash.Token{Mint: t.mintURL, Proofs: s.Proofs}.Encode(false)
+	if err != nil {
+		return Token{}, err
+	}
+	return Token{Token: str, AmountSats: int64(s.Amount), FeeSats: int64(s.Fee)}, nil
+}
+
+// Reclaimed is what became of a token payout whose claim never got an
+// answer (its process stopped between making the token and recording it).
+type Reclaimed struct {
+	Redeemed bool  // someone redeemed the token: it was paid
+	FeeSats  int64 // what the payout cost (when it was not redeemed: the fees of making and taking back the token)
+}
+
+// Reclaim settles the token payout filed under ref (a claim id): a token
+// nobody redeemed is taken back into the wallet (or was never made);
+// one that was redeemed reports so. An error means the mint must be asked
+// again later.
+func (t *Treasury) Reclaim(ctx context.Context, ref string) (Reclaimed, error) {
+	_, redeemed, fee, err := t.w.Reclaim(ctx, ref)
+	if err != nil {
+		return Reclaimed{}, t.failure(err, paymentFailed)
+	}
+	return Reclaimed{Redeemed: redeemed, FeeSats: int64(fee)}, nil
 }
 
 // MeltQuote is a mint's offer to pay an invoice (NUT-05).
@@ -234,24 +357,23 @@ type MeltQuote struct {
 	AmountSats     int64     `json:"amount_sats"`
 	FeeReserveSats int64     `json:"fee_reserve_sats"`
 	ExpiresAt      time.Time `json:"expires_at"`
+	PaymentHash    string    `json:"payment_hash,omitempty"` // of the invoice, to check the preimage
 }
 
 // MeltQuote asks the mint what paying bolt11 costs.
 func (t *Treasury) MeltQuote(ctx context.Context, bolt11 string) (MeltQuote, error) {
-	var q MeltQuote
-	err := t.use(ctx, func(w *wallet.Wallet) error {
-		r, err := w.RequestMeltQuote(bolt11, t.mintURL)
-		if err != nil {
-			var ce cashu.Error
-			if errors.As(err, &ce) {
-				return outpost.Errorf(outpost.BadGateway, "payment_failed", "the mint will not pay this invoice: %s", ce.Detail)
-			}
-			return mintUnavailable(err)
-		}
-		q = MeltQuote{ID: r.Quote, AmountSats: int64(r.Amount), FeeReserveSats: int64(r.FeeReserve), ExpiresAt: time.Unix(int64(r.Expiry), 0)}
-		return nil
-	})
-	return q, err
+	q, err := t.w.MeltQuote(ctx, bolt11)
+	if err != nil {
+		return MeltQuote{}, t.failure(err, func(d string) *outpost.Error {
+			return outpost.Errorf(outpost.BadGateway, "payment_failed", "the mint will not pay this invoice: %s", d)
+		})
+	}
+	t.note(nil)
+	mq := MeltQuote{ID: q.Quote, AmountSats: int64(q.Amount), FeeReserveSats: int64(q.FeeReserve), PaymentHash: paymentHash(bolt11)}
+	if q.Expiry != nil {
+		mq.ExpiresAt = time.Unix(*q.Expiry, 0)
+	}
+	return mq, nil
 }
 
 // State is the state of a payment.
@@ -266,12 +388,11 @@ const (
 // Payment is the outcome of a melt.
 type Payment struct {
 	State    State
-	Preimage string
-	FeeSats  int64 // known when paid at once; otherwise the fee reserve
+	Preimage string // only one that hashes to the invoice's payment hash
+	FeeSats  int64  // known once paid; the most it can cost while pending; what a failed attempt cost
 	Reason   string
-	// Unsure is set when the melt call failed and the mint could not say
-	// (or said "unpaid" right after an error, which a request still in
-	// flight could change). Such a payment is pending until checked again.
+	// Unsure is set when the melt call got no answer and the mint says
+	// "unpaid", which a request still in flight could change.
 	Unsure bool
 }
 
@@ -279,72 +400,63 @@ type Payment struct {
 // keepSats. An error means nothing was attempted; every attempted payment
 // comes back as paid, pending or failed.
 func (t *Treasury) Melt(ctx context.Context, q MeltQuote, keepSats int64) (Payment, error) {
-	var p Payment
-	err := t.use(ctx, func(w *wallet.Wallet) error {
-		before := int64(w.GetBalance())
-		if before-q.AmountSats-q.FeeReserveSats < keepSats {
-			return ErrInsufficientFunds
-		}
-		res, err := w.Melt(q.ID)
-		if err != nil {
-			p = t.afterMeltError(w, q, err)
-			return nil
-		}
-		switch res.State {
-		case nut05.Paid:
-			p = Payment{State: Paid, Preimage: res.Preimage, FeeSats: max(0, before-int64(w.GetBalance())-q.AmountSats)}
-		case nut05.Pending:
-			p = Payment{State: Pending, FeeSats: q.FeeReserveSats, Reason: "the Lightning payment is in flight"}
-		default:
-			p = Payment{State: Failed, Reason: "the Lightning payment failed"}
-		}
-		return nil
-	})
-	return p, err
+	p, err := t.w.Melt(ctx, ecash.MeltQuote{Quote: q.ID, Amount: uint64(q.AmountSats), FeeReserve: uint64(q.FeeReserveSats)}, uint64(max(keepSats, 0)))
+	if err != nil {
+		return Payment{}, t.failure(err, paymentFailed)
+	}
+	t.note(nil)
+	return t.payment(q, p), nil
 }
 
-// afterMeltError decides what a melt that returned an error did. A mint's
-// refusal (a NUT error other than "pending"/"already paid") is final; for
-// anything else the mint is asked.
-func (t *Treasury) afterMeltError(w *wallet.Wallet, q MeltQuote, err error) Payment {
-	var ce cashu.Error
-	if errors.As(err, &ce) && ce.Code != cashu.MeltQuotePendingErrCode && ce.Code != cashu.MeltQuoteAlreadyPaidErrCode {
-		return Payment{State: Failed, Reason: "the mint refused: " + ce.Detail}
-	}
-	t.log.Warn("faucet wallet: melt error; asking the mint", "quote", q.ID, "err", err)
-	st, cerr := w.CheckMeltQuoteState(q.ID)
-	switch {
-	case cerr != nil:
-		return Payment{State: Pending, FeeSats: q.FeeReserveSats, Reason: "the payment outcome is not known yet", Unsure: true}
-	case st.State == nut05.Paid:
-		return Payment{State: Paid, Preimage: st.Preimage, FeeSats: q.FeeReserveSats}
-	case st.State == nut05.Pending:
-		return Payment{State: Pending, FeeSats: q.FeeReserveSats, Reason: "the Lightning payment is in flight"}
-	default:
-		return Payment{State: Pending, FeeSats: q.FeeReserveSats, Reason: "the payment outcome is not known yet", Unsure: true}
-	}
-}
-
-// MeltStatus asks the mint about a melt quote: paid (with the preimage),
-// pending, or failed (unpaid; the wallet takes its proofs back).
+// MeltStatus asks about a melt: paid (its fee return collected), pending,
+// or failed (the wallet has its ecash back).
 func (t *Treasury) MeltStatus(ctx context.Context, q MeltQuote) (Payment, error) {
-	var p Payment
-	err := t.use(ctx, func(w *wallet.Wallet) error {
-		st, err := w.CheckMeltQuoteState(q.ID)
-		if err != nil {
-			return mintUnavailable(err)
-		}
-		switch st.State {
-		case nut05.Paid:
-			p = Payment{State: Paid, Preimage: st.Preimage, FeeSats: q.FeeReserveSats}
-		case nut05.Pending:
-			p = Payment{State: Pending, FeeSats: q.FeeReserveSats}
+	p, err := t.w.MeltStatus(ctx, q.ID)
+	if err != nil {
+		return Payment{}, t.failure(err, paymentFailed)
+	}
+	t.note(nil)
+	return t.payment(q, p), nil
+}
+
+// payment turns the wallet's answer into a Payment. A preimage is kept only
+// if it hashes to the invoice's payment hash: a mint that reports a payment
+// without one (an internal settlement, a fake Lightning backend) or with a
+// wrong one has still spent the ecash, so the payment stands, but no proof
+// of payment is claimed.
+func (t *Treasury) payment(q MeltQuote, p ecash.Payment) Payment {
+	out := Payment{Reason: p.Reason, Unsure: p.Unsure, FeeSats: int64(p.Fee)}
+	switch p.State {
+	case ecash.Paid:
+		out.State = Paid
+		switch {
+		case p.Preimage == "":
+		case preimageMatches(p.Preimage, q.PaymentHash):
+			out.Preimage = strings.ToLower(p.Preimage)
+		case q.PaymentHash == "":
+			t.log.Debug("faucet wallet: no payment hash to check the preimage against; not reported", "quote", q.ID)
 		default:
-			p = Payment{State: Failed, Reason: "the Lightning payment failed"}
+			t.log.Warn("faucet wallet: the mint's preimage does not match the invoice; not reported", "quote", q.ID, "payment_hash", q.PaymentHash)
 		}
-		return nil
-	})
-	return p, err
+	case ecash.Pending:
+		out.State = Pending
+	default:
+		out.State = Failed // FeeSats: what the attempt cost
+		if out.Reason == "" {
+			out.Reason = "the Lightning payment failed"
+		}
+	}
+	return out
+}
+
+// preimageMatches reports whether sha256(preimage) is hash (both hex).
+func preimageMatches(preimage, hash string) bool {
+	b, err := hex.DecodeString(preimage)
+	if err != nil || len(b) != 32 || hash == "" {
+		return false
+	}
+	sum := sha256.Sum256(b)
+	return strings.EqualFold(hex.EncodeToString(sum[:]), hash)
 }
 
 // --- deposits by Lightning ---
@@ -360,70 +472,40 @@ type MintQuote struct {
 
 // RequestMint asks the mint for an invoice of amountSats.
 func (t *Treasury) RequestMint(ctx context.Context, amountSats int64) (MintQuote, error) {
-	var q MintQuote
-	err := t.use(ctx, func(w *wallet.Wallet) error {
-		r, err := w.RequestMint(uint64(amountSats), t.mintURL)
-		if err != nil {
-			var ce cashu.Error
-			if errors.As(err, &ce) {
-				return outpost.Errorf(outpost.Unprocessable, "deposit_refused", "the mint refused the deposit: %s", ce.Detail)
-			}
-			return mintUnavailable(err)
-		}
-		stored := w.GetMintQuoteById(r.Quote)
-		q = MintQuote{ID: r.Quote, Invoice: r.Request, AmountSats: amountSats, ExpiresAt: time.Unix(int64(r.Expiry), 0)}
-		if stored != nil {
-			q.PaymentHash = paymentHash(stored.PaymentRequest)
-		}
-		return nil
-	})
-	return q, err
+	q, err := t.w.RequestMint(ctx, uint64(amountSats))
+	if err != nil {
+		return MintQuote{}, t.failure(err, func(d string) *outpost.Error {
+			return outpost.Errorf(outpost.Unprocessable, "deposit_refused", "the mint refused the deposit: %s", d)
+		})
+	}
+	t.note(nil)
+	mq := MintQuote{ID: q.Quote, Invoice: q.Request, PaymentHash: paymentHash(q.Request), AmountSats: amountSats}
+	if q.Expiry != nil {
+		mq.ExpiresAt = time.Unix(*q.Expiry, 0)
+	} else {
+		mq.ExpiresAt = time.Now().Add(time.Hour)
+	}
+	return mq, nil
 }
 
 // MintState is what became of a mint quote.
-type MintState string
+type MintState = ecash.MintState
 
 const (
-	MintUnpaid MintState = "unpaid" // not paid (yet)
-	MintIssued MintState = "issued" // paid and its ecash is in the wallet
-	MintLost   MintState = "lost"   // issued by the mint, but not to this wallet's records
+	MintUnpaid = ecash.MintUnpaid // not paid (yet)
+	MintIssued = ecash.MintIssued // paid and its ecash is in the wallet
+	MintLost   = ecash.MintLost   // issued by the mint, but not to this wallet's outputs
 )
 
 // CompleteMint mints the quote's ecash if its invoice was paid. It is safe
 // to call again: a quote already minted reports MintIssued.
 func (t *Treasury) CompleteMint(ctx context.Context, quoteID string) (MintState, error) {
-	state := MintUnpaid
-	err := t.use(ctx, func(w *wallet.Wallet) error {
-		q := w.GetMintQuoteById(quoteID)
-		if q == nil {
-			return fmt.Errorf("mint quote %s is not in the wallet", quoteID)
-		}
-		if q.State == nut04.Issued {
-			state = MintIssued
-			return nil
-		}
-		st, err := w.MintQuoteState(quoteID)
-		if err != nil {
-			return mintUnavailable(err)
-		}
-		switch st.State {
-		case nut04.Unpaid:
-			return nil
-		case nut04.Issued:
-			state = MintLost
-			return nil
-		}
-		if _, err := w.MintTokens(quoteID); err != nil {
-			return fmt.Errorf("mint tokens for quote %s: %w", quoteID, err)
-		}
-		state = MintIssued
-		return nil
-	})
-	return state, err
-}
-
-// Tidy forgets ecash the wallet handed out (tokens, melted proofs) that the
-// mint reports spent, so the wallet's pending list stays short.
-func (t *Treasury) Tidy(ctx context.Context) error {
-	return t.use(ctx, func(w *wallet.Wallet) error { return w.RemoveSpentProofs() })
+	st, err := t.w.CompleteMint(ctx, quoteID)
+	if err != nil {
+		return "", t.failure(err, func(d string) *outpost.Error {
+			return outpost.Errorf(outpost.BadGateway, "mint_error", "the mint refused to mint the deposit: %s", d)
+		})
+	}
+	t.note(nil)
+	return st, nil
 }

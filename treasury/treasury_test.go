@@ -16,6 +16,7 @@ import (
 	"github.com/elnosh/gonuts/mint/lightning"
 	"github.com/elnosh/gonuts/wallet"
 	"github.com/outpost-relay/outpost"
+	"github.com/outpost-relay/outpost/store"
 	"github.com/outpost-relay/outpost/testmint"
 	"github.com/outpost-relay/outpost/treasury"
 )
@@ -42,9 +43,19 @@ func userWallet(t *testing.T, m *testmint.Mint) *wallet.Wallet {
 	return w
 }
 
+func openStore(t *testing.T, dir string) *store.Store {
+	t.Helper()
+	st, err := store.Open(dir, quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
 func newTreasury(t *testing.T, m *testmint.Mint, accepted ...string) *treasury.Treasury {
 	t.Helper()
-	tr, err := treasury.New(treasury.Config{Dir: t.TempDir(), MintURL: m.URL + "/", AcceptedMints: accepted, Log: quiet})
+	tr, err := treasury.New(treasury.Config{DB: openStore(t, t.TempDir()).DB, MintURL: m.URL + "/", AcceptedMints: accepted, Log: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,8 +95,8 @@ func TestPayouts(t *testing.T) {
 	m := startMint(t)
 	tr := newTreasury(t, m)
 	ctx := context.Background()
-	if _, ok := tr.Balance(); ok {
-		t.Fatal("a balance before the wallet loaded")
+	if b, _ := tr.Balance(); b != 0 {
+		t.Fatalf("a new wallet holds %d", b)
 	}
 	fund(t, m, tr, 1000)
 	if b, ok := tr.Balance(); !ok || b != 1000 {
@@ -94,7 +105,7 @@ func TestPayouts(t *testing.T) {
 	user := userWallet(t, m)
 
 	t.Run("token", func(t *testing.T) {
-		tok, err := tr.SendToken(ctx, 21, 0)
+		tok, err := tr.SendToken(ctx, "claim-1", 21, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -105,7 +116,7 @@ func TestPayouts(t *testing.T) {
 		if n, err := user.Receive(ct, false); err != nil || n != 21 {
 			t.Fatalf("user received %d, %v", n, err)
 		}
-		if _, err := tr.SendToken(ctx, 100, 950); err != treasury.ErrInsufficientFunds {
+		if _, err := tr.SendToken(ctx, "claim-2", 100, 950); err != treasury.ErrInsufficientFunds {
 			t.Fatalf("keeping 950 of 979: %v", err)
 		}
 	})
@@ -171,7 +182,7 @@ func TestPayouts(t *testing.T) {
 		errs := make(chan error, 8)
 		for range 8 {
 			wg.Go(func() {
-				_, err := tr.SendToken(ctx, 5, 0)
+				_, err := tr.SendToken(ctx, "", 5, 0)
 				errs <- err
 			})
 		}
@@ -316,14 +327,23 @@ func TestMintDown(t *testing.T) {
 	m := startMint(t)
 	url := m.URL
 	m.Close()
-	tr, _ := treasury.New(treasury.Config{Dir: t.TempDir(), MintURL: url, Log: quiet})
+	tr, err := treasury.New(treasury.Config{DB: openStore(t, t.TempDir()).DB, MintURL: url, Log: quiet, Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer tr.Close(context.Background())
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if _, err := tr.SendToken(ctx, 1, 0); code(err) != "mint_unavailable" {
+	if _, err := tr.SendToken(ctx, "", 1, 0); code(err) != "mint_unavailable" {
 		t.Fatalf("with the mint down: %v", err)
 	}
-	if err := tr.CheckMint(ctx); err == nil {
-		t.Fatal("CheckMint with the mint down")
+	if err := tr.CheckMint(ctx); code(err) != "mint_unavailable" {
+		t.Fatalf("CheckMint with the mint down: %v", err)
+	}
+	if st := tr.Status(); st.State != treasury.StateUnreachable || st.Reason == "" {
+		t.Fatalf("status %+v", st)
+	}
+	if err := tr.Ready(); code(err) != "mint_unavailable" {
+		t.Fatalf("ready: %v", err)
 	}
 }

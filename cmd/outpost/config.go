@@ -19,8 +19,10 @@ import (
 	"github.com/outpost-relay/outpost/httpapi/mintdirapi"
 	"github.com/outpost-relay/outpost/mintdir"
 	"github.com/outpost-relay/outpost/pubkey"
+	"github.com/outpost-relay/outpost/relay"
 	"github.com/outpost-relay/outpost/settings"
 	"github.com/outpost-relay/outpost/store"
+	"github.com/outpost-relay/outpost/web"
 )
 
 // Config is everything outpost is configured with. Each tagged field is a
@@ -41,6 +43,8 @@ type Config struct {
 	RelayName        string `flag:"relay-name" usage:"relay name in NIP-11"`
 	RelayDescription string `flag:"relay-description" usage:"relay description in NIP-11"`
 	RelayContact     string `flag:"relay-contact" usage:"relay contact in NIP-11"`
+	RelayPubKey      string `flag:"relay-pubkey" usage:"the operator's contact key (npub or hex), NIP-11 pubkey"`
+	Relay            relay.Limits
 
 	BanlistMount string `flag:"banlist-mount" usage:"mount path of the ban-list service"`
 	MintdirMount string `flag:"mintdir-mount" usage:"mount path of the mint directory"`
@@ -60,7 +64,7 @@ func defaultConfig() *Config {
 		RelayName:        "outpost",
 		RelayDescription: "A community relay with a ban list, a test-sats faucet and a Cashu mint directory",
 		BanlistMount:     "/banlist", MintdirMount: "/mintdir", FaucetMount: "/faucet",
-		Store: store.DefaultSettings(), BanlistAPI: banlistapi.DefaultSettings(), Mintdir: mintdir.DefaultSettings(), MintdirAPI: mintdirapi.DefaultSettings(),
+		Store: store.DefaultSettings(), Relay: relay.DefaultLimits(), BanlistAPI: banlistapi.DefaultSettings(), Mintdir: mintdir.DefaultSettings(), MintdirAPI: mintdirapi.DefaultSettings(),
 		Faucet: faucet.DefaultSettings(),
 	}
 }
@@ -73,7 +77,7 @@ type configFlags struct {
 
 func newConfigFlags(fs *flag.FlagSet) *configFlags {
 	c := defaultConfig()
-	for _, s := range []any{c, &c.Store, &c.Banlist, &c.BanlistAPI, &c.Mintdir, &c.MintdirAPI, &c.Faucet} {
+	for _, s := range []any{c, &c.Store, &c.Relay, &c.Banlist, &c.BanlistAPI, &c.Mintdir, &c.MintdirAPI, &c.Faucet} {
 		settings.Bind(fs, s)
 	}
 	return &configFlags{fs: fs, c: c}
@@ -132,12 +136,12 @@ func (c *Config) validate() error {
 		}
 	}
 	errs = append(errs, c.validateLists(), c.validateMounts())
-	errs = append(errs, c.Store.Valid(), c.Banlist.Valid(), c.BanlistAPI.Valid(), c.Mintdir.Valid(), c.MintdirAPI.Valid(), c.Faucet.Valid())
+	errs = append(errs, c.Store.Valid(), c.Relay.Valid(), c.Banlist.Valid(), c.BanlistAPI.Valid(), c.Mintdir.Valid(), c.MintdirAPI.Valid(), c.Faucet.Valid())
 	return errors.Join(errs...)
 }
 
-// validateLists checks the admins' keys (keeping them as hex) and the
-// trusted proxies (a bare address is a one-address range).
+// validateLists checks the admins' and the operator's keys (keeping them as
+// hex) and the trusted proxies (a bare address is a one-address range).
 func (c *Config) validateLists() error {
 	var errs []error
 	for i, s := range c.AdminPubKeys {
@@ -146,6 +150,13 @@ func (c *Config) validateLists() error {
 			errs = append(errs, settings.Errorf("admin-pubkeys", "%q is not a public key", s))
 		}
 		c.AdminPubKeys[i] = pk
+	}
+	if c.RelayPubKey != "" {
+		pk, err := pubkey.Parse(c.RelayPubKey)
+		if err != nil {
+			errs = append(errs, settings.Errorf("relay-pubkey", "%q is not a public key", c.RelayPubKey))
+		}
+		c.RelayPubKey = pk
 	}
 	for i, s := range c.TrustedProxies {
 		if _, err := netip.ParsePrefix(s); err == nil {
@@ -172,6 +183,8 @@ func (c *Config) validateMounts() error {
 			errs = append(errs, settings.Errorf(m.flag, "a mount path looks like /name, got %q", m.path))
 		case taken:
 			errs = append(errs, settings.Errorf(m.flag, "%s is the mount path of --%s too", m.path, other))
+		case web.Overlaps(m.path):
+			errs = append(errs, settings.Errorf(m.flag, "%s takes paths the pages use (/static/, /qr)", m.path))
 		}
 		mounts[m.path] = m.flag
 	}

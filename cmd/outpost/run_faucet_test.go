@@ -56,7 +56,7 @@ func publishWS(t *testing.T, inst *instance, ev nostr.Event) {
 }
 
 // signedCall calls the faucet with a NIP-98 header for this request.
-func signedCall(t *testing.T, sk, method, url string, body any) (int, map[string]any) {
+func signedCall(t *testing.T, sk, method, url string, body any, headers ...string) (int, map[string]any) {
 	t.Helper()
 	var raw []byte
 	var send any // call() marshals what it is given: nil must stay nil
@@ -68,7 +68,7 @@ func signedCall(t *testing.T, sk, method, url string, body any) (int, map[string
 	if err != nil {
 		t.Fatal(err)
 	}
-	return call(t, method, url, send, "Authorization", h)
+	return call(t, method, url, send, append([]string{"Authorization", h}, headers...)...)
 }
 
 // TestFaucetEmbeddedMint runs outpost with no mint configured: it starts its

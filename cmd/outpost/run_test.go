@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -151,13 +152,14 @@ func wantBlocked(t *testing.T, err error, contains string) {
 }
 
 // TestWholeProgram runs outpost through run() and uses it as Nostr clients,
-// frontends and operators do. Publishing comes before querying (see
-// relaytest for why).
+// frontends and operators do.
 func TestWholeProgram(t *testing.T) {
 	dir := t.TempDir()
 	adminSK := nostr.GeneratePrivateKey()
 	adminPK, _ := nostr.GetPublicKey(adminSK)
-	inst := start(t, dir, map[string]string{"OUTPOST_ADMIN_PUBKEYS": pubkey.NPub(adminPK)})
+	_, operator := newKeyPair()
+	inst := start(t, dir, map[string]string{"OUTPOST_ADMIN_PUBKEYS": pubkey.NPub(adminPK), "OUTPOST_RELAY_PUBKEY": pubkey.NPub(operator),
+		"OUTPOST_RELAY_MAX_LIMIT": "300"})
 	rl := connect(t, inst)
 
 	badSK, goodSK := nostr.GeneratePrivateKey(), nostr.GeneratePrivateKey()
@@ -176,23 +178,22 @@ func TestWholeProgram(t *testing.T) {
 		}
 		defer resp.Body.Close()
 		var info struct {
-			PubKey string `json:"pubkey"`
-			NIPs   []int  `json:"supported_nips"`
+			PubKey     string         `json:"pubkey"`
+			Self       string         `json:"self"`
+			NIPs       []int          `json:"supported_nips"`
+			Limitation map[string]any `json:"limitation"`
 		}
 		json.NewDecoder(resp.Body).Decode(&info)
 		key, _ := os.ReadFile(filepath.Join(dir, "service.key"))
 		want, _ := nostr.GetPublicKey(strings.TrimSpace(string(key)))
-		if info.PubKey != want {
-			t.Errorf("NIP-11 pubkey %q, want the service key %q", info.PubKey, want)
+		if info.Self != want || info.PubKey != operator {
+			t.Errorf("NIP-11 self %q pubkey %q, want the service key %q and the operator %q", info.Self, info.PubKey, want, operator)
 		}
-		for _, n := range []int{1, 9, 11, 56, 86} {
-			found := false
-			for _, m := range info.NIPs {
-				found = found || m == n
-			}
-			if !found {
-				t.Errorf("NIP-%d not listed in %v", n, info.NIPs)
-			}
+		if !slices.Equal(info.NIPs, []int{1, 9, 11, 40, 42, 45, 56, 70, 77, 86, 87}) {
+			t.Errorf("supported_nips %v", info.NIPs)
+		}
+		if info.Limitation["max_limit"] != 300.0 || info.Limitation["max_subscriptions"] != 50.0 {
+			t.Errorf("limitation %v does not show the settings", info.Limitation)
 		}
 	})
 
@@ -414,7 +415,14 @@ func TestBadConfigNamesTheSetting(t *testing.T) {
 		{map[string]string{"OUTPOST_TRUSTED_PROXIES": "10.0.0.0/33"}, nil, "OUTPOST_TRUSTED_PROXIES"},
 		{map[string]string{"OUTPOST_SECRET_KEY": "abc"}, nil, "OUTPOST_SECRET_KEY"},
 		{map[string]string{"OUTPOST_BANLIST_MOUNT": "banlist"}, nil, "OUTPOST_BANLIST_MOUNT"},
+		{map[string]string{"OUTPOST_FAUCET_MOUNT": "/static"}, nil, "OUTPOST_FAUCET_MOUNT"}, // the pages' assets
+		{map[string]string{"OUTPOST_MINTDIR_MOUNT": "/qr"}, nil, "OUTPOST_MINTDIR_MOUNT"},
 		{nil, []string{"--rate-limit", "-1"}, "OUTPOST_RATE_LIMIT"},
+		{map[string]string{"OUTPOST_RELAY_PUBKEY": "npub1nope"}, nil, "OUTPOST_RELAY_PUBKEY"},
+		{map[string]string{"OUTPOST_RELAY_EVENTS_PER_MINUTE": "-1"}, nil, "OUTPOST_RELAY_EVENTS_PER_MINUTE"},
+		{map[string]string{"OUTPOST_RELAY_MAX_LIMIT": "0"}, nil, "OUTPOST_RELAY_MAX_LIMIT"},
+		{map[string]string{"OUTPOST_RELAY_DEFAULT_LIMIT": "501"}, nil, "OUTPOST_RELAY_DEFAULT_LIMIT"},
+		{map[string]string{"OUTPOST_RELAY_MAX_MESSAGE_LENGTH": "100"}, nil, "OUTPOST_RELAY_MAX_MESSAGE_LENGTH"},
 	}
 	for _, tt := range tests {
 		err := run(context.Background(), tt.args, testEnv(dir, tt.env), nil, io.Discard, io.Discard)

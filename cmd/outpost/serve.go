@@ -21,6 +21,7 @@ import (
 	"github.com/outpost-relay/outpost/ratelimit"
 	"github.com/outpost-relay/outpost/relay"
 	"github.com/outpost-relay/outpost/store"
+	"github.com/outpost-relay/outpost/web"
 )
 
 // deps is what every service's wiring gets.
@@ -100,7 +101,8 @@ func serve(ctx context.Context, cfg *Config, stdout, stderr io.Writer) (err erro
 
 	list := policies.NewBanList()
 	rl := relay.New(relay.Config{Store: st, BanList: list, Log: logger, PublicURL: publicURL, ServicePub: pk,
-		Name: cfg.RelayName, Description: cfg.RelayDescription, Contact: cfg.RelayContact})
+		OperatorPub: cfg.RelayPubKey, Name: cfg.RelayName, Description: cfg.RelayDescription, Contact: cfg.RelayContact,
+		Limits: &cfg.Relay, ClientIP: httpapi.ClientIP})
 	d := deps{cfg: cfg, log: logger, store: st, relay: rl, banList: list, publicURL: publicURL, secretKey: sk, pubKey: pk}
 	var components []component
 	for _, wire := range []func(context.Context, deps) (*component, error){wireBanlist, wireMintdir, wireFaucet} {
@@ -118,7 +120,10 @@ func serve(ctx context.Context, cfg *Config, stdout, stderr io.Writer) (err erro
 			func(ctx context.Context) { st.Events.SweepExpired(ctx, expirySweep) }},
 	})
 
-	srv, idx := newServer(d, components)
+	srv, idx, err := newServer(d, components)
+	if err != nil {
+		return err
+	}
 	logger.Info("outpost started", "version", outpost.Version, "addr", ln.Addr().String(), "public_url", publicURL,
 		"pubkey", pubkey.NPub(pk), "data_dir", cfg.DataDir)
 	fmt.Fprintf(stdout, "outpost %s serving on %s (relay %s)\n", outpost.Version, publicURL, idx.Relay)
@@ -143,8 +148,9 @@ func publicURL(configured string, addr net.Addr) (url, warning string) {
 }
 
 // newServer is the one HTTP server: the relay at /, each component's
-// service at its mount, and an index for plain HTTP clients at GET /.
-func newServer(d deps, components []component) (*http.Server, index) {
+// service at its mount, an index for plain HTTP clients at GET /, and the
+// pages for browsers in front of them all.
+func newServer(d deps, components []component) (*http.Server, index, error) {
 	idx := index{Name: d.cfg.RelayName, Version: outpost.Version, PubKey: pubkey.NPub(d.pubKey),
 		Relay: "ws" + strings.TrimPrefix(d.publicURL, "http"), Services: map[string]string{}}
 	var services []httpapi.Service
@@ -157,16 +163,23 @@ func newServer(d deps, components []component) (*http.Server, index) {
 			idx.Services[c.api.Name] = d.publicURL + c.api.Mount
 		}
 	}
+	limit := ratelimit.New(d.cfg.RateLimit, time.Minute, nil)
+	api := httpapi.New(httpapi.Config{
+		Relay: d.relay, Services: services, TrustedProxies: d.cfg.TrustedProxies, Log: d.log, Index: idx, RateLimit: limit,
+	})
+	pages, err := web.New(web.Config{Log: d.log.With("service", "web"), PublicURL: d.publicURL, RelayURL: idx.Relay,
+		Banlist: pageService(services, "banlist"), Faucet: pageService(services, "faucet"), Mintdir: pageService(services, "mintdir"),
+		RateLimit: limit, TrustedProxies: d.cfg.TrustedProxies, AllowPrivateIcons: d.cfg.Mintdir.AllowPrivate})
+	if err != nil {
+		return nil, idx, err
+	}
 	return &http.Server{
-		Handler: httpapi.New(httpapi.Config{
-			Relay: d.relay, Services: services, TrustedProxies: d.cfg.TrustedProxies, Log: d.log, Index: idx,
-			RateLimit: ratelimit.New(d.cfg.RateLimit, time.Minute, nil),
-		}),
+		Handler:           pages.Handler(api),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		ConnState:         d.relay.TrackConn,
 		ErrorLog:          log.New(io.Discard, "", 0),
-	}, idx
+	}, idx, nil
 }
 
 // index is GET / for plain HTTP clients: what this outpost serves.
@@ -211,6 +224,16 @@ func runUntil(ctx context.Context, srv *http.Server, ln net.Listener, rl *relay.
 	stopJobs()
 	waitCtx(shCtx, &jobs)
 	return nil
+}
+
+// pageService is the service the pages call by name (none if not served).
+func pageService(services []httpapi.Service, name string) web.Service {
+	for _, s := range services {
+		if s.Name == name {
+			return web.Service{Mount: s.Mount, API: s.Routes}
+		}
+	}
+	return web.Service{}
 }
 
 // waitCtx waits for wg, but not past ctx.

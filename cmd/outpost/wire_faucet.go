@@ -44,7 +44,8 @@ func wireFaucet(ctx context.Context, d deps) (comp *component, err error) {
 		test = &faucet.TestMint{Pay: tm.Node.PayInvoice}
 		log.Info("faucet: embedded test mint", "url", tm.URL)
 	}
-	tr, err := treasury.New(treasury.Config{Dir: filepath.Join(dir, "wallet"), MintURL: mintURL, AcceptedMints: c.AcceptedMints, Log: log})
+	tr, err := treasury.New(treasury.Config{DB: d.store.DB, MintURL: mintURL, AcceptedMints: c.AcceptedMints,
+		LegacyDir: filepath.Join(dir, "wallet"), Log: log})
 	if err != nil {
 		return nil, fmt.Errorf("faucet wallet: %w", err)
 	}

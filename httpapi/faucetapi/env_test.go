@@ -55,7 +55,9 @@ func TestMain(m *testing.M) {
 	if err != nil {
 		panic(err)
 	}
+	startNutshells(filepath.Join(dir, "nutshell"))
 	code := m.Run()
+	stopNutshells()
 	theMint.Close()
 	elsewhere.Close()
 	os.RemoveAll(dir)
@@ -75,7 +77,7 @@ type env struct {
 	clock   *testkit.Clock
 	ln      *lnurltest.Server
 	cfg     faucet.Config
-	wallet  string // the faucet wallet's directory
+	mintURL string // the faucet's mint
 	log     *testkit.LogBuffer
 	handler atomic.Pointer[http.Handler]
 	stop    func()
@@ -101,7 +103,13 @@ func newEnv(t *testing.T, fundSats int64, mod func(*faucet.Config)) *env {
 // newEnvAt is newEnv behind a public URL other than the server's own.
 func newEnvAt(t *testing.T, public string, fundSats int64, mod func(*faucet.Config)) *env {
 	t.Helper()
-	e := &env{public: public, t: t, clock: testkit.NewClock(time.Now().Truncate(time.Second)), log: &testkit.LogBuffer{}, wallet: t.TempDir(), cfg: baseConfig()}
+	return newEnvMint(t, public, theMint.URL, fundSats, mod)
+}
+
+// newEnvMint is a faucet whose wallet is at mintURL.
+func newEnvMint(t *testing.T, public, mintURL string, fundSats int64, mod func(*faucet.Config)) *env {
+	t.Helper()
+	e := &env{public: public, t: t, clock: testkit.NewClock(time.Now().Truncate(time.Second)), log: &testkit.LogBuffer{}, cfg: baseConfig(), mintURL: mintURL}
 	if mod != nil {
 		mod(&e.cfg)
 	}
@@ -148,7 +156,7 @@ func newEnvAt(t *testing.T, public string, fundSats int64, mod func(*faucet.Conf
 // build makes the faucet (again, for a restart) on the env's store and wallet.
 func (e *env) build(rl *relay.Relay, log *slog.Logger) {
 	t := e.t
-	tr, err := treasury.New(treasury.Config{Dir: e.wallet, MintURL: theMint.URL, AcceptedMints: nil, Log: log})
+	tr, err := treasury.New(treasury.Config{DB: e.st.DB, MintURL: e.mintURL, AcceptedMints: nil, Log: log, Timeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,6 +210,12 @@ func (e *env) newUser(name string, mint *testmint.Mint, profile map[string]any) 
 	u := &user{name: name, sk: nostr.GeneratePrivateKey(), mint: mint, ip: fmt.Sprintf("10.0.0.%d", e.ips.Add(1))}
 	u.pk, _ = nostr.GetPublicKey(u.sk)
 	u.npub = pubkey.NPub(u.pk)
+	if mint == nil { // an identity only; the test gives it a wallet
+		if profile != nil {
+			e.publishProfile(u, profile, time.Now())
+		}
+		return u
+	}
 	w, err := wallet.LoadWallet(wallet.Config{WalletPath: t.TempDir(), CurrentMintURL: mint.URL})
 	if err != nil {
 		t.Fatal(err)

@@ -4,7 +4,8 @@ import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { generateSecretKey, finalizeEvent } from 'nostr-tools/pure'
 import * as nip98 from 'nostr-tools/nip98'
-import { CashuMint, CashuWallet, getEncodedToken, getDecodedToken } from '@cashu/cashu-ts'
+// cashu-ts 2.x: 4.x does not read the gonuts v0.4.2 mint's quote answers.
+import { CashuMint, CashuWallet, getEncodedToken, getDecodedToken } from 'cashu-ts-2'
 import { start, api, withTimeout, sleep } from './harness.js'
 
 let outpost

@@ -2,7 +2,8 @@
 // dir, for the interop checks. Nothing here speaks Nostr or Cashu: the checks
 // do that through nostr-tools and cashu-ts only.
 import { spawn, execFileSync } from 'node:child_process'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync, rmSync, existsSync } from 'node:fs'
+import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join, dirname } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -15,7 +16,9 @@ useWebSocketImplementation(WebSocket)
 const repo = join(dirname(fileURLToPath(import.meta.url)), '..', '..')
 export const ADMIN_KEY = 'interop-admin-key-0123456789abcdef'
 
-let binary
+// OUTPOST_BIN names a binary built once for every suite (.ci/run does);
+// otherwise each test file builds its own.
+let binary = process.env.OUTPOST_BIN
 function build() {
   if (!binary) {
     const dir = mkdtempSync(join(tmpdir(), 'outpost-bin-'))
@@ -34,7 +37,8 @@ export function withTimeout(promise, ms, what) {
   ]).finally(() => clearTimeout(timer))
 }
 
-// start runs outpost and resolves once it serves; stop() shuts it down.
+// start runs outpost and resolves once it serves; stop() shuts it down (once,
+// however often it is called) and removes its data dir.
 export async function start(env = {}) {
   const dataDir = mkdtempSync(join(tmpdir(), 'outpost-data-'))
   const proc = spawn(build(), [], {
@@ -65,9 +69,11 @@ export async function start(env = {}) {
     ws: url.replace(/^http/, 'ws'),
     logs: () => logs,
     async stop() {
-      const exited = new Promise(resolve => proc.on('exit', resolve))
-      proc.kill('SIGTERM')
-      await withTimeout(exited, 20000, 'outpost to shut down')
+      if (proc.exitCode === null) {
+        const exited = new Promise(resolve => proc.on('exit', resolve))
+        proc.kill('SIGTERM')
+        await withTimeout(exited, 20000, 'outpost to shut down')
+      }
       rmSync(dataDir, { recursive: true, force: true })
     },
   }
@@ -89,3 +95,58 @@ export async function api(base, method, path, { body, headers = {} } = {}) {
 export const admin = { Authorization: `Bearer ${ADMIN_KEY}` }
 
 export const sleep = ms => new Promise(r => setTimeout(r, ms))
+
+// The Nutshell bundle next to the repository (../shared/tools/nutshell),
+// or $OUTPOST_NUTSHELL_DIR; null when it is not there.
+export function nutshellRunMint() {
+  const dir = process.env.OUTPOST_NUTSHELL_DIR || join(repo, '..', 'shared', 'tools', 'nutshell')
+  const script = join(dir, 'run-mint')
+  return existsSync(script) ? script : null
+}
+
+// startNutshell runs a real Nutshell mint on a free 127.0.0.1 port with a
+// temp data dir and resolves once /v1/info answers; stop() sends SIGTERM.
+export async function startNutshell(env = {}) {
+  const script = nutshellRunMint()
+  const dataDir = mkdtempSync(join(tmpdir(), 'nutshell-'))
+  const port = await freePort()
+  const proc = spawn(script, [String(port), dataDir, 'interop mint'], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
+  let logs = ''
+  proc.stdout.on('data', d => { logs += d })
+  proc.stderr.on('data', d => { logs += d })
+  const exited = new Promise(resolve => proc.on('exit', resolve))
+  const url = `http://127.0.0.1:${port}`
+  const deadline = Date.now() + 120000
+  for (;;) {
+    try {
+      const r = await fetch(url + '/v1/info', { signal: AbortSignal.timeout(2000) })
+      if (r.ok) break
+    } catch {}
+    if (proc.exitCode !== null) throw new Error(`run-mint exited:\n${logs}`)
+    if (Date.now() > deadline) {
+      proc.kill('SIGTERM')
+      throw new Error(`the Nutshell mint did not answer in time:\n${logs}`)
+    }
+    await sleep(250)
+  }
+  return {
+    url,
+    logs: () => logs,
+    async stop() {
+      proc.kill('SIGTERM')
+      await withTimeout(exited, 20000, 'the Nutshell mint to stop')
+      rmSync(dataDir, { recursive: true, force: true })
+    },
+  }
+}
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const srv = createServer()
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address()
+      srv.close(() => resolve(port))
+    })
+    srv.on('error', reject)
+  })
+}

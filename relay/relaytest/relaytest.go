@@ -1,17 +1,12 @@
 // Package relaytest connects go-nostr clients to a relay under test so that
 // the race detector only sees the code under test.
 //
-// Two races live in the libraries, not in outpost:
-//
-//   - go-nostr v0.52.1's client races with itself whenever its connection
-//     ends (its writer sets Connection = nil while its reader's close reads
-//     it). So Dial goes through a sticky proxy: Freeze it before the relay
-//     shuts down and the client never hears the close.
-//   - khatru v0.19.1 reads its listener list without a lock when it
-//     broadcasts an event, while REQ, CLOSE and disconnects change it under
-//     one. So tests publish first and query afterwards (the connection's
-//     write lock orders the two when the query returns an event), and Query
-//     never closes its subscription.
+// go-nostr v0.52.1's client races with itself whenever its connection ends
+// (its writer sets Connection = nil while its reader's close reads it). So
+// Dial goes through a sticky proxy: Freeze it before the relay shuts down
+// and the client never hears the close. (khatru's racy listener list is not
+// used by outpost's relay, so tests may subscribe, close and publish in any
+// order.)
 package relaytest
 
 import (
@@ -23,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fasthttp/websocket"
 	"github.com/nbd-wtf/go-nostr"
 )
 
@@ -110,13 +106,14 @@ func Publish(t testing.TB, r *nostr.Relay, ev nostr.Event) error {
 	return r.Publish(ctx, ev)
 }
 
-// Query returns the stored events matching f, leaving the subscription open.
+// Query returns the stored events matching f, then closes its subscription.
 func Query(t testing.TB, r *nostr.Relay, f nostr.Filter) []*nostr.Event {
 	t.Helper()
 	sub, err := r.Subscribe(context.Background(), nostr.Filters{f})
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer sub.Unsub()
 	var out []*nostr.Event
 	timeout := time.After(10 * time.Second)
 	for {
@@ -147,4 +144,43 @@ func Sign(t testing.TB, sk string, kind int, content string, tags ...nostr.Tag) 
 		t.Fatal(err)
 	}
 	return ev
+}
+
+// SmallReceiveBuffer dials TCP connections with a receive buffer of n bytes,
+// so that a client that stops reading stalls the relay's writes soon. It
+// fits websocket dialers' NetDialContext and http.Transport's DialContext.
+func SmallReceiveBuffer(n int) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+		if err == nil {
+			err = c.(*net.TCPConn).SetReadBuffer(n)
+		}
+		return c, err
+	}
+}
+
+// ReadSlowly reads c's messages at about bytesPerSecond until reading
+// fails. Reading also answers the relay's pings, as a live client does.
+func ReadSlowly(c *websocket.Conn, bytesPerSecond int) {
+	buf := make([]byte, 512)
+	for {
+		_, r, err := c.NextReader()
+		if err != nil {
+			return
+		}
+		for {
+			k, err := r.Read(buf)
+			time.Sleep(time.Duration(k) * time.Second / time.Duration(bytesPerSecond))
+			if err != nil {
+				break
+			}
+		}
+	}
+}
+
+// NewKey makes a key pair (hex).
+func NewKey() (sk, pk string) {
+	sk = nostr.GeneratePrivateKey()
+	pk, _ = nostr.GetPublicKey(sk)
+	return sk, pk
 }

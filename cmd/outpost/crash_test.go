@@ -1,0 +1,359 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/outpost-relay/outpost/ecash/ecashtest"
+	"github.com/outpost-relay/outpost/internal/testkit"
+	"github.com/outpost-relay/outpost/testmint"
+)
+
+// The outpost binary, built once for the tests that run it as a child
+// process (to kill it with SIGKILL).
+var binary struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+func outpostBinary(t *testing.T) string {
+	t.Helper()
+	binary.once.Do(func() {
+		dir, err := os.MkdirTemp("", "outpost-bin")
+		if err != nil {
+			binary.err = err
+			return
+		}
+		binary.path = filepath.Join(dir, "outpost")
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		out, err := exec.CommandContext(ctx, "go", "build", "-o", binary.path, ".").CombinedOutput()
+		if err != nil {
+			binary.err = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if binary.err != nil {
+		t.Fatal(binary.err)
+	}
+	return binary.path
+}
+
+// child is outpost running in a process of its own.
+type child struct {
+	cmd  *exec.Cmd
+	url  string
+	logs *testkit.LogBuffer
+	done chan struct{}
+}
+
+func startChild(t *testing.T, dir string, env map[string]string) *child {
+	t.Helper()
+	c := &child{cmd: exec.Command(outpostBinary(t)), logs: &testkit.LogBuffer{}, done: make(chan struct{})}
+	get := testEnv(dir, env)
+	c.cmd.Env = os.Environ()
+	for _, k := range append([]string{"OUTPOST_ADDR", "OUTPOST_DATA_DIR", "OUTPOST_ADMIN_API_KEY", "OUTPOST_LOG_LEVEL", "OUTPOST_RATE_LIMIT"}, keys(env)...) {
+		c.cmd.Env = append(c.cmd.Env, k+"="+get(k))
+	}
+	c.cmd.Stderr = c.logs
+	out, err := c.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { c.cmd.Wait(); close(c.done) }()
+	t.Cleanup(func() {
+		c.cmd.Process.Kill()
+		<-c.done
+		if t.Failed() {
+			t.Logf("outpost (pid %d) logs, tail:\n%s", c.cmd.Process.Pid, tail(c.logs.String(), 6000))
+		}
+	})
+	line := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			select {
+			case line <- sc.Text():
+			default:
+			}
+		}
+	}()
+	select {
+	case l := <-line:
+		c.url = strings.Fields(l)[4]
+	case <-c.done:
+		t.Fatalf("outpost exited\n%s", c.logs)
+	case <-time.After(60 * time.Second):
+		t.Fatalf("outpost did not start\n%s", c.logs)
+	}
+	testkit.WaitFor(t, 30*time.Second, "health", func() bool {
+		resp, err := http.Get(c.url + "/health")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == 200
+	})
+	return c
+}
+
+func keys(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
+}
+
+// kill sends SIGKILL: no shutdown, no flush, nothing.
+func (c *child) kill() {
+	c.cmd.Process.Kill()
+	<-c.done
+}
+
+// stop sends SIGTERM and waits for a clean exit.
+func (c *child) stop(t *testing.T) {
+	c.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-c.done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("outpost did not stop on SIGTERM")
+	}
+}
+
+type claimant struct {
+	sk, quote, method string
+	bearer            []string
+	code              int // the confirm's answer before the crash; 0: none
+	token             string
+}
+
+// TestFaucetCrash: concurrent claims, the outpost process killed (SIGKILL)
+// while it pays them, then restarted on the same data. No claim is paid
+// twice, every claim ends paid or failed, later claims pay, every token
+// handed out is good, and the wallet's balance is what the mint says its
+// proofs are worth (NUT-07), to the sat. Against the gonuts mint and a
+// Nutshell mint, both outside the killed process.
+func TestFaucetCrash(t *testing.T) {
+	t.Run("gonuts", func(t *testing.T) {
+		m, err := testmint.Start(testmint.Options{Dir: t.TempDir(), InputFeePpk: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer m.Close()
+		other, err := testmint.Start(testmint.Options{Dir: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer other.Close()
+		crash(t, m.URL, "signet", func(inv string) {
+			if err := m.Node.PayInvoice(inv); err != nil {
+				t.Fatal(err)
+			}
+		}, other.URL)
+	})
+	t.Run("nutshell", func(t *testing.T) {
+		mint, pend := sharedNutshells(t)
+		// Invoices of the other mint: Lightning payments, which FakeWallet
+		// takes 3 s to make.
+		crash(t, mint.URL, "mainnet", func(string) {}, pend.URL)
+	})
+}
+
+func crash(t *testing.T, mint, network string, pay func(invoice string), payeeMint string) {
+	dir := t.TempDir()
+	env := mintEnv(mint, map[string]string{"OUTPOST_FAUCET_NETWORK": network, "OUTPOST_FAUCET_FIXED_SATS": "21"})
+	c := startChild(t, dir, env)
+	f := c.url + "/faucet"
+	_, dep := call(t, "GET", f+"/deposit?amount=5000", nil)
+	pay(dep["invoice"].(string))
+	testkit.WaitFor(t, 30*time.Second, "the deposit", func() bool { return stat(t, f, "balance_sats") == 5000 })
+	c.stop(t)
+	before := auditDataDir(t, dir, mint)
+	t.Logf("before the crash: balance 5000 sats; the wallet holds %d proofs worth %d sats, the mint says %d of them (%d sats) are unspent",
+		before.HeldProofs, before.HeldSats, before.UnspentProofs, before.UnspentSats)
+	if before.HeldSats != 5000 || before.UnspentSats != 5000 {
+		t.Fatalf("before: %+v", before)
+	}
+
+	c = startChild(t, dir, env)
+	f = c.url + "/faucet"
+	var users []*claimant
+	for i := range 40 {
+		u := &claimant{method: "cashu"}
+		if i%4 == 3 {
+			u.method = "bolt11"
+		}
+		u.sk, u.bearer = login(t, f)
+		code, q := call(t, "POST", f+"/claim/quote", map[string]any{"method": u.method}, u.bearer...)
+		if code != 200 {
+			t.Fatalf("quote %d %v", code, q)
+		}
+		u.quote = q["quote_id"].(string)
+		users = append(users, u)
+	}
+	payee := ecashtest.NewPayee(t, payeeMint)
+	invoices := map[*claimant]string{}
+	for _, u := range users {
+		if u.method == "bolt11" {
+			invoices[u], _ = payee.Invoice(21)
+		}
+	}
+	// Every confirm at once; the process dies after the first three answers.
+	answers := make(chan struct{}, len(users))
+	var wg sync.WaitGroup
+	for _, u := range users {
+		wg.Go(func() {
+			body := map[string]any{"quote_id": u.quote}
+			if inv := invoices[u]; inv != "" {
+				body["bolt11"] = inv
+			}
+			code, res, err := tryCall("POST", f+"/claim/confirm", body, u.bearer...)
+			if err == nil {
+				u.code = code
+				if tok, ok := res["token"].(string); ok {
+					u.token = tok
+				}
+				answers <- struct{}{}
+			}
+		})
+	}
+	for range 3 {
+		select {
+		case <-answers:
+		case <-time.After(30 * time.Second):
+			t.Fatal("no answers")
+		}
+	}
+	c.kill()
+	wg.Wait()
+	answered, codes := 0, map[int]int{}
+	for _, u := range users {
+		if u.code != 0 {
+			answered++
+			codes[u.code]++
+		}
+	}
+	t.Logf("killed outpost (SIGKILL) with %d of %d confirms answered (statuses %v)", answered, len(users), codes)
+
+	c = startChild(t, dir, env)
+	f = c.url + "/faucet"
+	testkit.WaitFor(t, 90*time.Second, "every claim to be settled", func() bool { return stat(t, f, "pending_claims") == 0 })
+	paid, failed, lostAnswers, unsent := 0, 0, 0, 0
+	receiver := ecashtest.NewPayee(t, mint)
+	for _, u := range users {
+		// The quote again: used (409) whatever became of its claim, unless
+		// the confirm never reached outpost before it died.
+		code, r := call(t, "POST", f+"/claim/confirm", map[string]any{"quote_id": u.quote, "bolt11": invoices[u]}, u.bearer...)
+		switch {
+		case code == 409:
+		case code == 200 && (u.code == 0 || u.code >= 500): // the first confirm never reached outpost, or was refused before it claimed (e.g. 503 mint_unavailable)
+			unsent++
+			if tok, ok := r["token"].(string); ok {
+				u.token = tok
+			}
+		case code == 410 && (u.code == 0 || u.code >= 500): // expired meanwhile, never claimed
+			unsent++
+		default:
+			t.Fatalf("confirming again (answered %d before): %d %v", u.code, code, r)
+		}
+		code, q := call(t, "POST", f+"/claim/quote", map[string]any{"method": "cashu"}, u.bearer...)
+		switch {
+		case code == 429: // the claim was paid: the cooldown holds
+			paid++
+			if u.code == 0 && u.token == "" && u.method == "cashu" {
+				lostAnswers++ // a bolt11 payout arrived all the same; a token did not
+			}
+		case code == 200 && u.code != 200 && u.code != 202: // it failed and was released: claim again
+			failed++
+			code, res := call(t, "POST", f+"/claim/confirm", map[string]any{"quote_id": q["quote_id"]}, u.bearer...)
+			if code != 200 || res["status"] != "paid" {
+				t.Fatalf("a later claim: %d %v", code, res)
+			}
+			u.token = res["token"].(string)
+		default:
+			t.Fatalf("after the crash, a claim answered %d is neither paid nor failed: quote %d %v", u.code, code, q)
+		}
+		if u.token != "" {
+			if got := receiver.Receive(u.token); got != 21 {
+				t.Fatalf("a token paid %d", got)
+			}
+		}
+	}
+	// Newcomers are paid too.
+	for range 3 {
+		_, bearer := login(t, f)
+		_, q := call(t, "POST", f+"/claim/quote", map[string]any{"method": "cashu"}, bearer...)
+		if code, res := call(t, "POST", f+"/claim/confirm", map[string]any{"quote_id": q["quote_id"]}, bearer...); code != 200 || res["status"] != "paid" {
+			t.Fatalf("a new claim after the crash: %d %v", code, res)
+		}
+	}
+	if n := stat(t, f, "total_claims"); n != int64(paid+failed+3) {
+		t.Fatalf("%d claims recorded paid, %d users paid + %d paid after failing + 3 new", n, paid, failed)
+	}
+	testkit.WaitFor(t, 20*time.Second, "no claim pending", func() bool { return stat(t, f, "pending_claims") == 0 })
+	_, st := call(t, "GET", f+"/stats", nil)
+	t.Logf("stats %v", st)
+	balance, fees := stat(t, f, "balance_sats"), stat(t, f, "total_fee_sats")
+	c.stop(t)
+	after := auditDataDir(t, dir, mint)
+	t.Logf("after the crash: of %d claims, %d were paid (%d confirms never reached outpost, or were refused before claiming, and were sent again; %d token payouts recorded paid whose answer the kill lost), "+
+		"%d failed and were paid on a second try, 3 newcomers paid; balance %d sats = 5000 - %d paid - %d fees; "+
+		"the wallet holds %d proofs worth %d sats, the mint says %d of them (%d sats) are unspent",
+		len(users), paid, unsent, lostAnswers, failed, balance, 21*(paid+failed+3), fees,
+		after.HeldProofs, after.HeldSats, after.UnspentProofs, after.UnspentSats)
+	if after.HeldSats != uint64(balance) || after.UnspentSats != after.HeldSats || after.UnspentProofs != after.HeldProofs {
+		t.Fatalf("balance %d, the mint says %+v", balance, after)
+	}
+	if balance != 5000-int64(21*(paid+failed+3))-fees {
+		t.Fatalf("balance %d does not add up", balance)
+	}
+}
+
+// tryCall is call that returns transport errors (the process may be gone).
+func tryCall(method, url string, body any, headers ...string) (int, map[string]any, error) {
+	var r io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		r = bytes.NewReader(b)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, method, url, r)
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	var m map[string]any
+	if err := json.NewDecoder(resp.Body).Decode(&m); err != nil {
+		return 0, nil, err
+	}
+	return resp.StatusCode, m, nil
+}

@@ -1,0 +1,407 @@
+// Package ecash is the faucet's own Cashu wallet: keysets with v1 and v2
+// ids checked by derivation (NUT-01/02), minting (NUT-04), swaps and tokens
+// (NUT-00/03), melting with fee return (NUT-05/08), proof states (NUT-07),
+// restore (NUT-09), DLEQ checks (NUT-12) and deterministic secrets (NUT-13).
+// gonuts supplies the protocol types and the BDHKE/DLEQ primitives; the
+// state around them is kept here.
+//
+// Every proof the wallet holds, every counter and every operation lives in
+// outpost's badger database (store.PrefixWallet). An operation is written,
+// with the proofs it spends reserved and the counters of its outputs taken,
+// before its request leaves for the mint; its outcome (outputs in, inputs
+// out) is written in one transaction after. An operation a crash (or a lost
+// answer) left open is settled from what the mint knows: the signatures it
+// made on the operation's outputs (NUT-09), the states of its inputs
+// (NUT-07) and its quote's state. So no output is derived twice and the
+// balance is what the mint would say it is.
+package ecash
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+	"github.com/outpost-relay/outpost/store"
+	"github.com/tyler-smith/go-bip39"
+)
+
+// Config configures a wallet at one mint.
+type Config struct {
+	DB          *badger.DB
+	MintURL     string // normalised: no trailing slash
+	Log         *slog.Logger
+	Timeout     time.Duration // per request to the mint; default 15 s
+	MeltTimeout time.Duration // per melt request, which waits for Lightning; default 60 s
+	HTTP        *http.Client  // default: a client without its own timeout (requests carry theirs)
+	Now         func() time.Time
+	// UnsureGrace is how long a melt whose request failed without an answer
+	// stays pending although the mint says "unpaid": the request may still
+	// be on its way. Default 1 minute.
+	UnsureGrace time.Duration
+}
+
+// Wallet is a Cashu wallet at one mint. Its methods may be called
+// concurrently: operations reserve the proofs they spend, so they run side
+// by side.
+type Wallet struct {
+	cfg  Config
+	db   *badger.DB
+	mint string
+	ns   []byte
+	c    *client
+	sec  *secrets
+	log  *slog.Logger
+	now  func() time.Time
+
+	sel     sync.Mutex // one selection transaction at a time
+	minting sync.Mutex // one CompleteMint at a time
+
+	mu       sync.Mutex
+	keysets  map[string]*Keyset // this mint's, by id
+	loadedAt time.Time          // keysets last asked of the mint
+	info     mintInfo
+	inflight map[string]bool // operations a call of this process is working on
+	done     chan struct{}   // closed (and replaced) whenever an operation settles
+	closed   bool
+
+	balance atomic.Int64
+}
+
+// Open returns the wallet at cfg.MintURL, creating the wallet's seed on
+// first use. It reads only the store: a mint that is down delays
+// operations, not this.
+func Open(cfg Config) (*Wallet, error) {
+	if cfg.DB == nil || cfg.MintURL == "" {
+		return nil, errors.New("ecash: DB and MintURL are required")
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = 15 * time.Second
+	}
+	if cfg.MeltTimeout <= 0 {
+		cfg.MeltTimeout = 60 * time.Second
+	}
+	if cfg.HTTP == nil {
+		cfg.HTTP = &http.Client{}
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.UnsureGrace <= 0 {
+		cfg.UnsureGrace = time.Minute
+	}
+	seed, err := loadSeed(cfg.DB, cfg.Now)
+	if err != nil {
+		return nil, err
+	}
+	sec, err := newSecrets(seed.Seed)
+	if err != nil {
+		return nil, err
+	}
+	w := &Wallet{cfg: cfg, db: cfg.DB, mint: cfg.MintURL, ns: namespace(cfg.MintURL), sec: sec, log: cfg.Log, now: cfg.Now,
+		c:        &client{mint: cfg.MintURL, http: cfg.HTTP, timeout: cfg.Timeout, long: cfg.MeltTimeout},
+		keysets:  map[string]*Keyset{},
+		inflight: map[string]bool{}, done: make(chan struct{})}
+	if err := w.db.View(func(txn *badger.Txn) error {
+		return store.EachJSON(txn, w.key(kindKeyset), nil, false, func(_ []byte, k Keyset) (bool, error) {
+			w.keysets[k.ID] = &k
+			return true, nil
+		})
+	}); err != nil {
+		return nil, err
+	}
+	if err := w.refreshBalance(); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// loadSeed returns the wallet's seed, making one on first use.
+func loadSeed(db *badger.DB, now func() time.Time) (seedRecord, error) {
+	var rec seedRecord
+	err := store.Update(db, func(txn *badger.Txn) error {
+		found, err := store.GetJSON(txn, store.Key(store.PrefixWallet, kindSeed), &rec)
+		if err != nil || found {
+			return err
+		}
+		entropy, err := bip39.NewEntropy(128)
+		if err != nil {
+			return err
+		}
+		m, err := bip39.NewMnemonic(entropy)
+		if err != nil {
+			return err
+		}
+		rec = seedRecord{Mnemonic: m, Seed: bip39.NewSeed(m, ""), CreatedAt: now().Unix(), Source: "new"}
+		return store.PutJSON(txn, store.Key(store.PrefixWallet, kindSeed), rec)
+	})
+	if err == nil && len(rec.Seed) < 16 {
+		err = errors.New("ecash: the stored seed is too short")
+	}
+	return rec, err
+}
+
+// Mint is the wallet's mint URL.
+func (w *Wallet) Mint() string { return w.mint }
+
+// Balance is the sum of the wallet's spendable proofs at its mint, in sats.
+// Proofs an operation is spending (a melt in flight) are not counted.
+func (w *Wallet) Balance() uint64 { return uint64(w.balance.Load()) }
+
+func (w *Wallet) refreshBalance() error {
+	var sum uint64
+	err := w.db.View(func(txn *badger.Txn) error {
+		return store.EachJSON(txn, w.key(kindProof), nil, false, func(_ []byte, p proofRecord) (bool, error) {
+			if p.State == proofUnspent {
+				sum += p.Proof.Amount
+			}
+			return true, nil
+		})
+	})
+	if err == nil {
+		w.balance.Store(int64(sum))
+	}
+	return err
+}
+
+// Close stops new operations; those in flight finish on their own.
+func (w *Wallet) Close() {
+	w.mu.Lock()
+	w.closed = true
+	w.mu.Unlock()
+}
+
+func newID() string {
+	b := make([]byte, 12)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// --- keysets ---
+
+// keysetRefresh is how old the keysets may be before an operation asks the
+// mint again; Refresh asks every time.
+const keysetRefresh = 5 * time.Minute
+
+// Refresh asks the mint for its keysets (and info), adding new keysets
+// after checking their ids. An error says whether the mint is unreachable
+// or incompatible.
+func (w *Wallet) Refresh(ctx context.Context) error {
+	info, err := w.c.info(ctx)
+	if err != nil {
+		return err
+	}
+	list, err := w.c.keysets(ctx)
+	if err != nil {
+		return err
+	}
+	w.mu.Lock()
+	known := make(map[string]*Keyset, len(w.keysets))
+	for id, k := range w.keysets {
+		known[id] = k
+	}
+	w.mu.Unlock()
+	var fresh []*Keyset
+	seen := map[string]bool{}
+	for _, ki := range list {
+		if ki.Unit != "sat" {
+			continue
+		}
+		seen[ki.ID] = true
+		k, err := w.learn(ctx, ki, known)
+		if err != nil {
+			return err
+		}
+		if k != nil {
+			known[k.ID] = k
+			fresh = append(fresh, k)
+		}
+	}
+	// Keysets the mint no longer lists are no longer active.
+	for id, k := range known {
+		if !seen[id] && k.Active {
+			c := *k
+			c.pub, c.Active = nil, false
+			fresh = append(fresh, &c)
+		}
+	}
+	if err := store.Update(w.db, func(txn *badger.Txn) error {
+		for _, k := range fresh {
+			if err := store.PutJSON(txn, w.key(kindKeyset, k.ID), k); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	w.mu.Lock()
+	for _, k := range fresh {
+		w.keysets[k.ID] = k
+	}
+	w.info, w.loadedAt = info, w.now()
+	w.mu.Unlock()
+	_, err = w.activeKeyset()
+	return err
+}
+
+// learn returns what changed of a keyset the mint lists: a new one (its
+// keys fetched and its id checked), a known one whose flags changed, or
+// nil.
+func (w *Wallet) learn(ctx context.Context, ki keysetInfo, known map[string]*Keyset) (*Keyset, error) {
+	k := &Keyset{ID: ki.ID, Mint: w.mint, Unit: ki.Unit, Active: ki.Active == nil || *ki.Active, FinalExpiry: ki.FinalExpiry, SeenAt: w.now().Unix()}
+	if ki.InputFeePpk != nil && *ki.InputFeePpk > 0 {
+		k.InputFeePpk = uint64(*ki.InputFeePpk)
+	}
+	if old, ok := known[ki.ID]; ok {
+		if old.Active == k.Active && old.InputFeePpk == k.InputFeePpk {
+			return nil, nil
+		}
+		c := *old
+		c.pub = nil
+		c.Active, c.InputFeePpk = k.Active, k.InputFeePpk
+		if err := verifyKeyset(&c); err != nil {
+			w.log.Warn("ecash: a keyset's new fee does not fit its id; ignoring the change", "keyset", c.ID, "err", err)
+			return nil, nil
+		}
+		return &c, nil
+	}
+	keys, err := w.c.keys(ctx, ki.ID)
+	if err != nil {
+		return nil, err
+	}
+	k.Keys = keys
+	if err := verifyKeyset(k); err != nil {
+		if k.Active {
+			return nil, incompatible(w.mint, "/v1/keys/"+k.ID, "%v", err)
+		}
+		w.log.Warn("ecash: ignoring an inactive keyset the wallet cannot verify", "keyset", k.ID, "err", err)
+		return nil, nil
+	}
+	if err := w.collides(k, known); err != nil {
+		return nil, incompatible(w.mint, "/v1/keysets", "%v", err)
+	}
+	return k, nil
+}
+
+// collides refuses a keyset whose id, short id or (for v1) NUT-13
+// derivation index equals a different known keyset's: proofs and secrets
+// of the two could not be told apart.
+func (w *Wallet) collides(k *Keyset, known map[string]*Keyset) error {
+	for _, o := range known {
+		if o.ID == k.ID {
+			continue
+		}
+		if ShortID(o.ID) == ShortID(k.ID) {
+			return fmt.Errorf("keyset %s has the short id of keyset %s", k.ID, o.ID)
+		}
+		if len(o.ID) == 16 && len(k.ID) == 16 && v1Index(o.ID) == v1Index(k.ID) {
+			return fmt.Errorf("keyset %s would derive the secrets of keyset %s (NUT-13)", k.ID, o.ID)
+		}
+	}
+	return nil
+}
+
+// v1Index is keyset_id_int of NUT-13's legacy derivation.
+func v1Index(id string) uint64 {
+	b, err := hex.DecodeString(id)
+	if err != nil {
+		return 0
+	}
+	var n uint64
+	for _, c := range b {
+		n = (n<<8 | uint64(c)) % (1<<31 - 1)
+	}
+	return n
+}
+
+// ensureKeysets refreshes the keysets when they are stale or missing.
+func (w *Wallet) ensureKeysets(ctx context.Context) error {
+	w.mu.Lock()
+	stale := w.now().Sub(w.loadedAt) > keysetRefresh
+	w.mu.Unlock()
+	if stale {
+		return w.Refresh(ctx)
+	}
+	_, err := w.activeKeyset()
+	return err
+}
+
+// activeKeyset is the keyset new outputs are made with: the active sat
+// keyset with the lowest input fee, the newest of equals.
+func (w *Wallet) activeKeyset() (*Keyset, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var best *Keyset
+	for _, k := range w.keysets {
+		if !k.Active || k.Unit != "sat" {
+			continue
+		}
+		if best == nil || k.InputFeePpk < best.InputFeePpk ||
+			(k.InputFeePpk == best.InputFeePpk && (k.SeenAt > best.SeenAt || (k.SeenAt == best.SeenAt && k.ID > best.ID))) {
+			best = k
+		}
+	}
+	if best == nil {
+		return nil, incompatible(w.mint, "/v1/keysets", "the mint has no active sat keyset this wallet can use")
+	}
+	return best, nil
+}
+
+// keyset returns a known keyset of this mint by full or short id.
+func (w *Wallet) keyset(id string) *Keyset {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if k, ok := w.keysets[id]; ok {
+		return k
+	}
+	if len(id) != 16 {
+		return nil
+	}
+	var match *Keyset
+	for _, k := range w.keysets {
+		if ShortID(k.ID) == id {
+			if match != nil {
+				return nil // ambiguous
+			}
+			match = k
+		}
+	}
+	return match
+}
+
+// Keysets lists the known keysets of the mint, ids sorted.
+func (w *Wallet) Keysets() []Keyset {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := make([]Keyset, 0, len(w.keysets))
+	for _, k := range w.keysets {
+		c := *k
+		c.pub = nil
+		out = append(out, c)
+	}
+	slices.SortFunc(out, func(a, b Keyset) int {
+		if a.ID < b.ID {
+			return -1
+		}
+		return 1
+	})
+	return out
+}
+
+func (w *Wallet) supportsChange() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.info.supports(8)
+}

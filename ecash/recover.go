@@ -1,0 +1,366 @@
+package ecash
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/dgraph-io/badger/v4"
+	"github.com/elnosh/gonuts/cashu"
+	"github.com/outpost-relay/outpost/store"
+)
+
+// Recover settles every operation left pending (by a crash, or by a mint
+// that did not answer) that no call of this process is working on, and
+// frees proofs reserved for operations that never began. It returns how
+// many operations are still pending, and the first error.
+func (w *Wallet) Recover(ctx context.Context) (int, error) {
+	var open []Op
+	err := w.db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: w.key(kindOpenOp)})
+		defer it.Close()
+		prefix := len(w.key(kindOpenOp))
+		for it.Rewind(); it.Valid(); it.Next() {
+			op, found, err := getOp(txn, string(it.Item().Key()[prefix:]))
+			if err != nil {
+				return err
+			}
+			if found && op.State == OpPending {
+				open = append(open, op)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	var first error
+	left := 0
+	for i := range open {
+		op := &open[i]
+		if ctx.Err() != nil {
+			return len(open) - i + left, ctx.Err()
+		}
+		if !w.claim(op) {
+			left++
+			continue
+		}
+		err := w.settle(ctx, op)
+		w.release(op)
+		if op.State == OpPending {
+			left++
+			if first == nil {
+				first = err
+			}
+		}
+	}
+	if err := w.freeOrphans(); err != nil && first == nil {
+		first = err
+	}
+	if err := w.checkImport(ctx); err != nil && first == nil {
+		first = err
+	}
+	return left, first
+}
+
+// settle finds out what became of a pending operation.
+func (w *Wallet) settle(ctx context.Context, op *Op) error {
+	w.log.Info("ecash: settling an operation left pending", "op", op.ID, "kind", op.Kind, "purpose", op.Purpose)
+	switch op.Kind {
+	case kindSwap:
+		return w.settleSwap(ctx, op, errors.New("interrupted"))
+	case kindMint:
+		_, err := w.settleMint(ctx, op, true)
+		return err
+	case kindMelt:
+		_, err := w.settleMelt(ctx, op, nil)
+		return err
+	}
+	return fmt.Errorf("ecash: unknown operation kind %q", op.Kind)
+}
+
+// freeOrphans makes proofs spendable again whose reserving operation is
+// settled or was never written (a split whose melt never began).
+func (w *Wallet) freeOrphans() error {
+	w.mu.Lock()
+	running := make(map[string]bool, len(w.inflight))
+	for id := range w.inflight {
+		running[id] = true
+	}
+	w.mu.Unlock()
+	freed := 0
+	err := store.Update(w.db, func(txn *badger.Txn) error {
+		freed = 0
+		var orphans []string
+		err := store.EachJSON(txn, w.key(kindProof), nil, false, func(k []byte, rec proofRecord) (bool, error) {
+			if rec.State != proofReserved || running[rec.Op] {
+				return true, nil
+			}
+			op, found, err := getOp(txn, rec.Op)
+			if err != nil {
+				return false, err
+			}
+			if !found || op.State != OpPending {
+				orphans = append(orphans, string(k))
+			}
+			return true, nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, k := range orphans {
+			var rec proofRecord
+			if _, err := store.GetJSON(txn, []byte(k), &rec); err != nil {
+				return err
+			}
+			rec.State, rec.Op = proofUnspent, ""
+			if err := store.PutJSON(txn, []byte(k), rec); err != nil {
+				return err
+			}
+			freed++
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if freed > 0 {
+		w.log.Info("ecash: proofs reserved for operations that never ran are spendable again", "proofs", freed)
+		return w.refreshBalance()
+	}
+	return nil
+}
+
+// Tidy asks the mint about every proof the wallet holds (NUT-07) and drops
+// those it says are spent (the balance then matches the mint), forgets the
+// proofs of handed-out tokens once they are redeemed, and swaps proofs of
+// inactive keysets into an active one.
+func (w *Wallet) Tidy(ctx context.Context) error {
+	a, err := w.Audit(ctx)
+	if err != nil {
+		return err
+	}
+	if len(a.spent) > 0 {
+		w.log.Warn("ecash: the mint says proofs the wallet held are spent; dropping them", "proofs", len(a.spent), "sats", a.HeldSats-a.UnspentSats)
+		if err := w.dropSpent(a.spent); err != nil {
+			return err
+		}
+	}
+	if err := w.forgetRedeemed(ctx); err != nil {
+		return err
+	}
+	return w.rotate(ctx)
+}
+
+// Audit is the wallet's proofs as the mint sees them.
+type Audit struct {
+	HeldProofs    int    // spendable proofs in the store
+	HeldSats      uint64 // their sum: the balance
+	UnspentProofs int    // of those, the ones the mint says are unspent
+	UnspentSats   uint64
+	ReservedSats  uint64            // proofs operations are spending (melts in flight)
+	ByKeyset      map[string]uint64 // held sats by keyset id
+	spent         []string
+}
+
+// Audit asks the mint for the state of every spendable proof (NUT-07).
+func (w *Wallet) Audit(ctx context.Context) (Audit, error) {
+	a := Audit{ByKeyset: map[string]uint64{}}
+	var ys []string
+	var amounts []uint64
+	err := w.db.View(func(txn *badger.Txn) error {
+		prefix := len(w.key(kindProof))
+		return store.EachJSON(txn, w.key(kindProof), nil, false, func(k []byte, rec proofRecord) (bool, error) {
+			if rec.State != proofUnspent {
+				a.ReservedSats += rec.Proof.Amount
+				return true, nil
+			}
+			ys = append(ys, string(k[prefix:]))
+			amounts = append(amounts, rec.Proof.Amount)
+			a.HeldProofs++
+			a.HeldSats += rec.Proof.Amount
+			a.ByKeyset[rec.Proof.Id] += rec.Proof.Amount
+			return true, nil
+		})
+	})
+	if err != nil {
+		return a, err
+	}
+	states, err := w.c.checkState(ctx, ys)
+	if err != nil {
+		return a, err
+	}
+	for i, st := range states {
+		switch st {
+		case Unspent:
+			a.UnspentProofs++
+			a.UnspentSats += amounts[i]
+		case Spent:
+			a.spent = append(a.spent, ys[i])
+		}
+	}
+	return a, nil
+}
+
+// forgetRedeemed drops the proofs of handed-out tokens the mint says are
+// spent: they are their receivers' now.
+func (w *Wallet) forgetRedeemed(ctx context.Context) error {
+	var ops []Op
+	err := w.db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: w.key(kindSentOp)})
+		defer it.Close()
+		prefix := len(w.key(kindSentOp))
+		for it.Rewind(); it.Valid(); it.Next() {
+			op, found, err := getOp(txn, string(it.Item().Key()[prefix:]))
+			if err != nil {
+				return err
+			}
+			if found && op.State == OpDone && len(op.Sent) > 0 {
+				ops = append(ops, op)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, op := range ops {
+		ys := make([]string, len(op.Sent))
+		for i, p := range op.Sent {
+			if ys[i], err = proofY(p.Secret); err != nil {
+				return err
+			}
+		}
+		states, err := w.c.checkState(ctx, ys)
+		if err != nil {
+			return err
+		}
+		var left cashu.Proofs
+		for i, st := range states {
+			if st != Spent {
+				left = append(left, op.Sent[i])
+			}
+		}
+		if len(left) == len(op.Sent) {
+			continue
+		}
+		if err := store.Update(w.db, func(txn *badger.Txn) error {
+			cur, found, err := getOp(txn, op.ID)
+			if err != nil || !found || len(cur.Sent) != len(op.Sent) {
+				return err
+			}
+			cur.Sent = left
+			return w.putOp(txn, cur)
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// rotate swaps the wallet's proofs of inactive keysets into the active one
+// (NUT-02), so the mint can retire them.
+func (w *Wallet) rotate(ctx context.Context) error {
+	if err := w.ensureKeysets(ctx); err != nil {
+		return err
+	}
+	ks, err := w.activeKeyset()
+	if err != nil {
+		return err
+	}
+	op := Op{Kind: kindSwap, Purpose: forRotate}
+	err = w.begin(&op, func(txn *badger.Txn, op *Op) error {
+		free, _, err := w.spendable(txn)
+		if err != nil {
+			return err
+		}
+		var old []held
+		var ppk []uint64
+		var sum uint64
+		for _, h := range free {
+			if !h.ks.Active {
+				old = append(old, h)
+				ppk = append(ppk, h.ks.InputFeePpk)
+				sum += h.rec.Proof.Amount
+			}
+		}
+		if len(old) == 0 || sum <= fee(ppk) {
+			return errNothing
+		}
+		if err := w.reserve(txn, op, old); err != nil {
+			return err
+		}
+		amounts, ok := ks.split(sum - fee(ppk))
+		if !ok {
+			return fmt.Errorf("ecash: keyset %s cannot represent %d", ks.ID, sum-fee(ppk))
+		}
+		op.Fee = fee(ppk)
+		return takeOutputs(txn, op, ks, amounts, false)
+	})
+	if errors.Is(err, errNothing) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	w.log.Info("ecash: moving proofs of inactive keysets to the active one", "op", op.ID, "sats", op.Inputs.Amount(), "keyset", ks.ID)
+	return w.swap(ctx, &op)
+}
+
+var errNothing = errors.New("ecash: nothing to do")
+
+// Reclaim takes back the token of the send filed under ref, if it was
+// made and nobody redeemed it: for a payout whose receiver never got the
+// token. made is false when no token was made (or it was taken back);
+// redeemed is true when the mint says it was spent, so someone has it.
+// fee is what the payout cost: its fees when redeemed, otherwise the fees
+// of making and taking back what never reached anyone.
+func (w *Wallet) Reclaim(ctx context.Context, ref string) (made, redeemed bool, fee uint64, err error) {
+	op, found, err := w.opByRef(ref)
+	if err != nil || !found || op.Purpose != forSend {
+		return false, false, 0, err
+	}
+	if op.State == OpPending {
+		if !w.claim(&op) {
+			return true, false, 0, errors.New("ecash: the token is still being made")
+		}
+		err := w.settle(ctx, &op)
+		w.release(&op)
+		if op.State == OpPending {
+			return true, false, 0, err
+		}
+	}
+	switch {
+	case op.State == OpFailed:
+		return false, false, 0, nil
+	case op.SentAmount == 0: // settled after the fact: its outputs are the wallet's
+		return false, false, op.Inputs.Amount() - op.Received, nil
+	case op.Reclaimed != "":
+		var back Op
+		if err := w.db.View(func(txn *badger.Txn) (err error) { back, _, err = getOp(txn, op.Reclaimed); return }); err != nil {
+			return false, false, 0, err
+		}
+		return false, false, op.Inputs.Amount() - op.Received - back.Received, nil
+	case len(op.Sent) == 0: // Tidy saw it redeemed
+		return true, true, op.Fee, nil
+	}
+	back := Op{Kind: kindSwap, Purpose: forReclaim, Ref: "reclaim:" + ref}
+	err = w.swapIn(ctx, &back, op.Sent)
+	if errors.Is(err, ErrSpent) {
+		return true, true, op.Fee, nil
+	}
+	if err != nil {
+		return true, false, 0, err
+	}
+	if err := store.Update(w.db, func(txn *badger.Txn) error {
+		cur, found, err := getOp(txn, op.ID)
+		if err != nil || !found {
+			return err
+		}
+		cur.Sent, cur.Reclaimed = nil, back.ID
+		return w.putOp(txn, cur)
+	}); err != nil {
+		return true, false, 0, err
+	}
+	return false, false, op.Inputs.Amount() - op.Received - back.Received, nil
+}

@@ -1,0 +1,218 @@
+package relay
+
+import (
+	"encoding/binary"
+	"net"
+	"sync"
+	"time"
+	"unicode/utf8"
+)
+
+// Websocket opcodes of the frames the relay writes.
+const (
+	opText  byte = 0x1
+	opClose byte = 0x8
+	opPing  byte = 0x9
+	opPong  byte = 0xA
+)
+
+// frame is one outgoing websocket message: head, body and tail back to back.
+// A broadcast shares one body (the event's JSON) among all subscribers and
+// only head (`["EVENT","<sub id>",`) differs.
+type frame struct {
+	op               byte
+	head, body, tail []byte
+}
+
+func (f frame) size() int { return len(f.head) + len(f.body) + len(f.tail) }
+
+// outbox is a connection's bounded queue of frames to write. Nothing that
+// queues a frame ever waits on the network: broadcasts are refused when the
+// queue is over its limit (and the caller drops the client), and a
+// connection's own answers wait only for room in the queue.
+type outbox struct {
+	mu       sync.Mutex
+	room     *sync.Cond
+	ctrl     []frame // pings and pongs, written before data
+	data     []frame // data[first:] are queued
+	first    int
+	queued   int // bytes of data frames queued or being written
+	limit    int
+	closed   bool   // no more frames
+	farewell *frame // the close frame, written last
+	wake     chan struct{}
+}
+
+func newOutbox(limit int) *outbox {
+	o := &outbox{limit: limit, wake: make(chan struct{}, 1)}
+	o.room = sync.NewCond(&o.mu)
+	return o
+}
+
+func (o *outbox) signal() {
+	select {
+	case o.wake <- struct{}{}:
+	default:
+	}
+}
+
+// push queues a frame without waiting; false when the outbox is closed or
+// the frame would take it over its limit.
+func (o *outbox) push(f frame) bool { return o.queue(f, false) }
+
+// send queues an answer, waiting while the outbox is more than half full so
+// that room is left for broadcasts; false once the outbox is closed.
+func (o *outbox) send(f frame) bool { return o.queue(f, true) }
+
+func (o *outbox) queue(f frame, wait bool) bool {
+	o.mu.Lock()
+	for wait && !o.closed && o.queued > 0 && o.queued+f.size() > o.limit/2 {
+		o.room.Wait()
+	}
+	if o.closed || (!wait && o.queued+f.size() > o.limit) {
+		o.mu.Unlock()
+		return false
+	}
+	o.append(f)
+	o.mu.Unlock()
+	o.signal()
+	return true
+}
+
+func (o *outbox) append(f frame) {
+	if o.first > 0 && len(o.data) == cap(o.data) {
+		n := copy(o.data, o.data[o.first:])
+		clear(o.data[n:])
+		o.data, o.first = o.data[:n], 0
+	}
+	o.data = append(o.data, f)
+	o.queued += f.size()
+}
+
+// control queues a ping or pong ahead of the data.
+func (o *outbox) control(f frame) {
+	o.mu.Lock()
+	if !o.closed {
+		o.ctrl = append(o.ctrl, f)
+	}
+	o.mu.Unlock()
+	o.signal()
+}
+
+// shut queues a close frame as the last thing to write and drops the data
+// not yet written: nothing may follow a close frame.
+func (o *outbox) shut(payload []byte) {
+	o.mu.Lock()
+	if !o.closed {
+		o.closed = true
+		o.farewell = &frame{op: opClose, body: payload}
+		for _, f := range o.data[o.first:] {
+			o.queued -= f.size()
+		}
+		clear(o.data)
+		o.data, o.first = o.data[:0], 0
+		o.room.Broadcast()
+	}
+	o.mu.Unlock()
+	o.signal()
+}
+
+// close refuses further frames and wakes whoever waits for room; frames
+// already queued may still be written.
+func (o *outbox) close() {
+	o.mu.Lock()
+	o.closed = true
+	o.room.Broadcast()
+	o.mu.Unlock()
+	o.signal()
+}
+
+// take appends to into the frames to write next: every control frame, then
+// data frames up to about max bytes, then the close frame once nothing else
+// is left. last reports that nothing may be written after these.
+func (o *outbox) take(into []frame, max int) (frames []frame, last bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	into = append(into, o.ctrl...)
+	clear(o.ctrl)
+	o.ctrl = o.ctrl[:0]
+	n, size := o.first, 0
+	for n < len(o.data) && (n == o.first || size+o.data[n].size() <= max) {
+		size += o.data[n].size()
+		n++
+	}
+	into = append(into, o.data[o.first:n]...)
+	clear(o.data[o.first:n])
+	if o.first = n; o.first == len(o.data) {
+		o.data, o.first = o.data[:0], 0
+	}
+	if !o.closed || len(o.data) > 0 {
+		return into, false
+	}
+	if o.farewell != nil {
+		into = append(into, *o.farewell)
+		o.farewell = nil
+	}
+	return into, true
+}
+
+// written gives back the room of data frames written.
+func (o *outbox) written(bytes int) {
+	if bytes == 0 {
+		return
+	}
+	o.mu.Lock()
+	o.queued -= bytes
+	o.room.Broadcast()
+	o.mu.Unlock()
+}
+
+// writeBufs hold one batch of encoded frames while it is written; pooled,
+// so idle connections keep no write buffer.
+var writeBufs = sync.Pool{New: func() any { b := make([]byte, 0, 64<<10); return &b }}
+
+// writeFrames encodes frames into one buffer and writes it with a single
+// call, so a batch costs one syscall and stays whole on the wire.
+func writeFrames(c net.Conn, frames []frame, timeout time.Duration) (dataBytes int, err error) {
+	bp := writeBufs.Get().(*[]byte)
+	buf := (*bp)[:0]
+	for _, f := range frames {
+		buf = appendFrameHeader(buf, f.op, f.size())
+		buf = append(buf, f.head...)
+		buf = append(buf, f.body...)
+		buf = append(buf, f.tail...)
+		if f.op == opText {
+			dataBytes += f.size()
+		}
+	}
+	c.SetWriteDeadline(time.Now().Add(timeout))
+	_, err = c.Write(buf)
+	if cap(buf) <= 2*maxWriteBatch {
+		*bp = buf[:0]
+		writeBufs.Put(bp)
+	}
+	return dataBytes, err
+}
+
+// appendFrameHeader appends the header of an unmasked, final server frame.
+func appendFrameHeader(b []byte, op byte, n int) []byte {
+	b = append(b, 0x80|op)
+	switch {
+	case n <= 125:
+		return append(b, byte(n))
+	case n <= 0xFFFF:
+		return append(b, 126, byte(n>>8), byte(n))
+	default:
+		return binary.BigEndian.AppendUint64(append(b, 127), uint64(n))
+	}
+}
+
+// closePayload is a close frame's body: the code, then a reason cut to fit
+// the 125 bytes a control frame may carry.
+func closePayload(code int, reason string) []byte {
+	for len(reason) > 123 {
+		_, n := utf8.DecodeLastRuneInString(reason)
+		reason = reason[:len(reason)-n]
+	}
+	return append(binary.BigEndian.AppendUint16(nil, uint16(code)), reason...)
+}

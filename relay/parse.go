@@ -1,0 +1,98 @@
+package relay
+
+import (
+	"fmt"
+	"unicode/utf8"
+	"unsafe"
+
+	"github.com/mailru/easyjson"
+	"github.com/nbd-wtf/go-nostr"
+	"github.com/tidwall/gjson"
+)
+
+// Parsing of client messages. go-nostr's envelopes keep one filter of a
+// COUNT and fail a whole REQ on its first bad filter without saying which
+// subscription it was, so the relay splits messages itself and decodes only
+// events and filters with go-nostr's (easyjson) decoders.
+
+// message is a client message split into its elements.
+type message []gjson.Result
+
+// parseMessage splits msg, which stays referenced by the result.
+func parseMessage(msg []byte) (label string, m message, reason string) {
+	s := unsafe.String(unsafe.SliceData(msg), len(msg))
+	if !gjson.Valid(s) {
+		return "", nil, "invalid: the message is not JSON"
+	}
+	r := gjson.Parse(s)
+	if !r.IsArray() {
+		return "", nil, "invalid: a message is a JSON array"
+	}
+	m = r.Array()
+	if len(m) == 0 || m[0].Type != gjson.String {
+		return "", nil, "invalid: a message starts with its type, a string"
+	}
+	return m[0].Str, m, ""
+}
+
+// subID returns the subscription id in element 1. reason says why it is
+// not acceptable; id is still set when it is a string, so the refusal can
+// name it.
+func (m message) subID() (id string, reason string) {
+	if len(m) < 2 || m[1].Type != gjson.String {
+		return "", "invalid: the subscription id must be a string"
+	}
+	id = m[1].Str
+	if n := utf8.RuneCountInString(id); n < 1 || n > maxSubIDLength {
+		return id, fmt.Sprintf("invalid: a subscription id has 1 to %d characters", maxSubIDLength)
+	}
+	return id, ""
+}
+
+// filters decodes the filters from element 2 on, at most max (0: any number).
+func (m message) filters(max int) (nostr.Filters, string) {
+	if len(m) < 3 {
+		return nil, "invalid: no filter"
+	}
+	if max > 0 && len(m)-2 > max {
+		return nil, fmt.Sprintf("invalid: %d filters, at most %d allowed", len(m)-2, max)
+	}
+	fs := make(nostr.Filters, len(m)-2)
+	for i, raw := range m[2:] {
+		if !raw.IsObject() {
+			return nil, fmt.Sprintf("invalid: filter %d is not an object", i+1)
+		}
+		if err := easyjson.Unmarshal(bytesOf(raw.Raw), &fs[i]); err != nil {
+			return nil, fmt.Sprintf("invalid: filter %d: %v", i+1, err)
+		}
+		if fs[i].Search != "" {
+			return nil, "unsupported: search (NIP-50) is not supported by this relay"
+		}
+	}
+	return fs, ""
+}
+
+// event decodes the event in element i.
+func (m message) event(i int) (*nostr.Event, string) {
+	if len(m) <= i || !m[i].IsObject() {
+		return nil, "invalid: no event object"
+	}
+	ev := &nostr.Event{}
+	if err := easyjson.Unmarshal(bytesOf(m[i].Raw), ev); err != nil {
+		return nil, "invalid: malformed event: " + err.Error()
+	}
+	return ev, ""
+}
+
+// eventID is the "id" of the event in element i, if it has a string one.
+func (m message) eventID(i int) string {
+	if len(m) <= i {
+		return ""
+	}
+	if id := m[i].Get("id"); id.Type == gjson.String {
+		return id.Str
+	}
+	return ""
+}
+
+func bytesOf(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }

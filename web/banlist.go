@@ -1,0 +1,32 @@
+package web
+
+import (
+	"net/http"
+)
+
+type consoleView struct {
+	Mount string
+	Bans  []struct {
+		PubKey    string `json:"pubkey"`
+		Reason    string `json:"reason"`
+		ExpiresAt *int64 `json:"expires_at"`
+	} `json:"pubkeys"`
+	Words []string `json:"words"`
+}
+
+// handleConsole renders the public ban list and blocked words; the
+// moderation console (sign in with an API key, reports, bans, words, keys,
+// audit log) is console.js against the API, with the key kept in the tab's
+// sessionStorage only.
+func (p *Pages) handleConsole(w http.ResponseWriter, r *http.Request) {
+	v := consoleView{Mount: p.cfg.Banlist.Mount}
+	if err := p.banlist.get(r, "/blocked/pubkeys", &v); err != nil {
+		p.fail(w, r, err)
+		return
+	}
+	if err := p.banlist.get(r, "/blocked/words", &v); err != nil {
+		p.fail(w, r, err)
+		return
+	}
+	p.render(w, r, http.StatusOK, "banlist", view{Title: "Ban list and moderation", Section: "banlist", Script: "console.js", Main: v})
+}

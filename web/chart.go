@@ -1,0 +1,179 @@
+package web
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"time"
+)
+
+// Charts are drawn here as SVG from the directory's own timeseries buckets,
+// so a browser needs no chart library (nor JavaScript) to show them. The
+// geometry is computed here and written out by the mint template, which
+// escapes every text. The SVG stretches to its box (preserveAspectRatio
+// none); axis labels are HTML beside it, so they stay readable on a phone.
+
+// chartWidth is the width of both charts' coordinate space.
+const chartWidth = 720.0
+
+// point is one bucket of GET /mints/{id}/uptime/timeseries.
+type point struct {
+	Timestamp time.Time `json:"timestamp"`
+	State     string    `json:"state"`
+	OK        bool      `json:"ok"`
+	RTTMs     *int      `json:"rtt_ms"`
+}
+
+// uptimeChart is a strip of one bar per bucket, coloured by its state.
+type uptimeChart struct {
+	Title, Desc string
+	Bars        []bar
+	From, To    time.Time
+	Counts      []stateCount // for the legend
+}
+
+type bar struct {
+	X, W  string
+	State string
+	Title string
+}
+
+type stateCount struct {
+	State string
+	N     int
+}
+
+// rttChart draws the mean response time of each bucket as a line.
+type rttChart struct {
+	Title, Desc string
+	Paths       []string // one per run of buckets with a response time
+	Dots        []dot    // buckets with a response time between two without
+	Grid        []string // y of the grid lines
+	MaxMs       int      // the top of the scale
+	From, To    time.Time
+	Empty       bool
+}
+
+type dot struct{ X, Y string }
+
+const rttHeight, rttTop = 100.0, 4.0
+
+func f2(v float64) string {
+	return strings.TrimSuffix(strings.TrimRight(fmt.Sprintf("%.2f", v), "0"), ".")
+}
+
+// newUptimeChart takes the API's points (newest first) and draws them oldest
+// first, left to right.
+func newUptimeChart(points []point, window string, bucket time.Duration) uptimeChart {
+	pts := oldestFirst(points)
+	c := uptimeChart{Title: "Uptime over the last " + windowWords(window)}
+	if len(pts) == 0 {
+		c.Desc = "No data yet."
+		return c
+	}
+	c.From, c.To = pts[0].Timestamp, pts[len(pts)-1].Timestamp.Add(bucket)
+	w := chartWidth / float64(len(pts))
+	counts := map[string]int{}
+	for i, p := range pts {
+		counts[p.State]++
+		title := p.Timestamp.UTC().Format("Jan 2 15:04 UTC") + ": " + stateWords(p.State)
+		if p.RTTMs != nil {
+			title += fmt.Sprintf(", %d ms", *p.RTTMs)
+		}
+		c.Bars = append(c.Bars, bar{X: f2(float64(i) * w), W: f2(w + 0.05), State: p.State, Title: title})
+	}
+	var parts []string
+	for _, s := range []string{"online", "degraded", "offline", "unknown"} {
+		if counts[s] > 0 {
+			c.Counts = append(c.Counts, stateCount{State: s, N: counts[s]})
+			parts = append(parts, fmt.Sprintf("%d %s", counts[s], stateWords(s)))
+		}
+	}
+	c.Desc = fmt.Sprintf("%d buckets of %s from %s to %s: %s.", len(pts), duration(bucket),
+		c.From.UTC().Format("Jan 2 15:04"), c.To.UTC().Format("Jan 2 15:04 UTC"), strings.Join(parts, ", "))
+	return c
+}
+
+func newRTTChart(points []point, window string, bucket time.Duration) rttChart {
+	pts := oldestFirst(points)
+	c := rttChart{Title: "Response time over the last " + windowWords(window)}
+	maxMs, n, sum := 0, 0, 0
+	for _, p := range pts {
+		if p.RTTMs != nil {
+			maxMs, n, sum = max(maxMs, *p.RTTMs), n+1, sum+*p.RTTMs
+		}
+	}
+	if n == 0 {
+		c.Empty, c.Desc = true, "No successful checks in this window."
+		return c
+	}
+	c.From, c.To = pts[0].Timestamp, pts[len(pts)-1].Timestamp.Add(bucket)
+	c.MaxMs = niceCeil(maxMs)
+	for _, f := range []float64{0, 0.25, 0.5, 0.75, 1} {
+		c.Grid = append(c.Grid, f2(rttTop+rttHeight*f))
+	}
+	w := chartWidth / float64(len(pts))
+	x := func(i int) string { return f2((float64(i) + 0.5) * w) }
+	y := func(ms int) string { return f2(rttTop + rttHeight*(1-float64(ms)/float64(c.MaxMs))) }
+	var run []string
+	flush := func(i int) {
+		switch len(run) {
+		case 0:
+		case 1:
+			c.Dots = append(c.Dots, dot{X: x(i - 1), Y: y(*pts[i-1].RTTMs)})
+		default:
+			c.Paths = append(c.Paths, "M"+strings.Join(run, "L"))
+		}
+		run = run[:0]
+	}
+	for i, p := range pts {
+		if p.RTTMs == nil {
+			flush(i)
+			continue
+		}
+		run = append(run, x(i)+" "+y(*p.RTTMs))
+	}
+	flush(len(pts))
+	c.Desc = fmt.Sprintf("Mean response time per %s bucket: average %d ms, highest %d ms, over %s with successful checks.",
+		duration(bucket), int(math.Round(float64(sum)/float64(n))), maxMs, count(int64(n), "bucket"))
+	return c
+}
+
+func oldestFirst(points []point) []point {
+	out := make([]point, len(points))
+	for i, p := range points {
+		out[len(points)-1-i] = p
+	}
+	return out
+}
+
+// niceCeil rounds a chart's top up to 1, 2 or 5 times a power of ten.
+func niceCeil(v int) int {
+	if v <= 0 {
+		return 1
+	}
+	p := int(math.Pow(10, math.Floor(math.Log10(float64(v)))))
+	for _, m := range []int{1, 2, 5, 10} {
+		if m*p >= v {
+			return m * p
+		}
+	}
+	return 10 * p
+}
+
+func windowWords(w string) string {
+	switch w {
+	case "7d":
+		return "7 days"
+	case "30d":
+		return "30 days"
+	}
+	return "24 hours"
+}
+
+func stateWords(s string) string {
+	if s == "unknown" {
+		return "no data"
+	}
+	return s
+}
