@@ -13,8 +13,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
