@@ -72,8 +72,8 @@ func writable(db *badger.DB, n int64) bool {
 	return !ok || w.(*diskspace.Watcher).Allow(n)
 }
 
-// Writable reports whether db takes writes now, without measuring anything:
-// background work whose results could not be stored (a mint check, a
+// Writable reports whether db takes writes now, charging nothing against
+// the watcher's budget: background work whose results could not be stored (a mint check, a
 // deposit completed at the mint) waits while it is false.
 func Writable(db *badger.DB) bool { return writable(db, 0) }
 
