@@ -109,18 +109,18 @@ func (v *Verifier) checkRequest(ev *nostr.Event, req Request, now time.Time) err
 	if d := now.Sub(created); d > v.Window || d < -v.Window {
 		return fail("created_at", "created_at must be within %d seconds of the server time", int(v.Window.Seconds()))
 	}
-	u := ev.Tags.GetFirst([]string{"u", ""})
-	if u == nil || !urlMatches((*u)[1], req.URLs) {
+	u := ev.Tags.Find("u")
+	if u == nil || !urlMatches(u[1], req.URLs) {
 		return fail("u", "the u tag must be the exact URL of this request").With("expected_u", first(req.URLs))
 	}
-	m := ev.Tags.GetFirst([]string{"method", ""})
-	if m == nil || !strings.EqualFold((*m)[1], req.Method) {
+	m := ev.Tags.Find("method")
+	if m == nil || !strings.EqualFold(m[1], req.Method) {
 		return fail("method", "the method tag must be %s", req.Method)
 	}
-	p := ev.Tags.GetFirst([]string{"payload", ""})
+	p := ev.Tags.Find("payload")
 	if len(req.Body) > 0 || p != nil {
 		sum := sha256.Sum256(req.Body)
-		if p == nil || !strings.EqualFold((*p)[1], hex.EncodeToString(sum[:])) {
+		if p == nil || !strings.EqualFold(p[1], hex.EncodeToString(sum[:])) {
 			return fail("payload", "the payload tag must be the sha256 of the request body")
 		}
 	}

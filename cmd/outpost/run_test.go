@@ -346,7 +346,7 @@ func TestWholeProgram(t *testing.T) {
 			}
 		}
 		evs = query(t, rl, nostr.Filter{IDs: []string{restReport}})
-		if len(evs) != 1 || evs[0].Kind != 1984 || evs[0].Tags.GetFirst([]string{"p", badPK}) == nil {
+		if len(evs) != 1 || evs[0].Kind != 1984 || evs[0].Tags.FindWithValue("p", badPK) == nil {
 			t.Fatalf("the REST report is not a kind-1984 event on the relay: %v", evs)
 		}
 	})
@@ -369,8 +369,6 @@ func TestWholeProgram(t *testing.T) {
 		}
 	})
 }
-
-func ptr[T any](v T) *T { return &v }
 
 func TestShutdownClosesClients(t *testing.T) {
 	inst := start(t, t.TempDir(), nil)
