@@ -90,7 +90,6 @@ func (s *server) memory() (rss, peak int64) {
 	return rss, peak
 }
 
-
 // runJSON runs bin with args and decodes its JSON stdout into v.
 func runJSON(v any, bin string, args ...string) error {
 	cmd := exec.Command(bin, args...)

@@ -114,7 +114,6 @@ func blanks(overpaid uint64) []uint64 {
 	return repeat(1, max(bits.Len64(overpaid-1), 1)) // ceil(log2(overpaid)), at least 1
 }
 
-
 // split swaps proofs into ones worth exactly need after their input fee,
 // reserved for the operation holdFor, and returns what the swap cost.
 func (w *Wallet) split(ctx context.Context, holdFor, quote string, need, keep uint64) (uint64, error) {
