@@ -96,8 +96,8 @@ func (s Settings) Open(dataDir string, log *slog.Logger) (*Store, error) {
 // may still write after our writes stop must fit in MinFreeSpace: its
 // memtables flushed to tables (at the latest at Close), and the level-0
 // compaction that follows (five tables of a memtable each). With 64 MiB
-// memtables that is some 400 MB; with 16 MiB about 100 MB, for sustained
-// ingest about a third slower (see README, "Running out of disk").
+// memtables that is some 400 MB; with 16 MiB about 100 MB, for slower
+// sustained ingest (BenchmarkIngest; see README, "Running out of disk").
 const memTableSize = 16 << 20
 
 // badgerOptions are badger's defaults with small memtables (see
