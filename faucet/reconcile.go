@@ -58,8 +58,9 @@ func (s *Service) tick(ctx context.Context, kicked bool) {
 	defer cancel()
 	s.checkMint(ctx)
 	if !store.Writable(s.db) {
-		// Settling payments and completing deposits change the wallet and
-		// must be recorded: they wait until the disk has room again.
+		// Settling a stopped process's claims, completing deposits and
+		// topping up start operations at the mint, whose writes are
+		// refused: they wait until the disk has room again.
 		return
 	}
 	s.ReconcileClaims(ctx)

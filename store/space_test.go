@@ -76,6 +76,12 @@ func TestFullDisk(t *testing.T) {
 	if e := outpost.AsError(recErr); e == nil || e.Kind != outpost.StorageFull || e.Code != "insufficient_storage" {
 		t.Errorf("record refused with %v, want ErrStorageFull", recErr)
 	}
+	// What records something already done goes ahead all the same.
+	if err := Record(s.DB, func(txn *badger.Txn) error {
+		return txn.Set(Key(PrefixBanlist, 0xEF), []byte("a payment made"))
+	}); err != nil {
+		t.Errorf("Record on a low disk: %v", err)
+	}
 	if free, _ := diskspace.Free(dir); free < min/2 {
 		t.Errorf("only %v left when writes stopped, want most of the %v kept free", settings.Bytes(free), settings.Bytes(min))
 	}
