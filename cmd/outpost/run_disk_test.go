@@ -15,6 +15,7 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/outpost-relay/outpost/diskspace"
 	"github.com/outpost-relay/outpost/internal/testkit"
+	"github.com/outpost-relay/outpost/pubkey"
 )
 
 // TestFullDisk runs outpost with its data dir on a 64 MiB filesystem and
@@ -84,6 +85,7 @@ func TestFullDisk(t *testing.T) {
 	if body["error"] != "insufficient_storage" || body["message"] == nil {
 		t.Errorf("REST write refused with %v, want a JSON insufficient_storage error", body)
 	}
+	pk, _ := nostr.GetPublicKey(sk)
 	for _, w := range []struct {
 		method, path string
 		body         any
@@ -91,6 +93,7 @@ func TestFullDisk(t *testing.T) {
 		{"POST", "/banlist/admin/ban", map[string]any{"pubkey": strings.Repeat("ab", 32), "reason": "spam"}},
 		{"POST", "/banlist/reports", map[string]any{"reported_pubkey": strings.Repeat("ab", 32), "reason": "spam"}},
 		{"POST", "/mintdir/mints/submit", map[string]any{"mint_url": "http://127.0.0.1:9/"}},
+		{"POST", "/faucet/auth/login-npub", map[string]any{"npub": pubkey.NPub(pk)}},
 	} {
 		if code, body := call(t, w.method, inst.url+w.path, w.body, admin()...); code != http.StatusInsufficientStorage || body["error"] != "insufficient_storage" {
 			t.Errorf("%s %s on a full disk: %d %v, want 507 insufficient_storage", w.method, w.path, code, body)
