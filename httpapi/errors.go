@@ -26,6 +26,7 @@ var statusOf = map[outpost.Kind]int{
 	outpost.BadGateway:    http.StatusBadGateway,
 	outpost.Unavailable:   http.StatusServiceUnavailable,
 	outpost.TimedOut:      http.StatusRequestTimeout,
+	outpost.StorageFull:   http.StatusInsufficientStorage,
 }
 
 // ErrorBody is the JSON body of every error response.

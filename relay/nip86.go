@@ -132,7 +132,7 @@ func (r *Relay) changeInfo(change func(*relayInfo)) error {
 	defer m.mu.Unlock()
 	next := m.info
 	change(&next)
-	if err := r.store.DB.Update(func(txn *badger.Txn) error { return store.PutJSON(txn, relayInfoKey, next) }); err != nil {
+	if err := store.Update(r.store.DB, func(txn *badger.Txn) error { return store.PutJSON(txn, relayInfoKey, next) }); err != nil {
 		return err
 	}
 	m.info = next
