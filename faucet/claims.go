@@ -548,11 +548,12 @@ func (s *Service) melt(ctx context.Context, c Claim, inv bolt11.Invoice) (Confir
 	}
 }
 
-// settle records a paid or pending outcome.
+// settle records a paid or pending outcome: even while the disk is low
+// (store.Record), since the money has moved.
 func (s *Service) settle(c Claim, state string, p treasury.Payment) (Claim, error) {
 	now := s.now()
 	var changed bool
-	err := store.Update(s.db, func(txn *badger.Txn) error {
+	err := store.Record(s.db, func(txn *badger.Txn) error {
 		cur, found, err := getClaim(txn, c.ID)
 		if err != nil {
 			return err
@@ -599,14 +600,16 @@ func (s *Service) settle(c Claim, state string, p treasury.Payment) (Claim, erro
 func (s *Service) fail(c Claim, cause error) error { return s.failCost(c, cause, 0) }
 
 // failCost is fail for an attempt that cost feeSats (fees of ecash made and
-// taken back): they count as fees spent, though the claim was not paid.
+// taken back): they count as fees spent, though the claim was not paid. It
+// is recorded even while the disk is low (store.Record): the claim must not
+// stay "paying", holding its reservations, until the next start.
 func (s *Service) failCost(c Claim, cause error, feeSats int64) error {
 	reason := "payment failed"
 	if e := outpost.AsError(cause); e != nil && e.Kind != outpost.Internal {
 		reason = e.Message
 	}
 	var changed bool
-	err := store.Update(s.db, func(txn *badger.Txn) error {
+	err := store.Record(s.db, func(txn *badger.Txn) error {
 		cur, found, err := getClaim(txn, c.ID)
 		if err != nil {
 			return err

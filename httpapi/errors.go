@@ -26,6 +26,7 @@ var statusOf = map[outpost.Kind]int{
 	outpost.BadGateway:    http.StatusBadGateway,
 	outpost.Unavailable:   http.StatusServiceUnavailable,
 	outpost.TimedOut:      http.StatusRequestTimeout,
+	outpost.StorageFull:   http.StatusInsufficientStorage,
 }
 
 // StatusOf is the HTTP status of an error of e's kind, for handlers that

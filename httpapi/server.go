@@ -16,7 +16,7 @@ import (
 type Service struct {
 	Name   string                                 // "banlist"
 	Mount  string                                 // "/banlist"
-	Routes http.Handler                           // its router, with paths relative to Mount
+	Routes http.Handler                           // its router, with paths relative to Mount; nil: a part of /health only
 	Health func(ctx context.Context) HealthReport // see ReportHealth
 }
 
@@ -52,7 +52,7 @@ func New(cfg Config) http.Handler {
 		r.Method(http.MethodGet, "/metrics", cfg.Metrics)
 	}
 	for _, s := range cfg.Services {
-		if s.Routes != nil { // a part of /health only (upstream)
+		if s.Routes != nil { // nil: a part of /health only (storage, upstream)
 			r.With(observe(s.Name, s.Mount), RateLimit(cfg.RateLimit), ValidQuery).Mount(s.Mount, s.Routes)
 		}
 	}

@@ -25,6 +25,11 @@ type Check struct {
 // when metadata is due, then records the check, its rollups, status,
 // incidents and metadata in one transaction.
 func (d *Directory) Probe(ctx context.Context, id string) error {
+	if !store.Writable(d.db) {
+		// A check that cannot be stored is not made: the store has said
+		// once that the disk is full, and checks resume when it is not.
+		return nil
+	}
 	m, err := d.Get(ctx, id)
 	if err != nil {
 		return err

@@ -569,7 +569,7 @@ func TestNIP42(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		err := c.Auth(ctx, func(a *nostr.Event) error {
-			a.Tags = nostr.Tags{{"relay", relayURL}, {"challenge", a.Tags.GetFirst([]string{"challenge", ""}).Value()}}
+			a.Tags = nostr.Tags{{"relay", relayURL}, {"challenge", a.Tags.Find("challenge")[1]}}
 			return a.Sign(sk)
 		})
 		if err != nil {

@@ -9,11 +9,14 @@
 //	SlowRTT  time.Duration `flag:"probe-slow-ms,ms" usage:"..."` // given in milliseconds
 //
 // Fields may be strings, bools, ints, int64s, durations, []string (a
-// comma-separated list) or encoding.TextUnmarshalers.
+// comma-separated list), Bytes or other encoding.TextUnmarshalers. A bad
+// value is refused with the form expected, in words; durations are shown as
+// people write them (24h, not 24h0m0s).
 package settings
 
 import (
 	"encoding"
+	"errors"
 	"flag"
 	"fmt"
 	"reflect"
@@ -42,10 +45,7 @@ func Errorf(flagName, format string, args ...any) error {
 	return &Error{Flag: flagName, Message: fmt.Sprintf(format, args...)}
 }
 
-var (
-	durationType = reflect.TypeFor[time.Duration]()
-	textType     = reflect.TypeFor[encoding.TextUnmarshaler]()
-)
+var durationType = reflect.TypeFor[time.Duration]()
 
 // Bind defines a flag on fs for every tagged field of the struct s points
 // to, with the field's current value as its default. It panics on a field
@@ -59,30 +59,131 @@ func Bind(fs *flag.FlagSet, s any) {
 			continue
 		}
 		name, unit, _ := strings.Cut(tag, ",")
-		usage := f.Tag.Get("usage")
-		p := v.Field(i).Addr()
-		switch {
-		case f.Type == durationType && unit == "ms":
-			fs.Var(millis{p.Interface().(*time.Duration)}, name, usage)
-		case p.Type().Implements(textType):
-			fs.TextVar(p.Interface().(encoding.TextUnmarshaler), name, v.Field(i).Interface().(encoding.TextMarshaler), usage)
-		case f.Type == durationType:
-			fs.DurationVar(p.Interface().(*time.Duration), name, v.Field(i).Interface().(time.Duration), usage)
-		case f.Type.Kind() == reflect.String:
-			fs.StringVar(p.Interface().(*string), name, v.Field(i).String(), usage)
-		case f.Type.Kind() == reflect.Bool:
-			fs.BoolVar(p.Interface().(*bool), name, v.Field(i).Bool(), usage)
-		case f.Type.Kind() == reflect.Int:
-			fs.IntVar(p.Interface().(*int), name, int(v.Field(i).Int()), usage)
-		case f.Type.Kind() == reflect.Int64:
-			fs.Int64Var(p.Interface().(*int64), name, v.Field(i).Int(), usage)
-		case f.Type == reflect.TypeFor[[]string]():
-			fs.Var(list{p.Interface().(*[]string)}, name, usage)
-		default:
-			panic(fmt.Sprintf("settings: cannot bind %s (%s) to --%s", f.Name, f.Type, name))
+		p := v.Field(i).Addr().Interface()
+		if f.Type == durationType && unit == "ms" {
+			p = millis{p.(*time.Duration)}
 		}
+		Var(fs, p, name, f.Tag.Get("usage"))
 	}
 }
+
+// Var defines one flag on fs for the variable p points to, by its type (see
+// the package comment), with its current value as the default. A bad value
+// is refused with the form expected, in words.
+func Var(fs *flag.FlagSet, p any, name, usage string) {
+	var v flag.Value
+	switch p := p.(type) {
+	case flag.Value:
+		v = p
+	case encoding.TextUnmarshaler:
+		v = text{p}
+	case *time.Duration:
+		v = duration{p}
+	case *string:
+		v = str{p}
+	case *bool:
+		v = boolean{p}
+	case *int:
+		v = integer[int]{p}
+	case *int64:
+		v = integer[int64]{p}
+	case *[]string:
+		v = list{p}
+	default:
+		panic(fmt.Sprintf("settings: cannot bind %T to --%s", p, name))
+	}
+	fs.Var(v, name, usage)
+}
+
+// FormatDuration writes d as people write durations: 24h, 1h30m, 90s is
+// 1m30s; time.Duration's own String adds zero units (24h0m0s).
+func FormatDuration(d time.Duration) string {
+	s := d.String()
+	if t, ok := strings.CutSuffix(s, "m0s"); ok {
+		s = t + "m"
+	}
+	if t, ok := strings.CutSuffix(s, "h0m"); ok {
+		s = t + "h"
+	}
+	return s
+}
+
+type duration struct{ p *time.Duration }
+
+func (d duration) String() string {
+	if d.p == nil {
+		return "0s"
+	}
+	return FormatDuration(*d.p)
+}
+
+func (d duration) Set(s string) error {
+	v, err := time.ParseDuration(strings.TrimSpace(s))
+	if err != nil {
+		return errors.New(`want a Go duration like 24h, 5m or 90s (units h, m, s, ms; days as hours: 7 days is 168h)`)
+	}
+	*d.p = v
+	return nil
+}
+
+type integer[T int | int64] struct{ p *T }
+
+func (n integer[T]) String() string {
+	if n.p == nil {
+		return "0"
+	}
+	return strconv.FormatInt(int64(*n.p), 10)
+}
+
+func (n integer[T]) Set(s string) error {
+	v, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+	if err != nil || int64(T(v)) != v {
+		return errors.New("want a whole number, like 120")
+	}
+	*n.p = T(v)
+	return nil
+}
+
+type boolean struct{ p *bool }
+
+func (b boolean) IsBoolFlag() bool { return true }
+
+func (b boolean) String() string { return strconv.FormatBool(b.p != nil && *b.p) }
+
+func (b boolean) Set(s string) error {
+	v, err := strconv.ParseBool(strings.TrimSpace(s))
+	if err != nil {
+		return errors.New("want true or false")
+	}
+	*b.p = v
+	return nil
+}
+
+type str struct{ p *string }
+
+func (v str) String() string {
+	if v.p == nil {
+		return ""
+	}
+	return *v.p
+}
+
+func (v str) Set(s string) error { *v.p = s; return nil }
+
+// text is a value that reads itself (encoding.TextUnmarshaler), and when it
+// can, writes itself back for the default shown in help.
+type text struct{ p encoding.TextUnmarshaler }
+
+func (t text) String() string {
+	if m, ok := t.p.(encoding.TextMarshaler); ok {
+		if b, err := m.MarshalText(); err == nil {
+			return string(b)
+		}
+	}
+	return ""
+}
+
+func (t text) Set(s string) error { return t.p.UnmarshalText([]byte(s)) }
 
 // list is a comma-separated list; a value replaces the list.
 type list struct{ p *[]string }
@@ -117,7 +218,7 @@ func (m millis) String() string {
 func (m millis) Set(s string) error {
 	n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
 	if err != nil {
-		return fmt.Errorf("%q is not a whole number of milliseconds", s)
+		return errors.New("want a whole number of milliseconds, like 2000")
 	}
 	*m.p = time.Duration(n) * time.Millisecond
 	return nil

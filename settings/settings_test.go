@@ -72,3 +72,66 @@ func TestErrorNamesTheFlagAndItsTwin(t *testing.T) {
 		t.Errorf("got %q", got)
 	}
 }
+
+// A bad value says what form was expected, in words (the flag package's own
+// integer and duration parsers only say "parse error").
+func TestBadValuesNameTheExpectedForm(t *testing.T) {
+	tests := []struct{ flag, value, want string }{
+		{"n", "abc", "a whole number"},
+		{"big", "1.5", "a whole number"},
+		{"wait", "1d", "a Go duration like 24h"},
+		{"wait", "soon", "a Go duration like 24h"},
+		{"on", "maybe", "true or false"},
+		{"slow-ms", "fast", "a whole number of milliseconds"},
+	}
+	for _, tt := range tests {
+		var s example
+		fs := flag.NewFlagSet("t", flag.ContinueOnError)
+		settings.Bind(fs, &s)
+		err := fs.Set(tt.flag, tt.value)
+		if err == nil || !strings.Contains(err.Error(), tt.want) || strings.Contains(err.Error(), "parse error") {
+			t.Errorf("--%s=%s: %v, want an error saying %q", tt.flag, tt.value, err, tt.want)
+		}
+	}
+}
+
+// Durations are shown as people write them: 24h, not 24h0m0s.
+func TestFormatDuration(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		24 * time.Hour: "24h", 90 * time.Minute: "1h30m", 2 * time.Minute: "2m", 90 * time.Second: "1m30s",
+		0: "0s", 1500 * time.Millisecond: "1.5s", time.Hour + 5*time.Second: "1h0m5s", 336 * time.Hour: "336h",
+	} {
+		if got := settings.FormatDuration(d); got != want {
+			t.Errorf("FormatDuration(%v) = %q, want %q", d, got, want)
+		}
+	}
+	var s example
+	s.Wait = 24 * time.Hour
+	fs := flag.NewFlagSet("t", flag.ContinueOnError)
+	settings.Bind(fs, &s)
+	if got := fs.Lookup("wait").DefValue; got != "24h" {
+		t.Errorf("the default of a 24h duration is shown as %q", got)
+	}
+}
+
+func TestBytes(t *testing.T) {
+	for in, want := range map[string]settings.Bytes{
+		"0": 0, "512": 512, "64KiB": 64 << 10, "256MiB": 256 << 20, "1GiB": 1 << 30, "2gb": 2e9, "100MB": 100e6, "1.5GiB": 3 << 29, " 10 MiB ": 10 << 20,
+	} {
+		var b settings.Bytes
+		if err := b.UnmarshalText([]byte(in)); err != nil || b != want {
+			t.Errorf("%q: %d, %v; want %d", in, b, err, want)
+		}
+	}
+	for _, in := range []string{"", "lots", "-1MiB", "10XB", "1e30GiB"} {
+		var b settings.Bytes
+		if err := b.UnmarshalText([]byte(in)); err == nil || !strings.Contains(err.Error(), "like 256MiB") {
+			t.Errorf("%q: %v, want an error naming the form", in, err)
+		}
+	}
+	for b, want := range map[settings.Bytes]string{0: "0", 512: "512B", 256 << 20: "256MiB", 1 << 30: "1GiB", 1536 << 20: "1.5GiB", 100e6: "95.4MiB"} {
+		if got := b.String(); got != want {
+			t.Errorf("%d.String() = %q, want %q", int64(b), got, want)
+		}
+	}
+}

@@ -18,17 +18,17 @@ import (
 // With no outpost running, admin commands open the data dir themselves, and
 // a server started afterwards sees what they did.
 func TestAdminCLIWithoutServer(t *testing.T) {
-	dir := t.TempDir()
+	dir := newDataDir(t)
 	cli := func(args ...string) (string, error) {
 		var out bytes.Buffer
 		err := run(context.Background(), append(args, "--data-dir", dir), os.Getenv, nil, &out, io.Discard)
 		return out.String(), err
 	}
 	out, err := cli("apikey", "create", "--name", "ops", "--role", "admin")
-	if err != nil || !strings.Contains(out, "opk_") {
+	if err != nil || !strings.HasPrefix(out, "opk_") {
 		t.Fatalf("create: %v %q", err, out)
 	}
-	key := strings.TrimSpace(out[strings.LastIndex(strings.TrimSpace(out), "\n")+1:])
+	key := strings.TrimSpace(out)
 	if _, err := cli("apikey", "create", "--name", "ops", "--role", "viewer"); err == nil || !strings.Contains(err.Error(), "exists") {
 		t.Fatalf("a duplicate name: %v", err)
 	}

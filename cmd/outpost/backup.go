@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -40,7 +39,7 @@ or not exist yet. The file is checked whole before anything is written.
 
 // backupCLI is "outpost backup FILE".
 func backupCLI(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	file, dir, err := parseBackupArgs("backup", backupUsage, args, getenv, stderr)
+	file, dir, err := parseBackupArgs("backup", backupUsage, args, getenv, stdout)
 	if err != nil {
 		return err
 	}
@@ -96,7 +95,7 @@ func writeBackup(ctx context.Context, dir string, w io.Writer, stderr io.Writer)
 
 // restoreCLI is "outpost restore FILE --data-dir DIR".
 func restoreCLI(args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	file, dir, err := parseBackupArgs("restore", restoreUsage, args, getenv, stderr)
+	file, dir, err := parseBackupArgs("restore", restoreUsage, args, getenv, stdout)
 	if err != nil {
 		return err
 	}
@@ -109,17 +108,15 @@ func restoreCLI(args []string, getenv func(string) string, stdout, stderr io.Wri
 }
 
 // parseBackupArgs reads FILE and --data-dir (else OUTPOST_DATA_DIR, else ./data).
-func parseBackupArgs(cmd, help string, args []string, getenv func(string) string, stderr io.Writer) (file, dir string, err error) {
-	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, help) }
+func parseBackupArgs(cmd, help string, args []string, getenv func(string) string, stdout io.Writer) (file, dir string, err error) {
+	fs := newFlagSet(cmd)
+	fs.Usage = func() { fmt.Fprint(fs.Output(), help) }
 	dirFlag := fs.String("data-dir", "", "the data dir")
-	if err := fs.Parse(reorder(args)); err != nil {
+	if err := parseFlags(fs, cmd, reorder(args), stdout); err != nil {
 		return "", "", err
 	}
 	if fs.NArg() != 1 {
-		fs.Usage()
-		return "", "", fmt.Errorf("%s takes one FILE", cmd)
+		return "", "", usageErrorf(cmd, "%s takes one FILE", cmd)
 	}
 	dir = *dirFlag
 	if dir == "" {

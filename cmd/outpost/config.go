@@ -4,7 +4,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -23,6 +22,7 @@ import (
 	pub "github.com/outpost-relay/outpost/publish"
 	"github.com/outpost-relay/outpost/relay"
 	"github.com/outpost-relay/outpost/settings"
+	"github.com/outpost-relay/outpost/store"
 	"github.com/outpost-relay/outpost/upstream"
 	"github.com/outpost-relay/outpost/web"
 )
@@ -38,7 +38,7 @@ type Config struct {
 	SecretKey       string        `flag:"secret-key" usage:"the service's Nostr secret key, hex or nsec (default: generated and kept in the data dir)"`
 	AdminPubKeys    []string      `flag:"admin-pubkeys" usage:"public keys (npub or hex, comma-separated) allowed to use NIP-86 relay management"`
 	RateLimit       int           `flag:"rate-limit" usage:"requests per minute per client IP on the REST services; 0 disables"`
-	LogLevel        slog.Level    `flag:"log-level" usage:"debug, info, warn or error"`
+	LogLevel        logLevel      `flag:"log-level" usage:"debug, info, warn or error"`
 	TrustedProxies  []string      `flag:"trusted-proxies" usage:"CIDRs of reverse proxies whose X-Forwarded-For is trusted (comma-separated)"`
 	ShutdownTimeout time.Duration `flag:"shutdown-timeout" usage:"how long shutdown waits for requests and clients"`
 	MetricsAddr     string        `flag:"metrics-addr" usage:"serve Prometheus /metrics on this address (e.g. 127.0.0.1:9464) instead of the main listener; off: nowhere"`
@@ -54,6 +54,7 @@ type Config struct {
 	MintdirMount string `flag:"mintdir-mount" usage:"mount path of the mint directory"`
 	FaucetMount  string `flag:"faucet-mount" usage:"mount path of the faucet"`
 
+	Store      store.Settings
 	Banlist    banlist.Settings
 	BanlistAPI banlistapi.Settings
 	Mintdir    mintdir.Settings
@@ -69,7 +70,7 @@ func defaultConfig() *Config {
 		RelayName:        "outpost",
 		RelayDescription: "A community relay with a ban list, a test-sats faucet and a Cashu mint directory",
 		BanlistMount:     "/banlist", MintdirMount: "/mintdir", FaucetMount: "/faucet",
-		Relay: relay.DefaultLimits(), BanlistAPI: banlistapi.DefaultSettings(), Mintdir: mintdir.DefaultSettings(), MintdirAPI: mintdirapi.DefaultSettings(),
+		Store: store.DefaultSettings(), Relay: relay.DefaultLimits(), BanlistAPI: banlistapi.DefaultSettings(), Mintdir: mintdir.DefaultSettings(), MintdirAPI: mintdirapi.DefaultSettings(),
 		Faucet: faucet.DefaultSettings(), Upstream: upstream.DefaultSettings(),
 	}
 }
@@ -82,17 +83,15 @@ type configFlags struct {
 
 func newConfigFlags(fs *flag.FlagSet) *configFlags {
 	c := defaultConfig()
-	for _, s := range []any{c, &c.Relay, &c.Banlist, &c.BanlistAPI, &c.Mintdir, &c.MintdirAPI, &c.Faucet, &c.Upstream, &c.Publish} {
+	for _, s := range []any{c, &c.Store, &c.Relay, &c.Banlist, &c.BanlistAPI, &c.Mintdir, &c.MintdirAPI, &c.Faucet, &c.Upstream, &c.Publish} {
 		settings.Bind(fs, s)
 	}
 	return &configFlags{fs: fs, c: c}
 }
 
-// parse reads args, then the environment for flags not given, and validates.
-func (f *configFlags) parse(args []string, getenv func(string) string) (*Config, error) {
-	if err := f.fs.Parse(args); err != nil {
-		return nil, err
-	}
+// resolve reads the environment for the flags not given on the command line
+// (parsed already), and validates.
+func (f *configFlags) resolve(getenv func(string) string) (*Config, error) {
 	given := map[string]bool{}
 	f.fs.Visit(func(fl *flag.Flag) { given[fl.Name] = true })
 	var errs []error
@@ -102,7 +101,7 @@ func (f *configFlags) parse(args []string, getenv func(string) string) (*Config,
 		}
 		if v := getenv(settings.EnvName(fl.Name)); v != "" {
 			if err := fl.Value.Set(v); err != nil {
-				errs = append(errs, fmt.Errorf("%s: invalid value %q: %v", settings.EnvName(fl.Name), v, err))
+				errs = append(errs, fmt.Errorf("%s=%s: %v", settings.EnvName(fl.Name), v, err))
 			}
 		}
 	})
@@ -142,8 +141,13 @@ func (c *Config) validate() error {
 			bad("metrics-addr", "a host:port or %q, got %q", metricsOff, c.MetricsAddr)
 		}
 	}
+	if c.SecretKey != "" {
+		if _, err := parseSecretKey(c.SecretKey); err != nil {
+			bad("secret-key", "%v", err)
+		}
+	}
 	errs = append(errs, c.validateLists(), c.validateMounts())
-	errs = append(errs, c.Relay.Valid(), c.Banlist.Valid(), c.BanlistAPI.Valid(), c.Mintdir.Valid(), c.MintdirAPI.Valid(), c.Faucet.Valid(), c.Upstream.Valid(), c.Publish.Valid())
+	errs = append(errs, c.Store.Valid(), c.Relay.Valid(), c.Banlist.Valid(), c.BanlistAPI.Valid(), c.Mintdir.Valid(), c.MintdirAPI.Valid(), c.Faucet.Valid(), c.Upstream.Valid(), c.Publish.Valid())
 	return errors.Join(errs...)
 }
 
@@ -202,24 +206,54 @@ func validMount(m string) bool {
 	return strings.HasPrefix(m, "/") && m != "/" && !strings.HasSuffix(m, "/") && !strings.ContainsAny(m, " ?#*{}")
 }
 
-// usage prints a command's flags with their environment twins.
-func usage(fs *flag.FlagSet, w io.Writer, synopsis string) func() {
-	return func() {
-		fmt.Fprintf(w, "usage: %s\n\nflags (each also read from its OUTPOST_* environment variable):\n", synopsis)
-		fs.VisitAll(func(fl *flag.Flag) {
-			def := ""
-			if fl.DefValue != "" && fl.DefValue != "false" {
-				def = fmt.Sprintf(" (default %s)", fl.DefValue)
-			}
-			fmt.Fprintf(w, "  --%s  [%s]\n      %s%s\n", fl.Name, settings.EnvName(fl.Name), fl.Usage, def)
-		})
-	}
+// usage prints a command's synopsis and flags to fs.Output(), each flag
+// with its environment twin when twin names one.
+func usage(fs *flag.FlagSet, synopsis string, twin func(flag string) string) {
+	w := fs.Output()
+	fmt.Fprintf(w, "usage: %s\n\nflags:\n", synopsis)
+	fs.VisitAll(func(fl *flag.Flag) {
+		env := ""
+		if t := twin(fl.Name); t != "" {
+			env = "  [" + t + "]"
+		}
+		def := ""
+		if fl.DefValue != "" && fl.DefValue != "false" && !strings.Contains(fl.Usage, "(default") {
+			def = fmt.Sprintf(" (default %s)", fl.DefValue)
+		}
+		fmt.Fprintf(w, "  --%s%s\n      %s%s\n", fl.Name, env, fl.Usage, def)
+	})
 }
 
-// ensureDir creates the data dir with private permissions.
+// ensureDir creates the data dir (or a directory in it) with private
+// permissions, and makes sure outpost can write there before anything
+// else is written.
 func ensureDir(dir string) error {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("data dir %s: %w", dir, err)
+	bad := func(err error) error {
+		return fmt.Errorf("the data dir %s (--data-dir, OUTPOST_DATA_DIR) cannot be used: %w", dir, err)
 	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return bad(err)
+	}
+	f, err := os.CreateTemp(dir, ".write-check-*")
+	if err != nil {
+		return bad(err)
+	}
+	f.Close()
+	return os.Remove(f.Name())
+}
+
+// logLevel is slog's level, with an error that says which levels exist.
+type logLevel slog.Level
+
+func (l *logLevel) UnmarshalText(b []byte) error {
+	var v slog.Level
+	if err := v.UnmarshalText(b); err != nil {
+		return errors.New("want debug, info, warn or error")
+	}
+	*l = logLevel(v)
 	return nil
+}
+
+func (l logLevel) MarshalText() ([]byte, error) {
+	return []byte(strings.ToLower(slog.Level(l).String())), nil
 }

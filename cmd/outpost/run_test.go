@@ -239,12 +239,16 @@ func TestWholeProgram(t *testing.T) {
 			t.Fatalf("cli: %v %q", err, out.String())
 		}
 		wantBlocked(t, publish(t, rl, note(t, sk, "hi", 1)), "from the cli")
+		// Through the socket too, the key alone is on stdout.
 		out.Reset()
-		if err := run(context.Background(), []string{"apikey", "create", "--name", "mod", "--role", "moderator", "--data-dir", dir}, os.Getenv, nil, &out, io.Discard); err != nil {
+		var msgs bytes.Buffer
+		if err := run(context.Background(), []string{"apikey", "create", "--name", "mod", "--role", "moderator", "--data-dir", dir}, os.Getenv, nil, &out, &msgs); err != nil {
 			t.Fatal(err)
 		}
-		lines := strings.Split(strings.TrimSpace(out.String()), "\n")
-		key := lines[len(lines)-1]
+		key := strings.TrimSuffix(out.String(), "\n")
+		if !strings.HasPrefix(key, "opk_") || strings.ContainsAny(key, " \n") || !strings.Contains(msgs.String(), "shown only now") {
+			t.Fatalf("apikey create over the socket: stdout %q, stderr %q", out.String(), msgs.String())
+		}
 		if code, _ := call(t, "POST", inst.url+"/banlist/admin/unban", map[string]any{"pubkey": pk}, "Authorization", "Bearer "+key); code != 200 {
 			t.Fatalf("unban with the CLI-made key: %d", code)
 		}
@@ -354,7 +358,7 @@ func TestWholeProgram(t *testing.T) {
 			}
 		}
 		evs = query(t, rl, nostr.Filter{IDs: []string{restReport}})
-		if len(evs) != 1 || evs[0].Kind != 1984 || evs[0].Tags.GetFirst([]string{"p", badPK}) == nil {
+		if len(evs) != 1 || evs[0].Kind != 1984 || evs[0].Tags.FindWithValue("p", badPK) == nil {
 			t.Fatalf("the REST report is not a kind-1984 event on the relay: %v", evs)
 		}
 	})
@@ -377,8 +381,6 @@ func TestWholeProgram(t *testing.T) {
 		}
 	})
 }
-
-func ptr[T any](v T) *T { return &v }
 
 func TestShutdownClosesClients(t *testing.T) {
 	inst := start(t, t.TempDir(), nil)

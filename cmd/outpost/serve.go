@@ -70,12 +70,19 @@ func newLogger(w io.Writer, level slog.Level) *slog.Logger {
 }
 
 // serve runs outpost until ctx ends, then shuts it down (see shutdown).
+// What a setting can make fail (the port, the data dir, the free space)
+// fails before anything is written.
 func serve(ctx context.Context, cfg *Config, stdout, stderr io.Writer) (err error) {
-	logger := newLogger(stderr, cfg.LogLevel)
+	logger := newLogger(stderr, slog.Level(cfg.LogLevel))
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s (--addr, OUTPOST_ADDR): %w", cfg.Addr, err)
+	}
+	defer ln.Close()
 	if err := ensureDir(cfg.DataDir); err != nil {
 		return err
 	}
-	st, err := store.Open(cfg.DataDir, logger)
+	st, err := cfg.Store.Open(cfg.DataDir, logger)
 	if errors.Is(err, store.ErrLocked) {
 		return fmt.Errorf("the data dir %s is in use by another outpost process", cfg.DataDir)
 	}
@@ -94,14 +101,9 @@ func serve(ctx context.Context, cfg *Config, stdout, stderr io.Writer) (err erro
 	}
 	pk, _ := nostr.GetPublicKey(sk)
 
-	ln, err := net.Listen("tcp", cfg.Addr)
-	if err != nil {
-		return fmt.Errorf("listen on %s (--addr, OUTPOST_ADDR): %w", cfg.Addr, err)
-	}
-	defer ln.Close()
-	publicURL := cfg.PublicURL
-	if publicURL == "" {
-		publicURL = "http://" + ln.Addr().String()
+	publicURL, warning := publicURL(cfg.PublicURL, ln.Addr())
+	if warning != "" {
+		logger.Warn(warning)
 	}
 
 	list := policies.NewBanList()
@@ -126,9 +128,13 @@ func serve(ctx context.Context, cfg *Config, stdout, stderr io.Writer) (err erro
 		}
 		components = append(components, *c)
 	}
-	// The relay's own background work: a component without a service.
-	components = append(components, component{jobs: []func(context.Context){
-		func(ctx context.Context) { st.Events.SweepExpired(ctx, expirySweep) }}})
+	// The store's own part: its health (is there room to write?) and the
+	// relay's background work.
+	components = append(components, component{
+		api: httpapi.Service{Name: "storage", Health: httpapi.ReportHealth(st.Health)},
+		jobs: []func(context.Context){
+			func(ctx context.Context) { st.Events.SweepExpired(ctx, expirySweep) }},
+	})
 	if up := wireUpstream(d, components); up != nil {
 		components = append(components, *up)
 	}
@@ -148,6 +154,23 @@ func serve(ctx context.Context, cfg *Config, stdout, stderr io.Writer) (err erro
 	return runUntil(ctx, srv, ln, rl, components, cfg.ShutdownTimeout, logger)
 }
 
+// publicURL is the configured public URL, else the listener's. A listener
+// on every interface (0.0.0.0, ::) has no address a client could use: then
+// it is http://localhost:<port>, which only this machine reaches, and the
+// warning says what to set.
+func publicURL(configured string, addr net.Addr) (url, warning string) {
+	if configured != "" {
+		return configured, ""
+	}
+	tcp, ok := addr.(*net.TCPAddr)
+	if !ok || !tcp.IP.IsUnspecified() {
+		return "http://" + addr.String(), ""
+	}
+	url = fmt.Sprintf("http://localhost:%d", tcp.Port)
+	return url, fmt.Sprintf("listening on every interface (%s) without a public URL: NIP-98 logins, NIP-11 and the links outpost gives out use %s, "+
+		"which only this machine reaches; set --public-url (OUTPOST_PUBLIC_URL) to the URL clients use, e.g. https://outpost.example", addr, url)
+}
+
 // newServer is the one HTTP server: the relay at /, each component's
 // service at its mount, an index for plain HTTP clients at GET /, and the
 // pages for browsers in front of them all.
@@ -160,7 +183,7 @@ func newServer(d deps, components []component) (*http.Server, index, error) {
 			continue
 		}
 		services = append(services, c.api)
-		if c.api.Mount != "" {
+		if c.api.Routes != nil {
 			idx.Services[c.api.Name] = d.publicURL + c.api.Mount
 		}
 	}

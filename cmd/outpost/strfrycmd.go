@@ -27,12 +27,13 @@ type strfryConfig struct {
 
 // strfryCLI runs the strfry write-policy plugin on stdin/stdout.
 func strfryCLI(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("strfry-policy", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("strfry-policy")
 	c := &strfryConfig{Interval: 30 * time.Second, LogLevel: slog.LevelInfo}
 	settings.Bind(fs, c)
-	fs.Usage = usage(fs, stderr, "outpost strfry-policy --from <outpost ban list URL> (in strfry.conf: relay.writePolicy.plugin)")
-	if err := fs.Parse(args); err != nil {
+	fs.Usage = func() {
+		usage(fs, "outpost strfry-policy --from <outpost ban list URL> (in strfry.conf: relay.writePolicy.plugin)", settings.EnvName)
+	}
+	if err := parseFlags(fs, "strfry-policy", args, stdout); err != nil {
 		return err
 	}
 	given := map[string]bool{}

@@ -316,7 +316,7 @@ func TestAPI(t *testing.T) {
 		// The report is a kind-1984 event signed by the service.
 		ch, _ := e.st.Events.QueryEvents(context.Background(), nostr.Filter{IDs: []string{id}})
 		ev := <-ch
-		if ev == nil || ev.Kind != 1984 || ev.PubKey != e.svc.PubKey() || ev.Tags.GetFirst([]string{"p", pkHex}) == nil {
+		if ev == nil || ev.Kind != 1984 || ev.PubKey != e.svc.PubKey() || ev.Tags.FindWithValue("p", pkHex) == nil {
 			t.Fatalf("report event = %v", ev)
 		}
 	})
