@@ -90,7 +90,7 @@ func toStrings(v any) []string {
 // command line: offline into the data dir, then through a running outpost's
 // socket, where each change applies at once.
 func TestAdminCLIAccessLists(t *testing.T) {
-	dir := t.TempDir()
+	dir := newDataDir(t)
 	cli := func(args ...string) (string, error) {
 		var out bytes.Buffer
 		err := run(context.Background(), append(args, "--data-dir", dir), os.Getenv, nil, &out, io.Discard)
