@@ -58,7 +58,7 @@ func (c *Client) Fill(path string, params map[string]string) string {
 // that the shared middleware can answer for it: 400 (a malformed query
 // string), 429 (the per-client rate limit applies to every route) and 500
 // everywhere; 408 and 413 where there is a request body; 401 where
-// credentials are required.
+// credentials are required; 507 (a full disk) for every method but GET.
 func (c *Client) AssertCommonStatuses() {
 	c.t.Helper()
 	for _, o := range c.Operations() {
@@ -68,6 +68,9 @@ func (c *Client) AssertCommonStatuses() {
 		}
 		if c.secured(o.Op) {
 			want = append(want, "401")
+		}
+		if o.Method != "get" && o.Method != "GET" {
+			want = append(want, "507")
 		}
 		for _, st := range want {
 			if o.Op.Responses.Value(st) == nil {
