@@ -62,12 +62,16 @@ func (b *BanList) Run(ctx context.Context) {
 	}
 	t := time.NewTicker(cmp.Or(b.Every, 200*time.Millisecond))
 	defer t.Stop()
-	version, lapse, first := uint64(0), int64(0), true
+	version, lapse, retry, first := uint64(0), int64(0), int64(0), true
 	for {
 		at := now()
-		if v := b.List.Version(); first || v != version || (lapse != 0 && at.Unix() >= lapse) {
-			first, version = false, v
-			lapse = b.publish(ctx, sg, last, at)
+		if v := b.List.Version(); first || v != version || (lapse != 0 && at.Unix() >= lapse) || (retry != 0 && at.Unix() >= retry) {
+			first, version, retry = false, v, 0
+			var failed bool
+			lapse, failed = b.publish(ctx, sg, last, at)
+			if failed { // e.g. a full disk: the list must not stay stale once it passes
+				retry = at.Unix() + 5
+			}
 		}
 		select {
 		case <-ctx.Done():
@@ -78,8 +82,8 @@ func (b *BanList) Run(ctx context.Context) {
 }
 
 // publish signs and sinks every page whose tags changed; it returns when
-// the next listed ban lapses (0: none does).
-func (b *BanList) publish(ctx context.Context, sg *signer, last map[string]nostr.Tags, at time.Time) int64 {
+// the next listed ban lapses (0: none does), and whether a page failed.
+func (b *BanList) publish(ctx context.Context, sg *signer, last map[string]nostr.Tags, at time.Time) (next int64, failed bool) {
 	bans, next := b.List.Bans(at.Unix())
 	want := BanPages(bans)
 	for d := range last {
@@ -102,13 +106,14 @@ func (b *BanList) publish(ctx context.Context, sg *signer, last map[string]nostr
 		}
 		if err != nil {
 			if ctx.Err() == nil {
-				cmp.Or(b.Log, slog.Default()).Error("publish: ban list event", "d", d, "err", err)
+				logFailure(cmp.Or(b.Log, slog.Default()), "publish: ban list event", err, "d", d)
 			}
-			continue // tried again at the next change
+			failed = true
+			continue
 		}
 		last[d] = want[d]
 	}
-	return next
+	return next, failed
 }
 
 // BanPages sorts bans into their kind-30000 pages, by d tag.

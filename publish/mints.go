@@ -73,7 +73,7 @@ func (m *Mints) Run(ctx context.Context) {
 func (m *Mints) sink(ctx context.Context, ev *nostr.Event, log *slog.Logger) bool {
 	if err := m.Sink(ctx, ev); err != nil {
 		if ctx.Err() == nil {
-			log.Error("publish: mint event", "d", ev.Tags.GetD(), "err", err)
+			logFailure(log, "publish: mint event", err, "d", ev.Tags.GetD())
 		}
 		return false
 	}

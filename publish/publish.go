@@ -12,11 +12,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/outpost-relay/outpost/events"
 	"github.com/outpost-relay/outpost/settings"
+	"github.com/outpost-relay/outpost/store"
 	"github.com/outpost-relay/outpost/upstream"
 )
 
@@ -48,6 +50,17 @@ func (s *Settings) Valid() error {
 		s.Relays[i] = u
 	}
 	return errors.Join(errs...)
+}
+
+// logFailure logs a failed publication: as an error, except while the disk
+// is low, which the store has already warned of once (the event is tried
+// again later either way).
+func logFailure(log *slog.Logger, msg string, err error, args ...any) {
+	level := slog.LevelError
+	if errors.Is(err, store.ErrStorageFull) {
+		level = slog.LevelDebug
+	}
+	log.Log(context.Background(), level, msg, append(args, "err", err)...)
 }
 
 // Sink takes a signed event: outpost's relay stores and broadcasts it, an

@@ -67,7 +67,7 @@ func TestUpstreamRelays(t *testing.T) {
 	publishWS(t, up, note(t, banned, "[1/5] scam!!", 38000, k, nostr.Tag{"d", mintPub}, nostr.Tag{"u", mint.URL}))
 	proxy := testkit.NewProxy(t, strings.TrimPrefix(up.url, "http://"))
 
-	dir := t.TempDir()
+	dir := newDataDir(t) // the ban before the first sync
 	var out bytes.Buffer
 	if err := run(context.Background(), []string{"ban", "add", pubkey.NPub(bannedPK), "--reason", "review spam", "--data-dir", dir},
 		testEnv(dir, nil), nil, &out, io.Discard); err != nil {

@@ -59,7 +59,7 @@ func (c *Client) Fill(path string, params map[string]string) string {
 // string), 403 (ip_blocked: an address the ban list blocks), 429 (the
 // per-client rate limit applies to every route) and 500 everywhere; 408
 // and 413 where there is a request body; 401 where credentials are
-// required.
+// required; 507 (a full disk) for every method but GET.
 func (c *Client) AssertCommonStatuses() {
 	c.t.Helper()
 	for _, o := range c.Operations() {
@@ -69,6 +69,9 @@ func (c *Client) AssertCommonStatuses() {
 		}
 		if c.secured(o.Op) {
 			want = append(want, "401")
+		}
+		if o.Method != "get" && o.Method != "GET" {
+			want = append(want, "507")
 		}
 		for _, st := range want {
 			if o.Op.Responses.Value(st) == nil {
