@@ -29,6 +29,15 @@ var statusOf = map[outpost.Kind]int{
 	outpost.StorageFull:   http.StatusInsufficientStorage,
 }
 
+// StatusOf is the HTTP status of an error of e's kind, for handlers that
+// answer errors in a body of another shape (NIP-86).
+func StatusOf(e *outpost.Error) int {
+	if status, ok := statusOf[e.Kind]; ok {
+		return status
+	}
+	return http.StatusInternalServerError
+}
+
 // ErrorBody is the JSON body of every error response.
 type ErrorBody struct {
 	Error   string         `json:"error"`

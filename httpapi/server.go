@@ -25,7 +25,8 @@ type Config struct {
 	Relay          http.Handler // the Nostr relay at "/"
 	Services       []Service
 	TrustedProxies []string
-	RateLimit      *ratelimit.Limiter // per client IP over every service route; nil: none
+	RateLimit      *ratelimit.Limiter   // per client IP over every service route; nil: none
+	BlockedIP      func(ip string) bool // client IPs refused everything (403); nil: none
 	Log            *slog.Logger
 	Index          any // body of GET / for plain HTTP clients
 	// Observe, when set, wraps each service's routes (and /health) outermost,
@@ -38,7 +39,7 @@ type Config struct {
 // New returns the handler that serves everything on one listener.
 func New(cfg Config) http.Handler {
 	r := chi.NewRouter()
-	r.Use(Logger(cfg.Log), ClientIPMiddleware(cfg.TrustedProxies), Recover, HeadAsGet)
+	r.Use(Logger(cfg.Log), ClientIPMiddleware(cfg.TrustedProxies), BlockIPs(cfg.BlockedIP), Recover, HeadAsGet)
 	r.NotFound(NotFound)
 	r.MethodNotAllowed(MethodNotAllowed)
 

@@ -705,8 +705,8 @@ func TestBansHideEvents(t *testing.T) {
 	if n := w.count("c", mine); n != 3 {
 		t.Fatalf("after the ban lifted: %d events, want 3", n)
 	}
-	// (The ban-list service's BanEvent also deletes the event; the relay
-	// itself only hides what the snapshot bans.)
+	// Events banned in the snapshot are hidden the same way (NIP-86
+	// banevent: see TestNIP86BanEventHides).
 	e.list.BanEvent(a.ID)
 	if got := w.req("r", mine); slices.Contains(got, a.ID) || len(got) != 2 {
 		t.Fatalf("a banned event served: %v", got)

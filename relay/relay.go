@@ -23,6 +23,7 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/nbd-wtf/go-nostr/nip40"
 	"github.com/outpost-relay/outpost"
+	"github.com/outpost-relay/outpost/httpapi"
 	"github.com/outpost-relay/outpost/policies"
 	"github.com/outpost-relay/outpost/ratelimit"
 	"github.com/outpost-relay/outpost/store"
@@ -132,6 +133,9 @@ func New(cfg Config) *Relay {
 		return ev.QueryEvents(ctx, f)
 	}))
 
+	if cfg.BanList != nil {
+		cfg.BanList.WatchIPs(r.expelBlocked)
+	}
 	rl.RejectEvent = append(rl.RejectEvent, rejectExpired)
 	rl.RejectEvent = append(rl.RejectEvent, banPolicies(cfg.BanList)...)
 	rl.RejectEvent = append(rl.RejectEvent, r.rejectDeleted)
@@ -168,9 +172,8 @@ func (r *Relay) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		r.serveWebsocket(w, req)
 	case req.Header.Get("Accept") == "application/nostr+json":
 		r.serveNIP11(w, req)
-	case req.Header.Get("Content-Type") == "application/nostr+json+rpc":
-		req.Header.Del("Upgrade") // khatru's ServeHTTP, which NIP-86 goes through, must never upgrade
-		r.serveNIP86(w, req)
+	case isNIP86(req):
+		httpapi.CORS(http.HandlerFunc(r.serveNIP86)).ServeHTTP(w, req)
 	case req.Header.Get("Upgrade") != "":
 		http.Error(w, "not a websocket handshake", http.StatusBadRequest)
 	default: // CORS preflights (for NIP-86 from browsers), and 404
@@ -189,9 +192,12 @@ func (r *Relay) serveWebsocket(w http.ResponseWriter, req *http.Request) {
 	}
 	if status, msg := r.admit(ip); status != 0 {
 		code := "unavailable"
-		if status == http.StatusTooManyRequests {
+		switch status {
+		case http.StatusTooManyRequests:
 			code = "rate_limit_exceeded"
 			w.Header().Set("Retry-After", "60")
+		case http.StatusForbidden:
+			code = "ip_blocked"
 		}
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(status)
@@ -227,12 +233,50 @@ func (r *Relay) admit(ip string) (status int, msg string) {
 	if r.closing {
 		return http.StatusServiceUnavailable, "the relay is shutting down"
 	}
+	if r.ipBlocked(ip) {
+		return http.StatusForbidden, ipBlockedMessage
+	}
 	if max := r.limits.ConnectionsPerIP; max > 0 && r.perIP[ip] >= max {
 		r.counters.connectionsRefused.Add(1)
 		return http.StatusTooManyRequests, fmt.Sprintf("too many connections from your address (at most %d)", max)
 	}
 	r.perIP[ip]++
 	return 0, ""
+}
+
+// ipBlockedMessage tells a client why its address is refused; the
+// operator's reason for the block stays with the operator.
+const ipBlockedMessage = "blocked: your address is blocked by this relay"
+
+func (r *Relay) ipBlocked(ip string) bool {
+	if r.banList == nil {
+		return false
+	}
+	_, blocked := r.banList.IPBlocked(ip)
+	return blocked
+}
+
+func (r *Relay) ipVersion() uint64 {
+	if r.banList == nil {
+		return 0
+	}
+	return r.banList.IPVersion()
+}
+
+// expelBlocked ends the connections of clients whose address was just
+// blocked (the ban list calls it after every change of blocked addresses).
+func (r *Relay) expelBlocked() {
+	r.mu.Lock()
+	var out []*conn
+	for c := range r.clients {
+		if r.ipBlocked(c.ip) {
+			out = append(out, c)
+		}
+	}
+	r.mu.Unlock()
+	for _, c := range out {
+		c.expel()
+	}
 }
 
 func (r *Relay) leave(ip string) {

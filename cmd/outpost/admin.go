@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -39,7 +40,8 @@ type adminArgs struct {
 	name, role, reason, state string
 	duration                  time.Duration
 	arg                       string // the positional argument, for commands that take one
-	pubkey                    string // arg as hex, for the ban commands
+	pubkey                    string // arg as hex, for the commands on keys
+	kind                      int    // arg as a number, for the kind commands
 }
 
 // adminCommand is one admin subcommand: how it is called, its flags, a
@@ -117,6 +119,112 @@ var adminCommands = map[string]adminCommand{
 		synopsis: "outpost words remove <word or phrase>", arg: "word or phrase",
 		run: changeWord((*banlist.Service).RemoveWord, "unblocked"),
 	},
+	"allow add": {
+		synopsis: "outpost allow add <npub|hex> [--reason R]", arg: "npub|hex", flags: reasonFlag, check: parseBanTarget,
+		run: func(ctx context.Context, svc *banlist.Service, a adminArgs, out, _ io.Writer) error {
+			_, err := svc.AllowPubKey(ctx, cliActor, a.pubkey, a.reason)
+			return say(out, err, "allowed %s; while the allow list is not empty only its keys may publish\n", pubkey.NPub(a.pubkey))
+		},
+	},
+	"allow remove": {
+		synopsis: "outpost allow remove <npub|hex>", arg: "npub|hex", check: parseBanTarget,
+		run: func(ctx context.Context, svc *banlist.Service, a adminArgs, out, _ io.Writer) error {
+			_, err := svc.UnallowPubKey(ctx, cliActor, a.pubkey)
+			return say(out, err, "took %s off the allow list\n", pubkey.NPub(a.pubkey))
+		},
+	},
+	"allow list": {
+		synopsis: "outpost allow list",
+		run: func(ctx context.Context, svc *banlist.Service, _ adminArgs, out, _ io.Writer) error {
+			keys, err := svc.AllowedPubKeys(ctx)
+			rows := [][]string{{"PUBKEY", "REASON", "ADDED", "BY"}}
+			for _, k := range keys {
+				rows = append(rows, []string{pubkey.NPub(k.PubKey), k.Reason, unixTime(k.AddedAt), k.AddedBy})
+			}
+			return table(out, rows, err)
+		},
+	},
+	"ip block": {
+		synopsis: "outpost ip block <address|CIDR> [--reason R]", arg: "address|CIDR", flags: reasonFlag,
+		run: func(ctx context.Context, svc *banlist.Service, a adminArgs, out, _ io.Writer) error {
+			b, err := svc.BlockIP(ctx, cliActor, a.arg, a.reason)
+			return say(out, err, "blocked %s: the relay and the REST services refuse it\n", b.IP)
+		},
+	},
+	"ip unblock": {
+		synopsis: "outpost ip unblock <address|CIDR>", arg: "address|CIDR",
+		run: func(ctx context.Context, svc *banlist.Service, a adminArgs, out, _ io.Writer) error {
+			b, err := svc.UnblockIP(ctx, cliActor, a.arg)
+			return say(out, err, "unblocked %s\n", b.IP)
+		},
+	},
+	"ip list": {
+		synopsis: "outpost ip list",
+		run: func(ctx context.Context, svc *banlist.Service, _ adminArgs, out, _ io.Writer) error {
+			ips, err := svc.BlockedIPs(ctx)
+			rows := [][]string{{"IP", "REASON", "BLOCKED", "BY"}}
+			for _, b := range ips {
+				rows = append(rows, []string{b.IP, b.Reason, unixTime(b.BlockedAt), b.BlockedBy})
+			}
+			return table(out, rows, err)
+		},
+	},
+	"kind allow":    {synopsis: "outpost kind allow <kind>", arg: "kind", check: parseKind, run: changeKind((*banlist.Service).AllowKind, "allowed; while any kind is allowed only allowed kinds are accepted")},
+	"kind disallow": {synopsis: "outpost kind disallow <kind>", arg: "kind", check: parseKind, run: changeKind((*banlist.Service).DisallowKind, "disallowed")},
+	"kind clear":    {synopsis: "outpost kind clear <kind>", arg: "kind", check: parseKind, run: changeKind((*banlist.Service).ClearKind, "has no rule now")},
+	"kind list": {
+		synopsis: "outpost kind list",
+		run: func(ctx context.Context, svc *banlist.Service, _ adminArgs, out, _ io.Writer) error {
+			rules, err := svc.KindRules(ctx)
+			rows := [][]string{{"KIND", "RULE", "SET", "BY"}}
+			for _, r := range rules {
+				rows = append(rows, []string{strconv.Itoa(r.Kind), r.Rule, unixTime(r.SetAt), r.SetBy})
+			}
+			return table(out, rows, err)
+		},
+	},
+	"event ban": {
+		synopsis: "outpost event ban <id> [--reason R]", arg: "id", flags: reasonFlag,
+		run: func(ctx context.Context, svc *banlist.Service, a adminArgs, out, _ io.Writer) error {
+			e, err := svc.BanEvent(ctx, cliActor, a.arg, a.reason)
+			return say(out, err, "banned event %s: the relay serves it to no one\n", e.ID)
+		},
+	},
+	"event unban": {
+		synopsis: "outpost event unban <id>", arg: "id",
+		run: func(ctx context.Context, svc *banlist.Service, a adminArgs, out, _ io.Writer) error {
+			e, err := svc.UnbanEvent(ctx, cliActor, a.arg)
+			return say(out, err, "unbanned event %s\n", e.ID)
+		},
+	},
+	"event allow": {
+		synopsis: "outpost event allow <id> [--reason R]", arg: "id", flags: reasonFlag,
+		run: func(ctx context.Context, svc *banlist.Service, a adminArgs, out, _ io.Writer) error {
+			e, err := svc.AllowEvent(ctx, cliActor, a.arg, a.reason)
+			return say(out, err, "allowed event %s: served, and off the moderation queue\n", e.ID)
+		},
+	},
+	"event unallow": {
+		synopsis: "outpost event unallow <id>", arg: "id",
+		run: func(ctx context.Context, svc *banlist.Service, a adminArgs, out, _ io.Writer) error {
+			e, err := svc.UnallowEvent(ctx, cliActor, a.arg)
+			return say(out, err, "took event %s off the allow list\n", e.ID)
+		},
+	},
+	"event list": {
+		synopsis: "outpost event list [--state banned|allowed|reported]",
+		flags: func(fs *flag.FlagSet, a *adminArgs) {
+			a.state = "banned"
+			settings.Var(fs, &a.state, "state", "banned, allowed, or reported (awaiting a moderator)")
+		},
+		check: func(a *adminArgs) error {
+			if a.state != "banned" && a.state != "allowed" && a.state != "reported" {
+				return usageErrorf("event list", "--state must be banned, allowed or reported, not %q", a.state)
+			}
+			return nil
+		},
+		run: listEvents,
+	},
 	"words list": {
 		synopsis: "outpost words list",
 		run: func(ctx context.Context, svc *banlist.Service, _ adminArgs, out, _ io.Writer) error {
@@ -129,7 +237,7 @@ var adminCommands = map[string]adminCommand{
 	},
 }
 
-// parseAdmin parses "apikey|ban|words <sub> ..." into an operation. It
+// parseAdmin parses "<group> <sub> ..." (adminCommands) into an operation. It
 // accepts --data-dir so the same arguments work locally and over the
 // socket. --help prints the command's usage on stdout (flag.ErrHelp).
 func parseAdmin(args []string, stdout io.Writer) (adminOp, error) {
@@ -217,6 +325,74 @@ func parseBanTarget(a *adminArgs) error {
 	return nil
 }
 
+func reasonFlag(fs *flag.FlagSet, a *adminArgs) {
+	settings.Var(fs, &a.reason, "reason", "a note for the audit log and the lists")
+}
+
+func parseKind(a *adminArgs) (err error) {
+	if a.kind, err = strconv.Atoi(a.arg); err != nil {
+		return fmt.Errorf("%q is not a kind number", a.arg)
+	}
+	return nil
+}
+
+// changeKind runs a kind rule change and says what was done.
+func changeKind(change func(*banlist.Service, context.Context, string, int) (banlist.KindRule, error), done string) func(context.Context, *banlist.Service, adminArgs, io.Writer, io.Writer) error {
+	return func(ctx context.Context, svc *banlist.Service, a adminArgs, out, _ io.Writer) error {
+		_, err := change(svc, ctx, cliActor, a.kind)
+		return say(out, err, "kind %d %s\n", a.kind, done)
+	}
+}
+
+func listEvents(ctx context.Context, svc *banlist.Service, a adminArgs, out, _ io.Writer) error {
+	var rows [][]string
+	var err error
+	switch a.state {
+	case "banned":
+		var evs []banlist.BannedEvent
+		evs, err = svc.BannedEvents(ctx)
+		rows = [][]string{{"ID", "REASON", "BANNED", "BY"}}
+		for _, e := range evs {
+			rows = append(rows, []string{e.ID, e.Reason, unixTime(e.BannedAt), e.BannedBy})
+		}
+	case "allowed":
+		var evs []banlist.AllowedEvent
+		evs, err = svc.AllowedEvents(ctx)
+		rows = [][]string{{"ID", "REASON", "ALLOWED", "BY"}}
+		for _, e := range evs {
+			rows = append(rows, []string{e.ID, e.Reason, unixTime(e.AllowedAt), e.AllowedBy})
+		}
+	default:
+		var evs []banlist.ReportedEvent
+		evs, err = svc.EventsNeedingModeration(ctx)
+		rows = [][]string{{"ID", "REPORTS", "REASONS", "LAST REPORTED"}}
+		for _, e := range evs {
+			rows = append(rows, []string{e.ID, strconv.Itoa(e.Reports), strings.Join(e.Reasons, ", "), unixTime(e.LastReportedAt)})
+		}
+	}
+	return table(out, rows, err)
+}
+
+// say prints what was done, unless err says it was not.
+func say(out io.Writer, err error, format string, args ...any) error {
+	if err == nil {
+		fmt.Fprintf(out, format, args...)
+	}
+	return err
+}
+
+// table prints rows in aligned columns, the first a header, unless err.
+func table(out io.Writer, rows [][]string, err error) error {
+	if err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	for _, r := range rows {
+		fmt.Fprintln(tw, strings.Join(r, "\t"))
+	}
+	return tw.Flush()
+}
+
 func ban(ctx context.Context, svc *banlist.Service, a adminArgs, out, _ io.Writer) error {
 	var expires *int64
 	if a.duration > 0 {
@@ -248,37 +424,29 @@ func changeWord(change func(*banlist.Service, context.Context, string, string) (
 
 func listKeys(ctx context.Context, svc *banlist.Service, _ adminArgs, out, _ io.Writer) error {
 	keys, err := svc.Keys(ctx)
-	if err != nil {
-		return err
-	}
-	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tNAME\tROLE\tCREATED\tREVOKED")
+	rows := [][]string{{"ID", "NAME", "ROLE", "CREATED", "REVOKED"}}
 	for _, k := range keys {
 		revoked := "-"
 		if k.RevokedAt != nil {
 			revoked = unixTime(*k.RevokedAt)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", k.ID, k.Name, k.Role, unixTime(k.CreatedAt), revoked)
+		rows = append(rows, []string{k.ID, k.Name, string(k.Role), unixTime(k.CreatedAt), revoked})
 	}
-	return tw.Flush()
+	return table(out, rows, err)
 }
 
 func listBans(ctx context.Context, svc *banlist.Service, a adminArgs, out, _ io.Writer) error {
 	bans, err := svc.Bans(ctx, a.state, 0, 1000)
-	if err != nil {
-		return err
-	}
 	now := time.Now().Unix()
-	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "PUBKEY\tSTATE\tREASON\tEXPIRES\tBY")
+	rows := [][]string{{"PUBKEY", "STATE", "REASON", "EXPIRES", "BY"}}
 	for _, b := range bans {
 		exp := "-"
 		if b.ExpiresAt != nil {
 			exp = unixTime(*b.ExpiresAt)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", pubkey.NPub(b.PubKey), b.State(now), b.Reason, exp, b.BannedBy)
+		rows = append(rows, []string{pubkey.NPub(b.PubKey), b.State(now), b.Reason, exp, b.BannedBy})
 	}
-	return tw.Flush()
+	return table(out, rows, err)
 }
 
 // reorder puts flags before positional arguments, so "ban add npub1... --reason x" works.

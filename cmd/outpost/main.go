@@ -61,6 +61,11 @@ usage:
   outpost apikey list | revoke <id|name>
   outpost ban add <pubkey> --reason R [--duration 24h] | remove <pubkey> | list
   outpost words add|remove <word> | list
+  outpost allow add <pubkey> [--reason R] | remove <pubkey> | list
+                                                the allow list: when not empty, only its keys publish
+  outpost ip block <address|CIDR> [--reason R] | unblock <address|CIDR> | list
+  outpost kind allow|disallow|clear <kind> | list
+  outpost event ban|allow <id> [--reason R] | unban|unallow <id> | list [--state banned|allowed|reported]
   outpost nip98 keygen                          a Nostr key to try the faucet with (OUTPOST_NSEC=...)
   outpost nip98 sign [--method M] [--body B] <url>
                                                 the Authorization header of a NIP-98 request
@@ -83,6 +88,10 @@ var commands = map[string]func(ctx context.Context, args []string, getenv func(s
 	"apikey": adminCLI("apikey"),
 	"ban":    adminCLI("ban"),
 	"words":  adminCLI("words"),
+	"allow":  adminCLI("allow"),
+	"ip":     adminCLI("ip"),
+	"kind":   adminCLI("kind"),
+	"event":  adminCLI("event"),
 	"nip98": func(_ context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
 		return nip98CLI(args, getenv, stdin, stdout, stderr)
 	},

@@ -294,9 +294,21 @@ func TestWholeProgram(t *testing.T) {
 		if !strings.Contains(fmt.Sprint(m["result"]), "banevent") {
 			t.Fatalf("supportedmethods = %v", m)
 		}
-		code, m := rpc(adminSK, "allowpubkey", pk, "")
+		code, m := rpc(adminSK, "unbanpubkey", pk)
 		if code != 200 || publish(t, rl, note(t, sk, "back", 1)) != nil {
+			t.Fatalf("unbanpubkey: %d %v", code, m)
+		}
+		// allowpubkey is an allow list (NIP-86): only its keys publish while
+		// it is not empty.
+		if code, m := rpc(adminSK, "allowpubkey", pk, "member"); code != 200 || publish(t, rl, note(t, sk, "a member", 1)) != nil {
 			t.Fatalf("allowpubkey: %d %v", code, m)
+		}
+		other := nostr.GeneratePrivateKey()
+		if err := publish(t, rl, note(t, other, "not a member", 1)); err == nil || !strings.Contains(err.Error(), "restricted: ") {
+			t.Fatalf("a key off a non-empty allow list: %v", err)
+		}
+		if code, m := rpc(adminSK, "unallowpubkey", pk); code != 200 || publish(t, rl, note(t, other, "open again", 1)) != nil {
+			t.Fatalf("unallowpubkey: %d %v", code, m)
 		}
 		_, audit := call(t, "GET", inst.url+"/banlist/admin/audit", nil, admin()...)
 		if !strings.Contains(fmt.Sprint(audit), "nip86:"+pubkey.NPub(adminPK)) {

@@ -188,14 +188,15 @@ func newServer(d deps, components []component) (*http.Server, index, error) {
 		}
 	}
 	limit := ratelimit.New(d.cfg.RateLimit, time.Minute, nil)
+	blocked := func(ip string) bool { _, ok := d.banList.IPBlocked(ip); return ok }
 	watchMetrics(d, services, limit)
 	api := httpapi.New(httpapi.Config{
 		Relay: d.relay, Services: services, TrustedProxies: d.cfg.TrustedProxies, Log: d.log, Index: idx, RateLimit: limit,
-		Observe: observe(d), Metrics: mainListenerMetrics(d),
+		BlockedIP: blocked, Observe: observe(d), Metrics: mainListenerMetrics(d),
 	})
 	pages, err := web.New(web.Config{Log: d.log.With("service", "web"), PublicURL: d.publicURL, RelayURL: idx.Relay,
 		Banlist: pageService(services, "banlist"), Faucet: pageService(services, "faucet"), Mintdir: pageService(services, "mintdir"),
-		RateLimit: limit, TrustedProxies: d.cfg.TrustedProxies, AllowPrivateIcons: d.cfg.Mintdir.AllowPrivate})
+		RateLimit: limit, TrustedProxies: d.cfg.TrustedProxies, BlockedIP: blocked, AllowPrivateIcons: d.cfg.Mintdir.AllowPrivate})
 	if err != nil {
 		return nil, idx, err
 	}

@@ -21,7 +21,7 @@ func wireBanlist(ctx context.Context, d deps) (*component, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := d.relay.EnableManagement(bl, d.cfg.AdminPubKeys); err != nil {
+	if err := d.relay.EnableManagement(bl.Management(), d.cfg.AdminPubKeys); err != nil {
 		return nil, err
 	}
 	d.relay.RejectEvent = append(d.relay.RejectEvent, banlist.RejectInvalidReports)

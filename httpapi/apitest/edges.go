@@ -56,13 +56,14 @@ func (c *Client) Fill(path string, params map[string]string) string {
 
 // AssertCommonStatuses fails for every operation that leaves out a status
 // that the shared middleware can answer for it: 400 (a malformed query
-// string), 429 (the per-client rate limit applies to every route) and 500
-// everywhere; 408 and 413 where there is a request body; 401 where
-// credentials are required; 507 (a full disk) for every method but GET.
+// string), 403 (ip_blocked: an address the ban list blocks), 429 (the
+// per-client rate limit applies to every route) and 500 everywhere; 408
+// and 413 where there is a request body; 401 where credentials are
+// required; 507 (a full disk) for every method but GET.
 func (c *Client) AssertCommonStatuses() {
 	c.t.Helper()
 	for _, o := range c.Operations() {
-		want := []string{"400", "429", "500"}
+		want := []string{"400", "403", "429", "500"}
 		if o.Op.RequestBody != nil {
 			want = append(want, "408", "413")
 		}

@@ -81,6 +81,25 @@ func Routes(cfg Config) http.Handler {
 		r.With(auth(banlist.RoleAdmin)).Post("/keys", handleCreateKey(svc))
 		r.With(auth(banlist.RoleAdmin)).Delete("/keys/{key}", handleRevokeKey(svc))
 		r.With(auth(banlist.RoleAdmin)).Get("/audit", handleAudit(svc))
+
+		// The moderation lists NIP-86 also manages (access.go).
+		r.With(auth(banlist.RoleViewer)).Get("/allowed-pubkeys", listing("pubkeys", allowedPubKeys(svc)))
+		r.With(auth(banlist.RoleModerator)).Post("/allow-pubkey", handleAllow(svc))
+		r.With(auth(banlist.RoleModerator)).Post("/unallow-pubkey", handleUnallow(svc))
+		r.With(auth(banlist.RoleViewer)).Get("/kinds", listing("kinds", svc.KindRules))
+		r.With(auth(banlist.RoleModerator)).Post("/allow-kind", handleKind("allowed", (*banlist.Service).AllowKind, svc))
+		r.With(auth(banlist.RoleModerator)).Post("/disallow-kind", handleKind("disallowed", (*banlist.Service).DisallowKind, svc))
+		r.With(auth(banlist.RoleModerator)).Post("/clear-kind", handleKind("cleared", (*banlist.Service).ClearKind, svc))
+		r.With(auth(banlist.RoleViewer)).Get("/blocked-ips", listing("ips", svc.BlockedIPs))
+		r.With(auth(banlist.RoleModerator)).Post("/block-ip", handleBlockIP(svc))
+		r.With(auth(banlist.RoleModerator)).Post("/unblock-ip", handleUnblockIP(svc))
+		r.With(auth(banlist.RoleViewer)).Get("/reported-events", listing("events", svc.EventsNeedingModeration))
+		r.With(auth(banlist.RoleViewer)).Get("/banned-events", listing("events", svc.BannedEvents))
+		r.With(auth(banlist.RoleModerator)).Post("/ban-event", handleEvent("banned", (*banlist.Service).BanEvent, svc))
+		r.With(auth(banlist.RoleModerator)).Post("/unban-event", handleEvent("unbanned", dropReason((*banlist.Service).UnbanEvent), svc))
+		r.With(auth(banlist.RoleViewer)).Get("/allowed-events", listing("events", svc.AllowedEvents))
+		r.With(auth(banlist.RoleModerator)).Post("/allow-event", handleEvent("allowed", (*banlist.Service).AllowEvent, svc))
+		r.With(auth(banlist.RoleModerator)).Post("/unallow-event", handleEvent("unallowed", dropReason((*banlist.Service).UnallowEvent), svc))
 	})
 	return r
 }

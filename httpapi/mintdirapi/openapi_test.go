@@ -236,6 +236,7 @@ func responses() obj {
 		"StorageFull": errResp("Too little disk space is left to write (error insufficient_storage); reads still work, and writes resume by themselves once space is freed"),
 		"Timeout":     errResp("The request body did not arrive within 30 seconds (error request_timeout); the connection is closed"),
 		"Internal":    errResp("Internal error"),
+		"IPBlocked":   errResp("The client's address is blocked (error ip_blocked)"),
 	}
 }
 
@@ -292,7 +293,7 @@ func listSchema(path string) obj {
 
 // Any request may meet these (see apitest.AssertCommonStatuses).
 func withCommon(responses obj) obj {
-	for code, name := range map[string]string{"400": "BadRequest", "429": "RateLimited", "500": "Internal"} {
+	for code, name := range map[string]string{"400": "BadRequest", "403": "IPBlocked", "429": "RateLimited", "500": "Internal"} {
 		if responses[code] == nil {
 			responses[code] = rref(name)
 		}
@@ -376,6 +377,7 @@ func document() obj {
 			"Every GET also answers HEAD, with the same status and headers and no body.",
 			"A method a path does not have is 405 method_not_allowed with an Allow header.",
 			"Before any of this service's code runs, Go's net/http refuses, in plain text, a request line it cannot parse (400, e.g. a malformed percent-escape in the path) and request headers over 64 KiB (431).",
+			"A client whose address the ban list blocks (an address or a CIDR network, set over NIP-86, the admin API or the CLI) gets 403 ip_blocked from every route.",
 		}, " "),
 			"contact": obj{"name": "outpost", "url": "https://github.com/outpost-relay/outpost"},
 			"license": obj{"name": "MIT", "identifier": "MIT"}},
