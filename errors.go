@@ -30,6 +30,7 @@ const (
 	BadGateway                // 502
 	Unavailable               // 503
 	TimedOut                  // 408: the client did not send its request in time
+	StorageFull               // 507: too little disk space left to write; reads still work
 )
 
 // Error is an error whose Code and Message are safe to send to a client.

@@ -9,6 +9,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -31,13 +32,17 @@ const (
 	kindAPIKey      byte = 0x04 // sha256(key) → APIKey
 	kindAudit       byte = 0x05 // audit id → AuditEntry
 	kindBannedEvent byte = 0x06 // event id (32 bytes) → BannedEvent
+
+	kindAllowedPubKey byte = 0x07 // pubkey (32 bytes) → AllowedPubKey
+	kindKindRule      byte = 0x08 // kind (uint16) → KindRule
+	kindBlockedIP     byte = 0x09 // address or CIDR as FormatIPBlock writes it → BlockedIP
+	kindAllowedEvent  byte = 0x0A // event id (32 bytes) → AllowedEvent
 )
 
 // Events is the part of the relay's event store the ban list uses: reports
-// are kind-1984 events in it, and banned events are deleted from it.
+// are kind-1984 events in it.
 type Events interface {
 	QueryEvents(ctx context.Context, filter nostr.Filter) (chan *nostr.Event, error)
-	DeleteEvent(ctx context.Context, ev *nostr.Event) error
 }
 
 // Settings are the ban list's operator settings, each bound by cmd/outpost
@@ -80,14 +85,15 @@ type Service struct {
 	log       *slog.Logger
 	now       func() time.Time
 	adminHash *[32]byte
+	loadedAt  time.Time // bans that lapsed before are not held (see Changes)
 
 	// writes serializes changes so the snapshot is updated in commit order.
 	writes sync.Mutex
 	lastID atomic.Uint64
 }
 
-// New loads the active bans, blocked words and banned events into cfg.List
-// and returns the service.
+// New loads the active bans, blocked words, banned events and access lists
+// into cfg.List and returns the service.
 func New(cfg Config) (*Service, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -117,10 +123,11 @@ func (s *Service) PubKey() string { return s.pubKey }
 func (s *Service) List() *policies.BanList { return s.list }
 
 func (s *Service) load() error {
-	now := s.now().Unix()
+	ctx := context.Background()
+	s.loadedAt = s.now()
+	now := s.loadedAt.Unix()
 	var bans []policies.Ban
 	var words []string
-	var bannedEvents []string
 	err := s.db.View(func(txn *badger.Txn) error {
 		err := store.EachJSON(txn, []byte{store.PrefixBanlist, kindBanByPubKey}, nil, false, func(_ []byte, id string) (bool, error) {
 			b, err := getBan(txn, id)
@@ -135,26 +142,39 @@ func (s *Service) load() error {
 		if err != nil {
 			return err
 		}
-		err = store.EachJSON(txn, []byte{store.PrefixBanlist, kindWord}, nil, false, func(_ []byte, w Word) (bool, error) {
+		return store.EachJSON(txn, []byte{store.PrefixBanlist, kindWord}, nil, false, func(_ []byte, w Word) (bool, error) {
 			words = append(words, w.Word)
 			return true, nil
 		})
-		if err != nil {
-			return err
-		}
-		return store.EachJSON(txn, []byte{store.PrefixBanlist, kindBannedEvent}, nil, false, func(_ []byte, e BannedEvent) (bool, error) {
-			bannedEvents = append(bannedEvents, e.ID)
-			return true, nil
-		})
 	})
-	if err != nil {
+	bannedEvents, err1 := s.BannedEvents(ctx)
+	allowed, err2 := s.AllowedPubKeys(ctx)
+	kinds, err3 := s.KindRules(ctx)
+	ips, err4 := s.BlockedIPs(ctx)
+	if err := errors.Join(err, err1, err2, err3, err4); err != nil {
 		return fmt.Errorf("load ban list: %w", err)
 	}
 	s.list.SetBans(bans)
 	s.list.SetWords(words)
-	s.list.SetBannedEvents(bannedEvents)
-	s.log.Info("ban list loaded", "bans", len(bans), "words", len(words), "banned_events", len(bannedEvents))
+	s.list.SetBannedEvents(ids(bannedEvents, func(e BannedEvent) string { return e.ID }))
+	s.list.SetAllowedPubKeys(ids(allowed, func(a AllowedPubKey) string { return a.PubKey }))
+	s.list.SetKinds(splitKinds(kinds))
+	blocks := make([]policies.BlockedIP, len(ips))
+	for i, b := range ips {
+		blocks[i] = b.policy()
+	}
+	s.list.SetBlockedIPs(blocks)
+	s.log.Info("ban list loaded", "bans", len(bans), "words", len(words), "banned_events", len(bannedEvents),
+		"allowed_pubkeys", len(allowed), "kind_rules", len(kinds), "blocked_ips", len(ips))
 	return nil
+}
+
+func ids[T any](records []T, id func(T) string) []string {
+	out := make([]string, len(records))
+	for i, r := range records {
+		out[i] = id(r)
+	}
+	return out
 }
 
 // newID returns a time-ordered id: 8 bytes of unix nanoseconds, strictly

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
-	"github.com/nbd-wtf/go-nostr"
 	"github.com/outpost-relay/outpost"
 	"github.com/outpost-relay/outpost/policies"
 	"github.com/outpost-relay/outpost/store"
@@ -96,6 +95,9 @@ func validReason(reason string) error {
 
 // Ban bans pk (hex) for reason until expiresAt (nil: no end). A key that is
 // already banned gets the new ban instead; the old one is recorded as lifted.
+// A ban with no end also takes the key off the allow list (NIP-86
+// banpubkey); a temporary one leaves it there, to apply again once the ban
+// lapses.
 func (s *Service) Ban(ctx context.Context, actor, pk, reason string, expiresAt *int64) (Ban, error) {
 	if err := validReason(reason); err != nil {
 		return Ban{}, err
@@ -104,10 +106,16 @@ func (s *Service) Ban(ctx context.Context, actor, pk, reason string, expiresAt *
 	if expiresAt != nil && *expiresAt <= now.Unix() {
 		return Ban{}, outpost.Errorf(outpost.Invalid, "invalid_expires_at", "expires_at must be in the future")
 	}
-	s.writes.Lock()
-	defer s.writes.Unlock()
 	var ban Ban
-	err := store.Update(s.db, func(txn *badger.Txn) error {
+	var unallowed bool
+	err := s.update(func(txn *badger.Txn) error {
+		if expiresAt == nil {
+			var err error
+			_, unallowed, err = removeRecord[AllowedPubKey](s, txn, actor, "pubkey.unallow", pk, allowedPubKeyKey(pk), nil)
+			if err != nil {
+				return err
+			}
+		}
 		old, found, err := currentBan(txn, pk)
 		if err != nil {
 			return err
@@ -130,41 +138,48 @@ func (s *Service) Ban(ctx context.Context, actor, pk, reason string, expiresAt *
 			return err
 		}
 		return s.audit(txn, actor, "ban", pk, before, ban)
+	}, func() {
+		if unallowed {
+			s.list.UnallowPubKey(pk)
+		}
+		s.list.Ban(ban.policy())
 	})
 	if err != nil {
 		return Ban{}, err
 	}
-	s.list.Ban(ban.policy())
 	return ban, nil
 }
 
 // Unban lifts pk's active ban; without one it fails with ban_not_found.
 func (s *Service) Unban(ctx context.Context, actor, pk string) (Ban, error) {
-	s.writes.Lock()
-	defer s.writes.Unlock()
 	now := s.now().Unix()
 	var ban Ban
-	err := store.Update(s.db, func(txn *badger.Txn) error {
-		b, found, err := currentBan(txn, pk)
-		if err != nil {
-			return err
+	err := s.update(func(txn *badger.Txn) error {
+		var lifted bool
+		var err error
+		if ban, lifted, err = s.liftBan(txn, actor, pk, now); err == nil && !lifted {
+			err = outpost.Errorf(outpost.NotFound, "ban_not_found", "this public key has no active ban")
 		}
-		if !found || b.State(now) != StateActive {
-			return outpost.Errorf(outpost.NotFound, "ban_not_found", "this public key has no active ban")
-		}
-		before := b
-		b.LiftedAt, b.LiftedBy = &now, &actor
-		if err := store.PutJSON(txn, banKey(b.ID), b); err != nil {
-			return err
-		}
-		ban = b
-		return s.audit(txn, actor, "unban", pk, before, b)
-	})
+		return err
+	}, func() { s.list.Unban(pk) })
 	if err != nil {
 		return Ban{}, err
 	}
-	s.list.Unban(pk)
 	return ban, nil
+}
+
+// liftBan lifts pk's active ban inside txn, if it has one.
+func (s *Service) liftBan(txn *badger.Txn, actor, pk string, now int64) (Ban, bool, error) {
+	b, found, err := currentBan(txn, pk)
+	if err != nil || !found || b.State(now) != StateActive {
+		return Ban{}, false, err
+	}
+	before := b
+	b.LiftedAt, b.LiftedBy = &now, &actor
+	if err := store.PutJSON(txn, banKey(b.ID), b); err != nil {
+		return Ban{}, false, err
+	}
+	return b, true, s.audit(txn, actor, "unban", pk, before, b)
 }
 
 // Status is pk's active ban, from the snapshot.
@@ -287,87 +302,6 @@ func (s *Service) reloadWords() error {
 	}
 	s.list.SetWords(list)
 	return nil
-}
-
-// BannedEvent is an event removed by a moderator (NIP-86 banevent); it cannot
-// be published again.
-type BannedEvent struct {
-	ID       string `json:"id"`
-	Reason   string `json:"reason"`
-	BannedAt int64  `json:"banned_at"`
-	BannedBy string `json:"banned_by"`
-}
-
-func bannedEventKey(id string) []byte {
-	raw, _ := hex.DecodeString(id)
-	return store.Key(store.PrefixBanlist, kindBannedEvent, raw)
-}
-
-// BanEvent removes event id from the store and keeps it from coming back.
-func (s *Service) BanEvent(ctx context.Context, actor, id, reason string) error {
-	if len(id) != 64 || !isHex(id) {
-		return outpost.Errorf(outpost.Invalid, "invalid_event_id", "event id must be 64 hex characters")
-	}
-	s.writes.Lock()
-	defer s.writes.Unlock()
-	e := BannedEvent{ID: id, Reason: reason, BannedAt: s.now().Unix(), BannedBy: actor}
-	if err := store.Update(s.db, func(txn *badger.Txn) error {
-		if err := store.PutJSON(txn, bannedEventKey(id), e); err != nil {
-			return err
-		}
-		return s.audit(txn, actor, "event.ban", id, nil, e)
-	}); err != nil {
-		return err
-	}
-	s.list.BanEvent(id)
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	ch, err := s.events.QueryEvents(ctx, nostr.Filter{IDs: []string{id}})
-	if err != nil {
-		return err
-	}
-	for ev := range ch {
-		if err := s.events.DeleteEvent(ctx, ev); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// AllowEvent lifts an event ban.
-func (s *Service) AllowEvent(ctx context.Context, actor, id string) error {
-	s.writes.Lock()
-	defer s.writes.Unlock()
-	err := store.Update(s.db, func(txn *badger.Txn) error {
-		var e BannedEvent
-		found, err := store.GetJSON(txn, bannedEventKey(id), &e)
-		if err != nil {
-			return err
-		}
-		if !found {
-			return outpost.Errorf(outpost.NotFound, "event_not_banned", "event %s is not banned", id)
-		}
-		if err := txn.Delete(bannedEventKey(id)); err != nil {
-			return err
-		}
-		return s.audit(txn, actor, "event.allow", id, e, nil)
-	})
-	if err == nil {
-		s.list.AllowEvent(id)
-	}
-	return err
-}
-
-// BannedEvents lists the banned events.
-func (s *Service) BannedEvents(ctx context.Context) ([]BannedEvent, error) {
-	out := []BannedEvent{}
-	err := s.db.View(func(txn *badger.Txn) error {
-		return store.EachJSON(txn, []byte{store.PrefixBanlist, kindBannedEvent}, nil, false, func(_ []byte, e BannedEvent) (bool, error) {
-			out = append(out, e)
-			return true, nil
-		})
-	})
-	return out, err
 }
 
 func isHex(s string) bool {

@@ -74,18 +74,21 @@ type benchRun struct {
 	CPU     time.Duration // user + system
 }
 
-// runGoBench compiles pkg's tests and runs the benchmarks matching pattern,
-// returning each one's median (by ns/op) over count runs.
-func runGoBench(dir, pkg, pattern string, benchtime string, count int) (benchRun, error) {
-	bin := filepath.Join(os.TempDir(), fmt.Sprintf("outpost-bench-%d-%s.test", os.Getpid(), filepath.Base(pkg)))
-	build := exec.Command("go", "test", "-c", "-o", bin, pkg)
-	build.Dir = dir
-	if out, err := build.CombinedOutput(); err != nil {
-		return benchRun{}, fmt.Errorf("go test -c %s: %v\n%s", pkg, err, out)
+// goBench runs pkg's benchmarks matching pattern (with -test.short in a
+// smoke run, which makes their data small), returning each one's median (by
+// ns/op) over count runs. It compiles each package's tests once per run.
+func (b *bench) goBench(pkg, pattern string, benchtime string, count int) (benchRun, error) {
+	bin := filepath.Join(b.tmp, filepath.Base(pkg)+".test")
+	if _, err := os.Stat(bin); err != nil {
+		build := exec.Command("go", "test", "-c", stripped, "-o", bin, pkg)
+		build.Dir = b.repo
+		if out, err := build.CombinedOutput(); err != nil {
+			return benchRun{}, fmt.Errorf("go test -c %s: %v\n%s", pkg, err, out)
+		}
 	}
-	defer os.Remove(bin)
-	cmd := exec.Command(bin, "-test.run", "^$", "-test.bench", pattern, "-test.benchmem", "-test.benchtime", benchtime, "-test.count", strconv.Itoa(count))
-	cmd.Dir = filepath.Join(dir, pkg)
+	cmd := exec.Command(bin, "-test.run", "^$", "-test.bench", pattern, "-test.benchmem", "-test.benchtime", benchtime, "-test.count", strconv.Itoa(count),
+		fmt.Sprint("-test.short=", b.smoke))
+	cmd.Dir = filepath.Join(b.repo, pkg)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return benchRun{}, fmt.Errorf("benchmarks %s in %s: %v\n%s", pattern, pkg, err, out)

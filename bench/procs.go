@@ -108,20 +108,6 @@ func procMem(pid int) mem {
 	return m
 }
 
-// cpu is the process's user+system CPU time so far.
-func (s *server) cpu() time.Duration { return procCPU(s.cmd.Process.Pid) }
-
-func procCPU(pid int) time.Duration {
-	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+2:]))
-	if len(f) < 13 {
-		return 0
-	}
-	ut, _ := strconv.ParseInt(f[11], 10, 64)
-	st, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(ut+st) * time.Second / 100 // clock ticks (USER_HZ = 100)
-}
-
 // runJSON runs bin with args and decodes its JSON stdout into v.
 func runJSON(v any, bin string, args ...string) error {
 	cmd := exec.Command(bin, args...)

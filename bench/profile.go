@@ -55,7 +55,8 @@ func init() {
 // pprofOverlay writes the go build -overlay file that adds pprofSource to
 // the cmd/outpost package under srcDir, and returns its path.
 func pprofOverlay(tmp, srcDir string) (string, error) {
-	src := filepath.Join(tmp, "benchpprof.go")
+	// One file per build: the builds run at once.
+	src := filepath.Join(tmp, fmt.Sprintf("benchpprof-%d.go", time.Now().UnixNano()))
 	if err := os.WriteFile(src, []byte(pprofSource), 0o644); err != nil {
 		return "", err
 	}

@@ -38,6 +38,7 @@ func stallMain(args []string) error {
 	n := fs.Int("events", 10000, "events to publish")
 	slow := fs.Bool("slow", true, "with the stalled and the 2 KB/s subscribers")
 	deadline := fs.Duration("deadline", 2*time.Minute, "give up on OKs after this")
+	silence := fs.Duration("silence", 5*time.Second, "the relay has not hung up on the stalled subscriber if it sends nothing for this long")
 	fs.Parse(args)
 
 	const publishers = 4
@@ -104,7 +105,7 @@ func stallMain(args []string) error {
 	res := summarize(slices.Concat(latencies...), *n, *deadline)
 	res.Seconds = time.Since(start).Seconds()
 	if stalled != nil {
-		res.Dropped = hungUp(stalled)
+		res.Dropped = hungUp(stalled, *silence)
 	}
 	return json.NewEncoder(os.Stdout).Encode(res)
 }
@@ -131,10 +132,10 @@ func summarize(all []time.Duration, n int, deadline time.Duration) stallResult {
 }
 
 // hungUp reads what the stalled subscriber was sent, until the relay's
-// hang-up (true) or 5 s of silence (false).
-func hungUp(c *websocket.Conn) bool {
+// hang-up (true) or silence for that long (false).
+func hungUp(c *websocket.Conn, silence time.Duration) bool {
 	for {
-		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		c.SetReadDeadline(time.Now().Add(silence))
 		if _, _, err := c.ReadMessage(); err != nil {
 			var ne net.Error
 			return !(errors.As(err, &ne) && ne.Timeout())

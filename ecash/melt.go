@@ -114,16 +114,6 @@ func blanks(overpaid uint64) []uint64 {
 	return repeat(1, max(bits.Len64(overpaid-1), 1)) // ceil(log2(overpaid)), at least 1
 }
 
-func inputFee(w *Wallet, proofs cashu.Proofs) uint64 {
-	ppk := make([]uint64, 0, len(proofs))
-	for _, p := range proofs {
-		if k := w.keyset(p.Id); k != nil {
-			ppk = append(ppk, k.InputFeePpk)
-		}
-	}
-	return fee(ppk)
-}
-
 // split swaps proofs into ones worth exactly need after their input fee,
 // reserved for the operation holdFor, and returns what the swap cost.
 func (w *Wallet) split(ctx context.Context, holdFor, quote string, need, keep uint64) (uint64, error) {

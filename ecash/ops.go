@@ -148,7 +148,8 @@ type outcome struct {
 
 // commit records op's outcome, its new state already set, in one
 // transaction. An operation settled already (by a concurrent resolve) is
-// left as it is; the stored one is returned.
+// left as it is; the stored one is returned. The mint has acted already, so
+// the outcome is recorded even while the disk is low (store.Record).
 func (w *Wallet) commit(op *Op, out outcome) error {
 	if op.State != OpPending && op.Settled == 0 {
 		op.Settled = w.now().Unix()
@@ -156,7 +157,7 @@ func (w *Wallet) commit(op *Op, out outcome) error {
 	next := *op
 	next.Sent = append(append(cashu.Proofs(nil), op.Sent...), out.sent...)
 	var stored Op
-	err := store.Update(w.db, func(txn *badger.Txn) error {
+	err := store.Record(w.db, func(txn *badger.Txn) error {
 		cur, found, err := getOp(txn, op.ID)
 		if err != nil {
 			return err

@@ -114,6 +114,9 @@ type Store struct {
 	db  *badger.DB
 	log *slog.Logger
 	now func() time.Time
+
+	allow   func(bytes int) bool // see LimitWrites; nil: every write goes ahead
+	refusal error
 }
 
 // Open returns the event store on db, first moving any events eventstore

@@ -52,8 +52,12 @@ func (s *Store) Save(ctx context.Context, ev *nostr.Event) (Outcome, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
+	cost := len(val)
+	for _, k := range keys {
+		cost += len(k) + entryOverhead
+	}
 	var out Outcome
-	err = s.update(func(txn *badger.Txn) (err error) {
+	err = s.update(cost, func(txn *badger.Txn) (err error) {
 		out, err = s.put(txn, &d, val, keys, addr, hasAddress(ev.Kind))
 		return err
 	})
@@ -161,16 +165,34 @@ func (s *Store) Delete(ctx context.Context, id string) (deleted bool, err error)
 	if err := ctx.Err(); err != nil {
 		return false, err
 	}
-	err = s.update(func(txn *badger.Txn) error {
+	err = s.update(deleteCost, func(txn *badger.Txn) error {
 		deleted, err = s.deleteTxn(txn, key[:])
 		return err
 	})
 	return deleted, err
 }
 
+// LimitWrites makes every write ask allow first, with roughly how many bytes
+// it writes; a write allow refuses returns refusal. The store calls it once,
+// before the event store is used, with its free-space gate.
+func (s *Store) LimitWrites(allow func(bytes int) bool, refusal error) {
+	s.allow, s.refusal = allow, refusal
+}
+
+// What update charges LimitWrites' allow for the parts of a write it does
+// not count: each key's entry in badger's log and tables, and a deletion.
+const (
+	entryOverhead = 32
+	deleteCost    = 1 << 10
+)
+
 // update runs fn in a write transaction, again when it lost a conflict to a
-// concurrent write of the same keys (fn must start over each time).
-func (s *Store) update(fn func(txn *badger.Txn) error) error {
+// concurrent write of the same keys (fn must start over each time). cost is
+// roughly what it writes, for LimitWrites.
+func (s *Store) update(cost int, fn func(txn *badger.Txn) error) error {
+	if s.allow != nil && !s.allow(cost) {
+		return s.refusal
+	}
 	for attempt := 1; ; attempt++ {
 		err := s.db.Update(fn)
 		if !errors.Is(err, badger.ErrConflict) || attempt == maxAttempts {
@@ -217,7 +239,7 @@ func (s *Store) DeleteExpired(ctx context.Context, now nostr.Timestamp) (int, er
 				return total, err
 			}
 			var deleted bool
-			err := s.update(func(txn *badger.Txn) (err error) {
+			err := s.update(deleteCost, func(txn *badger.Txn) (err error) {
 				if deleted, err = s.deleteTxn(txn, k[9:]); err == nil && !deleted {
 					err = txn.Delete(k) // an expiry key without its event: never loop on it
 				}
@@ -240,9 +262,12 @@ func (s *Store) SweepExpired(ctx context.Context, every time.Duration) {
 	defer t.Stop()
 	for {
 		n, err := s.DeleteExpired(ctx, nostr.Timestamp(s.now().Unix()))
-		if err != nil && ctx.Err() == nil {
+		switch {
+		case err != nil && s.refusal != nil && errors.Is(err, s.refusal):
+			// LimitWrites' gate has said why (once); the next sweep tries again.
+		case err != nil && ctx.Err() == nil:
 			s.log.Error("deleting expired events failed", "err", err)
-		} else if n > 0 {
+		case n > 0:
 			s.log.Info("expired events deleted", "events", n)
 		}
 		select {

@@ -548,21 +548,24 @@ func (s *Service) melt(ctx context.Context, c Claim, inv bolt11.Invoice) (Confir
 	}
 }
 
-// settle records a paid or pending outcome.
+// settle records a paid or pending outcome: even while the disk is low
+// (store.Record), since the money has moved.
 func (s *Service) settle(c Claim, state string, p treasury.Payment) (Claim, error) {
 	now := s.now()
-	err := store.Update(s.db, func(txn *badger.Txn) error {
+	var changed bool
+	err := store.Record(s.db, func(txn *badger.Txn) error {
 		cur, found, err := getClaim(txn, c.ID)
 		if err != nil {
 			return err
 		}
 		if found && (cur.State == ClaimPaid || cur.State == ClaimFailed) {
-			c = cur // the background job got there first
+			c, changed = cur, false // the background job got there first
 			return nil
 		}
 		if found {
 			c = cur
 		}
+		changed = c.State != state
 		c.State, c.Unsure = state, p.Unsure
 		if state == ClaimPending {
 			return s.putClaim(txn, c)
@@ -585,6 +588,9 @@ func (s *Service) settle(c Claim, state string, p treasury.Payment) (Claim, erro
 	})
 	if err == nil {
 		s.log.Info("faucet claim settled", "claim", c.ID, "state", c.State, "amount_sats", c.AmountSats, "fee_sats", c.FeeSats)
+		if changed {
+			s.claimed(c)
+		}
 	}
 	return c, err
 }
@@ -594,23 +600,28 @@ func (s *Service) settle(c Claim, state string, p treasury.Payment) (Claim, erro
 func (s *Service) fail(c Claim, cause error) error { return s.failCost(c, cause, 0) }
 
 // failCost is fail for an attempt that cost feeSats (fees of ecash made and
-// taken back): they count as fees spent, though the claim was not paid.
+// taken back): they count as fees spent, though the claim was not paid. It
+// is recorded even while the disk is low (store.Record): the claim must not
+// stay "paying", holding its reservations, until the next start.
 func (s *Service) failCost(c Claim, cause error, feeSats int64) error {
 	reason := "payment failed"
 	if e := outpost.AsError(cause); e != nil && e.Kind != outpost.Internal {
 		reason = e.Message
 	}
-	err := store.Update(s.db, func(txn *badger.Txn) error {
+	var changed bool
+	err := store.Record(s.db, func(txn *badger.Txn) error {
 		cur, found, err := getClaim(txn, c.ID)
 		if err != nil {
 			return err
 		}
 		if found && (cur.State == ClaimPaid || cur.State == ClaimFailed) {
+			changed = false
 			return nil
 		}
 		if found {
 			c = cur
 		}
+		changed = true
 		c.State, c.Reason, c.NextClaimAt, c.FeeSats = ClaimFailed, reason, 0, feeSats
 		if err := s.release(txn, &c); err != nil {
 			return err
@@ -629,6 +640,16 @@ func (s *Service) failCost(c Claim, cause error, feeSats int64) error {
 		s.log.Error("faucet claim: could not record a failure", "claim", c.ID, "err", err)
 	} else {
 		s.log.Info("faucet claim failed", "claim", c.ID, "reason", reason, "cause", cause)
+		if changed {
+			s.claimed(c)
+		}
 	}
 	return cause
+}
+
+// claimed tells OnClaim that c reached its state.
+func (s *Service) claimed(c Claim) {
+	if s.cfg.OnClaim != nil {
+		s.cfg.OnClaim(c.Method, c.State)
+	}
 }

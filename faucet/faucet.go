@@ -70,6 +70,10 @@ type Config struct {
 	ProfileRefresh time.Duration // at most one /user/refresh-profile per pubkey per this
 	ProfileMaxAge  time.Duration // a login refetches a profile older than this
 	NIP98Window    time.Duration // reported in /config
+
+	// OnClaim is told each time a claim reaches paid, pending or failed
+	// (for metrics). It must not block.
+	OnClaim func(method, state string)
 }
 
 func (c *Config) defaults() {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/outpost-relay/outpost"
+	"github.com/outpost-relay/outpost/store"
 	"github.com/outpost-relay/outpost/treasury"
 )
 
@@ -56,6 +57,12 @@ func (s *Service) tick(ctx context.Context, kicked bool) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	s.checkMint(ctx)
+	if !store.Writable(s.db) {
+		// Settling a stopped process's claims, completing deposits and
+		// topping up start operations at the mint, whose writes are
+		// refused: they wait until the disk has room again.
+		return
+	}
 	s.ReconcileClaims(ctx)
 	s.completeDeposits(ctx, kicked)
 	s.TopUp(ctx)

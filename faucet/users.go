@@ -221,3 +221,22 @@ func (s *Service) fetchProfile(ctx context.Context, pk string) (User, error) {
 	}
 	return u, err
 }
+
+// maxFollowedUsers bounds the profiles followed on upstream relays.
+const maxFollowedUsers = 50_000
+
+// UserPubKeys lists the pubkeys (hex) of the faucet's users, in key order,
+// at most maxFollowedUsers: their kind-0 profiles are followed upstream.
+func (s *Service) UserPubKeys(ctx context.Context) []string {
+	var out []string
+	prefix := key(kindUser)
+	s.db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix})
+		defer it.Close()
+		for it.Rewind(); it.Valid() && len(out) < maxFollowedUsers && ctx.Err() == nil; it.Next() {
+			out = append(out, string(it.Item().Key()[len(prefix):]))
+		}
+		return nil
+	})
+	return out
+}

@@ -26,6 +26,16 @@ var statusOf = map[outpost.Kind]int{
 	outpost.BadGateway:    http.StatusBadGateway,
 	outpost.Unavailable:   http.StatusServiceUnavailable,
 	outpost.TimedOut:      http.StatusRequestTimeout,
+	outpost.StorageFull:   http.StatusInsufficientStorage,
+}
+
+// StatusOf is the HTTP status of an error of e's kind, for handlers that
+// answer errors in a body of another shape (NIP-86).
+func StatusOf(e *outpost.Error) int {
+	if status, ok := statusOf[e.Kind]; ok {
+		return status
+	}
+	return http.StatusInternalServerError
 }
 
 // ErrorBody is the JSON body of every error response.

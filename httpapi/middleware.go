@@ -25,6 +25,23 @@ func ClientIPMiddleware(trustedProxies []string) func(http.Handler) http.Handler
 // ClientIP is the client IP recorded by ClientIPMiddleware ("" if unknown).
 func ClientIP(r *http.Request) string { return middleware.GetClientIP(r.Context()) }
 
+// BlockIPs refuses every request whose client IP (see ClientIPMiddleware)
+// blocked reports, with 403 ip_blocked. blocked nil: none is.
+func BlockIPs(blocked func(ip string) bool) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		if blocked == nil {
+			return next
+		}
+		return Handle(func(w http.ResponseWriter, r *http.Request) error {
+			if blocked(ClientIP(r)) {
+				return outpost.Errorf(outpost.Forbidden, "ip_blocked", "your address is blocked by this server")
+			}
+			next.ServeHTTP(w, r)
+			return nil
+		})
+	}
+}
+
 // RateLimit refuses requests beyond l's limit per client IP with a JSON 429.
 func RateLimit(l *ratelimit.Limiter) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {

@@ -16,7 +16,7 @@ import (
 type Service struct {
 	Name   string                                 // "banlist"
 	Mount  string                                 // "/banlist"
-	Routes http.Handler                           // its router, with paths relative to Mount
+	Routes http.Handler                           // its router, with paths relative to Mount; nil: a part of /health only
 	Health func(ctx context.Context) HealthReport // see ReportHealth
 }
 
@@ -25,25 +25,42 @@ type Config struct {
 	Relay          http.Handler // the Nostr relay at "/"
 	Services       []Service
 	TrustedProxies []string
-	RateLimit      *ratelimit.Limiter // per client IP over every service route; nil: none
+	RateLimit      *ratelimit.Limiter   // per client IP over every service route; nil: none
+	BlockedIP      func(ip string) bool // client IPs refused everything (403); nil: none
 	Log            *slog.Logger
 	Index          any // body of GET / for plain HTTP clients
+	// Observe, when set, wraps each service's routes (and /health) outermost,
+	// so it sees every answer, the rate limit's 429s included: metrics and
+	// the access log.
+	Observe func(service, mount string) func(http.Handler) http.Handler
+	Metrics http.Handler // GET /metrics on this listener; nil: not here
 }
 
 // New returns the handler that serves everything on one listener.
 func New(cfg Config) http.Handler {
 	r := chi.NewRouter()
-	r.Use(Logger(cfg.Log), ClientIPMiddleware(cfg.TrustedProxies), Recover, HeadAsGet)
+	r.Use(Logger(cfg.Log), ClientIPMiddleware(cfg.TrustedProxies), BlockIPs(cfg.BlockedIP), Recover, HeadAsGet)
 	r.NotFound(NotFound)
 	r.MethodNotAllowed(MethodNotAllowed)
 
-	r.With(CORS, ValidQuery).Get("/health", health(cfg.Services))
+	observe := cfg.Observe
+	if observe == nil {
+		observe = func(string, string) func(http.Handler) http.Handler { return passThrough }
+	}
+	r.With(observe("outpost", ""), CORS, ValidQuery).Get("/health", health(cfg.Services))
+	if cfg.Metrics != nil {
+		r.Method(http.MethodGet, "/metrics", cfg.Metrics)
+	}
 	for _, s := range cfg.Services {
-		r.With(RateLimit(cfg.RateLimit), ValidQuery).Mount(s.Mount, s.Routes)
+		if s.Routes != nil { // nil: a part of /health only (storage, upstream)
+			r.With(observe(s.Name, s.Mount), RateLimit(cfg.RateLimit), ValidQuery).Mount(s.Mount, s.Routes)
+		}
 	}
 	r.Handle("/", relayOrIndex(cfg.Relay, cfg.Index))
 	return r
 }
+
+func passThrough(next http.Handler) http.Handler { return next }
 
 // relayOrIndex hands websocket, NIP-11 and NIP-86 requests to the relay and
 // answers a plain GET / with a short description of the services.

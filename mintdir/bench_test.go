@@ -37,6 +37,23 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// checkCounts are the sizes of the 30-day query benchmarks, and
+// catalogueSize the mints of the probe cycle and catalogue benchmarks; with
+// -test.short (go run ./bench -short) they are small enough for seconds.
+func checkCounts() []int {
+	if testing.Short() {
+		return []int{100, 5_000}
+	}
+	return []int{1_000, 100_000}
+}
+
+func catalogueSize() int {
+	if testing.Short() {
+		return 50
+	}
+	return 1_000
+}
+
 type benchMint struct {
 	e *env
 	m *Mint
@@ -95,7 +112,7 @@ func loadChecks(b *testing.B, n int) *benchMint {
 // The cost of a 30-day query must not grow with the number of raw checks:
 // both read at most 720 hourly rollups.
 func BenchmarkUptime30d(b *testing.B) {
-	for _, n := range []int{1_000, 100_000} {
+	for _, n := range checkCounts() {
 		b.Run(fmt.Sprintf("checks=%d", n), func(b *testing.B) {
 			bm := loadChecks(b, n)
 			b.ReportAllocs()
@@ -111,7 +128,7 @@ func BenchmarkUptime30d(b *testing.B) {
 }
 
 func BenchmarkTimeseries30d(b *testing.B) {
-	for _, n := range []int{1_000, 100_000} {
+	for _, n := range checkCounts() {
 		b.Run(fmt.Sprintf("checks=%d", n), func(b *testing.B) {
 			bm := loadChecks(b, n)
 			b.ReportAllocs()
@@ -129,7 +146,7 @@ func BenchmarkTimeseries30d(b *testing.B) {
 // The summary refreshed after every check: uptime over 24 h, 7 and 30 days,
 // incidents, reviews and trust.
 func BenchmarkRefreshSummary(b *testing.B) {
-	for _, n := range []int{1_000, 100_000} {
+	for _, n := range checkCounts() {
 		b.Run(fmt.Sprintf("checks=%d", n), func(b *testing.B) {
 			bm := loadChecks(b, n)
 			b.ReportAllocs()
@@ -180,10 +197,11 @@ func catalogue(b *testing.B, srv *httptest.Server, n int) *env {
 	return e
 }
 
-// BenchmarkProbeCycle1000 runs full probe cycles over 1,000 loopback mints:
+// BenchmarkProbeCycle runs full probe cycles over 1,000 loopback mints (50
+// with -test.short):
 // fetch, parse, record, roll up and summarise every mint, 16 at a time.
-func BenchmarkProbeCycle1000(b *testing.B) {
-	const mints = 1000
+func BenchmarkProbeCycle(b *testing.B) {
+	mints := catalogueSize()
 	e := catalogue(b, loopbackMints(b, mints), mints)
 	ctx := context.Background()
 	cpu0 := cpuTime()
@@ -197,16 +215,17 @@ func BenchmarkProbeCycle1000(b *testing.B) {
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N)/1e9, "cpu-s/cycle")
+	b.ReportMetric(float64(mints), "mints")
 	if n, _ := e.dir.Count(); n != mints {
 		b.Fatalf("%d mints after the cycles (some merged?)", n)
 	}
 }
 
-// BenchmarkFetchCycle1000 is the probe cycle's baseline: the same 1,000
-// loopback /v1/info documents fetched by plain net/http, 16 at a time and
-// without connection reuse, as the prober does, and nothing else.
-func BenchmarkFetchCycle1000(b *testing.B) {
-	const mints = 1000
+// BenchmarkFetchCycle is the probe cycle's baseline: the same loopback
+// /v1/info documents fetched by plain net/http, 16 at a time and without
+// connection reuse, as the prober does, and nothing else.
+func BenchmarkFetchCycle(b *testing.B) {
+	mints := catalogueSize()
 	srv := loopbackMints(b, mints)
 	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 	cpu0 := cpuTime()
@@ -236,11 +255,12 @@ func BenchmarkFetchCycle1000(b *testing.B) {
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N)/1e9, "cpu-s/cycle")
+	b.ReportMetric(float64(mints), "mints")
 }
 
 // The listing and /stats walk the whole catalogue.
-func BenchmarkCatalogue1000(b *testing.B) {
-	const mints = 1000
+func BenchmarkCatalogue(b *testing.B) {
+	mints := catalogueSize()
 	e := catalogue(b, loopbackMints(b, mints), mints)
 	b.Run("list", func(b *testing.B) {
 		b.ReportAllocs()

@@ -25,6 +25,11 @@ type Check struct {
 // when metadata is due, then records the check, its rollups, status,
 // incidents and metadata in one transaction.
 func (d *Directory) Probe(ctx context.Context, id string) error {
+	if !store.Writable(d.db) {
+		// A check that cannot be stored is not made: the store has said
+		// once that the disk is full, and checks resume when it is not.
+		return nil
+	}
 	m, err := d.Get(ctx, id)
 	if err != nil {
 		return err
@@ -54,6 +59,9 @@ func (d *Directory) Probe(ctx context.Context, id string) error {
 	changed, err := d.record(m.ID, c, info, res.Body, keysets)
 	if err != nil {
 		return err
+	}
+	if d.cfg.OnCheck != nil {
+		d.cfg.OnCheck(c.OK, c.Skipped, c.ErrKind)
 	}
 	if !res.OK {
 		d.log.Debug("mintdir: check failed", "mint_id", id, "kind", res.ErrKind, "err", res.Err)

@@ -37,25 +37,38 @@ type Events interface {
 // environment twin. Start from DefaultSettings; Valid checks them.
 type Settings struct {
 	ProbeInterval    time.Duration `flag:"probe-interval" usage:"how often each mint is checked (jittered ±10%)"`
-	ProbeTimeout     time.Duration `flag:"probe-timeout" usage:"timeout of one request to a mint; below the interval"`
+	ProbeTimeout     time.Duration `flag:"probe-timeout" usage:"timeout of one request to a mint, below the interval (default 10s, or half of --probe-interval when that is less)"`
 	ProbeConcurrency int           `flag:"probe-concurrency" usage:"checks in flight at once, over all mints"`
 	SlowRTT          time.Duration `flag:"probe-slow-ms,ms" usage:"a reachable mint slower than this (ms) is degraded"`
 	AllowPrivate     bool          `flag:"probe-allow-private" usage:"allow mints on private, loopback and link-local addresses (local tests only)"`
 }
 
-// DefaultSettings are the design's defaults.
+// DefaultSettings are the design's defaults. The probe timeout is left
+// zero: it follows the interval (see probeTimeout).
 func DefaultSettings() Settings {
-	return Settings{ProbeInterval: 5 * time.Minute, ProbeTimeout: probe.DefaultTimeout, ProbeConcurrency: 16, SlowRTT: 2 * time.Second}
+	return Settings{ProbeInterval: 5 * time.Minute, ProbeConcurrency: 16, SlowRTT: 2 * time.Second}
 }
 
-// Valid checks every setting, naming each bad one.
+// probeTimeout is the timeout when none is set: probe.DefaultTimeout, or
+// half the interval when that is less, so that a short interval alone
+// (OUTPOST_PROBE_INTERVAL=1s) is a valid setting.
+func probeTimeout(interval time.Duration) time.Duration {
+	return min(probe.DefaultTimeout, interval/2)
+}
+
+// Valid checks every setting, naming each bad one, and fills in the probe
+// timeout when none is set.
 func (s *Settings) Valid() error {
 	var errs []error
 	if s.ProbeInterval < time.Second {
-		errs = append(errs, settings.Errorf("probe-interval", "must be at least 1s, got %v", s.ProbeInterval))
+		errs = append(errs, settings.Errorf("probe-interval", "must be at least 1s, got %s", settings.FormatDuration(s.ProbeInterval)))
+	}
+	if s.ProbeTimeout == 0 {
+		s.ProbeTimeout = probeTimeout(s.ProbeInterval)
 	}
 	if s.ProbeTimeout <= 0 || s.ProbeTimeout >= s.ProbeInterval {
-		errs = append(errs, settings.Errorf("probe-timeout", "must be positive and below --probe-interval (%v), got %v", s.ProbeInterval, s.ProbeTimeout))
+		errs = append(errs, settings.Errorf("probe-timeout", "must be positive and below --probe-interval (%s), got %s",
+			settings.FormatDuration(s.ProbeInterval), settings.FormatDuration(s.ProbeTimeout)))
 	}
 	if s.ProbeConcurrency < 1 || s.ProbeConcurrency > 1000 {
 		errs = append(errs, settings.Errorf("probe-concurrency", "must be from 1 to 1000"))
@@ -75,6 +88,9 @@ type Config struct {
 	Log      *slog.Logger
 	Now      func() time.Time // injected clock; default time.Now
 	Resolver *net.Resolver    // for the submit-time SSRF check; default net.DefaultResolver
+	// OnCheck is told about every stored check (for metrics): ok, skipped
+	// (a 429), and the error kind of a failed one. It must not block.
+	OnCheck func(ok, skipped bool, errKind string)
 }
 
 const (
@@ -116,7 +132,7 @@ func New(cfg Config) *Directory {
 		cfg.ProbeInterval = def.ProbeInterval
 	}
 	if cfg.ProbeTimeout <= 0 {
-		cfg.ProbeTimeout = def.ProbeTimeout
+		cfg.ProbeTimeout = probeTimeout(cfg.ProbeInterval)
 	}
 	if cfg.ProbeConcurrency <= 0 {
 		cfg.ProbeConcurrency = def.ProbeConcurrency
@@ -233,10 +249,16 @@ func (d *Directory) runHousekeeping(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-flush.C:
+			if !store.Writable(d.db) {
+				continue // the views wait in memory until there is room again
+			}
 			if err := d.FlushViews(ctx); err != nil && ctx.Err() == nil {
 				d.log.Error("mintdir: flush views", "err", err)
 			}
 		case <-prune.C:
+			if !store.Writable(d.db) {
+				continue
+			}
 			if err := d.Prune(ctx); err != nil && ctx.Err() == nil {
 				d.log.Error("mintdir: prune", "err", err)
 			}

@@ -37,16 +37,9 @@ func Normalize(raw string) (string, error) {
 	if u.RawQuery != "" || u.ForceQuery || u.Fragment != "" {
 		return "", errors.New("the URL must not have a query or a fragment")
 	}
-	host := strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
-	if host == "" {
-		return "", errors.New("the URL has no host")
-	}
-	if strings.HasPrefix(host, ".") || strings.HasSuffix(host, ".") || strings.Contains(host, "..") {
-		return "", errors.New("the URL's host has an empty label")
-	}
-	if strings.Contains(host, "%") {
-		// fe80::1%eth0 names an interface of whichever machine reads it.
-		return "", errors.New("the URL must not have an IPv6 zone")
+	host, err := normalHost(u.Hostname())
+	if err != nil {
+		return "", err
 	}
 	port, err := normalPort(u.Port())
 	if err != nil {
@@ -63,6 +56,23 @@ func Normalize(raw string) (string, error) {
 		hostport = "[" + host + "]"
 	}
 	return scheme + "://" + hostport + strings.TrimRight(removeDotSegments(u.EscapedPath()), "/"), nil
+}
+
+// normalHost is the host in lower case without its trailing dot; a host
+// with an empty label or an IPv6 zone is refused.
+func normalHost(h string) (string, error) {
+	host := strings.TrimSuffix(strings.ToLower(h), ".")
+	if host == "" {
+		return "", errors.New("the URL has no host")
+	}
+	if strings.HasPrefix(host, ".") || strings.HasSuffix(host, ".") || strings.Contains(host, "..") {
+		return "", errors.New("the URL's host has an empty label")
+	}
+	if strings.Contains(host, "%") {
+		// fe80::1%eth0 names an interface of whichever machine reads it.
+		return "", errors.New("the URL must not have an IPv6 zone")
+	}
+	return host, nil
 }
 
 // normalPort is a port as a plain number from 1 to 65535 ("" when absent).

@@ -49,6 +49,11 @@ type Request struct {
 	Method string
 	URLs   []string // acceptable values of the u tag (e.g. public URL + path + query)
 	Body   []byte   // nil or empty: no body
+	// Reusable exempts a request that changes nothing (a read) from the
+	// one-use rule: the same request twice in one second is the same event
+	// (clients such as nostr-tools add no nonce), and a replay of it can
+	// only read again what its signer read.
+	Reusable bool
 }
 
 func fail(check, format string, args ...any) *outpost.Error {
@@ -66,7 +71,7 @@ func (v *Verifier) Verify(header string, req Request) (string, error) {
 	if err := v.checkRequest(ev, req, now); err != nil {
 		return "", err
 	}
-	if !v.replay.add(ev.ID, now, now.Add(2*v.Window)) {
+	if !req.Reusable && !v.replay.add(ev.ID, now, now.Add(2*v.Window)) {
 		return "", fail("replay", "this authorization event was already used")
 	}
 	return ev.PubKey, nil

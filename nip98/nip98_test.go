@@ -83,3 +83,35 @@ func TestVerify(t *testing.T) {
 		})
 	}
 }
+
+// A reusable request (a read) may come with the same event again; the one
+// event is still good once for any other request.
+func TestReusable(t *testing.T) {
+	sk := nostr.GeneratePrivateKey()
+	now := time.Unix(1_700_000_000, 0)
+	const u = "https://relay.example/"
+	body := []byte(`{"method":"listbannedpubkeys","params":[]}`)
+	h, _ := Sign(sk, "POST", u, body, now)
+	v := NewVerifier(0, func() time.Time { return now })
+	read := Request{Method: "POST", URLs: []string{u}, Body: body, Reusable: true}
+	for i := range 3 {
+		if _, err := v.Verify(h, read); err != nil {
+			t.Fatalf("use %d of a reusable request: %v", i+1, err)
+		}
+	}
+	write := read
+	write.Reusable = false
+	if _, err := v.Verify(h, write); err != nil {
+		t.Fatalf("first one-use verification: %v", err)
+	}
+	if e := outpost.AsError(second(v.Verify(h, write))); e == nil || e.Details["check"] != "replay" {
+		t.Fatalf("second one-use verification: %v", e)
+	}
+	// The time window still applies.
+	late := NewVerifier(0, func() time.Time { return now.Add(61 * time.Second) })
+	if e := outpost.AsError(second(late.Verify(h, read))); e == nil || e.Details["check"] != "created_at" {
+		t.Fatalf("a reusable request out of the window: %v", e)
+	}
+}
+
+func second[T any](_ T, err error) error { return err }

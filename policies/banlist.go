@@ -24,20 +24,30 @@ type banEntry struct {
 	msg       string // the reject message, built once so the check never allocates
 }
 
-// BanList is a concurrency-safe snapshot of active bans and blocked words.
-// Expiry is evaluated when a ban is checked, so a temporary ban lapses on the
-// second without any job running.
+// BanList is a concurrency-safe snapshot of active bans and blocked words,
+// banned events, and the access lists of access.go. Expiry is evaluated when
+// a ban is checked, so a temporary ban lapses on the second without any job
+// running.
 type BanList struct {
 	mu      sync.RWMutex
 	bans    map[string]banEntry
-	events  map[string]struct{} // ids of events removed by a moderator
+	events  map[string]struct{} // ids of events hidden by a moderator
 	words   atomic.Pointer[wordMatcher]
 	version atomic.Uint64
+
+	allowed         map[string]struct{} // authors on the allow list
+	allowedKinds    map[int]struct{}
+	disallowedKinds map[int]struct{}
+
+	ipMu       sync.Mutex // serializes changes of ips
+	ips        atomic.Pointer[ipSet]
+	ipVersion  atomic.Uint64
+	ipWatchers []func()
 }
 
 // NewBanList returns an empty ban list.
 func NewBanList() *BanList {
-	return &BanList{bans: make(map[string]banEntry), events: make(map[string]struct{})}
+	return &BanList{bans: make(map[string]banEntry), events: make(map[string]struct{}), allowed: make(map[string]struct{})}
 }
 
 // Ban adds or replaces the ban of pubkey (hex).
@@ -136,14 +146,14 @@ func (l *BanList) Words() []string {
 	return slices.Clone(m.words)
 }
 
-// BanEvent keeps the event with this id out.
+// BanEvent hides the event with this id and keeps it from being published again.
 func (l *BanList) BanEvent(id string) {
 	l.mu.Lock()
 	l.events[id] = struct{}{}
 	l.mu.Unlock()
 }
 
-// AllowEvent lifts an event ban.
+// AllowEvent lifts an event ban: the event is served again.
 func (l *BanList) AllowEvent(id string) {
 	l.mu.Lock()
 	delete(l.events, id)

@@ -3,6 +3,7 @@ package policies
 import (
 	"context"
 	"encoding/json"
+	"strconv"
 	"time"
 
 	"github.com/nbd-wtf/go-nostr"
@@ -19,11 +20,11 @@ func RejectBannedAuthors(l *BanList) func(context.Context, *nostr.Event) (bool, 
 	}
 }
 
-// RejectBannedEvents refuses events a moderator removed (NIP-86 banevent).
+// RejectBannedEvents refuses events a moderator banned (NIP-86 banevent).
 func RejectBannedEvents(l *BanList) func(context.Context, *nostr.Event) (bool, string) {
 	return func(_ context.Context, ev *nostr.Event) (bool, string) {
 		if l.EventBanned(ev.ID) {
-			return true, "blocked: this event was removed by a moderator"
+			return true, "blocked: this event was banned by a moderator"
 		}
 		return false, ""
 	}
@@ -34,10 +35,8 @@ func RejectBannedEvents(l *BanList) func(context.Context, *nostr.Event) (bool, s
 // of the profile JSON is checked.
 func RejectBlockedWords(l *BanList) func(context.Context, *nostr.Event) (bool, string) {
 	return func(_ context.Context, ev *nostr.Event) (bool, string) {
-		if w, ok := blockedIn(l, ev); ok {
-			return true, `blocked: contains the blocked word "` + w + `"`
-		}
-		return false, ""
+		msg, blocked := l.BlockedMessage(ev)
+		return blocked, msg
 	}
 }
 
@@ -56,4 +55,26 @@ func blockedIn(l *BanList, ev *nostr.Event) (string, bool) {
 		}
 	}
 	return l.BlockedWord(ev.Content)
+}
+
+// RejectUnlistedAuthors refuses events whose author is not on l's allow
+// list while that list is not empty (NIP-86 allowpubkey).
+func RejectUnlistedAuthors(l *BanList) func(context.Context, *nostr.Event) (bool, string) {
+	return func(_ context.Context, ev *nostr.Event) (bool, string) {
+		if !l.MayPublish(ev.PubKey) {
+			return true, "restricted: this relay only accepts events from the keys on its allow list"
+		}
+		return false, ""
+	}
+}
+
+// RejectDisallowedKinds refuses events of kinds l does not accept (NIP-86
+// allowkind, disallowkind).
+func RejectDisallowedKinds(l *BanList) func(context.Context, *nostr.Event) (bool, string) {
+	return func(_ context.Context, ev *nostr.Event) (bool, string) {
+		if !l.KindAccepted(ev.Kind) {
+			return true, "blocked: events of kind " + strconv.Itoa(ev.Kind) + " are not accepted by this relay"
+		}
+		return false, ""
+	}
 }

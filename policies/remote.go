@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -18,6 +19,10 @@ type SyncOptions struct {
 	Interval time.Duration // between polls; default 30s
 	Client   *http.Client  // default: a client with a 10s timeout
 	Log      *slog.Logger  // default: slog.Default()
+	// List, when set, is followed instead of a new list: one filled from a
+	// cache, say. A first fetch that fails is then not fatal; the list
+	// keeps what it holds until the remote answers.
+	List *BanList
 }
 
 // maxListBytes caps a fetched list (100,000 bans are about 15 MB of JSON).
@@ -26,8 +31,10 @@ const maxListBytes = 64 << 20
 // SyncBanList returns a BanList that follows the public ban list of a remote
 // outpost, e.g. SyncBanList(ctx, "https://outpost.example/banlist", ...). It
 // fetches GET /blocked/pubkeys and GET /blocked/words once, failing if that
-// does not work, then polls both with If-None-Match until ctx ends, keeping
-// the last good lists when the remote is unreachable.
+// does not work, then polls both until ctx ends for the changes since the
+// last answer (?since=<cursor>; with If-None-Match against a remote that
+// gives no cursor), keeping the last good lists when the remote is
+// unreachable.
 func SyncBanList(ctx context.Context, baseURL string, opt SyncOptions) (*BanList, error) {
 	if opt.Interval <= 0 {
 		opt.Interval = 30 * time.Second
@@ -38,9 +45,15 @@ func SyncBanList(ctx context.Context, baseURL string, opt SyncOptions) (*BanList
 	if opt.Log == nil {
 		opt.Log = slog.Default()
 	}
-	s := &syncer{base: strings.TrimSuffix(baseURL, "/"), opt: opt, list: NewBanList()}
+	s := &syncer{base: strings.TrimSuffix(baseURL, "/"), opt: opt, list: opt.List}
+	if s.list == nil {
+		s.list = NewBanList()
+	}
 	if err := s.poll(ctx); err != nil {
-		return nil, err
+		if opt.List == nil {
+			return nil, err
+		}
+		opt.Log.Warn("ban list sync failed; keeping the list given", "url", s.base, "err", err)
 	}
 	go func() {
 		t := time.NewTicker(opt.Interval)
@@ -64,74 +77,155 @@ type syncer struct {
 	opt                   SyncOptions
 	list                  *BanList
 	pubkeysETag, wordsTag string
+	// Cursors of the last answers: with them, polls ask only for changes
+	// (?since=); empty when the remote gives none (an older outpost).
+	keysCursor, wordsCursor string
+}
+
+type remoteEntry struct {
+	PubKey    string `json:"pubkey"`
+	Reason    string `json:"reason"`
+	ExpiresAt *int64 `json:"expires_at"`
 }
 
 func (s *syncer) poll(ctx context.Context) error {
-	var keys struct {
-		PubKeys []struct {
-			PubKey    string `json:"pubkey"`
-			Reason    string `json:"reason"`
-			ExpiresAt *int64 `json:"expires_at"`
-		} `json:"pubkeys"`
-	}
-	changed, err := s.get(ctx, "/blocked/pubkeys", &s.pubkeysETag, &keys)
-	if err != nil {
+	if err := s.pollKeys(ctx); err != nil {
 		return err
 	}
-	if changed {
-		bans := make([]Ban, 0, len(keys.PubKeys))
-		for _, k := range keys.PubKeys {
-			hex, err := pubkey.Parse(k.PubKey)
-			if err != nil {
-				s.opt.Log.Warn("ban list sync: skipping a bad pubkey", "pubkey", k.PubKey, "err", err)
-				continue
+	return s.pollWords(ctx)
+}
+
+// pollKeys applies the changes since the last answer, or fetches the whole
+// list when there is no cursor or the remote forgot it (410).
+func (s *syncer) pollKeys(ctx context.Context) error {
+	if s.keysCursor != "" {
+		var d struct {
+			Added, Expired []remoteEntry
+			Lifted         []remoteEntry
+			Cursor         string
+		}
+		status, err := s.get(ctx, "/blocked/pubkeys?since="+url.QueryEscape(s.keysCursor), nil, &d)
+		if err != nil {
+			return err
+		}
+		if status == http.StatusOK {
+			for _, e := range d.Added {
+				if b, ok := s.ban(e); ok {
+					s.list.Ban(b)
+				}
 			}
-			b := Ban{PubKey: hex, Reason: k.Reason}
-			if k.ExpiresAt != nil {
-				b.ExpiresAt = *k.ExpiresAt
+			for _, e := range append(d.Lifted, d.Expired...) {
+				if hex, err := pubkey.Parse(e.PubKey); err == nil {
+					s.list.Unban(hex)
+				}
 			}
+			s.keysCursor = d.Cursor
+			return nil
+		}
+	}
+	var full struct {
+		PubKeys []remoteEntry `json:"pubkeys"`
+		Cursor  string        `json:"cursor"`
+	}
+	status, err := s.get(ctx, "/blocked/pubkeys", &s.pubkeysETag, &full)
+	if err != nil || status == http.StatusNotModified {
+		return err
+	}
+	bans := make([]Ban, 0, len(full.PubKeys))
+	for _, e := range full.PubKeys {
+		if b, ok := s.ban(e); ok {
 			bans = append(bans, b)
 		}
-		s.list.SetBans(bans)
 	}
-	var words struct {
-		Words []string `json:"words"`
-	}
-	changed, err = s.get(ctx, "/blocked/words", &s.wordsTag, &words)
-	if err != nil {
-		return err
-	}
-	if changed {
-		s.list.SetWords(words.Words)
-	}
+	s.list.SetBans(bans)
+	s.keysCursor = full.Cursor
 	return nil
 }
 
-// get fetches path into v unless the remote answers 304 to the last ETag.
-func (s *syncer) get(ctx context.Context, path string, etag *string, v any) (changed bool, err error) {
+func (s *syncer) ban(e remoteEntry) (Ban, bool) {
+	hex, err := pubkey.Parse(e.PubKey)
+	if err != nil {
+		s.opt.Log.Warn("ban list sync: skipping a bad pubkey", "pubkey", e.PubKey, "err", err)
+		return Ban{}, false
+	}
+	b := Ban{PubKey: hex, Reason: e.Reason}
+	if e.ExpiresAt != nil {
+		b.ExpiresAt = *e.ExpiresAt
+	}
+	return b, true
+}
+
+// pollWords is pollKeys for the blocked words.
+func (s *syncer) pollWords(ctx context.Context) error {
+	if s.wordsCursor != "" {
+		var d struct {
+			Added, Removed []string
+			Cursor         string
+		}
+		status, err := s.get(ctx, "/blocked/words?since="+url.QueryEscape(s.wordsCursor), nil, &d)
+		if err != nil {
+			return err
+		}
+		if status == http.StatusOK {
+			if len(d.Added)+len(d.Removed) > 0 {
+				gone := map[string]bool{}
+				for _, w := range d.Removed {
+					gone[NormalizeText(w)] = true
+				}
+				words := d.Added
+				for _, w := range s.list.Words() {
+					if !gone[NormalizeText(w)] {
+						words = append(words, w)
+					}
+				}
+				s.list.SetWords(words)
+			}
+			s.wordsCursor = d.Cursor
+			return nil
+		}
+	}
+	var full struct {
+		Words  []string `json:"words"`
+		Cursor string   `json:"cursor"`
+	}
+	status, err := s.get(ctx, "/blocked/words", &s.wordsTag, &full)
+	if err != nil || status == http.StatusNotModified {
+		return err
+	}
+	s.list.SetWords(full.Words)
+	s.wordsCursor = full.Cursor
+	return nil
+}
+
+// get fetches path into v. With an ETag it may answer 304; a delta whose
+// cursor the remote forgot answers 410, which the caller takes as "fetch
+// the whole list".
+func (s *syncer) get(ctx context.Context, path string, etag *string, v any) (status int, err error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.base+path, nil)
 	if err != nil {
-		return false, err
+		return 0, err
 	}
-	if *etag != "" {
+	if etag != nil && *etag != "" {
 		req.Header.Set("If-None-Match", *etag)
 	}
 	req.Header.Set("Accept", "application/json")
 	resp, err := s.opt.Client.Do(req)
 	if err != nil {
-		return false, err
+		return 0, err
 	}
 	defer resp.Body.Close()
 	switch resp.StatusCode {
-	case http.StatusNotModified:
-		return false, nil
+	case http.StatusNotModified, http.StatusGone:
+		return resp.StatusCode, nil
 	case http.StatusOK:
 	default:
-		return false, fmt.Errorf("GET %s: %s", path, resp.Status)
+		return 0, fmt.Errorf("GET %s: %s", path, resp.Status)
 	}
 	if err := json.NewDecoder(io.LimitReader(resp.Body, maxListBytes)).Decode(v); err != nil {
-		return false, fmt.Errorf("GET %s: %w", path, err)
+		return 0, fmt.Errorf("GET %s: %w", path, err)
 	}
-	*etag = resp.Header.Get("ETag")
-	return true, nil
+	if etag != nil {
+		*etag = resp.Header.Get("ETag")
+	}
+	return http.StatusOK, nil
 }

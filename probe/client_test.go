@@ -43,7 +43,7 @@ func TestInfoFailureModes(t *testing.T) {
 		}, true, "", false, 200},
 		{"500", func(w http.ResponseWriter, r *http.Request) { http.Error(w, "boom", 500) }, false, KindHTTPStatus, false, 500},
 		{"404", func(w http.ResponseWriter, r *http.Request) { http.NotFound(w, r) }, false, KindHTTPStatus, false, 404},
-		{"429 is not downtime", func(w http.ResponseWriter, r *http.Request) { http.Error(w, "slow down", 429) }, false, KindRateLimited, true, 429},
+		{"429 is not downtime", func(w http.ResponseWriter, r *http.Request) { http.Error(w, "slow down", http.StatusTooManyRequests) }, false, KindRateLimited, true, http.StatusTooManyRequests},
 		{"HTML", func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "text/html")
 			fmt.Fprint(w, "<!doctype html><html><body>hello</body></html>")

@@ -75,5 +75,9 @@ func parse(data []byte) (env nostr.Envelope) {
 			env = nil
 		}
 	}()
-	return nostr.ParseMessage(string(data))
+	env, err := nostr.NewMessageParser().ParseMessage(string(data))
+	if err != nil {
+		return nil
+	}
+	return env
 }

@@ -5,6 +5,7 @@ package ratelimit
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -14,9 +15,10 @@ type Limiter struct {
 	burst    time.Duration // how far ahead of now a key's schedule may run
 	now      func() time.Time
 
-	mu    sync.Mutex
-	tat   map[string]time.Time // theoretical arrival time per key
-	calls int
+	mu      sync.Mutex
+	tat     map[string]time.Time // theoretical arrival time per key
+	calls   int
+	refused atomic.Uint64
 }
 
 // New allows n requests per period per key; n <= 0 returns nil (no limit).
@@ -45,6 +47,7 @@ func (l *Limiter) Allow(key string) (ok bool, retryAfter time.Duration) {
 		tat = now
 	}
 	if wait := tat.Sub(now) - l.burst; wait > 0 {
+		l.refused.Add(1)
 		return false, wait
 	}
 	l.tat[key] = tat.Add(l.interval)
@@ -66,4 +69,12 @@ func (l *Limiter) Keys() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return len(l.tat)
+}
+
+// Refused is how many requests Allow has refused, for metrics.
+func (l *Limiter) Refused() uint64 {
+	if l == nil {
+		return 0
+	}
+	return l.refused.Load()
 }

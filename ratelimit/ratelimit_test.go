@@ -33,6 +33,9 @@ func TestLimiter(t *testing.T) {
 			t.Fatalf("after a full period, request %d refused", i+1)
 		}
 	}
+	if got := l.Refused(); got != 2 {
+		t.Fatalf("Refused() = %d, want 2", got)
+	}
 }
 
 func TestNilLimiterAllows(t *testing.T) {
@@ -42,5 +45,8 @@ func TestNilLimiterAllows(t *testing.T) {
 	}
 	if ok, _ := l.Allow("x"); !ok {
 		t.Fatal("nil limiter refused")
+	}
+	if l.Refused() != 0 {
+		t.Fatal("a nil limiter counts refusals")
 	}
 }

@@ -9,11 +9,13 @@ import (
 	"github.com/outpost-relay/outpost/policies"
 )
 
-// banPolicies enforce the ban list on every event. (The nobanpolicy build tag
+// banPolicies enforce the ban list and the access lists on every event. (The nobanpolicy build tag
 // leaves them out; the benchmarks use it as their baseline.)
 func banPolicies(l *policies.BanList) []func(context.Context, *nostr.Event) (bool, string) {
 	return []func(context.Context, *nostr.Event) (bool, string){
 		policies.RejectBannedAuthors(l),
+		policies.RejectUnlistedAuthors(l),
+		policies.RejectDisallowedKinds(l),
 		policies.RejectBannedEvents(l),
 		policies.RejectBlockedWords(l),
 	}

@@ -30,6 +30,7 @@ type conn struct {
 	sem       chan struct{}
 	written   chan struct{} // closed when the writer has stopped
 	dropOnce  sync.Once
+	ipChecked uint64 // the ban list's IPVersion when ip was last checked (read loop only)
 
 	mu      sync.Mutex
 	subs    map[string]*sub
@@ -93,6 +94,15 @@ func (c *conn) handle(msg []byte) (ok bool) {
 			ok = false
 		}
 	}()
+	// An address blocked since the last message is dropped (open
+	// connections are also dropped when the block is made: expelBlocked).
+	if v := c.r.ipVersion(); v != c.ipChecked {
+		c.ipChecked = v
+		if c.r.ipBlocked(c.ip) {
+			c.out.shut(closePayload(websocket.ClosePolicyViolation, ipBlockedMessage))
+			return false
+		}
+	}
 	if max := c.r.limits.MaxMessageLength; max > 0 && len(msg) > max {
 		c.tooLong(msg, max)
 		return true
@@ -220,6 +230,19 @@ func (c *conn) drop(why string) {
 		c.cancel()
 		c.nc.Close()
 	})
+}
+
+// expel ends the connection of a client whose address is blocked: a close
+// frame (policy violation) if it can still be written, then the socket.
+func (c *conn) expel() {
+	c.out.shut(closePayload(websocket.ClosePolicyViolation, ipBlockedMessage))
+	go func() {
+		select {
+		case <-c.written:
+		case <-time.After(time.Second):
+		}
+		c.drop("its address is blocked")
+	}()
 }
 
 // end cleans up after the read loop: subscriptions leave the registry, the

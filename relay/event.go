@@ -20,8 +20,10 @@ func (c *conn) onEvent(ctx context.Context, m message) {
 		c.send(noticeMessage("invalid: an EVENT message carries an event with an id"))
 		return
 	}
+	start := time.Now()
 	ok, reason := c.r.acceptEvent(ctx, c, m)
 	c.send(okMessage(id, ok, reason))
+	c.r.observer.EventAnswered(ok, reason, time.Since(start))
 }
 
 func (r *Relay) acceptEvent(ctx context.Context, c *conn, m message) (bool, string) {

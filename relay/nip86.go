@@ -1,28 +1,71 @@
 package relay
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
+	"mime"
 	"net/http"
+	"net/url"
+	"slices"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/dgraph-io/badger/v4"
-	"github.com/fiatjaf/khatru"
 	"github.com/nbd-wtf/go-nostr/nip11"
 	"github.com/nbd-wtf/go-nostr/nip86"
 	"github.com/outpost-relay/outpost"
+	"github.com/outpost-relay/outpost/httpapi"
 	"github.com/outpost-relay/outpost/nip98"
 	"github.com/outpost-relay/outpost/pubkey"
 	"github.com/outpost-relay/outpost/store"
 )
 
-// management is NIP-86 relay management, backed by the ban-list service.
+// NIP-86 relay management is outpost's own: the request's NIP-98 header is
+// checked once, by package nip98 (one ±60 s window, u, method, payload,
+// replay), then the method runs through Moderation. khatru's handler is
+// never used: it checks a narrower window after spending the token, and
+// answers refusals with 200.
+
+// Moderation is what NIP-86 management does its work through (the ban
+// list): each method is the NIP-86 method of its name; actor names the admin
+// for the audit log. Audit records a change the relay makes itself (its
+// NIP-11 fields) in the transaction that makes it.
+type Moderation interface {
+	BanPubKey(ctx context.Context, actor, pubkey, reason string) error
+	UnbanPubKey(ctx context.Context, actor, pubkey string) error
+	ListBannedPubKeys(ctx context.Context) ([]nip86.PubKeyReason, error)
+	AllowPubKey(ctx context.Context, actor, pubkey, reason string) error
+	UnallowPubKey(ctx context.Context, actor, pubkey string) error
+	ListAllowedPubKeys(ctx context.Context) ([]nip86.PubKeyReason, error)
+
+	BanEvent(ctx context.Context, actor, id, reason string) error
+	UnbanEvent(ctx context.Context, actor, id string) error
+	AllowEvent(ctx context.Context, actor, id, reason string) error
+	UnallowEvent(ctx context.Context, actor, id string) error
+	ListBannedEvents(ctx context.Context) ([]nip86.IDReason, error)
+	ListAllowedEvents(ctx context.Context) ([]nip86.IDReason, error)
+	ListEventsNeedingModeration(ctx context.Context) ([]nip86.IDReason, error)
+
+	AllowKind(ctx context.Context, actor string, kind int) error
+	DisallowKind(ctx context.Context, actor string, kind int) error
+	ListAllowedKinds(ctx context.Context) ([]int, error)
+	ListDisallowedKinds(ctx context.Context) ([]int, error)
+
+	BlockIP(ctx context.Context, actor, ip, reason string) error
+	UnblockIP(ctx context.Context, actor, ip string) error
+	ListBlockedIPs(ctx context.Context) ([]nip86.IPReason, error)
+
+	Audit(txn *badger.Txn, actor, action, target string, before, after any) error
+}
+
+// management serves NIP-86.
 type management struct {
 	admins   map[string]bool
 	verifier *nip98.Verifier
+	svc      Moderation
+	methods  map[string]method
 
 	mu   sync.RWMutex
 	info relayInfo // name, description and icon as changed over NIP-86
@@ -36,25 +79,20 @@ type relayInfo struct {
 
 var relayInfoKey = store.Key(store.PrefixRelay, 0x01)
 
-const maxNIP86Body = 64 << 10
+const (
+	maxNIP86Body     = 64 << 10
+	nip86ContentType = "application/nostr+json+rpc"
+	maxRelayName     = 100
+	maxRelayDesc     = 2000
+)
 
-// Moderation is what NIP-86 management does its work through (the ban
-// list): each method is the NIP-86 method of its name; actor names the
-// admin for the audit log.
-type Moderation interface {
-	BanPubKey(ctx context.Context, actor, pubkey, reason string) error
-	AllowPubKey(ctx context.Context, actor, pubkey string) error
-	ListBannedPubKeys(ctx context.Context) ([]nip86.PubKeyReason, error)
-	ListEventsNeedingModeration(ctx context.Context) ([]nip86.IDReason, error)
-	BanEvent(ctx context.Context, actor, id, reason string) error
-	AllowEvent(ctx context.Context, actor, id string) error
-	ListBannedEvents(ctx context.Context) ([]nip86.IDReason, error)
-}
+// method is one NIP-86 method: it reads its params and does its work.
+type method func(ctx context.Context, actor string, p params) (any, error)
 
-// EnableManagement serves NIP-86 to the given admins (hex pubkeys), applying
-// bans and event removals through svc so they are audited and enforced at once.
+// EnableManagement serves NIP-86 to the given admins (hex pubkeys), doing
+// the work through svc so every change is audited and enforced at once.
 func (r *Relay) EnableManagement(svc Moderation, admins []string) error {
-	m := &management{admins: map[string]bool{}, verifier: nip98.NewVerifier(0, nil)}
+	m := &management{admins: map[string]bool{}, verifier: nip98.NewVerifier(nip98.DefaultWindow, nil), svc: svc}
 	for _, a := range admins {
 		m.admins[a] = true
 	}
@@ -64,127 +102,287 @@ func (r *Relay) EnableManagement(svc Moderation, admins []string) error {
 	}); err != nil {
 		return err
 	}
+	m.methods = map[string]method{
+		"banpubkey":                   withPubKey(svc.BanPubKey),
+		"unbanpubkey":                 withPubKey(dropReason(svc.UnbanPubKey)),
+		"listbannedpubkeys":           list(svc.ListBannedPubKeys),
+		"allowpubkey":                 withPubKey(svc.AllowPubKey),
+		"unallowpubkey":               withPubKey(dropReason(svc.UnallowPubKey)),
+		"listallowedpubkeys":          list(svc.ListAllowedPubKeys),
+		"banevent":                    withEventID(svc.BanEvent),
+		"unbanevent":                  withEventID(dropReason(svc.UnbanEvent)),
+		"allowevent":                  withEventID(svc.AllowEvent),
+		"unallowevent":                withEventID(dropReason(svc.UnallowEvent)),
+		"listbannedevents":            list(svc.ListBannedEvents),
+		"listallowedevents":           list(svc.ListAllowedEvents),
+		"listeventsneedingmoderation": list(svc.ListEventsNeedingModeration),
+		"allowkind":                   withKind(svc.AllowKind),
+		"disallowkind":                withKind(svc.DisallowKind),
+		"listallowedkinds":            list(svc.ListAllowedKinds),
+		"listdisallowedkinds":         list(svc.ListDisallowedKinds),
+		"blockip":                     withIP(svc.BlockIP),
+		"unblockip":                   withIP(dropReason(svc.UnblockIP)),
+		"listblockedips":              list(svc.ListBlockedIPs),
+		"changerelayname":             r.changeInfo("name", maxRelayName, func(i *relayInfo) *string { return &i.Name }),
+		"changerelaydescription":      r.changeInfo("description", maxRelayDesc, func(i *relayInfo) *string { return &i.Description }),
+		"changerelayicon":             r.changeInfo("icon", 0, func(i *relayInfo) *string { return &i.Icon }),
+	}
+	supported := []string{"supportedmethods"}
+	for name := range m.methods {
+		supported = append(supported, name)
+	}
+	slices.Sort(supported)
+	m.methods["supportedmethods"] = func(context.Context, string, params) (any, error) { return supported, nil }
 	r.nip86 = m
-	actor := func(ctx context.Context) string { return "nip86:" + pubkey.NPub(khatru.GetAuthed(ctx)) }
 
-	api := &r.Relay.ManagementAPI
-	api.RejectAPICall = append(api.RejectAPICall, func(ctx context.Context, _ nip86.MethodParams) (bool, string) {
-		if !m.admins[khatru.GetAuthed(ctx)] {
-			return true, "restricted: not a relay admin"
-		}
-		return false, ""
-	})
-	api.BanPubKey = func(ctx context.Context, pk, reason string) error {
-		return clientError(svc.BanPubKey(ctx, actor(ctx), pk, reason))
-	}
-	api.AllowPubKey = func(ctx context.Context, pk, _ string) error {
-		return clientError(svc.AllowPubKey(ctx, actor(ctx), pk))
-	}
-	api.ListBannedPubKeys = func(ctx context.Context) ([]nip86.PubKeyReason, error) {
-		out, err := svc.ListBannedPubKeys(ctx)
-		return out, clientError(err)
-	}
-	api.ListEventsNeedingModeration = func(ctx context.Context) ([]nip86.IDReason, error) {
-		out, err := svc.ListEventsNeedingModeration(ctx)
-		return out, clientError(err)
-	}
-	api.BanEvent = func(ctx context.Context, id, reason string) error {
-		return clientError(svc.BanEvent(ctx, actor(ctx), id, reason))
-	}
-	api.AllowEvent = func(ctx context.Context, id, _ string) error {
-		return clientError(svc.AllowEvent(ctx, actor(ctx), id))
-	}
-	api.ListBannedEvents = func(ctx context.Context) ([]nip86.IDReason, error) {
-		out, err := svc.ListBannedEvents(ctx)
-		return out, clientError(err)
-	}
-	api.ChangeRelayName = func(ctx context.Context, v string) error {
-		return r.changeInfo(func(i *relayInfo) { i.Name = v })
-	}
-	api.ChangeRelayDescription = func(ctx context.Context, v string) error {
-		return r.changeInfo(func(i *relayInfo) { i.Description = v })
-	}
-	api.ChangeRelayIcon = func(ctx context.Context, v string) error {
-		return r.changeInfo(func(i *relayInfo) { i.Icon = v })
-	}
 	r.Relay.OverwriteRelayInformation = append(r.Relay.OverwriteRelayInformation,
 		func(_ context.Context, _ *http.Request, info nip11.RelayInformationDocument) nip11.RelayInformationDocument {
 			m.mu.RLock()
 			defer m.mu.RUnlock()
-			if m.info.Name != "" {
-				info.Name = m.info.Name
-			}
-			if m.info.Description != "" {
-				info.Description = m.info.Description
-			}
-			if m.info.Icon != "" {
-				info.Icon = m.info.Icon
-			}
+			info.Name = cmpOr(m.info.Name, info.Name)
+			info.Description = cmpOr(m.info.Description, info.Description)
+			info.Icon = cmpOr(m.info.Icon, info.Icon)
 			return info
 		})
 	r.Info.AddSupportedNIP(86)
 	return nil
 }
 
-func (r *Relay) changeInfo(change func(*relayInfo)) error {
-	m := r.nip86
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	next := m.info
-	change(&next)
-	if err := r.store.DB.Update(func(txn *badger.Txn) error { return store.PutJSON(txn, relayInfoKey, next) }); err != nil {
-		return err
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
 	}
-	m.info = next
-	return nil
+	return b
 }
 
-// clientError keeps internal causes out of NIP-86 answers.
-func clientError(err error) error {
-	if err == nil {
-		return nil
-	}
-	if e := outpost.AsError(err); e != nil && e.Kind != outpost.Internal {
-		return e
-	}
-	return outpost.Errorf(outpost.Internal, "internal", "internal error")
+// params are a request's parameters, read by position.
+type params []json.RawMessage
+
+func invalidParam(i int, format string, args ...any) error {
+	return outpost.Errorf(outpost.Invalid, "invalid_params", format, args...).With("param", i)
 }
 
-// serveNIP86 checks what khatru's handler does not (event kind, method, a
-// two-sided time window, replays, and that the signer is an admin) before
-// handing the request to it.
+// str is the string at i; optional ones may be missing or null.
+func (p params) str(i int, optional bool) (string, error) {
+	if i >= len(p) || string(p[i]) == "null" {
+		if optional {
+			return "", nil
+		}
+		return "", invalidParam(i, "parameter %d is missing", i+1)
+	}
+	var s string
+	if err := json.Unmarshal(p[i], &s); err != nil {
+		return "", invalidParam(i, "parameter %d must be a string", i+1)
+	}
+	return s, nil
+}
+
+// subjectAndReason reads [<subject>, <optional reason>].
+func (p params) subjectAndReason() (string, string, error) {
+	subject, err := p.str(0, false)
+	if err != nil {
+		return "", "", err
+	}
+	reason, err := p.str(1, true)
+	return subject, strings.TrimSpace(reason), err
+}
+
+type change func(ctx context.Context, actor, subject, reason string) error
+
+// dropReason adapts a removal, which takes no reason, to a change.
+func dropReason(f func(ctx context.Context, actor, subject string) error) change {
+	return func(ctx context.Context, actor, subject, _ string) error { return f(ctx, actor, subject) }
+}
+
+// withPubKey is a method on [<pubkey>, <optional reason>]; the key may be
+// hex (as NIP-86 has it) or an npub.
+func withPubKey(f change) method {
+	return func(ctx context.Context, actor string, p params) (any, error) {
+		s, reason, err := p.subjectAndReason()
+		if err != nil {
+			return nil, err
+		}
+		pk, err := pubkey.Parse(s)
+		if err != nil {
+			return nil, invalidParam(0, "%.80q is not a public key (64 hex characters or an npub)", s)
+		}
+		return true, f(ctx, actor, pk, reason)
+	}
+}
+
+// withEventID is a method on [<event id>, <optional reason>].
+func withEventID(f change) method {
+	return func(ctx context.Context, actor string, p params) (any, error) {
+		id, reason, err := p.subjectAndReason()
+		if err != nil {
+			return nil, err
+		}
+		if id = strings.ToLower(id); !isHex(id, 64) {
+			return nil, invalidParam(0, "%.80q is not an event id (64 hex characters)", id)
+		}
+		return true, f(ctx, actor, id, reason)
+	}
+}
+
+// withIP is a method on [<address or CIDR>, <optional reason>].
+func withIP(f change) method {
+	return func(ctx context.Context, actor string, p params) (any, error) {
+		ip, reason, err := p.subjectAndReason()
+		if err != nil {
+			return nil, err
+		}
+		return true, f(ctx, actor, ip, reason)
+	}
+}
+
+// withKind is a method on [<kind number>].
+func withKind(f func(ctx context.Context, actor string, kind int) error) method {
+	return func(ctx context.Context, actor string, p params) (any, error) {
+		var kind int
+		if len(p) == 0 || json.Unmarshal(p[0], &kind) != nil || kind < 0 || kind > 65535 {
+			return nil, invalidParam(0, "parameter 1 must be a kind, a whole number from 0 to 65535")
+		}
+		return true, f(ctx, actor, kind)
+	}
+}
+
+// list is a method without params that lists something.
+func list[T any](f func(ctx context.Context) ([]T, error)) method {
+	return func(ctx context.Context, _ string, _ params) (any, error) {
+		out, err := f(ctx)
+		if out == nil {
+			out = []T{}
+		}
+		return out, err
+	}
+}
+
+// changeInfo is a method that sets one NIP-11 field ([<value>]): audited,
+// persisted and served at once. An empty value goes back to the configured one.
+func (r *Relay) changeInfo(field string, maxLen int, of func(*relayInfo) *string) method {
+	return func(ctx context.Context, actor string, p params) (any, error) {
+		v, err := p.str(0, false)
+		if err != nil {
+			return nil, err
+		}
+		v = strings.TrimSpace(v)
+		if maxLen > 0 && utf8.RuneCountInString(v) > maxLen {
+			return nil, invalidParam(0, "the %s is longer than %d characters", field, maxLen)
+		}
+		if field == "icon" && v != "" {
+			if u, err := url.Parse(v); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+				return nil, invalidParam(0, "the icon must be an http(s) URL")
+			}
+		}
+		m := r.nip86
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		next := m.info
+		before := *of(&next)
+		*of(&next) = v
+		err = store.Update(r.store.DB, func(txn *badger.Txn) error {
+			if err := store.PutJSON(txn, relayInfoKey, next); err != nil {
+				return err
+			}
+			return m.svc.Audit(txn, actor, "relay."+field, "relay", before, v)
+		})
+		if err != nil {
+			return nil, err
+		}
+		m.info = next
+		return true, nil
+	}
+}
+
+// rpcReply is a NIP-86 answer: a result, or an error that starts with a
+// code ("unauthorized: …", "invalid_params: …"), with the error's details.
+type rpcReply struct {
+	Result  any            `json:"result,omitempty"`
+	Error   string         `json:"error,omitempty"`
+	Details map[string]any `json:"details,omitempty"`
+}
+
+// serveNIP86 answers a NIP-86 request: 401 for a missing or refused NIP-98
+// header, 403 for a signer who is not an admin, the error's status for a
+// call that fails, 200 with the result otherwise. Every answer is JSON.
 func (r *Relay) serveNIP86(w http.ResponseWriter, req *http.Request) {
-	reply := func(status int, msg string) {
-		w.Header().Set("Content-Type", "application/nostr+json+rpc")
+	reply := func(err error, result any) {
+		status, body := http.StatusOK, rpcReply{Result: result}
+		if err != nil {
+			e := outpost.AsError(err)
+			if e == nil || e.Kind == outpost.Internal {
+				r.log.Error("relay: NIP-86 call failed", "err", err)
+				e = outpost.Errorf(outpost.Internal, "internal_error", "internal error")
+			}
+			status, body = httpapi.StatusOf(e), rpcReply{Error: e.Code + ": " + e.Message, Details: e.Details}
+		}
+		if status == http.StatusUnauthorized {
+			w.Header().Set("WWW-Authenticate", "Nostr")
+		}
+		w.Header().Set("Content-Type", nip86ContentType)
 		w.WriteHeader(status)
-		json.NewEncoder(w).Encode(nip86.Response{Error: msg})
+		json.NewEncoder(w).Encode(body)
 	}
 	m := r.nip86
 	if m == nil {
-		reply(http.StatusNotFound, "relay management is not enabled")
+		reply(outpost.Errorf(outpost.NotFound, "not_found", "relay management (NIP-86) is not enabled on this relay"), nil)
 		return
 	}
 	if req.Method != http.MethodPost {
-		reply(http.StatusMethodNotAllowed, "NIP-86 requests are POSTs")
+		w.Header().Set("Allow", http.MethodPost)
+		w.Header().Set("Content-Type", nip86ContentType)
+		w.WriteHeader(http.StatusMethodNotAllowed)
+		json.NewEncoder(w).Encode(rpcReply{Error: "method_not_allowed: NIP-86 requests are POSTs"})
 		return
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, req.Body, maxNIP86Body))
 	if err != nil {
-		reply(http.StatusRequestEntityTooLarge, "request too large")
+		reply(outpost.Errorf(outpost.TooLarge, "body_too_large", "a NIP-86 request is at most %d bytes", maxNIP86Body), nil)
 		return
 	}
-	ws := "ws" + strings.TrimPrefix(r.url, "http")
+	var call struct {
+		Method string            `json:"method"`
+		Params []json.RawMessage `json:"params"`
+	}
+	badCall := json.Unmarshal(body, &call)
+	// NIP-86: the u tag is the relay's URL; its http(s) and ws(s) spellings
+	// are the same URL, and clients use both.
 	pk, err := m.verifier.Verify(req.Header.Get("Authorization"), nip98.Request{
-		Method: http.MethodPost, URLs: []string{r.url, r.url + "/", ws, ws + "/"}, Body: body,
+		Method: http.MethodPost, URLs: []string{r.url, r.wsURL}, Body: body,
+		Reusable: badCall == nil && readOnly(call.Method),
 	})
 	if err != nil {
-		reply(http.StatusUnauthorized, "unauthorized: "+outpost.AsError(err).Message)
+		reply(err, nil)
 		return
 	}
 	if !m.admins[pk] {
-		reply(http.StatusForbidden, "restricted: not a relay admin")
+		reply(outpost.Errorf(outpost.Forbidden, "forbidden", "%s is not an admin of this relay", pubkey.NPub(pk)), nil)
 		return
 	}
-	req.Body = io.NopCloser(bytes.NewReader(body))
-	r.Relay.ServeHTTP(w, req)
+	if badCall != nil {
+		reply(outpost.Errorf(outpost.Invalid, "invalid_request", `the body must be {"method": "<name>", "params": [...]}`), nil)
+		return
+	}
+	f, ok := m.methods[call.Method]
+	if !ok {
+		reply(outpost.Errorf(outpost.Invalid, "unsupported_method", "method %.80q is not supported (see supportedmethods)", call.Method), nil)
+		return
+	}
+	result, err := f(req.Context(), "nip86:"+pubkey.NPub(pk), call.Params)
+	if err != nil {
+		result = nil
+	}
+	reply(err, result)
+}
+
+// readOnly tells the methods that change nothing; their NIP-98 events may
+// be used again (nip98.Request.Reusable).
+func readOnly(method string) bool {
+	return method == "supportedmethods" || strings.HasPrefix(method, "list")
+}
+
+// isNIP86 tells a NIP-86 request by its content type (parameters allowed).
+func isNIP86(req *http.Request) bool {
+	mt, _, err := mime.ParseMediaType(req.Header.Get("Content-Type"))
+	return err == nil && mt == nip86ContentType
 }

@@ -3,6 +3,7 @@ package relay
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"crypto/sha1"
 	"encoding/base64"
 	"encoding/json"
@@ -10,7 +11,7 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/url"
+
 	"strings"
 	"testing"
 	"time"
@@ -130,8 +131,10 @@ func TestWriteFrames(t *testing.T) {
 		writeFrames(server, frames, 5*time.Second)
 		io.Copy(io.Discard, server) // the client's pong
 	}()
-	u, _ := url.Parse("ws://relay.test/")
-	ws, _, err := websocket.NewClient(client, u, nil, 0, 0)
+	d := websocket.Dialer{NetDialContext: func(context.Context, string, string) (net.Conn, error) { return client, nil }}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	ws, _, err := d.DialContext(ctx, "ws://relay.test/", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/nbd-wtf/go-nostr/nip40"
 	"github.com/outpost-relay/outpost"
+	"github.com/outpost-relay/outpost/httpapi"
 	"github.com/outpost-relay/outpost/policies"
 	"github.com/outpost-relay/outpost/ratelimit"
 	"github.com/outpost-relay/outpost/store"
@@ -43,6 +44,7 @@ type Config struct {
 	// ClientIP says who a request comes from (the socket address, or
 	// X-Forwarded-For from a trusted proxy); nil or "": the socket address.
 	ClientIP func(*http.Request) string
+	Observer Observer // told about every answer, for metrics; nil: nobody
 
 	OutboxBytes  int           // bytes queued for one client before it is dropped; 0: 4 MiB
 	WriteTimeout time.Duration // a write making no progress this long drops the client; 0: 10 s
@@ -85,6 +87,9 @@ type Relay struct {
 	conns   map[net.Conn]struct{} // hijacked websocket connections
 	closing bool
 
+	observer Observer
+	counters counters
+
 	nip86 *management // nil until EnableManagement
 	gate  gate        // store calls in flight; closed at shutdown
 }
@@ -108,6 +113,9 @@ func New(cfg Config) *Relay {
 		writeTimeout: cmp.Or(cfg.WriteTimeout, defaultWriteTimeout),
 		pingInterval: cmp.Or(cfg.PingInterval, defaultPingInterval),
 		clients:      map[*conn]struct{}{}, perIP: map[string]int{}, conns: map[net.Conn]struct{}{}}
+	if r.observer = cfg.Observer; r.observer == nil {
+		r.observer = noObserver{}
+	}
 	rl.Log = slog.NewLogLogger(cfg.Log.With("component", "khatru").Handler(), slog.LevelWarn)
 	rl.ServiceURL = url
 
@@ -125,6 +133,9 @@ func New(cfg Config) *Relay {
 		return ev.QueryEvents(ctx, f)
 	}))
 
+	if cfg.BanList != nil {
+		cfg.BanList.WatchIPs(r.expelBlocked)
+	}
 	rl.RejectEvent = append(rl.RejectEvent, rejectExpired)
 	rl.RejectEvent = append(rl.RejectEvent, banPolicies(cfg.BanList)...)
 	rl.RejectEvent = append(rl.RejectEvent, r.rejectDeleted)
@@ -161,9 +172,8 @@ func (r *Relay) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		r.serveWebsocket(w, req)
 	case req.Header.Get("Accept") == "application/nostr+json":
 		r.serveNIP11(w, req)
-	case req.Header.Get("Content-Type") == "application/nostr+json+rpc":
-		req.Header.Del("Upgrade") // khatru's ServeHTTP, which NIP-86 goes through, must never upgrade
-		r.serveNIP86(w, req)
+	case isNIP86(req):
+		httpapi.CORS(http.HandlerFunc(r.serveNIP86)).ServeHTTP(w, req)
 	case req.Header.Get("Upgrade") != "":
 		http.Error(w, "not a websocket handshake", http.StatusBadRequest)
 	default: // CORS preflights (for NIP-86 from browsers), and 404
@@ -182,9 +192,12 @@ func (r *Relay) serveWebsocket(w http.ResponseWriter, req *http.Request) {
 	}
 	if status, msg := r.admit(ip); status != 0 {
 		code := "unavailable"
-		if status == http.StatusTooManyRequests {
+		switch status {
+		case http.StatusTooManyRequests:
 			code = "rate_limit_exceeded"
 			w.Header().Set("Retry-After", "60")
+		case http.StatusForbidden:
+			code = "ip_blocked"
 		}
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(status)
@@ -220,11 +233,50 @@ func (r *Relay) admit(ip string) (status int, msg string) {
 	if r.closing {
 		return http.StatusServiceUnavailable, "the relay is shutting down"
 	}
+	if r.ipBlocked(ip) {
+		return http.StatusForbidden, ipBlockedMessage
+	}
 	if max := r.limits.ConnectionsPerIP; max > 0 && r.perIP[ip] >= max {
+		r.counters.connectionsRefused.Add(1)
 		return http.StatusTooManyRequests, fmt.Sprintf("too many connections from your address (at most %d)", max)
 	}
 	r.perIP[ip]++
 	return 0, ""
+}
+
+// ipBlockedMessage tells a client why its address is refused; the
+// operator's reason for the block stays with the operator.
+const ipBlockedMessage = "blocked: your address is blocked by this relay"
+
+func (r *Relay) ipBlocked(ip string) bool {
+	if r.banList == nil {
+		return false
+	}
+	_, blocked := r.banList.IPBlocked(ip)
+	return blocked
+}
+
+func (r *Relay) ipVersion() uint64 {
+	if r.banList == nil {
+		return 0
+	}
+	return r.banList.IPVersion()
+}
+
+// expelBlocked ends the connections of clients whose address was just
+// blocked (the ban list calls it after every change of blocked addresses).
+func (r *Relay) expelBlocked() {
+	r.mu.Lock()
+	var out []*conn
+	for c := range r.clients {
+		if r.ipBlocked(c.ip) {
+			out = append(out, c)
+		}
+	}
+	r.mu.Unlock()
+	for _, c := range out {
+		c.expel()
+	}
 }
 
 func (r *Relay) leave(ip string) {

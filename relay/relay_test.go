@@ -30,8 +30,15 @@ type env struct {
 	rl      *relay.Relay
 	svc     *banlist.Service
 	list    *policies.BanList
-	admin   string // secret key of the NIP-86 admin
-	service string // the service's public key
+	admin   string                     // secret key of the NIP-86 admin
+	service string                     // the service's public key
+	calls   map[string]nostr.Timestamp // NIP-86 calls made, and when
+	st      *store.Store
+}
+
+func (e *env) adminPK() string {
+	pk, _ := nostr.GetPublicKey(e.admin)
+	return pk
 }
 
 // newEnv serves a relay on a fresh store; opts adjust its configuration.
@@ -58,7 +65,7 @@ func newEnv(t *testing.T, opts ...func(*relay.Config)) *env {
 	}
 	admin := nostr.GeneratePrivateKey()
 	adminPK, _ := nostr.GetPublicKey(admin)
-	if err := rl.EnableManagement(svc, []string{adminPK}); err != nil {
+	if err := rl.EnableManagement(svc.Management(), []string{adminPK}); err != nil {
 		t.Fatal(err)
 	}
 	srv.Config.Handler = rl
@@ -71,7 +78,7 @@ func newEnv(t *testing.T, opts ...func(*relay.Config)) *env {
 		rl.CloseClients(ctx)
 		st.Close()
 	})
-	return &env{srv: srv, url: srv.URL, rl: rl, svc: svc, list: list, admin: admin, service: pk}
+	return &env{srv: srv, url: srv.URL, rl: rl, svc: svc, list: list, admin: admin, service: pk, st: st}
 }
 
 // withLimits changes the default limits.

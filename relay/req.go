@@ -3,6 +3,7 @@ package relay
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/tidwall/gjson"
@@ -12,6 +13,7 @@ import (
 // registered at once (so nothing published from now on is missed), its
 // stored events are sent, then EOSE and what arrived meanwhile.
 func (c *conn) onReq(m message) {
+	start := time.Now()
 	id, filters, ok := c.request(m)
 	if !ok {
 		c.unsubscribe(id) // a refused REQ ends a subscription it would have replaced
@@ -21,6 +23,7 @@ func (c *conn) onReq(m message) {
 	old := c.subs[id]
 	if max := c.r.limits.MaxSubscriptions; old == nil && max > 0 && len(c.subs) >= max {
 		c.mu.Unlock()
+		c.r.counters.subscriptionsRefused.Add(1)
 		c.send(closedMessage(id, fmt.Sprintf("rate-limited: %d subscriptions are open, at most %d allowed; close one first", max, max)))
 		return
 	}
@@ -32,12 +35,17 @@ func (c *conn) onReq(m message) {
 		old.close()
 	}
 	c.r.subs.add(s)
-	c.spawn(func(context.Context) { c.sendStored(s) })
+	c.spawn(func(context.Context) {
+		if c.sendStored(s) {
+			c.r.observer.ReqAnswered(time.Since(start))
+		}
+	})
 }
 
 // sendStored sends a subscription's stored events, each once, each frame
-// the stored JSON with the subscription id spliced in, then makes it live.
-func (c *conn) sendStored(s *sub) {
+// the stored JSON with the subscription id spliced in, then makes it live;
+// false when the subscription ended first.
+func (c *conn) sendStored(s *sub) bool {
 	sent := map[string]struct{}{}
 	stored := storedFrames{out: c.out, head: s.head}
 	for _, f := range s.filters {
@@ -53,16 +61,17 @@ func (c *conn) sendStored(s *sub) {
 			return stored.add(raw)
 		})
 		if s.ctx.Err() != nil {
-			return // closed, replaced or disconnected
+			return false // closed, replaced or disconnected
 		}
 		if err != nil {
 			c.r.log.Warn("relay: reading stored events", "filter", f.String(), "err", err)
 			c.endSub(s, "error: could not read stored events")
-			return
+			return false
 		}
 	}
 	stored.flush()
 	s.goLive(sent)
+	return true
 }
 
 // storedFrames queues a REQ's stored events about batchBytes at a time:

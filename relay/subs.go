@@ -100,6 +100,12 @@ func (g *registry) add(s *sub) {
 	g.mu.Unlock()
 }
 
+func (g *registry) len() int {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	return len(g.subs)
+}
+
 func (g *registry) remove(s *sub) {
 	g.mu.Lock()
 	delete(g.subs, s)

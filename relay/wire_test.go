@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -28,13 +29,19 @@ type wire struct {
 // the socket's receive buffer (a small one makes a stalled reader stall soon).
 func dialWire(t *testing.T, url string, rcvBuf int) *wire {
 	t.Helper()
+	return dialWireWith(t, url, rcvBuf, nil)
+}
+
+// dialWireWith dials with extra handshake headers.
+func dialWireWith(t *testing.T, url string, rcvBuf int, h http.Header) *wire {
+	t.Helper()
 	d := websocket.Dialer{HandshakeTimeout: 10 * time.Second}
 	if rcvBuf > 0 {
 		d.NetDialContext = relaytest.SmallReceiveBuffer(rcvBuf)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	c, resp, err := d.DialContext(ctx, wsURL(url), nil)
+	c, resp, err := d.DialContext(ctx, wsURL(url), h)
 	if err != nil {
 		t.Fatalf("dial %s: %v (%v)", url, err, resp)
 	}

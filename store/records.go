@@ -48,8 +48,22 @@ var ErrWriteConflict = outpost.Errorf(outpost.Conflict, "write_conflict", "the r
 // off for a random few milliseconds, growing with each attempt, which
 // spreads them out instead of letting them collide again in lockstep. After
 // maxAttempts (about ten seconds of backing off at worst) the conflict is
-// ErrWriteConflict.
+// ErrWriteConflict. While the disk is low on space it writes nothing and
+// returns ErrStorageFull.
 func Update(db *badger.DB, fn func(txn *badger.Txn) error) error {
+	if !writable(db, recordCost) {
+		return ErrStorageFull
+	}
+	return Record(db, fn)
+}
+
+// Record is Update for a write that records what has already happened
+// elsewhere — a payment the mint made, ecash it signed, an attempt that
+// failed — and so goes ahead while the disk is low: refusing it would lose
+// track of money, and the few such writes in flight when writes stop fit in
+// the room the minimum keeps. Everything that starts something goes through
+// Update.
+func Record(db *badger.DB, fn func(txn *badger.Txn) error) error {
 	for attempt := 1; ; attempt++ {
 		err := db.Update(fn)
 		switch {

@@ -12,11 +12,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/dgraph-io/badger/v4"
+	"github.com/outpost-relay/outpost/diskspace"
 	"github.com/outpost-relay/outpost/events"
+	"github.com/outpost-relay/outpost/settings"
 )
 
 // Key prefixes of domain records. Each service subdivides its own with a
@@ -41,6 +44,9 @@ var ErrLocked = errors.New("the database is in use by another outpost process")
 type Store struct {
 	Events *events.Store
 	DB     *badger.DB
+
+	space *diskspace.Watcher // the free-space gate of every write (see space.go)
+	stop  context.CancelFunc // stops the watcher
 }
 
 // Open opens the store in dataDir with the default settings.
@@ -49,9 +55,22 @@ func Open(dataDir string, log *slog.Logger) (*Store, error) {
 }
 
 // Open opens (or creates) <dataDir>/badger and moves events still in
-// eventstore's layout into the event store's.
+// eventstore's layout into the event store's. It refuses to when the
+// filesystem has less than MinFreeSpace free: badger writes as it opens, and
+// on a full disk it dies of SIGBUS doing so.
 func (s Settings) Open(dataDir string, log *slog.Logger) (*Store, error) {
 	path := filepath.Join(dataDir, "badger")
+	if err := os.MkdirAll(path, 0o700); err != nil {
+		return nil, err
+	}
+	space, err := diskspace.New(path, int64(s.MinFreeSpace), log.With("component", "diskspace"))
+	if err != nil {
+		return nil, err
+	}
+	if st := space.Status(); st.Low {
+		return nil, fmt.Errorf("%w: %s has %v free, less than the %v outpost keeps free (--min-free-space, OUTPOST_MIN_FREE_SPACE); free some space and start again",
+			ErrStorageFull, dataDir, settings.Bytes(st.Free), settings.Bytes(st.Min))
+	}
 	db, err := badger.Open(s.badgerOptions(path, log))
 	if err != nil {
 		if isLockError(err) {
@@ -64,11 +83,62 @@ func (s Settings) Open(dataDir string, log *slog.Logger) (*Store, error) {
 		db.Close()
 		return nil, err
 	}
-	return &Store{Events: ev, DB: db}, nil
+	ev.LimitWrites(func(n int) bool { return space.Allow(int64(n)) }, errEventsRefused)
+	gates.Store(db, space)
+	ctx, stop := context.WithCancel(context.Background())
+	go space.Run(ctx, checkEvery)
+	return &Store{Events: ev, DB: db, space: space, stop: stop}, nil
+}
+
+// memTableSize is badger's memtable: 16 MiB instead of its default 64 MiB.
+// badger memory-maps every file it writes (memtable logs, tables, value
+// logs), and a write to a mapping on a full disk is a SIGBUS, so what it
+// may still write after our writes stop must fit in MinFreeSpace: its
+// memtables flushed to tables (at the latest at Close), and the level-0
+// compaction that follows (five tables of a memtable each). With 64 MiB
+// memtables that is some 400 MB; with 16 MiB about 100 MB, for slower
+// sustained ingest (BenchmarkIngest; see README, "Running out of disk").
+const memTableSize = 16 << 20
+
+// numMemtables is how many memtables badger keeps at most: the one being
+// written and two being flushed (badger's default, five, let the heap hold
+// 64 MiB arenas by the five with its default size).
+const numMemtables = 3
+
+// badgerOptions are badger's defaults sized for a relay on a small machine.
+// badger's defaults (64 MiB memtables, five of them, a 256 MiB block cache)
+// let a relay that had taken 200,000 notes hold 520 MiB of anonymous memory:
+// the memtables' arenas and the cache are Go heap, and the collector lets
+// the heap grow to twice what is live. Here: small memtables (see
+// memTableSize), at most numMemtables, a CacheSize block cache (32 MiB
+// served the benchmark's REQs from the cache as 256 MiB did), no metrics
+// (badger's expvar counters cost 6% of a REQ's CPU), and 64 MiB value logs:
+// badger creates each one as a sparse file of twice that size (2 GiB by
+// default), which misleads anyone reading ls or checking quotas, and only
+// values over 1 MiB are written to it.
+func (s Settings) badgerOptions(path string, log *slog.Logger) badger.Options {
+	return badger.DefaultOptions(path).
+		WithLogger(badgerLogger{log.With("component", "badger")}).
+		WithLoggingLevel(badger.WARNING).
+		WithMemTableSize(memTableSize).
+		WithNumMemtables(numMemtables).
+		WithBlockCacheSize(int64(s.CacheSize)).
+		WithMetricsEnabled(false).
+		WithValueLogFileSize(64 << 20)
 }
 
 // Close closes the database; call it after everything else has stopped.
-func (s *Store) Close() error { return s.DB.Close() }
+func (s *Store) Close() error {
+	s.stop()
+	gates.Delete(s.DB)
+	return s.DB.Close()
+}
+
+// Exists reports whether dataDir holds an outpost database.
+func Exists(dataDir string) bool {
+	_, err := os.Stat(filepath.Join(dataDir, "badger", "MANIFEST"))
+	return err == nil
+}
 
 // Check is a cheap liveness probe for /health.
 func (s *Store) Check(ctx context.Context) error {

@@ -61,7 +61,7 @@ type invoice struct {
 	Preimage string `json:"preimage"`
 	Amount   uint64 `json:"amount"`
 	Settled  bool   `json:"settled"`
-	Expiry   uint64 `json:"expiry"`
+	Expiry   int64  `json:"expiry"` // Unix time
 }
 
 type payment struct {
@@ -140,7 +140,7 @@ func (nd *Node) CreateInvoice(amount uint64) (lightning.Invoice, error) {
 	if err != nil {
 		return lightning.Invoice{}, err
 	}
-	inv := &invoice{Request: req, Hash: hash, Preimage: preimage, Amount: amount, Expiry: uint64(time.Now().Add(time.Hour).Unix())}
+	inv := &invoice{Request: req, Hash: hash, Preimage: preimage, Amount: amount, Expiry: time.Now().Add(invoiceExpiry).Unix()}
 	nd.mu.Lock()
 	nd.invoices[hash] = inv
 	nd.save()
@@ -148,8 +148,16 @@ func (nd *Node) CreateInvoice(amount uint64) (lightning.Invoice, error) {
 	return inv.public(), nil
 }
 
+// invoiceExpiry is how long an invoice can be paid: the expiry that
+// gonuts' fake invoices carry (BOLT 11's default).
+const invoiceExpiry = time.Hour
+
+// public is the invoice as gonuts sees it, whose Expiry is in seconds from
+// now (it adds them to the time to get the mint quote's expiry).
 func (i *invoice) public() lightning.Invoice {
-	return lightning.Invoice{PaymentRequest: i.Request, PaymentHash: i.Hash, Preimage: i.Preimage, Settled: i.Settled, Amount: i.Amount, Expiry: i.Expiry}
+	left := max(0, time.Until(time.Unix(i.Expiry, 0)))
+	return lightning.Invoice{PaymentRequest: i.Request, PaymentHash: i.Hash, Preimage: i.Preimage, Settled: i.Settled, Amount: i.Amount,
+		Expiry: uint64(left.Round(time.Second) / time.Second)}
 }
 
 func (nd *Node) InvoiceStatus(hash string) (lightning.Invoice, error) {
@@ -187,6 +195,8 @@ func (nd *Node) settle(hash string, amount uint64) (string, error) {
 		return "", errors.New("invoice already paid")
 	case inv.Amount != amount:
 		return "", errors.New("amount does not match the invoice")
+	case time.Now().Unix() > inv.Expiry:
+		return "", errors.New("invoice expired")
 	}
 	inv.Settled = true
 	nd.save()

@@ -6,10 +6,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/elnosh/gonuts/cashu"
 	"github.com/elnosh/gonuts/mint/lightning"
 	"github.com/elnosh/gonuts/wallet"
+	decodepay "github.com/nbd-wtf/ln-decodepay"
 )
 
 func startMint(t *testing.T, opt Options) *Mint {
@@ -158,4 +160,55 @@ func TestKeptPortTakenIsAnError(t *testing.T) {
 		t.Fatalf("a second mint on the same dir: %v", err)
 	}
 	m.Close()
+}
+
+// A mint quote (a deposit invoice) expires an hour from now, as its invoice
+// does. The node used to give gonuts an absolute time where it expects
+// seconds from now: quotes expired in the year 2083.
+func TestMintQuoteExpiresInAnHour(t *testing.T) {
+	m := startMint(t, Options{})
+	resp, err := http.Post(m.URL+"/v1/mint/quote/bolt11", "application/json", strings.NewReader(`{"amount":100,"unit":"sat"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var q struct {
+		Request string `json:"request"`
+		Expiry  int64  `json:"expiry"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&q); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("mint quote: %d %v", resp.StatusCode, err)
+	}
+	if left := time.Until(time.Unix(q.Expiry, 0)); left < 59*time.Minute || left > time.Hour {
+		t.Errorf("the quote expires at %v, in %v; want in an hour", time.Unix(q.Expiry, 0).UTC(), left)
+	}
+	inv, err := decodepay.Decodepay(q.Request)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := q.Expiry - int64(inv.CreatedAt+inv.Expiry); d < -2 || d > 2 {
+		t.Errorf("the quote expires at %d, its invoice at %d", q.Expiry, inv.CreatedAt+inv.Expiry)
+	}
+}
+
+// An expired invoice cannot be paid, as on the real network.
+func TestExpiredInvoiceCannotBePaid(t *testing.T) {
+	nd, err := NewNode("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nd.Close()
+	inv, err := nd.CreateInvoice(21)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nd.mu.Lock()
+	nd.invoices[inv.PaymentHash].Expiry = time.Now().Add(-time.Second).Unix()
+	nd.mu.Unlock()
+	if st, _ := nd.InvoiceStatus(inv.PaymentHash); st.Expiry != 0 {
+		t.Errorf("an expired invoice has %d seconds left", st.Expiry)
+	}
+	if err := nd.PayInvoice(inv.PaymentRequest); err == nil || !strings.Contains(err.Error(), "expired") {
+		t.Errorf("paying an expired invoice: %v", err)
+	}
 }

@@ -17,7 +17,7 @@ func (p *Pages) Handler(next http.Handler) http.Handler {
 	browsers := func(h http.HandlerFunc) http.HandlerFunc { return forBrowsers(p.page(h), pass) }
 
 	r := chi.NewRouter()
-	r.Use(httpapi.ClientIPMiddleware(p.cfg.TrustedProxies))
+	r.Use(httpapi.ClientIPMiddleware(p.cfg.TrustedProxies), httpapi.BlockIPs(p.cfg.BlockedIP))
 	r.NotFound(pass)
 	r.MethodNotAllowed(pass)
 

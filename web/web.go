@@ -45,6 +45,7 @@ type Config struct {
 
 	RateLimit      *ratelimit.Limiter // per client IP over every page; nil: none
 	TrustedProxies []string
+	BlockedIP      func(ip string) bool // client IPs refused every page (403); nil: none
 	// AllowPrivateIcons lets the icon proxy fetch from loopback and private
 	// addresses (OUTPOST_PROBE_ALLOW_PRIVATE, for local tests).
 	AllowPrivateIcons bool

@@ -13,6 +13,8 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -22,11 +24,14 @@ import (
 	"github.com/outpost-relay/outpost/banlist"
 	"github.com/outpost-relay/outpost/policies"
 	"github.com/outpost-relay/outpost/pubkey"
+	"github.com/outpost-relay/outpost/settings"
 	"github.com/outpost-relay/outpost/store"
 )
 
-// adminOp is a parsed admin command, ready to run against a ban-list service.
-type adminOp func(ctx context.Context, svc *banlist.Service, out io.Writer) error
+// adminOp is a parsed admin command, ready to run against a ban-list
+// service. It writes its result to out (for scripts: KEY=$(outpost apikey
+// create ...)) and anything said about it to msgs.
+type adminOp func(ctx context.Context, svc *banlist.Service, out, msgs io.Writer) error
 
 const cliActor = "cli"
 
@@ -35,7 +40,8 @@ type adminArgs struct {
 	name, role, reason, state string
 	duration                  time.Duration
 	arg                       string // the positional argument, for commands that take one
-	pubkey                    string // arg as hex, for the ban commands
+	pubkey                    string // arg as hex, for the commands on keys
+	kind                      int    // arg as a number, for the kind commands
 }
 
 // adminCommand is one admin subcommand: how it is called, its flags, a
@@ -45,7 +51,7 @@ type adminCommand struct {
 	arg      string // the positional argument it takes, "" for none
 	flags    func(fs *flag.FlagSet, a *adminArgs)
 	check    func(a *adminArgs) error
-	run      func(ctx context.Context, svc *banlist.Service, a adminArgs, out io.Writer) error
+	run      func(ctx context.Context, svc *banlist.Service, a adminArgs, out, msgs io.Writer) error
 }
 
 // adminCommands are the admin subcommands, by "command subcommand".
@@ -53,22 +59,24 @@ var adminCommands = map[string]adminCommand{
 	"apikey create": {
 		synopsis: "outpost apikey create --name N --role viewer|moderator|admin",
 		flags: func(fs *flag.FlagSet, a *adminArgs) {
-			fs.StringVar(&a.name, "name", "", "a name for the key (shown in bans and the audit log)")
-			fs.StringVar(&a.role, "role", "moderator", "viewer, moderator or admin")
+			a.role = "moderator"
+			settings.Var(fs, &a.name, "name", "a name for the key (shown in bans and the audit log)")
+			settings.Var(fs, &a.role, "role", "viewer, moderator or admin")
 		},
-		run: func(ctx context.Context, svc *banlist.Service, a adminArgs, out io.Writer) error {
+		run: func(ctx context.Context, svc *banlist.Service, a adminArgs, out, msgs io.Writer) error {
 			secret, k, err := svc.CreateKey(ctx, cliActor, a.name, banlist.Role(a.role))
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(out, "created %s key %q (id %s); it is shown only now:\n%s\n", k.Role, k.Name, k.ID, secret)
+			fmt.Fprintf(msgs, "created %s key %q (id %s); it is shown only now\n", k.Role, k.Name, k.ID)
+			fmt.Fprintln(out, secret)
 			return nil
 		},
 	},
 	"apikey list": {synopsis: "outpost apikey list", run: listKeys},
 	"apikey revoke": {
 		synopsis: "outpost apikey revoke <id|name>", arg: "id|name",
-		run: func(ctx context.Context, svc *banlist.Service, a adminArgs, out io.Writer) error {
+		run: func(ctx context.Context, svc *banlist.Service, a adminArgs, out, _ io.Writer) error {
 			k, err := svc.RevokeKey(ctx, cliActor, a.arg)
 			if err == nil {
 				fmt.Fprintf(out, "revoked key %q (id %s)\n", k.Name, k.ID)
@@ -79,15 +87,15 @@ var adminCommands = map[string]adminCommand{
 	"ban add": {
 		synopsis: "outpost ban add <npub|hex> --reason R [--duration 24h]", arg: "npub|hex",
 		flags: func(fs *flag.FlagSet, a *adminArgs) {
-			fs.StringVar(&a.reason, "reason", "", "reason for the ban")
-			fs.DurationVar(&a.duration, "duration", 0, "how long the ban lasts (default: no end)")
+			settings.Var(fs, &a.reason, "reason", "reason for the ban")
+			settings.Var(fs, &a.duration, "duration", "how long the ban lasts, e.g. 24h (default: no end)")
 		},
 		check: parseBanTarget,
 		run:   ban,
 	},
 	"ban remove": {
 		synopsis: "outpost ban remove <npub|hex>", arg: "npub|hex", check: parseBanTarget,
-		run: func(ctx context.Context, svc *banlist.Service, a adminArgs, out io.Writer) error {
+		run: func(ctx context.Context, svc *banlist.Service, a adminArgs, out, _ io.Writer) error {
 			if _, err := svc.Unban(ctx, cliActor, a.pubkey); err != nil {
 				return err
 			}
@@ -98,7 +106,8 @@ var adminCommands = map[string]adminCommand{
 	"ban list": {
 		synopsis: "outpost ban list [--state active|expired|lifted]",
 		flags: func(fs *flag.FlagSet, a *adminArgs) {
-			fs.StringVar(&a.state, "state", "active", "which bans to list; empty for all")
+			a.state = "active"
+			settings.Var(fs, &a.state, "state", "which bans to list; empty for all")
 		},
 		run: listBans,
 	},
@@ -110,9 +119,115 @@ var adminCommands = map[string]adminCommand{
 		synopsis: "outpost words remove <word or phrase>", arg: "word or phrase",
 		run: changeWord((*banlist.Service).RemoveWord, "unblocked"),
 	},
+	"allow add": {
+		synopsis: "outpost allow add <npub|hex> [--reason R]", arg: "npub|hex", flags: reasonFlag, check: parseBanTarget,
+		run: func(ctx context.Context, svc *banlist.Service, a adminArgs, out, _ io.Writer) error {
+			_, err := svc.AllowPubKey(ctx, cliActor, a.pubkey, a.reason)
+			return say(out, err, "allowed %s; while the allow list is not empty only its keys may publish\n", pubkey.NPub(a.pubkey))
+		},
+	},
+	"allow remove": {
+		synopsis: "outpost allow remove <npub|hex>", arg: "npub|hex", check: parseBanTarget,
+		run: func(ctx context.Context, svc *banlist.Service, a adminArgs, out, _ io.Writer) error {
+			_, err := svc.UnallowPubKey(ctx, cliActor, a.pubkey)
+			return say(out, err, "took %s off the allow list\n", pubkey.NPub(a.pubkey))
+		},
+	},
+	"allow list": {
+		synopsis: "outpost allow list",
+		run: func(ctx context.Context, svc *banlist.Service, _ adminArgs, out, _ io.Writer) error {
+			keys, err := svc.AllowedPubKeys(ctx)
+			rows := [][]string{{"PUBKEY", "REASON", "ADDED", "BY"}}
+			for _, k := range keys {
+				rows = append(rows, []string{pubkey.NPub(k.PubKey), k.Reason, unixTime(k.AddedAt), k.AddedBy})
+			}
+			return table(out, rows, err)
+		},
+	},
+	"ip block": {
+		synopsis: "outpost ip block <address|CIDR> [--reason R]", arg: "address|CIDR", flags: reasonFlag,
+		run: func(ctx context.Context, svc *banlist.Service, a adminArgs, out, _ io.Writer) error {
+			b, err := svc.BlockIP(ctx, cliActor, a.arg, a.reason)
+			return say(out, err, "blocked %s: the relay and the REST services refuse it\n", b.IP)
+		},
+	},
+	"ip unblock": {
+		synopsis: "outpost ip unblock <address|CIDR>", arg: "address|CIDR",
+		run: func(ctx context.Context, svc *banlist.Service, a adminArgs, out, _ io.Writer) error {
+			b, err := svc.UnblockIP(ctx, cliActor, a.arg)
+			return say(out, err, "unblocked %s\n", b.IP)
+		},
+	},
+	"ip list": {
+		synopsis: "outpost ip list",
+		run: func(ctx context.Context, svc *banlist.Service, _ adminArgs, out, _ io.Writer) error {
+			ips, err := svc.BlockedIPs(ctx)
+			rows := [][]string{{"IP", "REASON", "BLOCKED", "BY"}}
+			for _, b := range ips {
+				rows = append(rows, []string{b.IP, b.Reason, unixTime(b.BlockedAt), b.BlockedBy})
+			}
+			return table(out, rows, err)
+		},
+	},
+	"kind allow":    {synopsis: "outpost kind allow <kind>", arg: "kind", check: parseKind, run: changeKind((*banlist.Service).AllowKind, "allowed; while any kind is allowed only allowed kinds are accepted")},
+	"kind disallow": {synopsis: "outpost kind disallow <kind>", arg: "kind", check: parseKind, run: changeKind((*banlist.Service).DisallowKind, "disallowed")},
+	"kind clear":    {synopsis: "outpost kind clear <kind>", arg: "kind", check: parseKind, run: changeKind((*banlist.Service).ClearKind, "has no rule now")},
+	"kind list": {
+		synopsis: "outpost kind list",
+		run: func(ctx context.Context, svc *banlist.Service, _ adminArgs, out, _ io.Writer) error {
+			rules, err := svc.KindRules(ctx)
+			rows := [][]string{{"KIND", "RULE", "SET", "BY"}}
+			for _, r := range rules {
+				rows = append(rows, []string{strconv.Itoa(r.Kind), r.Rule, unixTime(r.SetAt), r.SetBy})
+			}
+			return table(out, rows, err)
+		},
+	},
+	"event ban": {
+		synopsis: "outpost event ban <id> [--reason R]", arg: "id", flags: reasonFlag,
+		run: func(ctx context.Context, svc *banlist.Service, a adminArgs, out, _ io.Writer) error {
+			e, err := svc.BanEvent(ctx, cliActor, a.arg, a.reason)
+			return say(out, err, "banned event %s: the relay serves it to no one\n", e.ID)
+		},
+	},
+	"event unban": {
+		synopsis: "outpost event unban <id>", arg: "id",
+		run: func(ctx context.Context, svc *banlist.Service, a adminArgs, out, _ io.Writer) error {
+			e, err := svc.UnbanEvent(ctx, cliActor, a.arg)
+			return say(out, err, "unbanned event %s\n", e.ID)
+		},
+	},
+	"event allow": {
+		synopsis: "outpost event allow <id> [--reason R]", arg: "id", flags: reasonFlag,
+		run: func(ctx context.Context, svc *banlist.Service, a adminArgs, out, _ io.Writer) error {
+			e, err := svc.AllowEvent(ctx, cliActor, a.arg, a.reason)
+			return say(out, err, "allowed event %s: served, and off the moderation queue\n", e.ID)
+		},
+	},
+	"event unallow": {
+		synopsis: "outpost event unallow <id>", arg: "id",
+		run: func(ctx context.Context, svc *banlist.Service, a adminArgs, out, _ io.Writer) error {
+			e, err := svc.UnallowEvent(ctx, cliActor, a.arg)
+			return say(out, err, "took event %s off the allow list\n", e.ID)
+		},
+	},
+	"event list": {
+		synopsis: "outpost event list [--state banned|allowed|reported]",
+		flags: func(fs *flag.FlagSet, a *adminArgs) {
+			a.state = "banned"
+			settings.Var(fs, &a.state, "state", "banned, allowed, or reported (awaiting a moderator)")
+		},
+		check: func(a *adminArgs) error {
+			if a.state != "banned" && a.state != "allowed" && a.state != "reported" {
+				return usageErrorf("event list", "--state must be banned, allowed or reported, not %q", a.state)
+			}
+			return nil
+		},
+		run: listEvents,
+	},
 	"words list": {
 		synopsis: "outpost words list",
-		run: func(ctx context.Context, svc *banlist.Service, _ adminArgs, out io.Writer) error {
+		run: func(ctx context.Context, svc *banlist.Service, _ adminArgs, out, _ io.Writer) error {
 			words, err := svc.Words(ctx)
 			for _, w := range words {
 				fmt.Fprintln(out, w.Word)
@@ -122,46 +237,80 @@ var adminCommands = map[string]adminCommand{
 	},
 }
 
-// parseAdmin parses "apikey|ban|words <sub> ..." into an operation. It
-// accepts --data-dir so the same arguments work locally and over the socket.
-func parseAdmin(args []string, stderr io.Writer) (adminOp, error) {
+// parseAdmin parses "<group> <sub> ..." (adminCommands) into an operation. It
+// accepts --data-dir so the same arguments work locally and over the
+// socket. --help prints the command's usage on stdout (flag.ErrHelp).
+func parseAdmin(args []string, stdout io.Writer) (adminOp, error) {
+	group := args[0]
 	if len(args) < 2 || strings.HasPrefix(args[1], "-") {
-		fmt.Fprint(stderr, topUsage)
-		if len(args) >= 2 && (args[1] == "-h" || args[1] == "--help") {
+		if len(args) >= 2 && isHelp(args[1]) {
+			fmt.Fprint(stdout, groupUsage(group))
 			return nil, flag.ErrHelp
 		}
-		return nil, fmt.Errorf("%s needs a subcommand", args[0])
+		return nil, usageErrorf(group, "%s needs a subcommand: %s", group, strings.Join(subcommands(group), ", "))
 	}
-	name := args[0] + " " + args[1]
+	name := group + " " + args[1]
 	cmd, ok := adminCommands[name]
 	if !ok {
-		fmt.Fprint(stderr, topUsage)
-		return nil, fmt.Errorf("unknown command %q", name)
+		return nil, usageErrorf(group, "unknown command %q; %s has %s", name, group, strings.Join(subcommands(group), ", "))
 	}
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet(name)
 	fs.String("data-dir", "./data", "data directory of the outpost to administer")
 	var a adminArgs
 	if cmd.flags != nil {
 		cmd.flags(fs, &a)
 	}
-	fs.Usage = usage(fs, stderr, cmd.synopsis)
-	if err := fs.Parse(reorder(args[2:])); err != nil {
+	fs.Usage = func() {
+		usage(fs, cmd.synopsis, func(flag string) string {
+			if flag == "data-dir" {
+				return settings.EnvName(flag)
+			}
+			return "" // the other flags are the command's own: no environment twins
+		})
+	}
+	if err := parseFlags(fs, name, reorder(args[2:]), stdout); err != nil {
 		return nil, err
 	}
-	if cmd.arg != "" {
-		if fs.NArg() != 1 {
-			fs.Usage()
-			return nil, fmt.Errorf("%s takes one argument", name)
-		}
-		a.arg = fs.Arg(0)
+	switch {
+	case cmd.arg != "" && fs.NArg() != 1:
+		return nil, usageErrorf(name, "%s takes one argument (%s), got %d", name, cmd.arg, fs.NArg())
+	case cmd.arg == "" && fs.NArg() > 0:
+		return nil, usageErrorf(name, "%s takes no arguments, got %q", name, strings.Join(fs.Args(), " "))
 	}
+	a.arg = fs.Arg(0)
 	if cmd.check != nil {
 		if err := cmd.check(&a); err != nil {
 			return nil, err
 		}
 	}
-	return func(ctx context.Context, svc *banlist.Service, out io.Writer) error { return cmd.run(ctx, svc, a, out) }, nil
+	return func(ctx context.Context, svc *banlist.Service, out, msgs io.Writer) error {
+		return cmd.run(ctx, svc, a, out, msgs)
+	}, nil
+}
+
+func isHelp(arg string) bool { return arg == "-h" || arg == "-help" || arg == "--help" }
+
+// subcommands are a group's subcommands, sorted.
+func subcommands(group string) []string {
+	var subs []string
+	for name := range adminCommands {
+		if g, sub, _ := strings.Cut(name, " "); g == group {
+			subs = append(subs, sub)
+		}
+	}
+	slices.Sort(subs)
+	return subs
+}
+
+// groupUsage lists a group's subcommands.
+func groupUsage(group string) string {
+	var b strings.Builder
+	b.WriteString("usage:\n")
+	for _, sub := range subcommands(group) {
+		fmt.Fprintf(&b, "  %s\n", adminCommands[group+" "+sub].synopsis)
+	}
+	fmt.Fprintf(&b, "\n\"outpost %s <subcommand> --help\" lists its flags. Each takes --data-dir (OUTPOST_DATA_DIR).\n", group)
+	return b.String()
 }
 
 func parseBanTarget(a *adminArgs) error {
@@ -170,13 +319,81 @@ func parseBanTarget(a *adminArgs) error {
 		return fmt.Errorf("%q: %w", a.arg, err)
 	}
 	if a.duration < 0 {
-		return errors.New("--duration must be positive")
+		return usageErrorf("ban add", "--duration must be positive")
 	}
 	a.pubkey = pk
 	return nil
 }
 
-func ban(ctx context.Context, svc *banlist.Service, a adminArgs, out io.Writer) error {
+func reasonFlag(fs *flag.FlagSet, a *adminArgs) {
+	settings.Var(fs, &a.reason, "reason", "a note for the audit log and the lists")
+}
+
+func parseKind(a *adminArgs) (err error) {
+	if a.kind, err = strconv.Atoi(a.arg); err != nil {
+		return fmt.Errorf("%q is not a kind number", a.arg)
+	}
+	return nil
+}
+
+// changeKind runs a kind rule change and says what was done.
+func changeKind(change func(*banlist.Service, context.Context, string, int) (banlist.KindRule, error), done string) func(context.Context, *banlist.Service, adminArgs, io.Writer, io.Writer) error {
+	return func(ctx context.Context, svc *banlist.Service, a adminArgs, out, _ io.Writer) error {
+		_, err := change(svc, ctx, cliActor, a.kind)
+		return say(out, err, "kind %d %s\n", a.kind, done)
+	}
+}
+
+func listEvents(ctx context.Context, svc *banlist.Service, a adminArgs, out, _ io.Writer) error {
+	var rows [][]string
+	var err error
+	switch a.state {
+	case "banned":
+		var evs []banlist.BannedEvent
+		evs, err = svc.BannedEvents(ctx)
+		rows = [][]string{{"ID", "REASON", "BANNED", "BY"}}
+		for _, e := range evs {
+			rows = append(rows, []string{e.ID, e.Reason, unixTime(e.BannedAt), e.BannedBy})
+		}
+	case "allowed":
+		var evs []banlist.AllowedEvent
+		evs, err = svc.AllowedEvents(ctx)
+		rows = [][]string{{"ID", "REASON", "ALLOWED", "BY"}}
+		for _, e := range evs {
+			rows = append(rows, []string{e.ID, e.Reason, unixTime(e.AllowedAt), e.AllowedBy})
+		}
+	default:
+		var evs []banlist.ReportedEvent
+		evs, err = svc.EventsNeedingModeration(ctx)
+		rows = [][]string{{"ID", "REPORTS", "REASONS", "LAST REPORTED"}}
+		for _, e := range evs {
+			rows = append(rows, []string{e.ID, strconv.Itoa(e.Reports), strings.Join(e.Reasons, ", "), unixTime(e.LastReportedAt)})
+		}
+	}
+	return table(out, rows, err)
+}
+
+// say prints what was done, unless err says it was not.
+func say(out io.Writer, err error, format string, args ...any) error {
+	if err == nil {
+		fmt.Fprintf(out, format, args...)
+	}
+	return err
+}
+
+// table prints rows in aligned columns, the first a header, unless err.
+func table(out io.Writer, rows [][]string, err error) error {
+	if err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	for _, r := range rows {
+		fmt.Fprintln(tw, strings.Join(r, "\t"))
+	}
+	return tw.Flush()
+}
+
+func ban(ctx context.Context, svc *banlist.Service, a adminArgs, out, _ io.Writer) error {
 	var expires *int64
 	if a.duration > 0 {
 		e := svc.ExpiresIn(int64(a.duration.Seconds()))
@@ -195,8 +412,8 @@ func ban(ctx context.Context, svc *banlist.Service, a adminArgs, out io.Writer) 
 }
 
 // changeWord runs change (AddWord or RemoveWord) and says what was done.
-func changeWord(change func(*banlist.Service, context.Context, string, string) (banlist.Word, error), done string) func(context.Context, *banlist.Service, adminArgs, io.Writer) error {
-	return func(ctx context.Context, svc *banlist.Service, a adminArgs, out io.Writer) error {
+func changeWord(change func(*banlist.Service, context.Context, string, string) (banlist.Word, error), done string) func(context.Context, *banlist.Service, adminArgs, io.Writer, io.Writer) error {
+	return func(ctx context.Context, svc *banlist.Service, a adminArgs, out, _ io.Writer) error {
 		w, err := change(svc, ctx, cliActor, a.arg)
 		if err == nil {
 			fmt.Fprintf(out, "%s %q\n", done, w.Word)
@@ -205,39 +422,31 @@ func changeWord(change func(*banlist.Service, context.Context, string, string) (
 	}
 }
 
-func listKeys(ctx context.Context, svc *banlist.Service, _ adminArgs, out io.Writer) error {
+func listKeys(ctx context.Context, svc *banlist.Service, _ adminArgs, out, _ io.Writer) error {
 	keys, err := svc.Keys(ctx)
-	if err != nil {
-		return err
-	}
-	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tNAME\tROLE\tCREATED\tREVOKED")
+	rows := [][]string{{"ID", "NAME", "ROLE", "CREATED", "REVOKED"}}
 	for _, k := range keys {
 		revoked := "-"
 		if k.RevokedAt != nil {
 			revoked = unixTime(*k.RevokedAt)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", k.ID, k.Name, k.Role, unixTime(k.CreatedAt), revoked)
+		rows = append(rows, []string{k.ID, k.Name, string(k.Role), unixTime(k.CreatedAt), revoked})
 	}
-	return tw.Flush()
+	return table(out, rows, err)
 }
 
-func listBans(ctx context.Context, svc *banlist.Service, a adminArgs, out io.Writer) error {
+func listBans(ctx context.Context, svc *banlist.Service, a adminArgs, out, _ io.Writer) error {
 	bans, err := svc.Bans(ctx, a.state, 0, 1000)
-	if err != nil {
-		return err
-	}
 	now := time.Now().Unix()
-	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "PUBKEY\tSTATE\tREASON\tEXPIRES\tBY")
+	rows := [][]string{{"PUBKEY", "STATE", "REASON", "EXPIRES", "BY"}}
 	for _, b := range bans {
 		exp := "-"
 		if b.ExpiresAt != nil {
 			exp = unixTime(*b.ExpiresAt)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", pubkey.NPub(b.PubKey), b.State(now), b.Reason, exp, b.BannedBy)
+		rows = append(rows, []string{pubkey.NPub(b.PubKey), b.State(now), b.Reason, exp, b.BannedBy})
 	}
-	return tw.Flush()
+	return table(out, rows, err)
 }
 
 // reorder puts flags before positional arguments, so "ban add npub1... --reason x" works.
@@ -262,7 +471,7 @@ func reorder(args []string) []string {
 	return append(flags, rest...)
 }
 
-func isBoolFlag(a string) bool { return a == "-h" || a == "--help" || a == "-help" }
+func isBoolFlag(a string) bool { return isHelp(a) }
 
 func unixTime(t int64) string { return time.Unix(t, 0).UTC().Format(time.RFC3339) }
 
@@ -282,41 +491,49 @@ func dataDirOf(args []string, getenv func(string) string) string {
 	return "./data"
 }
 
-// adminCLI runs an admin command in the running outpost that owns the data
-// dir (so the relay sees the change at once), or opens the data dir itself.
-func adminCLI(ctx context.Context, cmd string, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	full := append([]string{cmd}, args...)
-	op, err := parseAdmin(full, stderr)
-	if err != nil {
-		return err
-	}
-	dir, _ := filepath.Abs(dataDirOf(args, getenv))
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
+// adminCLI is the admin command group: it runs a command in the running
+// outpost that owns the data dir (so the relay sees the change at once), or
+// opens the data dir itself. It never creates one: a data dir without a
+// database is a mistyped --data-dir.
+func adminCLI(group string) func(context.Context, []string, func(string) string, io.Reader, io.Writer, io.Writer) error {
+	return func(ctx context.Context, args []string, getenv func(string) string, _ io.Reader, stdout, stderr io.Writer) error {
+		full := append([]string{group}, args...)
+		op, err := parseAdmin(full, stdout)
+		if err != nil {
+			return err
+		}
+		dir, _ := filepath.Abs(dataDirOf(args, getenv))
+		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
 
-	if out, err := execRemote(ctx, dir, full); !errors.Is(err, errNoServer) {
-		fmt.Fprint(stdout, out)
-		return err
+		if res, err := execRemote(ctx, dir, full); !errors.Is(err, errNoServer) {
+			fmt.Fprint(stdout, res.Output)
+			fmt.Fprint(stderr, res.Messages)
+			return err
+		}
+		if !store.Exists(dir) {
+			return fmt.Errorf("no outpost database in %s: point --data-dir (or OUTPOST_DATA_DIR) at the data dir outpost serves from", dir)
+		}
+		st, err := store.Open(dir, slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+		if errors.Is(err, store.ErrLocked) {
+			return fmt.Errorf("another outpost holds %s and its admin socket does not answer", dir)
+		}
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		sk, err := serviceKey(getenv("OUTPOST_SECRET_KEY"), dir)
+		if err != nil {
+			return err
+		}
+		svc, err := banlist.New(banlist.Config{DB: st.DB, Events: st.Events, List: policies.NewBanList(), SecretKey: sk,
+			Log:     slog.New(slog.NewTextHandler(io.Discard, nil)),
+			Publish: func(ctx context.Context, ev *nostr.Event) error { return st.Events.SaveEvent(ctx, ev) }})
+		if err != nil {
+			return err
+		}
+		return cliError(op(ctx, svc, stdout, stderr))
 	}
-	st, err := store.Open(dir, slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
-	if errors.Is(err, store.ErrLocked) {
-		return fmt.Errorf("another outpost holds %s and its admin socket does not answer", dir)
-	}
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	sk, err := serviceKey(getenv("OUTPOST_SECRET_KEY"), dir)
-	if err != nil {
-		return err
-	}
-	svc, err := banlist.New(banlist.Config{DB: st.DB, Events: st.Events, List: policies.NewBanList(), SecretKey: sk,
-		Log:     slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Publish: func(ctx context.Context, ev *nostr.Event) error { return st.Events.SaveEvent(ctx, ev) }})
-	if err != nil {
-		return err
-	}
-	return cliError(op(ctx, svc, stdout))
 }
 
 func cliError(err error) error {
@@ -337,13 +554,14 @@ type execRequest struct {
 }
 
 type execResult struct {
-	Output string `json:"output"`
-	Error  string `json:"error,omitempty"`
+	Output   string `json:"output"`   // the command's stdout
+	Messages string `json:"messages"` // its stderr
+	Error    string `json:"error,omitempty"`
 }
 
 // listenAdmin serves admin commands on <dataDir>/outpost.sock (mode 0600:
 // whoever can read the data dir may administer it).
-func listenAdmin(dataDir string, svc *banlist.Service, log *slog.Logger) (io.Closer, error) {
+func listenAdmin(dataDir string, svc *banlist.Service, st *store.Store, log *slog.Logger) (io.Closer, error) {
 	path := filepath.Join(dataDir, socketName)
 	if len(path) > 100 {
 		return nil, fmt.Errorf("socket path too long for a unix socket: %s", path)
@@ -363,43 +581,47 @@ func listenAdmin(dataDir string, svc *banlist.Service, log *slog.Logger) (io.Clo
 			http.Error(w, "bad request", http.StatusBadRequest)
 			return
 		}
-		var out bytes.Buffer
+		var out, msgs bytes.Buffer
 		res := execResult{}
-		op, err := parseAdmin(req.Args, &out)
+		op, err := parseAdmin(req.Args, &msgs)
 		if err == nil {
-			err = op(r.Context(), svc, &out)
+			err = op(r.Context(), svc, &out, &msgs)
 		}
 		if err != nil {
 			res.Error = cliError(err).Error()
 		}
-		res.Output = out.String()
+		res.Output, res.Messages = out.String(), msgs.String()
 		log.Info("admin command", "command", strings.Join(req.Args[:min(2, len(req.Args))], " "), "ok", err == nil)
 		json.NewEncoder(w).Encode(res)
 	})}
+	backup, backups := backupHandler(st, dataDir, log)
+	mux := http.NewServeMux()
+	mux.Handle("POST /backup", backup)
+	mux.Handle("/", srv.Handler)
+	srv.Handler = mux
 	go srv.Serve(ln)
-	return srv, nil
+	return closerFunc(func() error { err := srv.Close(); backups(); return err }), nil
 }
 
+type closerFunc func() error
+
+func (f closerFunc) Close() error { return f() }
+
 // execRemote runs args in the outpost serving dataDir; errNoServer when none does.
-func execRemote(ctx context.Context, dataDir string, args []string) (string, error) {
-	path := filepath.Join(dataDir, socketName)
-	client := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-		var d net.Dialer
-		return d.DialContext(ctx, "unix", path)
-	}}}
+func execRemote(ctx context.Context, dataDir string, args []string) (execResult, error) {
 	body, _ := json.Marshal(execRequest{Args: args})
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://outpost/exec", bytes.NewReader(body))
-	resp, err := client.Do(req)
+	resp, err := adminClient(dataDir).Do(req)
 	if err != nil {
-		return "", errNoServer
+		return execResult{}, errNoServer
 	}
 	defer resp.Body.Close()
 	var res execResult
 	if err := json.NewDecoder(resp.Body).Decode(&res); err != nil {
-		return "", fmt.Errorf("admin socket: %w", err)
+		return execResult{}, fmt.Errorf("admin socket: %w", err)
 	}
 	if res.Error != "" {
-		return res.Output, errors.New(res.Error)
+		return res, errors.New(res.Error)
 	}
-	return res.Output, nil
+	return res, nil
 }

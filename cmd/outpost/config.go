@@ -4,7 +4,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -20,9 +19,11 @@ import (
 	"github.com/outpost-relay/outpost/httpapi/mintdirapi"
 	"github.com/outpost-relay/outpost/mintdir"
 	"github.com/outpost-relay/outpost/pubkey"
+	pub "github.com/outpost-relay/outpost/publish"
 	"github.com/outpost-relay/outpost/relay"
 	"github.com/outpost-relay/outpost/settings"
 	"github.com/outpost-relay/outpost/store"
+	"github.com/outpost-relay/outpost/upstream"
 	"github.com/outpost-relay/outpost/web"
 )
 
@@ -37,9 +38,11 @@ type Config struct {
 	SecretKey       string         `flag:"secret-key" usage:"the service's Nostr secret key, hex or nsec (default: generated and kept in the data dir)"`
 	AdminPubKeys    []string       `flag:"admin-pubkeys" usage:"public keys (npub or hex, comma-separated) allowed to use NIP-86 relay management"`
 	RateLimit       int            `flag:"rate-limit" usage:"requests per minute per client IP on the REST services; 0 disables"`
-	LogLevel        slog.Level     `flag:"log-level" usage:"debug, info, warn or error"`
+	LogLevel        logLevel       `flag:"log-level" usage:"debug, info, warn or error"`
 	TrustedProxies  []string       `flag:"trusted-proxies" usage:"CIDRs of reverse proxies whose X-Forwarded-For is trusted (comma-separated)"`
 	ShutdownTimeout time.Duration  `flag:"shutdown-timeout" usage:"how long shutdown waits for requests and clients"`
+	MetricsAddr     string         `flag:"metrics-addr" usage:"serve Prometheus /metrics on this address (e.g. 127.0.0.1:9464) instead of the main listener; off: nowhere"`
+	AccessLog       bool           `flag:"access-log" usage:"log every REST request (method, path, status, bytes, duration, client IP) at level info"`
 	MemoryLimit     settings.Bytes `flag:"memory-limit" usage:"soft limit of outpost's Go heap, which holds badger's memtables and cache: near it the garbage collector runs sooner and gives memory back to the system; 0: none (the heap may grow to twice what is live); GOMEMLIMIT, when set, wins"`
 
 	RelayName        string `flag:"relay-name" usage:"relay name in NIP-11"`
@@ -58,6 +61,8 @@ type Config struct {
 	Mintdir    mintdir.Settings
 	MintdirAPI mintdirapi.Settings
 	Faucet     faucet.Settings
+	Upstream   upstream.Settings
+	Publish    pub.Settings
 }
 
 func defaultConfig() *Config {
@@ -66,9 +71,8 @@ func defaultConfig() *Config {
 		RelayName:        "outpost",
 		RelayDescription: "A community relay with a ban list, a test-sats faucet and a Cashu mint directory",
 		BanlistMount:     "/banlist", MintdirMount: "/mintdir", FaucetMount: "/faucet",
-		MemoryLimit: defaultMemoryLimit, Store: store.DefaultSettings(),
-		Relay: relay.DefaultLimits(), BanlistAPI: banlistapi.DefaultSettings(), Mintdir: mintdir.DefaultSettings(), MintdirAPI: mintdirapi.DefaultSettings(),
-		Faucet: faucet.DefaultSettings(),
+		MemoryLimit: defaultMemoryLimit, Store: store.DefaultSettings(), Relay: relay.DefaultLimits(), BanlistAPI: banlistapi.DefaultSettings(), Mintdir: mintdir.DefaultSettings(), MintdirAPI: mintdirapi.DefaultSettings(),
+		Faucet: faucet.DefaultSettings(), Upstream: upstream.DefaultSettings(),
 	}
 }
 
@@ -90,17 +94,15 @@ type configFlags struct {
 
 func newConfigFlags(fs *flag.FlagSet) *configFlags {
 	c := defaultConfig()
-	for _, s := range []any{c, &c.Store, &c.Relay, &c.Banlist, &c.BanlistAPI, &c.Mintdir, &c.MintdirAPI, &c.Faucet} {
+	for _, s := range []any{c, &c.Store, &c.Relay, &c.Banlist, &c.BanlistAPI, &c.Mintdir, &c.MintdirAPI, &c.Faucet, &c.Upstream, &c.Publish} {
 		settings.Bind(fs, s)
 	}
 	return &configFlags{fs: fs, c: c}
 }
 
-// parse reads args, then the environment for flags not given, and validates.
-func (f *configFlags) parse(args []string, getenv func(string) string) (*Config, error) {
-	if err := f.fs.Parse(args); err != nil {
-		return nil, err
-	}
+// resolve reads the environment for the flags not given on the command line
+// (parsed already), and validates.
+func (f *configFlags) resolve(getenv func(string) string) (*Config, error) {
 	given := map[string]bool{}
 	f.fs.Visit(func(fl *flag.Flag) { given[fl.Name] = true })
 	var errs []error
@@ -110,7 +112,7 @@ func (f *configFlags) parse(args []string, getenv func(string) string) (*Config,
 		}
 		if v := getenv(settings.EnvName(fl.Name)); v != "" {
 			if err := fl.Value.Set(v); err != nil {
-				errs = append(errs, fmt.Errorf("%s: invalid value %q: %v", settings.EnvName(fl.Name), v, err))
+				errs = append(errs, fmt.Errorf("%s=%s: %v", settings.EnvName(fl.Name), v, err))
 			}
 		}
 	})
@@ -148,8 +150,18 @@ func (c *Config) validate() error {
 	if least := c.Store.CacheSize + memoryOverCache; c.MemoryLimit != 0 && c.MemoryLimit < least {
 		bad("memory-limit", "must be 0 (none) or at least %v (the cache-size of %v and %v besides), or the garbage collector would run all the time", least, c.Store.CacheSize, settings.Bytes(memoryOverCache))
 	}
+	if c.MetricsAddr != "" && c.MetricsAddr != metricsOff {
+		if _, _, err := net.SplitHostPort(c.MetricsAddr); err != nil {
+			bad("metrics-addr", "a host:port or %q, got %q", metricsOff, c.MetricsAddr)
+		}
+	}
+	if c.SecretKey != "" {
+		if _, err := parseSecretKey(c.SecretKey); err != nil {
+			bad("secret-key", "%v", err)
+		}
+	}
 	errs = append(errs, c.validateLists(), c.validateMounts())
-	errs = append(errs, c.Relay.Valid(), c.Banlist.Valid(), c.BanlistAPI.Valid(), c.Mintdir.Valid(), c.MintdirAPI.Valid(), c.Faucet.Valid())
+	errs = append(errs, c.Store.Valid(), c.Relay.Valid(), c.Banlist.Valid(), c.BanlistAPI.Valid(), c.Mintdir.Valid(), c.MintdirAPI.Valid(), c.Faucet.Valid(), c.Upstream.Valid(), c.Publish.Valid())
 	return errors.Join(errs...)
 }
 
@@ -208,24 +220,54 @@ func validMount(m string) bool {
 	return strings.HasPrefix(m, "/") && m != "/" && !strings.HasSuffix(m, "/") && !strings.ContainsAny(m, " ?#*{}")
 }
 
-// usage prints a command's flags with their environment twins.
-func usage(fs *flag.FlagSet, w io.Writer, synopsis string) func() {
-	return func() {
-		fmt.Fprintf(w, "usage: %s\n\nflags (each also read from its OUTPOST_* environment variable):\n", synopsis)
-		fs.VisitAll(func(fl *flag.Flag) {
-			def := ""
-			if fl.DefValue != "" && fl.DefValue != "false" {
-				def = fmt.Sprintf(" (default %s)", fl.DefValue)
-			}
-			fmt.Fprintf(w, "  --%s  [%s]\n      %s%s\n", fl.Name, settings.EnvName(fl.Name), fl.Usage, def)
-		})
-	}
+// usage prints a command's synopsis and flags to fs.Output(), each flag
+// with its environment twin when twin names one.
+func usage(fs *flag.FlagSet, synopsis string, twin func(flag string) string) {
+	w := fs.Output()
+	fmt.Fprintf(w, "usage: %s\n\nflags:\n", synopsis)
+	fs.VisitAll(func(fl *flag.Flag) {
+		env := ""
+		if t := twin(fl.Name); t != "" {
+			env = "  [" + t + "]"
+		}
+		def := ""
+		if fl.DefValue != "" && fl.DefValue != "false" && !strings.Contains(fl.Usage, "(default") {
+			def = fmt.Sprintf(" (default %s)", fl.DefValue)
+		}
+		fmt.Fprintf(w, "  --%s%s\n      %s%s\n", fl.Name, env, fl.Usage, def)
+	})
 }
 
-// ensureDir creates the data dir with private permissions.
+// ensureDir creates the data dir (or a directory in it) with private
+// permissions, and makes sure outpost can write there before anything
+// else is written.
 func ensureDir(dir string) error {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("data dir %s: %w", dir, err)
+	bad := func(err error) error {
+		return fmt.Errorf("the data dir %s (--data-dir, OUTPOST_DATA_DIR) cannot be used: %w", dir, err)
 	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return bad(err)
+	}
+	f, err := os.CreateTemp(dir, ".write-check-*")
+	if err != nil {
+		return bad(err)
+	}
+	f.Close()
+	return os.Remove(f.Name())
+}
+
+// logLevel is slog's level, with an error that says which levels exist.
+type logLevel slog.Level
+
+func (l *logLevel) UnmarshalText(b []byte) error {
+	var v slog.Level
+	if err := v.UnmarshalText(b); err != nil {
+		return errors.New("want debug, info, warn or error")
+	}
+	*l = logLevel(v)
 	return nil
+}
+
+func (l logLevel) MarshalText() ([]byte, error) {
+	return []byte(strings.ToLower(slog.Level(l).String())), nil
 }

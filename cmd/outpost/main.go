@@ -10,21 +10,47 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
-	"github.com/outpost-relay/outpost"
+	"github.com/outpost-relay/outpost/settings"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return
-		}
-		fmt.Fprintln(os.Stderr, "outpost:", err)
-		os.Exit(1)
+	err := run(ctx, os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(report(err, os.Stderr))
+}
+
+// report prints err once and says how the process exits: 0 without an
+// error, 2 for a command used wrongly (with where to find the help), 1
+// otherwise.
+func report(err error, stderr io.Writer) int {
+	if err == nil {
+		return 0
 	}
+	fmt.Fprintln(stderr, "outpost:", err)
+	var u *usageError
+	if errors.As(err, &u) {
+		fmt.Fprintf(stderr, "run \"%s --help\" for usage\n", strings.TrimSpace("outpost "+u.cmd))
+		return 2
+	}
+	return 1
+}
+
+// usageError is a command used wrongly: an unknown command or flag, a bad
+// flag value, a missing or extra argument.
+type usageError struct {
+	cmd string // "" for outpost itself, else e.g. "ban add"
+	err error
+}
+
+func (e *usageError) Error() string { return e.err.Error() }
+func (e *usageError) Unwrap() error { return e.err }
+
+func usageErrorf(cmd, format string, args ...any) error {
+	return &usageError{cmd: cmd, err: fmt.Errorf(format, args...)}
 }
 
 const topUsage = `outpost: a Nostr relay with a ban list, a test-sats faucet and a Cashu mint directory
@@ -35,45 +61,132 @@ usage:
   outpost apikey list | revoke <id|name>
   outpost ban add <pubkey> --reason R [--duration 24h] | remove <pubkey> | list
   outpost words add|remove <word> | list
+  outpost allow add <pubkey> [--reason R] | remove <pubkey> | list
+                                                the allow list: when not empty, only its keys publish
+  outpost ip block <address|CIDR> [--reason R] | unblock <address|CIDR> | list
+  outpost kind allow|disallow|clear <kind> | list
+  outpost event ban|allow <id> [--reason R] | unban|unallow <id> | list [--state banned|allowed|reported]
   outpost nip98 keygen                          a Nostr key to try the faucet with (OUTPOST_NSEC=...)
   outpost nip98 sign [--method M] [--body B] <url>
                                                 the Authorization header of a NIP-98 request
-  outpost version
+  outpost backup FILE [--data-dir DIR]          a consistent backup, while outpost runs or not
+  outpost restore FILE --data-dir DIR           into a new, empty data dir
+  outpost strfry-policy --from <URL>            a strfry write-policy plugin enforcing an outpost's ban list
+  outpost version                               the version and the commit it was built from
 
 Admin commands talk to a running outpost through <data-dir>/outpost.sock, or
 open the data dir themselves when none runs. "outpost <command> --help" lists
-the flags; every flag has an OUTPOST_* environment twin.
+a command's flags; "outpost serve --help" lists every setting, each also read
+from its OUTPOST_* environment variable.
 `
 
-// run is the whole program; main only gives it the process's environment.
-func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
-	cmd := "serve"
-	if len(args) > 0 && args[0] != "" && args[0][0] != '-' {
-		cmd, args = args[0], args[1:]
-	}
-	switch cmd {
-	case "serve":
-		fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-		fs.SetOutput(stderr)
-		cf := newConfigFlags(fs)
-		fs.Usage = func() { fmt.Fprint(stderr, topUsage+"\n"); usage(fs, stderr, "outpost [serve] [flags]")() }
-		cfg, err := cf.parse(args, getenv)
-		if err != nil {
-			return err
-		}
-		return serve(ctx, cfg, stdout, stderr)
-	case "version":
-		fmt.Fprintln(stdout, "outpost", outpost.Version)
-		return nil
-	case "apikey", "ban", "words":
-		return adminCLI(ctx, cmd, args, getenv, stdout, stderr)
-	case "nip98":
+// commands are outpost's commands besides serve.
+var commands = map[string]func(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error{
+	"version": func(_ context.Context, args []string, _ func(string) string, _ io.Reader, stdout, _ io.Writer) error {
+		return versionCLI(args, stdout)
+	},
+	"apikey": adminCLI("apikey"),
+	"ban":    adminCLI("ban"),
+	"words":  adminCLI("words"),
+	"allow":  adminCLI("allow"),
+	"ip":     adminCLI("ip"),
+	"kind":   adminCLI("kind"),
+	"event":  adminCLI("event"),
+	"nip98": func(_ context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
 		return nip98CLI(args, getenv, stdin, stdout, stderr)
-	case "help", "-h", "--help":
-		fmt.Fprint(stdout, topUsage)
+	},
+	"backup": func(ctx context.Context, args []string, getenv func(string) string, _ io.Reader, stdout, stderr io.Writer) error {
+		return backupCLI(ctx, args, getenv, stdout, stderr)
+	},
+	"restore": func(_ context.Context, args []string, getenv func(string) string, _ io.Reader, stdout, stderr io.Writer) error {
+		return restoreCLI(args, getenv, stdout, stderr)
+	},
+	"strfry-policy": strfryCLI,
+}
+
+// run is the whole program; main only gives it the process's environment.
+// A help request prints the help on stdout and is no error.
+func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
+	err := dispatch(ctx, args, getenv, stdin, stdout, stderr)
+	if errors.Is(err, flag.ErrHelp) {
 		return nil
-	default:
-		fmt.Fprint(stderr, topUsage)
-		return fmt.Errorf("unknown command %q", cmd)
 	}
+	return err
+}
+
+func dispatch(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
+	if len(args) > 0 {
+		switch args[0] {
+		case "help", "-h", "-help", "--help":
+			fmt.Fprint(stdout, topUsage)
+			return nil
+		case "-version", "--version":
+			args[0] = "version"
+		}
+	}
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		return serveCLI(ctx, "", args, getenv, stdin, stdout, stderr)
+	}
+	if args[0] == "serve" {
+		return serveCLI(ctx, "serve", args[1:], getenv, stdin, stdout, stderr)
+	}
+	if cmd, ok := commands[args[0]]; ok {
+		return cmd(ctx, args[1:], getenv, stdin, stdout, stderr)
+	}
+	return usageErrorf("", "unknown command %q", args[0])
+}
+
+// serveCLI is "outpost [serve] [flags]". Flags written before another
+// command ("outpost --data-dir X ban list") are that command's: it runs with
+// them.
+func serveCLI(ctx context.Context, name string, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
+	fs := newFlagSet("serve")
+	cf := newConfigFlags(fs)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), topUsage+"\n")
+		usage(fs, "outpost [serve] [flags]", settings.EnvName)
+	}
+	if err := parseFlags(fs, name, args, stdout); err != nil {
+		return err
+	}
+	if rest := fs.Args(); len(rest) > 0 {
+		_, known := commands[rest[0]]
+		switch {
+		case name == "" && (known || rest[0] == "serve"):
+			// The command, its arguments, then the flags given before it.
+			flags := args[:len(args)-len(rest)]
+			return dispatch(ctx, append(append([]string{}, rest...), flags...), getenv, stdin, stdout, stderr)
+		case name == "":
+			return usageErrorf("", "unknown command %q", rest[0])
+		}
+		return usageErrorf("serve", "serve takes no arguments, got %q", strings.Join(rest, " "))
+	}
+	cfg, err := cf.resolve(getenv)
+	if err != nil {
+		return err
+	}
+	return serve(ctx, cfg, stdout, stderr)
+}
+
+// newFlagSet is a flag set that prints nothing itself: parseFlags does.
+func newFlagSet(name string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	return fs
+}
+
+// parseFlags parses args into fs. --help prints fs's usage on stdout and
+// returns flag.ErrHelp (which run takes for success); anything else wrong
+// is a usageError of cmd.
+func parseFlags(fs *flag.FlagSet, cmd string, args []string, stdout io.Writer) error {
+	err := fs.Parse(args)
+	if errors.Is(err, flag.ErrHelp) {
+		fs.SetOutput(stdout)
+		fs.Usage()
+		return err
+	}
+	if err != nil {
+		return &usageError{cmd: cmd, err: err}
+	}
+	return nil
 }

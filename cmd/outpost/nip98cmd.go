@@ -20,32 +20,35 @@ import (
 // nip98CLI is "outpost nip98 keygen|sign": a key to try the faucet with, and
 // the Authorization header of a NIP-98 request, so curl can do the rest.
 func nip98CLI(args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
+	const groupUsage = "usage:\n  outpost nip98 keygen\n  outpost nip98 sign [--nsec KEY] [--method POST] [--body JSON | --body-file F] <url>\n\n" +
+		"\"outpost nip98 <subcommand> --help\" says more.\n"
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
-		fmt.Fprint(stderr, topUsage)
-		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
+		if len(args) > 0 && isHelp(args[0]) {
+			fmt.Fprint(stdout, groupUsage)
 			return flag.ErrHelp
 		}
-		return errors.New("nip98 needs a subcommand: keygen or sign")
+		return usageErrorf("nip98", "nip98 needs a subcommand: keygen or sign")
 	}
 	switch args[0] {
 	case "keygen":
-		return nip98Keygen(args[1:], stdout, stderr)
+		return nip98Keygen(args[1:], stdout)
 	case "sign":
-		return nip98Sign(args[1:], getenv, stdin, stdout, stderr)
+		return nip98Sign(args[1:], getenv, stdin, stdout)
 	default:
-		fmt.Fprint(stderr, topUsage)
-		return fmt.Errorf("unknown command \"nip98 %s\"", args[0])
+		return usageErrorf("nip98", "unknown command \"nip98 %s\"; nip98 has keygen, sign", args[0])
 	}
 }
 
-func nip98Keygen(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("nip98 keygen", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+func nip98Keygen(args []string, stdout io.Writer) error {
+	fs := newFlagSet("nip98 keygen")
 	fs.Usage = func() {
-		fmt.Fprint(stderr, "usage: outpost nip98 keygen\n\nprints a new key as OUTPOST_NSEC=nsec1... and OUTPOST_NPUB=npub1... lines;\n`export $(outpost nip98 keygen)` sets both for \"outpost nip98 sign\".\n")
+		fmt.Fprint(fs.Output(), "usage: outpost nip98 keygen\n\nprints a new key as OUTPOST_NSEC=nsec1... and OUTPOST_NPUB=npub1... lines;\n`export $(outpost nip98 keygen)` sets both for \"outpost nip98 sign\".\n")
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, "nip98 keygen", args, stdout); err != nil {
 		return err
+	}
+	if fs.NArg() > 0 {
+		return usageErrorf("nip98 keygen", "nip98 keygen takes no arguments, got %q", strings.Join(fs.Args(), " "))
 	}
 	sk := nostr.GeneratePrivateKey()
 	pk, _ := nostr.GetPublicKey(sk)
@@ -54,25 +57,23 @@ func nip98Keygen(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-func nip98Sign(args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("nip98 sign", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+func nip98Sign(args []string, getenv func(string) string, stdin io.Reader, stdout io.Writer) error {
+	fs := newFlagSet("nip98 sign")
 	nsec := fs.String("nsec", "", "the signing key, nsec or hex")
 	method := fs.String("method", "POST", "HTTP method of the request")
 	body := fs.String("body", "", "the request body, exactly as sent (its sha256 goes in the payload tag)")
 	bodyFile := fs.String("body-file", "", "read the body from this file (- for stdin)")
 	fs.Usage = func() {
-		fmt.Fprint(stderr, "usage: outpost nip98 sign [--nsec KEY] [--method POST] [--body JSON | --body-file F] <url>\n\n"+
+		fmt.Fprint(fs.Output(), "usage: outpost nip98 sign [--nsec KEY] [--method POST] [--body JSON | --body-file F] <url>\n\n"+
 			"prints the value of an Authorization header for one request: Nostr <base64 kind-27235 event>,\n"+
 			"valid for 60 seconds and once. The key comes from --nsec or OUTPOST_NSEC.\n\nflags:\n")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(reorder(args)); err != nil {
+	if err := parseFlags(fs, "nip98 sign", reorder(args), stdout); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {
-		fs.Usage()
-		return errors.New("nip98 sign takes the request URL")
+		return usageErrorf("nip98 sign", "nip98 sign takes the request URL")
 	}
 	if *nsec == "" {
 		*nsec = getenv(settings.EnvName("nsec"))

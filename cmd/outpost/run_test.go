@@ -240,12 +240,16 @@ func TestWholeProgram(t *testing.T) {
 			t.Fatalf("cli: %v %q", err, out.String())
 		}
 		wantBlocked(t, publish(t, rl, note(t, sk, "hi", 1)), "from the cli")
+		// Through the socket too, the key alone is on stdout.
 		out.Reset()
-		if err := run(context.Background(), []string{"apikey", "create", "--name", "mod", "--role", "moderator", "--data-dir", dir}, os.Getenv, nil, &out, io.Discard); err != nil {
+		var msgs bytes.Buffer
+		if err := run(context.Background(), []string{"apikey", "create", "--name", "mod", "--role", "moderator", "--data-dir", dir}, os.Getenv, nil, &out, &msgs); err != nil {
 			t.Fatal(err)
 		}
-		lines := strings.Split(strings.TrimSpace(out.String()), "\n")
-		key := lines[len(lines)-1]
+		key := strings.TrimSuffix(out.String(), "\n")
+		if !strings.HasPrefix(key, "opk_") || strings.ContainsAny(key, " \n") || !strings.Contains(msgs.String(), "shown only now") {
+			t.Fatalf("apikey create over the socket: stdout %q, stderr %q", out.String(), msgs.String())
+		}
 		if code, _ := call(t, "POST", inst.url+"/banlist/admin/unban", map[string]any{"pubkey": pk}, "Authorization", "Bearer "+key); code != 200 {
 			t.Fatalf("unban with the CLI-made key: %d", code)
 		}
@@ -291,9 +295,21 @@ func TestWholeProgram(t *testing.T) {
 		if !strings.Contains(fmt.Sprint(m["result"]), "banevent") {
 			t.Fatalf("supportedmethods = %v", m)
 		}
-		code, m := rpc(adminSK, "allowpubkey", pk, "")
+		code, m := rpc(adminSK, "unbanpubkey", pk)
 		if code != 200 || publish(t, rl, note(t, sk, "back", 1)) != nil {
+			t.Fatalf("unbanpubkey: %d %v", code, m)
+		}
+		// allowpubkey is an allow list (NIP-86): only its keys publish while
+		// it is not empty.
+		if code, m := rpc(adminSK, "allowpubkey", pk, "member"); code != 200 || publish(t, rl, note(t, sk, "a member", 1)) != nil {
 			t.Fatalf("allowpubkey: %d %v", code, m)
+		}
+		other := nostr.GeneratePrivateKey()
+		if err := publish(t, rl, note(t, other, "not a member", 1)); err == nil || !strings.Contains(err.Error(), "restricted: ") {
+			t.Fatalf("a key off a non-empty allow list: %v", err)
+		}
+		if code, m := rpc(adminSK, "unallowpubkey", pk); code != 200 || publish(t, rl, note(t, other, "open again", 1)) != nil {
+			t.Fatalf("unallowpubkey: %d %v", code, m)
 		}
 		_, audit := call(t, "GET", inst.url+"/banlist/admin/audit", nil, admin()...)
 		if !strings.Contains(fmt.Sprint(audit), "nip86:"+pubkey.NPub(adminPK)) {
@@ -343,7 +359,7 @@ func TestWholeProgram(t *testing.T) {
 			}
 		}
 		evs = query(t, rl, nostr.Filter{IDs: []string{restReport}})
-		if len(evs) != 1 || evs[0].Kind != 1984 || evs[0].Tags.GetFirst([]string{"p", badPK}) == nil {
+		if len(evs) != 1 || evs[0].Kind != 1984 || evs[0].Tags.FindWithValue("p", badPK) == nil {
 			t.Fatalf("the REST report is not a kind-1984 event on the relay: %v", evs)
 		}
 	})
@@ -366,8 +382,6 @@ func TestWholeProgram(t *testing.T) {
 		}
 	})
 }
-
-func ptr[T any](v T) *T { return &v }
 
 func TestShutdownClosesClients(t *testing.T) {
 	inst := start(t, t.TempDir(), nil)
@@ -406,6 +420,7 @@ func TestBadConfigNamesTheSetting(t *testing.T) {
 	}{
 		{map[string]string{"OUTPOST_RATE_LIMIT": "lots"}, nil, "OUTPOST_RATE_LIMIT"},
 		{map[string]string{"OUTPOST_ADDR": "nowhere"}, nil, "OUTPOST_ADDR"},
+		{map[string]string{"OUTPOST_METRICS_ADDR": "nowhere"}, nil, "OUTPOST_METRICS_ADDR"},
 		{map[string]string{"OUTPOST_PUBLIC_URL": "ftp://x"}, nil, "OUTPOST_PUBLIC_URL"},
 		{map[string]string{"OUTPOST_ADMIN_PUBKEYS": "npub1nope"}, nil, "OUTPOST_ADMIN_PUBKEYS"},
 		{map[string]string{"OUTPOST_LOG_LEVEL": "loud"}, nil, "OUTPOST_LOG_LEVEL"},

@@ -18,8 +18,10 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/outpost-relay/outpost"
 	"github.com/outpost-relay/outpost/httpapi"
+	"github.com/outpost-relay/outpost/metrics"
 	"github.com/outpost-relay/outpost/policies"
 	"github.com/outpost-relay/outpost/pubkey"
+	pub "github.com/outpost-relay/outpost/publish"
 	"github.com/outpost-relay/outpost/ratelimit"
 	"github.com/outpost-relay/outpost/relay"
 	"github.com/outpost-relay/outpost/settings"
@@ -34,15 +36,20 @@ type deps struct {
 	store     *store.Store
 	relay     *relay.Relay
 	banList   *policies.BanList // the snapshot the relay enforces
+	sink      pub.Sink          // where events the service signs go: the relay, and OUTPOST_PUBLISH_RELAYS
 	publicURL string
 	secretKey string // service key, hex
 	pubKey    string // service key, hex
+	metrics   *metrics.Metrics
 }
 
 // component is one service wired into the program.
 type component struct {
 	api  httpapi.Service
 	jobs []func(ctx context.Context) // background work that runs until ctx ends
+	// authors lists pubkeys whose kind-0 profiles the component reads
+	// (followed on upstream relays).
+	authors func(ctx context.Context) []string
 }
 
 // expirySweep is how often events past their NIP-40 expiration are deleted;
@@ -66,8 +73,15 @@ func newLogger(w io.Writer, level slog.Level) *slog.Logger {
 }
 
 // serve runs outpost until ctx ends, then shuts it down (see shutdown).
+// What a setting can make fail (the port, the data dir, the free space)
+// fails before anything is written.
 func serve(ctx context.Context, cfg *Config, stdout, stderr io.Writer) (err error) {
-	logger := newLogger(stderr, cfg.LogLevel)
+	logger := newLogger(stderr, slog.Level(cfg.LogLevel))
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s (--addr, OUTPOST_ADDR): %w", cfg.Addr, err)
+	}
+	defer ln.Close()
 	if err := ensureDir(cfg.DataDir); err != nil {
 		return err
 	}
@@ -91,22 +105,26 @@ func serve(ctx context.Context, cfg *Config, stdout, stderr io.Writer) (err erro
 	}
 	pk, _ := nostr.GetPublicKey(sk)
 
-	ln, err := net.Listen("tcp", cfg.Addr)
-	if err != nil {
-		return fmt.Errorf("listen on %s (--addr, OUTPOST_ADDR): %w", cfg.Addr, err)
-	}
-	defer ln.Close()
-	publicURL := cfg.PublicURL
-	if publicURL == "" {
-		publicURL = "http://" + ln.Addr().String()
+	publicURL, warning := publicURL(cfg.PublicURL, ln.Addr())
+	if warning != "" {
+		logger.Warn(warning)
 	}
 
 	list := policies.NewBanList()
+	m := metrics.New(outpost.Version, buildRevision())
 	rl := relay.New(relay.Config{Store: st, BanList: list, Log: logger, PublicURL: publicURL, ServicePub: pk,
 		OperatorPub: cfg.RelayPubKey, Name: cfg.RelayName, Description: cfg.RelayDescription, Contact: cfg.RelayContact,
-		Limits: &cfg.Relay, ClientIP: httpapi.ClientIP})
-	d := deps{cfg: cfg, log: logger, store: st, relay: rl, banList: list, publicURL: publicURL, secretKey: sk, pubKey: pk}
-	var components []component
+		Limits: &cfg.Relay, ClientIP: httpapi.ClientIP, Observer: m})
+	outbox := pub.NewOutbox(cfg.Publish.Relays, logger.With("service", "publish"))
+	sink := func(ctx context.Context, ev *nostr.Event) error {
+		if err := rl.Publish(ctx, ev); err != nil {
+			return err
+		}
+		outbox.Send(ev)
+		return nil
+	}
+	d := deps{cfg: cfg, log: logger, store: st, relay: rl, banList: list, sink: sink, publicURL: publicURL, secretKey: sk, pubKey: pk, metrics: m}
+	components := []component{{jobs: []func(context.Context){outbox.Run}}}
 	for _, wire := range []func(context.Context, deps) (*component, error){wireBanlist, wireMintdir, wireFaucet} {
 		c, err := wire(ctx, d)
 		if err != nil {
@@ -114,9 +132,21 @@ func serve(ctx context.Context, cfg *Config, stdout, stderr io.Writer) (err erro
 		}
 		components = append(components, *c)
 	}
-	// The relay's own background work: a component without a service.
-	components = append(components, component{jobs: []func(context.Context){
-		func(ctx context.Context) { st.Events.SweepExpired(ctx, expirySweep) }}})
+	// The store's own part: its health (is there room to write?) and the
+	// relay's background work.
+	components = append(components, component{
+		api: httpapi.Service{Name: "storage", Health: httpapi.ReportHealth(st.Health)},
+		jobs: []func(context.Context){
+			func(ctx context.Context) { st.Events.SweepExpired(ctx, expirySweep) }},
+	})
+	if up := wireUpstream(d, components); up != nil {
+		components = append(components, *up)
+	}
+	if job, err := listenMetrics(d); err != nil {
+		return err
+	} else if job != nil {
+		components = append(components, component{jobs: []func(context.Context){job}})
+	}
 
 	srv, idx, err := newServer(d, components)
 	if err != nil {
@@ -126,6 +156,23 @@ func serve(ctx context.Context, cfg *Config, stdout, stderr io.Writer) (err erro
 		"pubkey", pubkey.NPub(pk), "data_dir", cfg.DataDir)
 	fmt.Fprintf(stdout, "outpost %s serving on %s (relay %s)\n", outpost.Version, publicURL, idx.Relay)
 	return runUntil(ctx, srv, ln, rl, components, cfg.ShutdownTimeout, logger)
+}
+
+// publicURL is the configured public URL, else the listener's. A listener
+// on every interface (0.0.0.0, ::) has no address a client could use: then
+// it is http://localhost:<port>, which only this machine reaches, and the
+// warning says what to set.
+func publicURL(configured string, addr net.Addr) (url, warning string) {
+	if configured != "" {
+		return configured, ""
+	}
+	tcp, ok := addr.(*net.TCPAddr)
+	if !ok || !tcp.IP.IsUnspecified() {
+		return "http://" + addr.String(), ""
+	}
+	url = fmt.Sprintf("http://localhost:%d", tcp.Port)
+	return url, fmt.Sprintf("listening on every interface (%s) without a public URL: NIP-98 logins, NIP-11 and the links outpost gives out use %s, "+
+		"which only this machine reaches; set --public-url (OUTPOST_PUBLIC_URL) to the URL clients use, e.g. https://outpost.example", addr, url)
 }
 
 // newServer is the one HTTP server: the relay at /, each component's
@@ -140,15 +187,20 @@ func newServer(d deps, components []component) (*http.Server, index, error) {
 			continue
 		}
 		services = append(services, c.api)
-		idx.Services[c.api.Name] = d.publicURL + c.api.Mount
+		if c.api.Routes != nil {
+			idx.Services[c.api.Name] = d.publicURL + c.api.Mount
+		}
 	}
 	limit := ratelimit.New(d.cfg.RateLimit, time.Minute, nil)
+	blocked := func(ip string) bool { _, ok := d.banList.IPBlocked(ip); return ok }
+	watchMetrics(d, services, limit)
 	api := httpapi.New(httpapi.Config{
 		Relay: d.relay, Services: services, TrustedProxies: d.cfg.TrustedProxies, Log: d.log, Index: idx, RateLimit: limit,
+		BlockedIP: blocked, Observe: observe(d), Metrics: mainListenerMetrics(d),
 	})
 	pages, err := web.New(web.Config{Log: d.log.With("service", "web"), PublicURL: d.publicURL, RelayURL: idx.Relay,
 		Banlist: pageService(services, "banlist"), Faucet: pageService(services, "faucet"), Mintdir: pageService(services, "mintdir"),
-		RateLimit: limit, TrustedProxies: d.cfg.TrustedProxies, AllowPrivateIcons: d.cfg.Mintdir.AllowPrivate})
+		RateLimit: limit, TrustedProxies: d.cfg.TrustedProxies, BlockedIP: blocked, AllowPrivateIcons: d.cfg.Mintdir.AllowPrivate})
 	if err != nil {
 		return nil, idx, err
 	}

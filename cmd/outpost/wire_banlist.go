@@ -6,12 +6,14 @@ import (
 	"github.com/outpost-relay/outpost/banlist"
 	"github.com/outpost-relay/outpost/httpapi"
 	"github.com/outpost-relay/outpost/httpapi/banlistapi"
+	pub "github.com/outpost-relay/outpost/publish"
 )
 
 // wireBanlist wires the ban list: the service on the shared store, feeding
 // the snapshot the relay enforces; NIP-86 relay management through it; the
 // relay hook that refuses malformed reports (NIP-56); the admin socket the
-// CLI talks to; and the REST API.
+// CLI talks to (admin commands and backups); the REST API; and the list
+// published as signed events.
 func wireBanlist(ctx context.Context, d deps) (*component, error) {
 	log := d.log.With("service", "banlist")
 	bl, err := banlist.New(banlist.Config{Settings: d.cfg.Banlist, DB: d.store.DB, Events: d.store.Events, List: d.banList,
@@ -19,15 +21,19 @@ func wireBanlist(ctx context.Context, d deps) (*component, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := d.relay.EnableManagement(bl, d.cfg.AdminPubKeys); err != nil {
+	if err := d.relay.EnableManagement(bl.Management(), d.cfg.AdminPubKeys); err != nil {
 		return nil, err
 	}
 	d.relay.RejectEvent = append(d.relay.RejectEvent, banlist.RejectInvalidReports)
+	d.metrics.WatchBanlist(bl)
 	c := &component{api: httpapi.Service{
 		Name: "banlist", Mount: d.cfg.BanlistMount, Health: httpapi.ReportHealth(bl.Health),
 		Routes: banlistapi.Routes(banlistapi.Config{Settings: d.cfg.BanlistAPI, Service: bl, Log: log}),
 	}}
-	admin, err := listenAdmin(d.cfg.DataDir, bl, d.log)
+	// The list as signed NIP-51 events, on our relay and the publish relays.
+	events := &pub.BanList{List: d.banList, Events: d.store.Events, Sink: d.sink, SecretKey: d.secretKey, Log: log}
+	c.jobs = append(c.jobs, events.Run)
+	admin, err := listenAdmin(d.cfg.DataDir, bl, d.store, d.log)
 	if err != nil {
 		d.log.Warn("admin socket unavailable; admin commands need outpost stopped", "err", err)
 		return c, nil

@@ -52,8 +52,8 @@ func wireFaucet(ctx context.Context, d deps) (comp *component, err error) {
 	svc, err := faucet.New(faucet.Config{
 		Settings: c, DB: d.store.DB, Treasury: tr, TestMint: test, Log: log,
 		LNURL:       lnurl.New(lnurl.Options{AllowHTTP: c.LNURLAllowHTTP, AllowPrivate: c.LNURLAllowPriv}),
-		Profiles:    &profiles.Fetcher{Local: d.store.Events, Relays: c.ProfileRelays, Timeout: 4 * time.Second, Log: log},
-		NIP98Window: nip98.DefaultWindow,
+		Profiles:    &profiles.Fetcher{Local: d.store.Events, Relays: profileRelays(c.ProfileRelays, d.cfg.Upstream.Relays), Timeout: 4 * time.Second, Log: log},
+		NIP98Window: nip98.DefaultWindow, OnClaim: d.metrics.FaucetClaim,
 	})
 	if err != nil {
 		tr.Close(ctx)
@@ -68,10 +68,12 @@ func wireFaucet(ctx context.Context, d deps) (comp *component, err error) {
 		svc.TopUp(fctx) // once the wallet has loaded
 		cancel()
 	}
+	d.metrics.WatchFaucet(svc, log)
 	routes := faucetapi.Routes(faucetapi.Config{Service: svc, Verifier: nip98.NewVerifier(nip98.DefaultWindow, nil),
 		PublicURL: d.publicURL, Log: log})
 	return &component{
-		api: httpapi.Service{Name: "faucet", Mount: d.cfg.FaucetMount, Routes: routes, Health: httpapi.ReportHealth(svc.Health)},
+		api:     httpapi.Service{Name: "faucet", Mount: d.cfg.FaucetMount, Routes: routes, Health: httpapi.ReportHealth(svc.Health)},
+		authors: svc.UserPubKeys,
 		jobs: []func(context.Context){func(ctx context.Context) {
 			svc.Run(ctx)
 			closeWallet(tr, tm, log) // requests are done by now

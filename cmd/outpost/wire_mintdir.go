@@ -6,20 +6,24 @@ import (
 	"github.com/outpost-relay/outpost/httpapi"
 	"github.com/outpost-relay/outpost/httpapi/mintdirapi"
 	"github.com/outpost-relay/outpost/mintdir"
+	pub "github.com/outpost-relay/outpost/publish"
 )
 
 // wireMintdir wires the mint directory: the catalogue and its prober on the
 // shared store, the relay hooks that take in NIP-87 reviews and mint
-// announcements, and the REST API.
+// announcements, the REST API, and each mint's status as a signed event.
 func wireMintdir(ctx context.Context, d deps) (*component, error) {
 	log := d.log.With("service", "mintdir")
-	dir := mintdir.New(mintdir.Config{Settings: d.cfg.Mintdir, DB: d.store.DB, Events: d.store.Events, Log: log})
+	dir := mintdir.New(mintdir.Config{Settings: d.cfg.Mintdir, DB: d.store.DB, Events: d.store.Events, Log: log,
+		OnCheck: d.metrics.MintCheck})
+	d.metrics.WatchMintdir(dir, log)
 	d.relay.RejectEvent = append(d.relay.RejectEvent, mintdir.RejectInvalidNIP87)
 	d.relay.OnEventSaved = append(d.relay.OnEventSaved, dir.OnEventSaved)
 	d.relay.Info.AddSupportedNIP(87)
 	api := mintdirapi.Config{Settings: d.cfg.MintdirAPI, Directory: dir, Log: log}
 	return &component{
-		api:  httpapi.Service{Name: "mintdir", Mount: d.cfg.MintdirMount, Routes: mintdirapi.Routes(api), Health: httpapi.ReportHealth(dir.Health)},
-		jobs: []func(context.Context){dir.Run},
+		api: httpapi.Service{Name: "mintdir", Mount: d.cfg.MintdirMount, Routes: mintdirapi.Routes(api), Health: httpapi.ReportHealth(dir.Health)},
+		jobs: []func(context.Context){dir.Run, (&pub.Mints{Directory: dir, Events: d.store.Events, Sink: d.sink, SecretKey: d.secretKey,
+			Interval: d.cfg.Mintdir.ProbeInterval, Timeout: d.cfg.Mintdir.ProbeTimeout, Log: log}).Run},
 	}, nil
 }

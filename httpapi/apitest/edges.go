@@ -56,18 +56,22 @@ func (c *Client) Fill(path string, params map[string]string) string {
 
 // AssertCommonStatuses fails for every operation that leaves out a status
 // that the shared middleware can answer for it: 400 (a malformed query
-// string), 429 (the per-client rate limit applies to every route) and 500
-// everywhere; 408 and 413 where there is a request body; 401 where
-// credentials are required.
+// string), 403 (ip_blocked: an address the ban list blocks), 429 (the
+// per-client rate limit applies to every route) and 500 everywhere; 408
+// and 413 where there is a request body; 401 where credentials are
+// required; 507 (a full disk) for every method but GET.
 func (c *Client) AssertCommonStatuses() {
 	c.t.Helper()
 	for _, o := range c.Operations() {
-		want := []string{"400", "429", "500"}
+		want := []string{"400", "403", "429", "500"}
 		if o.Op.RequestBody != nil {
 			want = append(want, "408", "413")
 		}
 		if c.secured(o.Op) {
 			want = append(want, "401")
+		}
+		if o.Method != "get" && o.Method != "GET" {
+			want = append(want, "507")
 		}
 		for _, st := range want {
 			if o.Op.Responses.Value(st) == nil {
@@ -101,22 +105,10 @@ func (c *Client) CheckEdges(params map[string]string, headers ...string) {
 		method, path := strings.ToUpper(o.Method), c.Fill(o.Path, params)
 		name := method + " " + o.Path
 		if method == http.MethodGet {
-			get, head := c.Do(method, path, nil, headers...), c.Do(http.MethodHead, path, nil, headers...)
-			if head.Status != get.Status || head.Header.Get("Content-Type") != get.Header.Get("Content-Type") || len(head.Body) != 0 {
-				c.t.Errorf("HEAD %s: %d %q %d bytes; GET: %d %q", o.Path, head.Status, head.Header.Get("Content-Type"), len(head.Body), get.Status, get.Header.Get("Content-Type"))
-			}
+			c.checkHead(o.Path, path, headers)
 		}
 		if !slices.Contains(methods[o.Path], http.MethodPut) {
-			r, _ := c.send(http.MethodPut, path, nil, headers...)
-			allow := strings.Split(r.Header.Get("Allow"), ", ")
-			for _, m := range methods[o.Path] {
-				if !slices.Contains(allow, m) || (m == http.MethodGet && !slices.Contains(allow, http.MethodHead)) {
-					c.t.Errorf("PUT %s: %d, Allow %q; want 405 allowing %v", o.Path, r.Status, r.Header.Get("Allow"), methods[o.Path])
-				}
-			}
-			if r.Status != http.StatusMethodNotAllowed || r.ErrorCode() != "method_not_allowed" {
-				c.t.Errorf("PUT %s: %d %s, want 405 method_not_allowed", o.Path, r.Status, r.Body)
-			}
+			c.checkNotAllowed(o.Path, path, methods[o.Path], headers)
 		}
 		if r := c.Do(method, path+"?x=%zz", nil, headers...); r.Status != http.StatusBadRequest || r.ErrorCode() != "invalid_query" {
 			c.t.Errorf("%s?x=%%zz: %d %s, want 400 invalid_query", name, r.Status, r.Body)
@@ -126,21 +118,49 @@ func (c *Client) CheckEdges(params map[string]string, headers ...string) {
 				c.t.Errorf("%s without credentials: %d %s, want 401", name, r.Status, r.Body)
 			}
 		}
-		if o.Op.RequestBody == nil {
-			continue
+		if o.Op.RequestBody != nil {
+			c.checkBodies(name, method, path, headers)
 		}
-		for _, tt := range []struct {
-			body   string
-			status int
-			code   string
-		}{
-			{`{}]`, http.StatusBadRequest, "invalid_json"},
-			{`{"x":"` + strings.Repeat("x", httpapi.MaxBodyBytes) + `"}`, http.StatusRequestEntityTooLarge, "request_too_large"},
-		} {
-			r := c.Do(method, path, tt.body, headers...)
-			if r.Status != tt.status && r.Status != http.StatusUnauthorized || r.Status == tt.status && r.ErrorCode() != tt.code {
-				c.t.Errorf("%s with %.20q…: %d %s, want %d %s", name, tt.body, r.Status, r.Body, tt.status, tt.code)
-			}
+	}
+}
+
+// checkHead: HEAD answers as GET does, without a body.
+func (c *Client) checkHead(pattern, path string, headers []string) {
+	get, head := c.Do(http.MethodGet, path, nil, headers...), c.Do(http.MethodHead, path, nil, headers...)
+	if head.Status != get.Status || head.Header.Get("Content-Type") != get.Header.Get("Content-Type") || len(head.Body) != 0 {
+		c.t.Errorf("HEAD %s: %d %q %d bytes; GET: %d %q", pattern, head.Status, head.Header.Get("Content-Type"), len(head.Body), get.Status, get.Header.Get("Content-Type"))
+	}
+}
+
+// checkNotAllowed: PUT, which the path does not have, is a JSON 405 whose
+// Allow header names every documented method (and HEAD with GET).
+func (c *Client) checkNotAllowed(pattern, path string, documented, headers []string) {
+	r, _ := c.send(http.MethodPut, path, nil, headers...)
+	allow := strings.Split(r.Header.Get("Allow"), ", ")
+	for _, m := range documented {
+		if !slices.Contains(allow, m) || (m == http.MethodGet && !slices.Contains(allow, http.MethodHead)) {
+			c.t.Errorf("PUT %s: %d, Allow %q; want 405 allowing %v", pattern, r.Status, r.Header.Get("Allow"), documented)
+		}
+	}
+	if r.Status != http.StatusMethodNotAllowed || r.ErrorCode() != "method_not_allowed" {
+		c.t.Errorf("PUT %s: %d %s, want 405 method_not_allowed", pattern, r.Status, r.Body)
+	}
+}
+
+// checkBodies: trailing data and an oversized body are refused (or 401
+// where the credentials given are not the kind the operation takes).
+func (c *Client) checkBodies(name, method, path string, headers []string) {
+	for _, tt := range []struct {
+		body   string
+		status int
+		code   string
+	}{
+		{`{}]`, http.StatusBadRequest, "invalid_json"},
+		{`{"x":"` + strings.Repeat("x", httpapi.MaxBodyBytes) + `"}`, http.StatusRequestEntityTooLarge, "request_too_large"},
+	} {
+		r := c.Do(method, path, tt.body, headers...)
+		if r.Status != tt.status && r.Status != http.StatusUnauthorized || r.Status == tt.status && r.ErrorCode() != tt.code {
+			c.t.Errorf("%s with %.20q…: %d %s, want %d %s", name, tt.body, r.Status, r.Body, tt.status, tt.code)
 		}
 	}
 }

@@ -62,6 +62,7 @@ func newEnv(t *testing.T, o options) *env {
 		Relay:     http.NotFoundHandler(),
 		Services:  []httpapi.Service{{Name: "banlist", Mount: "/banlist", Routes: routes}},
 		RateLimit: ratelimit.New(o.ratePerMin, time.Minute, c.Now),
+		BlockedIP: func(ip string) bool { _, ok := svc.List().IPBlocked(ip); return ok },
 		Log:       log,
 	})
 	srv := httptest.NewServer(h)
@@ -217,12 +218,7 @@ func TestAPI(t *testing.T) {
 	t.Run("bad input writes nothing", func(t *testing.T) {
 		before := len(api.Do("GET", "/admin/audit?limit=1000", nil, bearer(adminKey)...).Map(t)["audit"].([]any))
 		future := e.clock.Now().Unix() + 100
-		cases := []struct {
-			name, path string
-			body       any
-			status     int
-			code       string
-		}{
+		cases := []badRequest{
 			{"malformed json", "/admin/ban", `{"pubkey":`, 400, "invalid_json"},
 			{"not an object", "/admin/ban", `[1,2]`, 400, "invalid_json"},
 			{"empty body", "/admin/ban", ``, 400, "invalid_json"},
@@ -248,6 +244,7 @@ func TestAPI(t *testing.T) {
 			{"punctuation word", "/admin/words", map[string]any{"word": "!!!"}, 400, "invalid_word"},
 			{"word as number", "/admin/words", `{"word": 5}`, 400, "invalid_field"},
 		}
+		cases = append(cases, accessBadInput(pkHex)...)
 		for _, c := range cases {
 			t.Run(c.name, func(t *testing.T) {
 				wantStatus(t, api.Do("POST", c.path, c.body, bearer(modKey)...), c.status, c.code)
@@ -319,7 +316,7 @@ func TestAPI(t *testing.T) {
 		// The report is a kind-1984 event signed by the service.
 		ch, _ := e.st.Events.QueryEvents(context.Background(), nostr.Filter{IDs: []string{id}})
 		ev := <-ch
-		if ev == nil || ev.Kind != 1984 || ev.PubKey != e.svc.PubKey() || ev.Tags.GetFirst([]string{"p", pkHex}) == nil {
+		if ev == nil || ev.Kind != 1984 || ev.PubKey != e.svc.PubKey() || ev.Tags.FindWithValue("p", pkHex) == nil {
 			t.Fatalf("report event = %v", ev)
 		}
 	})
@@ -342,7 +339,16 @@ func TestAPI(t *testing.T) {
 		wantStatus(t, api.Do("GET", "/openapi.json", nil), 200, "")
 	})
 
+	accessLists(t, e, modKey, viewerKey)
 	api.AssertAllReached()
+}
+
+// badRequest is a request that must be refused with status and code.
+type badRequest struct {
+	name, path string
+	body       any
+	status     int
+	code       string
 }
 
 func TestReportsPublicAndRateLimits(t *testing.T) {

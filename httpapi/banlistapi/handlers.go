@@ -16,6 +16,7 @@ import (
 	"github.com/outpost-relay/outpost"
 	"github.com/outpost-relay/outpost/banlist"
 	"github.com/outpost-relay/outpost/httpapi"
+	"github.com/outpost-relay/outpost/policies"
 	"github.com/outpost-relay/outpost/pubkey"
 )
 
@@ -107,28 +108,92 @@ func etagMatches(header, etag string) bool {
 func handleBlockedList(svc *banlist.Service, now func() time.Time) http.HandlerFunc {
 	var cache listCache
 	return func(w http.ResponseWriter, r *http.Request) {
-		l, t := svc.List(), now().Unix()
-		body, gz, etag := cache.get(l.Version(), t, func() (any, int64) {
-			bans, next := l.Bans(t)
-			entries := make([]blockedEntry, len(bans))
-			for i, b := range bans {
-				entries[i] = blockedEntry{PubKey: pubkey.NPub(b.PubKey), Reason: b.Reason, ExpiresAt: unixOrNil(b.ExpiresAt)}
-			}
-			return map[string]any{"pubkeys": entries}, next
+		if r.URL.Query().Has("since") {
+			serveChanges(w, r, svc, false)
+			return
+		}
+		l, at := svc.List(), now()
+		body, gz, etag := cache.get(l.Version(), at.Unix(), func() (any, int64) {
+			bans, next := l.Bans(at.Unix())
+			return map[string]any{"pubkeys": blockedEntries(bans), "cursor": cursor(at)}, next
 		})
 		serveCached(w, r, body, gz, etag)
 	}
 }
 
-func handleBlockedWords(svc *banlist.Service) http.HandlerFunc {
+func blockedEntries(bans []policies.Ban) []blockedEntry {
+	entries := make([]blockedEntry, len(bans))
+	for i, b := range bans {
+		entries[i] = blockedEntry{PubKey: pubkey.NPub(b.PubKey), Reason: b.Reason, ExpiresAt: unixOrNil(b.ExpiresAt)}
+	}
+	return entries
+}
+
+func handleBlockedWords(svc *banlist.Service, now func() time.Time) http.HandlerFunc {
 	var cache listCache
 	return func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Has("since") {
+			serveChanges(w, r, svc, true)
+			return
+		}
 		l := svc.List()
 		body, gz, etag := cache.get(l.Version(), 0, func() (any, int64) {
-			return map[string]any{"words": l.Words()}, 0
+			return map[string]any{"words": l.Words(), "cursor": cursor(now())}, 0
 		})
 		serveCached(w, r, body, gz, etag)
 	}
+}
+
+// A cursor is the time of an answer, in unix milliseconds: ?since=<cursor>
+// asks what changed after that answer.
+func cursor(t time.Time) string { return strconv.FormatInt(t.UnixMilli(), 10) }
+
+type pubkeyChanges struct {
+	Added   []blockedEntry `json:"added"`
+	Lifted  []liftedEntry  `json:"lifted"`
+	Expired []blockedEntry `json:"expired"`
+	Cursor  string         `json:"cursor"`
+}
+
+type liftedEntry struct {
+	PubKey string `json:"pubkey"`
+}
+
+type wordChanges struct {
+	Added   []string `json:"added"`
+	Removed []string `json:"removed"`
+	Cursor  string   `json:"cursor"`
+}
+
+// serveChanges answers ?since=<cursor>: the changes since that answer.
+func serveChanges(w http.ResponseWriter, r *http.Request, svc *banlist.Service, words bool) {
+	httpapi.Handle(func(w http.ResponseWriter, r *http.Request) error {
+		ms, err := strconv.ParseInt(r.URL.Query().Get("since"), 10, 64)
+		if err != nil || ms < 0 {
+			return outpost.Errorf(outpost.Invalid, "invalid_cursor", "since must be the cursor of an earlier answer").With("field", "since")
+		}
+		c, err := svc.Changes(r.Context(), time.UnixMilli(ms))
+		if err != nil {
+			return err
+		}
+		w.Header().Set("Cache-Control", "no-store")
+		if words {
+			return httpapi.Encode(w, http.StatusOK, wordChanges{Added: orEmpty(c.WordsAdded), Removed: orEmpty(c.WordsRemoved), Cursor: cursor(c.At)})
+		}
+		lifted := make([]liftedEntry, len(c.Lifted))
+		for i, pk := range c.Lifted {
+			lifted[i] = liftedEntry{PubKey: pubkey.NPub(pk)}
+		}
+		return httpapi.Encode(w, http.StatusOK, pubkeyChanges{Added: blockedEntries(c.Added), Lifted: lifted,
+			Expired: blockedEntries(c.Expired), Cursor: cursor(c.At)})
+	}).ServeHTTP(w, r)
+}
+
+func orEmpty(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
 }
 
 type banStatus struct {

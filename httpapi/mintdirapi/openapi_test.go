@@ -232,9 +232,11 @@ func responses() obj {
 		"RateLimited": obj{"description": "Rate limit exceeded (error rate_limit_exceeded)",
 			"content": obj{"application/json": obj{"schema": ref("Error")}},
 			"headers": obj{"Retry-After": obj{"description": "Seconds to wait", "required": true, "schema": integer()}}},
-		"TooLarge": errResp("The request body is larger than 64 KiB (error request_too_large)"),
-		"Timeout":  errResp("The request body did not arrive within 30 seconds (error request_timeout); the connection is closed"),
-		"Internal": errResp("Internal error"),
+		"TooLarge":    errResp("The request body is larger than 64 KiB (error request_too_large)"),
+		"StorageFull": errResp("Too little disk space is left to write (error insufficient_storage); reads still work, and writes resume by themselves once space is freed"),
+		"Timeout":     errResp("The request body did not arrive within 30 seconds (error request_timeout); the connection is closed"),
+		"Internal":    errResp("Internal error"),
+		"IPBlocked":   errResp("The client's address is blocked (error ip_blocked)"),
 	}
 }
 
@@ -291,7 +293,7 @@ func listSchema(path string) obj {
 
 // Any request may meet these (see apitest.AssertCommonStatuses).
 func withCommon(responses obj) obj {
-	for code, name := range map[string]string{"400": "BadRequest", "429": "RateLimited", "500": "Internal"} {
+	for code, name := range map[string]string{"400": "BadRequest", "403": "IPBlocked", "429": "RateLimited", "500": "Internal"} {
 		if responses[code] == nil {
 			responses[code] = rref(name)
 		}
@@ -354,7 +356,7 @@ func document() obj {
 		"responses": obj{
 			"202": jsonBody("A new mint, queued for its first check", ref("SubmitResult")),
 			"200": jsonBody("The mint is known already (normalised URL)", ref("SubmitResult")),
-			"408": rref("Timeout"), "413": rref("TooLarge")}}, "post")
+			"408": rref("Timeout"), "413": rref("TooLarge"), "507": rref("StorageFull")}}, "post")
 	add("/health", "getHealth", obj{"summary": "Service health (no outbound calls)", "tags": []string{"Service"},
 		"description": "Whether the prober keeps up (degraded when it lags two intervals), how many mints there are, and when the last probe cycle started; no outbound calls. 503 when the directory is down.",
 		"responses":   obj{"200": jsonBody("ok or degraded (the prober lags two intervals)", ref("Health")), "503": jsonBody("down", ref("Health"))}}, "get")
@@ -375,6 +377,7 @@ func document() obj {
 			"Every GET also answers HEAD, with the same status and headers and no body.",
 			"A method a path does not have is 405 method_not_allowed with an Allow header.",
 			"Before any of this service's code runs, Go's net/http refuses, in plain text, a request line it cannot parse (400, e.g. a malformed percent-escape in the path) and request headers over 64 KiB (431).",
+			"A client whose address the ban list blocks (an address or a CIDR network, set over NIP-86, the admin API or the CLI) gets 403 ip_blocked from every route.",
 		}, " "),
 			"contact": obj{"name": "outpost", "url": "https://github.com/outpost-relay/outpost"},
 			"license": obj{"name": "MIT", "identifier": "MIT"}},

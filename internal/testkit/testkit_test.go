@@ -1,9 +1,13 @@
 package testkit
 
 import (
+	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"runtime"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -60,5 +64,16 @@ func TestLogBuffer(t *testing.T) {
 	wg.Wait()
 	if l.String() != "xxxxxxxxxx" {
 		t.Fatalf("%q", l.String())
+	}
+}
+
+func TestTmpfs(t *testing.T) {
+	dir := Tmpfs(t, 1, "")
+	if err := os.WriteFile(filepath.Join(dir, "big"), make([]byte, 2<<20), 0o600); !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("writing 2 MiB to a 1 MiB tmpfs: %v, want ENOSPC", err)
+	}
+	ro := Tmpfs(t, 1, "ro")
+	if err := os.WriteFile(filepath.Join(ro, "f"), nil, 0o600); !errors.Is(err, syscall.EROFS) {
+		t.Fatalf("writing to a read-only tmpfs: %v, want EROFS", err)
 	}
 }

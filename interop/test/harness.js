@@ -10,18 +10,21 @@ import { fileURLToPath } from 'node:url'
 import WebSocket from 'ws'
 import { useWebSocketImplementation } from 'nostr-tools/relay'
 
-// Node 20 has no global WebSocket.
+// ws, the WebSocket most Node.js servers and bots use, rather than Node's
+// own global one.
 useWebSocketImplementation(WebSocket)
 
 const repo = join(dirname(fileURLToPath(import.meta.url)), '..', '..')
 export const ADMIN_KEY = 'interop-admin-key-0123456789abcdef'
 
-// OUTPOST_BIN names a binary built once for every suite (.ci/run does);
-// otherwise each test file builds its own.
+// OUTPOST_BIN names a binary built once for every test file (npm test
+// builds it: see run.js); a test file run on its own builds one for itself
+// and removes it when it ends.
 let binary = process.env.OUTPOST_BIN
 function build() {
   if (!binary) {
     const dir = mkdtempSync(join(tmpdir(), 'outpost-bin-'))
+    process.on('exit', () => rmSync(dir, { recursive: true, force: true }))
     binary = join(dir, 'outpost')
     execFileSync('go', ['build', '-o', binary, './cmd/outpost'], { cwd: repo, stdio: 'inherit' })
   }
@@ -140,7 +143,7 @@ export async function startNutshell(env = {}) {
   }
 }
 
-function freePort() {
+export function freePort() {
   return new Promise((resolve, reject) => {
     const srv = createServer()
     srv.listen(0, '127.0.0.1', () => {

@@ -1,0 +1,89 @@
+package banlist
+
+import (
+	"cmp"
+	"context"
+	"slices"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+	"github.com/outpost-relay/outpost"
+	"github.com/outpost-relay/outpost/policies"
+	"github.com/outpost-relay/outpost/store"
+)
+
+// Changes is what changed in the public lists since a time: the state now
+// of every key and word touched since, so applying it is idempotent.
+type Changes struct {
+	Added        []policies.Ban // active now, banned (again) since
+	Lifted       []string       // pubkeys (hex) unbanned since, with no ban now
+	Expired      []policies.Ban // lapsed since
+	WordsAdded   []string
+	WordsRemoved []string
+	At           time.Time // as of when: the next cursor
+}
+
+// changesSlack: changes are read from this long before the cursor, so one
+// committed while the previous answer was being built is not missed.
+// Reporting a change twice is harmless.
+const changesSlack = 5 * time.Second
+
+// ErrCursorExpired: the cursor predates what this process can tell apart
+// (bans that lapsed before it started are not held).
+var ErrCursorExpired = outpost.Errorf(outpost.Gone, "cursor_expired", "the cursor is older than this server's memory of lapsed bans; fetch the whole list again")
+
+// Changes lists what changed since `since`, as of now.
+func (s *Service) Changes(ctx context.Context, since time.Time) (Changes, error) {
+	now := s.now()
+	if since.Before(s.loadedAt) {
+		return Changes{}, ErrCursorExpired
+	}
+	from := since.Add(-changesSlack)
+	keys, words := map[string]bool{}, map[string]bool{}
+	err := s.db.View(func(txn *badger.Txn) error {
+		start := store.Key(store.PrefixBanlist, kindAudit, store.U64(uint64(from.UnixNano())))
+		return store.EachJSON(txn, []byte{store.PrefixBanlist, kindAudit}, start, false, func(_ []byte, e AuditEntry) (bool, error) {
+			switch e.Action {
+			case "ban", "unban":
+				keys[e.Target] = true
+			case "word.add", "word.remove":
+				words[policies.NormalizeText(e.Target)] = true
+			}
+			return true, ctx.Err()
+		})
+	})
+	if err != nil {
+		return Changes{}, err
+	}
+	c := Changes{At: now}
+	for _, b := range s.list.Lapsed(from.Unix(), now.Unix()) {
+		keys[b.PubKey] = true
+	}
+	for pk := range keys {
+		if b, ok := s.list.Banned(pk, now.Unix()); ok {
+			c.Added = append(c.Added, b)
+		} else if b, held := s.list.Held(pk); held {
+			c.Expired = append(c.Expired, b)
+		} else {
+			c.Lifted = append(c.Lifted, pk)
+		}
+	}
+	current := map[string]string{}
+	for _, w := range s.list.Words() {
+		current[policies.NormalizeText(w)] = w
+	}
+	for n := range words {
+		if w, ok := current[n]; ok {
+			c.WordsAdded = append(c.WordsAdded, w)
+		} else if n != "" {
+			c.WordsRemoved = append(c.WordsRemoved, n)
+		}
+	}
+	byKey := func(a, b policies.Ban) int { return cmp.Compare(a.PubKey, b.PubKey) }
+	slices.SortFunc(c.Added, byKey)
+	slices.SortFunc(c.Expired, byKey)
+	slices.Sort(c.Lifted)
+	slices.Sort(c.WordsAdded)
+	slices.Sort(c.WordsRemoved)
+	return c, nil
+}

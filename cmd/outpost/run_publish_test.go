@@ -1,0 +1,180 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/nbd-wtf/go-nostr"
+	"github.com/outpost-relay/outpost/internal/testkit"
+	"github.com/outpost-relay/outpost/pubkey"
+)
+
+// watch subscribes to f and collects what arrives, stored and live.
+type watch struct {
+	mu  sync.Mutex
+	evs []*nostr.Event
+}
+
+func watchRelay(t *testing.T, inst *instance, f nostr.Filter) *watch {
+	t.Helper()
+	r := connect(t, inst)
+	sub, err := r.Subscribe(context.Background(), nostr.Filters{f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &watch{}
+	go func() {
+		for ev := range sub.Events {
+			w.mu.Lock()
+			w.evs = append(w.evs, ev)
+			w.mu.Unlock()
+		}
+	}()
+	return w
+}
+
+// latest is the newest event seen whose d tag is d.
+func (w *watch) latest(d string) *nostr.Event {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out *nostr.Event
+	for _, ev := range w.evs {
+		if ev.Tags.GetD() == d && (out == nil || ev.CreatedAt >= out.CreatedAt) {
+			out = ev
+		}
+	}
+	return out
+}
+
+func tagValue(ev *nostr.Event, name string) string {
+	if ev == nil {
+		return ""
+	}
+	if t := ev.Tags.Find(name); t != nil {
+		return t[1]
+	}
+	return ""
+}
+
+// TestPublishedEvents: a client subscribed to outpost's relay gets the
+// mint status events pushed as a mint goes offline, and the ban list pages
+// as keys are banned and temporary bans lapse; the publish relay gets the
+// same events.
+func TestPublishedEvents(t *testing.T) {
+	rec := &recorder{}
+	srv := httptest.NewServer(rec)
+	t.Cleanup(srv.Close)
+
+	mint := startTestMint(t, t.TempDir(), "", "Status Mint")
+	inst := start(t, t.TempDir(), map[string]string{"OUTPOST_PUBLISH_RELAYS": "ws" + strings.TrimPrefix(srv.URL, "http"),
+		"OUTPOST_PROBE_ALLOW_PRIVATE": "true", "OUTPOST_PROBE_INTERVAL": "1s", "OUTPOST_PROBE_TIMEOUT": "500ms"})
+	_, idx := call(t, "GET", inst.url+"/", nil)
+	service, err := pubkey.Parse(idx["pubkey"].(string))
+	if err != nil {
+		t.Fatal(err)
+	}
+	statuses := watchRelay(t, inst, nostr.Filter{Kinds: []int{38166}, Authors: []string{service}})
+	bans := watchRelay(t, inst, nostr.Filter{Kinds: []int{30000, 10000}, Authors: []string{service}})
+
+	if code, body := call(t, "POST", inst.url+"/mintdir/mints/submit", map[string]any{"mint_url": mint.URL}); code != 202 {
+		t.Fatalf("submit: %d %v", code, body)
+	}
+	testkit.WaitFor(t, 15*time.Second, "the mint's status event: online", func() bool {
+		return tagValue(statuses.latest(mint.URL), "status") == "online"
+	})
+	ev := statuses.latest(mint.URL)
+	if ok, _ := ev.CheckSignature(); !ok || tagValue(ev, "name") != "Status Mint" || tagValue(ev, "rtt") == "" || ev.Tags.Find("N") == nil {
+		t.Fatalf("status event = %v", ev)
+	}
+	mint.Close()
+	testkit.WaitFor(t, 20*time.Second, "the status event pushed: offline", func() bool {
+		return tagValue(statuses.latest(mint.URL), "status") == "offline"
+	})
+	if tagValue(statuses.latest(mint.URL), "offline_since") == "" {
+		t.Fatalf("offline without offline_since: %v", statuses.latest(mint.URL))
+	}
+
+	banned := nostr.GeneratePrivateKey()
+	bannedPK, _ := nostr.GetPublicKey(banned)
+	tempPK, _ := nostr.GetPublicKey(nostr.GeneratePrivateKey())
+	if code, body := call(t, "POST", inst.url+"/banlist/admin/ban", map[string]any{"pubkey": bannedPK, "reason": "spam bot"}, admin()...); code != 200 {
+		t.Fatalf("ban: %d %v", code, body)
+	}
+	exp := time.Now().Unix() + 2
+	if code, body := call(t, "POST", inst.url+"/banlist/admin/temp-ban", map[string]any{"pubkey": tempPK, "reason": "cool down", "expires_at": exp}, admin()...); code != 200 {
+		t.Fatalf("temp-ban: %d %v", code, body)
+	}
+	if code, _ := call(t, "POST", inst.url+"/banlist/admin/words", map[string]any{"word": "Buy Now"}, admin()...); code != 201 && code != 200 {
+		t.Fatalf("add word: %d", code)
+	}
+	listed := func(pk string) nostr.Tag {
+		if ev := bans.latest("outpost-bans-" + pk[:2]); ev != nil {
+			for tag := range ev.Tags.FindAll("p") {
+				if tag[1] == pk {
+					return tag
+				}
+			}
+		}
+		return nil
+	}
+	testkit.WaitFor(t, 3*time.Second, "both bans and the word published", func() bool {
+		return listed(bannedPK) != nil && listed(tempPK) != nil && tagValue(bans.latest(""), "word") == "buy now"
+	})
+	if p := listed(bannedPK); len(p) != 4 || p[3] != "spam bot" {
+		t.Fatalf("p tag of a ban: %v", p)
+	}
+	if p := listed(tempPK); len(p) != 5 || p[4] == "" {
+		t.Fatalf("p tag of a temporary ban: %v", p)
+	}
+	testkit.WaitFor(t, 5*time.Second, "the lapsed ban's page republished without it", func() bool { return listed(tempPK) == nil })
+
+	testkit.WaitFor(t, 10*time.Second, "the publish relay to get the latest status", func() bool {
+		return rec.has(statuses.latest(mint.URL).ID)
+	})
+}
+
+// recorder is a relay that takes every event and keeps its id.
+type recorder struct {
+	mu  sync.Mutex
+	ids map[string]bool
+}
+
+func (rec *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	c, err := websocket.Accept(w, r, nil)
+	if err != nil {
+		return
+	}
+	defer c.CloseNow()
+	for {
+		_, data, err := c.Read(r.Context())
+		if err != nil {
+			return
+		}
+		var msg []json.RawMessage
+		var ev nostr.Event
+		if json.Unmarshal(data, &msg) != nil || len(msg) != 2 || json.Unmarshal(msg[1], &ev) != nil {
+			continue
+		}
+		rec.mu.Lock()
+		if rec.ids == nil {
+			rec.ids = map[string]bool{}
+		}
+		rec.ids[ev.ID] = true
+		rec.mu.Unlock()
+		ok, _ := json.Marshal([]any{"OK", ev.ID, true, ""})
+		c.Write(r.Context(), websocket.MessageText, ok)
+	}
+}
+
+func (rec *recorder) has(id string) bool {
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	return rec.ids[id]
+}

@@ -1,0 +1,12 @@
+//go:build !linux
+
+package testkit
+
+import "testing"
+
+// Tmpfs skips the test: mounting a small filesystem is done on Linux only.
+func Tmpfs(t testing.TB, sizeMiB int, opts string) string {
+	t.Helper()
+	t.Skip("skipped: this test mounts a small tmpfs, which it only does on Linux")
+	return ""
+}

@@ -1,0 +1,41 @@
+package policies
+
+import "github.com/nbd-wtf/go-nostr"
+
+// Held is pubkey's ban as held, lapsed or not (it says whether a ban that
+// no longer applies lapsed or was lifted: a lifted one is gone).
+func (l *BanList) Held(pubkey string) (Ban, bool) {
+	l.mu.RLock()
+	e, ok := l.bans[pubkey]
+	l.mu.RUnlock()
+	return Ban{PubKey: pubkey, Reason: e.reason, ExpiresAt: e.expiresAt}, ok
+}
+
+// Lapsed lists the held bans whose expiry is in (from, to].
+func (l *BanList) Lapsed(from, to int64) []Ban {
+	var out []Ban
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	for pk, e := range l.bans {
+		if e.expiresAt > from && e.expiresAt <= to {
+			out = append(out, Ban{PubKey: pk, Reason: e.reason, ExpiresAt: e.expiresAt})
+		}
+	}
+	return out
+}
+
+// BannedMessage is the refusal of an event by pubkey at now (unix seconds),
+// if pubkey has an active ban then; it does not allocate.
+func (l *BanList) BannedMessage(pubkey string, now int64) (string, bool) {
+	e, ok := l.lookup(pubkey, now)
+	return e.msg, ok
+}
+
+// BlockedMessage is the refusal of an event whose content (for kind 0, any
+// profile field) holds a blocked word.
+func (l *BanList) BlockedMessage(ev *nostr.Event) (string, bool) {
+	if w, ok := blockedIn(l, ev); ok {
+		return `blocked: contains the blocked word "` + w + `"`, true
+	}
+	return "", false
+}

@@ -1,0 +1,174 @@
+package publish
+
+import (
+	"cmp"
+	"context"
+	"log/slog"
+	"strconv"
+	"time"
+
+	"github.com/nbd-wtf/go-nostr"
+	"github.com/outpost-relay/outpost/events"
+	"github.com/outpost-relay/outpost/mintdir"
+)
+
+// Catalogue is the part of the directory the mint publisher reads.
+type Catalogue interface {
+	Mints(ctx context.Context) ([]*mintdir.Mint, error)
+}
+
+// Mints publishes a kind-38166 status event for every mint the directory
+// has checked, replaced whenever its status changes and at least every
+// Refresh, and a kind-18166 monitor announcement saying how it checks.
+type Mints struct {
+	Directory Catalogue
+	Events    *events.Store
+	Sink      Sink
+	SecretKey string
+	Interval  time.Duration // the prober's interval, announced
+	Timeout   time.Duration // the prober's timeout, announced
+	Refresh   time.Duration // default 1h
+	Every     time.Duration // how often the catalogue is read; default 2s
+	Log       *slog.Logger
+	Now       func() time.Time
+}
+
+// Run publishes until ctx ends.
+func (m *Mints) Run(ctx context.Context) {
+	now := clock(m.Now)
+	log := cmp.Or(m.Log, slog.Default())
+	sg, err := newSigner(m.SecretKey)
+	if err != nil {
+		log.Error("publish: mint status", "err", err)
+		return
+	}
+	last, err := sg.published(ctx, m.Events, KindMintStatus)
+	if err != nil {
+		log.Error("publish: reading earlier mint status events", "err", err)
+		return
+	}
+	monitors, err := sg.published(ctx, m.Events, KindMintMonitor)
+	if err != nil {
+		log.Error("publish: reading the earlier monitor announcement", "err", err)
+		return
+	}
+	if tags := m.monitorTags(); monitors[""] == nil || !sameTags(monitors[""].Tags, tags) {
+		content := "outpost's Cashu mint monitor: it asks every mint it knows for its NUT-06 info and publishes each mint's status as a kind-38166 event"
+		if ev, err := sg.sign(KindMintMonitor, "", tags, content, nostr.Timestamp(now().Unix())); err == nil {
+			m.sink(ctx, ev, log)
+		}
+	}
+	t := time.NewTicker(cmp.Or(m.Every, 2*time.Second))
+	defer t.Stop()
+	for {
+		m.publish(ctx, sg, last, now(), log)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (m *Mints) sink(ctx context.Context, ev *nostr.Event, log *slog.Logger) bool {
+	if err := m.Sink(ctx, ev); err != nil {
+		if ctx.Err() == nil {
+			logFailure(log, "publish: mint event", err, "d", ev.Tags.GetD())
+		}
+		return false
+	}
+	return true
+}
+
+// publish signs a status event for each checked mint whose status moved,
+// or whose last one is older than Refresh.
+func (m *Mints) publish(ctx context.Context, sg *signer, last map[string]*nostr.Event, at time.Time, log *slog.Logger) {
+	mints, err := m.Directory.Mints(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			log.Error("publish: listing mints", "err", err)
+		}
+		return
+	}
+	refresh := nostr.Timestamp(cmp.Or(m.Refresh, time.Hour) / time.Second)
+	for _, mint := range mints {
+		if mint.LastCheckedAt == nil {
+			continue
+		}
+		tags := StatusTags(mint)
+		prev := last[mint.CanonicalURL]
+		if prev != nil && sameStatus(prev.Tags, tags) && nostr.Timestamp(at.Unix())-prev.CreatedAt < refresh {
+			continue
+		}
+		ev, err := sg.sign(KindMintStatus, mint.CanonicalURL, tags, "", nostr.Timestamp(at.Unix()))
+		if err == nil && m.sink(ctx, ev, log) {
+			last[mint.CanonicalURL] = ev
+		}
+	}
+}
+
+// sameStatus: the tags that make a change worth pushing at once are equal.
+func sameStatus(a, b nostr.Tags) bool {
+	for _, name := range []string{"status", "offline_since", "trust"} {
+		x, y := a.Find(name), b.Find(name)
+		if (x == nil) != (y == nil) || (x != nil && !sameTags(nostr.Tags{x}, nostr.Tags{y})) {
+			return false
+		}
+	}
+	return true
+}
+
+// StatusTags are a mint's status event's tags.
+func StatusTags(mint *mintdir.Mint) nostr.Tags {
+	unix := func(t *time.Time) string { return strconv.FormatInt(t.Unix(), 10) }
+	tags := nostr.Tags{{"d", mint.CanonicalURL}}
+	for _, u := range mint.URLs {
+		tags = append(tags, nostr.Tag{"u", u.URL})
+	}
+	tags = append(tags, nostr.Tag{"status", mint.Status})
+	if mint.Name != "" {
+		tags = append(tags, nostr.Tag{"name", mint.Name})
+	}
+	if mint.PubKey != "" {
+		tags = append(tags, nostr.Tag{"mint_pubkey", mint.PubKey})
+	}
+	if mint.LastRTTMs != nil {
+		tags = append(tags, nostr.Tag{"rtt", strconv.Itoa(*mint.LastRTTMs)})
+	}
+	s := mint.Summary
+	for _, w := range []struct {
+		name string
+		pct  *float64
+	}{{"24h", s.Uptime24h}, {"7d", s.Uptime7d}, {"30d", s.Uptime30d}} {
+		if w.pct != nil {
+			tags = append(tags, nostr.Tag{"uptime", w.name, strconv.FormatFloat(*w.pct, 'f', 2, 64)})
+		}
+	}
+	if mint.LastCheckedAt != nil {
+		tags = append(tags, nostr.Tag{"last_check", unix(mint.LastCheckedAt)})
+	}
+	if mint.LastSuccessAt != nil {
+		tags = append(tags, nostr.Tag{"last_success", unix(mint.LastSuccessAt)})
+	}
+	if mint.OfflineSince != nil {
+		tags = append(tags, nostr.Tag{"offline_since", unix(mint.OfflineSince)})
+	}
+	if mint.Features != nil {
+		for _, n := range mint.Features.SupportedNuts {
+			tags = append(tags, nostr.Tag{"N", strconv.Itoa(n)})
+		}
+	}
+	tags = append(tags, nostr.Tag{"trust", strconv.Itoa(s.Trust.Score), s.Trust.Level})
+	return tags
+}
+
+func (m *Mints) monitorTags() nostr.Tags {
+	interval := cmp.Or(m.Interval, 5*time.Minute)
+	timeout := cmp.Or(m.Timeout, 10*time.Second)
+	return nostr.Tags{
+		{"frequency", strconv.Itoa(int(interval / time.Second))},
+		{"timeout", "info", strconv.Itoa(int(timeout / time.Millisecond))},
+		{"c", "info"}, {"c", "keysets"},
+		{"k", strconv.Itoa(KindMintStatus)},
+	}
+}

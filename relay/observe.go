@@ -1,0 +1,45 @@
+package relay
+
+import (
+	"sync/atomic"
+	"time"
+)
+
+// Observer is told what the relay answers, for metrics. Its methods run on
+// the relay's hot path: they must be quick and never block.
+type Observer interface {
+	// EventAnswered is called once an EVENT is answered with OK; reason is
+	// the OK message ("" when accepted, "duplicate: ..." for a known event).
+	EventAnswered(ok bool, reason string, took time.Duration)
+	// ReqAnswered is called when a REQ's stored events are sent and EOSE is
+	// queued.
+	ReqAnswered(took time.Duration)
+}
+
+type noObserver struct{}
+
+func (noObserver) EventAnswered(bool, string, time.Duration) {}
+func (noObserver) ReqAnswered(time.Duration)                 {}
+
+// Stats are the relay's figures at this moment, for metrics.
+type Stats struct {
+	Clients       int // open websocket connections
+	Subscriptions int // open REQ subscriptions, over every connection
+	// Refusals by the per-IP and per-author limits since start.
+	ConnectionsRefused   uint64 // handshakes answered 429 (OUTPOST_RELAY_IP_CONNECTIONS)
+	IPEventsRefused      uint64 // OUTPOST_RELAY_IP_EVENTS_PER_MINUTE
+	AuthorEventsRefused  uint64 // OUTPOST_RELAY_EVENTS_PER_MINUTE
+	SubscriptionsRefused uint64 // REQs refused by OUTPOST_RELAY_MAX_SUBSCRIPTIONS
+}
+
+// counters are the relay's own refusal counts.
+type counters struct {
+	connectionsRefused, subscriptionsRefused atomic.Uint64
+}
+
+// Stats reads the relay's figures; it takes two locks briefly.
+func (r *Relay) Stats() Stats {
+	return Stats{Clients: r.Clients(), Subscriptions: r.subs.len(),
+		ConnectionsRefused: r.counters.connectionsRefused.Load(), SubscriptionsRefused: r.counters.subscriptionsRefused.Load(),
+		IPEventsRefused: r.ipEvents.Refused(), AuthorEventsRefused: r.authorEvents.Refused()}
+}

@@ -1,0 +1,112 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+	"github.com/outpost-relay/outpost"
+	"github.com/outpost-relay/outpost/diskspace"
+	"github.com/outpost-relay/outpost/settings"
+)
+
+// ErrStorageFull is every write's answer while the data dir's filesystem
+// has less free space than Settings.MinFreeSpace: a 507 over REST. Reads go
+// on, and writes resume by themselves once space is freed.
+var ErrStorageFull = outpost.Errorf(outpost.StorageFull, "insufficient_storage",
+	"the server is low on disk space and accepts no writes until space is freed; reads still work")
+
+// errEventsRefused is ErrStorageFull as the event store returns it: its text
+// is what the relay answers in the OK message (NIP-01's "error:" prefix),
+// and to a REST handler that publishes an event it is still ErrStorageFull.
+var errEventsRefused error = refusal{"error: the relay is low on disk space and accepts no new events until space is freed"}
+
+type refusal struct{ msg string }
+
+func (r refusal) Error() string { return r.msg }
+func (r refusal) Unwrap() error { return ErrStorageFull }
+
+// Settings are the store's operator settings, bound by cmd/outpost to the
+// flag each tag names and its OUTPOST_* twin. Start from DefaultSettings.
+type Settings struct {
+	MinFreeSpace settings.Bytes `flag:"min-free-space" usage:"free space kept on the data dir's filesystem: below it writes are refused (REST 507, relay OK false) while reads go on; 0 turns the check off, and a full disk then kills outpost (SIGBUS)"`
+	CacheSize    settings.Bytes `flag:"cache-size" usage:"badger's block cache: recently read blocks of events and indexes, decompressed; more keeps a larger working set of a big relay in memory"`
+}
+
+// DefaultSettings keep 256 MiB free: more than twice what badger may write
+// once writes stop (see memTableSize), and little on any disk outpost is
+// likely to be given.
+func DefaultSettings() Settings { return Settings{MinFreeSpace: 256 << 20, CacheSize: 32 << 20} }
+
+// minFreeSpace is the least MinFreeSpace may be, other than 0: twice a
+// memtable, which badger flushes to a table at Close. It suits only a small
+// data dir (a few memtables' worth of data), as in the tests.
+const minFreeSpace = 2 * memTableSize
+
+// Valid checks the settings, naming each bad one.
+func (s Settings) Valid() error {
+	if s.MinFreeSpace != 0 && s.MinFreeSpace < minFreeSpace {
+		return settings.Errorf("min-free-space", "must be 0 (off) or at least %v: badger needs room to flush its memtable once writes stop", settings.Bytes(minFreeSpace))
+	}
+	return nil
+}
+
+// checkEvery is how often free space is measured, besides when the writes
+// may have used up the room measured last (see diskspace).
+const checkEvery = time.Second
+
+// recordCost is what Update charges the watcher for a transaction whose size
+// it cannot see: more than most domain records take.
+const recordCost = 4 << 10
+
+// gates holds the free-space watcher of every database Open opened, so that
+// Update, which is given the *badger.DB every service holds, asks it without
+// each service being handed the watcher too.
+var gates sync.Map // *badger.DB → *diskspace.Watcher
+
+// writable reports whether the watcher of db (if Open opened it) lets a
+// write of about n bytes go ahead.
+func writable(db *badger.DB, n int64) bool {
+	w, ok := gates.Load(db)
+	return !ok || w.(*diskspace.Watcher).Allow(n)
+}
+
+// Writable reports whether db takes writes now, charging nothing against
+// the watcher's budget: background work whose results could not be stored (a mint check, a
+// deposit completed at the mint) waits while it is false.
+func Writable(db *badger.DB) bool { return writable(db, 0) }
+
+// Health is the store's part of /health: whether it takes writes, and the
+// free space it last measured.
+type Health struct {
+	Status       string  `json:"status"`
+	Writable     bool    `json:"writable"`
+	FreeBytes    *int64  `json:"free_bytes"`     // null when the check is off
+	MinFreeBytes int64   `json:"min_free_bytes"` // 0: the check is off
+	Reason       *string `json:"reason"`         // why it is not ok; null when it is
+}
+
+// HealthStatus is degraded while writes are refused, down when the database
+// does not answer.
+func (h Health) HealthStatus() string { return h.Status }
+
+// Health reports the watcher's last measurement; it measures nothing itself.
+func (s *Store) Health(ctx context.Context) Health {
+	st := s.space.Status()
+	h := Health{Status: outpost.HealthOK, Writable: !st.Low, MinFreeBytes: st.Min}
+	if st.Min > 0 {
+		h.FreeBytes = &st.Free
+	}
+	switch err := s.Check(ctx); {
+	case err != nil:
+		reason := "the database does not answer: " + err.Error()
+		h.Status, h.Writable, h.Reason = outpost.HealthDown, false, &reason
+	case st.Low:
+		reason := fmt.Sprintf("%v free on the data dir's filesystem, less than the %v kept free (--min-free-space, OUTPOST_MIN_FREE_SPACE): writes are refused until space is freed",
+			settings.Bytes(st.Free), settings.Bytes(st.Min))
+		h.Status, h.Reason = outpost.HealthDegraded, &reason
+	}
+	return h
+}

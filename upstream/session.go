@@ -1,0 +1,449 @@
+package upstream
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/nbd-wtf/go-nostr"
+	"github.com/nbd-wtf/go-nostr/nip77/negentropy"
+	"github.com/nbd-wtf/go-nostr/nip77/negentropy/storage/vector"
+	"github.com/outpost-relay/outpost/events"
+	"github.com/tidwall/gjson"
+)
+
+// A session is one connection to an upstream relay. It is our own small
+// client on purpose: go-nostr's Relay (and its NIP-77 sync built on it)
+// races with itself when a connection ends, and ends of connections are
+// what this package must survive. go-nostr's negentropy package does the
+// reconciliation itself.
+type session struct {
+	s    *Syncer
+	r    *relayState
+	ws   *websocket.Conn
+	in   chan []byte
+	err  error // why reading stopped; set before in is closed
+	subs map[string]nostr.Filters
+	seq  int
+	page pageStats // of the subscription being paged through
+}
+
+type pageStats struct {
+	sub    string
+	events int
+	oldest nostr.Timestamp
+}
+
+const (
+	maxMessage    = 1 << 20 // one relay message
+	negFrameLimit = 60_000  // bytes of one NEG-MSG we send
+	idsPerREQ     = 200     // ids fetched per REQ after a reconciliation
+	pageLimit     = 500     // limit of one REQ page when catching up without NIP-77
+	maxPages      = 2_000
+	overlap       = 10 * time.Minute // REQ since goes back this far before the last catch-up
+	filtersPerREQ = 10
+	pingEvery     = 30 * time.Second
+)
+
+var (
+	errTimeout      = errors.New("the relay did not answer in time")
+	errNoNegentropy = errors.New("the relay does not speak NIP-77")
+)
+
+var wsClient = &http.Client{Timeout: 30 * time.Second}
+
+// session connects to r and follows it until the connection fails or ctx
+// ends; caughtUp reports that at least one catch-up completed.
+func (s *Syncer) session(ctx context.Context, r *relayState) (caughtUp bool, err error) {
+	dctx, cancel := context.WithTimeout(ctx, s.cfg.DialTimeout)
+	ws, _, err := websocket.Dial(dctx, r.url, &websocket.DialOptions{HTTPClient: wsClient})
+	cancel()
+	if err != nil {
+		return false, err
+	}
+	defer ws.CloseNow()
+	ws.SetReadLimit(maxMessage)
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	ss := &session{s: s, r: r, ws: ws, in: make(chan []byte, 64), subs: map[string]nostr.Filters{}}
+	go ss.read(ctx)
+	go ss.keepalive(ctx)
+	r.setConnected(true)
+	s.cfg.Log.Info("upstream: connected", "relay", r.url)
+	for {
+		start := s.cfg.Now()
+		if err := ss.catchUp(ctx); err != nil {
+			return caughtUp, err
+		}
+		r.synced(start)
+		caughtUp = true
+		if err := ss.live(ctx, start); err != nil {
+			return caughtUp, err
+		}
+	}
+}
+
+func (ss *session) read(ctx context.Context) {
+	defer close(ss.in)
+	for {
+		_, data, err := ss.ws.Read(ctx)
+		if err != nil {
+			ss.err = err
+			return
+		}
+		select {
+		case ss.in <- data:
+		case <-ctx.Done():
+			ss.err = ctx.Err()
+			return
+		}
+	}
+}
+
+// keepalive pings the relay; one that does not answer is hung up on, which
+// ends the session (a relay that vanished without closing the connection).
+func (ss *session) keepalive(ctx context.Context) {
+	t := time.NewTicker(pingEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			pctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+			err := ss.ws.Ping(pctx)
+			cancel()
+			if err != nil && ctx.Err() == nil {
+				ss.ws.CloseNow()
+				return
+			}
+		}
+	}
+}
+
+func (ss *session) send(ctx context.Context, msg ...any) error {
+	b, err := json.Marshal(msg)
+	if err != nil {
+		return err
+	}
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	return ss.ws.Write(wctx, websocket.MessageText, b)
+}
+
+func (ss *session) newSub(prefix string) string {
+	ss.seq++
+	return prefix + "-" + strconv.Itoa(ss.seq)
+}
+
+// message is a relay message other than EVENT.
+type message struct {
+	label, sub, text string
+}
+
+// next returns the relay's next message other than an EVENT, taking the
+// EVENTs that come first in as they come. It gives up when the relay has
+// sent nothing for idle (0: no such limit) or at until (zero: never).
+func (ss *session) next(ctx context.Context, idle time.Duration, until time.Time) (message, error) {
+	wait := func() time.Duration {
+		d := time.Until(until)
+		if until.IsZero() || (idle > 0 && idle < d) {
+			d = idle
+		}
+		return d
+	}
+	timer := time.NewTimer(wait())
+	defer timer.Stop()
+	for {
+		select {
+		case data, ok := <-ss.in:
+			timer.Reset(wait())
+			if !ok {
+				if ss.err == nil {
+					return message{}, io.EOF
+				}
+				return message{}, ss.err
+			}
+			arr := gjson.ParseBytes(data).Array()
+			if len(arr) < 2 {
+				continue
+			}
+			m := message{label: arr[0].String(), sub: arr[1].String()}
+			if len(arr) > 2 {
+				m.text = arr[2].String()
+			}
+			if m.label == "NOTICE" {
+				m.sub, m.text = "", arr[1].String()
+			}
+			if m.label != "EVENT" || len(arr) < 3 {
+				return m, nil
+			}
+			if err := ss.event(ctx, m.sub, arr[2].Raw); err != nil {
+				return message{}, err
+			}
+		case <-timer.C:
+			return message{}, errTimeout
+		case <-ctx.Done():
+			return message{}, ctx.Err()
+		}
+	}
+}
+
+// event takes in an EVENT of one of our subscriptions; an event none of its
+// filters asked for is skipped (a relay may send anything).
+func (ss *session) event(ctx context.Context, sub, raw string) error {
+	filters, ok := ss.subs[sub]
+	if !ok {
+		return nil
+	}
+	var ev nostr.Event
+	if err := json.Unmarshal([]byte(raw), &ev); err != nil || !filters.Match(&ev) {
+		ss.r.count(func(c *Counters) { c.Received++; c.Skipped++ })
+		return nil
+	}
+	if sub == ss.page.sub {
+		ss.page.events++
+		if ss.page.oldest == 0 || ev.CreatedAt < ss.page.oldest {
+			ss.page.oldest = ev.CreatedAt
+		}
+	}
+	return ss.s.take(ctx, ss.r, &ev)
+}
+
+// catchUp brings every filter up to date: by NIP-77 while the relay speaks
+// it, else by REQ pages since the last catch-up.
+func (ss *session) catchUp(ctx context.Context) error {
+	for _, f := range ss.s.filters(ctx) {
+		if ss.r.negMode() != negNo {
+			ids, err := ss.reconcile(ctx, f)
+			switch {
+			case errors.Is(err, errNoNegentropy):
+				ss.s.cfg.Log.Info("upstream: no NIP-77; catching up with REQ", "relay", ss.r.url, "err", err)
+				ss.r.setNeg(negNo)
+			case err != nil:
+				return err
+			default:
+				ss.r.setNeg(negYes)
+				ss.s.cfg.Log.Debug("upstream: reconciled", "relay", ss.r.url, "need", len(ids))
+				if err := ss.fetch(ctx, ids); err != nil {
+					return err
+				}
+				continue
+			}
+		}
+		if err := ss.pages(ctx, f); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// reconcile runs NIP-77 for f against what we hold and returns the ids the
+// relay has and we lack (minus those refused lately).
+func (ss *session) reconcile(ctx context.Context, f nostr.Filter) ([]string, error) {
+	vec := vector.New()
+	f.Limit, f.LimitZero = 0, false
+	if ss.s.cfg.Events != nil {
+		err := ss.s.cfg.Events.Query(ctx, f, nil, func(m events.Meta, _ []byte) bool {
+			vec.Insert(m.CreatedAt, m.ID)
+			return true
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	vec.Seal()
+	neg := negentropy.New(vec, negFrameLimit)
+	var need []string
+	done := make(chan struct{})
+	drained := make(chan struct{}, 2)
+	drain := func(ch chan string, keep bool) {
+		defer func() { drained <- struct{}{} }()
+		for {
+			select {
+			case id, ok := <-ch:
+				if !ok {
+					return
+				}
+				if keep {
+					need = append(need, id)
+				}
+			case <-done:
+				return
+			}
+		}
+	}
+	go drain(neg.HaveNots, true)
+	go drain(neg.Haves, false)
+	complete, err := ss.negotiate(ctx, f, neg)
+	if err != nil || !complete {
+		close(done) // Reconcile stopped midway: its channels stay open
+	} // else it closed them, and what they buffer is still read
+	<-drained
+	<-drained
+	if err != nil || !complete {
+		return nil, err
+	}
+	now := ss.s.cfg.Now()
+	out := need[:0]
+	for _, id := range need {
+		if !ss.s.seen.has(id, now) {
+			out = append(out, id)
+		}
+	}
+	return out, nil
+}
+
+// negotiate exchanges NEG messages until the reconciliation is complete.
+func (ss *session) negotiate(ctx context.Context, f nostr.Filter, neg *negentropy.Negentropy) (complete bool, err error) {
+	sub := ss.newSub("neg")
+	if err := ss.send(ctx, "NEG-OPEN", sub, f, neg.Start()); err != nil {
+		return false, err
+	}
+	answered := false
+	for {
+		m, err := ss.next(ctx, ss.s.cfg.Timeout, time.Time{})
+		switch {
+		case errors.Is(err, errTimeout) && !answered:
+			return false, fmt.Errorf("%w: no answer to NEG-OPEN", errNoNegentropy)
+		case err != nil:
+			return false, err
+		}
+		switch {
+		case m.label == "NOTICE" && !answered:
+			return false, fmt.Errorf("%w: %s", errNoNegentropy, m.text)
+		case m.sub != sub:
+			continue
+		case m.label == "NEG-ERR", m.label == "NEG-ERROR", m.label == "CLOSED":
+			return false, fmt.Errorf("%w: %s", errNoNegentropy, m.text)
+		case m.label != "NEG-MSG":
+			continue
+		}
+		answered = true
+		out, err := neg.Reconcile(m.text)
+		if err != nil {
+			return false, fmt.Errorf("NIP-77: %w", err)
+		}
+		if out == "" {
+			return true, ss.send(ctx, "NEG-CLOSE", sub)
+		}
+		if err := ss.send(ctx, "NEG-MSG", sub, out); err != nil {
+			return false, err
+		}
+	}
+}
+
+// fetch asks for events by id, a batch per REQ.
+func (ss *session) fetch(ctx context.Context, ids []string) error {
+	for len(ids) > 0 {
+		n := min(len(ids), idsPerREQ)
+		if _, err := ss.query(ctx, nostr.Filter{IDs: ids[:n]}); err != nil {
+			return err
+		}
+		ids = ids[n:]
+	}
+	return nil
+}
+
+// pages catches f up with REQ since the last catch-up (less an overlap),
+// newest first, a page at a time, until a page brings nothing older.
+func (ss *session) pages(ctx context.Context, f nostr.Filter) error {
+	if last := ss.r.since(); !last.IsZero() {
+		since := nostr.Timestamp(last.Add(-overlap).Unix())
+		f.Since = &since
+	}
+	f.Limit = pageLimit
+	for range maxPages {
+		st, err := ss.query(ctx, f)
+		if err != nil {
+			return err
+		}
+		if st.events == 0 || (f.Until != nil && st.oldest >= *f.Until) {
+			return nil
+		}
+		until := st.oldest
+		f.Until = &until
+	}
+	return nil
+}
+
+// query sends one REQ and takes its events in until EOSE.
+func (ss *session) query(ctx context.Context, f nostr.Filter) (pageStats, error) {
+	sub := ss.newSub("sync")
+	ss.subs[sub] = nostr.Filters{f}
+	ss.page = pageStats{sub: sub}
+	defer func() {
+		delete(ss.subs, sub)
+		ss.page = pageStats{}
+	}()
+	if err := ss.send(ctx, "REQ", sub, f); err != nil {
+		return pageStats{}, err
+	}
+	for {
+		m, err := ss.next(ctx, ss.s.cfg.Timeout, time.Time{})
+		if err != nil {
+			return pageStats{}, err
+		}
+		if m.sub != sub {
+			continue
+		}
+		switch m.label {
+		case "EOSE":
+			return ss.page, ss.send(ctx, "CLOSE", sub)
+		case "CLOSED":
+			return pageStats{}, fmt.Errorf("the relay closed a subscription: %s", m.text)
+		}
+	}
+}
+
+// live subscribes to what is new since start (less an overlap) and takes
+// it in until the next resync.
+func (ss *session) live(ctx context.Context, start time.Time) error {
+	since := nostr.Timestamp(start.Add(-overlap).Unix())
+	filters := ss.s.filters(ctx)
+	for i := range filters {
+		filters[i].Since = &since
+	}
+	for k := range ss.subs {
+		if len(k) > 5 && k[:5] == "live-" {
+			ss.send(ctx, "CLOSE", k)
+			delete(ss.subs, k)
+		}
+	}
+	for i := 0; i < len(filters); i += filtersPerREQ {
+		chunk := filters[i:min(i+filtersPerREQ, len(filters))]
+		sub := "live-" + strconv.Itoa(i/filtersPerREQ)
+		ss.subs[sub] = chunk
+		msg := append([]any{"REQ", sub}, anySlice(chunk)...)
+		if err := ss.send(ctx, msg...); err != nil {
+			return err
+		}
+	}
+	resync := time.Now().Add(ss.s.cfg.Resync)
+	for {
+		m, err := ss.next(ctx, 0, resync)
+		if errors.Is(err, errTimeout) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if _, ours := ss.subs[m.sub]; ours && m.label == "CLOSED" {
+			return fmt.Errorf("the relay closed the live subscription: %s", m.text)
+		}
+	}
+}
+
+func anySlice(fs []nostr.Filter) []any {
+	out := make([]any, len(fs))
+	for i, f := range fs {
+		out[i] = f
+	}
+	return out
+}

@@ -1,0 +1,260 @@
+// Package upstream keeps outpost's event store in step with other relays
+// for the kinds its services read: NIP-87 mint reviews and announcements
+// for the directory, and the kind-0 profiles of the faucet's users. Each
+// upstream relay gets its own connection: a catch-up (NIP-77 negentropy
+// where the relay speaks it, else REQ with since, paged), then a live
+// subscription, redone every Resync and after every reconnect (with
+// back-off). Every event goes through the relay's own checks (Ingest) and
+// counts against a per-relay and a total budget.
+//
+// Upstream relays are named by the operator, not by users, so they are not
+// dialled through netguard: a relay on a private address is the operator's
+// choice (and what the tests use).
+package upstream
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"log/slog"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nbd-wtf/go-nostr"
+	"github.com/outpost-relay/outpost"
+	"github.com/outpost-relay/outpost/events"
+	"github.com/outpost-relay/outpost/ratelimit"
+	"github.com/outpost-relay/outpost/settings"
+)
+
+// NIP-87 kinds the directory reads.
+const (
+	kindReview       = 38000
+	kindAnnouncement = 38172
+)
+
+// Settings are the upstream settings, bound by cmd/outpost to the flags
+// their tags name and those flags' OUTPOST_* twins.
+type Settings struct {
+	Relays      []string `flag:"upstream-relays" usage:"relays (ws:// or wss://, comma-separated) whose mint reviews, mint announcements and faucet users' profiles are kept in sync here"`
+	RelayBudget int      `flag:"upstream-relay-budget" usage:"events taken in from one upstream relay per 24 h (bursts up to it); 0: no limit"`
+	Budget      int      `flag:"upstream-budget" usage:"events taken in from all upstream relays together per 24 h; 0: no limit"`
+}
+
+// DefaultSettings: no upstream; budgets a community directory will not
+// reach in a day but a hostile relay cannot turn into a full disk.
+func DefaultSettings() Settings { return Settings{RelayBudget: 20_000, Budget: 100_000} }
+
+// Valid checks the settings, naming a bad one.
+func (s *Settings) Valid() error {
+	var errs []error
+	for i, r := range s.Relays {
+		u, err := ValidRelayURL(r)
+		if err != nil {
+			errs = append(errs, settings.Errorf("upstream-relays", "%v", err))
+		}
+		s.Relays[i] = u
+	}
+	if s.RelayBudget < 0 {
+		errs = append(errs, settings.Errorf("upstream-relay-budget", "must be 0 or more"))
+	}
+	if s.Budget < 0 {
+		errs = append(errs, settings.Errorf("upstream-budget", "must be 0 or more"))
+	}
+	return errors.Join(errs...)
+}
+
+// ValidRelayURL checks a relay URL (ws:// or wss:// with a host) and returns
+// it without a trailing slash.
+func ValidRelayURL(s string) (string, error) {
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "ws" && u.Scheme != "wss") || u.Host == "" || u.User != nil {
+		return s, errors.New(strconv.Quote(s) + " is not a ws:// or wss:// relay URL")
+	}
+	if u.Path == "/" {
+		u.Path = ""
+	}
+	return u.String(), nil
+}
+
+// Ingester takes an event in through the relay's checks (relay.Ingest).
+type Ingester func(ctx context.Context, ev *nostr.Event) (ok bool, reason string)
+
+// Config configures a Syncer.
+type Config struct {
+	Settings
+	Events *events.Store // what we hold (negentropy's local side, duplicates)
+	Ingest Ingester
+	// Authors lists the pubkeys whose kind-0 profiles are followed (the
+	// faucet's users); nil: none.
+	Authors func(ctx context.Context) []string
+	Log     *slog.Logger
+	Now     func() time.Time
+
+	// REQOnly never tries NIP-77 (to compare the two, or for a relay known
+	// to mishandle it).
+	REQOnly     bool
+	Resync      time.Duration // how often a connected relay is caught up again; default 10m
+	MaxBackoff  time.Duration // longest wait between reconnects; default 1m
+	DialTimeout time.Duration // default 10s
+	Timeout     time.Duration // longest wait for one answer (EOSE, NEG-MSG); default 30s
+}
+
+// Syncer follows the upstream relays. Run it; Health reports on it.
+type Syncer struct {
+	cfg    Config
+	relays []*relayState
+	total  *ratelimit.Limiter // one key: all relays
+	each   *ratelimit.Limiter // keyed by relay URL
+	seen   refusedSet
+}
+
+// New returns a Syncer for cfg.Relays.
+func New(cfg Config) *Syncer {
+	cfg.Log = cmp.Or(cfg.Log, slog.Default())
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	cfg.Resync = cmp.Or(cfg.Resync, 10*time.Minute)
+	cfg.MaxBackoff = cmp.Or(cfg.MaxBackoff, time.Minute)
+	cfg.DialTimeout = cmp.Or(cfg.DialTimeout, 10*time.Second)
+	cfg.Timeout = cmp.Or(cfg.Timeout, 30*time.Second)
+	s := &Syncer{cfg: cfg, total: ratelimit.New(cfg.Budget, 24*time.Hour, cfg.Now),
+		each: ratelimit.New(cfg.RelayBudget, 24*time.Hour, cfg.Now), seen: refusedSet{m: map[string]time.Time{}}}
+	for _, u := range cfg.Relays {
+		r := &relayState{url: u, negentropy: negUnknown}
+		if cfg.REQOnly {
+			r.negentropy = negNo
+		}
+		s.relays = append(s.relays, r)
+	}
+	return s
+}
+
+// Run follows every relay until ctx ends.
+func (s *Syncer) Run(ctx context.Context) {
+	var wg sync.WaitGroup
+	for _, r := range s.relays {
+		wg.Go(func() { s.follow(ctx, r) })
+	}
+	wg.Wait()
+}
+
+// follow keeps one relay connected, reconnecting with exponential back-off
+// (with jitter) after each failure; a session that caught up resets it.
+func (s *Syncer) follow(ctx context.Context, r *relayState) {
+	backoff := time.Second
+	for ctx.Err() == nil {
+		caughtUp, err := s.session(ctx, r)
+		if ctx.Err() != nil {
+			return
+		}
+		r.failed(err, s.cfg.Now())
+		s.cfg.Log.Info("upstream: disconnected", "relay", r.url, "err", err)
+		if caughtUp {
+			backoff = time.Second
+		}
+		wait := backoff/2 + jitter(backoff/2)
+		if until := r.pausedUntil(); !until.IsZero() {
+			wait = max(wait, until.Sub(s.cfg.Now()))
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+		backoff = min(2*backoff, s.cfg.MaxBackoff)
+	}
+}
+
+// filters are what is followed: reviews and announcements, and the
+// profiles of the faucet's users (in chunks a relay will take).
+func (s *Syncer) filters(ctx context.Context) []nostr.Filter {
+	fs := []nostr.Filter{
+		{Kinds: []int{kindAnnouncement}},
+		{Kinds: []int{kindReview}, Tags: nostr.TagMap{"k": {strconv.Itoa(kindAnnouncement)}}},
+	}
+	if s.cfg.Authors == nil {
+		return fs
+	}
+	authors := s.cfg.Authors(ctx)
+	slices.Sort(authors)
+	for chunk := range slices.Chunk(slices.Compact(authors), 250) {
+		fs = append(fs, nostr.Filter{Kinds: []int{0}, Authors: chunk})
+	}
+	return fs
+}
+
+// errOverBudget ends a session whose relay (or all relays) used up its budget.
+var errOverBudget = errors.New("event budget used up")
+
+// take runs one event from r through the checks and into the store, unless
+// it is held already, was refused lately, or the budget is spent.
+func (s *Syncer) take(ctx context.Context, r *relayState, ev *nostr.Event) error {
+	r.count(func(c *Counters) { c.Received++ })
+	if s.seen.has(ev.ID, s.cfg.Now()) {
+		r.count(func(c *Counters) { c.Duplicate++ }) // refused (and counted) before
+		return nil
+	}
+	if s.cfg.Events != nil && s.held(ctx, ev.ID) {
+		r.count(func(c *Counters) { c.Duplicate++ })
+		return nil
+	}
+	if ok, wait := s.each.Allow(r.url); !ok {
+		r.overBudget(s.cfg.Now().Add(wait))
+		return errOverBudget
+	}
+	if ok, wait := s.total.Allow(""); !ok {
+		r.overBudget(s.cfg.Now().Add(wait))
+		return errOverBudget
+	}
+	ok, reason := s.cfg.Ingest(ctx, ev)
+	switch {
+	case ok && reason == "":
+		r.count(func(c *Counters) { c.Stored++ })
+	case ok:
+		r.count(func(c *Counters) { c.Duplicate++ })
+	case strings.HasPrefix(reason, "error:"):
+		return errors.New(reason) // ours, not the event's: shutting down, the store failing
+	default:
+		s.seen.add(ev.ID, s.cfg.Now())
+		r.count(func(c *Counters) { c.Skipped++ })
+		s.cfg.Log.Debug("upstream: event refused", "relay", r.url, "id", ev.ID, "kind", ev.Kind, "reason", reason)
+	}
+	return nil
+}
+
+func (s *Syncer) held(ctx context.Context, id string) bool {
+	found := false
+	s.cfg.Events.Query(ctx, nostr.Filter{IDs: []string{id}}, nil, func(events.Meta, []byte) bool {
+		found = true
+		return false
+	})
+	return found
+}
+
+// Health is the upstream part of /health.
+type Health struct {
+	Status string        `json:"status"`
+	Relays []RelayHealth `json:"relays"`
+}
+
+// HealthStatus is degraded while a relay cannot be followed.
+func (h Health) HealthStatus() string { return h.Status }
+
+// Health makes no outbound calls.
+func (s *Syncer) Health(context.Context) Health {
+	h := Health{Status: outpost.HealthOK, Relays: []RelayHealth{}}
+	for _, r := range s.relays {
+		rh := r.health()
+		if !rh.Connected {
+			h.Status = outpost.HealthDegraded
+		}
+		h.Relays = append(h.Relays, rh)
+	}
+	return h
+}
