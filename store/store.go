@@ -7,6 +7,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -122,7 +123,7 @@ func (s Settings) badgerOptions(path string, log *slog.Logger) badger.Options {
 		WithLoggingLevel(badger.WARNING).
 		WithMemTableSize(memTableSize).
 		WithNumMemtables(numMemtables).
-		WithBlockCacheSize(int64(s.CacheSize)).
+		WithBlockCacheSize(int64(cmp.Or(s.CacheSize, defaultCacheSize))).
 		WithMetricsEnabled(false).
 		WithValueLogFileSize(64 << 20)
 }

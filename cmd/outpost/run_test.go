@@ -436,6 +436,7 @@ func TestBadConfigNamesTheSetting(t *testing.T) {
 		{map[string]string{"OUTPOST_RELAY_DEFAULT_LIMIT": "501"}, nil, "OUTPOST_RELAY_DEFAULT_LIMIT"},
 		{map[string]string{"OUTPOST_RELAY_MAX_MESSAGE_LENGTH": "100"}, nil, "OUTPOST_RELAY_MAX_MESSAGE_LENGTH"},
 		{map[string]string{"OUTPOST_CACHE_SIZE": "big"}, nil, "OUTPOST_CACHE_SIZE"},
+		{map[string]string{"OUTPOST_CACHE_SIZE": "512KiB"}, nil, "OUTPOST_CACHE_SIZE"},
 		{map[string]string{"OUTPOST_MEMORY_LIMIT": "lots"}, nil, "OUTPOST_MEMORY_LIMIT"},
 		{map[string]string{"OUTPOST_MEMORY_LIMIT": "64MiB"}, nil, "OUTPOST_MEMORY_LIMIT"},                                  // less than the cache and the memtables
 		{map[string]string{"OUTPOST_MEMORY_LIMIT": "300MiB", "OUTPOST_CACHE_SIZE": "256MiB"}, nil, "OUTPOST_MEMORY_LIMIT"}, // less than a raised cache needs
