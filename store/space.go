@@ -38,7 +38,9 @@ type Settings struct {
 // DefaultSettings keep 256 MiB free: more than twice what badger may write
 // once writes stop (see memTableSize), and little on any disk outpost is
 // likely to be given.
-func DefaultSettings() Settings { return Settings{MinFreeSpace: 256 << 20, CacheSize: defaultCacheSize} }
+func DefaultSettings() Settings {
+	return Settings{MinFreeSpace: 256 << 20, CacheSize: defaultCacheSize}
+}
 
 // defaultCacheSize is CacheSize when it is not set (0, as in a Settings
 // literal): badger refuses to open compressed tables without a block cache.

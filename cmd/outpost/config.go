@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"flag"
 	"fmt"
@@ -147,9 +148,6 @@ func (c *Config) validate() error {
 	if c.ShutdownTimeout <= 0 {
 		bad("shutdown-timeout", "must be positive")
 	}
-	if least := c.Store.CacheSize + memoryOverCache; c.MemoryLimit != 0 && c.MemoryLimit < least {
-		bad("memory-limit", "must be 0 (none) or at least %v (the cache-size of %v and %v besides), or the garbage collector would run all the time", least, c.Store.CacheSize, settings.Bytes(memoryOverCache))
-	}
 	if c.MetricsAddr != "" && c.MetricsAddr != metricsOff {
 		if _, _, err := net.SplitHostPort(c.MetricsAddr); err != nil {
 			bad("metrics-addr", "a host:port or %q, got %q", metricsOff, c.MetricsAddr)
@@ -160,9 +158,19 @@ func (c *Config) validate() error {
 			bad("secret-key", "%v", err)
 		}
 	}
-	errs = append(errs, c.validateLists(), c.validateMounts())
+	errs = append(errs, c.validateLists(), c.validateMounts(), c.validateMemory())
 	errs = append(errs, c.Store.Valid(), c.Relay.Valid(), c.Banlist.Valid(), c.BanlistAPI.Valid(), c.Mintdir.Valid(), c.MintdirAPI.Valid(), c.Faucet.Valid(), c.Upstream.Valid(), c.Publish.Valid())
 	return errors.Join(errs...)
+}
+
+// validateMemory checks that the memory limit leaves the collector room
+// above the cache and the rest (see memoryOverCache).
+func (c *Config) validateMemory() error {
+	cache := cmp.Or(c.Store.CacheSize, store.DefaultSettings().CacheSize)
+	if least := cache + memoryOverCache; c.MemoryLimit != 0 && c.MemoryLimit < least {
+		return settings.Errorf("memory-limit", "must be 0 (none) or at least %v (the cache-size of %v and %v besides), or the garbage collector would run all the time", least, cache, settings.Bytes(memoryOverCache))
+	}
+	return nil
 }
 
 // validateLists checks the admins' and the operator's keys (keeping them as
