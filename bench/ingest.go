@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -20,6 +21,7 @@ type ingestResult struct {
 	Rejected int64   `json:"rejected"`
 	Seconds  float64 `json:"seconds"`
 	PerSec   float64 `json:"per_sec"`
+	Author   string  `json:"author"` // the first author's key: it wrote events/authors of them
 }
 
 // ingestMain publishes pre-signed 300-character notes over several
@@ -30,18 +32,30 @@ func ingestMain(args []string) error {
 	n := fs.Int("events", 5000, "events to publish")
 	conns := fs.Int("conns", 16, "connections")
 	seed := fs.Int("seed", 1, "varies the events between runs")
+	authors := fs.Int("authors", 256, "distinct authors, taking turns")
+	spread := fs.Bool("spread", false, "created_at one second apart up to now (default: all now)")
 	fs.Parse(args)
 
-	keys := make([]string, 256)
+	keys := make([]string, *authors)
 	for i := range keys {
 		keys[i] = nostr.GeneratePrivateKey()
 	}
 	events := make([]nostr.Event, *n)
 	base := time.Now().Unix()
-	for i := range events {
-		events[i] = nostr.Event{Kind: 1, CreatedAt: nostr.Timestamp(base), Content: note300(*seed*1_000_000 + i)}
-		events[i].Sign(keys[i%len(keys)])
+	var signing sync.WaitGroup
+	for w := range runtime.NumCPU() {
+		signing.Go(func() {
+			for i := w; i < len(events); i += runtime.NumCPU() {
+				at := base
+				if *spread {
+					at = base - int64(len(events)-i)
+				}
+				events[i] = nostr.Event{Kind: 1, CreatedAt: nostr.Timestamp(at), Content: note300(*seed*1_000_000 + i)}
+				events[i].Sign(keys[i%len(keys)])
+			}
+		})
 	}
+	signing.Wait()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	relays := make([]*nostr.Relay, *conns)
@@ -70,7 +84,8 @@ func ingestMain(args []string) error {
 	}
 	wg.Wait()
 	took := time.Since(start).Seconds()
-	return json.NewEncoder(os.Stdout).Encode(ingestResult{Events: *n, Rejected: rejected.Load(), Seconds: took, PerSec: float64(*n) / took})
+	author, _ := nostr.GetPublicKey(keys[0])
+	return json.NewEncoder(os.Stdout).Encode(ingestResult{Events: *n, Rejected: rejected.Load(), Seconds: took, PerSec: float64(*n) / took, Author: author})
 }
 
 // reqResult is the latency of one query shape.

@@ -4,6 +4,9 @@
 //
 //	go run ./bench          the full suite; writes BENCHMARKS.md
 //	go run ./bench -short   a smoke run in seconds (CI); no targets asserted
+//	go run ./bench -only 8 -sustain 0 -cpuprofile prof/
+//	                        the read path alone, without the sustained
+//	                        load, keeping CPU profiles of each relay
 //
 // It needs wrk (bench/tools.sh installs it from Debian).
 package main
@@ -39,6 +42,10 @@ func main() {
 		err = stallMain(args)
 	case "bare":
 		err = bareMain(args)
+	case "khatru":
+		err = khatruMain(args)
+	case "reqload":
+		err = reqloadMain(args)
 	default:
 		err = fmt.Errorf("unknown subcommand %q", sub)
 	}
@@ -57,10 +64,15 @@ type sizes struct {
 	Wrk                        time.Duration
 	BenchTime                  string
 	Count                      int
+	ReadEvents, ReadRounds     int           // the read-path scenario's notes, and its rounds
+	LoadTime                   time.Duration // each REQs/s measurement
+	Sustain                    time.Duration // the sustained REQ load (-sustain)
 }
 
-var full = sizes{Bans: 100_000, Words: 1_000, Events: 1_000_000, Mints: 1_000, IngestEvents: 20_000, Rounds: 3, StallEvents: 10_000, HangUpWait: 5 * time.Second, Wrk: 10 * time.Second, BenchTime: "1s", Count: 5}
-var short = sizes{Bans: 1_000, Words: 100, Events: 2_000, Mints: 20, IngestEvents: 500, Rounds: 1, StallEvents: 300, HangUpWait: time.Second, Wrk: time.Second, BenchTime: "50ms", Count: 1}
+var full = sizes{Bans: 100_000, Words: 1_000, Events: 1_000_000, Mints: 1_000, IngestEvents: 20_000, Rounds: 3, StallEvents: 10_000, HangUpWait: 5 * time.Second, Wrk: 10 * time.Second, BenchTime: "1s", Count: 5,
+	ReadEvents: 200_000, ReadRounds: 3, LoadTime: 10 * time.Second, Sustain: 5 * time.Minute}
+var short = sizes{Bans: 1_000, Words: 100, Events: 2_000, Mints: 20, IngestEvents: 500, Rounds: 1, StallEvents: 300, HangUpWait: time.Second, Wrk: time.Second, BenchTime: "50ms", Count: 1,
+	ReadEvents: 3_000, ReadRounds: 1, LoadTime: 3 * time.Second, Sustain: 3 * time.Second}
 
 // bench holds what the scenarios share.
 type bench struct {
@@ -69,6 +81,8 @@ type bench struct {
 	self              string // this program, for its subcommands
 	outpost, baseline string // outpost, and outpost built without the ban policies
 	previous, prevRev string // outpost built at an earlier revision ("": none)
+	before, beforeRev string // outpost before the read-path work, for the read path ("": none)
+	profileDir        string // where CPU profiles of the read path go ("": none taken)
 	smoke             bool   // -short: too little data for some targets
 	seeded            string // a data dir with Bans bans and Words words
 	banned            string // a banned key in it
@@ -101,22 +115,20 @@ func (b *bench) prepare() error {
 	// Both at once: linking is most of it, and the linker uses one core.
 	errs := make(chan error, 2)
 	for bin, tags := range map[string]string{b.outpost: "", b.baseline: "nobanpolicy"} {
-		go func() {
-			cmd := exec.Command("go", "build", "-tags", tags, stripped, "-o", bin, "./cmd/outpost")
-			cmd.Dir = b.repo
-			if out, err := cmd.CombinedOutput(); err != nil {
-				errs <- fmt.Errorf("build: %v\n%s", err, out)
-				return
-			}
-			errs <- nil
-		}()
+		go func() { errs <- b.build(b.repo, bin, tags) }()
 	}
 	if err := errors.Join(<-errs, <-errs); err != nil {
 		return err
 	}
 	if b.prevRev != "" {
 		step("building outpost at " + b.prevRev + " (the previous relay)")
-		if b.previous, err = buildRevision(b.repo, b.tmp, b.prevRev); err != nil {
+		if b.previous, err = b.buildRevision(b.prevRev); err != nil {
+			return err
+		}
+	}
+	if b.beforeRev != "" {
+		step("building outpost at " + b.beforeRev + " (before the read-path work)")
+		if b.before, err = b.buildRevision(b.beforeRev); err != nil {
 			return err
 		}
 	}
@@ -137,13 +149,26 @@ func runMain(args []string) error {
 	out := fs.String("out", "BENCHMARKS.md", "where the full run writes its report")
 	only := fs.String("only", "", "run only the scenarios whose names contain this")
 	prev := fs.String("previous", "a3ccd4a", "also measure the relay at this git revision (a3ccd4a: the exact store behind khatru's own websocket loop); empty: don't")
+	before := fs.String("before", "13d3e47", "also measure the read path at this git revision (13d3e47: before issue 16's work); empty: don't")
+	sustain := fs.Duration("sustain", full.Sustain, "how long the sustained REQ load runs (0: not at all; -short: 3s)")
+	profile := fs.String("cpuprofile", "", "write CPU profiles of each relay under the read-path REQ loads to this directory")
 	fs.Parse(args)
 
 	b := &bench{sizes: full, smoke: *smoke}
 	if *smoke {
 		b.sizes = short
 	} else {
-		b.prevRev = *prev
+		b.prevRev, b.beforeRev = *prev, *before
+		b.Sustain = *sustain
+	}
+	if *profile != "" {
+		var err error
+		if b.profileDir, err = filepath.Abs(*profile); err != nil {
+			return err
+		}
+		if err := os.MkdirAll(b.profileDir, 0o755); err != nil {
+			return err
+		}
 	}
 	if err := b.prepare(); err != nil {
 		return err
@@ -209,22 +234,36 @@ var (
 	limitsOff    = []string{"OUTPOST_RELAY_EVENTS_PER_MINUTE=0", "OUTPOST_RELAY_IP_EVENTS_PER_MINUTE=0", "OUTPOST_RELAY_IP_CONNECTIONS=0"}
 )
 
+// build builds cmd/outpost from the module at src; with -cpuprofile, with
+// a pprof endpoint added (see pprofSource).
+func (b *bench) build(src, bin, tags string) error {
+	args := []string{"build", "-tags", tags, stripped, "-o", bin}
+	if b.profileDir != "" {
+		overlay, err := pprofOverlay(b.tmp, src)
+		if err != nil {
+			return err
+		}
+		args = append(args, "-overlay", overlay)
+	}
+	cmd := exec.Command("go", append(args, "./cmd/outpost")...)
+	cmd.Dir = src
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("build in %s: %v\n%s", src, err, out)
+	}
+	return nil
+}
+
 // buildRevision builds cmd/outpost as it was at rev.
-func buildRevision(repo, tmp, rev string) (string, error) {
-	src := filepath.Join(tmp, "src-"+rev)
+func (b *bench) buildRevision(rev string) (string, error) {
+	src := filepath.Join(b.tmp, "src-"+rev)
 	if err := os.MkdirAll(src, 0o755); err != nil {
 		return "", err
 	}
 	archive := exec.Command("sh", "-c", "git archive \"$0\" | tar -x -C \"$1\"", rev, src)
-	archive.Dir = repo
+	archive.Dir = b.repo
 	if out, err := archive.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("git archive %s: %v\n%s", rev, err, out)
 	}
-	bin := filepath.Join(tmp, "outpost-"+rev)
-	build := exec.Command("go", "build", stripped, "-o", bin, "./cmd/outpost")
-	build.Dir = src
-	if out, err := build.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("build %s: %v\n%s", rev, err, out)
-	}
-	return bin, nil
+	bin := filepath.Join(b.tmp, "outpost-"+rev)
+	return bin, b.build(src, bin, "")
 }

@@ -73,7 +73,21 @@ func (s *server) ws() string { return "ws" + strings.TrimPrefix(s.url, "http") }
 
 // memory is the process's resident set now and at its peak, in bytes.
 func (s *server) memory() (rss, peak int64) {
-	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.cmd.Process.Pid))
+	m := s.mem()
+	return m.RSS, m.Peak
+}
+
+// mem is what the process holds in memory now, in bytes.
+type mem struct {
+	RSS, Peak  int64
+	Anon, File int64 // anonymous (heap, stacks) and file-backed (mapped files) parts of RSS
+}
+
+func (s *server) mem() mem { return procMem(s.cmd.Process.Pid) }
+
+func procMem(pid int) mem {
+	var m mem
+	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	for _, line := range strings.Split(string(b), "\n") {
 		f := strings.Fields(line)
 		if len(f) < 2 {
@@ -82,12 +96,16 @@ func (s *server) memory() (rss, peak int64) {
 		kb, _ := strconv.ParseInt(f[1], 10, 64)
 		switch f[0] {
 		case "VmRSS:":
-			rss = kb << 10
+			m.RSS = kb << 10
 		case "VmHWM:":
-			peak = kb << 10
+			m.Peak = kb << 10
+		case "RssAnon:":
+			m.Anon = kb << 10
+		case "RssFile:", "RssShmem:":
+			m.File += kb << 10
 		}
 	}
-	return rss, peak
+	return m
 }
 
 // runJSON runs bin with args and decodes its JSON stdout into v.

@@ -23,6 +23,7 @@ var scenarios = []scenario{
 	{"5. mint directory", mintdirScenario},
 	{"6. memory", memoryScenario},
 	{"7. relay with slow subscribers", stallScenario},
+	{"8. relay reads against bare khatru", readScenario},
 }
 
 // 1. The policy as a Go benchmark, against verifying the event's signature,

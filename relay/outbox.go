@@ -79,6 +79,28 @@ func (o *outbox) queue(f frame, wait bool) bool {
 	return true
 }
 
+// sendAll is send for several frames at once, woken writer included.
+func (o *outbox) sendAll(fs []frame) bool {
+	size := 0
+	for _, f := range fs {
+		size += f.size()
+	}
+	o.mu.Lock()
+	for !o.closed && o.queued > 0 && o.queued+size > o.limit/2 {
+		o.room.Wait()
+	}
+	if o.closed {
+		o.mu.Unlock()
+		return false
+	}
+	for _, f := range fs {
+		o.append(f)
+	}
+	o.mu.Unlock()
+	o.signal()
+	return true
+}
+
 func (o *outbox) append(f frame) {
 	if o.first > 0 && len(o.data) == cap(o.data) {
 		n := copy(o.data, o.data[o.first:])

@@ -55,6 +55,34 @@ func TestOutboxBounds(t *testing.T) {
 	}
 }
 
+// A REQ's stored events go in batches: a batch waits, as an answer does,
+// while the outbox is more than half full, then goes in whole and in order.
+func TestOutboxSendAll(t *testing.T) {
+	o := newOutbox(20)
+	o.push(text("123456789"))
+	o.push(text("abc"))
+	sent := make(chan bool)
+	go func() { sent <- o.sendAll([]frame{text("x"), text("y")}) }()
+	select {
+	case <-sent:
+		t.Fatal("a batch was queued into a more than half full outbox instead of waiting")
+	case <-time.After(50 * time.Millisecond):
+	}
+	frames, _ := o.take(nil, 1<<20)
+	o.written(12)
+	if !<-sent {
+		t.Fatal("the waiting batch was not queued once there was room")
+	}
+	frames, _ = o.take(frames[:0], 1<<20)
+	if got := strings.Join(bodies(frames), ","); got != "x,y" {
+		t.Fatalf("got %q, want the batch in order", got)
+	}
+	o.close()
+	if o.sendAll([]frame{text("z")}) {
+		t.Fatal("a batch was queued into a closed outbox")
+	}
+}
+
 func TestOutboxOrder(t *testing.T) {
 	o := newOutbox(1 << 20)
 	o.push(text("a"))

@@ -1,7 +1,6 @@
 package relay
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"time"
@@ -48,6 +47,7 @@ func (c *conn) onReq(m message) {
 // false when the subscription ended first.
 func (c *conn) sendStored(s *sub) bool {
 	sent := map[string]struct{}{}
+	stored := storedFrames{out: c.out, head: s.head}
 	for _, f := range s.filters {
 		q, ok := c.r.limits.query(f)
 		if !ok {
@@ -58,7 +58,7 @@ func (c *conn) sendStored(s *sub) bool {
 				return true
 			}
 			sent[m.ID] = struct{}{}
-			return c.out.send(eventFrame(s.head, bytes.Clone(raw)))
+			return stored.add(raw)
 		})
 		if s.ctx.Err() != nil {
 			return false // closed, replaced or disconnected
@@ -69,8 +69,54 @@ func (c *conn) sendStored(s *sub) bool {
 			return false
 		}
 	}
+	stored.flush()
 	s.goLive(sent)
 	return true
+}
+
+// storedFrames queues a REQ's stored events about batchBytes at a time:
+// one lock and one wake-up of the writer per batch, which then writes it
+// in one piece, rather than per event. The events' JSON (raw is valid only
+// during Query's yield) is copied into shared chunks, one allocation per
+// chunkSize bytes; a chunk lives until the last frame in it is written.
+type storedFrames struct {
+	out    *outbox
+	head   []byte
+	chunk  []byte
+	frames []frame
+	size   int
+}
+
+const (
+	batchBytes = 32 << 10
+	chunkSize  = 64 << 10
+)
+
+// add queues raw's frame, or keeps it for the next batch; false once the
+// outbox is closed.
+func (b *storedFrames) add(raw []byte) bool {
+	if len(raw) > cap(b.chunk)-len(b.chunk) {
+		b.chunk = make([]byte, 0, max(chunkSize, len(raw)))
+	}
+	start := len(b.chunk)
+	b.chunk = append(b.chunk, raw...)
+	f := eventFrame(b.head, b.chunk[start:len(b.chunk):len(b.chunk)])
+	b.frames = append(b.frames, f)
+	if b.size += f.size(); b.size < batchBytes {
+		return true
+	}
+	return b.flush()
+}
+
+// flush queues the frames kept; false once the outbox is closed.
+func (b *storedFrames) flush() bool {
+	if len(b.frames) == 0 {
+		return true
+	}
+	ok := b.out.sendAll(b.frames)
+	clear(b.frames)
+	b.frames, b.size = b.frames[:0], 0
+	return ok
 }
 
 // onClose handles ["CLOSE", <sub id>].

@@ -170,7 +170,7 @@ func Restore(path, dataDir string, log *slog.Logger) (h BackupHeader, err error)
 			return h, err
 		}
 	}
-	db, err := badger.Open(badgerOptions(filepath.Join(dataDir, "badger"), log))
+	db, err := badger.Open(DefaultSettings().badgerOptions(filepath.Join(dataDir, "badger"), log))
 	if err != nil {
 		return h, err
 	}

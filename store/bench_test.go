@@ -22,7 +22,7 @@ func BenchmarkIngest(b *testing.B) {
 	content := strings.Repeat("a note of some length, ", 13)
 	for _, mt := range []int64{memTableSize, 64 << 20} {
 		b.Run(fmt.Sprintf("memtable=%dMiB", mt>>20), func(b *testing.B) {
-			db, err := badger.Open(badgerOptions(b.TempDir(), quiet()).WithMemTableSize(mt))
+			db, err := badger.Open(DefaultSettings().badgerOptions(b.TempDir(), quiet()).WithMemTableSize(mt))
 			if err != nil {
 				b.Fatal(err)
 			}

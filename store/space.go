@@ -32,12 +32,19 @@ func (r refusal) Unwrap() error { return ErrStorageFull }
 // flag each tag names and its OUTPOST_* twin. Start from DefaultSettings.
 type Settings struct {
 	MinFreeSpace settings.Bytes `flag:"min-free-space" usage:"free space kept on the data dir's filesystem: below it writes are refused (REST 507, relay OK false) while reads go on; 0 turns the check off, and a full disk then kills outpost (SIGBUS)"`
+	CacheSize    settings.Bytes `flag:"cache-size" usage:"badger's block cache: recently read blocks of events and indexes, decompressed; more keeps a larger working set of a big relay in memory (at least 1MiB; 0: the default)"`
 }
 
 // DefaultSettings keep 256 MiB free: more than twice what badger may write
 // once writes stop (see memTableSize), and little on any disk outpost is
 // likely to be given.
-func DefaultSettings() Settings { return Settings{MinFreeSpace: 256 << 20} }
+func DefaultSettings() Settings {
+	return Settings{MinFreeSpace: 256 << 20, CacheSize: defaultCacheSize}
+}
+
+// defaultCacheSize is CacheSize when it is not set (0, as in a Settings
+// literal): badger refuses to open compressed tables without a block cache.
+const defaultCacheSize = 32 << 20
 
 // minFreeSpace is the least MinFreeSpace may be, other than 0: twice a
 // memtable, which badger flushes to a table at Close. It suits only a small
@@ -48,6 +55,9 @@ const minFreeSpace = 2 * memTableSize
 func (s Settings) Valid() error {
 	if s.MinFreeSpace != 0 && s.MinFreeSpace < minFreeSpace {
 		return settings.Errorf("min-free-space", "must be 0 (off) or at least %v: badger needs room to flush its memtable once writes stop", settings.Bytes(minFreeSpace))
+	}
+	if s.CacheSize != 0 && s.CacheSize < 1<<20 {
+		return settings.Errorf("cache-size", "must be at least 1MiB (0: the default, %v)", settings.Bytes(defaultCacheSize))
 	}
 	return nil
 }

@@ -14,6 +14,7 @@ import (
 	bbackend "github.com/fiatjaf/eventstore/badger"
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/outpost-relay/outpost"
+	"github.com/outpost-relay/outpost/settings"
 )
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
@@ -262,5 +263,25 @@ func TestUpdateGivesUpWithAConflictError(t *testing.T) {
 	want := errors.New("no")
 	if err := Update(s.DB, func(*badger.Txn) error { attempts++; return want }); err != want || attempts != 1 {
 		t.Fatalf("got %v after %d attempts, want %v after 1", err, attempts, want)
+	}
+}
+
+// The settings reach badger: small memtables, the cache asked for, no
+// metrics (see badgerOptions), whatever badger's own defaults are.
+func TestSettingsSizeBadger(t *testing.T) {
+	for _, cache := range []int64{0, 32 << 20, 300 << 20} {
+		st, err := Settings{CacheSize: settings.Bytes(cache)}.Open(t.TempDir(), quiet())
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := st.DB.Opts()
+		st.Close()
+		if o.MemTableSize != 16<<20 || o.NumMemtables != 3 || o.BlockCacheSize != max(cache, 32<<20) || o.MetricsEnabled || o.ValueLogFileSize != 64<<20 {
+			t.Errorf("cache %d: badger has memtables %d×%d, block cache %d, metrics %v, value logs %d",
+				cache, o.NumMemtables, o.MemTableSize, o.BlockCacheSize, o.MetricsEnabled, o.ValueLogFileSize)
+		}
+	}
+	if d := DefaultSettings(); d.CacheSize != 32<<20 {
+		t.Errorf("default cache %v, want 32 MiB", d.CacheSize)
 	}
 }

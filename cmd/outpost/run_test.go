@@ -40,6 +40,7 @@ func testEnv(dir string, extra map[string]string) func(string) string {
 	env := map[string]string{
 		"OUTPOST_ADDR": "127.0.0.1:0", "OUTPOST_DATA_DIR": dir, "OUTPOST_ADMIN_API_KEY": testAdminKey,
 		"OUTPOST_LOG_LEVEL": "debug", "OUTPOST_RATE_LIMIT": "0",
+		"OUTPOST_MEMORY_LIMIT": "0", // the limit is process-wide: not for the test binary
 	}
 	for k, v := range extra {
 		env[k] = v
@@ -434,6 +435,11 @@ func TestBadConfigNamesTheSetting(t *testing.T) {
 		{map[string]string{"OUTPOST_RELAY_MAX_LIMIT": "0"}, nil, "OUTPOST_RELAY_MAX_LIMIT"},
 		{map[string]string{"OUTPOST_RELAY_DEFAULT_LIMIT": "501"}, nil, "OUTPOST_RELAY_DEFAULT_LIMIT"},
 		{map[string]string{"OUTPOST_RELAY_MAX_MESSAGE_LENGTH": "100"}, nil, "OUTPOST_RELAY_MAX_MESSAGE_LENGTH"},
+		{map[string]string{"OUTPOST_CACHE_SIZE": "big"}, nil, "OUTPOST_CACHE_SIZE"},
+		{map[string]string{"OUTPOST_CACHE_SIZE": "512KiB"}, nil, "OUTPOST_CACHE_SIZE"},
+		{map[string]string{"OUTPOST_MEMORY_LIMIT": "lots"}, nil, "OUTPOST_MEMORY_LIMIT"},
+		{map[string]string{"OUTPOST_MEMORY_LIMIT": "64MiB"}, nil, "OUTPOST_MEMORY_LIMIT"},                                  // less than the cache and the memtables
+		{map[string]string{"OUTPOST_MEMORY_LIMIT": "300MiB", "OUTPOST_CACHE_SIZE": "256MiB"}, nil, "OUTPOST_MEMORY_LIMIT"}, // less than a raised cache needs
 	}
 	for _, tt := range tests {
 		err := run(context.Background(), tt.args, testEnv(dir, tt.env), nil, io.Discard, io.Discard)

@@ -9,6 +9,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
@@ -22,6 +24,7 @@ import (
 	pub "github.com/outpost-relay/outpost/publish"
 	"github.com/outpost-relay/outpost/ratelimit"
 	"github.com/outpost-relay/outpost/relay"
+	"github.com/outpost-relay/outpost/settings"
 	"github.com/outpost-relay/outpost/store"
 	"github.com/outpost-relay/outpost/web"
 )
@@ -82,6 +85,7 @@ func serve(ctx context.Context, cfg *Config, stdout, stderr io.Writer) (err erro
 	if err := ensureDir(cfg.DataDir); err != nil {
 		return err
 	}
+	limitMemory(cfg.MemoryLimit)
 	st, err := cfg.Store.Open(cfg.DataDir, logger)
 	if errors.Is(err, store.ErrLocked) {
 		return fmt.Errorf("the data dir %s is in use by another outpost process", cfg.DataDir)
@@ -267,5 +271,13 @@ func waitCtx(ctx context.Context, wg *sync.WaitGroup) {
 	select {
 	case <-done:
 	case <-ctx.Done():
+	}
+}
+
+// limitMemory sets the Go runtime's soft memory limit, unless GOMEMLIMIT
+// (which the runtime reads itself) is set or limit is 0.
+func limitMemory(limit settings.Bytes) {
+	if limit > 0 && os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(int64(limit))
 	}
 }

@@ -1,0 +1,327 @@
+package main
+
+import (
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// reader is one relay the read-path scenario measures: started on a data dir
+// it has ingested the events into itself.
+type reader struct {
+	name  string
+	start func(dir string, env ...string) (*server, error)
+
+	dir         string // holds the events, as this relay stored them
+	ingest      ingestResult
+	afterIngest mem
+	disk        int64
+	lat, tput   map[string][]loadResult // by query shape
+	afterLoad   []mem
+}
+
+// A query shape of the read-path scenario: all notes of a kind, newest
+// first, and one author's notes.
+type shape struct{ name, label, filter string }
+
+func readShapes(author string) []shape {
+	return []shape{
+		{"kinds", `{"kinds":[1],"limit":500}`, `{"kinds":[1],"limit":500}`},
+		{"author", `{"authors":[X],"limit":100}`, `{"authors":["` + author + `"],"limit":100}`},
+	}
+}
+
+// expected is how many events a shape returns from ReadEvents notes by
+// readAuthors authors.
+func (b *bench) expected(s shape) int {
+	if s.name == "kinds" {
+		return min(500, b.ReadEvents)
+	}
+	return min(100, b.ReadEvents/readAuthors)
+}
+
+const readAuthors = 1000
+
+// readers lists the relays the scenario compares: outpost, bare khatru on
+// eventstore's badger backend (the baseline), and outpost before this
+// work when it was built.
+func (b *bench) readers() []*reader {
+	outpost := func(bin string) func(string, ...string) (*server, error) {
+		return func(dir string, env ...string) (*server, error) {
+			return startServer(bin, nil, append(append(outpostEnv(dir), limitsLifted...), env...)...)
+		}
+	}
+	rs := []*reader{
+		{name: "outpost", start: outpost(b.outpost)},
+		{name: "bare khatru", start: func(dir string, env ...string) (*server, error) {
+			return startServer(b.self, []string{"khatru", "-dir", filepath.Join(dir, "badger")}, env...)
+		}},
+	}
+	if b.before != "" {
+		rs = append(rs, &reader{name: "outpost " + b.beforeRev, start: outpost(b.before)})
+	}
+	return rs
+}
+
+// 8. The read path: each relay ingests the same ReadEvents signed notes
+// over 16 connections into an empty data dir; then, in interleaved rounds on
+// a copy of what it stored, REQ latency on one connection and REQs/s from
+// 16, for two query shapes, and its memory. Last, outpost alone under a
+// sustained REQ load, its memory sampled.
+func readScenario(b *bench) ([]row, error) {
+	rs := b.readers()
+	var author string
+	for i, r := range rs {
+		r.dir = filepath.Join(b.tmp, fmt.Sprintf("reads-%d", i))
+		if err := os.MkdirAll(r.dir, 0o700); err != nil {
+			return nil, err
+		}
+		srv, err := r.start(r.dir)
+		if err != nil {
+			return nil, err
+		}
+		// The same events for every relay: the seed fixes content, the
+		// keys differ (they are generated), the shapes name each run's own author.
+		err = runJSON(&r.ingest, b.self, "ingest", "-url", srv.ws(), "-events", fmt.Sprint(b.ReadEvents),
+			"-authors", fmt.Sprint(readAuthors), "-spread", "-seed", "7")
+		time.Sleep(time.Second)
+		r.afterIngest = srv.mem()
+		srv.stop()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", r.name, err)
+		}
+		if r.ingest.Rejected > 0 {
+			return nil, fmt.Errorf("%s: %d of %d events were refused", r.name, r.ingest.Rejected, r.ingest.Events)
+		}
+		r.disk = diskUsage(r.dir)
+		r.lat, r.tput = map[string][]loadResult{}, map[string][]loadResult{}
+		author = r.ingest.Author
+	}
+	for round := range b.ReadRounds {
+		for _, r := range rs {
+			if err := b.readRound(r, round); err != nil {
+				return nil, fmt.Errorf("%s: %w", r.name, err)
+			}
+		}
+	}
+	rows := b.readRows(rs, author)
+	if b.Sustain > 0 {
+		sustained, err := b.sustainedLoad(rs[0])
+		if err != nil {
+			return nil, err
+		}
+		rows = append(rows, sustained...)
+	}
+	return rows, nil
+}
+
+// readRound measures one relay once: latency, then throughput, per shape.
+func (b *bench) readRound(r *reader, round int) error {
+	dir := r.dir + "-run"
+	if err := copyDir(r.dir, dir); err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	var env []string
+	profiling := b.profileDir != "" && round == 0
+	pprofAddr := ""
+	if profiling {
+		var err error
+		if pprofAddr, err = freeAddr(); err != nil {
+			return err
+		}
+		env = append(env, pprofEnv+"="+pprofAddr)
+	}
+	srv, err := r.start(dir, env...)
+	if err != nil {
+		return err
+	}
+	defer srv.stop()
+	for _, s := range readShapes(r.ingest.Author) {
+		var lat loadResult
+		requests := map[string]int{"kinds": 300, "author": 1000}[s.name]
+		if b.smoke {
+			requests = 20
+		}
+		if err := runJSON(&lat, b.self, "reqload", "-url", srv.ws(), "-filter", s.filter, "-conns", "1",
+			"-requests", fmt.Sprint(requests), "-expect", fmt.Sprint(b.expected(s))); err != nil {
+			return err
+		}
+		r.lat[s.name] = append(r.lat[s.name], lat)
+
+		var tput loadResult
+		profiled := make(chan error, 1)
+		if profiling {
+			path := filepath.Join(b.profileDir, fmt.Sprintf("%s-%s.pprof", strings.ReplaceAll(r.name, " ", "-"), s.name))
+			go func() {
+				time.Sleep(time.Second)
+				profiled <- cpuProfile(pprofAddr, b.LoadTime-2*time.Second, path)
+			}()
+		} else {
+			profiled <- nil
+		}
+		if err := runJSON(&tput, b.self, "reqload", "-url", srv.ws(), "-filter", s.filter, "-conns", "16",
+			"-duration", b.LoadTime.String(), "-expect", fmt.Sprint(b.expected(s))); err != nil {
+			return err
+		}
+		if err := <-profiled; err != nil {
+			return fmt.Errorf("profile: %w", err)
+		}
+		r.tput[s.name] = append(r.tput[s.name], tput)
+	}
+	r.afterLoad = append(r.afterLoad, srv.mem())
+	return nil
+}
+
+// readRows reports each relay against bare khatru, and outpost against
+// itself before, with the targets of issue 16.
+func (b *bench) readRows(rs []*reader, author string) []row {
+	out, base := rs[0], rs[1]
+	perSec := func(r loadResult) float64 { return r.PerSec }
+	p50 := func(r loadResult) float64 { return r.P50ms }
+	p99 := func(r loadResult) float64 { return r.P99ms }
+	memText := func(m mem) string {
+		return fmt.Sprintf("%s (%s anonymous + %s file)", mb(m.RSS), mb(m.Anon), mb(m.File))
+	}
+	var rows []row
+	vs := fmt.Sprintf(" (%s)", base.name)
+	for _, s := range readShapes(author) {
+		speedup := map[string]float64{"kinds": 3, "author": 2.5}[s.name]
+		for _, q := range []struct {
+			label string
+			f     func(loadResult) float64
+		}{{"p50", p50}, {"p99", p99}} {
+			v, bv := median(out.lat[s.name], q.f), median(base.lat[s.name], q.f)
+			rw := row{measure: fmt.Sprintf("REQ %s, %s (1 connection)", s.label, q.label), value: msText(v), baseline: msText(bv) + vs, ratio: v / bv}
+			if !b.smoke {
+				rw.target, rw.holds = fmt.Sprintf("≤ 1/%.1f×", speedup), ptr(v*speedup <= bv)
+			}
+			rows = append(rows, rw)
+		}
+		v, bv := median(out.tput[s.name], perSec), median(base.tput[s.name], perSec)
+		rw := row{measure: fmt.Sprintf("REQs/s from 16 connections, %s", s.label), value: fmt.Sprintf("%.0f", v), baseline: fmt.Sprintf("%.0f", bv) + vs, ratio: v / bv}
+		if !b.smoke {
+			rw.target, rw.holds = "≥ 1.8×", ptr(v >= 1.8*bv)
+		}
+		rows = append(rows, rw)
+		v, bv = median(out.tput[s.name], p99), median(base.tput[s.name], p99)
+		rows = append(rows, row{measure: fmt.Sprintf("REQ %s p99 under that load", s.label), value: msText(v), baseline: msText(bv) + vs, ratio: v / bv})
+	}
+	n := b.ReadEvents
+	rows = append(rows,
+		row{measure: fmt.Sprintf("EVENTs/s accepted, %d notes from 16 connections", n), value: fmt.Sprintf("%.0f", out.ingest.PerSec),
+			baseline: fmt.Sprintf("%.0f", base.ingest.PerSec) + vs, ratio: out.ingest.PerSec / base.ingest.PerSec},
+		b.memRow(fmt.Sprintf("RSS after ingesting %d notes", n), out.afterIngest, base.afterIngest, base.name, memText),
+		b.memRow(fmt.Sprintf("RSS after the REQ load, restarted on %d notes", n), maxMem(out.afterLoad), maxMem(base.afterLoad), base.name, memText),
+		row{measure: fmt.Sprintf("disk for %d notes", n), value: mb(out.disk), baseline: mb(base.disk) + vs, ratio: float64(out.disk) / float64(base.disk)},
+	)
+	for _, prev := range rs[2:] {
+		pv := fmt.Sprintf(" (%s)", prev.name)
+		for _, s := range readShapes(author) {
+			v, pvv := median(out.lat[s.name], p50), median(prev.lat[s.name], p50)
+			rows = append(rows, row{measure: fmt.Sprintf("REQ %s, p50", s.label), value: msText(v), baseline: msText(pvv) + pv, ratio: v / pvv})
+			v, pvv = median(out.tput[s.name], perSec), median(prev.tput[s.name], perSec)
+			rows = append(rows, row{measure: fmt.Sprintf("REQs/s from 16 connections, %s", s.label), value: fmt.Sprintf("%.0f", v), baseline: fmt.Sprintf("%.0f", pvv) + pv, ratio: v / pvv})
+		}
+		r := out.ingest.PerSec / prev.ingest.PerSec
+		rw := row{measure: fmt.Sprintf("EVENTs/s accepted, %d notes", n), value: fmt.Sprintf("%.0f", out.ingest.PerSec),
+			baseline: fmt.Sprintf("%.0f", prev.ingest.PerSec) + pv, ratio: r}
+		if !b.smoke {
+			rw.target, rw.holds = "≥ 0.9×", ptr(r >= 0.9)
+		}
+		rows = append(rows, rw,
+			row{measure: fmt.Sprintf("RSS after ingesting %d notes", n), value: memText(out.afterIngest), baseline: memText(prev.afterIngest) + pv,
+				ratio: float64(out.afterIngest.RSS) / float64(prev.afterIngest.RSS)})
+	}
+	return rows
+}
+
+// memRow compares two relays' memory; outpost's target is 150 MB in all.
+func (b *bench) memRow(measure string, m, base mem, baseName string, text func(mem) string) row {
+	rw := row{measure: measure, value: text(m), baseline: text(base) + " (" + baseName + ")", ratio: float64(m.RSS) / float64(base.RSS)}
+	if !b.smoke {
+		rw.target, rw.holds = "≤ 150 MB", ptr(m.RSS <= 150e6)
+	}
+	return rw
+}
+
+func maxMem(ms []mem) mem {
+	var m mem
+	for _, x := range ms {
+		if x.RSS > m.RSS {
+			m = x
+		}
+	}
+	return m
+}
+
+// sustainedLoad runs both query shapes from 8 connections each against
+// outpost for b.Sustain, sampling its memory, and reports whether it stays
+// flat: the last sample against the one taken once the first fifth is over.
+func (b *bench) sustainedLoad(r *reader) ([]row, error) {
+	dir := r.dir + "-sustain"
+	if err := copyDir(r.dir, dir); err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	srv, err := r.start(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer srv.stop()
+	results := make([]loadResult, 2)
+	errs := make(chan error, 2)
+	for i, s := range readShapes(r.ingest.Author) {
+		go func() {
+			errs <- runJSON(&results[i], b.self, "reqload", "-url", srv.ws(), "-filter", s.filter, "-conns", "8",
+				"-duration", b.Sustain.String(), "-expect", fmt.Sprint(b.expected(s)))
+		}()
+	}
+	start := time.Now()
+	var samples []mem
+	var warm mem
+	every := max(time.Second, b.Sustain/60)
+	for time.Since(start) < b.Sustain {
+		time.Sleep(every)
+		m := srv.mem()
+		samples = append(samples, m)
+		if warm.RSS == 0 && time.Since(start) >= b.Sustain/5 {
+			warm = m
+		}
+	}
+	for range 2 {
+		if err := <-errs; err != nil {
+			return nil, err
+		}
+	}
+	last, top := samples[len(samples)-1], maxMem(samples)
+	growth := float64(last.RSS) / float64(warm.RSS)
+	rw := row{measure: fmt.Sprintf("RSS at the end of %s of REQs from 16 connections (%.0f REQs/s)", b.Sustain, results[0].PerSec+results[1].PerSec),
+		value: mb(last.RSS), baseline: mb(warm.RSS) + fmt.Sprintf(" (after %s)", (b.Sustain/5).Round(time.Second)), ratio: growth}
+	if !b.smoke {
+		rw.target, rw.holds = "≤ 1.1×", ptr(growth <= 1.1)
+	}
+	return []row{rw, {measure: "highest RSS sampled in that run", value: mb(top.RSS), baseline: fmt.Sprintf("%d samples, one every %s", len(samples), every)}}, nil
+}
+
+// diskUsage is the space the files under dir take on disk (sparse files
+// count what they hold, not their length).
+func diskUsage(dir string) int64 {
+	var n int64
+	filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return nil
+		}
+		if info, err := d.Info(); err == nil {
+			if st, ok := info.Sys().(*syscall.Stat_t); ok {
+				n += st.Blocks * 512
+			}
+		}
+		return nil
+	})
+	return n
+}
