@@ -4,8 +4,6 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -13,7 +11,6 @@ import (
 	"github.com/elnosh/gonuts/mint/lightning"
 	"github.com/elnosh/gonuts/wallet"
 	"github.com/outpost-relay/outpost/bolt11"
-	"github.com/outpost-relay/outpost/diskspace"
 	"github.com/outpost-relay/outpost/internal/testkit"
 	"github.com/outpost-relay/outpost/lnurl"
 	"github.com/outpost-relay/outpost/profiles"
@@ -86,13 +83,7 @@ func TestPaymentMadeAsTheDiskFillsIsRecorded(t *testing.T) {
 
 	// The faucet's mint pays; meanwhile the disk fills, and the store notices.
 	m.Node.SetOutcome(func(string) lightning.State {
-		free, err := diskspace.Free(dir)
-		if err != nil {
-			t.Error(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, "filler"), make([]byte, free-min+4<<20), 0o600); err != nil {
-			t.Error(err)
-		}
+		testkit.Fill(t, dir, min-4<<20)
 		testkit.WaitFor(t, 5*time.Second, "the store to refuse writes", func() bool { return !store.Writable(st.DB) })
 		return lightning.Succeeded
 	})

@@ -196,7 +196,7 @@ func (s *Service) TopUp(ctx context.Context) {
 		return
 	}
 	if err := s.Fund(ctx, s.cfg.TestMintFunding-bal); err != nil {
-		s.log.Error("faucet test mint: funding failed", "err", err)
+		s.log.Log(ctx, store.FailureLevel(err), "faucet test mint: funding failed", "err", err)
 	}
 }
 
