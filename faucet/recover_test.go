@@ -1,18 +1,10 @@
 package faucet
 
 import (
-	"context"
-	"io"
-	"log/slog"
 	"testing"
 
-	"github.com/dgraph-io/badger/v4"
 	"github.com/elnosh/gonuts/cashu"
 	"github.com/elnosh/gonuts/wallet"
-	"github.com/outpost-relay/outpost/lnurl"
-	"github.com/outpost-relay/outpost/profiles"
-	"github.com/outpost-relay/outpost/store"
-	"github.com/outpost-relay/outpost/testmint"
 	"github.com/outpost-relay/outpost/treasury"
 )
 
@@ -20,83 +12,13 @@ import (
 // by their recorded intent — paid if the mint paid, failed (and released)
 // if it did not — and never paid again.
 func TestCrashRecovery(t *testing.T) {
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	m, err := testmint.Start(testmint.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
-	other, err := testmint.Start(testmint.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
-	st, err := store.Open(t.TempDir(), log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	tr, err := treasury.New(treasury.Config{DB: st.DB, MintURL: m.URL, Log: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tr.Close(context.Background())
-	s, err := New(Config{DB: st.DB, Treasury: tr, LNURL: lnurl.New(lnurl.Options{}), Profiles: &profiles.Fetcher{}, Log: log,
-		Settings: Settings{Enabled: true, MaxFeeSats: 5, DailyBudgetSats: 1000}, TestMint: &TestMint{Pay: m.Node.PayInvoice}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	if err := s.Fund(ctx, 500); err != nil {
-		t.Fatal(err)
-	}
-	user, err := wallet.LoadWallet(wallet.Config{WalletPath: t.TempDir(), CurrentMintURL: other.URL})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer user.Shutdown()
-
-	// orphan writes a claim as Confirm does, owned by run.
-	orphan := func(pk, run string, mq *treasury.MeltQuote) Claim {
-		t.Helper()
-		now := s.now()
-		c := Claim{ID: newID("c_"), QuoteID: newID("q_"), PubKey: pk, Method: MethodBolt11, AmountSats: 40, FeeReserveSats: 5,
-			State: ClaimPaying, IPHash: s.ipHash("203.0.113.9"), Day: day(now), Run: run, MeltQuote: mq, CreatedAt: now.Unix(), AttemptedAt: now.Unix()}
-		if mq == nil {
-			c.Method = MethodCashu
-		}
-		err := store.Update(s.db, func(txn *badger.Txn) error {
-			l, err := s.readLimits(txn, pk, c.IPHash, now)
-			if err != nil {
-				return err
-			}
-			if err := s.reserve(txn, l, &c, now); err != nil {
-				return err
-			}
-			if err := s.putClaim(txn, c); err != nil {
-				return err
-			}
-			return txn.Set(key(kindUnsettled, c.ID), []byte(c.ID))
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return c
-	}
-	claim := func(id string) Claim {
-		var c Claim
-		s.db.View(func(txn *badger.Txn) (err error) { c, _, err = getClaim(txn, id); return })
-		return c
-	}
-	hasCooldown := func(pk string) bool {
-		var cd cooldown
-		s.db.View(func(txn *badger.Txn) error { _, err := store.GetJSON(txn, key(kindCooldown, pk), &cd); return err })
-		return cd.Until > s.now().Unix()
-	}
+	r := newRig(t, rigOptions{})
+	s, tr, ctx, user := r.s, r.tr, r.ctx, r.user
+	orphan, claim, hasCooldown := r.claimAs, r.claim, r.hasCooldown
 
 	// 1. The crashed process melted, and died before recording it.
-	q1, _ := user.RequestMint(40, other.URL)
-	mq1, err := tr.MeltQuote(ctx, q1.Request)
+	q1, inv1 := r.invoice(40)
+	mq1, err := tr.MeltQuote(ctx, inv1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,8 +27,8 @@ func TestCrashRecovery(t *testing.T) {
 		t.Fatalf("melt %+v %v", p, err)
 	}
 	// 2. It recorded the melt quote but never melted.
-	q2, _ := user.RequestMint(40, other.URL)
-	mq2, _ := tr.MeltQuote(ctx, q2.Request)
+	q2, inv2 := r.invoice(40)
+	mq2, _ := tr.MeltQuote(ctx, inv2)
 	neverPaid := orphan("bb", "crashed", &mq2)
 	// 3. A token payout cut short: no melt, nothing handed out.
 	cut := orphan("cc", "crashed", nil)
@@ -123,7 +45,7 @@ func TestCrashRecovery(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	taker, err := wallet.LoadWallet(wallet.Config{WalletPath: t.TempDir(), CurrentMintURL: m.URL})
+	taker, err := wallet.LoadWallet(wallet.Config{WalletPath: t.TempDir(), CurrentMintURL: r.mint.URL})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,13 +61,13 @@ func TestCrashRecovery(t *testing.T) {
 	if c := claim(paidBefore.ID); c.State != ClaimPaid || c.Preimage == "" || !hasCooldown("aa") {
 		t.Fatalf("melted before the crash: %+v", c)
 	}
-	if n, err := user.MintTokens(q1.Quote); err != nil || n != 40 {
+	if n, err := user.MintTokens(q1); err != nil || n != 40 {
 		t.Fatalf("the paid invoice: minted %d, %v", n, err)
 	}
 	if c := claim(neverPaid.ID); c.State != ClaimFailed || hasCooldown("bb") {
 		t.Fatalf("never melted: %+v", c)
 	}
-	if _, err := user.MintTokens(q2.Quote); err == nil {
+	if _, err := user.MintTokens(q2); err == nil {
 		t.Fatal("the invoice of a claim marked failed was paid")
 	}
 	if c := claim(cut.ID); c.State != ClaimFailed || hasCooldown("cc") {
