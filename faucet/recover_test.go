@@ -1,10 +1,14 @@
 package faucet
 
 import (
+	"context"
 	"testing"
+	"time"
 
 	"github.com/elnosh/gonuts/cashu"
+	"github.com/elnosh/gonuts/mint/lightning"
 	"github.com/elnosh/gonuts/wallet"
+	"github.com/outpost-relay/outpost/internal/testkit"
 	"github.com/outpost-relay/outpost/treasury"
 )
 
@@ -32,8 +36,9 @@ func TestCrashRecovery(t *testing.T) {
 	neverPaid := orphan("bb", "crashed", &mq2)
 	// 3. A token payout cut short: no melt, nothing handed out.
 	cut := orphan("cc", "crashed", nil)
-	// 4. This process's own claim, still being paid.
+	// 4. This process's own claim, still being paid by its call.
 	mine := orphan("dd", s.run, nil)
+	s.paying.take(mine.ID)
 	// 5. A token made, the claim never recorded as paid: the user never got it.
 	made := orphan("ee", "crashed", nil)
 	if _, err := tr.SendToken(ctx, made.ID, 40, 0); err != nil {
@@ -101,5 +106,146 @@ func TestCrashRecovery(t *testing.T) {
 	}
 	if b, _ := tr.Balance(); b != balance+40 {
 		t.Fatalf("second pass moved money: %d", b)
+	}
+}
+
+// TestStuckClaimsSettleWhileRunning: claims of this process whose confirm
+// call ended without recording how (a write that failed, a panic) are
+// settled by the background job while the program runs, by the recorded
+// intent a restart goes by; while the mint is away they wait, and a claim
+// whose call is still paying it is left to that call. A claim whose melt
+// answer the mint's outage lost ends pending, and settles once the mint is
+// back. No restart; nothing is paid twice.
+func TestStuckClaimsSettleWhileRunning(t *testing.T) {
+	r := newRig(t, rigOptions{Proxy: true, Poll: 50 * time.Millisecond})
+	s, tr, ctx := r.s, r.tr, r.ctx
+
+	// Left behind by calls of this process that could not record how
+	// they ended. 1: the mint paid its melt.
+	q1, inv1 := r.invoice(40)
+	mq1, err := tr.MeltQuote(ctx, inv1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	melted := r.claimAs("aa", s.run, &mq1)
+	if p, err := tr.Melt(ctx, mq1, 0); err != nil || p.State != treasury.Paid {
+		t.Fatalf("melt %+v %v", p, err)
+	}
+	// 2: its melt quote recorded, never melted.
+	q2, inv2 := r.invoice(40)
+	mq2, err := tr.MeltQuote(ctx, inv2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unmelted := r.claimAs("bb", s.run, &mq2)
+	// 3: a token made and withheld.
+	withheld := r.claimAs("cc", s.run, nil)
+	if _, err := tr.SendToken(ctx, withheld.ID, 40, 0); err != nil {
+		t.Fatal(err)
+	}
+	// 4: a claim a call of this process is still paying.
+	busy := r.claimAs("dd", s.run, nil)
+	if !s.paying.take(busy.ID) {
+		t.Fatal("a new claim is taken already")
+	}
+
+	// 5: confirmed while the mint goes away in the middle of paying it:
+	// the mint pays, its answer is lost.
+	q5, inv5 := r.invoice(40)
+	now := s.now()
+	quote, err := s.storeQuote(Quote{ID: newID("q_"), PubKey: "ee", Method: MethodBolt11, AmountSats: 40,
+		CreatedAt: now.Unix(), ExpiresAt: now.Add(time.Minute).Unix(), State: QuoteOpen}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.mint.Node.SetOutcome(func(string) lightning.State { r.proxy.Down(); return lightning.Succeeded })
+	res, err := s.Confirm(ctx, Session{PubKey: "ee", Method: LoginNIP98}, "203.0.113.10", quote.ID, inv5)
+	r.mint.Node.SetOutcome(nil)
+	if err != nil || res.Status != ClaimPending {
+		t.Fatalf("a claim whose melt answer was lost: %+v %v, want pending", res, err)
+	}
+	lost := r.claim(res.ClaimID)
+
+	// The mint is away: the job runs; what only the mint can tell waits.
+	// (The wallet knows the first claim's melt was paid: it may settle.)
+	jobCtx, stop := context.WithCancel(ctx)
+	jobDone := make(chan struct{})
+	go func() { s.Run(jobCtx); close(jobDone) }()
+	t.Cleanup(func() { stop(); <-jobDone })
+	time.Sleep(time.Second) // twenty rounds
+	if got := r.claim(melted.ID); got.State == ClaimFailed {
+		t.Fatalf("a paid melt's claim failed: %+v", got)
+	}
+	for _, c := range []Claim{unmelted, withheld, busy} {
+		if got := r.claim(c.ID); got.State != ClaimPaying {
+			t.Fatalf("claim %s settled while the mint was away: %+v", c.PubKey, got)
+		}
+	}
+	if got := r.claim(lost.ID); got.State != ClaimPending {
+		t.Fatalf("the claim whose answer was lost: %+v", got)
+	}
+
+	defer func() {
+		if t.Failed() {
+			for _, c := range []Claim{melted, unmelted, withheld, busy, lost} {
+				t.Logf("claim of %s: %s", c.PubKey, r.claim(c.ID).State)
+			}
+		}
+	}()
+
+	// The mint is back: every claim no call is paying settles, by itself.
+	r.proxy.Up(t)
+	testkit.WaitFor(t, 30*time.Second, "the stuck claims to settle", func() bool {
+		for _, c := range []Claim{melted, unmelted, withheld, lost} {
+			if st := r.claim(c.ID).State; st != ClaimPaid && st != ClaimFailed {
+				return false
+			}
+		}
+		return true
+	})
+	if c := r.claim(melted.ID); c.State != ClaimPaid || !r.hasCooldown("aa") {
+		t.Errorf("melted: %+v, want paid", c)
+	}
+	if c := r.claim(unmelted.ID); c.State != ClaimFailed || r.hasCooldown("bb") {
+		t.Errorf("never melted: %+v, want failed, its cooldown released", c)
+	}
+	if c := r.claim(withheld.ID); c.State != ClaimFailed || r.hasCooldown("cc") {
+		t.Errorf("token withheld: %+v, want failed, its cooldown released", c)
+	}
+	if c := r.claim(lost.ID); c.State != ClaimPaid || !r.hasCooldown("ee") {
+		t.Errorf("the answer lost: %+v, want paid", c)
+	}
+	if c := r.claim(busy.ID); c.State != ClaimPaying {
+		t.Errorf("a claim a call is paying was touched: %+v", c)
+	}
+	// Paid once each: the user mints what the two paid invoices bought;
+	// the unpaid one was never paid.
+	for _, q := range []string{q1, q5} {
+		if n, err := r.user.MintTokens(q); err != nil || n != 40 {
+			t.Errorf("a paid invoice: minted %d, %v", n, err)
+		}
+	}
+	if _, err := r.user.MintTokens(q2); err == nil {
+		t.Error("the invoice of a claim marked failed was paid")
+	}
+	// The token nobody got is back: the wallet holds the 500 sats funded
+	// less what the two paid claims cost, and the mint agrees.
+	st, _ := s.Stats(ctx)
+	if st.TotalClaims != 2 || st.TotalPaidSats != 80 {
+		t.Errorf("stats %+v, want the two paid claims", st)
+	}
+	if got := r.balance(); got != 500-80-st.TotalFeeSats {
+		t.Errorf("balance %d, want 500 - 80 paid - %d fees", got, st.TotalFeeSats)
+	}
+	if a, err := tr.Audit(ctx); err != nil || a.UnspentSats != a.HeldSats || int64(a.HeldSats) != r.balance() {
+		t.Errorf("audit %+v %v, balance %d", a, err, r.balance())
+	}
+
+	// The busy call ends without recording anything either: its claim is
+	// settled next, as a token payout that made nothing.
+	s.paying.drop(busy.ID)
+	testkit.WaitFor(t, 30*time.Second, "the last claim to settle", func() bool { return r.claim(busy.ID).State == ClaimFailed })
+	if r.hasCooldown("dd") {
+		t.Error("the last claim's cooldown was kept")
 	}
 }
