@@ -57,20 +57,18 @@ var chiMethods = []string{http.MethodGet, http.MethodHead, http.MethodPost, http
 // observed, which counts them as the answers of the service whose mount
 // the path is under, like every answer a service gives.
 func rootRefusals(blocked func(ip string) bool, observed func(http.Handler) http.Handler) func(http.Handler) http.Handler {
-	refuse := observed(Handle(func(w http.ResponseWriter, r *http.Request) error {
-		if blocked != nil && blocked(ClientIP(r)) {
-			return errIPBlocked
-		}
-		MethodNotAllowed(w, r)
-		return nil
-	}))
+	refuseIP := observed(Handle(func(http.ResponseWriter, *http.Request) error { return errIPBlocked }))
+	refuseMethod := observed(http.HandlerFunc(MethodNotAllowed))
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if (blocked != nil && blocked(ClientIP(r))) || !slices.Contains(chiMethods, r.Method) {
-				refuse.ServeHTTP(w, r)
-				return
+			switch {
+			case blocked != nil && blocked(ClientIP(r)):
+				refuseIP.ServeHTTP(w, r)
+			case !slices.Contains(chiMethods, r.Method):
+				refuseMethod.ServeHTTP(w, r)
+			default:
+				next.ServeHTTP(w, r)
 			}
-			next.ServeHTTP(w, r)
 		})
 	}
 }
