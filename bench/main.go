@@ -7,6 +7,10 @@
 //	go run ./bench -only 8 -sustain 0 -cpuprofile prof/
 //	                        the read path alone, without the sustained
 //	                        load, keeping CPU profiles of each relay
+//	go run ./bench -only 8 -strfry /path/to/strfry
+//	                        the read path against strfry too (optional;
+//	                        bench/strfry.sh builds it from its source, CI
+//	                        neither builds nor runs it)
 //
 // It needs wrk (bench/tools.sh installs it from Debian).
 package main
@@ -83,6 +87,7 @@ type bench struct {
 	previous, prevRev string // outpost built at an earlier revision ("": none)
 	before, beforeRev string // outpost before the read-path work, for the read path ("": none)
 	profileDir        string // where CPU profiles of the read path go ("": none taken)
+	strfry            string // a strfry binary the read path is also measured against ("": none)
 	smoke             bool   // -short: too little data for some targets
 	seeded            string // a data dir with Bans bans and Words words
 	banned            string // a banned key in it
@@ -152,9 +157,19 @@ func runMain(args []string) error {
 	before := fs.String("before", "13d3e47", "also measure the read path at this git revision (13d3e47: before issue 16's work); empty: don't")
 	sustain := fs.Duration("sustain", full.Sustain, "how long the sustained REQ load runs (0: not at all; -short: 3s)")
 	profile := fs.String("cpuprofile", "", "write CPU profiles of each relay under the read-path REQ loads to this directory")
+	strfry := fs.String("strfry", "", "also measure the read path of this strfry binary (bench/strfry.sh builds one); empty: don't")
 	fs.Parse(args)
 
 	b := &bench{sizes: full, smoke: *smoke}
+	if *strfry != "" {
+		var err error
+		if b.strfry, err = exec.LookPath(*strfry); err != nil {
+			return fmt.Errorf("-strfry: %w", err)
+		}
+		if b.strfry, err = filepath.Abs(b.strfry); err != nil {
+			return err
+		}
+	}
 	if *smoke {
 		b.sizes = short
 	} else {

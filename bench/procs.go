@@ -23,25 +23,41 @@ type server struct {
 	logs *bytes.Buffer
 }
 
-var servingOn = regexp.MustCompile(`serving on (http://\S+)`)
+var servingOn = regexp.MustCompile(`serving on http://(\S+)`)
 
+// startServer starts bin and waits for it to print "serving on <url>".
 func startServer(bin string, args []string, env ...string) (*server, error) {
 	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), env...)
+	return launch(cmd, servingOn, false)
+}
+
+// launch starts cmd and waits until a line of its stdout (of its stderr,
+// when onStderr) matches ready, whose group is the host:port it serves on.
+func launch(cmd *exec.Cmd, ready *regexp.Regexp, onStderr bool) (*server, error) {
 	logs := &bytes.Buffer{}
-	cmd.Stderr = logs
-	out, err := cmd.StdoutPipe()
+	pipe := cmd.StdoutPipe
+	if onStderr {
+		pipe = cmd.StderrPipe
+	} else {
+		cmd.Stderr = logs
+	}
+	out, err := pipe()
 	if err != nil {
 		return nil, err
 	}
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	found := make(chan string, 1)
+	found, ended := make(chan string, 1), make(chan struct{})
 	go func() {
+		defer close(ended)
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {
-			if m := servingOn.FindStringSubmatch(sc.Text()); m != nil {
+			if onStderr && logs.Len() < 1<<16 {
+				logs.WriteString(sc.Text() + "\n")
+			}
+			if m := ready.FindStringSubmatch(sc.Text()); m != nil {
 				select {
 				case found <- m[1]:
 				default:
@@ -51,11 +67,14 @@ func startServer(bin string, args []string, env ...string) (*server, error) {
 	}()
 	select {
 	case u := <-found:
-		return &server{url: u, cmd: cmd, logs: logs}, nil
+		return &server{url: "http://" + u, cmd: cmd, logs: logs}, nil
+	case <-ended:
 	case <-time.After(2 * time.Minute):
-		cmd.Process.Kill()
-		return nil, fmt.Errorf("%s did not start:\n%s", bin, logs)
 	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	<-ended
+	return nil, fmt.Errorf("%s did not start:\n%s", cmd.Path, logs)
 }
 
 func (s *server) stop() {

@@ -13,8 +13,10 @@ import (
 // reader is one relay the read-path scenario measures: started on a data dir
 // it has ingested the events into itself.
 type reader struct {
-	name  string
-	start func(dir string, env ...string) (*server, error)
+	name    string
+	start   func(dir string, env ...string) (*server, error)
+	earlier bool // outpost at an earlier revision: compared on fewer figures
+	foreign bool // not built here (strfry): no pprof endpoint to profile
 
 	dir         string // holds the events, as this relay stored them
 	ingest      ingestResult
@@ -47,8 +49,8 @@ func (b *bench) expected(s shape) int {
 const readAuthors = 1000
 
 // readers lists the relays the scenario compares: outpost, bare khatru on
-// eventstore's badger backend (the baseline), and outpost before this
-// work when it was built.
+// eventstore's badger backend (the baseline), strfry when -strfry names a
+// binary, and outpost before this work when it was built.
 func (b *bench) readers() []*reader {
 	outpost := func(bin string) func(string, ...string) (*server, error) {
 		return func(dir string, env ...string) (*server, error) {
@@ -61,8 +63,13 @@ func (b *bench) readers() []*reader {
 			return startServer(b.self, []string{"khatru", "-dir", filepath.Join(dir, "badger")}, env...)
 		}},
 	}
+	if b.strfry != "" {
+		rs = append(rs, &reader{name: "strfry", foreign: true, start: func(dir string, _ ...string) (*server, error) {
+			return startStrfry(b.strfry, dir)
+		}})
+	}
 	if b.before != "" {
-		rs = append(rs, &reader{name: "outpost " + b.beforeRev, start: outpost(b.before)})
+		rs = append(rs, &reader{name: "outpost " + b.beforeRev, earlier: true, start: outpost(b.before)})
 	}
 	return rs
 }
@@ -127,7 +134,7 @@ func (b *bench) readRound(r *reader, round int) error {
 	}
 	defer os.RemoveAll(dir)
 	var env []string
-	profiling := b.profileDir != "" && round == 0
+	profiling := b.profileDir != "" && round == 0 && !r.foreign
 	pprofAddr := ""
 	if profiling {
 		var err error
@@ -177,16 +184,31 @@ func (b *bench) readRound(r *reader, round int) error {
 	return nil
 }
 
-// readRows reports each relay against bare khatru, and outpost against
-// itself before, with the targets of issue 16.
+// readRows reports outpost against bare khatru with the targets of issue
+// 16, against strfry when it ran, and against itself before.
 func (b *bench) readRows(rs []*reader, author string) []row {
-	out, base := rs[0], rs[1]
-	perSec := func(r loadResult) float64 { return r.PerSec }
-	p50 := func(r loadResult) float64 { return r.P50ms }
-	p99 := func(r loadResult) float64 { return r.P99ms }
-	memText := func(m mem) string {
-		return fmt.Sprintf("%s (%s anonymous + %s file)", mb(m.RSS), mb(m.Anon), mb(m.File))
+	rows := b.versus(rs[0], rs[1], author, !b.smoke)
+	for _, r := range rs[2:] {
+		if r.earlier {
+			rows = append(rows, b.sinceRows(rs[0], r, author)...)
+		} else {
+			rows = append(rows, b.versus(rs[0], r, author, false)...)
+		}
 	}
+	return rows
+}
+
+func perSec(r loadResult) float64 { return r.PerSec }
+func p50(r loadResult) float64    { return r.P50ms }
+func p99(r loadResult) float64    { return r.P99ms }
+
+func memText(m mem) string {
+	return fmt.Sprintf("%s (%s anonymous + %s file)", mb(m.RSS), mb(m.Anon), mb(m.File))
+}
+
+// versus compares outpost with another relay on every figure, with issue
+// 16's targets when targets.
+func (b *bench) versus(out, base *reader, author string, targets bool) []row {
 	var rows []row
 	vs := fmt.Sprintf(" (%s)", base.name)
 	for _, s := range readShapes(author) {
@@ -197,14 +219,14 @@ func (b *bench) readRows(rs []*reader, author string) []row {
 		}{{"p50", p50}, {"p99", p99}} {
 			v, bv := median(out.lat[s.name], q.f), median(base.lat[s.name], q.f)
 			rw := row{measure: fmt.Sprintf("REQ %s, %s (1 connection)", s.label, q.label), value: msText(v), baseline: msText(bv) + vs, ratio: v / bv}
-			if !b.smoke {
+			if targets {
 				rw.target, rw.holds = fmt.Sprintf("≤ 1/%.1f×", speedup), ptr(v*speedup <= bv)
 			}
 			rows = append(rows, rw)
 		}
 		v, bv := median(out.tput[s.name], perSec), median(base.tput[s.name], perSec)
 		rw := row{measure: fmt.Sprintf("REQs/s from 16 connections, %s", s.label), value: fmt.Sprintf("%.0f", v), baseline: fmt.Sprintf("%.0f", bv) + vs, ratio: v / bv}
-		if !b.smoke {
+		if targets {
 			rw.target, rw.holds = "≥ 1.8×", ptr(v >= 1.8*bv)
 		}
 		rows = append(rows, rw)
@@ -212,38 +234,41 @@ func (b *bench) readRows(rs []*reader, author string) []row {
 		rows = append(rows, row{measure: fmt.Sprintf("REQ %s p99 under that load", s.label), value: msText(v), baseline: msText(bv) + vs, ratio: v / bv})
 	}
 	n := b.ReadEvents
-	rows = append(rows,
+	return append(rows,
 		row{measure: fmt.Sprintf("EVENTs/s accepted, %d notes from 16 connections", n), value: fmt.Sprintf("%.0f", out.ingest.PerSec),
 			baseline: fmt.Sprintf("%.0f", base.ingest.PerSec) + vs, ratio: out.ingest.PerSec / base.ingest.PerSec},
-		b.memRow(fmt.Sprintf("RSS after ingesting %d notes", n), out.afterIngest, base.afterIngest, base.name, memText),
-		b.memRow(fmt.Sprintf("RSS after the REQ load, restarted on %d notes", n), maxMem(out.afterLoad), maxMem(base.afterLoad), base.name, memText),
+		memRow(fmt.Sprintf("RSS after ingesting %d notes", n), out.afterIngest, base.afterIngest, base.name, targets),
+		memRow(fmt.Sprintf("RSS after the REQ load, restarted on %d notes", n), maxMem(out.afterLoad), maxMem(base.afterLoad), base.name, targets),
 		row{measure: fmt.Sprintf("disk for %d notes", n), value: mb(out.disk), baseline: mb(base.disk) + vs, ratio: float64(out.disk) / float64(base.disk)},
 	)
-	for _, prev := range rs[2:] {
-		pv := fmt.Sprintf(" (%s)", prev.name)
-		for _, s := range readShapes(author) {
-			v, pvv := median(out.lat[s.name], p50), median(prev.lat[s.name], p50)
-			rows = append(rows, row{measure: fmt.Sprintf("REQ %s, p50", s.label), value: msText(v), baseline: msText(pvv) + pv, ratio: v / pvv})
-			v, pvv = median(out.tput[s.name], perSec), median(prev.tput[s.name], perSec)
-			rows = append(rows, row{measure: fmt.Sprintf("REQs/s from 16 connections, %s", s.label), value: fmt.Sprintf("%.0f", v), baseline: fmt.Sprintf("%.0f", pvv) + pv, ratio: v / pvv})
-		}
-		r := out.ingest.PerSec / prev.ingest.PerSec
-		rw := row{measure: fmt.Sprintf("EVENTs/s accepted, %d notes", n), value: fmt.Sprintf("%.0f", out.ingest.PerSec),
-			baseline: fmt.Sprintf("%.0f", prev.ingest.PerSec) + pv, ratio: r}
-		if !b.smoke {
-			rw.target, rw.holds = "≥ 0.9×", ptr(r >= 0.9)
-		}
-		rows = append(rows, rw,
-			row{measure: fmt.Sprintf("RSS after ingesting %d notes", n), value: memText(out.afterIngest), baseline: memText(prev.afterIngest) + pv,
-				ratio: float64(out.afterIngest.RSS) / float64(prev.afterIngest.RSS)})
+}
+
+// sinceRows compares outpost with itself at an earlier revision.
+func (b *bench) sinceRows(out, prev *reader, author string) []row {
+	var rows []row
+	n := b.ReadEvents
+	pv := fmt.Sprintf(" (%s)", prev.name)
+	for _, s := range readShapes(author) {
+		v, pvv := median(out.lat[s.name], p50), median(prev.lat[s.name], p50)
+		rows = append(rows, row{measure: fmt.Sprintf("REQ %s, p50", s.label), value: msText(v), baseline: msText(pvv) + pv, ratio: v / pvv})
+		v, pvv = median(out.tput[s.name], perSec), median(prev.tput[s.name], perSec)
+		rows = append(rows, row{measure: fmt.Sprintf("REQs/s from 16 connections, %s", s.label), value: fmt.Sprintf("%.0f", v), baseline: fmt.Sprintf("%.0f", pvv) + pv, ratio: v / pvv})
 	}
-	return rows
+	r := out.ingest.PerSec / prev.ingest.PerSec
+	rw := row{measure: fmt.Sprintf("EVENTs/s accepted, %d notes", n), value: fmt.Sprintf("%.0f", out.ingest.PerSec),
+		baseline: fmt.Sprintf("%.0f", prev.ingest.PerSec) + pv, ratio: r}
+	if !b.smoke {
+		rw.target, rw.holds = "≥ 0.9×", ptr(r >= 0.9)
+	}
+	return append(rows, rw,
+		row{measure: fmt.Sprintf("RSS after ingesting %d notes", n), value: memText(out.afterIngest), baseline: memText(prev.afterIngest) + pv,
+			ratio: float64(out.afterIngest.RSS) / float64(prev.afterIngest.RSS)})
 }
 
 // memRow compares two relays' memory; outpost's target is 150 MB in all.
-func (b *bench) memRow(measure string, m, base mem, baseName string, text func(mem) string) row {
-	rw := row{measure: measure, value: text(m), baseline: text(base) + " (" + baseName + ")", ratio: float64(m.RSS) / float64(base.RSS)}
-	if !b.smoke {
+func memRow(measure string, m, base mem, baseName string, target bool) row {
+	rw := row{measure: measure, value: memText(m), baseline: memText(base) + " (" + baseName + ")", ratio: float64(m.RSS) / float64(base.RSS)}
+	if target {
 		rw.target, rw.holds = "≤ 150 MB", ptr(m.RSS <= 150e6)
 	}
 	return rw

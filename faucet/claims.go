@@ -76,7 +76,7 @@ type Claim struct {
 	State          string `json:"state"`
 	IPHash         string `json:"ip_hash"`
 	Day            string `json:"day"` // the budget day it counts against
-	Run            string `json:"run"` // the process that pays it
+	Run            string `json:"run"` // the process that took it, for the record (the background job goes by which claims calls are paying)
 	// The payment intent, written before the treasury is asked to pay.
 	Bolt11      string              `json:"bolt11,omitempty"`
 	PaymentHash string              `json:"payment_hash,omitempty"`
@@ -360,7 +360,8 @@ func (s *Service) checkQuote(q Quote, found bool, pk string, now time.Time) erro
 // same transaction that takes the claim's reservations, so of concurrent
 // confirms exactly one wins; the others see it used (409). The payment
 // intent is stored before money moves, and the outcome after, so a crash
-// in between is reconciled by state (see Run), never by paying again. The
+// in between, or a call that ends without recording the outcome, is
+// reconciled by state (see ReconcileClaims), never by paying again. The
 // result's Status is the claim's state: paid, or pending while the
 // Lightning payment is in flight.
 func (s *Service) Confirm(ctx context.Context, sess Session, ip, quoteID, invoice string) (ConfirmResult, error) {
@@ -386,9 +387,13 @@ func (s *Service) Confirm(ctx context.Context, sess Session, ip, quoteID, invoic
 	if err := s.checkBalance(q.AmountSats); err != nil {
 		return ConfirmResult{}, err
 	}
-	c := Claim{QuoteID: q.ID, PubKey: sess.PubKey, Method: q.Method, Destination: q.Destination, AmountSats: q.AmountSats,
+	c := Claim{ID: newID("c_"), QuoteID: q.ID, PubKey: sess.PubKey, Method: q.Method, Destination: q.Destination, AmountSats: q.AmountSats,
 		FeeReserveSats: s.cfg.MaxFeeSats, State: ClaimPaying, IPHash: s.ipHash(ip), Day: day(now), Run: s.run,
 		CreatedAt: now.Unix(), NextClaimAt: now.Add(s.cfg.Cooldown).Unix()}
+	// Held before it is written, until the call is done with it: the
+	// background job settles a paying claim only once no call is paying it.
+	s.paying.take(c.ID)
+	defer s.paying.drop(c.ID)
 	if err := s.takeClaim(&c, now); err != nil {
 		return ConfirmResult{}, err
 	}
@@ -433,11 +438,10 @@ func (s *Service) claimInvoice(q Quote, invoice string, now time.Time) (bolt11.I
 	return inv, inv.Check(s.cfg.Network, q.AmountSats, now)
 }
 
-// takeClaim records claim c in the transaction that uses its quote and
-// takes its reservations, after checking both again.
+// takeClaim records claim c (its ID set) in the transaction that uses its
+// quote and takes its reservations, after checking both again.
 func (s *Service) takeClaim(c *Claim, now time.Time) error {
 	return store.Update(s.db, func(txn *badger.Txn) error {
-		c.ID = newID("c_")
 		q, found, err := getQuote(txn, c.QuoteID)
 		if err != nil {
 			return err
@@ -491,9 +495,9 @@ func (s *Service) pay(ctx context.Context, c Claim, inv bolt11.Invoice) (Confirm
 		}
 		c, err = s.settle(c, ClaimPaid, treasury.Payment{State: treasury.Paid, FeeSats: tok.FeeSats})
 		if err != nil {
-			// Unrecorded, the claim would be settled after a restart by
-			// taking the token back (it was never redeemed): it is not
-			// handed out rather than paid twice.
+			// Unrecorded, the claim is settled by the background job
+			// once this call is done, by taking the token back (it was
+			// never redeemed): it is not handed out rather than paid twice.
 			s.log.Error("faucet claim: token made but not recorded; withheld", "claim", c.ID, "err", err)
 			return ConfirmResult{}, err
 		}

@@ -310,7 +310,7 @@ func (s *Service) closeDeposit(d Deposit, state string) {
 		})
 	})
 	if err != nil {
-		s.log.Error("faucet deposits: record", "deposit", d.ID, "err", err)
+		s.log.Log(context.Background(), store.FailureLevel(err), "faucet deposits: record", "deposit", d.ID, "err", err) // tried again next round
 		return
 	}
 	if !changed {

@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"log/slog"
 	mrand "math/rand/v2"
+	"sync"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
@@ -114,11 +115,12 @@ type Service struct {
 	tr      *treasury.Treasury
 	log     *slog.Logger
 	now     func() time.Time
-	run     string // this process's id, to tell its in-flight claims from a crashed one's
+	run     string // this process's id, recorded in its claims
 	ipKey   []byte // HMAC key for client IPs
 	refresh *ratelimit.Limiter
 	kick    chan struct{}
 	mint    mintCheck
+	paying  claimSet // the claims calls of this process are paying now
 	// Used by Run's goroutine only.
 	tidied       time.Time
 	depositAsked map[string]time.Time // open deposit → when the mint was last asked
@@ -131,13 +133,37 @@ func New(cfg Config) (*Service, error) {
 		return nil, errors.New("faucet: DB, Treasury, LNURL and Profiles are required")
 	}
 	s := &Service{cfg: cfg, db: cfg.DB, tr: cfg.Treasury, log: cfg.Log, now: cfg.Now, run: newID(""),
-		refresh: ratelimit.New(1, cfg.ProfileRefresh, cfg.Now), kick: make(chan struct{}, 1)}
+		refresh: ratelimit.New(1, cfg.ProfileRefresh, cfg.Now), kick: make(chan struct{}, 1), paying: claimSet{ids: map[string]bool{}}}
 	key, err := s.loadSecret()
 	if err != nil {
 		return nil, err
 	}
 	s.ipKey = key
 	return s, nil
+}
+
+// claimSet is a set of claim ids that one goroutine at a time may hold.
+type claimSet struct {
+	mu  sync.Mutex
+	ids map[string]bool
+}
+
+// take adds id unless it is held already, and says whether it did.
+func (cs *claimSet) take(id string) bool {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	if cs.ids[id] {
+		return false
+	}
+	cs.ids[id] = true
+	return true
+}
+
+// drop lets id go.
+func (cs *claimSet) drop(id string) {
+	cs.mu.Lock()
+	delete(cs.ids, id)
+	cs.mu.Unlock()
 }
 
 // Record kinds under store.PrefixFaucet.

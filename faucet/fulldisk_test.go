@@ -1,25 +1,14 @@
 package faucet
 
 import (
-	"context"
-	"io"
-	"log/slog"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/elnosh/gonuts/mint/lightning"
-	"github.com/elnosh/gonuts/wallet"
 	"github.com/outpost-relay/outpost/bolt11"
-	"github.com/outpost-relay/outpost/diskspace"
 	"github.com/outpost-relay/outpost/internal/testkit"
-	"github.com/outpost-relay/outpost/lnurl"
-	"github.com/outpost-relay/outpost/profiles"
 	"github.com/outpost-relay/outpost/store"
-	"github.com/outpost-relay/outpost/testmint"
-	"github.com/outpost-relay/outpost/treasury"
 )
 
 // The disk fills up while the mint pays a claim: writes are refused from
@@ -28,47 +17,11 @@ import (
 // "paying" (its reservations held) until the next start.
 func TestPaymentMadeAsTheDiskFillsIsRecorded(t *testing.T) {
 	dir := testkit.Tmpfs(t, 64, "")
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	m, err := testmint.Start(testmint.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
-	other, err := testmint.Start(testmint.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
 	const min = 32 << 20
-	st, err := store.Settings{MinFreeSpace: min}.Open(dir, log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	tr, err := treasury.New(treasury.Config{DB: st.DB, MintURL: m.URL, Log: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tr.Close(context.Background())
-	s, err := New(Config{DB: st.DB, Treasury: tr, LNURL: lnurl.New(lnurl.Options{}), Profiles: &profiles.Fetcher{}, Log: log,
-		Settings: Settings{Enabled: true, MaxFeeSats: 5, DailyBudgetSats: 1000, QuoteTTL: time.Minute}, TestMint: &TestMint{Pay: m.Node.PayInvoice}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	if err := s.Fund(ctx, 500); err != nil {
-		t.Fatal(err)
-	}
-	user, err := wallet.LoadWallet(wallet.Config{WalletPath: t.TempDir(), CurrentMintURL: other.URL})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer user.Shutdown()
-	mq, err := user.RequestMint(40, other.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	inv, err := bolt11.Decode(mq.Request)
+	r := newRig(t, rigOptions{DataDir: dir, Store: store.Settings{MinFreeSpace: min}})
+	s, st := r.s, r.st
+	_, invoice := r.invoice(40)
+	inv, err := bolt11.Decode(invoice)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,25 +31,19 @@ func TestPaymentMadeAsTheDiskFillsIsRecorded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := Claim{QuoteID: q.ID, PubKey: "aa", Method: MethodBolt11, AmountSats: 40, FeeReserveSats: 5, State: ClaimPaying,
+	c := Claim{ID: newID("c_"), QuoteID: q.ID, PubKey: "aa", Method: MethodBolt11, AmountSats: 40, FeeReserveSats: 5, State: ClaimPaying,
 		IPHash: s.ipHash("203.0.113.9"), Day: day(now), Run: s.run, CreatedAt: now.Unix()}
 	if err := s.takeClaim(&c, now); err != nil {
 		t.Fatal(err)
 	}
 
 	// The faucet's mint pays; meanwhile the disk fills, and the store notices.
-	m.Node.SetOutcome(func(string) lightning.State {
-		free, err := diskspace.Free(dir)
-		if err != nil {
-			t.Error(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, "filler"), make([]byte, free-min+4<<20), 0o600); err != nil {
-			t.Error(err)
-		}
+	r.mint.Node.SetOutcome(func(string) lightning.State {
+		testkit.Fill(t, dir, min-4<<20)
 		testkit.WaitFor(t, 5*time.Second, "the store to refuse writes", func() bool { return !store.Writable(st.DB) })
 		return lightning.Succeeded
 	})
-	res, err := s.melt(ctx, c, inv)
+	res, err := s.melt(r.ctx, c, inv)
 	if err != nil || res.Status != ClaimPaid {
 		t.Fatalf("a payment made as the disk filled: %+v, %v", res, err)
 	}
@@ -111,7 +58,7 @@ func TestPaymentMadeAsTheDiskFillsIsRecorded(t *testing.T) {
 	if got.State != ClaimPaid || unsettled {
 		t.Errorf("claim %s, unsettled %v; want paid and settled", got.State, unsettled)
 	}
-	if bal, _ := tr.Balance(); bal != 500-40 {
+	if bal := r.balance(); bal != 500-40 {
 		t.Errorf("balance %d after paying 40 of 500", bal)
 	}
 	// New work is still refused.

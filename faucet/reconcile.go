@@ -93,27 +93,28 @@ func (s *Service) checkMint(ctx context.Context) {
 	s.tr.CheckMint(cctx) // settles the wallet's open operations too; Health reads the outcome
 }
 
-// ReconcileClaims settles every unsettled claim it can: pending payments by
-// asking the mint, and claims a previous process left in "paying" by their
-// recorded intent. A claim of this process that is still paying is left
-// alone: its request is answering it.
+// reconcileBatch bounds how many claims one round settles: each may ask
+// the mint, and the round has 30 s; the rest wait for the next round.
+const reconcileBatch = 100
+
+// ReconcileClaims settles every unsettled claim it can (up to
+// reconcileBatch a round): pending payments by asking the mint, and claims
+// left "paying" that no call of this process is paying any more — a
+// stopped process's, or this one's whose call ended without recording how
+// (a write that failed, a panic) — by their recorded intent, the same way
+// after a restart as while running. A claim a call is still paying is
+// left to that call, and a claim is settled by one goroutine at a time.
 func (s *Service) ReconcileClaims(ctx context.Context) {
-	var claims []Claim
+	var ids []string
 	err := s.db.View(func(txn *badger.Txn) error {
 		it := txn.NewIterator(badger.IteratorOptions{Prefix: key(kindUnsettled)})
 		defer it.Close()
-		for it.Rewind(); it.Valid(); it.Next() {
+		for it.Rewind(); it.Valid() && len(ids) < reconcileBatch; it.Next() {
 			id, err := it.Item().ValueCopy(nil)
 			if err != nil {
 				return err
 			}
-			c, found, err := getClaim(txn, string(id))
-			if err != nil {
-				return err
-			}
-			if found {
-				claims = append(claims, c)
-			}
+			ids = append(ids, string(id))
 		}
 		return nil
 	})
@@ -121,23 +122,37 @@ func (s *Service) ReconcileClaims(ctx context.Context) {
 		s.log.Error("faucet reconcile: list", "err", err)
 		return
 	}
-	for _, c := range claims {
+	for _, id := range ids {
 		if ctx.Err() != nil {
 			return
 		}
-		if c.State == ClaimPaying && c.Run == s.run {
-			continue
-		}
-		switch {
-		case c.Method == MethodCashu && c.State == ClaimPaying:
-			s.settleToken(ctx, c)
-		case c.MeltQuote == nil:
-			// No melt was recorded, so none was made: an invoice lookup
-			// was cut short.
-			s.fail(c, outpost.Errorf(outpost.BadGateway, "payment_failed", "interrupted before paying"))
-		default:
-			s.settleMelt(ctx, c)
-		}
+		s.reconcile(ctx, id)
+	}
+}
+
+// reconcile settles claim id unless a call is paying it. The claim is read
+// after it is taken: a call that let it go has recorded all it will.
+func (s *Service) reconcile(ctx context.Context, id string) {
+	if !s.paying.take(id) {
+		return
+	}
+	defer s.paying.drop(id)
+	var c Claim
+	var found bool
+	if err := s.db.View(func(txn *badger.Txn) (err error) { c, found, err = getClaim(txn, id); return }); err != nil {
+		s.log.Error("faucet reconcile: read", "claim", id, "err", err)
+		return
+	}
+	switch {
+	case !found || (c.State != ClaimPaying && c.State != ClaimPending):
+	case c.Method == MethodCashu && c.State == ClaimPaying:
+		s.settleToken(ctx, c)
+	case c.MeltQuote == nil:
+		// No melt was recorded, so none was made: an invoice lookup
+		// was cut short.
+		s.fail(c, outpost.Errorf(outpost.BadGateway, "payment_failed", "interrupted before paying"))
+	default:
+		s.settleMelt(ctx, c)
 	}
 }
 
@@ -196,7 +211,7 @@ func (s *Service) TopUp(ctx context.Context) {
 		return
 	}
 	if err := s.Fund(ctx, s.cfg.TestMintFunding-bal); err != nil {
-		s.log.Error("faucet test mint: funding failed", "err", err)
+		s.log.Log(ctx, store.FailureLevel(err), "faucet test mint: funding failed", "err", err)
 	}
 }
 

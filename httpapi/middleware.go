@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"net/url"
 	"runtime/debug"
+	"slices"
 	"strings"
 
 	"github.com/go-chi/chi/v5"
@@ -34,10 +35,40 @@ func BlockIPs(blocked func(ip string) bool) func(http.Handler) http.Handler {
 		}
 		return Handle(func(w http.ResponseWriter, r *http.Request) error {
 			if blocked(ClientIP(r)) {
-				return outpost.Errorf(outpost.Forbidden, "ip_blocked", "your address is blocked by this server")
+				return errIPBlocked
 			}
 			next.ServeHTTP(w, r)
 			return nil
+		})
+	}
+}
+
+var errIPBlocked = outpost.Errorf(outpost.Forbidden, "ip_blocked", "your address is blocked by this server")
+
+// chiMethods are the methods chi's router knows (its default method map;
+// outpost never calls chi.RegisterMethod). chi answers any other with 405
+// before a route, or a route's middleware, is matched.
+var chiMethods = []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+	http.MethodDelete, http.MethodOptions, http.MethodConnect, http.MethodTrace}
+
+// rootRefusals answers at the root what reaches no service: a blocked
+// client IP (403 ip_blocked, everywhere: services, relay, /health) and a
+// method chi does not know (405, as chi would). Its answers go through
+// observed, which counts them as the answers of the service whose mount
+// the path is under, like every answer a service gives.
+func rootRefusals(blocked func(ip string) bool, observed func(http.Handler) http.Handler) func(http.Handler) http.Handler {
+	refuseIP := observed(Handle(func(http.ResponseWriter, *http.Request) error { return errIPBlocked }))
+	refuseMethod := observed(http.HandlerFunc(MethodNotAllowed))
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			switch {
+			case blocked != nil && blocked(ClientIP(r)):
+				refuseIP.ServeHTTP(w, r)
+			case !slices.Contains(chiMethods, r.Method):
+				refuseMethod.ServeHTTP(w, r)
+			default:
+				next.ServeHTTP(w, r)
+			}
 		})
 	}
 }

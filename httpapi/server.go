@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -38,15 +39,25 @@ type Config struct {
 
 // New returns the handler that serves everything on one listener.
 func New(cfg Config) http.Handler {
-	r := chi.NewRouter()
-	r.Use(Logger(cfg.Log), ClientIPMiddleware(cfg.TrustedProxies), BlockIPs(cfg.BlockedIP), Recover, HeadAsGet)
-	r.NotFound(NotFound)
-	r.MethodNotAllowed(MethodNotAllowed)
-
 	observe := cfg.Observe
 	if observe == nil {
 		observe = func(string, string) func(http.Handler) http.Handler { return passThrough }
 	}
+	r := chi.NewRouter()
+	r.Use(Logger(cfg.Log), ClientIPMiddleware(cfg.TrustedProxies), rootRefusals(cfg.BlockedIP, byMount(cfg.Services, observe)), Recover, HeadAsGet)
+	r.NotFound(NotFound)
+	// The root's own 405s (POST /health) are observed as the root's. A
+	// service's path gets here only if its router has no 405 handler of its
+	// own and inherits this one; its service observes it then.
+	root405 := observe("outpost", "")(http.HandlerFunc(MethodNotAllowed))
+	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
+		if mountOf(cfg.Services, r) != "" {
+			MethodNotAllowed(w, r)
+			return
+		}
+		root405.ServeHTTP(w, r)
+	})
+
 	r.With(observe("outpost", ""), CORS, ValidQuery).Get("/health", health(cfg.Services))
 	if cfg.Metrics != nil {
 		r.Method(http.MethodGet, "/metrics", cfg.Metrics)
@@ -61,6 +72,31 @@ func New(cfg Config) http.Handler {
 }
 
 func passThrough(next http.Handler) http.Handler { return next }
+
+// byMount wraps a handler in observe of the service whose mount the
+// request's path is under, or of "outpost" (the root: /health, the relay,
+// the rest).
+func byMount(services []Service, observe func(service, mount string) func(http.Handler) http.Handler) func(http.Handler) http.Handler {
+	return func(h http.Handler) http.Handler {
+		observed := map[string]http.Handler{"": observe("outpost", "")(h)}
+		for _, s := range services {
+			if s.Routes != nil {
+				observed[s.Mount] = observe(s.Name, s.Mount)(h)
+			}
+		}
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { observed[mountOf(services, r)].ServeHTTP(w, r) })
+	}
+}
+
+// mountOf is the mount of the service (with routes) r's path is under, or "".
+func mountOf(services []Service, r *http.Request) string {
+	for _, s := range services {
+		if s.Routes != nil && (r.URL.Path == s.Mount || strings.HasPrefix(r.URL.Path, s.Mount+"/")) {
+			return s.Mount
+		}
+	}
+	return ""
+}
 
 // relayOrIndex hands websocket, NIP-11 and NIP-86 requests to the relay and
 // answers a plain GET / with a short description of the services.

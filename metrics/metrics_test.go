@@ -64,7 +64,7 @@ func TestHTTPRoutes(t *testing.T) {
 		{"/banlist/blocked/pubkeys/abc", "GET", false, "/blocked/pubkeys/{pubkey}", "200"},
 		{"/banlist/blocked/pubkeys/def", "GET", true, "/blocked/pubkeys/{pubkey}", "429"},
 		{"/banlist/wp-admin/setup.php", "GET", false, "unmatched", "404"},
-		{"/banlist/blocked/pubkeys/abc", "TRACE", false, "unmatched", "405"},
+		{"/banlist/blocked/pubkeys/abc", "TRACE", false, "/blocked/pubkeys/{pubkey}", "405"},
 	} {
 		req := httptest.NewRequest(c.method, c.path, nil)
 		if c.refuse {
@@ -78,5 +78,16 @@ func TestHTTPRoutes(t *testing.T) {
 		if got := testutil.ToFloat64(m.httpRequests.WithLabelValues("banlist", c.route, method, c.code)); got != 1 {
 			t.Errorf("%s %s: outpost_http_requests_total{route=%q,code=%q} = %v, want 1", c.method, c.path, c.route, c.code, got)
 		}
+	}
+
+	// A method chi does not know is answered by the root router before any
+	// route is matched (httpapi observes that answer at the root): it is
+	// labelled with the route its path has, and the method "other".
+	outer := chi.NewRouter()
+	outer.Use(m.HTTP("mintdir", "/mintdir"))
+	outer.Mount("/mintdir", svc)
+	outer.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("PROPFIND", "/mintdir/blocked/pubkeys/abc", nil))
+	if got := testutil.ToFloat64(m.httpRequests.WithLabelValues("mintdir", "/blocked/pubkeys/{pubkey}", "other", "405")); got != 1 {
+		t.Errorf("PROPFIND: outpost_http_requests_total{route=\"/blocked/pubkeys/{pubkey}\",method=\"other\",code=\"405\"} = %v, want 1", got)
 	}
 }

@@ -24,12 +24,25 @@ type Check struct {
 // Probe checks one mint (the prober calls it): GET /v1/info, the keysets
 // when metadata is due, then records the check, its rollups, status,
 // incidents and metadata in one transaction.
+//
+// A check that cannot be stored is not made: the store has said once that
+// the disk is full, and checks resume when it is not. One that began while
+// there was room and found writes stopped by the time it was done (the
+// mint took its time answering) is dropped the same way, not returned as
+// an error for the prober to log each round while the disk stays full.
 func (d *Directory) Probe(ctx context.Context, id string) error {
 	if !store.Writable(d.db) {
-		// A check that cannot be stored is not made: the store has said
-		// once that the disk is full, and checks resume when it is not.
 		return nil
 	}
+	err := d.probe(ctx, id)
+	if errors.Is(err, store.ErrStorageFull) {
+		d.log.Debug("mintdir: check dropped: the disk filled while it ran", "mint_id", id)
+		return nil
+	}
+	return err
+}
+
+func (d *Directory) probe(ctx context.Context, id string) error {
 	m, err := d.Get(ctx, id)
 	if err != nil {
 		return err

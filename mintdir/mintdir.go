@@ -253,14 +253,14 @@ func (d *Directory) runHousekeeping(ctx context.Context) {
 				continue // the views wait in memory until there is room again
 			}
 			if err := d.FlushViews(ctx); err != nil && ctx.Err() == nil {
-				d.log.Error("mintdir: flush views", "err", err)
+				d.log.Log(ctx, store.FailureLevel(err), "mintdir: flush views", "err", err)
 			}
 		case <-prune.C:
 			if !store.Writable(d.db) {
 				continue
 			}
 			if err := d.Prune(ctx); err != nil && ctx.Err() == nil {
-				d.log.Error("mintdir: prune", "err", err)
+				d.log.Log(ctx, store.FailureLevel(err), "mintdir: prune", "err", err)
 			}
 		}
 	}

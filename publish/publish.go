@@ -56,11 +56,7 @@ func (s *Settings) Valid() error {
 // is low, which the store has already warned of once (the event is tried
 // again later either way).
 func logFailure(log *slog.Logger, msg string, err error, args ...any) {
-	level := slog.LevelError
-	if errors.Is(err, store.ErrStorageFull) {
-		level = slog.LevelDebug
-	}
-	log.Log(context.Background(), level, msg, append(args, "err", err)...)
+	log.Log(context.Background(), store.FailureLevel(err), msg, append(args, "err", err)...)
 }
 
 // Sink takes a signed event: outpost's relay stores and broadcasts it, an

@@ -3,7 +3,9 @@ package store
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -23,6 +25,18 @@ var ErrStorageFull = outpost.Errorf(outpost.StorageFull, "insufficient_storage",
 // is what the relay answers in the OK message (NIP-01's "error:" prefix),
 // and to a REST handler that publishes an event it is still ErrStorageFull.
 var errEventsRefused error = refusal{"error: the relay is low on disk space and accepts no new events until space is freed"}
+
+// FailureLevel is the level at which background work logs a failed write:
+// Error, except ErrStorageFull, which is expected while the disk is low —
+// the store warned once when writes stopped, work that checked Writable
+// before it began may still find them stopped by the time it writes, and
+// background work is redone once there is room — so Debug.
+func FailureLevel(err error) slog.Level {
+	if errors.Is(err, ErrStorageFull) {
+		return slog.LevelDebug
+	}
+	return slog.LevelError
+}
 
 type refusal struct{ msg string }
 

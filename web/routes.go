@@ -11,35 +11,39 @@ import (
 
 // Handler serves the pages in front of next (the relay and the REST
 // services); every request that is not for a page goes to next untouched.
-// Every page route is here.
+// Every page route is here. Blocked client IPs are refused here only what
+// the pages serve: next refuses them the rest itself, so that the REST
+// services' metrics and access log count those refusals too.
 func (p *Pages) Handler(next http.Handler) http.Handler {
 	pass := passTo(next)
-	browsers := func(h http.HandlerFunc) http.HandlerFunc { return forBrowsers(p.page(h), pass) }
+	block := httpapi.BlockIPs(p.cfg.BlockedIP)
+	own := func(h http.HandlerFunc) http.HandlerFunc { return block(h).ServeHTTP }
+	browsers := func(h http.HandlerFunc) http.HandlerFunc { return forBrowsers(own(p.page(h)), pass) }
 
 	r := chi.NewRouter()
-	r.Use(httpapi.ClientIPMiddleware(p.cfg.TrustedProxies), httpapi.BlockIPs(p.cfg.BlockedIP))
+	r.Use(httpapi.ClientIPMiddleware(p.cfg.TrustedProxies))
 	r.NotFound(pass)
 	r.MethodNotAllowed(pass)
 
 	r.Get("/", browsers(p.handleLanding(next)))
-	r.Get(staticPath+"{file}", handleAsset)
-	r.Post(qrPath, p.page(handleQR))
+	r.Get(staticPath+"{file}", own(handleAsset))
+	r.Post(qrPath, own(p.page(handleQR)))
 
 	if m := p.cfg.Faucet.Mount; p.faucet.ok() {
-		r.Get(m, forBrowsers(redirect(m+"/"), pass))
+		r.Get(m, forBrowsers(own(redirect(m+"/")), pass))
 		r.Get(m+"/", browsers(p.handleFaucet))
 	}
 	if m := p.cfg.Mintdir.Mount; p.mintdir.ok() {
-		r.Get(m, forBrowsers(redirect(m+"/"), pass))
+		r.Get(m, forBrowsers(own(redirect(m+"/")), pass))
 		r.Get(m+"/", browsers(p.handleDirectory))
-		r.Post(m+"/", forForms(p.page(p.handleSubmit), pass))
-		r.Get(m+"/mint/{id}", p.page(p.handleMint))
+		r.Post(m+"/", forForms(own(p.page(p.handleSubmit)), pass))
+		r.Get(m+"/mint/{id}", own(p.page(p.handleMint)))
 		// Icons are images of a page already counted, and mostly come from
 		// the cache: a list of fifty mints must not spend fifty requests.
-		r.Get(m+"/mint/{id}/icon", p.recovered(p.handleIcon))
+		r.Get(m+"/mint/{id}/icon", own(p.recovered(p.handleIcon)))
 	}
 	if m := p.cfg.Banlist.Mount; p.banlist.ok() {
-		r.Get(m, forBrowsers(redirect(m+"/"), pass))
+		r.Get(m, forBrowsers(own(redirect(m+"/")), pass))
 		r.Get(m+"/", browsers(p.handleConsole))
 	}
 	return r

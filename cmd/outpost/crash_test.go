@@ -1,19 +1,7 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
-	"context"
-	"encoding/json"
-	"fmt"
-	"io"
-	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -21,128 +9,6 @@ import (
 	"github.com/outpost-relay/outpost/internal/testkit"
 	"github.com/outpost-relay/outpost/testmint"
 )
-
-// The outpost binary, built once for the tests that run it as a child
-// process (to kill it with SIGKILL).
-var binary struct {
-	once sync.Once
-	path string
-	err  error
-}
-
-func outpostBinary(t *testing.T) string {
-	t.Helper()
-	binary.once.Do(func() {
-		dir, err := os.MkdirTemp("", "outpost-bin")
-		if err != nil {
-			binary.err = err
-			return
-		}
-		binary.path = filepath.Join(dir, "outpost")
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-		defer cancel()
-		out, err := exec.CommandContext(ctx, "go", "build", "-o", binary.path, ".").CombinedOutput()
-		if err != nil {
-			binary.err = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if binary.err != nil {
-		t.Fatal(binary.err)
-	}
-	return binary.path
-}
-
-// child is outpost running in a process of its own.
-type child struct {
-	cmd  *exec.Cmd
-	url  string
-	logs *testkit.LogBuffer
-	done chan struct{}
-}
-
-func startChild(t *testing.T, dir string, env map[string]string) *child {
-	t.Helper()
-	c := &child{cmd: exec.Command(outpostBinary(t)), logs: &testkit.LogBuffer{}, done: make(chan struct{})}
-	get := testEnv(dir, env)
-	c.cmd.Env = os.Environ()
-	for _, k := range append([]string{"OUTPOST_ADDR", "OUTPOST_DATA_DIR", "OUTPOST_ADMIN_API_KEY", "OUTPOST_LOG_LEVEL", "OUTPOST_RATE_LIMIT"}, keys(env)...) {
-		c.cmd.Env = append(c.cmd.Env, k+"="+get(k))
-	}
-	c.cmd.Stderr = c.logs
-	out, err := c.cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { c.cmd.Wait(); close(c.done) }()
-	t.Cleanup(func() {
-		c.cmd.Process.Kill()
-		<-c.done
-		if t.Failed() {
-			t.Logf("outpost (pid %d) logs, tail:\n%s", c.cmd.Process.Pid, tail(c.logs.String(), 6000))
-		}
-	})
-	line := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			select {
-			case line <- sc.Text():
-			default:
-			}
-		}
-	}()
-	select {
-	case l := <-line:
-		c.url = strings.Fields(l)[4]
-	case <-c.done:
-		t.Fatalf("outpost exited\n%s", c.logs)
-	case <-time.After(60 * time.Second):
-		t.Fatalf("outpost did not start\n%s", c.logs)
-	}
-	testkit.WaitFor(t, 30*time.Second, "health", func() bool {
-		resp, err := http.Get(c.url + "/health")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == 200
-	})
-	return c
-}
-
-func keys(m map[string]string) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	return out
-}
-
-func tail(s string, n int) string {
-	if len(s) > n {
-		return s[len(s)-n:]
-	}
-	return s
-}
-
-// kill sends SIGKILL: no shutdown, no flush, nothing.
-func (c *child) kill() {
-	c.cmd.Process.Kill()
-	<-c.done
-}
-
-// stop sends SIGTERM and waits for a clean exit.
-func (c *child) stop(t *testing.T) {
-	c.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-c.done:
-	case <-time.After(30 * time.Second):
-		t.Fatal("outpost did not stop on SIGTERM")
-	}
-}
 
 type claimant struct {
 	sk, quote, method string
@@ -331,29 +197,4 @@ func crash(t *testing.T, mint, network string, pay func(invoice string), payeeMi
 	if balance != 5000-int64(21*(paid+failed+3))-fees {
 		t.Fatalf("balance %d does not add up", balance)
 	}
-}
-
-// tryCall is call that returns transport errors (the process may be gone).
-func tryCall(method, url string, body any, headers ...string) (int, map[string]any, error) {
-	var r io.Reader
-	if body != nil {
-		b, _ := json.Marshal(body)
-		r = bytes.NewReader(b)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, method, url, r)
-	for i := 0; i+1 < len(headers); i += 2 {
-		req.Header.Set(headers[i], headers[i+1])
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, nil, err
-	}
-	defer resp.Body.Close()
-	var m map[string]any
-	if err := json.NewDecoder(resp.Body).Decode(&m); err != nil {
-		return 0, nil, err
-	}
-	return resp.StatusCode, m, nil
 }

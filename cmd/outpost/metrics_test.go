@@ -95,7 +95,7 @@ func promtoolCheck(t *testing.T, raw string) {
 // no public key, URL or IP address in any label.
 func TestMetricsScrape(t *testing.T) {
 	inst := start(t, t.TempDir(), map[string]string{"OUTPOST_RATE_LIMIT": "12", "OUTPOST_ACCESS_LOG": "true",
-		"OUTPOST_LOG_LEVEL": "info", "OUTPOST_PROBE_ALLOW_PRIVATE": "true"})
+		"OUTPOST_LOG_LEVEL": "info", "OUTPOST_PROBE_ALLOW_PRIVATE": "true", "OUTPOST_TRUSTED_PROXIES": "127.0.0.1/32"})
 	f := inst.url + "/faucet"
 
 	// The relay: accepted, duplicate, blocked (banned author), invalid, and a REQ.
@@ -131,9 +131,26 @@ func TestMetricsScrape(t *testing.T) {
 		t.Fatalf("confirm: %d %v", code, res)
 	}
 
-	// REST: a route with a parameter, an unknown path, and the per-IP limit.
+	// REST: a route with a parameter, an unknown path, a method no router
+	// knows, a blocked client (behind the trusted proxy), and the per-IP limit.
 	call(t, "GET", inst.url+"/banlist/blocked/pubkeys/"+bannedPK, nil)
 	call(t, "GET", inst.url+"/banlist/no/such/path/"+bannedPK, nil)
+	if code, _ := call(t, "PROPFIND", inst.url+"/banlist/blocked/words", nil); code != 405 {
+		t.Fatalf("PROPFIND: %d", code)
+	}
+	if code, body := call(t, "POST", inst.url+"/banlist/admin/block-ip", map[string]any{"ip": "198.51.100.7", "reason": "scanner"}, admin()...); code != 200 && code != 201 {
+		t.Fatalf("block-ip: %d %v", code, body)
+	}
+	if code, _ := call(t, "GET", inst.url+"/mintdir/mints", nil, "X-Forwarded-For", "198.51.100.7"); code != 403 {
+		t.Fatalf("a blocked client: %d", code)
+	}
+	for _, accept := range []string{"text/html", "application/nostr+json"} { // the pages, NIP-11
+		for _, path := range []string{"/", "/mintdir/"} {
+			if code, _ := call(t, "GET", inst.url+path, nil, "X-Forwarded-For", "198.51.100.7", "Accept", accept); code != 403 {
+				t.Errorf("a blocked client at %s (%s): %d", path, accept, code)
+			}
+		}
+	}
 	limited := false
 	for range 20 {
 		if code, _ := call(t, "GET", inst.url+"/banlist/blocked/words", nil); code == 429 {
@@ -169,6 +186,8 @@ func TestMetricsScrape(t *testing.T) {
 		{"outpost_http_requests_total", []string{"service", "banlist", "route", "unmatched", "code", "404"}, 1},
 		{"outpost_http_requests_total", []string{"service", "banlist", "route", "/blocked/words", "code", "429"}, 1},
 		{"outpost_http_requests_total", []string{"service", "faucet", "route", "/claim/confirm", "method", "POST", "code", "200"}, 1},
+		{"outpost_http_requests_total", []string{"service", "banlist", "route", "/blocked/words", "method", "other", "code", "405"}, 1},
+		{"outpost_http_requests_total", []string{"service", "mintdir", "route", "/mints", "method", "GET", "code", "403"}, 1},
 		{"outpost_http_request_duration_seconds", []string{"service", "mintdir", "route", "/mints/submit"}, 1},
 		{"outpost_rate_limited_total", []string{"limit", "rest"}, 1},
 		{"outpost_banlist_active_bans", nil, 1},
@@ -204,8 +223,11 @@ func TestMetricsScrape(t *testing.T) {
 	}
 
 	// The access log: one line per REST request, with the client IP.
-	if !strings.Contains(inst.logs.String(), `msg=access service=banlist method=GET path=/banlist/blocked/words status=429`) {
-		t.Errorf("no access log line for the 429:\n%s", inst.logs)
+	for _, line := range []string{`msg=access service=banlist method=GET path=/banlist/blocked/words status=429`,
+		`msg=access service=mintdir method=GET path=/mintdir/mints status=403`} {
+		if !strings.Contains(inst.logs.String(), line) {
+			t.Errorf("no access log line %s:\n%s", line, inst.logs)
+		}
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -71,23 +72,10 @@ func TestMintDirectory(t *testing.T) {
 	}
 
 	t.Run("NIP-11 lists NIP-87", func(t *testing.T) {
-		req, _ := http.NewRequest("GET", inst.url+"/", nil)
-		req.Header.Set("Accept", "application/nostr+json")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		var info struct {
-			NIPs []any `json:"supported_nips"`
-		}
-		json.NewDecoder(resp.Body).Decode(&info)
-		found := false
-		for _, n := range info.NIPs {
-			found = found || n == 87.0
-		}
-		if !found {
-			t.Fatalf("supported_nips = %v", info.NIPs)
+		_, info := call(t, "GET", inst.url+"/", nil, "Accept", "application/nostr+json")
+		nips, _ := info["supported_nips"].([]any)
+		if !slices.Contains(nips, any(87.0)) {
+			t.Fatalf("supported_nips = %v", info["supported_nips"])
 		}
 	})
 

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -20,137 +19,7 @@ import (
 	"github.com/outpost-relay/outpost/internal/testkit"
 	"github.com/outpost-relay/outpost/nip98"
 	"github.com/outpost-relay/outpost/pubkey"
-	"github.com/outpost-relay/outpost/relay/relaytest"
 )
-
-const testAdminKey = "test-admin-key-0123456789abcdef"
-
-// instance is a running outpost started through run().
-type instance struct {
-	url     string // http://127.0.0.1:port
-	ws      string
-	dir     string
-	stop    context.CancelFunc
-	done    chan error
-	logs    *testkit.LogBuffer
-	proxies []*relaytest.Proxy
-}
-
-func testEnv(dir string, extra map[string]string) func(string) string {
-	env := map[string]string{
-		"OUTPOST_ADDR": "127.0.0.1:0", "OUTPOST_DATA_DIR": dir, "OUTPOST_ADMIN_API_KEY": testAdminKey,
-		"OUTPOST_LOG_LEVEL": "debug", "OUTPOST_RATE_LIMIT": "0",
-		"OUTPOST_MEMORY_LIMIT": "0", // the limit is process-wide: not for the test binary
-	}
-	for k, v := range extra {
-		env[k] = v
-	}
-	return func(k string) string { return env[k] }
-}
-
-// start runs outpost on a free port and waits until /health answers.
-func start(t *testing.T, dir string, extra map[string]string) *instance {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	pr, pw := io.Pipe()
-	inst := &instance{dir: dir, stop: cancel, done: make(chan error, 1), logs: &testkit.LogBuffer{}}
-	go func() {
-		err := run(ctx, nil, testEnv(dir, extra), strings.NewReader(""), pw, inst.logs)
-		pw.Close()
-		inst.done <- err
-	}()
-	lines := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(pr)
-		for sc.Scan() {
-			select {
-			case lines <- sc.Text():
-			default:
-			}
-		}
-	}()
-	select {
-	case line := <-lines:
-		// "outpost <version> serving on http://127.0.0.1:port (relay ws://...)"
-		f := strings.Fields(line)
-		inst.url = f[4]
-		inst.ws = "ws" + strings.TrimPrefix(inst.url, "http")
-	case err := <-inst.done:
-		t.Fatalf("outpost did not start: %v\n%s", err, inst.logs)
-	case <-time.After(30 * time.Second):
-		t.Fatalf("outpost did not start in time\n%s", inst.logs)
-	}
-	t.Cleanup(func() {
-		inst.shutdown(t)
-		if t.Failed() {
-			t.Logf("outpost logs:\n%s", inst.logs)
-		}
-	})
-	testkit.WaitFor(t, 10*time.Second, "health", func() bool {
-		resp, err := http.Get(inst.url + "/health")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == 200
-	})
-	return inst
-}
-
-func (inst *instance) shutdown(t *testing.T) {
-	t.Helper()
-	for _, p := range inst.proxies {
-		p.Freeze()
-	}
-	inst.stop()
-	select {
-	case err, ok := <-inst.done:
-		if ok && err != nil {
-			t.Errorf("run returned %v", err)
-		}
-		close(inst.done)
-	case <-time.After(20 * time.Second):
-		t.Fatal("outpost did not shut down")
-	}
-}
-
-func call(t *testing.T, method, url string, body any, headers ...string) (int, map[string]any) {
-	t.Helper()
-	var r io.Reader
-	if body != nil {
-		b, _ := json.Marshal(body)
-		r = bytes.NewReader(b)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, method, url, r)
-	for i := 0; i+1 < len(headers); i += 2 {
-		req.Header.Set(headers[i], headers[i+1])
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, url, err)
-	}
-	defer resp.Body.Close()
-	var m map[string]any
-	json.NewDecoder(resp.Body).Decode(&m)
-	return resp.StatusCode, m
-}
-
-func admin() []string { return []string{"Authorization", "Bearer " + testAdminKey} }
-
-func note(t *testing.T, sk, content string, kind int, tags ...nostr.Tag) nostr.Event {
-	return relaytest.Sign(t, sk, kind, content, tags...)
-}
-
-func publish(t *testing.T, r *nostr.Relay, ev nostr.Event) error { return relaytest.Publish(t, r, ev) }
-
-func wantBlocked(t *testing.T, err error, contains string) {
-	t.Helper()
-	if err == nil || !strings.Contains(err.Error(), "blocked:") || !strings.Contains(err.Error(), contains) {
-		t.Fatalf("publish: %v, want a blocked: rejection mentioning %q", err, contains)
-	}
-}
 
 // TestWholeProgram runs outpost through run() and uses it as Nostr clients,
 // frontends and operators do.

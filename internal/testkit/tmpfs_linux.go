@@ -3,6 +3,7 @@ package testkit
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"syscall"
 	"testing"
 )
@@ -32,4 +33,24 @@ func Tmpfs(t testing.TB, sizeMiB int, opts string) string {
 		}
 	})
 	return dir
+}
+
+// Fill writes a file into dir (on a filesystem of the test's own, see
+// Tmpfs) that leaves about leave bytes free, replacing the one an earlier
+// Fill wrote, and returns its path: removing it frees the space again. A
+// failure is reported with t.Error, so a server's handler may call it too.
+func Fill(t testing.TB, dir string, leave int64) string {
+	t.Helper()
+	filler := filepath.Join(dir, "filler")
+	os.Remove(filler)
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		t.Error(err)
+		return filler
+	}
+	free := int64(st.Bavail) * int64(st.Bsize)
+	if err := os.WriteFile(filler, make([]byte, max(0, free-leave)), 0o600); err != nil {
+		t.Error(err)
+	}
+	return filler
 }

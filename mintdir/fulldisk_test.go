@@ -1,0 +1,53 @@
+package mintdir
+
+import (
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/outpost-relay/outpost/internal/testkit"
+	"github.com/outpost-relay/outpost/store"
+)
+
+// The disk fills while a mint is being checked (the store took writes when
+// the check began): the check is dropped quietly, as one begun on a full
+// disk is, rather than returned as an error the prober logs on every round
+// while the disk stays full; the store has said once that it is full.
+func TestCheckFinishedOnAFullDiskIsDropped(t *testing.T) {
+	dir := testkit.Tmpfs(t, 64, "")
+	const min = 32 << 20
+	st, err := store.Settings{MinFreeSpace: min}.Open(dir, quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	e := newEnvOn(t, st, Config{})
+	f := newFakeMint(t, "Filling", pk1)
+	id := e.submit(f.URL)
+	e.probe(id)
+
+	var fill sync.Once
+	f.misbehave(func(w http.ResponseWriter, r *http.Request) bool {
+		if r.URL.Path == "/v1/info" {
+			fill.Do(func() {
+				testkit.Fill(t, dir, min-4<<20)
+				for deadline := time.Now().Add(5 * time.Second); store.Writable(st.DB) && time.Now().Before(deadline); {
+					time.Sleep(20 * time.Millisecond)
+				}
+			})
+		}
+		return false
+	})
+	e.clock.Add(time.Minute)
+	err = e.dir.Probe(e.ctx, id)
+	if store.Writable(st.DB) {
+		t.Fatal("the store never refused writes")
+	}
+	if err != nil {
+		t.Errorf("a check finished as the disk filled: %v, want it dropped quietly", err)
+	}
+	if m := e.mint(id); m.ChecksTotal != 1 {
+		t.Errorf("%d checks recorded, want the first only", m.ChecksTotal)
+	}
+}
