@@ -117,6 +117,7 @@ type Store struct {
 
 	allow   func(bytes int) bool // see LimitWrites; nil: every write goes ahead
 	refusal error
+	cache   *cache // see Cache; nil: none
 }
 
 // Open returns the event store on db, first moving any events eventstore
@@ -128,6 +129,10 @@ func Open(db *badger.DB, log *slog.Logger) (*Store, error) {
 	}
 	return s, nil
 }
+
+// Cache keeps up to about bytes of recently read events in memory (see
+// cache); below 1 MiB, none. Call it once, before the store is used.
+func (s *Store) Cache(bytes int) { s.cache = newCache(bytes) }
 
 // Errors of Save for events that cannot be stored.
 var (

@@ -30,13 +30,15 @@ func testDB(t testing.TB, dir string) *badger.DB {
 	return db
 }
 
-// testStore is a store in memory whose clock is at now.
+// testStore is a store in memory whose clock is at now. Its event cache is
+// the smallest there is, so that the tests read through it, evicting too.
 func testStore(t testing.TB, now time.Time) *Store {
 	t.Helper()
 	s, err := Open(testDB(t, ""), quiet())
 	if err != nil {
 		t.Fatal(err)
 	}
+	s.Cache(1 << 20)
 	s.now = func() time.Time { return now }
 	return s
 }

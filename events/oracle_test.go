@@ -191,14 +191,36 @@ func (g *gen) filter() nostr.Filter {
 }
 
 // checkAgainstModel writes n random events (and some deletions) into a fresh
-// store and the model, then compares queries and counts.
+// store and the model, then compares queries and counts: halfway through
+// too, so that events read (and cached) before they are deleted or replaced
+// must not be served after.
 func checkAgainstModel(t *testing.T, seed uint64, events, queries int) {
 	g := newGen(seed)
 	now := g.base + 20
 	s := testStore(t, time.Unix(int64(now), 0))
 	m := &model{events: map[string]*nostr.Event{}, now: now}
 	ctx := context.Background()
+	compare := func(queries int) {
+		for range queries {
+			f := g.filter()
+			want := m.query(f)
+			if got := queryIDs(t, s, f); !slices.Equal(got, want) {
+				t.Fatalf("seed %d, filter %v:\n got %v\nwant %v", seed, f, got, want)
+			}
+			filters := []nostr.Filter{f, g.filter(), g.filter()}[:1+g.r.IntN(3)]
+			got, err := s.Count(ctx, filters, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := m.count(filters); got != want {
+				t.Fatalf("seed %d, count %v: got %d, want %d", seed, filters, got, want)
+			}
+		}
+	}
 	for i := range events {
+		if i == events/2 {
+			compare(queries / 2)
+		}
 		ev := g.event()
 		if g.r.IntN(5) == 0 && len(m.events) > 0 { // write the same event again
 			for _, old := range m.events {
@@ -216,21 +238,7 @@ func checkAgainstModel(t *testing.T, seed uint64, events, queries int) {
 			delete(m.events, id)
 		}
 	}
-	for range queries {
-		f := g.filter()
-		want := m.query(f)
-		if got := queryIDs(t, s, f); !slices.Equal(got, want) {
-			t.Fatalf("seed %d, filter %v:\n got %v\nwant %v", seed, f, got, want)
-		}
-		filters := []nostr.Filter{f, g.filter(), g.filter()}[:1+g.r.IntN(3)]
-		got, err := s.Count(ctx, filters, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if want := m.count(filters); got != want {
-			t.Fatalf("seed %d, count %v: got %d, want %d", seed, filters, got, want)
-		}
-	}
+	compare(queries)
 }
 
 func TestQueriesMatchTheModel(t *testing.T) {

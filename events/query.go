@@ -304,7 +304,7 @@ func (s *Store) scan(ctx context.Context, txn *badger.Txn, plans []*plan, values
 	heap.Init(&h)
 
 	var (
-		buf     []byte
+		bufs    scanBufs
 		matched = make([]int, 0, len(plans))
 		group   []*cursor
 	)
@@ -331,7 +331,7 @@ func (s *Store) scan(ctx context.Context, txn *badger.Txn, plans []*plan, values
 		if !values && !group[0].expires && slices.ContainsFunc(matched, func(i int) bool { return plans[i].covered }) {
 			more = fn(tail[8:], nil)
 		} else {
-			more, err = s.visit(txn, plans, matched, tail[:], now, &buf, fn)
+			more, err = s.visit(txn, plans, matched, tail[:], now, &bufs, fn)
 		}
 		if err != nil {
 			return err
@@ -400,38 +400,57 @@ func (s *Store) openCursors(txn *badger.Txn, plans []*plan) (h cursorHeap, its [
 	return h, its, nil
 }
 
+// scanBufs are a scan's buffers, reused from one candidate to the next:
+// its stored value, and index keys to look up.
+type scanBufs struct{ val, key []byte }
+
 // visit reads one candidate and hands it to fn when it is live and one of
 // the plans that found it accepts it.
-func (s *Store) visit(txn *badger.Txn, plans []*plan, found []int, tail []byte, now int64, buf *[]byte, fn func(id, val []byte) bool) (bool, error) {
+func (s *Store) visit(txn *badger.Txn, plans []*plan, found []int, tail []byte, now int64, bufs *scanBufs, fn func(id, val []byte) bool) (bool, error) {
 	id := tail[8:]
-	item, err := txn.Get(eventKey(id))
-	if errors.Is(err, badger.ErrKeyNotFound) {
-		return true, nil // an index key without its event: nothing to serve
-	} else if err != nil {
+	val, err := s.value(txn, id, &bufs.val)
+	if val == nil || err != nil {
+		return err == nil, err // no value: an index key without its event, nothing to serve
+	}
+	if len(val) < headerLen || val[0] != headerVersion {
+		_, err := meta(id, val)
 		return false, err
 	}
-	more := true
-	err = item.Value(func(val []byte) error {
-		if len(val) < headerLen || val[0] != headerVersion {
-			_, err := meta(id, val)
-			return err
+	if exp := int64(binary.BigEndian.Uint64(val[11:])); exp != 0 && exp <= now {
+		return true, nil // NIP-40: expired events are gone for readers
+	}
+	for _, i := range found {
+		ok, err := plans[i].accepts(txn, tail, val, &bufs.key)
+		if err != nil {
+			return false, err
 		}
-		if exp := int64(binary.BigEndian.Uint64(val[11:])); exp != 0 && exp <= now {
-			return nil // NIP-40: expired events are gone for readers
+		if ok {
+			return fn(id, val), nil
 		}
-		for _, i := range found {
-			ok, err := plans[i].accepts(txn, tail, val, buf)
-			if err != nil {
-				return err
-			}
-			if ok {
-				more = fn(id, val)
-				return nil
-			}
-		}
-		return nil
-	})
-	return more, err
+	}
+	return true, nil
+}
+
+// value reads the stored value of the event id into *buf, from the cache
+// when it is there; nil when the event is not stored.
+func (s *Store) value(txn *badger.Txn, id []byte, buf *[]byte) ([]byte, error) {
+	if val, ok := s.cache.get(id, (*buf)[:0]); ok {
+		*buf = val
+		return val, nil
+	}
+	item, err := txn.Get(eventKey(id))
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return nil, nil
+	} else if err != nil {
+		return nil, err
+	}
+	val, err := item.ValueCopy((*buf)[:0])
+	if err != nil {
+		return nil, err
+	}
+	*buf = val
+	s.cache.put(id, val)
+	return val, nil
 }
 
 // Query calls yield for each stored event matching f exactly, newest first, stopping after

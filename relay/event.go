@@ -154,12 +154,18 @@ func (r *Relay) broadcast(ev *nostr.Event) {
 // hidden reports whether an event is kept from readers: its author is
 // banned, or a moderator removed it. Nothing is deleted; when the ban lifts
 // the events are served again.
-func (r *Relay) hidden(m Meta) bool {
-	if r.banList == nil {
-		return false
+func (r *Relay) hidden(m Meta) bool { return r.hiddenAt(time.Now().Unix())(m) }
+
+// hiddenAt is hidden with the clock read once, for a query that asks it of
+// every event it reads.
+func (r *Relay) hiddenAt(now int64) func(Meta) bool {
+	return func(m Meta) bool {
+		if r.banList == nil {
+			return false
+		}
+		if _, banned := r.banList.Banned(m.PubKey, now); banned {
+			return true
+		}
+		return r.banList.EventBanned(m.ID)
 	}
-	if _, banned := r.banList.Banned(m.PubKey, time.Now().Unix()); banned {
-		return true
-	}
-	return r.banList.EventBanned(m.ID)
 }

@@ -57,7 +57,7 @@ func (c *conn) onNegOpen(ctx context.Context, m message) {
 	vec := vector.New()
 	n := 0
 	if !matchesNothing(f) {
-		err := c.r.events.Query(ctx, f, c.r.hidden, func(m Meta, _ []byte) bool {
+		err := c.r.events.Query(ctx, f, c.r.hiddenAt(time.Now().Unix()), func(m Meta, _ []byte) bool {
 			if n++; n > maxNegEvents {
 				return false
 			}

@@ -53,7 +53,7 @@ func (c *conn) sendStored(s *sub) bool {
 		if !ok {
 			continue
 		}
-		err := c.r.events.Query(s.ctx, q, c.r.hidden, func(m Meta, raw []byte) bool {
+		err := c.r.events.Query(s.ctx, q, c.r.hiddenAt(time.Now().Unix()), func(m Meta, raw []byte) bool {
 			if _, dup := sent[m.ID]; dup {
 				return true
 			}
@@ -146,7 +146,7 @@ func (c *conn) onCount(ctx context.Context, m message) {
 	var n int64
 	if len(live) > 0 {
 		var err error
-		if n, err = c.r.events.Count(ctx, live, c.r.hidden); err != nil {
+		if n, err = c.r.events.Count(ctx, live, c.r.hiddenAt(time.Now().Unix())); err != nil {
 			if ctx.Err() == nil {
 				c.r.log.Warn("relay: counting events", "err", err)
 				c.send(closedMessage(id, "error: could not count events"))

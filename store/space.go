@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -46,7 +47,7 @@ func (r refusal) Unwrap() error { return ErrStorageFull }
 // flag each tag names and its OUTPOST_* twin. Start from DefaultSettings.
 type Settings struct {
 	MinFreeSpace settings.Bytes `flag:"min-free-space" usage:"free space kept on the data dir's filesystem: below it writes are refused (REST 507, relay OK false) while reads go on; 0 turns the check off, and a full disk then kills outpost (SIGBUS)"`
-	CacheSize    settings.Bytes `flag:"cache-size" usage:"badger's block cache: recently read blocks of events and indexes, decompressed; more keeps a larger working set of a big relay in memory (at least 1MiB; 0: the default)"`
+	CacheSize    settings.Bytes `flag:"cache-size" usage:"memory for reads: half keeps recently read events, half badger's blocks of indexes, decompressed; more keeps a larger working set of a big relay in memory (at least 1MiB; 0: the default)"`
 }
 
 // DefaultSettings keep 256 MiB free: more than twice what badger may write
@@ -59,6 +60,9 @@ func DefaultSettings() Settings {
 // defaultCacheSize is CacheSize when it is not set (0, as in a Settings
 // literal): badger refuses to open compressed tables without a block cache.
 const defaultCacheSize = 32 << 20
+
+// cacheSize is CacheSize, or its default when unset.
+func (s Settings) cacheSize() int { return int(cmp.Or(s.CacheSize, defaultCacheSize)) }
 
 // minFreeSpace is the least MinFreeSpace may be, other than 0: twice a
 // memtable, which badger flushes to a table at Close. It suits only a small

@@ -7,7 +7,6 @@
 package store
 
 import (
-	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -85,6 +84,7 @@ func (s Settings) Open(dataDir string, log *slog.Logger) (*Store, error) {
 		return nil, err
 	}
 	ev.LimitWrites(func(n int) bool { return space.Allow(int64(n)) }, errEventsRefused)
+	ev.Cache(s.cacheSize() / 2)
 	gates.Store(db, space)
 	ctx, stop := context.WithCancel(context.Background())
 	go space.Run(ctx, checkEvery)
@@ -111,8 +111,8 @@ const numMemtables = 3
 // let a relay that had taken 200,000 notes hold 520 MiB of anonymous memory:
 // the memtables' arenas and the cache are Go heap, and the collector lets
 // the heap grow to twice what is live. Here: small memtables (see
-// memTableSize), at most numMemtables, a CacheSize block cache (32 MiB
-// served the benchmark's REQs from the cache as 256 MiB did), no metrics
+// memTableSize), at most numMemtables, half of CacheSize as block cache
+// (the other half caches events: see events.Store.Cache), no metrics
 // (badger's expvar counters cost 6% of a REQ's CPU), and 64 MiB value logs:
 // badger creates each one as a sparse file of twice that size (2 GiB by
 // default), which misleads anyone reading ls or checking quotas, and only
@@ -123,10 +123,17 @@ func (s Settings) badgerOptions(path string, log *slog.Logger) badger.Options {
 		WithLoggingLevel(badger.WARNING).
 		WithMemTableSize(memTableSize).
 		WithNumMemtables(numMemtables).
-		WithBlockCacheSize(int64(cmp.Or(s.CacheSize, defaultCacheSize))).
+		WithBlockCacheSize(int64(s.cacheSize() / 2)).
 		WithMetricsEnabled(false).
-		WithValueLogFileSize(64 << 20)
+		WithValueLogFileSize(64 << 20).
+		WithNumCompactors(numCompactors)
 }
+
+// numCompactors is how many compactions badger runs at once: two, not its
+// four. Each holds the tables it writes in memory until they are done, so
+// four let sustained ingest keep up to 370 MiB live, two 230 MiB, for the
+// same events/s on two cores (see cmd/outpost's defaultMemoryLimit).
+const numCompactors = 2
 
 // Close closes the database; call it after everything else has stopped.
 func (s *Store) Close() error {

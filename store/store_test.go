@@ -266,8 +266,9 @@ func TestUpdateGivesUpWithAConflictError(t *testing.T) {
 	}
 }
 
-// The settings reach badger: small memtables, the cache asked for, no
-// metrics (see badgerOptions), whatever badger's own defaults are.
+// The settings reach badger: small memtables, half the cache asked for (the
+// other half caches events), two compactors, no metrics (see
+// badgerOptions), whatever badger's own defaults are.
 func TestSettingsSizeBadger(t *testing.T) {
 	for _, cache := range []int64{0, 32 << 20, 300 << 20} {
 		st, err := Settings{CacheSize: settings.Bytes(cache)}.Open(t.TempDir(), quiet())
@@ -276,9 +277,9 @@ func TestSettingsSizeBadger(t *testing.T) {
 		}
 		o := st.DB.Opts()
 		st.Close()
-		if o.MemTableSize != 16<<20 || o.NumMemtables != 3 || o.BlockCacheSize != max(cache, 32<<20) || o.MetricsEnabled || o.ValueLogFileSize != 64<<20 {
-			t.Errorf("cache %d: badger has memtables %d×%d, block cache %d, metrics %v, value logs %d",
-				cache, o.NumMemtables, o.MemTableSize, o.BlockCacheSize, o.MetricsEnabled, o.ValueLogFileSize)
+		if o.MemTableSize != 16<<20 || o.NumMemtables != 3 || o.BlockCacheSize != max(cache, 32<<20)/2 || o.NumCompactors != 2 || o.MetricsEnabled || o.ValueLogFileSize != 64<<20 {
+			t.Errorf("cache %d: badger has memtables %d×%d, block cache %d, %d compactors, metrics %v, value logs %d",
+				cache, o.NumMemtables, o.MemTableSize, o.BlockCacheSize, o.NumCompactors, o.MetricsEnabled, o.ValueLogFileSize)
 		}
 	}
 	if d := DefaultSettings(); d.CacheSize != 32<<20 {
