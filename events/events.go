@@ -51,7 +51,8 @@
 // fewest values, else its kinds, else time alone. Every other condition is
 // checked on each event found, from its header and, for tags, by looking up
 // the event's key in the tag index. Events past their NIP-40 expiration are
-// never read out or counted; DeleteExpired removes them.
+// never read out or counted; DeleteExpired removes them. The values of events
+// read are kept in a cache (see Cache), so a hot event costs no lookup.
 package events
 
 import (
