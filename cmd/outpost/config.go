@@ -83,7 +83,7 @@ func defaultConfig() *Config {
 // they write whole. Ingesting 200,000 notes over 16 connections kept up to
 // 230 MiB live (store.Settings: two compactors). Under a limit below what is
 // live the collector runs all the time: 160 MiB cost 1.4× the CPU per note
-// of no limit, 256 MiB 1.25×, 384 MiB nothing measurable, with about 250 MiB
+// of no limit, 256 MiB 1.25×, 384 MiB nothing measurable, with 250–300 MiB
 // of anonymous memory afterwards against 630 MiB without a limit. The floor
 // is what a relay needs at all, not what it needs to ingest fast.
 const (
