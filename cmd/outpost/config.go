@@ -80,8 +80,8 @@ func defaultConfig() *Config {
 // defaultMemoryLimit and memoryOverCache size the Go heap. What is live
 // besides the cache is mostly badger's: up to three 16 MiB memtables, and
 // the table builders of a flush and of compactions, which hold each table
-// they write whole. Ingesting 200,000 notes over 16 connections kept up to
-// 230 MiB live (store.Settings: two compactors). Under a limit below what is
+// they write whole. 16 writers saving 200,000 notes straight into the store
+// kept up to 230 MiB live (store.Settings: two compactors). Under a limit below what is
 // live the collector runs all the time: 160 MiB cost 1.4× the CPU per note
 // of no limit, 256 MiB 1.25×, 384 MiB nothing measurable, with 250–300 MiB
 // of anonymous memory afterwards against 630 MiB without a limit. The floor
