@@ -47,7 +47,7 @@ func (r refusal) Unwrap() error { return ErrStorageFull }
 // flag each tag names and its OUTPOST_* twin. Start from DefaultSettings.
 type Settings struct {
 	MinFreeSpace settings.Bytes `flag:"min-free-space" usage:"free space kept on the data dir's filesystem: below it writes are refused (REST 507, relay OK false) while reads go on; 0 turns the check off, and a full disk then kills outpost (SIGBUS)"`
-	CacheSize    settings.Bytes `flag:"cache-size" usage:"memory for reads: half keeps recently read events, half badger's blocks of indexes, decompressed; more keeps a larger working set of a big relay in memory (at least 1MiB; 0: the default)"`
+	CacheSize    settings.Bytes `flag:"cache-size" usage:"memory for reads: half keeps recently read events, half badger's blocks of indexes, decompressed; more keeps a larger working set of a big relay in memory (at least 1MiB, and 2MiB for events to be cached; 0: the default)"`
 }
 
 // DefaultSettings keep 256 MiB free: more than twice what badger may write
