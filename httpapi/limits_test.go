@@ -50,15 +50,7 @@ func limitsServer(t *testing.T, lim httpapi.ServerLimits) *httptest.Server {
 	}))
 	h := httpapi.New(httpapi.Config{Relay: rl, Log: log, Services: []httpapi.Service{{Name: "svc", Mount: "/svc", Routes: routes}}})
 	srv.Config = httpapi.NewServer(h, lim)
-	srv.Config.ConnState = rl.TrackConn
-	srv.Start()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		srv.Close()
-		rl.CloseClients(ctx)
-		st.Close()
-	})
+	relaytest.Serve(t, srv, rl, st)
 	return srv
 }
 

@@ -32,15 +32,8 @@ func startRelay(t *testing.T) (*httptest.Server, *store.Store) {
 	srv := httptest.NewUnstartedServer(nil)
 	rl := relay.New(relay.Config{Store: st, BanList: policies.NewBanList(), Log: log,
 		PublicURL: "http://" + srv.Listener.Addr().String(), ServicePub: strings.Repeat("0", 63) + "1"})
-	srv.Config.Handler, srv.Config.ConnState = rl, rl.TrackConn
-	srv.Start()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		srv.Close()
-		rl.CloseClients(ctx)
-		st.Close()
-	})
+	srv.Config.Handler = rl
+	relaytest.Serve(t, srv, rl, st)
 	return srv, st
 }
 

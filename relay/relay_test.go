@@ -69,15 +69,7 @@ func newEnv(t *testing.T, opts ...func(*relay.Config)) *env {
 		t.Fatal(err)
 	}
 	srv.Config.Handler = rl
-	srv.Config.ConnState = rl.TrackConn
-	srv.Start()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		srv.Close()
-		rl.CloseClients(ctx)
-		st.Close()
-	})
+	relaytest.Serve(t, srv, rl, st)
 	return &env{srv: srv, url: srv.URL, rl: rl, svc: svc, list: list, admin: admin, service: pk, st: st}
 }
 

@@ -21,6 +21,7 @@ import (
 	"github.com/outpost-relay/outpost/mintdir"
 	"github.com/outpost-relay/outpost/policies"
 	"github.com/outpost-relay/outpost/relay"
+	"github.com/outpost-relay/outpost/relay/relaytest"
 	"github.com/outpost-relay/outpost/store"
 	"github.com/outpost-relay/outpost/upstream"
 )
@@ -57,15 +58,7 @@ func newNode(t testing.TB) *node {
 	rl := relay.New(relay.Config{Store: st, BanList: bans, Log: quiet, PublicURL: url, ServicePub: pk, Name: "test"})
 	rl.RejectEvent = append(rl.RejectEvent, mintdir.RejectInvalidNIP87)
 	srv.Config.Handler = rl
-	srv.Config.ConnState = rl.TrackConn
-	srv.Start()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		srv.Close()
-		rl.CloseClients(ctx)
-		st.Close()
-	})
+	relaytest.Serve(t, srv, rl, st)
 	return &node{rl: rl, st: st, bans: bans, ws: "ws://" + srv.Listener.Addr().String(), addr: srv.Listener.Addr().String()}
 }
 

@@ -1,7 +1,6 @@
 package faucetapi_test
 
 import (
-	"context"
 	"io"
 	"log/slog"
 	"net/http/httptest"
@@ -15,6 +14,7 @@ import (
 	"github.com/outpost-relay/outpost/policies"
 	"github.com/outpost-relay/outpost/profiles"
 	"github.com/outpost-relay/outpost/relay"
+	"github.com/outpost-relay/outpost/relay/relaytest"
 	"github.com/outpost-relay/outpost/store"
 )
 
@@ -124,15 +124,8 @@ func startRelay(t *testing.T) (url string, publish func(nostr.Event)) {
 	}
 	srv := httptest.NewUnstartedServer(nil)
 	rl := relay.New(relay.Config{Store: st, BanList: policies.NewBanList(), Log: log, PublicURL: "http://" + srv.Listener.Addr().String(), ServicePub: strings.Repeat("0", 63) + "2"})
-	srv.Config.Handler, srv.Config.ConnState = rl, rl.TrackConn
-	srv.Start()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		srv.Close()
-		rl.CloseClients(ctx)
-		st.Close()
-	})
+	srv.Config.Handler = rl
+	relaytest.Serve(t, srv, rl, st)
 	return "ws" + strings.TrimPrefix(srv.URL, "http"), func(ev nostr.Event) {
 		t.Helper()
 		if err := publishTo(srv.URL, ev); err != nil {

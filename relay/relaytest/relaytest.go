@@ -13,6 +13,8 @@ import (
 	"context"
 	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -183,4 +185,26 @@ func NewKey() (sk, pk string) {
 	sk = nostr.GeneratePrivateKey()
 	pk, _ = nostr.GetPublicKey(sk)
 	return sk, pk
+}
+
+// Relay is what Serve needs of outpost's relay.
+type Relay interface {
+	TrackConn(c net.Conn, state http.ConnState)
+	CloseClients(ctx context.Context)
+}
+
+// Serve starts srv (created unstarted, its handler set) with rl tracking
+// its connections, and when the test ends closes the server, then the
+// relay's websocket clients, then db, the store under the relay.
+func Serve(t testing.TB, srv *httptest.Server, rl Relay, db io.Closer) {
+	t.Helper()
+	srv.Config.ConnState = rl.TrackConn
+	srv.Start()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		srv.Close()
+		rl.CloseClients(ctx)
+		db.Close()
+	})
 }
