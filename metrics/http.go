@@ -51,12 +51,14 @@ func routeOf(r *http.Request, mount string, status int) string {
 		if path == "" {
 			path = r.URL.Path
 		}
-		p = rctx.Routes.Find(chi.NewRouteContext(), r.Method, path)
-		for _, m := range routeMethods {
-			if p != "" || status != http.StatusMethodNotAllowed {
+		methods := []string{r.Method}
+		if status == http.StatusMethodNotAllowed {
+			methods = append(methods, routeMethods...)
+		}
+		for _, m := range methods {
+			if p = rctx.Routes.Find(chi.NewRouteContext(), m, path); p != "" {
 				break
 			}
-			p = rctx.Routes.Find(chi.NewRouteContext(), m, path)
 		}
 	}
 	p = strings.TrimPrefix(p, mount)
