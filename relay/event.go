@@ -141,7 +141,7 @@ func roundUp(d time.Duration) string {
 // broadcast sends an accepted event to every subscription it matches, once
 // each, encoding it once. It never waits for a client.
 func (r *Relay) broadcast(ev *nostr.Event) {
-	if r.hidden(metaOf(ev)) {
+	if r.hidden(metaOf(ev), time.Now().Unix()) {
 		return
 	}
 	body, err := ev.MarshalJSON()
@@ -151,21 +151,21 @@ func (r *Relay) broadcast(ev *nostr.Event) {
 	r.subs.broadcast(ev, body)
 }
 
-// hidden reports whether an event is kept from readers: its author is
-// banned, or a moderator removed it. Nothing is deleted; when the ban lifts
-// the events are served again.
-func (r *Relay) hidden(m Meta) bool { return r.hiddenAt(time.Now().Unix())(m) }
+// hidden reports whether an event is kept from readers at now: its author
+// is banned, or a moderator removed it. Nothing is deleted; when the ban
+// lifts the events are served again.
+func (r *Relay) hidden(m Meta, now int64) bool {
+	if r.banList == nil {
+		return false
+	}
+	if _, banned := r.banList.Banned(m.PubKey, now); banned {
+		return true
+	}
+	return r.banList.EventBanned(m.ID)
+}
 
 // hiddenAt is hidden with the clock read once, for a query that asks it of
 // every event it reads.
 func (r *Relay) hiddenAt(now int64) func(Meta) bool {
-	return func(m Meta) bool {
-		if r.banList == nil {
-			return false
-		}
-		if _, banned := r.banList.Banned(m.PubKey, now); banned {
-			return true
-		}
-		return r.banList.EventBanned(m.ID)
-	}
+	return func(m Meta) bool { return r.hidden(m, now) }
 }
