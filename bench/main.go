@@ -153,7 +153,7 @@ func runMain(args []string) error {
 	fs := flag.NewFlagSet("bench", flag.ExitOnError)
 	smoke := fs.Bool("short", false, "a smoke run: tiny data, seconds, no BENCHMARKS.md")
 	out := fs.String("out", "BENCHMARKS.md", "where the full run writes its report")
-	only := fs.String("only", "", "run only the scenarios whose names contain this")
+	only := fs.String("only", "", "run only the scenarios whose names contain this, and replace only their sections of -out")
 	prev := fs.String("previous", "a3ccd4a", "also measure the relay at this git revision (a3ccd4a: the exact store behind khatru's own websocket loop); empty: don't")
 	before := fs.String("before", "13d3e47", "also measure the read path at this git revision (13d3e47: before issue 16's work); empty: don't")
 	sustain := fs.Duration("sustain", full.Sustain, "how long the sustained REQ load runs (0: not at all; -short: 3s)")
@@ -211,7 +211,11 @@ func runMain(args []string) error {
 		if !filepath.IsAbs(path) {
 			path = filepath.Join(b.repo, path)
 		}
-		if err := rep.writeMarkdown(path); err != nil {
+		write := rep.writeMarkdown
+		if *only != "" {
+			write = rep.mergeMarkdown
+		}
+		if err := write(path); err != nil {
 			return err
 		}
 		step("wrote " + path)
