@@ -70,13 +70,14 @@ type sizes struct {
 	Count                      int
 	ReadEvents, ReadRounds     int           // the read-path scenario's notes, and its rounds
 	LoadTime                   time.Duration // each REQs/s measurement
+	Settle                     time.Duration // how long after ingesting memory is measured again
 	Sustain                    time.Duration // the sustained REQ load (-sustain)
 }
 
 var full = sizes{Bans: 100_000, Words: 1_000, Events: 1_000_000, Mints: 1_000, IngestEvents: 20_000, Rounds: 3, StallEvents: 10_000, HangUpWait: 5 * time.Second, Wrk: 10 * time.Second, BenchTime: "1s", Count: 5,
-	ReadEvents: 200_000, ReadRounds: 3, LoadTime: 10 * time.Second, Sustain: 5 * time.Minute}
+	ReadEvents: 200_000, ReadRounds: 3, LoadTime: 10 * time.Second, Settle: 30 * time.Second, Sustain: 5 * time.Minute}
 var short = sizes{Bans: 1_000, Words: 100, Events: 2_000, Mints: 20, IngestEvents: 500, Rounds: 1, StallEvents: 300, HangUpWait: time.Second, Wrk: time.Second, BenchTime: "50ms", Count: 1,
-	ReadEvents: 3_000, ReadRounds: 1, LoadTime: 3 * time.Second, Sustain: 3 * time.Second}
+	ReadEvents: 3_000, ReadRounds: 1, LoadTime: 3 * time.Second, Settle: time.Second, Sustain: 3 * time.Second}
 
 // bench holds what the scenarios share.
 type bench struct {
@@ -152,7 +153,7 @@ func runMain(args []string) error {
 	fs := flag.NewFlagSet("bench", flag.ExitOnError)
 	smoke := fs.Bool("short", false, "a smoke run: tiny data, seconds, no BENCHMARKS.md")
 	out := fs.String("out", "BENCHMARKS.md", "where the full run writes its report")
-	only := fs.String("only", "", "run only the scenarios whose names contain this")
+	only := fs.String("only", "", "run only the scenarios whose names contain this, and replace only their sections of -out")
 	prev := fs.String("previous", "a3ccd4a", "also measure the relay at this git revision (a3ccd4a: the exact store behind khatru's own websocket loop); empty: don't")
 	before := fs.String("before", "13d3e47", "also measure the read path at this git revision (13d3e47: before issue 16's work); empty: don't")
 	sustain := fs.Duration("sustain", full.Sustain, "how long the sustained REQ load runs (0: not at all; -short: 3s)")
@@ -210,7 +211,11 @@ func runMain(args []string) error {
 		if !filepath.IsAbs(path) {
 			path = filepath.Join(b.repo, path)
 		}
-		if err := rep.writeMarkdown(path); err != nil {
+		write := rep.writeMarkdown
+		if *only != "" {
+			write = rep.mergeMarkdown
+		}
+		if err := write(path); err != nil {
 			return err
 		}
 		step("wrote " + path)

@@ -20,7 +20,8 @@ type reader struct {
 
 	dir         string // holds the events, as this relay stored them
 	ingest      ingestResult
-	afterIngest mem
+	afterIngest mem // a second after the last note
+	settled     mem // Settle later, the relay idle
 	disk        int64
 	lat, tput   map[string][]loadResult // by query shape
 	afterLoad   []mem
@@ -75,7 +76,8 @@ func (b *bench) readers() []*reader {
 }
 
 // 8. The read path: each relay ingests the same ReadEvents signed notes
-// over 16 connections into an empty data dir; then, in interleaved rounds on
+// over 16 connections into an empty data dir, its memory measured a second
+// after the last and again once idle for Settle; then, in interleaved rounds on
 // a copy of what it stored, REQ latency on one connection and REQs/s from
 // 16, for two query shapes, and its memory. Last, outpost alone under a
 // sustained REQ load, its memory sampled.
@@ -97,6 +99,8 @@ func readScenario(b *bench) ([]row, error) {
 			"-authors", fmt.Sprint(readAuthors), "-spread", "-seed", "7")
 		time.Sleep(time.Second)
 		r.afterIngest = srv.mem()
+		time.Sleep(b.Settle)
+		r.settled = srv.mem()
 		srv.stop()
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", r.name, err)
@@ -238,6 +242,7 @@ func (b *bench) versus(out, base *reader, author string, targets bool) []row {
 		row{measure: fmt.Sprintf("EVENTs/s accepted, %d notes from 16 connections", n), value: fmt.Sprintf("%.0f", out.ingest.PerSec),
 			baseline: fmt.Sprintf("%.0f", base.ingest.PerSec) + vs, ratio: out.ingest.PerSec / base.ingest.PerSec},
 		memRow(fmt.Sprintf("RSS after ingesting %d notes", n), out.afterIngest, base.afterIngest, base.name, targets),
+		memRow(fmt.Sprintf("RSS %s after ingesting %d notes, idle", b.Settle, n), out.settled, base.settled, base.name, targets),
 		memRow(fmt.Sprintf("RSS after the REQ load, restarted on %d notes", n), maxMem(out.afterLoad), maxMem(base.afterLoad), base.name, targets),
 		row{measure: fmt.Sprintf("disk for %d notes", n), value: mb(out.disk), baseline: mb(base.disk) + vs, ratio: float64(out.disk) / float64(base.disk)},
 	)

@@ -88,11 +88,58 @@ func (r *report) writeMarkdown(path string) error {
 	fmt.Fprintf(&b, "\nData: %d bans, %d blocked words, %d stored events, %d mints; ingest %d events × %d rounds; wrk %s per run, 2 threads.\n\n",
 		r.sizes.Bans, r.sizes.Words, r.sizes.Events, r.sizes.Mints, r.sizes.IngestEvents, r.sizes.Rounds, r.sizes.Wrk)
 	for _, s := range r.sections {
-		fmt.Fprintf(&b, "## %s\n\n| measure | outpost | baseline | ratio | target |\n|---|---|---|---|---|\n", s.name)
-		for _, rw := range s.rows {
-			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", rw.measure, rw.value, rw.baseline, rw.ratioText(), rw.holdsText())
-		}
-		b.WriteString("\n")
+		b.WriteString(s.markdown(""))
 	}
 	return os.WriteFile(path, []byte(b.String()), 0o644)
+}
+
+func (s section) markdown(note string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "## %s\n\n", s.name)
+	if note != "" {
+		b.WriteString(note + "\n\n")
+	}
+	b.WriteString("| measure | outpost | baseline | ratio | target |\n|---|---|---|---|---|\n")
+	for _, rw := range s.rows {
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", rw.measure, rw.value, rw.baseline, rw.ratioText(), rw.holdsText())
+	}
+	b.WriteString("\n")
+	return b.String()
+}
+
+// mergeMarkdown puts a partial run's sections (-only) into the report at
+// path in place of the same scenarios' sections, each saying when, at which
+// commit and under what load it was measured again; the rest of the file,
+// the machine table included, stays the full run's. Without a report at
+// path it writes a new one.
+func (r *report) mergeMarkdown(path string) error {
+	old, err := os.ReadFile(path)
+	if os.IsNotExist(err) {
+		return r.writeMarkdown(path)
+	} else if err != nil {
+		return err
+	}
+	note := fmt.Sprintf("_Measured again by `go run ./bench -only` on %s at commit %s, load average %s; the rest of this file is from the full run above._",
+		time.Now().UTC().Format("2006-01-02 15:04 UTC"), r.machine["commit"], r.machine["load average (1 min), start → end"])
+	// Sections start at "## " lines; the text before the first is the head.
+	parts := strings.SplitAfter(string(old), "\n")
+	var chunks []string
+	for _, line := range parts {
+		if strings.HasPrefix(line, "## ") || len(chunks) == 0 {
+			chunks = append(chunks, "")
+		}
+		chunks[len(chunks)-1] += line
+	}
+	for _, s := range r.sections {
+		fresh, replaced := s.markdown(note), false
+		for i, c := range chunks {
+			if strings.HasPrefix(c, "## "+s.name+"\n") {
+				chunks[i], replaced = fresh, true
+			}
+		}
+		if !replaced {
+			chunks = append(chunks, fresh)
+		}
+	}
+	return os.WriteFile(path, []byte(strings.Join(chunks, "")), 0o644)
 }

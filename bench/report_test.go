@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"strings"
 	"testing"
 )
@@ -44,5 +45,40 @@ func TestFewestAndMostChecks(t *testing.T) {
 		if got := thousands(n); got != want {
 			t.Errorf("thousands(%d) = %q, want %q", n, got, want)
 		}
+	}
+}
+
+// A partial run replaces its scenarios' sections and keeps the others, the
+// head and the order; a scenario the file lacks is added at the end.
+func TestMergeMarkdown(t *testing.T) {
+	path := t.TempDir() + "/BENCHMARKS.md"
+	full := &report{machine: map[string]string{"commit": "aaa"}}
+	full.add("1. one", []row{{measure: "m1", value: "old 1"}})
+	full.add("2. two", []row{{measure: "m2", value: "old 2"}})
+	full.add("3. three", []row{{measure: "m3", value: "old 3"}})
+	if err := full.writeMarkdown(path); err != nil {
+		t.Fatal(err)
+	}
+	part := &report{machine: map[string]string{"commit": "bbb", "load average (1 min), start → end": "1 → 2"}}
+	part.add("2. two", []row{{measure: "m2", value: "new 2"}})
+	part.add("4. four", []row{{measure: "m4", value: "new 4"}})
+	if err := part.mergeMarkdown(path); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(path)
+	got := string(b)
+	for _, want := range []string{"| commit | aaa |", "old 1", "new 2", "old 3", "new 4", "at commit bbb, load average 1 → 2"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("merged report lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "old 2") || strings.Count(got, "## 2. two") != 1 {
+		t.Errorf("section 2 not replaced once:\n%s", got)
+	}
+	if i1, i2, i3, i4 := strings.Index(got, "## 1."), strings.Index(got, "## 2."), strings.Index(got, "## 3."), strings.Index(got, "## 4."); !(i1 < i2 && i2 < i3 && i3 < i4) {
+		t.Errorf("sections out of order:\n%s", got)
+	}
+	if strings.Count(got, "at commit bbb") != 2 {
+		t.Errorf("each re-measured section says when:\n%s", got)
 	}
 }

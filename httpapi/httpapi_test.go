@@ -134,6 +134,14 @@ func TestClientIPAndRateLimit(t *testing.T) {
 	if got := do(proxied, "203.0.113.7:5555", "198.51.100.1").Body.String(); got != "203.0.113.7" {
 		t.Errorf("a spoofed header from outside the proxy range was believed: %s", got)
 	}
+	// A request the proxy makes itself (a health check), or passes on with
+	// only trusted hops, is the proxy's own: not an empty address that every
+	// such request would share a rate-limit bucket under.
+	for _, xff := range []string{"", "10.9.9.9", "unknown"} {
+		if got := do(proxied, "10.1.2.3:5555", xff).Body.String(); got != "10.1.2.3" {
+			t.Errorf("from a trusted proxy with X-Forwarded-For %q: %q, want the proxy's address", xff, got)
+		}
+	}
 
 	limited := ClientIPMiddleware(nil)(RateLimit(limiter)(echo))
 	do(limited, "203.0.113.7:1", "")

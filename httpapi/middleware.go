@@ -16,11 +16,18 @@ import (
 
 // ClientIPMiddleware records the client IP: the socket peer, or the first
 // untrusted X-Forwarded-For hop when the peer is one of trustedProxies (CIDRs).
+// A trusted peer whose header names no untrusted hop (none, only trusted
+// ones, or one that is not an address) is the client itself: chi's
+// ClientIPFromXFF would record nothing, and every such request would share
+// the empty address's rate-limit bucket.
 func ClientIPMiddleware(trustedProxies []string) func(http.Handler) http.Handler {
 	if len(trustedProxies) == 0 {
 		return middleware.ClientIPFromRemoteAddr
 	}
-	return middleware.ClientIPFromXFF(trustedProxies...)
+	fromXFF := middleware.ClientIPFromXFF(trustedProxies...)
+	return func(next http.Handler) http.Handler {
+		return middleware.ClientIPFromRemoteAddr(fromXFF(next)) // the header's hop, when found, wins
+	}
 }
 
 // ClientIP is the client IP recorded by ClientIPMiddleware ("" if unknown).

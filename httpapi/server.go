@@ -45,18 +45,12 @@ func New(cfg Config) http.Handler {
 	}
 	r := chi.NewRouter()
 	r.Use(Logger(cfg.Log), ClientIPMiddleware(cfg.TrustedProxies), rootRefusals(cfg.BlockedIP, byMount(cfg.Services, observe)), Recover, HeadAsGet)
-	r.NotFound(NotFound)
-	// The root's own 405s (POST /health) are observed as the root's. A
-	// service's path gets here only if its router has no 405 handler of its
-	// own and inherits this one; its service observes it then.
-	root405 := observe("outpost", "")(http.HandlerFunc(MethodNotAllowed))
-	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
-		if mountOf(cfg.Services, r) != "" {
-			MethodNotAllowed(w, r)
-			return
-		}
-		root405.ServeHTTP(w, r)
-	})
+	// The root's own 404s (a scanner's /wp-login.php) and 405s (POST
+	// /health) are observed as the root's. A service's path gets here only
+	// if its router has no handler of its own and inherits these; its
+	// service observes it then.
+	r.NotFound(observedAtRoot(cfg.Services, observe, NotFound))
+	r.MethodNotAllowed(observedAtRoot(cfg.Services, observe, MethodNotAllowed))
 
 	r.With(observe("outpost", ""), CORS, ValidQuery).Get("/health", health(cfg.Services))
 	if cfg.Metrics != nil {
@@ -72,6 +66,19 @@ func New(cfg Config) http.Handler {
 }
 
 func passThrough(next http.Handler) http.Handler { return next }
+
+// observedAtRoot is h, observed as the root's answer unless the path is
+// under a service's mount.
+func observedAtRoot(services []Service, observe func(service, mount string) func(http.Handler) http.Handler, h http.HandlerFunc) http.HandlerFunc {
+	root := observe("outpost", "")(h)
+	return func(w http.ResponseWriter, r *http.Request) {
+		if mountOf(services, r) != "" {
+			h(w, r)
+			return
+		}
+		root.ServeHTTP(w, r)
+	}
+}
 
 // byMount wraps a handler in observe of the service whose mount the
 // request's path is under, or of "outpost" (the root: /health, the relay,

@@ -22,6 +22,7 @@ import (
 	"github.com/outpost-relay/outpost"
 	"github.com/outpost-relay/outpost/ecash"
 	"github.com/outpost-relay/outpost/minturl"
+	"github.com/outpost-relay/outpost/store"
 )
 
 // Config configures a treasury.
@@ -261,17 +262,20 @@ func (t *Treasury) failure(err error, refusal func(detail string) *outpost.Error
 func (t *Treasury) CheckMint(ctx context.Context) error {
 	err := t.w.Refresh(ctx)
 	if err == nil {
-		if n, rerr := t.w.Recover(ctx); rerr != nil && ecash.ProblemOf(rerr) != 0 {
-			err = rerr
-		} else if n > 0 {
-			t.log.Info("faucet wallet: operations still open", "count", n)
+		var open int
+		if open, err = t.w.Recover(ctx); open > 0 {
+			t.log.Info("faucet wallet: operations still open", "count", open)
 		}
 	}
 	t.note(err)
-	if err != nil {
-		return t.Ready()
+	if err == nil {
+		return nil
 	}
-	return nil
+	// A failure of our own (the store's) says nothing about the mint.
+	if ecash.ProblemOf(err) == 0 && !errors.Is(err, context.Canceled) {
+		t.log.Log(ctx, store.FailureLevel(err), "faucet wallet: checking the mint", "mint", t.mintURL, "err", err)
+	}
+	return t.Ready()
 }
 
 // Refresh is CheckMint; the faucet's background job calls it.

@@ -16,6 +16,7 @@ import (
 	"github.com/elnosh/gonuts/mint/lightning"
 	"github.com/elnosh/gonuts/wallet"
 	"github.com/outpost-relay/outpost"
+	"github.com/outpost-relay/outpost/internal/testkit"
 	"github.com/outpost-relay/outpost/store"
 	"github.com/outpost-relay/outpost/testmint"
 	"github.com/outpost-relay/outpost/treasury"
@@ -345,5 +346,36 @@ func TestMintDown(t *testing.T) {
 	}
 	if err := tr.Ready(); code(err) != "mint_unavailable" {
 		t.Fatalf("ready: %v", err)
+	}
+}
+
+// A check that fails for a reason of our own (here the database is closed)
+// says nothing about the mint, which stays ok, but is logged, not dropped.
+func TestCheckMintOwnFailureIsLogged(t *testing.T) {
+	m := startMint(t)
+	st, err := store.Open(t.TempDir(), quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := &testkit.LogBuffer{}
+	tr, err := treasury.New(treasury.Config{DB: st.DB, MintURL: m.URL + "/", Log: slog.New(slog.NewTextHandler(logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close(context.Background())
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := tr.CheckMint(ctx); err != nil {
+		t.Fatalf("CheckMint: %v", err)
+	}
+	st.Close()
+	if err := tr.CheckMint(ctx); err != nil {
+		t.Errorf("CheckMint with the database closed: %v, want the mint's state (ok)", err)
+	}
+	if s := tr.Status(); s.State != treasury.StateOK {
+		t.Errorf("mint status %+v after a failure of our own", s)
+	}
+	if !strings.Contains(logs.String(), "level=ERROR") || !strings.Contains(logs.String(), "DB Closed") {
+		t.Errorf("the failure was not logged:\n%s", logs)
 	}
 }

@@ -135,6 +135,7 @@ func TestMetricsScrape(t *testing.T) {
 	// knows, a blocked client (behind the trusted proxy), and the per-IP limit.
 	call(t, "GET", inst.url+"/banlist/blocked/pubkeys/"+bannedPK, nil)
 	call(t, "GET", inst.url+"/banlist/no/such/path/"+bannedPK, nil)
+	call(t, "GET", inst.url+"/wp-login.php", nil) // outside every service
 	if code, _ := call(t, "PROPFIND", inst.url+"/banlist/blocked/words", nil); code != 405 {
 		t.Fatalf("PROPFIND: %d", code)
 	}
@@ -184,6 +185,7 @@ func TestMetricsScrape(t *testing.T) {
 		{"outpost_relay_connections", nil, 1},
 		{"outpost_http_requests_total", []string{"service", "banlist", "route", "/blocked/pubkeys/{pubkey}", "method", "GET", "code", "200"}, 1},
 		{"outpost_http_requests_total", []string{"service", "banlist", "route", "unmatched", "code", "404"}, 1},
+		{"outpost_http_requests_total", []string{"service", "outpost", "route", "unmatched", "method", "GET", "code", "404"}, 1},
 		{"outpost_http_requests_total", []string{"service", "banlist", "route", "/blocked/words", "code", "429"}, 1},
 		{"outpost_http_requests_total", []string{"service", "faucet", "route", "/claim/confirm", "method", "POST", "code", "200"}, 1},
 		{"outpost_http_requests_total", []string{"service", "banlist", "route", "/blocked/words", "method", "other", "code", "405"}, 1},
@@ -208,6 +210,11 @@ func TestMetricsScrape(t *testing.T) {
 	}
 	if got := value(m, "outpost_relay_events_total", "outcome", "accepted", "reason", "none"); got != 1 {
 		t.Errorf("accepted events = %v, want exactly 1", got)
+	}
+	for _, service := range []string{"banlist", "outpost"} { // one 404 under a service, one outside: each once
+		if got := value(m, "outpost_http_requests_total", "service", service, "code", "404"); got != 1 {
+			t.Errorf("404s counted for %s = %v, want exactly 1", service, got)
+		}
 	}
 
 	// Bounded labels: nothing a client chooses becomes a label value.

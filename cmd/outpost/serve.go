@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"runtime/debug"
 	"strings"
 	"sync"
@@ -24,7 +23,6 @@ import (
 	pub "github.com/outpost-relay/outpost/publish"
 	"github.com/outpost-relay/outpost/ratelimit"
 	"github.com/outpost-relay/outpost/relay"
-	"github.com/outpost-relay/outpost/settings"
 	"github.com/outpost-relay/outpost/store"
 	"github.com/outpost-relay/outpost/web"
 )
@@ -132,12 +130,13 @@ func serve(ctx context.Context, cfg *Config, stdout, stderr io.Writer) (err erro
 		}
 		components = append(components, *c)
 	}
-	// The store's own part: its health (is there room to write?) and the
-	// relay's background work.
+	// The store's own part: its health (is there room to write?), the
+	// relay's background work, and giving memory back after a burst of it.
 	components = append(components, component{
 		api: httpapi.Service{Name: "storage", Health: httpapi.ReportHealth(st.Health)},
 		jobs: []func(context.Context){
-			func(ctx context.Context) { st.Events.SweepExpired(ctx, expirySweep) }},
+			func(ctx context.Context) { st.Events.SweepExpired(ctx, expirySweep) },
+			func(ctx context.Context) { returnIdleMemory(ctx, time.Tick(idleCheck), gcCycles, debug.FreeOSMemory) }},
 	})
 	if up := wireUpstream(d, components); up != nil {
 		components = append(components, *up)
@@ -271,13 +270,5 @@ func waitCtx(ctx context.Context, wg *sync.WaitGroup) {
 	select {
 	case <-done:
 	case <-ctx.Done():
-	}
-}
-
-// limitMemory sets the Go runtime's soft memory limit, unless GOMEMLIMIT
-// (which the runtime reads itself) is set or limit is 0.
-func limitMemory(limit settings.Bytes) {
-	if limit > 0 && os.Getenv("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit(int64(limit))
 	}
 }
