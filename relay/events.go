@@ -2,6 +2,7 @@ package relay
 
 import (
 	"context"
+	"encoding/hex"
 
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/nbd-wtf/go-nostr/nip40"
@@ -22,9 +23,11 @@ type EventReader interface {
 	Count(ctx context.Context, filters []nostr.Filter, skip func(Meta) bool) (int64, error)
 }
 
-// metaOf describes an event.
+// metaOf describes an event whose id and pubkey are valid hex.
 func metaOf(ev *nostr.Event) Meta {
-	m := Meta{ID: ev.ID, PubKey: ev.PubKey, Kind: ev.Kind, CreatedAt: ev.CreatedAt}
+	m := Meta{Kind: ev.Kind, CreatedAt: ev.CreatedAt}
+	hex.Decode(m.ID[:], []byte(ev.ID))
+	hex.Decode(m.PubKey[:], []byte(ev.PubKey))
 	if exp := nip40.GetExpiration(ev.Tags); exp > 0 {
 		m.Expiration = exp
 	}

@@ -46,7 +46,7 @@ func (c *conn) onReq(m message) {
 // the stored JSON with the subscription id spliced in, then makes it live;
 // false when the subscription ended first.
 func (c *conn) sendStored(s *sub) bool {
-	sent := map[string]struct{}{}
+	sent := map[[32]byte]struct{}{}
 	stored := storedFrames{out: c.out, head: s.head}
 	for _, f := range s.filters {
 		q, ok := c.r.limits.query(f)
