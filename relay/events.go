@@ -14,10 +14,10 @@ type Meta = events.Meta
 
 // EventReader is how REQ, COUNT and NIP-77 read the store (*events.Store).
 type EventReader interface {
-	// Query yields the events matching f, newest first: at most f.Limit of
-	// them when f.Limit > 0 (events skip rejects don't count), never an
-	// expired one. raw is the event's JSON, valid only during yield; yield
-	// returns false to stop.
+	// Query yields the events matching f, each once, newest first: at most
+	// f.Limit of them when f.Limit > 0 (events skip rejects don't count),
+	// never an expired one. raw is the event's JSON, valid only during
+	// yield; yield returns false to stop.
 	Query(ctx context.Context, f nostr.Filter, skip func(Meta) bool, yield func(m Meta, raw []byte) bool) error
 	// Count is the number of distinct live events matching any of filters.
 	Count(ctx context.Context, filters []nostr.Filter, skip func(Meta) bool) (int64, error)

@@ -57,7 +57,7 @@ func (s *sub) deliver(id [32]byte, body []byte) {
 
 // goLive sends EOSE and what arrived meanwhile, and makes the subscription
 // live; sent holds the ids of the stored events sent.
-func (s *sub) goLive(sent map[[32]byte]struct{}) {
+func (s *sub) goLive(sent *sentIDs) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -65,7 +65,7 @@ func (s *sub) goLive(sent map[[32]byte]struct{}) {
 	}
 	ok := s.c.out.push(eoseMessage(s.id))
 	for _, p := range s.pending {
-		if _, dup := sent[p.id]; !dup && ok {
+		if ok && !sent.has(p.id) {
 			ok = s.c.out.push(p.f)
 		}
 	}
