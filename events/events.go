@@ -103,8 +103,10 @@ const (
 )
 
 // Meta is what the relay needs to decide about an event without decoding it.
+// ID and PubKey are raw, as stored: readers that check every event compare
+// and key maps by them without encoding hex (IDHex, PubKeyHex for a log line).
 type Meta struct {
-	ID, PubKey string // hex
+	ID, PubKey [32]byte
 	Kind       int
 	CreatedAt  nostr.Timestamp
 	Expiration nostr.Timestamp // NIP-40, 0 when none
@@ -191,14 +193,20 @@ func (d *decodedEvent) header() []byte {
 	return h
 }
 
+// IDHex is the event id as go-nostr spells it.
+func (m Meta) IDHex() string { return hex.EncodeToString(m.ID[:]) }
+
+// PubKeyHex is the author as go-nostr spells it.
+func (m Meta) PubKeyHex() string { return hex.EncodeToString(m.PubKey[:]) }
+
 // meta reads a stored value's header.
 func meta(id []byte, val []byte) (Meta, error) {
-	if len(val) < headerLen || val[0] != headerVersion {
+	if len(id) != 32 || len(val) < headerLen || val[0] != headerVersion {
 		return Meta{}, fmt.Errorf("event %x: unknown stored format", id)
 	}
 	return Meta{
-		ID:         hex.EncodeToString(id),
-		PubKey:     hex.EncodeToString(val[19:51]),
+		ID:         [32]byte(id),
+		PubKey:     [32]byte(val[19:51]),
 		Kind:       int(binary.BigEndian.Uint16(val[1:])),
 		CreatedAt:  nostr.Timestamp(binary.BigEndian.Uint64(val[3:])),
 		Expiration: nostr.Timestamp(binary.BigEndian.Uint64(val[11:])),

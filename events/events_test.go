@@ -181,7 +181,7 @@ func TestRawIsCanonicalJSON(t *testing.T) {
 		if string(raw) != string(want) {
 			t.Errorf("raw %s, want %s", raw, want)
 		}
-		if m.ID != ev.ID || m.PubKey != ev.PubKey || m.Kind != 1 || m.CreatedAt != 100 || m.Expiration != 0 {
+		if m.IDHex() != ev.ID || m.PubKeyHex() != ev.PubKey || m.Kind != 1 || m.CreatedAt != 100 || m.Expiration != 0 {
 			t.Errorf("meta %+v", m)
 		}
 		return true
@@ -327,14 +327,14 @@ func TestQuerySkipLimitAndStop(t *testing.T) {
 		ids = append([]string{ev.ID}, ids...) // newest first
 	}
 	ctx := context.Background()
-	skipOdd := func(m Meta) bool { return m.PubKey == testPubs[1] }
+	skipOdd := func(m Meta) bool { return m.PubKeyHex() == testPubs[1] }
 	var got []string
-	s.Query(ctx, nostr.Filter{Limit: 3}, skipOdd, func(m Meta, _ []byte) bool { got = append(got, m.ID); return true })
+	s.Query(ctx, nostr.Filter{Limit: 3}, skipOdd, func(m Meta, _ []byte) bool { got = append(got, m.IDHex()); return true })
 	if want := []string{ids[1], ids[3], ids[5]}; !slices.Equal(got, want) {
 		t.Fatalf("skip: %v, want %v", got, want)
 	}
 	got = nil
-	s.Query(ctx, nostr.Filter{}, nil, func(m Meta, _ []byte) bool { got = append(got, m.ID); return len(got) < 4 })
+	s.Query(ctx, nostr.Filter{}, nil, func(m Meta, _ []byte) bool { got = append(got, m.IDHex()); return len(got) < 4 })
 	if len(got) != 4 {
 		t.Fatalf("yield returned false after 4: %d events", len(got))
 	}

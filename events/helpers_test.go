@@ -63,12 +63,20 @@ func mustSave(t testing.TB, s *Store, ev *nostr.Event) Outcome {
 	return out
 }
 
-// queryIDs runs Query and returns the ids in the order yielded.
+// queryIDs runs Query and returns the ids in the order yielded, checking
+// that each event's Meta describes the event its JSON is.
 func queryIDs(t testing.TB, s *Store, f nostr.Filter) []string {
 	t.Helper()
 	var ids []string
 	err := s.Query(context.Background(), f, nil, func(m Meta, raw []byte) bool {
-		ids = append(ids, m.ID)
+		var ev nostr.Event
+		if err := ev.UnmarshalJSON(raw); err != nil {
+			t.Fatalf("stored JSON %s: %v", raw, err)
+		}
+		if m.IDHex() != ev.ID || m.PubKeyHex() != ev.PubKey || m.Kind != ev.Kind || m.CreatedAt != ev.CreatedAt || m.Expiration != expiration(ev.Tags) {
+			t.Fatalf("meta %+v of event %s", m, raw)
+		}
+		ids = append(ids, ev.ID)
 		return true
 	})
 	if err != nil {

@@ -602,7 +602,7 @@ func (s *Store) QueryEvents(ctx context.Context, f nostr.Filter) (chan *nostr.Ev
 		err := s.Query(ctx, f, nil, func(m Meta, raw []byte) bool {
 			ev := &nostr.Event{}
 			if err := ev.UnmarshalJSON(raw); err != nil {
-				s.log.Error("stored event unreadable", "id", m.ID, "err", err)
+				s.log.Error("stored event unreadable", "id", m.IDHex(), "err", err)
 				return true
 			}
 			batch = append(batch, ev)

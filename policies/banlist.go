@@ -6,6 +6,7 @@ package policies
 
 import (
 	"cmp"
+	"encoding/hex"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -28,10 +29,15 @@ type banEntry struct {
 // banned events, and the access lists of access.go. Expiry is evaluated when
 // a ban is checked, so a temporary ban lapses on the second without any job
 // running.
+//
+// Banned pubkeys and event ids are held as their 32 bytes, so a relay can
+// check every event it reads (Hides) without encoding hex; the methods that
+// take hex decode it, in either case. A "key" that is not 64 hex characters
+// names no event or author, so it is never banned: banning it does nothing.
 type BanList struct {
 	mu      sync.RWMutex
-	bans    map[string]banEntry
-	events  map[string]struct{} // ids of events hidden by a moderator
+	bans    map[[32]byte]banEntry
+	events  map[[32]byte]struct{} // ids of events hidden by a moderator
 	words   atomic.Pointer[wordMatcher]
 	version atomic.Uint64
 
@@ -47,30 +53,49 @@ type BanList struct {
 
 // NewBanList returns an empty ban list.
 func NewBanList() *BanList {
-	return &BanList{bans: make(map[string]banEntry), events: make(map[string]struct{}), allowed: make(map[string]struct{})}
+	return &BanList{bans: make(map[[32]byte]banEntry), events: make(map[[32]byte]struct{}), allowed: make(map[string]struct{})}
+}
+
+// key decodes a 64-character hex pubkey or event id.
+func key(s string) (k [32]byte, ok bool) {
+	if len(s) != 64 {
+		return k, false
+	}
+	_, err := hex.Decode(k[:], []byte(s))
+	return k, err == nil
 }
 
 // Ban adds or replaces the ban of pubkey (hex).
 func (l *BanList) Ban(b Ban) {
+	pk, ok := key(b.PubKey)
+	if !ok {
+		return
+	}
 	l.mu.Lock()
-	l.bans[b.PubKey] = entryFor(b)
+	l.bans[pk] = entryFor(b)
 	l.mu.Unlock()
 	l.version.Add(1)
 }
 
 // Unban removes the ban of pubkey (hex), if any.
 func (l *BanList) Unban(pubkey string) {
+	pk, ok := key(pubkey)
+	if !ok {
+		return
+	}
 	l.mu.Lock()
-	delete(l.bans, pubkey)
+	delete(l.bans, pk)
 	l.mu.Unlock()
 	l.version.Add(1)
 }
 
 // SetBans replaces every ban at once.
 func (l *BanList) SetBans(bans []Ban) {
-	m := make(map[string]banEntry, len(bans))
+	m := make(map[[32]byte]banEntry, len(bans))
 	for _, b := range bans {
-		m[b.PubKey] = entryFor(b)
+		if pk, ok := key(b.PubKey); ok {
+			m[pk] = entryFor(b)
+		}
 	}
 	l.mu.Lock()
 	l.bans = m
@@ -103,13 +128,32 @@ func (l *BanList) Banned(pubkey string, now int64) (Ban, bool) {
 }
 
 func (l *BanList) lookup(pubkey string, now int64) (banEntry, bool) {
+	pk, ok := key(pubkey)
+	if !ok {
+		return banEntry{}, false
+	}
 	l.mu.RLock()
-	e, ok := l.bans[pubkey]
+	e, ok := l.bans[pk]
 	l.mu.RUnlock()
-	if !ok || (e.expiresAt != 0 && e.expiresAt <= now) {
+	if !ok || !e.activeAt(now) {
 		return banEntry{}, false
 	}
 	return e, true
+}
+
+func (e banEntry) activeAt(now int64) bool { return e.expiresAt == 0 || e.expiresAt > now }
+
+// Hides reports whether readers are kept from the event with this id by
+// this author (both raw): the author has a ban active at now, or the event
+// was banned. A relay asks it of every stored event it reads.
+func (l *BanList) Hides(id, pubkey [32]byte, now int64) bool {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if e, ok := l.bans[pubkey]; ok && e.activeAt(now) {
+		return true
+	}
+	_, ok := l.events[id]
+	return ok
 }
 
 // BlockedWord returns the first blocked word found in text.
@@ -124,13 +168,13 @@ func (l *BanList) Bans(now int64) (bans []Ban, nextExpiry int64) {
 	l.mu.RLock()
 	bans = make([]Ban, 0, len(l.bans))
 	for pk, e := range l.bans {
-		if e.expiresAt != 0 && e.expiresAt <= now {
+		if !e.activeAt(now) {
 			continue
 		}
 		if e.expiresAt != 0 && (nextExpiry == 0 || e.expiresAt < nextExpiry) {
 			nextExpiry = e.expiresAt
 		}
-		bans = append(bans, Ban{PubKey: pk, Reason: e.reason, ExpiresAt: e.expiresAt})
+		bans = append(bans, Ban{PubKey: hex.EncodeToString(pk[:]), Reason: e.reason, ExpiresAt: e.expiresAt})
 	}
 	l.mu.RUnlock()
 	slices.SortFunc(bans, func(a, b Ban) int { return cmp.Compare(a.PubKey, b.PubKey) })
@@ -146,35 +190,50 @@ func (l *BanList) Words() []string {
 	return slices.Clone(m.words)
 }
 
-// BanEvent hides the event with this id and keeps it from being published again.
+// BanEvent hides the event with this id (hex) and keeps it from being
+// published again.
 func (l *BanList) BanEvent(id string) {
+	k, ok := key(id)
+	if !ok {
+		return
+	}
 	l.mu.Lock()
-	l.events[id] = struct{}{}
+	l.events[k] = struct{}{}
 	l.mu.Unlock()
 }
 
 // AllowEvent lifts an event ban: the event is served again.
 func (l *BanList) AllowEvent(id string) {
+	k, ok := key(id)
+	if !ok {
+		return
+	}
 	l.mu.Lock()
-	delete(l.events, id)
+	delete(l.events, k)
 	l.mu.Unlock()
 }
 
-// SetBannedEvents replaces the banned event ids.
+// SetBannedEvents replaces the banned event ids (hex).
 func (l *BanList) SetBannedEvents(ids []string) {
-	m := make(map[string]struct{}, len(ids))
+	m := make(map[[32]byte]struct{}, len(ids))
 	for _, id := range ids {
-		m[id] = struct{}{}
+		if k, ok := key(id); ok {
+			m[k] = struct{}{}
+		}
 	}
 	l.mu.Lock()
 	l.events = m
 	l.mu.Unlock()
 }
 
-// EventBanned reports whether the event id was banned.
+// EventBanned reports whether the event id (hex) was banned.
 func (l *BanList) EventBanned(id string) bool {
+	k, ok := key(id)
+	if !ok {
+		return false
+	}
 	l.mu.RLock()
-	_, ok := l.events[id]
+	_, ok = l.events[k]
 	l.mu.RUnlock()
 	return ok
 }

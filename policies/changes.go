@@ -1,12 +1,20 @@
 package policies
 
-import "github.com/nbd-wtf/go-nostr"
+import (
+	"encoding/hex"
+
+	"github.com/nbd-wtf/go-nostr"
+)
 
 // Held is pubkey's ban as held, lapsed or not (it says whether a ban that
 // no longer applies lapsed or was lifted: a lifted one is gone).
 func (l *BanList) Held(pubkey string) (Ban, bool) {
+	pk, ok := key(pubkey)
+	if !ok {
+		return Ban{}, false
+	}
 	l.mu.RLock()
-	e, ok := l.bans[pubkey]
+	e, ok := l.bans[pk]
 	l.mu.RUnlock()
 	return Ban{PubKey: pubkey, Reason: e.reason, ExpiresAt: e.expiresAt}, ok
 }
@@ -18,7 +26,7 @@ func (l *BanList) Lapsed(from, to int64) []Ban {
 	defer l.mu.RUnlock()
 	for pk, e := range l.bans {
 		if e.expiresAt > from && e.expiresAt <= to {
-			out = append(out, Ban{PubKey: pk, Reason: e.reason, ExpiresAt: e.expiresAt})
+			out = append(out, Ban{PubKey: hex.EncodeToString(pk[:]), Reason: e.reason, ExpiresAt: e.expiresAt})
 		}
 	}
 	return out

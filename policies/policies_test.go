@@ -88,6 +88,75 @@ func TestBanListChanges(t *testing.T) {
 
 func pk(i int) string { return fmt.Sprintf("%064x", i) }
 
+func raw(t *testing.T, h string) [32]byte {
+	t.Helper()
+	b, err := hex.DecodeString(h)
+	if err != nil || len(b) != 32 {
+		t.Fatalf("%q is not 32 bytes of hex", h)
+	}
+	return [32]byte(b)
+}
+
+// The ban list holds keys raw: what is banned by hex is hidden by its 32
+// bytes (Hides, the read path), listed back as the same hex, and found
+// however its hex is spelled; what is not a key bans nothing.
+func TestBanListKeysRawAndHex(t *testing.T) {
+	l := NewBanList()
+	now := time.Now().Unix()
+	author := "f7234bd4c1394dda46d09f35bd384dd30cc552ad5541990f98844fb06676e9ca"
+	other := "a7234bd4c1394dda46d09f35bd384dd30cc552ad5541990f98844fb06676e9ca"
+	event := "5c83da77af1dec6d7289834998ad7aafbd9e2191396d75ec3cc27f5a77226f36"
+	l.Ban(Ban{PubKey: author, Reason: "spam", ExpiresAt: now + 10})
+	l.BanEvent(event)
+
+	if !l.Hides(raw(t, other), raw(t, author), now) {
+		t.Fatal("an event by a banned author is not hidden")
+	}
+	if !l.Hides(raw(t, event), raw(t, other), now) {
+		t.Fatal("a banned event is not hidden")
+	}
+	if l.Hides(raw(t, other), raw(t, other), now) {
+		t.Fatal("an event by someone else is hidden")
+	}
+	if l.Hides(raw(t, author), raw(t, event), now) {
+		t.Fatal("id and pubkey are mixed up: an event whose id is a banned key is hidden")
+	}
+	if l.Hides(raw(t, other), raw(t, author), now+10) {
+		t.Fatal("an event by an author whose ban lapsed is hidden")
+	}
+	if b, ok := l.Banned(strings.ToUpper(author), now); !ok || b.Reason != "spam" {
+		t.Fatal("a ban is not found by its uppercase hex")
+	}
+	if !l.EventBanned(strings.ToUpper(event)) {
+		t.Fatal("a banned event is not found by its uppercase hex")
+	}
+	if bans, _ := l.Bans(now); len(bans) != 1 || bans[0].PubKey != author {
+		t.Fatalf("Bans = %+v, want the ban of %s", bans, author)
+	}
+	if lapsed := l.Lapsed(now, now+10); len(lapsed) != 1 || lapsed[0].PubKey != author {
+		t.Fatalf("Lapsed = %+v, want the ban of %s", lapsed, author)
+	}
+
+	for _, notKey := range []string{"", "alice", author[:63], author + "0", strings.Repeat("zz", 32)} {
+		l.Ban(Ban{PubKey: notKey})
+		l.BanEvent(notKey)
+		if _, ok := l.Banned(notKey, now); ok || l.EventBanned(notKey) {
+			t.Fatalf("%q is banned", notKey)
+		}
+	}
+	if l.Len() != 1 {
+		t.Fatalf("%d bans held, want 1: something that is not a key was kept", l.Len())
+	}
+	l.SetBannedEvents([]string{"nope", strings.ToUpper(author)})
+	if l.Hides(raw(t, event), raw(t, other), now) || !l.Hides(raw(t, author), raw(t, other), now) {
+		t.Fatal("SetBannedEvents did not replace the banned events by their raw ids")
+	}
+	l.Unban(strings.ToUpper(author))
+	if l.Hides(raw(t, other), raw(t, author), now) {
+		t.Fatal("Unban by uppercase hex left the ban")
+	}
+}
+
 // benchSetup builds the scenario of the benchmark target: 100,000 bans, 1,000
 // blocked words and 300-character notes.
 func benchSetup(b *testing.B) (*BanList, []string) {

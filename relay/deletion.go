@@ -44,7 +44,7 @@ func (r *Relay) deleteRequested(ctx context.Context, del *nostr.Event) {
 		}
 		var targets []*nostr.Event
 		err := r.events.Query(ctx, f, nil, func(m Meta, raw []byte) bool {
-			if m.PubKey != del.PubKey || m.Kind == nostr.KindDeletion {
+			if m.PubKeyHex() != del.PubKey || m.Kind == nostr.KindDeletion {
 				return true
 			}
 			ev := &nostr.Event{}

@@ -141,27 +141,22 @@ func roundUp(d time.Duration) string {
 // broadcast sends an accepted event to every subscription it matches, once
 // each, encoding it once. It never waits for a client.
 func (r *Relay) broadcast(ev *nostr.Event) {
-	if r.hidden(metaOf(ev), time.Now().Unix()) {
+	m := metaOf(ev)
+	if r.hidden(m, time.Now().Unix()) {
 		return
 	}
 	body, err := ev.MarshalJSON()
 	if err != nil {
 		return
 	}
-	r.subs.broadcast(ev, body)
+	r.subs.broadcast(ev, m.ID, body)
 }
 
 // hidden reports whether an event is kept from readers at now: its author
 // is banned, or a moderator removed it. Nothing is deleted; when the ban
 // lifts the events are served again.
 func (r *Relay) hidden(m Meta, now int64) bool {
-	if r.banList == nil {
-		return false
-	}
-	if _, banned := r.banList.Banned(m.PubKey, now); banned {
-		return true
-	}
-	return r.banList.EventBanned(m.ID)
+	return r.banList != nil && r.banList.Hides(m.ID, m.PubKey, now)
 }
 
 // hiddenAt is hidden with the clock read once, for a query that asks it of

@@ -2,6 +2,7 @@ package relay
 
 import (
 	"context"
+	"encoding/hex"
 
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/nbd-wtf/go-nostr/nip40"
@@ -13,18 +14,20 @@ type Meta = events.Meta
 
 // EventReader is how REQ, COUNT and NIP-77 read the store (*events.Store).
 type EventReader interface {
-	// Query yields the events matching f, newest first: at most f.Limit of
-	// them when f.Limit > 0 (events skip rejects don't count), never an
-	// expired one. raw is the event's JSON, valid only during yield; yield
-	// returns false to stop.
+	// Query yields the events matching f, each once, newest first: at most
+	// f.Limit of them when f.Limit > 0 (events skip rejects don't count),
+	// never an expired one. raw is the event's JSON, valid only during
+	// yield; yield returns false to stop.
 	Query(ctx context.Context, f nostr.Filter, skip func(Meta) bool, yield func(m Meta, raw []byte) bool) error
 	// Count is the number of distinct live events matching any of filters.
 	Count(ctx context.Context, filters []nostr.Filter, skip func(Meta) bool) (int64, error)
 }
 
-// metaOf describes an event.
+// metaOf describes an event whose id and pubkey are valid hex.
 func metaOf(ev *nostr.Event) Meta {
-	m := Meta{ID: ev.ID, PubKey: ev.PubKey, Kind: ev.Kind, CreatedAt: ev.CreatedAt}
+	m := Meta{Kind: ev.Kind, CreatedAt: ev.CreatedAt}
+	hex.Decode(m.ID[:], []byte(ev.ID))
+	hex.Decode(m.PubKey[:], []byte(ev.PubKey))
 	if exp := nip40.GetExpiration(ev.Tags); exp > 0 {
 		m.Expiration = exp
 	}

@@ -61,7 +61,7 @@ func (c *conn) onNegOpen(ctx context.Context, m message) {
 			if n++; n > maxNegEvents {
 				return false
 			}
-			vec.Insert(m.CreatedAt, m.ID)
+			vec.Insert(m.CreatedAt, m.IDHex())
 			return true
 		})
 		if err != nil {

@@ -46,18 +46,18 @@ func (c *conn) onReq(m message) {
 // the stored JSON with the subscription id spliced in, then makes it live;
 // false when the subscription ended first.
 func (c *conn) sendStored(s *sub) bool {
-	sent := map[string]struct{}{}
+	var sent sentIDs
 	stored := storedFrames{out: c.out, head: s.head}
-	for _, f := range s.filters {
+	for i, f := range s.filters {
 		q, ok := c.r.limits.query(f)
 		if !ok {
 			continue
 		}
 		err := c.r.events.Query(s.ctx, q, c.r.hiddenAt(time.Now().Unix()), func(m Meta, raw []byte) bool {
-			if _, dup := sent[m.ID]; dup {
+			if i > 0 && sent.has(m.ID) { // one filter's events are distinct
 				return true
 			}
-			sent[m.ID] = struct{}{}
+			sent.add(m.ID)
 			return stored.add(raw)
 		})
 		if s.ctx.Err() != nil {
@@ -70,8 +70,35 @@ func (c *conn) sendStored(s *sub) bool {
 		}
 	}
 	stored.flush()
-	s.goLive(sent)
+	s.goLive(&sent)
 	return true
+}
+
+// sentIDs are the raw ids of the stored events a REQ sent. They are only
+// listed until a second filter or an event that arrived meanwhile asks
+// whether one was sent: most REQs have one filter and nothing arrives, and
+// a set would cost a map grown to the limit on every one of them.
+type sentIDs struct {
+	list [][32]byte
+	set  map[[32]byte]struct{}
+}
+
+func (s *sentIDs) add(id [32]byte) {
+	s.list = append(s.list, id)
+	if s.set != nil {
+		s.set[id] = struct{}{}
+	}
+}
+
+func (s *sentIDs) has(id [32]byte) bool {
+	if s.set == nil {
+		s.set = make(map[[32]byte]struct{}, len(s.list))
+		for _, id := range s.list {
+			s.set[id] = struct{}{}
+		}
+	}
+	_, ok := s.set[id]
+	return ok
 }
 
 // storedFrames queues a REQ's stored events about batchBytes at a time:

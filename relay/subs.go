@@ -26,7 +26,7 @@ type sub struct {
 }
 
 type pendingEvent struct {
-	id string
+	id [32]byte
 	f  frame
 }
 
@@ -38,7 +38,7 @@ func newSub(c *conn, id string, filters nostr.Filters) *sub {
 
 // deliver queues a broadcast event for the subscription; it never waits. A
 // client that cannot take it is dropped.
-func (s *sub) deliver(id string, body []byte) {
+func (s *sub) deliver(id [32]byte, body []byte) {
 	f := eventFrame(s.head, body)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -57,7 +57,7 @@ func (s *sub) deliver(id string, body []byte) {
 
 // goLive sends EOSE and what arrived meanwhile, and makes the subscription
 // live; sent holds the ids of the stored events sent.
-func (s *sub) goLive(sent map[string]struct{}) {
+func (s *sub) goLive(sent *sentIDs) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -65,7 +65,7 @@ func (s *sub) goLive(sent map[string]struct{}) {
 	}
 	ok := s.c.out.push(eoseMessage(s.id))
 	for _, p := range s.pending {
-		if _, dup := sent[p.id]; !dup && ok {
+		if ok && !sent.has(p.id) {
 			ok = s.c.out.push(p.f)
 		}
 	}
@@ -112,14 +112,14 @@ func (g *registry) remove(s *sub) {
 	g.mu.Unlock()
 }
 
-// broadcast delivers ev (whose JSON is body) to every subscription with a
-// matching filter.
-func (g *registry) broadcast(ev *nostr.Event, body []byte) {
+// broadcast delivers ev (whose raw id is id, JSON body) to every
+// subscription with a matching filter.
+func (g *registry) broadcast(ev *nostr.Event, id [32]byte, body []byte) {
 	g.mu.RLock()
 	defer g.mu.RUnlock()
 	for s := range g.subs {
 		if s.filters.Match(ev) {
-			s.deliver(ev.ID, body)
+			s.deliver(id, body)
 		}
 	}
 }

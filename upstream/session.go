@@ -251,7 +251,7 @@ func (ss *session) reconcile(ctx context.Context, f nostr.Filter) ([]string, err
 	f.Limit, f.LimitZero = 0, false
 	if ss.s.cfg.Events != nil {
 		err := ss.s.cfg.Events.Query(ctx, f, nil, func(m events.Meta, _ []byte) bool {
-			vec.Insert(m.CreatedAt, m.ID)
+			vec.Insert(m.CreatedAt, m.IDHex())
 			return true
 		})
 		if err != nil {
