@@ -555,6 +555,13 @@ func TestNIP45HyperLogLog(t *testing.T) {
 	if est := hyperloglog.NewWithRegisters(regs, offset).Count(); est < 50 || est > 70 {
 		t.Errorf("the registers estimate %d authors, want about 59", est)
 	}
+	// go-nostr's client reads the same registers.
+	c, _ := relaytest.Dial(t, e.url)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if n, regs, err := c.Count(ctx, nostr.Filters{{Kinds: []int{7}, Tags: nostr.TagMap{"e": {target.ID}}}}); err != nil || n != 59 || hex.EncodeToString(regs) != hll {
+		t.Errorf("go-nostr's Count: %d, %x, %v", n, regs, err)
+	}
 	for _, filters := range [][]any{
 		{object{"kinds": []int{1}}},            // not a case the NIP names
 		{reactions, object{"kinds": []int{7}}}, // more than one filter
