@@ -6,6 +6,7 @@ package relay_test
 
 import (
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -20,6 +21,8 @@ import (
 
 	"github.com/fasthttp/websocket"
 	"github.com/nbd-wtf/go-nostr"
+	"github.com/nbd-wtf/go-nostr/nip45"
+	"github.com/nbd-wtf/go-nostr/nip45/hyperloglog"
 	"github.com/nbd-wtf/go-nostr/nip77/negentropy"
 	"github.com/nbd-wtf/go-nostr/nip77/negentropy/storage/vector"
 	"github.com/outpost-relay/outpost/relay"
@@ -497,6 +500,77 @@ func TestNIP45(t *testing.T) {
 	}
 	w.send("COUNT", strings.Repeat("c", 65), object{})
 	w.refused(strings.Repeat("c", 65), "invalid:")
+}
+
+// NIP-45's HyperLogLog: a COUNT of one filter the NIP names (reactions to
+// an event, followers of a key) also answers the 256 registers of the
+// events' authors at the filter's offset, so that a client can merge
+// relays' counts without counting an author twice; hidden (banned) authors
+// are left out of both. Any other COUNT answers the count alone.
+func TestNIP45HyperLogLog(t *testing.T) {
+	e := newEnv(t)
+	w := dialWire(t, e.url, 0)
+	target := sign(t, nostr.GeneratePrivateKey(), 1, "react to me")
+	w.mustPublish(target)
+	offset := nip45.HyperLogLogEventPubkeyOffsetForFilter(nostr.Filter{Kinds: []int{7}, Tags: nostr.TagMap{"e": {target.ID}}})
+	want := hyperloglog.New(offset)
+	var banned string
+	for i := range 60 {
+		sk, pk := newKey()
+		w.mustPublish(sign(t, sk, 7, "+", nostr.Tag{"e", target.ID}))
+		if i == 0 {
+			banned = pk
+			continue
+		}
+		want.Add(pk)
+	}
+	if _, err := e.svc.Ban(context.Background(), "test", banned, "spam", nil); err != nil {
+		t.Fatal(err)
+	}
+	countHLL := func(filters ...any) (int64, string) {
+		t.Helper()
+		w.send(append([]any{"COUNT", "h"}, filters...)...)
+		m := w.expect("COUNT")
+		var body struct {
+			Count *int64 `json:"count"`
+			HLL   string `json:"hll"`
+		}
+		if json.Unmarshal(m.parts[2], &body) != nil || body.Count == nil {
+			t.Fatalf("bad COUNT answer %s", m)
+		}
+		return *body.Count, body.HLL
+	}
+	reactions := object{"kinds": []int{7}, "#e": []string{target.ID}}
+	n, hll := countHLL(reactions)
+	if n != 59 {
+		t.Errorf("counted %d reactions, want 59 (one author banned)", n)
+	}
+	if got := hex.EncodeToString(want.GetRegisters()); hll != got {
+		t.Errorf("hll\n%s\nwant the registers of the 59 authors at offset %d\n%s", hll, offset, got)
+	}
+	regs, err := hex.DecodeString(hll)
+	if err != nil || len(regs) != 256 {
+		t.Fatalf("hll %q is not 256 hex-encoded registers", hll)
+	}
+	if est := hyperloglog.NewWithRegisters(regs, offset).Count(); est < 50 || est > 70 {
+		t.Errorf("the registers estimate %d authors, want about 59", est)
+	}
+	// go-nostr's client reads the same registers.
+	c, _ := relaytest.Dial(t, e.url)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if n, regs, err := c.Count(ctx, nostr.Filters{{Kinds: []int{7}, Tags: nostr.TagMap{"e": {target.ID}}}}); err != nil || n != 59 || hex.EncodeToString(regs) != hll {
+		t.Errorf("go-nostr's Count: %d, %x, %v", n, regs, err)
+	}
+	for _, filters := range [][]any{
+		{object{"kinds": []int{1}}},            // not a case the NIP names
+		{reactions, object{"kinds": []int{7}}}, // more than one filter
+		{object{"kinds": []int{7}, "#e": []string{target.ID}, "authors": []string{banned}}}, // narrowed
+	} {
+		if _, hll := countHLL(filters...); hll != "" {
+			t.Errorf("COUNT %v answered an hll", filters)
+		}
+	}
 }
 
 // NIP-42 and NIP-70.

@@ -1,8 +1,11 @@
 package relay
 
 import (
+	"encoding/hex"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/nbd-wtf/go-nostr/nip45/hyperloglog"
 )
 
 // The relay's messages to clients, built straight into frames.
@@ -57,12 +60,18 @@ func eoseMessage(subID string) frame           { return labelled("EOSE", subID) 
 func closedMessage(subID, reason string) frame { return labelled("CLOSED", subID, reason) }
 func authMessage(challenge string) frame       { return labelled("AUTH", challenge) }
 
-func countMessage(subID string, n int64) frame {
-	b := make([]byte, 0, 32+len(subID))
+// countMessage is a COUNT answer, with hll's registers when there is one.
+func countMessage(subID string, n int64, hll *hyperloglog.HyperLogLog) frame {
+	b := make([]byte, 0, 32+len(subID)+520)
 	b = append(b, `["COUNT",`...)
 	b = appendJSONString(b, subID)
 	b = append(b, `,{"count":`...)
 	b = strconv.AppendInt(b, n, 10)
+	if hll != nil {
+		b = append(b, `,"hll":"`...)
+		b = hex.AppendEncode(b, hll.GetRegisters())
+		b = append(b, '"')
+	}
 	return textFrame(append(b, "}]"...))
 }
 

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/nbd-wtf/go-nostr"
+	"github.com/nbd-wtf/go-nostr/nip45"
+	"github.com/nbd-wtf/go-nostr/nip45/hyperloglog"
 	"github.com/tidwall/gjson"
 )
 
@@ -157,7 +159,9 @@ func (c *conn) onClose(m message) {
 }
 
 // onCount handles ["COUNT", <sub id>, <filter>...] (NIP-45): the number of
-// distinct events matching any of the filters.
+// distinct events matching any of the filters, and for one filter of a case
+// the NIP names (reactions to an event, followers of a key) the
+// HyperLogLog of their authors, which lets a client merge relays' counts.
 func (c *conn) onCount(ctx context.Context, m message) {
 	id, filters, ok := c.request(m)
 	if !ok {
@@ -171,17 +175,32 @@ func (c *conn) onCount(ctx context.Context, m message) {
 		}
 	}
 	var n int64
-	if len(live) > 0 {
-		var err error
-		if n, err = c.r.events.Count(ctx, live, c.r.hiddenAt(time.Now().Unix())); err != nil {
-			if ctx.Err() == nil {
-				c.r.log.Warn("relay: counting events", "err", err)
-				c.send(closedMessage(id, "error: could not count events"))
-			}
-			return
-		}
+	var hll *hyperloglog.HyperLogLog
+	var err error
+	hidden := c.r.hiddenAt(time.Now().Unix())
+	offset := -1
+	if len(live) == 1 {
+		offset = nip45.HyperLogLogEventPubkeyOffsetForFilter(live[0])
 	}
-	c.send(countMessage(id, n))
+	switch {
+	case offset != -1:
+		hll = hyperloglog.New(offset)
+		err = c.r.events.Query(ctx, live[0], hidden, func(m Meta, _ []byte) bool {
+			n++
+			hll.AddBytes(m.PubKey[:])
+			return true
+		})
+	case len(live) > 0:
+		n, err = c.r.events.Count(ctx, live, hidden)
+	}
+	if err != nil {
+		if ctx.Err() == nil {
+			c.r.log.Warn("relay: counting events", "err", err)
+			c.send(closedMessage(id, "error: could not count events"))
+		}
+		return
+	}
+	c.send(countMessage(id, n, hll))
 }
 
 // request splits a REQ or COUNT into its id and filters, or answers why not.
