@@ -85,31 +85,39 @@ func parseAddress(a string) (kind int, pubkey, d string, ok bool) {
 
 // rejectDeleted refuses events their author asked to delete, by id, or by
 // address up to the time of the request, so they cannot be published again.
+// By id it is one point lookup in the store's tombstones, on every event;
+// by address a query, but only for replaceable and addressable kinds, which
+// are few next to the notes and reactions that make up most of what a relay
+// takes in.
 func (r *Relay) rejectDeleted(ctx context.Context, ev *nostr.Event) (bool, string) {
 	if ev.Kind == nostr.KindDeletion {
 		return false, ""
 	}
-	f := nostr.Filter{Kinds: []int{nostr.KindDeletion}, Authors: []string{ev.PubKey}, Tags: nostr.TagMap{"e": {ev.ID}}, Limit: 1}
-	if r.exists(ctx, f) {
-		return true, "blocked: this event was deleted by its author"
+	deleted, err := r.events.Deleted(ctx, ev.ID, ev.PubKey)
+	if err != nil {
+		r.log.Warn("NIP-09: looking up deletion requests", "event", ev.ID, "err", err)
+		return true, "error: could not check whether this event was deleted; try again"
+	}
+	if deleted {
+		return true, deletedMessage
 	}
 	if nostr.IsReplaceableKind(ev.Kind) || nostr.IsAddressableKind(ev.Kind) {
 		addr := fmt.Sprintf("%d:%s:%s", ev.Kind, ev.PubKey, ev.Tags.GetD())
 		since := ev.CreatedAt
 		f := nostr.Filter{Kinds: []int{nostr.KindDeletion}, Authors: []string{ev.PubKey}, Tags: nostr.TagMap{"a": {addr}}, Since: &since, Limit: 1}
-		if r.exists(ctx, f) {
-			return true, "blocked: this event was deleted by its author"
+		found := false
+		if err := r.events.Query(ctx, f, nil, func(Meta, []byte) bool {
+			found = true
+			return false
+		}); err != nil {
+			r.log.Warn("NIP-09: looking up deletion requests", "event", ev.ID, "err", err)
+			return true, "error: could not check whether this event was deleted; try again"
+		}
+		if found {
+			return true, deletedMessage
 		}
 	}
 	return false, ""
 }
 
-// exists reports whether the store holds an event matching f.
-func (r *Relay) exists(ctx context.Context, f nostr.Filter) bool {
-	found := false
-	r.events.Query(ctx, f, nil, func(Meta, []byte) bool {
-		found = true
-		return false
-	})
-	return found
-}
+const deletedMessage = "blocked: this event was deleted by its author"
