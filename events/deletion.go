@@ -41,9 +41,12 @@ func tombstoneCost(kind int, tags nostr.Tags) int {
 	return len(deletionTargets(tags)) * (1 + 64 + tombstoneLen + entryOverhead)
 }
 
-// addTombstones lists a deletion request under each id it names, in txn.
-// Listing it again changes nothing.
+// addTombstones lists a deletion request under each id it names, in txn
+// (other events have none). Listing it again changes nothing.
 func addTombstones(txn *badger.Txn, d *decodedEvent) error {
+	if int(d.kind) != nostr.KindDeletion {
+		return nil
+	}
 	entry := binary.BigEndian.AppendUint64(slices.Clone(d.id[:]), uint64(d.expiration))
 	return eachTombstone(txn, d, func(list []byte) []byte {
 		if tombstoneIndex(list, d.id[:]) >= 0 {
@@ -56,6 +59,9 @@ func addTombstones(txn *badger.Txn, d *decodedEvent) error {
 // removeTombstones takes a deletion request off the list of each id it
 // names, in txn, deleting lists left empty.
 func removeTombstones(txn *badger.Txn, d *decodedEvent) error {
+	if int(d.kind) != nostr.KindDeletion {
+		return nil
+	}
 	return eachTombstone(txn, d, func(list []byte) []byte {
 		if i := tombstoneIndex(list, d.id[:]); i >= 0 {
 			return slices.Delete(list, i, i+tombstoneLen)
@@ -68,9 +74,6 @@ func removeTombstones(txn *badger.Txn, d *decodedEvent) error {
 // with change. Reading the list makes concurrent writers of one list
 // conflict, and update retries them.
 func eachTombstone(txn *badger.Txn, d *decodedEvent, change func(list []byte) []byte) error {
-	if int(d.kind) != nostr.KindDeletion {
-		return nil
-	}
 	for _, target := range deletionTargets(d.tags) {
 		k := deletionKey(target[:], d.pubkey[:])
 		var list []byte

@@ -83,41 +83,43 @@ func parseAddress(a string) (kind int, pubkey, d string, ok bool) {
 	return kind, parts[1], parts[2], true
 }
 
-// rejectDeleted refuses events their author asked to delete, by id, or by
-// address up to the time of the request, so they cannot be published again.
-// By id it is one point lookup in the store's tombstones, on every event;
-// by address a query, but only for replaceable and addressable kinds, which
-// are few next to the notes and reactions that make up most of what a relay
-// takes in.
+// rejectDeleted refuses events their author asked to delete, so they cannot
+// be published again.
 func (r *Relay) rejectDeleted(ctx context.Context, ev *nostr.Event) (bool, string) {
-	if ev.Kind == nostr.KindDeletion {
-		return false, ""
-	}
-	deleted, err := r.events.Deleted(ctx, ev.ID, ev.PubKey)
+	deleted, err := r.deleted(ctx, ev)
 	if err != nil {
 		r.log.Warn("NIP-09: looking up deletion requests", "event", ev.ID, "err", err)
 		return true, "error: could not check whether this event was deleted; try again"
 	}
 	if deleted {
-		return true, deletedMessage
-	}
-	if nostr.IsReplaceableKind(ev.Kind) || nostr.IsAddressableKind(ev.Kind) {
-		addr := fmt.Sprintf("%d:%s:%s", ev.Kind, ev.PubKey, ev.Tags.GetD())
-		since := ev.CreatedAt
-		f := nostr.Filter{Kinds: []int{nostr.KindDeletion}, Authors: []string{ev.PubKey}, Tags: nostr.TagMap{"a": {addr}}, Since: &since, Limit: 1}
-		found := false
-		if err := r.events.Query(ctx, f, nil, func(Meta, []byte) bool {
-			found = true
-			return false
-		}); err != nil {
-			r.log.Warn("NIP-09: looking up deletion requests", "event", ev.ID, "err", err)
-			return true, "error: could not check whether this event was deleted; try again"
-		}
-		if found {
-			return true, deletedMessage
-		}
+		return true, "blocked: this event was deleted by its author"
 	}
 	return false, ""
 }
 
-const deletedMessage = "blocked: this event was deleted by its author"
+// deleted reports whether a stored deletion request of ev's author names it:
+// by id, or by address up to the request's time; a kind 5 never deletes a
+// kind 5. By id it is one point lookup in the store's tombstones, for every
+// event; by address a query, but only for replaceable and addressable kinds,
+// few next to the notes and reactions that make up most of what a relay
+// takes in.
+func (r *Relay) deleted(ctx context.Context, ev *nostr.Event) (bool, error) {
+	if ev.Kind == nostr.KindDeletion {
+		return false, nil
+	}
+	if deleted, err := r.events.Deleted(ctx, ev.ID, ev.PubKey); deleted || err != nil {
+		return deleted, err
+	}
+	if !nostr.IsReplaceableKind(ev.Kind) && !nostr.IsAddressableKind(ev.Kind) {
+		return false, nil
+	}
+	addr := fmt.Sprintf("%d:%s:%s", ev.Kind, ev.PubKey, ev.Tags.GetD())
+	since := ev.CreatedAt
+	f := nostr.Filter{Kinds: []int{nostr.KindDeletion}, Authors: []string{ev.PubKey}, Tags: nostr.TagMap{"a": {addr}}, Since: &since, Limit: 1}
+	found := false
+	err := r.events.Query(ctx, f, nil, func(Meta, []byte) bool {
+		found = true
+		return false
+	})
+	return found, err
+}
