@@ -248,3 +248,34 @@ func BenchmarkCount(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkDeletionCheck is the NIP-09 check the relay runs on every event
+// it takes in, for events no one deleted (nearly all): the tombstone lookup
+// (Deleted), and the query it replaced — the author's kind-5 events naming
+// the id in an e tag.
+func BenchmarkDeletionCheck(b *testing.B) {
+	s := seeded(b).ours
+	r := rand.New(rand.NewPCG(7, 8))
+	evs := make([]*nostr.Event, 1024)
+	for i := range evs {
+		evs[i] = benchEvent(r, benchEvents+i)
+	}
+	ctx := context.Background()
+	b.Run("tombstone", func(b *testing.B) {
+		for i := range b.N {
+			ev := evs[i%len(evs)]
+			if deleted, err := s.Deleted(ctx, ev.ID, ev.PubKey); deleted || err != nil {
+				b.Fatal(deleted, err)
+			}
+		}
+	})
+	b.Run("query", func(b *testing.B) {
+		for i := range b.N {
+			ev := evs[i%len(evs)]
+			f := nostr.Filter{Kinds: []int{nostr.KindDeletion}, Authors: []string{ev.PubKey}, Tags: nostr.TagMap{"e": {ev.ID}}, Limit: 1}
+			if err := s.Query(ctx, f, nil, func(Meta, []byte) bool { b.Fatal("found"); return false }); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

@@ -9,7 +9,7 @@
 //
 // # Key layout
 //
-// All keys start with a byte from 0x40 to 0x47, apart from eventstore
+// All keys start with a byte from 0x40 to 0x49, apart from eventstore
 // v0.17.8's (0–8 and 255, migrated away by Open) and outpost's domain
 // records (0x80 and up). ts is created_at encoded so that keys sort newest
 // first; the keys of the indexes 0x41–0x45 end with ts and the id, so one
@@ -25,11 +25,23 @@
 //	0x45 tag        name(1) value(v) ts id                → empty
 //	0x46 address    kind(2) pubkey(32) d(v)               → id
 //	0x47 expiry     expiration(8, ascending) id(32)       → empty
+//	0x48 deletion   target id(32) pubkey(32)              → (deletion id(32) expiration(8))…
+//	0x49 format     (the key alone)                       → version(1)
 //
 // The index keys of an event with a NIP-40 expiration carry the badger user
 // meta flagExpires.
 //
 // header is version(1) kind(2) created_at(8) expiration(8) pubkey(32).
+//
+// A deletion key is NIP-09's tombstone: it exists while a stored deletion
+// request (kind 5) by pubkey names the target in an e tag, and lists each
+// such request with its NIP-40 expiration (0: none). Whether an event was
+// deleted by its author is then one point lookup (see Deleted), which
+// badger's bloom filters answer for the common "no" without reading a table;
+// a key per target and author, rather than per request, is what makes it a
+// point lookup, and a list of requests rather than a count keeps writing
+// one idempotent and removing one exact. The format key says which of these
+// layouts' versions the data is in (see upgrade.go).
 //
 // Tags are indexed when their name is one byte long and they have a value
 // (tag[1]), whatever that value is: empty, short or long. NIP-01 only asks
@@ -81,10 +93,12 @@ const (
 	prefixTag        byte = 0x45
 	prefixAddress    byte = 0x46
 	prefixExpiry     byte = 0x47
+	prefixDeletion   byte = 0x48
+	prefixFormat     byte = 0x49
 
 	// FirstPrefix and LastPrefix bound the key prefixes the store uses.
 	FirstPrefix = prefixEvent
-	LastPrefix  = prefixExpiry
+	LastPrefix  = prefixFormat
 )
 
 const (
@@ -124,11 +138,15 @@ type Store struct {
 }
 
 // Open returns the event store on db, first moving any events eventstore
-// v0.17.8's badger backend left in it into this store's layout.
+// v0.17.8's badger backend left in it into this store's layout, and
+// bringing data of an older format up to this one (see upgrade).
 func Open(db *badger.DB, log *slog.Logger) (*Store, error) {
 	s := &Store{db: db, log: log, now: time.Now}
 	if err := s.migrate(); err != nil {
 		return nil, fmt.Errorf("move events from eventstore's layout: %w", err)
+	}
+	if err := s.upgrade(); err != nil {
+		return nil, err
 	}
 	return s, nil
 }

@@ -286,6 +286,7 @@ func TestExpiration(t *testing.T) {
 	}
 }
 
+// keyCount counts the keys in the store but the format key.
 func keyCount(t *testing.T, s *Store) int {
 	t.Helper()
 	n := 0
@@ -293,7 +294,9 @@ func keyCount(t *testing.T, s *Store) int {
 		it := txn.NewIterator(badger.IteratorOptions{})
 		defer it.Close()
 		for it.Rewind(); it.Valid(); it.Next() {
-			n++
+			if it.Item().Key()[0] != prefixFormat {
+				n++
+			}
 		}
 		return nil
 	})

@@ -40,6 +40,7 @@ func oldStore(t *testing.T, dir string) (want []string) {
 		mkEvent(pk, 38000, 1_700_000_102, "[5/5]", nostr.Tag{"k", "38172"}, nostr.Tag{"d", testPubs[2]}, nostr.Tag{"u", "https://mint.example"}),
 		mkEvent(pk, 1984, 1_700_000_103, "spam", nostr.Tag{"p", testPubs[1], "spam"}),
 		mkEvent(pk, 1, 1_700_000_104, strings.Repeat("long ", 10_000), nostr.Tag{"t", strings.Repeat("x", 150)}),
+		mkEvent(pk, 5, 1_700_000_105, "", nostr.Tag{"e", evs[0].ID}), // NIP-09: evs[0] is pk's
 	)
 	for _, ev := range evs {
 		if err := old.SaveEvent(ctx, ev); err != nil {
@@ -123,6 +124,10 @@ func TestMigrationFromEventstore(t *testing.T) {
 	}
 	if n, _ := s.CountEvents(ctx, nostr.Filter{Tags: nostr.TagMap{"t": {"abc"}}}); n != 1200 {
 		t.Fatalf("#t abc after the move: %d, want 1200", n)
+	}
+	first := mkEvent(testPubs[0], 1, 1_700_000_000, "note 0", nostr.Tag{"t", "abc"}, nostr.Tag{"e", testPubs[3]})
+	if deleted, err := s.Deleted(ctx, first.ID, first.PubKey); err != nil || !deleted {
+		t.Fatalf("the note deleted in eventstore's layout: deleted %v, %v", deleted, err)
 	}
 	db.Close()
 
@@ -271,4 +276,120 @@ func TestMigrationChild(t *testing.T) {
 	}
 	_, db := openAt(t, dir)
 	db.Close()
+}
+
+// deletionStore writes into dir a store holding deletion requests as
+// outpost wrote them before format 2: without tombstones or a format key.
+// It returns each deleted event with how many requests name it.
+func deletionStore(t *testing.T, dir string, requests int) map[*nostr.Event]int {
+	t.Helper()
+	s, db := openAt(t, dir)
+	defer db.Close()
+	deleted := map[*nostr.Event]int{}
+	var notes []*nostr.Event
+	for i := range requests {
+		pk := testPubs[i%3]
+		note := mkEvent(pk, 1, nostr.Timestamp(1_700_000_000+i), "note "+strconv.Itoa(i))
+		notes = append(notes, note)
+		tags := nostr.Tags{{"e", note.ID}, {"e", testPubs[3]}, {"p", pk}}
+		if i >= 3 { // name an earlier note of the same author again
+			tags = append(tags, nostr.Tag{"e", notes[i-3].ID})
+			deleted[notes[i-3]]++
+		}
+		deleted[note]++
+		mustSave(t, s, mkEvent(pk, 5, nostr.Timestamp(1_700_000_000+i), "", tags...))
+	}
+	// A stranger's request counts for nothing.
+	mustSave(t, s, mkEvent(testPubs[3], 5, 1_700_000_000, "", nostr.Tag{"e", notes[0].ID}))
+	if err := db.DropPrefix([]byte{prefixDeletion}, []byte{prefixFormat}); err != nil {
+		t.Fatal(err)
+	}
+	for note := range deleted {
+		if mustDeleted(t, s, note) {
+			t.Fatal("a tombstone survived DropPrefix")
+		}
+	}
+	return deleted
+}
+
+// checkTombstones checks that every deleted note has exactly one tombstone
+// entry per request naming it.
+func checkTombstones(t *testing.T, s *Store, deleted map[*nostr.Event]int) {
+	t.Helper()
+	for note, n := range deleted {
+		if !mustDeleted(t, s, note) {
+			t.Fatalf("note %s is not deleted", note.ID)
+		}
+		var pk [32]byte
+		parseHex32(note.PubKey, &pk)
+		s.db.View(func(txn *badger.Txn) error {
+			item, err := txn.Get(deletionKey(mustID(note), pk[:]))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if size := item.ValueSize(); size != int64(n*tombstoneLen) {
+				t.Fatalf("note %s: %d bytes of tombstones, want %d requests'", note.ID, size, n)
+			}
+			return nil
+		})
+	}
+	// And the stranger's, and each author's for the id testPubs[3] (no event).
+	if got, want := tombstoneKeys(t, s.db), len(deleted)+1+3; got != want {
+		t.Fatalf("%d tombstone keys, want %d", got, want)
+	}
+}
+
+// A store written before deletion tombstones gets them at Open, once.
+func TestUpgradeWritesTombstones(t *testing.T) {
+	dir := t.TempDir()
+	deleted := deletionStore(t, dir, 700)
+	for range 2 { // the second Open finds the store upgraded and writes nothing twice
+		s, db := openAt(t, dir)
+		checkTombstones(t, s, deleted)
+		db.Close()
+	}
+}
+
+// A store of a newer format than this code knows is not opened.
+func TestNewerFormatIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	_, db := openAt(t, dir)
+	if err := db.Update(func(txn *badger.Txn) error { return txn.Set(formatKey, []byte{formatVersion + 1}) }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(db, quiet()); err == nil || !strings.Contains(err.Error(), "newer") {
+		t.Fatalf("Open of a newer format: %v", err)
+	}
+	db.Close()
+}
+
+// An upgrade killed at any moment (kill -9) is finished by the next Open,
+// with one tombstone entry per request, however often it was cut short.
+func TestUpgradeSurvivesKill(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kills child processes")
+	}
+	dir := t.TempDir()
+	deleted := deletionStore(t, dir, 3000)
+	for _, after := range []time.Duration{5 * time.Millisecond, 30 * time.Millisecond, 80 * time.Millisecond, 200 * time.Millisecond, 350 * time.Millisecond} {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestMigrationChild$")
+		cmd.Env = append(os.Environ(), "OUTPOST_EVENTS_MIGRATE_DIR="+dir)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(after)
+		cmd.Process.Kill()
+		cmd.Wait()
+		cancel()
+		db, err := badger.Open(badger.DefaultOptions(dir).WithLogger(nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("killed after %v: %d tombstone keys", after, tombstoneKeys(t, db))
+		db.Close()
+	}
+	s, db := openAt(t, dir)
+	defer db.Close()
+	checkTombstones(t, s, deleted)
 }

@@ -75,6 +75,21 @@ func (m *model) query(f nostr.Filter) []string {
 	return ids
 }
 
+// deleted is NIP-09 by id: a live kind 5 of the event's author names it in
+// an e tag. Only an id can be deleted (Deleted's id is an event's).
+func (m *model) deleted(id, pubkey string) bool {
+	if !nostr.IsValid32ByteHex(id) {
+		return false
+	}
+	for _, ev := range m.events {
+		if ev.Kind == nostr.KindDeletion && ev.PubKey == pubkey && m.live(ev) &&
+			slices.ContainsFunc(ev.Tags, func(t nostr.Tag) bool { return len(t) >= 2 && t[0] == "e" && t[1] == id }) {
+			return true
+		}
+	}
+	return false
+}
+
 func (m *model) count(filters []nostr.Filter) int64 {
 	var n int64
 	for _, ev := range m.events {
@@ -90,7 +105,8 @@ func (m *model) count(filters []nostr.Filter) int64 {
 type gen struct {
 	r      *rand.Rand
 	base   nostr.Timestamp
-	ids    []string // of events made so far
+	ids    []string    // of events made so far
+	named  [][2]string // the e tags of deletion requests: id, and the request's author and another
 	hexes  []string
 	values []string
 }
@@ -126,6 +142,12 @@ func (g *gen) event() *nostr.Event {
 			tags = append(tags, nostr.Tag{name}) // no value
 		case 1:
 			tags = append(tags, nostr.Tag{name, g.pick(g.values), "extra"})
+		case 2, 3:
+			if len(g.ids) > 0 { // name an event made before (deletions, replies)
+				tags = append(tags, nostr.Tag{name, g.pick(g.ids)})
+				break
+			}
+			fallthrough
 		default:
 			tags = append(tags, nostr.Tag{name, g.pick(g.values)})
 		}
@@ -137,6 +159,13 @@ func (g *gen) event() *nostr.Event {
 	at := g.base + nostr.Timestamp(g.r.IntN(30))
 	ev := mkEvent(g.pick(testPubs), kind, at, strconv.Itoa(g.r.IntN(1000)), tags...)
 	g.ids = append(g.ids, ev.ID)
+	if kind == nostr.KindDeletion {
+		for _, t := range tags {
+			if len(t) >= 2 && t[0] == "e" {
+				g.named = append(g.named, [2]string{t[1], ev.PubKey}, [2]string{t[1], g.pick(testPubs)})
+			}
+		}
+	}
 	return ev
 }
 
@@ -207,6 +236,10 @@ func checkAgainstModel(t *testing.T, seed uint64, events, queries int) {
 			if got := queryIDs(t, s, f); !slices.Equal(got, want) {
 				t.Fatalf("seed %d, filter %v:\n got %v\nwant %v", seed, f, got, want)
 			}
+			if MatchesNothing(f) && len(want) > 0 {
+				t.Fatalf("seed %d, filter %v: MatchesNothing, yet it matches %v", seed, f, want)
+			}
+
 			filters := []nostr.Filter{f, g.filter(), g.filter()}[:1+g.r.IntN(3)]
 			got, err := s.Count(ctx, filters, nil)
 			if err != nil {
@@ -217,9 +250,27 @@ func checkAgainstModel(t *testing.T, seed uint64, events, queries int) {
 			}
 		}
 	}
+	// NIP-09 by id, for every id a deletion request named (by its author
+	// and by another) and a random one.
+	deletions := func() {
+		pairs := slices.Clone(g.named)
+		if len(g.ids) > 0 {
+			pairs = append(pairs, [2]string{g.pick(g.ids), g.pick(testPubs)})
+		}
+		for _, p := range pairs {
+			got, err := s.Deleted(ctx, p[0], p[1])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := m.deleted(p[0], p[1]); got != want {
+				t.Fatalf("seed %d, Deleted(%s, %s) = %v, want %v", seed, p[0], p[1], got, want)
+			}
+		}
+	}
 	for i := range events {
 		if i == events/2 {
 			compare(queries / 2)
+			deletions()
 		}
 		ev := g.event()
 		if g.r.IntN(5) == 0 && len(m.events) > 0 { // write the same event again
@@ -239,6 +290,7 @@ func checkAgainstModel(t *testing.T, seed uint64, events, queries int) {
 		}
 	}
 	compare(queries)
+	deletions()
 }
 
 func TestQueriesMatchTheModel(t *testing.T) {

@@ -52,7 +52,7 @@ func (s *Store) Save(ctx context.Context, ev *nostr.Event) (Outcome, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
-	cost := len(val)
+	cost := len(val) + tombstoneCost(ev.Kind, ev.Tags)
 	for _, k := range keys {
 		cost += len(k) + entryOverhead
 	}
@@ -124,10 +124,14 @@ func (s *Store) put(txn *badger.Txn, d *decodedEvent, val []byte, keys [][]byte,
 			return 0, err
 		}
 	}
+	if err := addTombstones(txn, d); err != nil {
+		return 0, err
+	}
 	return Stored, nil
 }
 
-// remove deletes a stored event and every key derived from it in txn.
+// remove deletes a stored event and every key derived from it in txn,
+// a deletion request's tombstones too.
 func (s *Store) remove(txn *badger.Txn, id, val []byte) error {
 	d, ev, err := decodeStored(id, val)
 	if err != nil {
@@ -137,6 +141,9 @@ func (s *Store) remove(txn *badger.Txn, id, val []byte) error {
 		if err := txn.Delete(k); err != nil {
 			return err
 		}
+	}
+	if err := removeTombstones(txn, &d); err != nil {
+		return err
 	}
 	if hasAddress(ev.Kind) {
 		ak := addressKey(d.kind, d.pubkey[:], address(ev.Kind, ev.Tags))

@@ -12,7 +12,7 @@ import (
 // Meta is what the relay knows of a stored event without decoding it.
 type Meta = events.Meta
 
-// EventReader is how REQ, COUNT and NIP-77 read the store (*events.Store).
+// EventReader is how REQ, COUNT, NIP-77 and NIP-09 read the store (*events.Store).
 type EventReader interface {
 	// Query yields the events matching f, each once, newest first: at most
 	// f.Limit of them when f.Limit > 0 (events skip rejects don't count),
@@ -21,6 +21,9 @@ type EventReader interface {
 	Query(ctx context.Context, f nostr.Filter, skip func(Meta) bool, yield func(m Meta, raw []byte) bool) error
 	// Count is the number of distinct live events matching any of filters.
 	Count(ctx context.Context, filters []nostr.Filter, skip func(Meta) bool) (int64, error)
+	// Deleted reports whether a live deletion request (NIP-09) by pubkey
+	// names the event id.
+	Deleted(ctx context.Context, id, pubkey string) (bool, error)
 }
 
 // metaOf describes an event whose id and pubkey are valid hex.
@@ -55,4 +58,12 @@ func (r gatedReader) Count(ctx context.Context, filters []nostr.Filter, skip fun
 	}
 	defer r.g.exit()
 	return r.er.Count(ctx, filters, skip)
+}
+
+func (r gatedReader) Deleted(ctx context.Context, id, pubkey string) (bool, error) {
+	if !r.g.enter() {
+		return false, errShuttingDown
+	}
+	defer r.g.exit()
+	return r.er.Deleted(ctx, id, pubkey)
 }

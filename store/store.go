@@ -26,7 +26,7 @@ import (
 // second byte; keep the list here so no two services ever collide.
 //
 //	0x00–0x08, 0xFF  eventstore v0.17.8's events (only until Open moves them)
-//	0x40–0x47        Nostr events and their indexes (events.FirstPrefix–LastPrefix)
+//	0x40–0x49        Nostr events and their indexes (events.FirstPrefix–LastPrefix)
 //	0x80 and up      domain records:
 const (
 	PrefixBanlist byte = 0x80
