@@ -57,7 +57,7 @@ func (r *Relay) checkAuth(ev *nostr.Event, challenge string) string {
 	if !isHex(ev.PubKey, 64) {
 		return "invalid: pubkey must be 64 lowercase hex characters"
 	}
-	if ok, err := ev.CheckSignature(); err != nil || !ok {
+	if !r.verifySignature(ev) {
 		return "invalid: the signature does not verify"
 	}
 	return ""

@@ -40,7 +40,7 @@ func (r *Relay) acceptEvent(ctx context.Context, c *conn, m message) (bool, stri
 	if reason := r.limits.checkEvent(ev); reason != "" {
 		return false, reason
 	}
-	if ok, err := ev.CheckSignature(); err != nil || !ok {
+	if !r.verifySignature(ev) {
 		return false, "invalid: the signature does not verify"
 	}
 	// After the signature: nobody can spend someone else's allowance.

@@ -18,7 +18,7 @@ func (r *Relay) Ingest(ctx context.Context, ev *nostr.Event) (ok bool, reason st
 	if reason := r.limits.checkEvent(ev); reason != "" {
 		return false, reason
 	}
-	if ok, err := ev.CheckSignature(); err != nil || !ok {
+	if !r.verifySignature(ev) {
 		return false, "invalid: the signature does not verify"
 	}
 	switch {

@@ -80,6 +80,7 @@ type Relay struct {
 	operator string
 	limits   Limits
 	clientIP func(*http.Request) string
+	keys     keyCache // authors' parsed public keys, for verifySignature
 
 	upgrader     websocket.Upgrader
 	subs         *registry

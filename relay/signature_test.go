@@ -1,0 +1,129 @@
+package relay
+
+import (
+	"encoding/binary"
+	"encoding/hex"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/nbd-wtf/go-nostr"
+)
+
+// verifySignature agrees with go-nostr's CheckSignature on every event whose
+// id is its hash: good ones, and ones whose signature, pubkey or content was
+// tampered with (the id then recomputed, so that only the signature can
+// tell); and a key that shares a cache slot with another is never mistaken
+// for it.
+func TestVerifySignature(t *testing.T) {
+	r := &Relay{}
+	// Keys two by two in the same cache slot.
+	type key struct{ sk, pk string }
+	var a, b key
+	slots := map[uint16]key{}
+	for b.sk == "" {
+		sk := nostr.GeneratePrivateKey()
+		pk, _ := nostr.GetPublicKey(sk)
+		raw, _ := hex.DecodeString(pk)
+		slot := binary.LittleEndian.Uint16(raw) % uint16(len(r.keys.slots))
+		if other, ok := slots[slot]; ok {
+			a, b = other, key{sk, pk}
+		}
+		slots[slot] = key{sk, pk}
+	}
+	sign := func(k key, content string) nostr.Event {
+		ev := nostr.Event{Kind: 1, CreatedAt: 1_700_000_000, Content: content, Tags: nostr.Tags{}}
+		if err := ev.Sign(k.sk); err != nil {
+			t.Fatal(err)
+		}
+		return ev
+	}
+	rehash := func(ev nostr.Event) nostr.Event { ev.ID = ev.GetID(); return ev }
+
+	evA, evB := sign(a, "a"), sign(b, "b")
+	cases := map[string]nostr.Event{
+		"a":                           evA,
+		"b, same slot as a":           evB,
+		"a again, after b took it":    evA,
+		"b's pubkey on a's signature": rehash(func() nostr.Event { e := evA; e.PubKey = b.pk; return e }()),
+		"a's signature on b's event":  func() nostr.Event { e := evB; e.Sig = evA.Sig; return e }(),
+		"content changed":             rehash(func() nostr.Event { e := evA; e.Content = "x"; return e }()),
+		"signature's last bit":        func() nostr.Event { e := evA; e.Sig = e.Sig[:127] + string("10"[e.Sig[127]&1]); return e }(),
+		"signature's s over the order": func() nostr.Event {
+			e := evA
+			e.Sig = e.Sig[:64] + strings.Repeat("f", 64)
+			return e
+		}(),
+		"pubkey not on the curve": rehash(func() nostr.Event { e := evA; e.PubKey = strings.Repeat("0", 63) + "5"; return e }()),
+		"pubkey over the field":   rehash(func() nostr.Event { e := evA; e.PubKey = strings.Repeat("f", 64); return e }()),
+		"signature not hex":       func() nostr.Event { e := evA; e.Sig = strings.Repeat("zz", 64); return e }(),
+		"signature short":         func() nostr.Event { e := evA; e.Sig = e.Sig[:126]; return e }(),
+	}
+	for name, ev := range cases {
+		if !ev.CheckID() {
+			t.Fatalf("%s: the case's id is not its hash", name)
+		}
+		want, _ := ev.CheckSignature()
+		if got := r.verifySignature(&ev); got != want {
+			t.Errorf("%s: verifySignature %v, go-nostr's CheckSignature %v", name, got, want)
+		}
+	}
+	for _, name := range []string{"a", "b, same slot as a", "a again, after b took it"} {
+		if ev := cases[name]; !r.verifySignature(&ev) {
+			t.Errorf("%s: a good signature refused", name)
+		}
+	}
+}
+
+// Many goroutines verifying the events of a few authors share the cache.
+func TestVerifySignatureConcurrent(t *testing.T) {
+	r := &Relay{}
+	var events []nostr.Event
+	for range 8 {
+		sk := nostr.GeneratePrivateKey()
+		for i := range 4 {
+			ev := nostr.Event{Kind: 1, CreatedAt: 1_700_000_000, Content: strings.Repeat("x", i), Tags: nostr.Tags{}}
+			ev.Sign(sk)
+			events = append(events, ev)
+		}
+	}
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range events {
+				ev := events[(i+g)%len(events)]
+				if !r.verifySignature(&ev) {
+					t.Errorf("event %d refused", i)
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// BenchmarkVerifySignature: the events of 100 authors, against go-nostr's
+// CheckSignature on the same events.
+func BenchmarkVerifySignature(b *testing.B) {
+	var events []nostr.Event
+	for range 100 {
+		sk := nostr.GeneratePrivateKey()
+		ev := nostr.Event{Kind: 1, CreatedAt: 1_700_000_000, Content: strings.Repeat("x", 300), Tags: nostr.Tags{}}
+		ev.Sign(sk)
+		events = append(events, ev)
+	}
+	b.Run("outpost", func(b *testing.B) {
+		r := &Relay{}
+		for i := 0; b.Loop(); i++ {
+			if !r.verifySignature(&events[i%len(events)]) {
+				b.Fatal("refused")
+			}
+		}
+	})
+	b.Run("go-nostr", func(b *testing.B) {
+		for i := 0; b.Loop(); i++ {
+			if ok, _ := events[i%len(events)].CheckSignature(); !ok {
+				b.Fatal("refused")
+			}
+		}
+	})
+}
