@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dgraph-io/badger/v4"
 	"github.com/nbd-wtf/go-nostr"
 )
 
@@ -161,19 +160,4 @@ func TestMatchesNothing(t *testing.T) {
 			t.Errorf("MatchesNothing(%v) is true", f)
 		}
 	}
-}
-
-// tombstoneKeys counts the keys under the deletion prefix.
-func tombstoneKeys(t *testing.T, db *badger.DB) int {
-	t.Helper()
-	n := 0
-	db.View(func(txn *badger.Txn) error {
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{prefixDeletion}})
-		defer it.Close()
-		for it.Rewind(); it.Valid(); it.Next() {
-			n++
-		}
-		return nil
-	})
-	return n
 }

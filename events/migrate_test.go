@@ -2,6 +2,7 @@ package events
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"slices"
@@ -232,7 +233,28 @@ func TestMigrationSurvivesKill(t *testing.T) {
 	}
 	dir := t.TempDir()
 	want := oldStore(t, dir)
+	killOpens(t, dir, 500*time.Millisecond, func(db *badger.DB) string {
+		return fmt.Sprintf("%d events moved, %d old keys left", countKeys(t, db, prefixEvent), oldKeys(t, db))
+	})
+	s, db := openAt(t, dir)
+	defer db.Close()
+	if got := allIDs(t, s); !slices.Equal(got, want) {
+		t.Fatalf("after kills during the move: %d events, want %d", len(got), len(want))
+	}
+	if n := oldKeys(t, db); n != 0 {
+		t.Fatalf("%d keys of eventstore's layout left", n)
+	}
+}
+
+// killOpens runs TestMigrationChild (an Open of dir) and kills it (kill -9)
+// after 5, 30, 80 and 200 ms and then up to last, logging what report says
+// of the database each kill left.
+func killOpens(t *testing.T, dir string, last time.Duration, report func(db *badger.DB) string) {
+	t.Helper()
 	for _, after := range []time.Duration{5 * time.Millisecond, 30 * time.Millisecond, 80 * time.Millisecond, 200 * time.Millisecond, 350 * time.Millisecond, 500 * time.Millisecond} {
+		if after > last {
+			break
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestMigrationChild$")
 		cmd.Env = append(os.Environ(), "OUTPOST_EVENTS_MIGRATE_DIR="+dir)
@@ -247,26 +269,24 @@ func TestMigrationSurvivesKill(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		moved := 0
-		db.View(func(txn *badger.Txn) error {
-			it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{prefixEvent}})
-			defer it.Close()
-			for it.Rewind(); it.Valid(); it.Next() {
-				moved++
-			}
-			return nil
-		})
-		t.Logf("killed after %v: %d events moved, %d old keys left", after, moved, oldKeys(t, db))
+		t.Logf("killed after %v: %s", after, report(db))
 		db.Close()
 	}
-	s, db := openAt(t, dir)
-	defer db.Close()
-	if got := allIDs(t, s); !slices.Equal(got, want) {
-		t.Fatalf("after kills during the move: %d events, want %d", len(got), len(want))
-	}
-	if n := oldKeys(t, db); n != 0 {
-		t.Fatalf("%d keys of eventstore's layout left", n)
-	}
+}
+
+// countKeys counts the keys under prefix.
+func countKeys(t *testing.T, db *badger.DB, prefix byte) int {
+	t.Helper()
+	n := 0
+	db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{prefix}, PrefetchValues: false})
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			n++
+		}
+		return nil
+	})
+	return n
 }
 
 func TestMigrationChild(t *testing.T) {
@@ -334,7 +354,7 @@ func checkTombstones(t *testing.T, s *Store, deleted map[*nostr.Event]int) {
 		})
 	}
 	// And the stranger's, and each author's for the id testPubs[3] (no event).
-	if got, want := tombstoneKeys(t, s.db), len(deleted)+1+3; got != want {
+	if got, want := countKeys(t, s.db, prefixDeletion), len(deleted)+1+3; got != want {
 		t.Fatalf("%d tombstone keys, want %d", got, want)
 	}
 }
@@ -371,24 +391,9 @@ func TestUpgradeSurvivesKill(t *testing.T) {
 	}
 	dir := t.TempDir()
 	deleted := deletionStore(t, dir, 3000)
-	for _, after := range []time.Duration{5 * time.Millisecond, 30 * time.Millisecond, 80 * time.Millisecond, 200 * time.Millisecond, 350 * time.Millisecond} {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestMigrationChild$")
-		cmd.Env = append(os.Environ(), "OUTPOST_EVENTS_MIGRATE_DIR="+dir)
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		time.Sleep(after)
-		cmd.Process.Kill()
-		cmd.Wait()
-		cancel()
-		db, err := badger.Open(badger.DefaultOptions(dir).WithLogger(nil))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("killed after %v: %d tombstone keys", after, tombstoneKeys(t, db))
-		db.Close()
-	}
+	killOpens(t, dir, 350*time.Millisecond, func(db *badger.DB) string {
+		return fmt.Sprintf("%d tombstone keys", countKeys(t, db, prefixDeletion))
+	})
 	s, db := openAt(t, dir)
 	defer db.Close()
 	checkTombstones(t, s, deleted)
