@@ -2,11 +2,15 @@ package relay
 
 import (
 	"encoding/binary"
+	"encoding/csv"
 	"encoding/hex"
+	"math/rand/v2"
+	"os"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/btcsuite/btcd/btcec/v2/schnorr"
 	"github.com/nbd-wtf/go-nostr"
 )
 
@@ -72,6 +76,70 @@ func TestVerifySignature(t *testing.T) {
 		if ev := cases[name]; !r.verifySignature(&ev) {
 			t.Errorf("%s: a good signature refused", name)
 		}
+	}
+}
+
+// verifySignature gives BIP-340's own answer for each of its test vectors
+// (bitcoin/bips, bip-0340/test-vectors.csv; all have 32-byte messages, as an
+// event id is): R with an odd y, R at infinity, r and s at the field's size
+// and the order, public keys off the curve or over the field.
+func TestVerifySignatureBIP340Vectors(t *testing.T) {
+	f, err := os.Open("testdata/bip340-vectors.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rows, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &Relay{}
+	for _, row := range rows[1:] {
+		ev := nostr.Event{PubKey: strings.ToLower(row[2]), ID: strings.ToLower(row[4]), Sig: strings.ToLower(row[5])}
+		if got, want := r.verifySignature(&ev), row[6] == "TRUE"; got != want {
+			t.Errorf("vector %s (%s): verifySignature %v, BIP-340 says %v", row[0], row[7], got, want)
+		}
+	}
+	if len(rows) != 16 {
+		t.Fatalf("%d vectors, want 15", len(rows)-1)
+	}
+}
+
+// On good signatures and on ones with a random byte of the id, pubkey or
+// signature changed, verifySignature agrees with btcec's BIP-340 Verify.
+func TestVerifySignatureAgreesWithBtcec(t *testing.T) {
+	r := &Relay{}
+	rng := rand.New(rand.NewPCG(1, 2))
+	keys := make([]string, 20)
+	for i := range keys {
+		keys[i] = nostr.GeneratePrivateKey()
+	}
+	valid := 0
+	for i := range 600 {
+		ev := nostr.Event{Kind: 1, CreatedAt: nostr.Timestamp(1_700_000_000 + i), Content: "x", Tags: nostr.Tags{}}
+		if err := ev.Sign(keys[i%len(keys)]); err != nil {
+			t.Fatal(err)
+		}
+		raw, _ := hex.DecodeString(ev.ID + ev.PubKey + ev.Sig) // 32 + 32 + 64 bytes
+		if i%3 != 0 {
+			raw[rng.IntN(len(raw))] ^= byte(1 + rng.IntN(255))
+		}
+		ev.ID, ev.PubKey, ev.Sig = hex.EncodeToString(raw[:32]), hex.EncodeToString(raw[32:64]), hex.EncodeToString(raw[64:])
+		want := false
+		if pk, err := schnorr.ParsePubKey(raw[32:64]); err == nil {
+			if sig, err := schnorr.ParseSignature(raw[64:]); err == nil {
+				want = sig.Verify(raw[:32], pk)
+			}
+		}
+		if want {
+			valid++
+		}
+		if got := r.verifySignature(&ev); got != want {
+			t.Fatalf("case %d: verifySignature %v, btcec %v (%s %s %s)", i, got, want, ev.ID, ev.PubKey, ev.Sig)
+		}
+	}
+	if valid < 200 || valid > 220 {
+		t.Fatalf("%d of 600 cases valid, want the 200 left unchanged", valid)
 	}
 }
 
