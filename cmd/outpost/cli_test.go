@@ -17,6 +17,7 @@ import (
 	"github.com/outpost-relay/outpost"
 	"github.com/outpost-relay/outpost/internal/testkit"
 	"github.com/outpost-relay/outpost/store"
+	"github.com/outpost-relay/outpost/settings"
 )
 
 // cli runs outpost's command line with env and returns what it printed. It
@@ -223,7 +224,16 @@ func TestProbeIntervalAloneWorks(t *testing.T) {
 
 func parseConfig(t *testing.T, env map[string]string) (*Config, error) {
 	t.Helper()
-	return newConfigFlags(newFlagSet("serve")).resolve(func(k string) string { return env[k] })
+	return parseConfigIn(t, env, 0)
+}
+
+// parseConfigIn resolves env as outpost would in a container of memory
+// bytes (0: none).
+func parseConfigIn(t *testing.T, env map[string]string, memory settings.Bytes) (*Config, error) {
+	t.Helper()
+	cf := newConfigFlags(newFlagSet("serve"))
+	cf.container = func() settings.Bytes { return memory }
+	return cf.resolve(func(k string) string { return env[k] })
 }
 
 // Help shows durations as people write them.

@@ -64,6 +64,8 @@ type Config struct {
 	Faucet     faucet.Settings
 	Upstream   upstream.Settings
 	Publish    pub.Settings
+
+	fittedTo settings.Bytes // the container's memory, when MemoryLimit or CacheSize were sized to it (fitMemory)
 }
 
 func defaultConfig() *Config {
@@ -93,8 +95,9 @@ const (
 
 // configFlags binds every setting to a flag on fs.
 type configFlags struct {
-	fs *flag.FlagSet
-	c  *Config
+	fs        *flag.FlagSet
+	c         *Config
+	container func() settings.Bytes // the memory of the container outpost runs in (containerMemory)
 }
 
 func newConfigFlags(fs *flag.FlagSet) *configFlags {
@@ -102,11 +105,12 @@ func newConfigFlags(fs *flag.FlagSet) *configFlags {
 	for _, s := range []any{c, &c.Store, &c.Relay, &c.Banlist, &c.BanlistAPI, &c.Mintdir, &c.MintdirAPI, &c.Faucet, &c.Upstream, &c.Publish} {
 		settings.Bind(fs, s)
 	}
-	return &configFlags{fs: fs, c: c}
+	return &configFlags{fs: fs, c: c, container: func() settings.Bytes { return containerMemory(os.DirFS("/")) }}
 }
 
 // resolve reads the environment for the flags not given on the command line
-// (parsed already), and validates.
+// (parsed already), sizes what memory the operator left to the defaults to
+// the container outpost runs in, and validates.
 func (f *configFlags) resolve(getenv func(string) string) (*Config, error) {
 	given := map[string]bool{}
 	f.fs.Visit(func(fl *flag.Flag) { given[fl.Name] = true })
@@ -116,6 +120,7 @@ func (f *configFlags) resolve(getenv func(string) string) (*Config, error) {
 			return
 		}
 		if v := getenv(settings.EnvName(fl.Name)); v != "" {
+			given[fl.Name] = true
 			if err := fl.Value.Set(v); err != nil {
 				errs = append(errs, fmt.Errorf("%s=%s: %v", settings.EnvName(fl.Name), v, err))
 			}
@@ -123,6 +128,9 @@ func (f *configFlags) resolve(getenv func(string) string) (*Config, error) {
 	})
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
+	}
+	if f.container != nil {
+		f.c.fitMemory(f.container(), given["memory-limit"] || getenv("GOMEMLIMIT") != "", given["cache-size"])
 	}
 	return f.c, f.c.validate()
 }

@@ -84,6 +84,10 @@ func serve(ctx context.Context, cfg *Config, stdout, stderr io.Writer) (err erro
 		return err
 	}
 	limitMemory(cfg.MemoryLimit)
+	if cfg.fittedTo != 0 {
+		logger.Info("memory sized to the container's limit (set --memory-limit and --cache-size to choose)",
+			"container_memory", cfg.fittedTo.String(), "memory_limit", cfg.MemoryLimit.String(), "cache_size", cfg.Store.CacheSize.String())
+	}
 	st, err := cfg.Store.Open(cfg.DataDir, logger)
 	if errors.Is(err, store.ErrLocked) {
 		return fmt.Errorf("the data dir %s is in use by another outpost process", cfg.DataDir)
