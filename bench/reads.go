@@ -79,8 +79,10 @@ func (b *bench) readers() []*reader {
 // over 16 connections into an empty data dir, its memory measured a second
 // after the last and again once idle for Settle; then, in interleaved rounds on
 // a copy of what it stored, REQ latency on one connection and REQs/s from
-// 16, for two query shapes, and its memory. Last, outpost alone under a
-// sustained REQ load, its memory sampled.
+// 16, for two query shapes, and its memory. Then outpost and bare khatru
+// ingest the same notes again inside a 150 MiB memory cgroup (when this
+// machine lets the bench make one). Last, outpost alone under a sustained
+// REQ load, its memory sampled.
 func readScenario(b *bench) ([]row, error) {
 	rs := b.readers()
 	var author string
@@ -120,6 +122,13 @@ func readScenario(b *bench) ([]row, error) {
 		}
 	}
 	rows := b.readRows(rs, author)
+	out := b.inContainer("outpost", func(cg *cgroup, dir string) (*server, error) {
+		return cg.start(b.outpost, nil, append(outpostEnv(dir), limitsLifted...)...)
+	})
+	base := b.inContainer("bare khatru", func(cg *cgroup, dir string) (*server, error) {
+		return cg.start(b.self, []string{"khatru", "-dir", filepath.Join(dir, "badger")})
+	})
+	rows = append(rows, b.containerRows(out, base)...)
 	if b.Sustain > 0 {
 		sustained, err := b.sustainedLoad(rs[0])
 		if err != nil {
