@@ -44,7 +44,7 @@ type Config struct {
 	ShutdownTimeout time.Duration  `flag:"shutdown-timeout" usage:"how long shutdown waits for requests and clients"`
 	MetricsAddr     string         `flag:"metrics-addr" usage:"serve Prometheus /metrics on this address (e.g. 127.0.0.1:9464) instead of the main listener; off: nowhere"`
 	AccessLog       bool           `flag:"access-log" usage:"log every REST request (method, path, status, bytes, duration, client IP) at level info"`
-	MemoryLimit     settings.Bytes `flag:"memory-limit" usage:"soft limit of outpost's Go heap, which holds badger's memtables and cache: near it the garbage collector runs sooner and gives memory back to the system; 0: none (the heap may grow to twice what is live); GOMEMLIMIT, when set, wins"`
+	MemoryLimit     settings.Bytes `flag:"memory-limit" usage:"soft limit of outpost's Go heap, which holds badger's memtables and cache: near it the garbage collector runs sooner and gives memory back to the system; 0: none (the heap may grow to twice what is live); GOMEMLIMIT, when set, wins; default: two thirds of the container's memory when that is less (see --cache-size too)"`
 
 	RelayName        string `flag:"relay-name" usage:"relay name in NIP-11"`
 	RelayDescription string `flag:"relay-description" usage:"relay description in NIP-11"`
@@ -129,9 +129,7 @@ func (f *configFlags) resolve(getenv func(string) string) (*Config, error) {
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
-	if f.container != nil {
-		f.c.fitMemory(f.container(), given["memory-limit"] || getenv("GOMEMLIMIT") != "", given["cache-size"])
-	}
+	f.c.fitMemory(f.container(), given["memory-limit"] || getenv("GOMEMLIMIT") != "", given["cache-size"])
 	return f.c, f.c.validate()
 }
 
