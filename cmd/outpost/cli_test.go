@@ -16,8 +16,8 @@ import (
 
 	"github.com/outpost-relay/outpost"
 	"github.com/outpost-relay/outpost/internal/testkit"
-	"github.com/outpost-relay/outpost/store"
 	"github.com/outpost-relay/outpost/settings"
+	"github.com/outpost-relay/outpost/store"
 )
 
 // cli runs outpost's command line with env and returns what it printed. It
