@@ -102,17 +102,25 @@ func oldKeys(t *testing.T, db *badger.DB) int {
 	return n
 }
 
-func TestMigrationFromEventstore(t *testing.T) {
-	dir := t.TempDir()
-	want := oldStore(t, dir)
-
+// openMoved opens the store at dir and checks that it holds exactly the
+// events want, and no key of eventstore's layout.
+func openMoved(t *testing.T, dir string, want []string, when string) (*Store, *badger.DB) {
+	t.Helper()
 	s, db := openAt(t, dir)
 	if got := allIDs(t, s); !slices.Equal(got, want) {
-		t.Fatalf("after the move: %d events, want %d", len(got), len(want))
+		t.Fatalf("%s: %d events, want %d", when, len(got), len(want))
 	}
 	if n := oldKeys(t, db); n != 0 {
 		t.Fatalf("%d keys of eventstore's layout left", n)
 	}
+	return s, db
+}
+
+func TestMigrationFromEventstore(t *testing.T) {
+	dir := t.TempDir()
+	want := oldStore(t, dir)
+
+	s, db := openMoved(t, dir, want, "after the move")
 	// Every event reads back as it was, and the indexes find them.
 	ctx := context.Background()
 	ch, _ := s.QueryEvents(ctx, nostr.Filter{Kinds: []int{30000}, Authors: []string{testPubs[0]}, Tags: nostr.TagMap{"d": {"friends"}}})
@@ -161,14 +169,8 @@ func TestMigrationResumes(t *testing.T) {
 	}
 	db.Close()
 
-	s, db := openAt(t, dir)
-	defer db.Close()
-	if got := allIDs(t, s); !slices.Equal(got, want) {
-		t.Fatalf("after the resumed move: %d events, want %d", len(got), len(want))
-	}
-	if n := oldKeys(t, db); n != 0 {
-		t.Fatalf("%d keys of eventstore's layout left", n)
-	}
+	_, db = openMoved(t, dir, want, "after the resumed move")
+	db.Close()
 }
 
 // When the old events are gone but their indexes are not (a crash between
@@ -236,14 +238,8 @@ func TestMigrationSurvivesKill(t *testing.T) {
 	killOpens(t, dir, 500*time.Millisecond, func(db *badger.DB) string {
 		return fmt.Sprintf("%d events moved, %d old keys left", countKeys(t, db, prefixEvent), oldKeys(t, db))
 	})
-	s, db := openAt(t, dir)
-	defer db.Close()
-	if got := allIDs(t, s); !slices.Equal(got, want) {
-		t.Fatalf("after kills during the move: %d events, want %d", len(got), len(want))
-	}
-	if n := oldKeys(t, db); n != 0 {
-		t.Fatalf("%d keys of eventstore's layout left", n)
-	}
+	_, db := openMoved(t, dir, want, "after kills during the move")
+	db.Close()
 }
 
 // killOpens runs TestMigrationChild (an Open of dir) and kills it (kill -9)
