@@ -45,8 +45,10 @@ type Store struct {
 	Events *events.Store
 	DB     *badger.DB
 
-	space *diskspace.Watcher // the free-space gate of every write (see space.go)
-	stop  context.CancelFunc // stops the watcher
+	space    *diskspace.Watcher // the free-space gate of every write (see space.go)
+	dir      string             // badger's directory as /proc/self/maps names it (see ReleasePages)
+	released releasedMappings   // the mappings ReleasePages gave back
+	stop     context.CancelFunc // stops the watcher
 }
 
 // Open opens the store in dataDir with the default settings.
@@ -88,7 +90,7 @@ func (s Settings) Open(dataDir string, log *slog.Logger) (*Store, error) {
 	gates.Store(db, space)
 	ctx, stop := context.WithCancel(context.Background())
 	go space.Run(ctx, checkEvery)
-	return &Store{Events: ev, DB: db, space: space, stop: stop}, nil
+	return &Store{Events: ev, DB: db, space: space, stop: stop, dir: realPath(path)}, nil
 }
 
 // memTableSize is badger's memtable: 16 MiB instead of its default 64 MiB.
@@ -140,6 +142,20 @@ func (s *Store) Close() error {
 	s.stop()
 	gates.Delete(s.DB)
 	return s.DB.Close()
+}
+
+// realPath is path made absolute with its symbolic links resolved, or ""
+// if that fails.
+func realPath(path string) string {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return ""
+	}
+	real, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return ""
+	}
+	return real
 }
 
 // Exists reports whether dataDir holds an outpost database.

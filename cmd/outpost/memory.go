@@ -2,12 +2,14 @@ package main
 
 import (
 	"context"
+	"log/slog"
 	"os"
 	"runtime/debug"
 	"runtime/metrics"
 	"time"
 
 	"github.com/outpost-relay/outpost/settings"
+	"github.com/outpost-relay/outpost/store"
 )
 
 // limitMemory sets the Go runtime's soft memory limit, unless GOMEMLIMIT
@@ -63,6 +65,15 @@ func (w *idleWatch) quietAfterWork(cycles uint64) bool {
 	was := w.busy
 	w.busy = false
 	return was
+}
+
+// releaseMemory gives back the heap's free memory and asks the kernel to
+// reclaim the pages of the store's mapped files (see store.ReleasePages).
+func releaseMemory(st *store.Store, log *slog.Logger) {
+	debug.FreeOSMemory()
+	if _, err := st.ReleasePages(); err != nil {
+		log.Debug("could not release the store's mapped pages", "err", err)
+	}
 }
 
 // gcCycles is how many garbage collections the runtime has completed.

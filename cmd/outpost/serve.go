@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
@@ -140,7 +139,9 @@ func serve(ctx context.Context, cfg *Config, stdout, stderr io.Writer) (err erro
 		api: httpapi.Service{Name: "storage", Health: httpapi.ReportHealth(st.Health)},
 		jobs: []func(context.Context){
 			func(ctx context.Context) { st.Events.SweepExpired(ctx, expirySweep) },
-			func(ctx context.Context) { returnIdleMemory(ctx, time.Tick(idleCheck), gcCycles, debug.FreeOSMemory) }},
+			func(ctx context.Context) {
+				returnIdleMemory(ctx, time.Tick(idleCheck), gcCycles, func() { releaseMemory(st, logger) })
+			}},
 	})
 	if up := wireUpstream(d, components); up != nil {
 		components = append(components, *up)

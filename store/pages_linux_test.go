@@ -1,0 +1,129 @@
+package store
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+	"golang.org/x/sys/unix"
+)
+
+// After a flush, the table badger wrote is resident in outpost's mappings;
+// ReleasePages gives it back, once, and every record reads back the same.
+func TestReleasePages(t *testing.T) {
+	dir := t.TempDir()
+	var fs unix.Statfs_t
+	if err := unix.Statfs(dir, &fs); err != nil {
+		t.Fatal(err)
+	}
+	if fs.Type == unix.TMPFS_MAGIC {
+		t.Skip("skipped: the temp dir is on tmpfs, whose pages the kernel keeps without swap")
+	}
+	s, err := Open(dir, quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+
+	// More than a memtable (16 MiB), so badger flushes one to a table.
+	const n = 24 << 10
+	wb := s.DB.NewWriteBatch()
+	for i := range n {
+		if err := wb.Set(Key(PrefixRelay, 1, U64(uint64(i))), value(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := wb.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	// badger lists a table once it is written and synced.
+	for len(s.DB.Tables()) == 0 {
+		select {
+		case <-ctx.Done():
+			t.Fatal("badger flushed no table")
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	before := residentTables(t, s.dir)
+	if before < 4<<20 {
+		t.Fatalf("only %d bytes of tables resident after a flush: nothing to test", before)
+	}
+	advised, err := s.ReleasePages()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if advised == 0 {
+		t.Fatal("advised no mapping")
+	}
+	if after := residentTables(t, s.dir); after > before/4 {
+		t.Errorf("tables resident: %d bytes before, %d after; want most given back", before, after)
+	}
+	if again, err := s.ReleasePages(); err != nil || again != 0 {
+		t.Errorf("second call advised %d bytes (err %v); want none: each mapping once", again, err)
+	}
+
+	if err := s.DB.View(func(txn *badger.Txn) error {
+		for i := range n {
+			item, err := txn.Get(Key(PrefixRelay, 1, U64(uint64(i))))
+			if err != nil {
+				return fmt.Errorf("record %d: %w", i, err)
+			}
+			if err := item.Value(func(v []byte) error {
+				if !bytes.Equal(v, value(i)) {
+					return fmt.Errorf("record %d changed", i)
+				}
+				return nil
+			}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// value is record i's: random, so the tables do not compress much.
+func value(i int) []byte {
+	var seed [32]byte
+	seed[0], seed[1] = byte(i), byte(i>>8)
+	v := make([]byte, 1024)
+	rand.NewChaCha8(seed).Read(v)
+	return v
+}
+
+// residentTables is how many bytes of the .sst files under dir are
+// resident in this process's mappings, from /proc/self/smaps.
+func residentTables(t *testing.T, dir string) int64 {
+	t.Helper()
+	smaps, err := os.ReadFile("/proc/self/smaps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var total int64
+	table := false
+	sc := bufio.NewScanner(bytes.NewReader(smaps))
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		switch {
+		case len(f) >= 6 && strings.Contains(f[0], "-"):
+			table = strings.HasPrefix(f[5], dir+"/") && strings.HasSuffix(f[5], ".sst")
+		case len(f) >= 5 && strings.Contains(f[0], "-"):
+			table = false // an anonymous mapping
+		case table && len(f) == 3 && f[0] == "Rss:":
+			kb, _ := strconv.ParseInt(f[1], 10, 64)
+			total += kb << 10
+		}
+	}
+	return total
+}
