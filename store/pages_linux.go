@@ -20,7 +20,8 @@ import (
 // our reading /proc/self/maps and the madvise may leave its addresses to
 // a new mapping, and MADV_DONTNEED would zero a private one (Go's own
 // memory); MADV_PAGEOUT never changes contents, whatever it lands on.
-// Dirty pages are left for the kernel's own writeback. It returns how many
+// Dirty pages stay, for the kernel's own writeback (badger syncs each table
+// it writes; only the memtable log may have some). It returns how many
 // bytes of mappings it advised.
 func (s *Store) ReleasePages() (int64, error) {
 	if s.dir == "" {

@@ -7,6 +7,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -15,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/outpost-relay/outpost/diskspace"
@@ -49,6 +51,8 @@ type Store struct {
 	dir      string             // badger's directory as /proc/self/maps names it (see ReleasePages)
 	released releasedMappings   // the mappings ReleasePages gave back
 	stop     context.CancelFunc // stops the watcher
+
+	closeWait time.Duration // how long Close waits (0: closeWait; tests shorten it)
 }
 
 // Open opens the store in dataDir with the default settings.
@@ -138,11 +142,31 @@ func (s Settings) badgerOptions(path string, log *slog.Logger) badger.Options {
 const numCompactors = 2
 
 // Close closes the database; call it after everything else has stopped.
+// It waits at most closeWait: badger flushes its memtable to a table as it
+// closes and retries a failed flush every second for ever, so on a data
+// dir deleted, remounted read-only or otherwise unwritable, Close would
+// never return and outpost would ignore SIGTERM until killed. Giving up
+// is what a kill would do: what was not flushed is still in badger's log,
+// which it replays at the next start (if the data dir is there).
 func (s *Store) Close() error {
 	s.stop()
 	gates.Delete(s.DB)
-	return s.DB.Close()
+	done := make(chan error, 1)
+	go func() { done <- s.DB.Close() }()
+	wait := cmp.Or(s.closeWait, closeWait)
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(wait):
+		return fmt.Errorf("the database did not close within %v (badger could not write its last table: is %s still there and writable? see the log); "+
+			"what was not written is in its log, which it replays at the next start", wait, s.DB.Opts().Dir)
+	}
 }
+
+// closeWait is how long Close waits for badger: a flush of one memtable
+// (16 MiB) and the end of running compactions take a second or two; a
+// systemd unit's stop timeout (ours: 30 s) comes after the 10 s shutdown.
+const closeWait = 15 * time.Second
 
 // realPath is path made absolute with its symbolic links resolved, or ""
 // if that fails.

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -284,5 +286,34 @@ func TestSettingsSizeBadger(t *testing.T) {
 	}
 	if d := DefaultSettings(); d.CacheSize != 32<<20 {
 		t.Errorf("default cache %v, want 32 MiB", d.CacheSize)
+	}
+}
+
+// badger retries a failed flush for ever as it closes; on a data dir that
+// is gone, Close gives up after its wait instead of hanging shutdown.
+func TestCloseGivesUpOnADataDirGone(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(dir, quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DB.Update(func(txn *badger.Txn) error {
+		return txn.Set(Key(PrefixRelay, 1, []byte("k")), []byte("unflushed"))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(filepath.Join(dir, "badger")); err != nil {
+		t.Fatal(err)
+	}
+	s.closeWait = 300 * time.Millisecond
+	done := make(chan error, 1)
+	go func() { done <- s.Close() }()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "did not close within 300ms") {
+			t.Fatalf("Close: %v, want it to give up", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close still waiting after 10s")
 	}
 }

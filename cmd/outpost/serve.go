@@ -95,10 +95,12 @@ func serve(ctx context.Context, cfg *Config, stdout, stderr io.Writer) (err erro
 		return err
 	}
 	defer func() {
-		if cerr := st.Close(); cerr != nil && err == nil {
+		cerr := st.Close()
+		if cerr == nil {
+			logger.Info("database closed")
+		} else if err == nil {
 			err = cerr
 		}
-		logger.Info("database closed")
 	}()
 	sk, err := serviceKey(cfg.SecretKey, cfg.DataDir)
 	if err != nil {
