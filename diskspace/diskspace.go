@@ -13,8 +13,11 @@ package diskspace
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
+	"os"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -39,8 +42,10 @@ type Watcher struct {
 	min  int64
 	log  *slog.Logger
 	free func(dir string) (int64, error) // Free; a test may replace it
+	held *os.File                        // dir as New found it, kept open (nil: not watched for its removal)
 
 	low    atomic.Bool
+	gone   atomic.Bool  // dir was removed or replaced: writes would go to deleted files
 	bytes  atomic.Int64 // free space at the last check
 	budget atomic.Int64 // what writes may use before the next check
 	mu     sync.Mutex   // one check at a time
@@ -51,7 +56,11 @@ type Watcher struct {
 // measures once before returning (without logging): on a full disk its
 // Status is low from the start.
 func New(dir string, min int64, log *slog.Logger) (*Watcher, error) {
-	w := &Watcher{dir: dir, min: min, log: log, free: Free}
+	held, err := os.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	w := &Watcher{dir: dir, min: min, log: log, free: Free, held: held}
 	if min <= 0 {
 		return w, nil
 	}
@@ -65,9 +74,6 @@ func New(dir string, min int64, log *slog.Logger) (*Watcher, error) {
 
 // Run checks every interval until ctx ends.
 func (w *Watcher) Run(ctx context.Context, interval time.Duration) {
-	if w.min <= 0 {
-		return
-	}
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
@@ -84,6 +90,9 @@ func (w *Watcher) Run(ctx context.Context, interval time.Duration) {
 // while free space is below the minimum. It makes no system call unless the
 // writes since the last check may have used up their budget.
 func (w *Watcher) Allow(n int64) bool {
+	if w.gone.Load() {
+		return false
+	}
 	if w.min <= 0 {
 		return true
 	}
@@ -97,13 +106,20 @@ func (w *Watcher) Allow(n int64) bool {
 }
 
 // Check measures the free space now, logs a change of state once, and
-// reports whether writes are allowed.
+// reports whether writes are allowed. It also looks whether the directory
+// is still the one New found: a data dir deleted (or deleted and made
+// again) under a running outpost leaves badger writing to files no longer
+// there, which would acknowledge writes that are lost at the next start.
+// Writes stop for good then; only a restart can open a database again.
 func (w *Watcher) Check() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.gone.Load() || w.removed() {
+		return false
+	}
 	if w.min <= 0 {
 		return true
 	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
 	free, err := w.free(w.dir)
 	if err != nil {
 		// Keep the last state: a failed statfs says nothing about space.
@@ -126,6 +142,26 @@ func (w *Watcher) Check() bool {
 	return !low
 }
 
+// removed reports (and logs, once) that dir is not the directory New found.
+// That one is held open, so its inode cannot be reused by a directory made
+// again at the same path. A failed stat other than "not there" says nothing.
+func (w *Watcher) removed() bool {
+	if w.held == nil {
+		return false
+	}
+	held, err := w.held.Stat()
+	if err != nil {
+		return false
+	}
+	now, err := os.Stat(w.dir)
+	if err == nil && os.SameFile(now, held) || err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return false
+	}
+	w.gone.Store(true)
+	w.log.Error("the data dir was deleted or replaced while outpost ran: writes are refused until outpost is restarted (what it held is gone unless a backup is restored)", "dir", w.dir)
+	return true
+}
+
 // set records a measurement and says whether space is low now. Writes
 // resume only with some room to spare, so that a compaction freeing a few
 // megabytes does not turn them on and off; until the next check they may
@@ -139,14 +175,23 @@ func (w *Watcher) set(free int64) (low bool) {
 	return low
 }
 
+// Close lets go of the directory: from then on Check finds it not removed.
+func (w *Watcher) Close() error {
+	if w.held == nil {
+		return nil
+	}
+	return w.held.Close()
+}
+
 // Status is the watcher's state as of its last check.
 type Status struct {
-	Low  bool  // writes are refused
+	Low  bool  // writes are refused: too little free space
+	Gone bool  // writes are refused: the directory was removed (see Check)
 	Free int64 // bytes free at the last check
 	Min  int64 // bytes kept free; 0 when the watch is off
 }
 
 // Status reports the state of the last check, without checking.
 func (w *Watcher) Status() Status {
-	return Status{Low: w.low.Load(), Free: w.bytes.Load(), Min: w.min}
+	return Status{Low: w.low.Load(), Gone: w.gone.Load(), Free: w.bytes.Load(), Min: w.min}
 }

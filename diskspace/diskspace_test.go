@@ -3,6 +3,8 @@ package diskspace
 import (
 	"errors"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -117,5 +119,44 @@ func TestFree(t *testing.T) {
 	}
 	if _, err := Free("/no/such/dir"); err == nil {
 		t.Fatal("no error for a missing dir")
+	}
+}
+
+// A directory deleted, or deleted and made again, under the watcher stops
+// writes for good, whether or not free space is watched, and says so once.
+func TestRemovedDirStopsWrites(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		min      int64
+		recreate bool
+	}{{"deleted", 1 << 20, false}, {"deleted, space not watched", 0, false}, {"made again", 1 << 20, true}} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "badger")
+			if err := os.Mkdir(dir, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			logs := &testkit.LogBuffer{}
+			w, err := New(dir, c.min, slog.New(slog.NewTextHandler(logs, nil)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !w.Check() || !w.Allow(1) {
+				t.Fatal("refused before the dir was removed")
+			}
+			if err := os.RemoveAll(dir); err != nil {
+				t.Fatal(err)
+			}
+			if c.recreate {
+				if err := os.Mkdir(dir, 0o700); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if w.Check() || w.Check() || w.Allow(1) || !w.Status().Gone {
+				t.Fatalf("writes allowed after the dir was removed: %+v", w.Status())
+			}
+			if n := strings.Count(logs.String(), "deleted or replaced"); n != 1 {
+				t.Errorf("logged %d times, want once:\n%s", n, logs)
+			}
+		})
 	}
 }

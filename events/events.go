@@ -132,9 +132,8 @@ type Store struct {
 	log *slog.Logger
 	now func() time.Time
 
-	allow   func(bytes int) bool // see LimitWrites; nil: every write goes ahead
-	refusal error
-	cache   *cache // see Cache; nil: none
+	refuse func(bytes int) error // see LimitWrites; nil: every write goes ahead
+	cache  *cache                // see Cache; nil: none
 }
 
 // Open returns the event store on db, first moving any events eventstore

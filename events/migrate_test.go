@@ -14,6 +14,7 @@ import (
 	"github.com/dgraph-io/badger/v4"
 	bbackend "github.com/fiatjaf/eventstore/badger"
 	"github.com/nbd-wtf/go-nostr"
+	"github.com/outpost-relay/outpost/internal/badgerfix"
 )
 
 // oldStore writes events into dir with eventstore v0.17.8's badger backend,
@@ -261,6 +262,11 @@ func killOpens(t *testing.T, dir string, last time.Duration, report func(db *bad
 		cmd.Process.Kill()
 		cmd.Wait()
 		cancel()
+		// as store.Open does: a kill while badger made a memtable log
+		// leaves an empty one, which badger refuses to open beside
+		if _, err := badgerfix.RemoveEmptyMemtables(dir); err != nil {
+			t.Fatal(err)
+		}
 		db, err := badger.Open(badger.DefaultOptions(dir).WithLogger(nil))
 		if err != nil {
 			t.Fatal(err)

@@ -179,14 +179,20 @@ func (s *Store) Delete(ctx context.Context, id string) (deleted bool, err error)
 	return deleted, err
 }
 
-// LimitWrites makes every write ask allow first, with roughly how many bytes
-// it writes; a write allow refuses returns refusal. The store calls it once,
-// before the event store is used, with its free-space gate.
-func (s *Store) LimitWrites(allow func(bytes int) bool, refusal error) {
-	s.allow, s.refusal = allow, refusal
+// LimitWrites makes every write ask refuse first, with roughly how many
+// bytes it writes: a write it refuses returns its error, whose text is what
+// a client is told. The store calls it once, before the event store is
+// used, with its free-space gate.
+func (s *Store) LimitWrites(refuse func(bytes int) error) {
+	s.refuse = refuse
 }
 
-// What update charges LimitWrites' allow for the parts of a write it does
+// refusedWrite is a write LimitWrites' gate refused; the gate logs why.
+type refusedWrite struct{ error }
+
+func (r refusedWrite) Unwrap() error { return r.error }
+
+// What update charges LimitWrites' gate for the parts of a write it does
 // not count: each key's entry in badger's log and tables, and a deletion.
 const (
 	entryOverhead = 32
@@ -197,8 +203,10 @@ const (
 // concurrent write of the same keys (fn must start over each time). cost is
 // roughly what it writes, for LimitWrites.
 func (s *Store) update(cost int, fn func(txn *badger.Txn) error) error {
-	if s.allow != nil && !s.allow(cost) {
-		return s.refusal
+	if s.refuse != nil {
+		if err := s.refuse(cost); err != nil {
+			return refusedWrite{err}
+		}
 	}
 	for attempt := 1; ; attempt++ {
 		err := s.db.Update(fn)
@@ -270,7 +278,7 @@ func (s *Store) SweepExpired(ctx context.Context, every time.Duration) {
 	for {
 		n, err := s.DeleteExpired(ctx, nostr.Timestamp(s.now().Unix()))
 		switch {
-		case err != nil && s.refusal != nil && errors.Is(err, s.refusal):
+		case errors.As(err, new(refusedWrite)):
 			// LimitWrites' gate has said why (once); the next sweep tries again.
 		case err != nil && ctx.Err() == nil:
 			s.log.Error("deleting expired events failed", "err", err)

@@ -49,10 +49,10 @@ var ErrWriteConflict = outpost.Errorf(outpost.Conflict, "write_conflict", "the r
 // spreads them out instead of letting them collide again in lockstep. After
 // maxAttempts (about ten seconds of backing off at worst) the conflict is
 // ErrWriteConflict. While the disk is low on space it writes nothing and
-// returns ErrStorageFull.
+// returns ErrStorageFull (ErrDataDirGone once the data dir was removed).
 func Update(db *badger.DB, fn func(txn *badger.Txn) error) error {
-	if !writable(db, recordCost) {
-		return ErrStorageFull
+	if err := refused(db, recordCost); err != nil {
+		return err
 	}
 	return Record(db, fn)
 }

@@ -21,10 +21,20 @@ import (
 var ErrStorageFull = outpost.Errorf(outpost.StorageFull, "insufficient_storage",
 	"the server is low on disk space and accepts no writes until space is freed; reads still work")
 
-// errEventsRefused is ErrStorageFull as the event store returns it: its text
-// is what the relay answers in the OK message (NIP-01's "error:" prefix),
-// and to a REST handler that publishes an event it is still ErrStorageFull.
-var errEventsRefused error = refusal{"error: the relay is low on disk space and accepts no new events until space is freed"}
+// ErrDataDirGone is every write's answer once the data dir was deleted or
+// replaced under a running outpost (see diskspace.Watcher.Check): a 503
+// over REST, until the operator restarts it.
+var ErrDataDirGone = outpost.Errorf(outpost.Unavailable, "storage_unavailable",
+	"the server's data directory was removed while it ran; it accepts no writes until it is restarted")
+
+// Refusals of events, as the event store returns them: their text is what
+// the relay answers in the OK message (NIP-01's "error:" prefix), and to a
+// REST handler that publishes an event they are still ErrStorageFull or
+// ErrDataDirGone.
+var (
+	errEventsRefused = refusal{"error: the relay is low on disk space and accepts no new events until space is freed", ErrStorageFull}
+	errEventsGone    = refusal{"error: the relay's storage is unavailable and it accepts no new events until it is restarted", ErrDataDirGone}
+)
 
 // FailureLevel is the level at which background work logs a failed write:
 // Error, except ErrStorageFull, which is expected while the disk is low —
@@ -38,10 +48,30 @@ func FailureLevel(err error) slog.Level {
 	return slog.LevelError
 }
 
-type refusal struct{ msg string }
+type refusal struct {
+	msg string
+	err error
+}
 
 func (r refusal) Error() string { return r.msg }
-func (r refusal) Unwrap() error { return ErrStorageFull }
+func (r refusal) Unwrap() error { return r.err }
+
+// refusedWrite is why the watcher w refuses writes.
+func refusedWrite(w *diskspace.Watcher) error {
+	if w.Status().Gone {
+		return ErrDataDirGone
+	}
+	return ErrStorageFull
+}
+
+// eventRefusal is refusedWrite as the event store answers: the text of an
+// OK message, the same value every time it means the same.
+func eventRefusal(w *diskspace.Watcher) error {
+	if w.Status().Gone {
+		return errEventsGone
+	}
+	return errEventsRefused
+}
 
 // Settings are the store's operator settings, bound by cmd/outpost to the
 // flag each tag names and its OUTPOST_* twin. Start from DefaultSettings.
@@ -93,17 +123,20 @@ const recordCost = 4 << 10
 // each service being handed the watcher too.
 var gates sync.Map // *badger.DB → *diskspace.Watcher
 
-// writable reports whether the watcher of db (if Open opened it) lets a
-// write of about n bytes go ahead.
-func writable(db *badger.DB, n int64) bool {
+// refused says why the watcher of db (if Open opened it) does not let a
+// write of about n bytes go ahead, or nil if it does.
+func refused(db *badger.DB, n int64) error {
 	w, ok := gates.Load(db)
-	return !ok || w.(*diskspace.Watcher).Allow(n)
+	if !ok || w.(*diskspace.Watcher).Allow(n) {
+		return nil
+	}
+	return refusedWrite(w.(*diskspace.Watcher))
 }
 
 // Writable reports whether db takes writes now, charging nothing against
 // the watcher's budget: background work whose results could not be stored (a mint check, a
 // deposit completed at the mint) waits while it is false.
-func Writable(db *badger.DB) bool { return writable(db, 0) }
+func Writable(db *badger.DB) bool { return refused(db, 0) == nil }
 
 // Health is the store's part of /health: whether it takes writes, and the
 // free space it last measured.
@@ -129,6 +162,9 @@ func (s *Store) Health(ctx context.Context) Health {
 	switch err := s.Check(ctx); {
 	case err != nil:
 		reason := "the database does not answer: " + err.Error()
+		h.Status, h.Writable, h.Reason = outpost.HealthDown, false, &reason
+	case st.Gone:
+		reason := "the data dir was deleted or replaced while outpost ran: writes are refused; restart outpost"
 		h.Status, h.Writable, h.Reason = outpost.HealthDown, false, &reason
 	case st.Low:
 		reason := fmt.Sprintf("%v free on the data dir's filesystem, less than the %v kept free (--min-free-space, OUTPOST_MIN_FREE_SPACE): writes are refused until space is freed",

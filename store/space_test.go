@@ -153,3 +153,40 @@ func TestSettingsValid(t *testing.T) {
 		}
 	}
 }
+
+// Once the data dir is removed under a running outpost, writes of records
+// and events are refused with their own error (not acknowledged into
+// deleted files) and /health says the store is down.
+func TestWritesRefusedOnceTheDataDirIsGone(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(dir, quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.closeWait = 100 * time.Millisecond // badger cannot flush into a removed dir
+	defer s.Close()
+	if err := os.RemoveAll(filepath.Join(dir, "badger")); err != nil {
+		t.Fatal(err)
+	}
+	s.space.Check()
+
+	err = Update(s.DB, func(txn *badger.Txn) error { return txn.Set(Key(PrefixRelay, 1), []byte("x")) })
+	if !errors.Is(err, ErrDataDirGone) {
+		t.Errorf("Update: %v, want ErrDataDirGone", err)
+	}
+	ev := nostr.Event{Kind: 1, CreatedAt: nostr.Now(), Content: "lost?"}
+	if err := ev.Sign(nostr.GeneratePrivateKey()); err != nil {
+		t.Fatal(err)
+	}
+	err = s.Events.SaveEvent(context.Background(), &ev)
+	if !errors.Is(err, ErrDataDirGone) || !strings.HasPrefix(err.Error(), "error: the relay's storage is unavailable") {
+		t.Errorf("SaveEvent: %v, want the relay's refusal wrapping ErrDataDirGone", err)
+	}
+	if Writable(s.DB) {
+		t.Error("Writable after the data dir was removed")
+	}
+	h := s.Health(context.Background())
+	if h.Status != outpost.HealthDown || h.Writable || h.Reason == nil || !strings.Contains(*h.Reason, "restart") {
+		t.Errorf("health %+v, want down, not writable, with the reason", h)
+	}
+}

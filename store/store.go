@@ -21,6 +21,7 @@ import (
 	"github.com/dgraph-io/badger/v4"
 	"github.com/outpost-relay/outpost/diskspace"
 	"github.com/outpost-relay/outpost/events"
+	"github.com/outpost-relay/outpost/internal/badgerfix"
 	"github.com/outpost-relay/outpost/settings"
 )
 
@@ -64,7 +65,7 @@ func Open(dataDir string, log *slog.Logger) (*Store, error) {
 // eventstore's layout into the event store's. It refuses to when the
 // filesystem has less than MinFreeSpace free: badger writes as it opens, and
 // on a full disk it dies of SIGBUS doing so.
-func (s Settings) Open(dataDir string, log *slog.Logger) (*Store, error) {
+func (s Settings) Open(dataDir string, log *slog.Logger) (_ *Store, err error) {
 	path := filepath.Join(dataDir, "badger")
 	if err := os.MkdirAll(path, 0o700); err != nil {
 		return nil, err
@@ -73,9 +74,19 @@ func (s Settings) Open(dataDir string, log *slog.Logger) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	defer func() {
+		if err != nil {
+			space.Close()
+		}
+	}()
 	if st := space.Status(); st.Low {
 		return nil, fmt.Errorf("%w: %s has %v free, less than the %v outpost keeps free (--min-free-space, OUTPOST_MIN_FREE_SPACE); free some space and start again",
 			ErrStorageFull, dataDir, settings.Bytes(st.Free), settings.Bytes(st.Min))
+	}
+	if removed, err := badgerfix.RemoveEmptyMemtables(path); err != nil {
+		return nil, fmt.Errorf("open badger at %s: %w", path, err)
+	} else if len(removed) > 0 {
+		log.Warn("removed empty memtable logs, left by a kill while badger made them", "files", removed)
 	}
 	db, err := badger.Open(s.badgerOptions(path, log))
 	if err != nil {
@@ -89,7 +100,12 @@ func (s Settings) Open(dataDir string, log *slog.Logger) (*Store, error) {
 		db.Close()
 		return nil, err
 	}
-	ev.LimitWrites(func(n int) bool { return space.Allow(int64(n)) }, errEventsRefused)
+	ev.LimitWrites(func(n int) error {
+		if space.Allow(int64(n)) {
+			return nil
+		}
+		return eventRefusal(space)
+	})
 	ev.Cache(s.cacheSize() / 2)
 	gates.Store(db, space)
 	ctx, stop := context.WithCancel(context.Background())
@@ -151,6 +167,7 @@ const numCompactors = 2
 func (s *Store) Close() error {
 	s.stop()
 	gates.Delete(s.DB)
+	s.space.Close()
 	done := make(chan error, 1)
 	go func() { done <- s.DB.Close() }()
 	wait := cmp.Or(s.closeWait, closeWait)

@@ -1,0 +1,82 @@
+package badgerfix
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/dgraph-io/badger/v4"
+)
+
+// An empty memtable log, as a kill -9 leaves it, stops badger from opening
+// the directory; once it is removed badger opens with everything it held.
+func TestRemoveEmptyMemtables(t *testing.T) {
+	dir := t.TempDir()
+	opts := badger.DefaultOptions(dir).WithLogger(nil)
+	db, err := badger.Open(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Update(func(txn *badger.Txn) error { return txn.Set([]byte("k"), []byte("v")) }); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	empty := filepath.Join(dir, "000099.mem")
+	if err := os.WriteFile(empty, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if db, err := badger.Open(opts); err == nil {
+		db.Close()
+		t.Log("badger opened beside an empty memtable log: the fix may no longer be needed")
+	}
+	if err := os.WriteFile(empty, nil, 0o600); err != nil { // the failed open sized it
+		t.Fatal(err)
+	}
+
+	removed, err := RemoveEmptyMemtables(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(removed, []string{"000099.mem"}) {
+		t.Fatalf("removed %v, want the empty 000099.mem", removed)
+	}
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if info, _ := e.Info(); filepath.Ext(e.Name()) == ".mem" && info.Size() == 0 {
+			t.Errorf("%s left empty", e.Name())
+		}
+	}
+	db, err = badger.Open(opts)
+	if err != nil {
+		t.Fatalf("open after the fix: %v", err)
+	}
+	defer db.Close()
+	if err := db.View(func(txn *badger.Txn) error { _, err := txn.Get([]byte("k")); return err }); err != nil {
+		t.Errorf("the record written before: %v", err)
+	}
+	if removed, err := RemoveEmptyMemtables(filepath.Join(dir, "missing")); err != nil || removed != nil {
+		t.Errorf("missing dir: %v, %v", removed, err)
+	}
+}
+
+// While badger holds the directory, nothing is removed: the empty log may
+// be one it is making.
+func TestRemoveEmptyMemtablesLeavesAnOpenDatabase(t *testing.T) {
+	dir := t.TempDir()
+	db, err := badger.Open(badger.DefaultOptions(dir).WithLogger(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	empty := filepath.Join(dir, "000099.mem")
+	if err := os.WriteFile(empty, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if removed, err := RemoveEmptyMemtables(dir); err != nil || removed != nil {
+		t.Fatalf("removed %v (err %v) from a database in use", removed, err)
+	}
+	if _, err := os.Stat(empty); err != nil {
+		t.Fatalf("the empty log is gone: %v", err)
+	}
+}
