@@ -22,9 +22,10 @@ var ErrStorageFull = outpost.Errorf(outpost.StorageFull, "insufficient_storage",
 	"the server is low on disk space and accepts no writes until space is freed; reads still work")
 
 // ErrDataDirGone is every write's answer once the data dir was deleted or
-// replaced under a running outpost (see diskspace.Watcher.Check): a 503
-// over REST, until the operator restarts it.
-var ErrDataDirGone = outpost.Errorf(outpost.Unavailable, "storage_unavailable",
+// replaced under a running outpost (see diskspace.Watcher.Check): a 507
+// over REST like ErrStorageFull (RFC 4918: the server cannot store what
+// the request needs), with its own code, until the operator restarts it.
+var ErrDataDirGone = outpost.Errorf(outpost.StorageFull, "storage_unavailable",
 	"the server's data directory was removed while it ran; it accepts no writes until it is restarted")
 
 // Refusals of events, as the event store returns them: their text is what

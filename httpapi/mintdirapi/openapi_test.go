@@ -233,7 +233,7 @@ func responses() obj {
 			"content": obj{"application/json": obj{"schema": ref("Error")}},
 			"headers": obj{"Retry-After": obj{"description": "Seconds to wait", "required": true, "schema": integer()}}},
 		"TooLarge":    errResp("The request body is larger than 64 KiB (error request_too_large)"),
-		"StorageFull": errResp("Too little disk space is left to write (error insufficient_storage); reads still work, and writes resume by themselves once space is freed"),
+		"StorageFull": errResp("The server cannot store writes now; reads still work. Error insufficient_storage: too little disk space is left, and writes resume by themselves once space is freed; error storage_unavailable: its data directory was removed while it ran, and writes resume only once it is restarted"),
 		"Timeout":     errResp("The request body did not arrive within 30 seconds (error request_timeout); the connection is closed"),
 		"Internal":    errResp("Internal error"),
 		"IPBlocked":   errResp("The client's address is blocked (error ip_blocked)"),
