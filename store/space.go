@@ -57,15 +57,15 @@ type refusal struct {
 func (r refusal) Error() string { return r.msg }
 func (r refusal) Unwrap() error { return r.err }
 
-// refusedWrite is why the watcher w refuses writes.
-func refusedWrite(w *diskspace.Watcher) error {
+// writeRefusal is why the watcher w refuses writes.
+func writeRefusal(w *diskspace.Watcher) error {
 	if w.Status().Gone {
 		return ErrDataDirGone
 	}
 	return ErrStorageFull
 }
 
-// eventRefusal is refusedWrite as the event store answers: the text of an
+// eventRefusal is writeRefusal as the event store answers: the text of an
 // OK message, the same value every time it means the same.
 func eventRefusal(w *diskspace.Watcher) error {
 	if w.Status().Gone {
@@ -131,7 +131,7 @@ func refused(db *badger.DB, n int64) error {
 	if !ok || w.(*diskspace.Watcher).Allow(n) {
 		return nil
 	}
-	return refusedWrite(w.(*diskspace.Watcher))
+	return writeRefusal(w.(*diskspace.Watcher))
 }
 
 // Writable reports whether db takes writes now, charging nothing against
