@@ -47,6 +47,10 @@ type Config struct {
 	// stays pending although the mint says "unpaid": the request may still
 	// be on its way. Default 1 minute.
 	UnsureGrace time.Duration
+	// AllowNoDLEQ lets the wallet use a mint that does not advertise
+	// NUT-12, taking its signatures without DLEQ proofs, which cannot be
+	// checked. Otherwise such a mint is incompatible.
+	AllowNoDLEQ bool
 }
 
 // Wallet is a Cashu wallet at one mint. Its methods may be called
@@ -73,7 +77,7 @@ type Wallet struct {
 	done     chan struct{}   // closed (and replaced) whenever an operation settles
 	closed   bool
 
-	balance atomic.Int64
+	holdings atomic.Pointer[Holdings]
 }
 
 // Open returns the wallet at cfg.MintURL, creating the wallet's seed on
@@ -157,20 +161,71 @@ func (w *Wallet) Mint() string { return w.mint }
 
 // Balance is the sum of the wallet's spendable proofs at its mint, in sats.
 // Proofs an operation is spending (a melt in flight) are not counted.
-func (w *Wallet) Balance() uint64 { return uint64(w.balance.Load()) }
+func (w *Wallet) Balance() uint64 { return w.holdings.Load().Unspent }
+
+// Holdings are the wallet's sats by where they are.
+type Holdings struct {
+	Unspent     uint64 // spendable: the balance
+	Reserved    uint64 // inputs of operations not settled yet, and proofs held for a melt
+	Quarantined uint64 // proofs the mint refused (see Tidy)
+	// Returning is what the operations not settled yet will give back to
+	// the spendable set if they succeed: their change.
+	Returning uint64
+}
+
+// Available is what a payout can count on: the balance and the change of
+// operations in flight.
+func (h Holdings) Available() uint64 { return h.Unspent + h.Returning }
+
+// Holdings reads the wallet's sats by where they are, as last recorded.
+func (w *Wallet) Holdings() Holdings { return *w.holdings.Load() }
+
+// Totals reads the sats no operation's caller books (see Totals).
+func (w *Wallet) Totals() (Totals, error) {
+	var t Totals
+	err := w.db.View(func(txn *badger.Txn) error {
+		_, err := store.GetJSON(txn, w.key(kindTotals), &t)
+		return err
+	})
+	return t, err
+}
 
 func (w *Wallet) refreshBalance() error {
-	var sum uint64
+	var h Holdings
 	err := w.db.View(func(txn *badger.Txn) error {
-		return store.EachJSON(txn, w.key(kindProof), nil, false, func(_ []byte, p proofRecord) (bool, error) {
-			if p.State == proofUnspent {
-				sum += p.Proof.Amount
+		if err := store.EachJSON(txn, w.key(kindProof), nil, false, func(_ []byte, p proofRecord) (bool, error) {
+			switch p.State {
+			case proofUnspent:
+				h.Unspent += p.Proof.Amount
+			case proofQuarantined:
+				h.Quarantined += p.Proof.Amount
+			default:
+				h.Reserved += p.Proof.Amount
 			}
 			return true, nil
-		})
+		}); err != nil {
+			return err
+		}
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: w.key(kindOpenOp)})
+		defer it.Close()
+		prefix := len(w.key(kindOpenOp))
+		for it.Rewind(); it.Valid(); it.Next() {
+			op, found, err := getOp(txn, string(it.Item().Key()[prefix:]))
+			if err != nil {
+				return err
+			}
+			if found && op.State == OpPending && op.Own && op.Kind == kindSwap {
+				for _, o := range op.Outputs {
+					if !o.Send {
+						h.Returning += o.Amount
+					}
+				}
+			}
+		}
+		return nil
 	})
 	if err == nil {
-		w.balance.Store(int64(sum))
+		w.holdings.Store(&h)
 	}
 	return err
 }
@@ -202,6 +257,9 @@ func (w *Wallet) Refresh(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if !info.supports(12) && !w.cfg.AllowNoDLEQ {
+		return incompatible(w.mint, "/v1/info", "the mint does not advertise DLEQ proofs (NUT-12), so its signatures cannot be checked")
+	}
 	list, err := w.c.keysets(ctx)
 	if err != nil {
 		return err
@@ -230,9 +288,9 @@ func (w *Wallet) Refresh(ctx context.Context) error {
 	}
 	// Keysets the mint no longer lists are no longer active.
 	for id, k := range known {
-		if !seen[id] && k.Active {
+		if !seen[id] && (k.Active || !k.Gone) {
 			c := *k
-			c.pub, c.Active = nil, false
+			c.pub, c.Active, c.Gone = nil, false, true
 			fresh = append(fresh, &c)
 		}
 	}
@@ -265,12 +323,12 @@ func (w *Wallet) learn(ctx context.Context, ki keysetInfo, known map[string]*Key
 		k.InputFeePpk = uint64(*ki.InputFeePpk)
 	}
 	if old, ok := known[ki.ID]; ok {
-		if old.Active == k.Active && old.InputFeePpk == k.InputFeePpk {
+		if old.Active == k.Active && old.InputFeePpk == k.InputFeePpk && !old.Gone {
 			return nil, nil
 		}
 		c := *old
 		c.pub = nil
-		c.Active, c.InputFeePpk = k.Active, k.InputFeePpk
+		c.Active, c.InputFeePpk, c.Gone = k.Active, k.InputFeePpk, false
 		if err := verifyKeyset(&c); err != nil {
 			w.log.Warn("ecash: a keyset's new fee does not fit its id; ignoring the change", "keyset", c.ID, "err", err)
 			return nil, nil

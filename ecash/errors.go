@@ -20,6 +20,11 @@ const (
 	// whose DLEQ proof fails, an answer we cannot read). Trying again will
 	// not help until the mint or this wallet changes.
 	Incompatible
+	// Faulty: the mint answered, but signatures in its answer do not
+	// verify (a wrong key, a missing or failing DLEQ proof, a wrong
+	// amount or keyset). Nothing unverified is kept; the next request may
+	// go well.
+	Faulty
 )
 
 func (p Problem) String() string {
@@ -30,6 +35,8 @@ func (p Problem) String() string {
 		return "refused"
 	case Incompatible:
 		return "incompatible"
+	case Faulty:
+		return "faulty"
 	}
 	return "unknown"
 }

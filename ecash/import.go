@@ -240,19 +240,21 @@ func (w *Wallet) dropSpent(ys []string) error {
 		return nil
 	}
 	err := store.Update(w.db, func(txn *badger.Txn) error {
+		var lost uint64
 		for _, y := range ys {
 			var rec proofRecord
 			found, err := store.GetJSON(txn, w.key(kindProof, y), &rec)
 			if err != nil {
 				return err
 			}
-			if found && rec.State == proofUnspent {
+			if found && (rec.State == proofUnspent || rec.State == proofQuarantined) {
 				if err := txn.Delete(w.key(kindProof, y)); err != nil {
 					return err
 				}
+				lost += rec.Proof.Amount // the wallet held them; someone else spent them
 			}
 		}
-		return nil
+		return w.addTotals(txn, Totals{LostSats: lost})
 	})
 	if err != nil {
 		return fmt.Errorf("ecash: dropping spent proofs: %w", err)

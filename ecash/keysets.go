@@ -1,9 +1,11 @@
 package ecash
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"math/bits"
 	"slices"
 	"strconv"
 	"strings"
@@ -21,6 +23,7 @@ type Keyset struct {
 	FinalExpiry *int64            `json:"final_expiry,omitempty"`
 	Keys        map[uint64]string `json:"keys"` // amount → compressed public key, hex
 	SeenAt      int64             `json:"seen_at"`
+	Gone        bool              `json:"gone,omitempty"` // the mint no longer lists it
 
 	pub map[uint64]*secp256k1.PublicKey
 }
@@ -154,20 +157,44 @@ func (k *Keyset) split(amount uint64) (out []uint64, ok bool) {
 	return out, amount == 0
 }
 
-// sendSplit is the proofs to hand out so that whoever swaps them gets at
-// least amount after paying this keyset's input fee for them: amount plus
-// the smallest extra that covers the fee of its own split. fee is that fee.
+// sendSplit is the proofs to hand out so that whoever swaps them nets
+// exactly amount after paying this keyset's input fee for them: n proofs
+// worth amount+fee(n), for the smallest n that can make that sum. A sum V
+// is n powers of two for any n from popcount(V) to V (halving one proof
+// adds one), so 21 at 1 sat a proof is 8+8+8, not 16+4+1 (short of the
+// fee) or 16+8 (a sat over). fees is the receiver's fee.
 func (k *Keyset) sendSplit(amount uint64) (parts []uint64, fees uint64, ok bool) {
-	for extra := uint64(0); extra < 1000; extra++ {
-		parts, ok := k.split(amount + extra)
+	for n := 1; n <= 1000; n++ {
+		f := fee(repeat(k.InputFeePpk, n))
+		v := amount + f
+		if uint64(bits.OnesCount64(v)) > uint64(n) || uint64(n) > v {
+			continue
+		}
+		parts, ok := k.split(v)
 		if !ok {
 			return nil, 0, false
 		}
-		if f := fee(repeat(k.InputFeePpk, len(parts))); f <= extra {
+		if parts, ok = k.halve(parts, n); ok {
 			return parts, f, true
 		}
 	}
 	return nil, 0, false
+}
+
+// halve splits the largest of parts in two until there are n, or reports
+// that the keyset lacks a denomination that takes.
+func (k *Keyset) halve(parts []uint64, n int) ([]uint64, bool) {
+	for len(parts) < n {
+		slices.Sort(parts)
+		last := parts[len(parts)-1]
+		half := last / 2
+		if half == 0 || k.Keys[half] == "" {
+			return nil, false
+		}
+		parts = append(parts[:len(parts)-1], half, half)
+	}
+	slices.SortFunc(parts, func(a, b uint64) int { return cmp.Compare(b, a) })
+	return parts, true
 }
 
 func repeat(v uint64, n int) []uint64 {

@@ -46,9 +46,28 @@ func (w *Wallet) Melt(ctx context.Context, q MeltQuote, keep uint64) (Payment, e
 	if err := w.ensureKeysets(ctx); err != nil {
 		return Payment{}, err
 	}
+	// Proofs the mint refuses are quarantined and the melt is tried again
+	// with others (with fresh keysets when the mint's changed): the quote
+	// is still unpaid then.
+	var cost uint64
+	for attempt := 1; ; attempt++ {
+		p, refused, err := w.meltOnce(ctx, q, keep)
+		p.Fee += cost
+		if err != nil || refused == nil || attempt == maxAttempts || !w.retryable(ctx, refused) {
+			return p, err
+		}
+		cost = p.Fee
+		w.log.Info("ecash: trying the melt again", "quote", q.Quote, "attempt", attempt+1, "after", refused)
+	}
+}
+
+// meltOnce is one attempt of Melt. refused is set when the mint refused
+// the attempt's proofs or keysets (the payment then failed, nothing
+// moved).
+func (w *Wallet) meltOnce(ctx context.Context, q MeltQuote, keep uint64) (p Payment, refused error, err error) {
 	ks, err := w.activeKeyset()
 	if err != nil {
-		return Payment{}, err
+		return Payment{}, nil, err
 	}
 	need := q.Amount + q.FeeReserve
 	op := Op{ID: newID(), Kind: kindMelt, Purpose: forPayment, Ref: q.Quote, Quote: q.Quote, Amount: q.Amount, FeeReserve: q.FeeReserve}
@@ -85,7 +104,7 @@ func (w *Wallet) Melt(ctx context.Context, q MeltQuote, keep uint64) (Payment, e
 		w.claim(&op)
 		if splitFee, err = w.split(ctx, op.ID, q.Quote, need, keep); err != nil {
 			w.release(&op)
-			return Payment{}, err
+			return Payment{}, nil, err
 		}
 		err = w.begin(&op, func(txn *badger.Txn, op *Op) error {
 			free, err := w.heldFor(txn, op.ID)
@@ -98,9 +117,10 @@ func (w *Wallet) Melt(ctx context.Context, q MeltQuote, keep uint64) (Payment, e
 	}
 	if err != nil {
 		w.release(&op) // a split's proofs, if any, are freed as orphans
-		return Payment{}, err
+		return Payment{}, nil, err
 	}
-	return w.melt(ctx, &op)
+	p, err = w.melt(ctx, &op)
+	return p, op.refused, err
 }
 
 var errNotExact = errors.New("ecash: no exact inputs")
@@ -189,6 +209,9 @@ func (w *Wallet) melt(ctx context.Context, op *Op) (Payment, error) {
 		return Payment{}, w.fail(op, err)
 	}
 	res, err := w.c.melt(ctx, op.Quote, op.Inputs, msgs)
+	if me := AsMintError(err); me != nil && me.NotSent {
+		return Payment{}, w.fail(op, err) // it never reached the mint: nothing was attempted
+	}
 	if err != nil {
 		w.log.Warn("ecash: melt request failed; asking the mint", "op", op.ID, "quote", op.Quote, "err", err)
 		op.Answered = answered(err)
@@ -231,7 +254,17 @@ func (w *Wallet) settleMelt(ctx context.Context, op *Op, cause error) (Payment, 
 			return w.stillPending(op, false, "the mint still holds the inputs")
 		}
 		if len(out.spent) > 0 {
-			w.log.Error("ecash: a melt the mint says is unpaid spent its inputs", "op", op.ID, "quote", op.Quote, "spent", len(out.spent))
+			for _, y := range out.spent {
+				op.Lost += w.inputAmount(op, y)
+			}
+			w.log.Error("ecash: a melt the mint says is unpaid spent its inputs; their sats are lost", "op", op.ID, "quote", op.Quote, "spent", len(out.spent), "sats", op.Lost)
+			op.refused = fmt.Errorf("%w: %v", ErrSpent, cause)
+		}
+		if w.sortRefused(op, cause, &out) || keysetsStale(cause) {
+			op.refused = fmt.Errorf("%w: %w", errQuarantined, cause)
+			if keysetsStale(cause) {
+				op.refused = cause
+			}
 		}
 		reason := "the Lightning payment failed"
 		if me := AsMintError(cause); me != nil && me.Detail != "" {
@@ -251,11 +284,23 @@ func (w *Wallet) settleMelt(ctx context.Context, op *Op, cause error) (Payment, 
 func (w *Wallet) paid(ctx context.Context, op *Op, q MeltQuote) (Payment, error) {
 	var change []cashu.Proof
 	if len(q.Change) > 0 {
-		proofs, err := w.signed(op.Outputs, q.Change, false)
+		// Each signature on its own: one that does not verify is restored
+		// or given up, the rest of the fee return is kept.
+		proofs, bad, err := w.verify(op.Outputs, q.Change, false)
 		if err != nil {
-			w.log.Error("ecash: the mint's fee return does not check out; it is lost", "op", op.ID, "err", err)
+			w.log.Error("ecash: the mint's fee return does not fit the request; restoring it", "op", op.ID, "err", err)
+			proofs, bad = make([]cashu.Proof, len(op.Outputs)), map[int]error{}
+			for i := range op.Outputs {
+				bad[i] = err
+			}
+			q.Change = nil
 		}
-		change = proofs
+		op.Lost = w.repair(ctx, op, q.Change, proofs, bad)
+		for _, p := range proofs {
+			if p.C != "" {
+				change = append(change, p)
+			}
+		}
 	} else if len(op.Outputs) > 0 {
 		got, err := w.restored(ctx, op.Outputs)
 		if err != nil && ProblemOf(err) == Unreachable {
@@ -280,7 +325,7 @@ func (w *Wallet) paid(ctx context.Context, op *Op, q MeltQuote) (Payment, error)
 	for _, p := range change {
 		back += p.Amount
 	}
-	spentSats := op.Inputs.Amount() - back
+	spentSats := op.Inputs.Amount() - back - min(op.Lost, op.Inputs.Amount()-back)
 	op.Fee += spentSats - min(spentSats, op.Amount)
 	op.Received, op.State, op.Reason = back, OpDone, ""
 	if q.Preimage != nil {

@@ -146,11 +146,12 @@ func (w *Wallet) sendMint(ctx context.Context, op *Op) (MintState, error) {
 	}
 	sigs, err := w.c.mintTokens(ctx, op.Quote, msgs)
 	if err == nil {
-		proofs, perr := w.signed(op.Outputs, sigs, true)
+		proofs, bad, perr := w.verify(op.Outputs, sigs, true)
 		if perr == nil {
+			op.Lost = w.repair(ctx, op, sigs, proofs, bad)
 			return w.issued(op, proofs)
 		}
-		w.log.Error("ecash: the mint's signatures do not check out", "op", op.ID, "err", perr)
+		w.log.Error("ecash: the mint's answer does not fit the request", "op", op.ID, "err", perr)
 		err = perr
 	}
 	w.log.Debug("ecash: mint request failed; asking the mint what it did", "op", op.ID, "err", err)
@@ -163,10 +164,14 @@ func (w *Wallet) sendMint(ctx context.Context, op *Op) (MintState, error) {
 
 func (w *Wallet) issued(op *Op, proofs []cashu.Proof) (MintState, error) {
 	op.State = OpDone
+	var keep []cashu.Proof
 	for _, p := range proofs {
-		op.Received += p.Amount
+		if p.C != "" { // given up (op.Lost)
+			keep = append(keep, p)
+			op.Received += p.Amount
+		}
 	}
-	if err := w.commit(op, outcome{keep: proofs}); err != nil {
+	if err := w.commit(op, outcome{keep: keep}); err != nil {
 		return "", err
 	}
 	w.setQuoteState(op.Quote, QuoteIssued, op.ID)
@@ -184,9 +189,11 @@ func (w *Wallet) settleMint(ctx context.Context, op *Op, resend bool) (MintState
 	}
 	if len(got) > 0 {
 		proofs := make([]cashu.Proof, 0, len(got))
-		for i := range op.Outputs {
+		for i, o := range op.Outputs {
 			if p, ok := got[i]; ok {
 				proofs = append(proofs, p)
+			} else {
+				op.Lost += o.Amount // the quote is issued: these were never signed
 			}
 		}
 		return w.issued(op, proofs)

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/elnosh/gonuts/cashu"
 	"github.com/outpost-relay/outpost/ecash"
 	"github.com/outpost-relay/outpost/testmint"
 )
@@ -56,7 +57,10 @@ func TestIncompatibleMint(t *testing.T) {
 		"2": "03fd4ce5a16b65576145949e6f99f445f8249fee17c606b688b504a849cdc452de"}
 	forged := "01" + strings.Repeat("ab", 32)
 	mux := http.NewServeMux()
-	mux.HandleFunc("/forged/v1/info", func(w http.ResponseWriter, r *http.Request) { w.Write([]byte(`{"name":"forger","nuts":{}}`)) })
+	mux.HandleFunc("/forged/v1/info", func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte(`{"name":"forger","nuts":{"12":{"supported":true}}}`))
+	})
+	mux.HandleFunc("/nodleq/v1/info", func(w http.ResponseWriter, r *http.Request) { w.Write([]byte(`{"name":"no dleq","nuts":{}}`)) })
 	mux.HandleFunc("/forged/v1/keysets", func(w http.ResponseWriter, r *http.Request) {
 		json.NewEncoder(w).Encode(map[string]any{"keysets": []any{map[string]any{"id": forged, "unit": "sat", "active": true, "input_fee_ppk": 0}}})
 	})
@@ -74,7 +78,7 @@ func TestIncompatibleMint(t *testing.T) {
 	})
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
-	for path, want := range map[string]string{"/forged": "derive", "/html": "JSON", "/nothing": "404", "/garbled": "bad request"} {
+	for path, want := range map[string]string{"/forged": "derive", "/html": "JSON", "/nothing": "404", "/garbled": "bad request", "/nodleq": "NUT-12"} {
 		e := open(t, srv.URL+path, "")
 		err := e.w.Refresh(ctx)
 		me := ecash.AsMintError(err)
@@ -82,8 +86,13 @@ func TestIncompatibleMint(t *testing.T) {
 			t.Errorf("%s: %v, want incompatible (%s)", path, err, want)
 		}
 	}
+	// A mint without NUT-12 is used only when the operator allows it.
+	e := open(t, srv.URL+"/nodleq", "", func(c *ecash.Config) { c.AllowNoDLEQ = true })
+	if err := e.w.Refresh(ctx); err == nil || strings.Contains(err.Error(), "NUT-12") {
+		t.Errorf("nodleq allowed: %v, want past the NUT-12 check", err)
+	}
 	// An error in NUT-00's form, though with code 0, is the mint's answer.
-	e := open(t, srv.URL+"/busy", "")
+	e = open(t, srv.URL+"/busy", "")
 	if err := e.w.Refresh(ctx); ecash.ProblemOf(err) != ecash.Refused || !strings.Contains(err.Error(), "database lock") {
 		t.Errorf("busy: %v, want refused", err)
 	}
@@ -132,33 +141,78 @@ func (tp *tamper) RoundTrip(r *http.Request) (*http.Response, error) {
 	return resp, nil
 }
 
-// TestBadSignatures: signatures whose DLEQ proofs (NUT-12) fail are not
-// taken as ecash: the operation stays open and the mint is reported
-// incompatible; once the mint's signatures check out, it is settled.
+// TestBadSignatures: signatures whose DLEQ proofs (NUT-12) fail are never
+// kept or handed out. Asked again through NUT-09 restore, those the mint
+// signs properly are kept and the send goes through; when restore fails
+// them too, no token is made, the change is kept, only the token's
+// outputs are lost to the mint, and the books say so. Once the mint's
+// signatures check out again, sends work.
 func TestBadSignatures(t *testing.T) {
 	for _, m := range mints(t) {
 		t.Run(m.name, func(t *testing.T) {
 			ctx := ctxT(t)
-			dir := t.TempDir()
 			tp := &tamper{next: http.DefaultTransport, paths: map[string]bool{}}
-			e := open(t, m.url, dir, func(c *ecash.Config) { c.HTTP = &http.Client{Transport: tp} })
+			e := open(t, m.url, "", func(c *ecash.Config) { c.HTTP = &http.Client{Transport: tp} })
 			fund(t, m, e.w, 200)
-			tp.paths["/v1/swap"], tp.paths["/v1/restore"] = true, true
-			_, err := e.w.Send(ctx, "", 10, 0)
-			if ecash.ProblemOf(err) != ecash.Incompatible || !strings.Contains(err.Error(), "DLEQ") {
-				t.Fatalf("send with forged DLEQ proofs: %v", err)
+			var out uint64 // booked by the caller: tokens and their fees
+
+			tp.paths["/v1/swap"] = true
+			s, err := e.w.Send(ctx, "", 10, 0)
+			if err != nil {
+				t.Fatalf("send with forged swap signatures but an honest restore: %v", err)
 			}
-			if e.w.Balance() == 200 {
-				t.Fatal("the open operation's inputs are still counted")
+			out += s.Amount + s.Fee
+			redeem(t, m, s.Proofs, s.Amount)
+			books(t, e.w, 200, out)
+
+			tp.paths["/v1/restore"] = true
+			before := e.w.Balance()
+			s, err = e.w.Send(ctx, "", 10, 0)
+			if ecash.ProblemOf(err) != ecash.Faulty || !strings.Contains(err.Error(), "did not verify") || len(s.Proofs) != 0 {
+				t.Fatalf("send with forged signatures everywhere: %+v %v", s, err)
 			}
+			tot, _ := e.w.Totals()
+			if tot.LostSats == 0 || tot.LostSats > 16 || before-e.w.Balance() != tot.LostSats+s.Fee {
+				t.Fatalf("lost %d, fee %d, balance %d → %d: more than the token's outputs went", tot.LostSats, s.Fee, before, e.w.Balance())
+			}
+			out += s.Fee
+			books(t, e.w, 200, out)
+
 			tp.paths = map[string]bool{}
-			if n, err := e.w.Recover(ctx); err != nil || n != 0 {
-				t.Fatalf("recover: %d, %v", n, err)
+			s, err = e.w.Send(ctx, "", 10, 0)
+			if err != nil {
+				t.Fatalf("send once the mint behaves: %v", err)
 			}
-			if a := audit(t, e.w); a.HeldSats < 198 {
-				t.Fatalf("after recovery: %+v", a)
-			}
+			out += s.Amount + s.Fee
+			redeem(t, m, s.Proofs, s.Amount)
+			books(t, e.w, 200, out)
+			audit(t, e.w)
 		})
+	}
+}
+
+// redeem has another wallet receive proofs and checks it nets amount.
+func redeem(t *testing.T, m mintUnderTest, proofs cashu.Proofs, amount uint64) {
+	t.Helper()
+	user := open(t, m.url, "")
+	got, _, err := user.w.Receive(ctxT(t), "", proofs)
+	if err != nil || got != amount {
+		t.Fatalf("the receiver got %d (%v), want %d", got, err, amount)
+	}
+}
+
+// books checks the wallet's ledger: what came in (plus what the mint gave
+// beyond it) is what it holds, what its callers booked (out: paid and
+// fees) and what it booked itself (lost, housekeeping fees).
+func books(t *testing.T, w *ecash.Wallet, in, out uint64) {
+	t.Helper()
+	h := w.Holdings()
+	tot, err := w.Totals()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in+tot.SurplusSats != h.Unspent+h.Reserved+h.Quarantined+out+tot.LostSats+tot.InternalFeeSats {
+		t.Fatalf("the books do not balance: in %d + surplus %d != held %+v + out %d + %+v", in, tot.SurplusSats, h, out, tot)
 	}
 }
 

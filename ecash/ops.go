@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/elnosh/gonuts/cashu"
@@ -24,7 +25,12 @@ const (
 	forReclaim = "reclaim" // a token that was never handed out comes back
 	forDeposit = "deposit" // minting a paid quote
 	forPayment = "payment" // melting to pay an invoice
+	forRetry   = "retry"   // a quarantined proof is offered to the mint again
 )
+
+// internal reports whether no caller books what an operation of purpose
+// costs: the wallet's own housekeeping.
+func internal(purpose string) bool { return purpose == forRotate || purpose == forRetry }
 
 // Operation states.
 const (
@@ -58,8 +64,12 @@ type Op struct {
 	Reclaimed  string       `json:"reclaimed,omitempty"` // the operation that took the token back
 	Received   uint64       `json:"received,omitempty"`  // sats that became the wallet's
 	Fee        uint64       `json:"fee,omitempty"`       // what it cost: input fees, the Lightning fee
+	Lost       uint64       `json:"lost,omitempty"`      // sats of outputs whose signatures never verified, or of own inputs spent elsewhere
+	Surplus    uint64       `json:"surplus,omitempty"`   // sats the mint signed beyond what it took (it signed, then did not spend the inputs)
 	Preimage   string       `json:"preimage,omitempty"`
 	Reason     string       `json:"reason,omitempty"`
+
+	refused error // this process's attempt was refused for its proofs or keysets: try again
 }
 
 func getOp(txn *badger.Txn, id string) (Op, bool, error) {
@@ -144,6 +154,10 @@ type outcome struct {
 	sent    cashu.Proofs // new proofs handed out (op.Sent)
 	spent   []string     // Ys of own inputs that are gone
 	release []string     // Ys of own inputs that are the wallet's again
+	// Ys of own inputs the mint refused as they are (it could not verify
+	// them, or does not know their keyset), and why.
+	quarantine []string
+	why        string
 }
 
 // commit records op's outcome, its new state already set, in one
@@ -184,6 +198,16 @@ func (w *Wallet) commit(op *Op, out outcome) error {
 		}
 		for _, y := range out.release {
 			if err := w.releaseInput(txn, op.ID, y); err != nil {
+				return err
+			}
+		}
+		for _, y := range out.quarantine {
+			if err := w.quarantineInput(txn, op.ID, y, out.why); err != nil {
+				return err
+			}
+		}
+		if next.State != OpPending {
+			if err := w.addTotals(txn, settledTotals(next)); err != nil {
 				return err
 			}
 		}
@@ -257,8 +281,47 @@ func (w *Wallet) releaseInput(txn *badger.Txn, op, y string) error {
 	if err != nil || !found || rec.Op != op {
 		return err
 	}
-	rec.State, rec.Op = proofUnspent, ""
+	rec.State, rec.Op, rec.Reason = proofUnspent, "", ""
 	return store.PutJSON(txn, w.key(kindProof, y), rec)
+}
+
+// quarantineInput takes an input proof op reserved out of the spendable
+// set, with the mint's reason.
+func (w *Wallet) quarantineInput(txn *badger.Txn, op, y, why string) error {
+	var rec proofRecord
+	found, err := store.GetJSON(txn, w.key(kindProof, y), &rec)
+	if err != nil || !found || rec.Op != op {
+		return err
+	}
+	rec.State, rec.Reason = proofQuarantined, why
+	return store.PutJSON(txn, w.key(kindProof, y), rec)
+}
+
+// settledTotals is what a settled operation adds to the wallet's Totals.
+func settledTotals(op Op) Totals {
+	t := Totals{LostSats: op.Lost, SurplusSats: op.Surplus}
+	if internal(op.Purpose) && op.State == OpDone {
+		t.InternalFeeSats = op.cost()
+	}
+	return t
+}
+
+// cost is what a settled operation on the wallet's own proofs took from
+// the wallet beyond what it handed out (a token, a payment) and what was
+// lost to the mint: its fees.
+func (op Op) cost() uint64 {
+	if op.State != OpDone || !op.Own {
+		return 0
+	}
+	out := op.Received + op.Lost + op.SentAmount
+	if op.Kind == kindMelt {
+		out += op.Amount
+	}
+	in := op.Inputs.Amount() + op.Surplus
+	if out >= in {
+		return 0
+	}
+	return in - out
 }
 
 // inputYs are the Ys of op's inputs.
@@ -381,9 +444,12 @@ func (w *Wallet) reserve(txn *badger.Txn, op *Op, sel []held) error {
 	return nil
 }
 
-// withFunds runs begin, waiting (within ctx) while the funds are held by
-// operations in flight.
+// withFunds runs begin, waiting (within ctx, fundsWait at most) while the
+// funds are held by operations in flight: a burst of payouts queues for
+// the change of those before it instead of being refused.
 func (w *Wallet) withFunds(ctx context.Context, op *Op, p plan) error {
+	ctx, cancel := context.WithTimeout(ctx, fundsWait)
+	defer cancel()
 	for {
 		w.mu.Lock()
 		done := w.done
@@ -400,6 +466,10 @@ func (w *Wallet) withFunds(ctx context.Context, op *Op, p plan) error {
 	}
 }
 
+// fundsWait bounds how long a payout waits for operations in flight to
+// give back the change it needs.
+const fundsWait = 20 * time.Second
+
 // takeOutputs reserves counters of keyset ks for amounts, appending the
 // outputs to op.
 func takeOutputs(txn *badger.Txn, op *Op, ks *Keyset, amounts []uint64, send bool) error {
@@ -414,64 +484,4 @@ func takeOutputs(txn *badger.Txn, op *Op, ks *Keyset, amounts []uint64, send boo
 		op.Outputs = append(op.Outputs, Output{Keyset: ks.ID, Counter: c + uint32(i), Amount: a, Send: send})
 	}
 	return nil
-}
-
-// --- the mint's signatures ---
-
-// signed turns signatures made on op's outputs (the first len(sigs), in
-// order) into proofs, checking each (see unblind).
-func (w *Wallet) signed(outs []Output, sigs cashu.BlindedSignatures, exact bool) ([]cashu.Proof, error) {
-	if len(sigs) > len(outs) || (exact && len(sigs) != len(outs)) {
-		return nil, incompatible(w.mint, "", "%d signatures for %d outputs", len(sigs), len(outs))
-	}
-	bs, _, err := w.sec.blind(outs[:len(sigs)])
-	if err != nil {
-		return nil, err
-	}
-	proofs := make([]cashu.Proof, len(sigs))
-	for i, sig := range sigs {
-		if exact && sig.Amount != outs[i].Amount {
-			return nil, incompatible(w.mint, "", "a signature is for %d where %d was asked for", sig.Amount, outs[i].Amount)
-		}
-		if proofs[i], err = unblind(bs[i], sig, w.keyset(outs[i].Keyset)); err != nil {
-			return nil, incompatible(w.mint, "", "%v", err)
-		}
-	}
-	return proofs, nil
-}
-
-// restored asks the mint which of outs it signed (NUT-09) and returns their
-// proofs by index into outs.
-func (w *Wallet) restored(ctx context.Context, outs []Output) (map[int]cashu.Proof, error) {
-	if len(outs) == 0 {
-		return nil, nil
-	}
-	bs, msgs, err := w.sec.blind(outs)
-	if err != nil {
-		return nil, err
-	}
-	byB := make(map[string]int, len(msgs))
-	for i, m := range msgs {
-		byB[m.B_] = i
-	}
-	got := map[int]cashu.Proof{}
-	for start := 0; start < len(msgs); start += 100 {
-		batch := msgs[start:min(len(msgs), start+100)]
-		ro, rs, err := w.c.restore(ctx, batch)
-		if err != nil {
-			return nil, err
-		}
-		for j, m := range ro {
-			i, ok := byB[m.B_]
-			if !ok {
-				return nil, incompatible(w.mint, "/v1/restore", "the mint restored an output it was not asked about")
-			}
-			p, err := unblind(bs[i], rs[j], w.keyset(rs[j].Id))
-			if err != nil {
-				return nil, incompatible(w.mint, "/v1/restore", "%v", err)
-			}
-			got[i] = p
-		}
-	}
-	return got, nil
 }

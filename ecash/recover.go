@@ -149,7 +149,70 @@ func (w *Wallet) Tidy(ctx context.Context) error {
 	if err := w.forgetRedeemed(ctx); err != nil {
 		return err
 	}
+	if err := w.retryQuarantined(ctx); err != nil {
+		return err
+	}
 	return w.rotate(ctx)
+}
+
+// retryQuarantined offers each quarantined proof to the mint again, alone,
+// in a swap to fresh outputs: one the mint now takes is the wallet's again
+// (less its fee); one it refuses again stays quarantined; one it says is
+// spent is lost. A proof worth no more than its own fee stays where it is.
+func (w *Wallet) retryQuarantined(ctx context.Context) error {
+	var ys []string
+	err := w.db.View(func(txn *badger.Txn) error {
+		prefix := len(w.key(kindProof))
+		return store.EachJSON(txn, w.key(kindProof), nil, false, func(k []byte, rec proofRecord) (bool, error) {
+			if rec.State == proofQuarantined {
+				ys = append(ys, string(k[prefix:]))
+			}
+			return true, nil
+		})
+	})
+	if err != nil {
+		return err
+	}
+	for _, y := range ys {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		op := Op{Kind: kindSwap, Purpose: forRetry}
+		err := w.begin(&op, func(txn *badger.Txn, op *Op) error {
+			var rec proofRecord
+			found, err := store.GetJSON(txn, w.key(kindProof, y), &rec)
+			if err != nil || !found || rec.State != proofQuarantined {
+				return errNothing
+			}
+			ks, err := w.activeKeyset()
+			old := w.keyset(rec.Proof.Id)
+			if err != nil || old == nil {
+				return errNothing
+			}
+			f := fee([]uint64{old.InputFeePpk})
+			amounts, ok := ks.split(rec.Proof.Amount - min(f, rec.Proof.Amount))
+			if rec.Proof.Amount <= f || !ok {
+				return errNothing
+			}
+			if err := w.reserve(txn, op, []held{{y: y, rec: rec, ks: old}}); err != nil {
+				return err
+			}
+			op.Fee = f
+			return takeOutputs(txn, op, ks, amounts, false)
+		})
+		if errors.Is(err, errNothing) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if err := w.swap(ctx, &op); err == nil {
+			w.log.Info("ecash: the mint took a quarantined proof after all", "op", op.ID, "sats", op.Received)
+		} else if ProblemOf(err) == Unreachable {
+			return err
+		}
+	}
+	return nil
 }
 
 // Audit is the wallet's proofs as the mint sees them.
@@ -159,6 +222,10 @@ type Audit struct {
 	UnspentProofs int    // of those, the ones the mint says are unspent
 	UnspentSats   uint64
 	ReservedSats  uint64            // proofs operations are spending (melts in flight)
+	// QuarantinedSats are proofs the mint refused; those of them it says
+	// are spent (asked along with the rest) are dropped by Tidy as lost.
+	QuarantinedSats uint64
+	quarantined     []string
 	ByKeyset      map[string]uint64 // held sats by keyset id
 	spent         []string
 }
@@ -171,8 +238,13 @@ func (w *Wallet) Audit(ctx context.Context) (Audit, error) {
 	err := w.db.View(func(txn *badger.Txn) error {
 		prefix := len(w.key(kindProof))
 		return store.EachJSON(txn, w.key(kindProof), nil, false, func(k []byte, rec proofRecord) (bool, error) {
-			if rec.State != proofUnspent {
+			if rec.State == proofReserved {
 				a.ReservedSats += rec.Proof.Amount
+				return true, nil
+			}
+			if rec.State == proofQuarantined {
+				a.QuarantinedSats += rec.Proof.Amount
+				a.quarantined = append(a.quarantined, string(k[prefix:]))
 				return true, nil
 			}
 			ys = append(ys, string(k[prefix:]))
@@ -186,10 +258,16 @@ func (w *Wallet) Audit(ctx context.Context) (Audit, error) {
 	if err != nil {
 		return a, err
 	}
-	states, err := w.c.checkState(ctx, ys)
+	states, err := w.c.checkState(ctx, append(ys, a.quarantined...))
 	if err != nil {
 		return a, err
 	}
+	for i, y := range a.quarantined {
+		if states[len(ys)+i] == Spent {
+			a.spent = append(a.spent, y)
+		}
+	}
+	states = states[:len(ys)]
 	for i, st := range states {
 		switch st {
 		case Unspent:

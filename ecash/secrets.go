@@ -129,9 +129,10 @@ func (s *secrets) blind(outs []Output) ([]blinded, cashu.BlindedMessages, error)
 
 // unblind turns the mint's signature on b into a proof, after checking
 // that it is for b's keyset, signed with the key of its amount, and that
-// its DLEQ proof (NUT-12), when the mint gives one, holds. The amount is
-// the signature's: blank outputs learn theirs from the mint.
-func unblind(b blinded, sig cashu.BlindedSignature, ks *Keyset) (cashu.Proof, error) {
+// its DLEQ proof (NUT-12) holds; with dleq, a signature without one is
+// refused. The amount is the signature's: blank outputs learn theirs from
+// the mint.
+func unblind(b blinded, sig cashu.BlindedSignature, ks *Keyset, dleq bool) (cashu.Proof, error) {
 	if sig.Id != b.Keyset || ks == nil || ks.ID != b.Keyset {
 		return cashu.Proof{}, fmt.Errorf("a signature is for keyset %q where %q was asked for", sig.Id, b.Keyset)
 	}
@@ -146,6 +147,9 @@ func unblind(b blinded, sig cashu.BlindedSignature, ks *Keyset) (cashu.Proof, er
 	C_, err := secp256k1.ParsePubKey(cb)
 	if err != nil {
 		return cashu.Proof{}, fmt.Errorf("a signature is not a curve point")
+	}
+	if dleq && sig.DLEQ == nil {
+		return cashu.Proof{}, fmt.Errorf("a signature has no DLEQ proof, which the mint advertises (NUT-12)")
 	}
 	p := cashu.Proof{Amount: sig.Amount, Id: sig.Id, Secret: b.secret,
 		C: hex.EncodeToString(crypto.UnblindSignature(C_, b.r, K).SerializeCompressed())}

@@ -25,6 +25,7 @@ const (
 	kindMintQ    byte = 0x08 // ns + quote id → mintQuoteRecord
 	kindMigrated byte = 0x09 // ns → migrationRecord
 	kindSentOp   byte = 0x0A // ns + op id → "": operations whose token the mint has not seen redeemed
+	kindTotals   byte = 0x0B // ns → Totals: sats no operation's caller books
 )
 
 func namespace(mint string) []byte {
@@ -55,13 +56,45 @@ type seedRecord struct {
 const (
 	proofUnspent  = "unspent"  // spendable
 	proofReserved = "reserved" // an operation (Op) spends it
+	// The mint refused it (could not verify it, does not know its
+	// keyset): out of the spendable set, kept with the reason, and tried
+	// alone again by Tidy.
+	proofQuarantined = "quarantined"
 )
 
 type proofRecord struct {
-	Proof cashu.Proof `json:"proof"`
-	State string      `json:"state"`
-	Op    string      `json:"op,omitempty"`
-	Added int64       `json:"added"`
+	Proof  cashu.Proof `json:"proof"`
+	State  string      `json:"state"`
+	Op     string      `json:"op,omitempty"`
+	Added  int64       `json:"added"`
+	Reason string      `json:"reason,omitempty"` // why it is quarantined
+}
+
+// Totals are the sats of a wallet that no caller's books hold: what a
+// faulty mint cost (signatures that never verified, proofs it says were
+// spent elsewhere), what it gave beyond what was paid in (a mint that
+// signed outputs of a swap it then did not carry out), and the fees of
+// the wallet's own housekeeping (moving proofs off retired keysets,
+// retrying quarantined ones). Written in the transaction that records the
+// operation, so they agree with the proofs at every moment.
+type Totals struct {
+	LostSats        uint64 `json:"lost_sats"`
+	SurplusSats     uint64 `json:"surplus_sats"`
+	InternalFeeSats uint64 `json:"internal_fee_sats"`
+}
+
+func (w *Wallet) addTotals(txn *badger.Txn, add Totals) error {
+	if add == (Totals{}) {
+		return nil
+	}
+	var t Totals
+	if _, err := store.GetJSON(txn, w.key(kindTotals), &t); err != nil {
+		return err
+	}
+	t.LostSats += add.LostSats
+	t.SurplusSats += add.SurplusSats
+	t.InternalFeeSats += add.InternalFeeSats
+	return store.PutJSON(txn, w.key(kindTotals), t)
 }
 
 type mintQuoteRecord struct {

@@ -20,7 +20,10 @@ type Sent struct {
 
 // Send takes proofs worth amount, plus the input fee the receiver will pay
 // to swap them, out of the wallet, unless that leaves less than keep. ref
-// files the operation for Reclaim (e.g. a claim id).
+// files the operation for Reclaim (e.g. a claim id). Proofs the mint
+// refuses are quarantined and the send is tried again with others (and
+// with fresh keysets when the mint's changed), a few times. On an error,
+// Sent.Fee is what the failed attempts cost.
 func (w *Wallet) Send(ctx context.Context, ref string, amount, keep uint64) (Sent, error) {
 	if amount == 0 {
 		return Sent{}, errors.New("ecash: nothing to send")
@@ -28,6 +31,23 @@ func (w *Wallet) Send(ctx context.Context, ref string, amount, keep uint64) (Sen
 	if err := w.ensureKeysets(ctx); err != nil {
 		return Sent{}, err
 	}
+	var spent uint64
+	for attempt := 1; ; attempt++ {
+		s, err := w.send(ctx, ref, amount, keep)
+		s.Fee += spent
+		if err == nil || attempt == maxAttempts || !w.retryable(ctx, err) {
+			return s, err
+		}
+		spent = s.Fee
+		w.log.Info("ecash: trying the send again", "ref", ref, "attempt", attempt+1, "after", err)
+	}
+}
+
+// maxAttempts bounds how often one call tries an operation again after
+// the mint refused its proofs or keysets.
+const maxAttempts = 4
+
+func (w *Wallet) send(ctx context.Context, ref string, amount, keep uint64) (Sent, error) {
 	ks, err := w.activeKeyset()
 	if err != nil {
 		return Sent{}, err
@@ -51,6 +71,7 @@ func (w *Wallet) Send(ctx context.Context, ref string, amount, keep uint64) (Sen
 			return err
 		}
 		op.Fee = f + recvFee // written before the request leaves, like all of the operation
+		op.SentAmount = value
 		if err := w.reserve(txn, op, sel); err != nil {
 			return err
 		}
@@ -66,14 +87,14 @@ func (w *Wallet) Send(ctx context.Context, ref string, amount, keep uint64) (Sen
 	if err != nil {
 		return Sent{}, err
 	}
-	op.SentAmount = value
 	if err := w.swap(ctx, &op); err != nil {
-		return Sent{}, err
+		return Sent{Fee: op.cost(), Op: op.ID}, err
 	}
 	return Sent{Proofs: op.Sent, Amount: value - recvFee, Fee: op.Fee, Op: op.ID}, nil
 }
 
-// swap sends op's swap request and records the outcome. When the answer is
+// swap sends op's swap request and records the outcome. A request that
+// never reached the mint gives its inputs back at once; when the answer is
 // lost, the mint is asked what it did; if it cannot be asked either, op
 // stays pending for Recover and the error is returned.
 func (w *Wallet) swap(ctx context.Context, op *Op) error {
@@ -84,28 +105,41 @@ func (w *Wallet) swap(ctx context.Context, op *Op) error {
 	}
 	op.Attempted = w.now().Unix()
 	sigs, err := w.c.swap(ctx, op.Inputs, msgs)
-	if err == nil {
-		proofs, perr := w.signed(op.Outputs, sigs, true)
-		if perr != nil {
-			// The mint signed something we cannot use: record what it did.
-			w.log.Error("ecash: the mint's swap answer does not check out", "op", op.ID, "err", perr)
-			return w.settleSwap(ctx, op, perr)
-		}
-		return w.commitSwap(op, proofs)
+	if me := AsMintError(err); me != nil && me.NotSent {
+		return w.fail(op, err)
 	}
-	w.log.Debug("ecash: swap failed; asking the mint what it did", "op", op.ID, "err", err)
-	return w.settleSwap(ctx, op, err)
+	if err != nil {
+		w.log.Debug("ecash: swap failed; asking the mint what it did", "op", op.ID, "err", err)
+		return w.settleSwap(ctx, op, err)
+	}
+	proofs, bad, err := w.verify(op.Outputs, sigs, true)
+	if err != nil {
+		w.log.Error("ecash: the mint's swap answer does not fit the request", "op", op.ID, "err", err)
+		return w.settleSwap(ctx, op, err)
+	}
+	op.Lost = w.repair(ctx, op, sigs, proofs, bad)
+	return w.commitSwap(op, proofs)
 }
 
 // commitSwap records a swap the mint answered: proofs are its outputs'
-// proofs, in order; a token's go to op.Sent (or stay reserved for HoldFor).
+// proofs, in order, zero where a signature was given up (op.Lost); a
+// token's go to op.Sent (or stay reserved for HoldFor) when all of them
+// verified, and are the wallet's otherwise: no token is made of part of
+// its proofs.
 func (w *Wallet) commitSwap(op *Op, proofs []cashu.Proof) error {
+	whole := true
+	for i, p := range proofs {
+		if op.Outputs[i].Send && p.C == "" {
+			whole = false
+		}
+	}
 	var out outcome
 	for i, p := range proofs {
 		switch {
-		case op.Outputs[i].Send && op.HoldFor != "":
+		case p.C == "":
+		case op.Outputs[i].Send && whole && op.HoldFor != "":
 			out.hold = append(out.hold, p)
-		case op.Outputs[i].Send:
+		case op.Outputs[i].Send && whole:
 			out.sent = append(out.sent, p)
 		default:
 			out.keep = append(out.keep, p)
@@ -120,7 +154,16 @@ func (w *Wallet) commitSwap(op *Op, proofs []cashu.Proof) error {
 		out.spent = ys
 	}
 	op.State = OpDone
-	return w.commit(op, out)
+	if !whole {
+		op.SentAmount, op.Reason = 0, "the mint's signatures on the token did not verify; no token was made"
+	}
+	if err := w.commit(op, out); err != nil {
+		return err
+	}
+	if !whole && (op.Purpose == forSend || op.Purpose == forSplit) {
+		return &MintError{Problem: Faulty, Mint: w.mint, Path: "/v1/swap", Detail: "the mint's signatures on the token did not verify (NUT-12); nothing was handed out"}
+	}
+	return nil
 }
 
 // settleSwap finds out what became of a swap whose answer was lost or
@@ -152,6 +195,11 @@ func (w *Wallet) settleSwap(ctx context.Context, op *Op, cause error) error {
 		// proofs are checked too: NUT-13 restores may find spent ones.
 		if len(got) != len(op.Outputs) {
 			w.log.Error("ecash: the mint restored only some outputs of a swap", "op", op.ID, "restored", len(got), "outputs", len(op.Outputs))
+			for i, o := range op.Outputs {
+				if _, ok := got[i]; !ok {
+					op.Lost += o.Amount
+				}
+			}
 		}
 		if err := w.keepRestored(ctx, op, got, &out); err != nil {
 			return w.stayPending(op, cause, err)
@@ -168,26 +216,92 @@ func (w *Wallet) settleSwap(ctx context.Context, op *Op, cause error) error {
 		return nil
 	}
 	if len(got) > 0 {
-		// Signatures on these outputs, yet the inputs are unspent: they were
-		// made for another operation (outputs derived twice). Keep what is
-		// spendable of them; this swap did not happen.
+		// Signatures on these outputs, yet the inputs are unspent: the mint
+		// signed and then did not carry the swap out (gonuts saves its
+		// signatures before it marks inputs spent, and a crash between
+		// leaves both), or they were made for another operation. Keep what
+		// is spendable of them, booked as the mint's surplus; this swap did
+		// not happen.
 		w.log.Error("ecash: the mint had signed outputs of an operation that did not happen", "op", op.ID, "outputs", len(got))
 		if err := w.keepRestored(ctx, op, got, &out); err != nil {
 			return w.stayPending(op, cause, err)
 		}
 		out.hold = nil
+		op.Surplus = op.Received
 	}
+	if spent > 0 && op.Own {
+		// The mint says proofs the wallet held were spent, and none of
+		// this swap's outputs were signed: spent elsewhere.
+		for _, y := range out.spent {
+			op.Lost += w.inputAmount(op, y)
+		}
+		w.log.Error("ecash: proofs the wallet held were spent elsewhere; their sats are lost", "op", op.ID, "spent", spent, "sats", op.Lost)
+	}
+	quarantined := w.sortRefused(op, cause, &out)
 	op.State, op.Reason = OpFailed, errText(cause)
 	if err := w.commit(op, out); err != nil {
 		return err
 	}
-	if spent > 0 {
-		if op.Own {
-			w.log.Error("ecash: proofs the wallet held were spent elsewhere", "op", op.ID, "spent", spent)
-		}
+	switch {
+	case spent > 0:
 		return fmt.Errorf("%w: %v", ErrSpent, cause)
+	case quarantined:
+		return fmt.Errorf("%w: %w", errQuarantined, cause)
 	}
 	return cause
+}
+
+// inputAmount is the amount of op's input whose Y is y.
+func (w *Wallet) inputAmount(op *Op, y string) uint64 {
+	for _, p := range op.Inputs {
+		if py, err := proofY(p.Secret); err == nil && py == y {
+			return p.Amount
+		}
+	}
+	return 0
+}
+
+// sortRefused moves the inputs the mint refused as they are out of
+// out.release into out.quarantine: those whose own DLEQ proof fails or
+// whose keyset the wallet no longer knows, or, when none of them can be
+// told apart that way, all of them (Tidy offers each alone again).
+func (w *Wallet) sortRefused(op *Op, cause error, out *outcome) bool {
+	if !op.Own || len(out.release) == 0 || !(proofsRefused(cause) || (keysetsStale(cause) && w.inputsUnknown(op))) {
+		return false
+	}
+	byY := map[string]cashu.Proof{}
+	for _, p := range op.Inputs {
+		if y, err := proofY(p.Secret); err == nil {
+			byY[y] = p
+		}
+	}
+	var bad, good []string
+	for _, y := range out.release {
+		if w.checkOwn(byY[y]) {
+			good = append(good, y)
+		} else {
+			bad = append(bad, y)
+		}
+	}
+	if len(bad) == 0 {
+		bad, good = good, nil
+	}
+	out.quarantine, out.release = bad, good
+	out.why = "the mint refused it: " + errText(cause)
+	w.log.Warn("ecash: the mint refused proofs; taking them out of the spendable set", "op", op.ID, "proofs", len(bad), "err", cause)
+	return true
+}
+
+// inputsUnknown reports whether an input of op is of a keyset the wallet
+// does not know or the mint no longer lists. (An inactive keyset's proofs
+// are still spendable; a refusal naming a keyset then is about outputs.)
+func (w *Wallet) inputsUnknown(op *Op) bool {
+	for _, p := range op.Inputs {
+		if k := w.keyset(p.Id); k == nil || k.Gone {
+			return true
+		}
+	}
+	return false
 }
 
 // keepRestored adds the restored proofs the mint says are unspent to out.

@@ -4,6 +4,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -173,16 +174,27 @@ func TestFeesAndSplits(t *testing.T) {
 			t.Errorf("blanks(%d) = %d, want %d (NUT-08)", over, got, n)
 		}
 	}
-	ks := &Keyset{ID: "00456a94ab4e1c46", InputFeePpk: 100, Keys: keys64(t)}
-	for _, amount := range []uint64{1, 10, 15, 25, 100, 1023, 4096} {
-		parts, f, ok := ks.sendSplit(amount)
-		var sum uint64
-		for _, p := range parts {
-			sum += p
+	// The receiver nets exactly the amount at every fee level (issue #24:
+	// 21 at 1 sat a proof is 8+8+8, not 16+8+1).
+	for _, ppk := range []uint64{0, 100, 1000} {
+		ks := &Keyset{ID: "00456a94ab4e1c46", InputFeePpk: ppk, Keys: keys64(t)}
+		for amount := uint64(1); amount <= 5000; amount++ {
+			parts, f, ok := ks.sendSplit(amount)
+			var sum uint64
+			for _, p := range parts {
+				sum += p
+			}
+			if !ok || f != fee(repeat(ppk, len(parts))) || sum-f != amount {
+				t.Fatalf("ppk %d: sendSplit(%d) = %v fee %d (sum %d)", ppk, amount, parts, f, sum)
+			}
 		}
-		if !ok || sum-fee(repeat(100, len(parts))) < amount || f != fee(repeat(100, len(parts))) || sum-f > amount+1 {
-			t.Errorf("sendSplit(%d) = %v fee %d", amount, parts, f)
-		}
+	}
+	ks := &Keyset{ID: "00456a94ab4e1c46", InputFeePpk: 1000, Keys: keys64(t)}
+	if parts, f, _ := ks.sendSplit(21); !slices.Equal(parts, []uint64{8, 8, 8}) || f != 3 {
+		t.Errorf("sendSplit(21) at 1000 ppk = %v fee %d, want [8 8 8] fee 3", parts, f)
+	}
+	if parts, f, _ := ks.sendSplit(100); len(parts) != 4 || f != 4 {
+		t.Errorf("sendSplit(100) at 1000 ppk = %v fee %d, want 4 proofs worth 104", parts, f)
 	}
 	small := &Keyset{ID: "00456a94ab4e1c46", Keys: keys(t, keys4)}
 	if parts, ok := small.split(21); !ok || len(parts) != 4 {
