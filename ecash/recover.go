@@ -221,13 +221,13 @@ type Audit struct {
 	HeldSats      uint64 // their sum: the balance
 	UnspentProofs int    // of those, the ones the mint says are unspent
 	UnspentSats   uint64
-	ReservedSats  uint64            // proofs operations are spending (melts in flight)
+	ReservedSats  uint64 // proofs operations are spending (melts in flight)
 	// QuarantinedSats are proofs the mint refused; those of them it says
 	// are spent (asked along with the rest) are dropped by Tidy as lost.
 	QuarantinedSats uint64
 	quarantined     []string
-	ByKeyset      map[string]uint64 // held sats by keyset id
-	spent         []string
+	ByKeyset        map[string]uint64 // held sats by keyset id
+	spent           []string
 }
 
 // Audit asks the mint for the state of every spendable proof (NUT-07).

@@ -161,11 +161,11 @@ func (w *Wallet) checkOwn(p cashu.Proof) bool {
 // Refusals of the mint that say something about the proofs or keysets of
 // a request (NUT-00 error codes; Nutshell and gonuts differ in places).
 const (
-	codeProofsInvalid   = 10001 // Nutshell: "proofs could not be verified"
-	codeProofInvalid    = 10003 // gonuts: "invalid proof"
-	codeAlreadySpent    = 11001
-	codeKeysetUnknown   = 12001
-	codeKeysetInactive  = 12002 // Nutshell says "keyset id inactive." with 11000
+	codeProofsInvalid  = 10001 // Nutshell: "proofs could not be verified"
+	codeProofInvalid   = 10003 // gonuts: "invalid proof"
+	codeAlreadySpent   = 11001
+	codeKeysetUnknown  = 12001
+	codeKeysetInactive = 12002 // Nutshell says "keyset id inactive." with 11000
 )
 
 // proofsRefused reports whether err is the mint refusing the inputs as they
