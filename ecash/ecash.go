@@ -180,54 +180,65 @@ func (h Holdings) Available() uint64 { return h.Unspent + h.Returning }
 // Holdings reads the wallet's sats by where they are, as last recorded.
 func (w *Wallet) Holdings() Holdings { return *w.holdings.Load() }
 
-// Totals reads the sats no operation's caller books (see Totals).
-func (w *Wallet) Totals() (Totals, error) {
+// Books reads, in one view of the store, the wallet's holdings and the
+// Totals no caller books, so they agree with each other.
+func (w *Wallet) Books() (Holdings, Totals, error) {
+	var h Holdings
 	var t Totals
-	err := w.db.View(func(txn *badger.Txn) error {
-		_, err := store.GetJSON(txn, w.key(kindTotals), &t)
+	err := w.db.View(func(txn *badger.Txn) (err error) {
+		if h, err = w.readHoldings(txn); err != nil {
+			return err
+		}
+		_, err = store.GetJSON(txn, w.key(kindTotals), &t)
 		return err
 	})
-	return t, err
+	return h, t, err
 }
 
 func (w *Wallet) refreshBalance() error {
 	var h Holdings
-	err := w.db.View(func(txn *badger.Txn) error {
-		if err := store.EachJSON(txn, w.key(kindProof), nil, false, func(_ []byte, p proofRecord) (bool, error) {
-			switch p.State {
-			case proofUnspent:
-				h.Unspent += p.Proof.Amount
-			case proofQuarantined:
-				h.Quarantined += p.Proof.Amount
-			default:
-				h.Reserved += p.Proof.Amount
-			}
-			return true, nil
-		}); err != nil {
-			return err
-		}
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: w.key(kindOpenOp)})
-		defer it.Close()
-		prefix := len(w.key(kindOpenOp))
-		for it.Rewind(); it.Valid(); it.Next() {
-			op, found, err := getOp(txn, string(it.Item().Key()[prefix:]))
-			if err != nil {
-				return err
-			}
-			if found && op.State == OpPending && op.Own && op.Kind == kindSwap {
-				for _, o := range op.Outputs {
-					if !o.Send {
-						h.Returning += o.Amount
-					}
-				}
-			}
-		}
-		return nil
+	err := w.db.View(func(txn *badger.Txn) (err error) {
+		h, err = w.readHoldings(txn)
+		return err
 	})
 	if err == nil {
 		w.holdings.Store(&h)
 	}
 	return err
+}
+
+func (w *Wallet) readHoldings(txn *badger.Txn) (Holdings, error) {
+	var h Holdings
+	if err := store.EachJSON(txn, w.key(kindProof), nil, false, func(_ []byte, p proofRecord) (bool, error) {
+		switch p.State {
+		case proofUnspent:
+			h.Unspent += p.Proof.Amount
+		case proofQuarantined:
+			h.Quarantined += p.Proof.Amount
+		default:
+			h.Reserved += p.Proof.Amount
+		}
+		return true, nil
+	}); err != nil {
+		return h, err
+	}
+	it := txn.NewIterator(badger.IteratorOptions{Prefix: w.key(kindOpenOp)})
+	defer it.Close()
+	prefix := len(w.key(kindOpenOp))
+	for it.Rewind(); it.Valid(); it.Next() {
+		op, found, err := getOp(txn, string(it.Item().Key()[prefix:]))
+		if err != nil {
+			return h, err
+		}
+		if found && op.State == OpPending && op.Own && op.Kind == kindSwap {
+			for _, o := range op.Outputs {
+				if !o.Send {
+					h.Returning += o.Amount
+				}
+			}
+		}
+	}
+	return h, nil
 }
 
 // Close stops new operations; those in flight finish on their own.
@@ -312,6 +323,44 @@ func (w *Wallet) Refresh(ctx context.Context) error {
 	w.mu.Unlock()
 	_, err = w.activeKeyset()
 	return err
+}
+
+// Probe asks the mint for its keysets: a light question whose answer
+// says whether the mint answers at all, and whether its keysets changed
+// (rotated, retired, fees changed), in which case they are loaded again.
+func (w *Wallet) Probe(ctx context.Context) error {
+	list, err := w.c.keysets(ctx)
+	if err != nil {
+		return err
+	}
+	w.mu.Lock()
+	changed := len(w.keysets) == 0
+	listed := 0
+	for _, ki := range list {
+		if ki.Unit != "sat" {
+			continue
+		}
+		listed++
+		k, ok := w.keysets[ki.ID]
+		fee := uint64(0)
+		if ki.InputFeePpk != nil && *ki.InputFeePpk > 0 {
+			fee = uint64(*ki.InputFeePpk)
+		}
+		if !ok || k.Gone || k.Active != (ki.Active == nil || *ki.Active) || k.InputFeePpk != fee {
+			changed = true
+		}
+	}
+	for _, k := range w.keysets {
+		if !k.Gone {
+			listed--
+		}
+	}
+	w.mu.Unlock()
+	if changed || listed != 0 {
+		w.log.Info("ecash: the mint's keysets changed; loading them", "mint", w.mint)
+		return w.Refresh(ctx)
+	}
+	return nil
 }
 
 // learn returns what changed of a keyset the mint lists: a new one (its

@@ -171,7 +171,7 @@ func TestBadSignatures(t *testing.T) {
 			if ecash.ProblemOf(err) != ecash.Faulty || !strings.Contains(err.Error(), "did not verify") || len(s.Proofs) != 0 {
 				t.Fatalf("send with forged signatures everywhere: %+v %v", s, err)
 			}
-			tot, _ := e.w.Totals()
+			_, tot, _ := e.w.Books()
 			if tot.LostSats == 0 || tot.LostSats > 16 || before-e.w.Balance() != tot.LostSats+s.Fee {
 				t.Fatalf("lost %d, fee %d, balance %d → %d: more than the token's outputs went", tot.LostSats, s.Fee, before, e.w.Balance())
 			}
@@ -206,8 +206,7 @@ func redeem(t *testing.T, m mintUnderTest, proofs cashu.Proofs, amount uint64) {
 // fees) and what it booked itself (lost, housekeeping fees).
 func books(t *testing.T, w *ecash.Wallet, in, out uint64) {
 	t.Helper()
-	h := w.Holdings()
-	tot, err := w.Totals()
+	h, tot, err := w.Books()
 	if err != nil {
 		t.Fatal(err)
 	}

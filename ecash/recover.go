@@ -412,13 +412,13 @@ func (w *Wallet) Reclaim(ctx context.Context, ref string) (made, redeemed bool, 
 	case op.State == OpFailed:
 		return false, false, 0, nil
 	case op.SentAmount == 0: // settled after the fact: its outputs are the wallet's
-		return false, false, op.Inputs.Amount() - op.Received, nil
+		return false, false, op.Inputs.Amount() - op.Received - op.Lost, nil
 	case op.Reclaimed != "":
 		var back Op
 		if err := w.db.View(func(txn *badger.Txn) (err error) { back, _, err = getOp(txn, op.Reclaimed); return }); err != nil {
 			return false, false, 0, err
 		}
-		return false, false, op.Inputs.Amount() - op.Received - back.Received, nil
+		return false, false, op.Inputs.Amount() - op.Received - op.Lost - back.Received - back.Lost, nil
 	case len(op.Sent) == 0: // Tidy saw it redeemed
 		return true, true, op.Fee, nil
 	}
@@ -440,5 +440,5 @@ func (w *Wallet) Reclaim(ctx context.Context, ref string) (made, redeemed bool, 
 	}); err != nil {
 		return true, false, 0, err
 	}
-	return false, false, op.Inputs.Amount() - op.Received - back.Received, nil
+	return false, false, op.Inputs.Amount() - op.Received - op.Lost - back.Received - back.Lost, nil
 }

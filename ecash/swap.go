@@ -414,7 +414,9 @@ func (w *Wallet) fail(op *Op, cause error) error {
 }
 
 // Receive swaps someone else's proofs (a token's, of this mint) into the
-// wallet and returns what it received after the input fee.
+// wallet and returns what it received after the input fee: what the mint
+// owes for them, including outputs whose signatures never verified (lost
+// to the mint, in Totals).
 func (w *Wallet) Receive(ctx context.Context, ref string, proofs cashu.Proofs) (received, fees uint64, err error) {
 	if len(proofs) == 0 {
 		return 0, 0, errors.New("ecash: no proofs")
@@ -430,7 +432,7 @@ func (w *Wallet) Receive(ctx context.Context, ref string, proofs cashu.Proofs) (
 	if err := w.swapIn(ctx, &op, full); err != nil {
 		return 0, 0, err
 	}
-	return op.Received, op.Fee, nil
+	return op.Received + op.Lost, op.Fee, nil
 }
 
 // swapIn swaps proofs the wallet does not hold as its own into new outputs

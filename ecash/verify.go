@@ -163,7 +163,6 @@ func (w *Wallet) checkOwn(p cashu.Proof) bool {
 const (
 	codeProofsInvalid  = 10001 // Nutshell: "proofs could not be verified"
 	codeProofInvalid   = 10003 // gonuts: "invalid proof"
-	codeAlreadySpent   = 11001
 	codeKeysetUnknown  = 12001
 	codeKeysetInactive = 12002 // Nutshell says "keyset id inactive." with 11000
 )

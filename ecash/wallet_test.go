@@ -594,3 +594,52 @@ func TestLateRequest(t *testing.T) {
 		})
 	}
 }
+
+// TestRotationWhileRunning: the mint retires its keyset for a new one
+// while the wallet has the old one loaded (issue #24: every claim failed
+// with "keyset id inactive" until the periodic check). The first send
+// after the rotation is refused for its outputs' keyset, and goes through
+// at once with the new keyset; the wallet's proofs of the old keyset move
+// over with the fee booked as housekeeping, and the books balance.
+func TestRotationWhileRunning(t *testing.T) {
+	needNutshell(t)
+	ctx := ctxT(t)
+	first := nutshelltest.StartT(t, nutshelltest.Options{Name: "rotating mint"})
+	m := mintUnderTest{"rotating", first.URL, func(testing.TB, string) {}}
+	e := open(t, first.URL, "")
+	fund(t, m, e.w, 300)
+	old := e.w.Keysets()
+	sent, err := e.w.Send(ctx, "", 10, 0) // a token of the old keyset, held by a user
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := sent.Amount + sent.Fee
+	first.Stop()
+	if err := nutshelltest.SetKeysetActive(first.Dir, old[0].ID, false); err != nil {
+		t.Fatal(err)
+	}
+	nutshelltest.StartT(t, nutshelltest.Options{Dir: first.Dir, Port: first.Port, Env: []string{"MINT_DERIVATION_PATH=m/0'/0'/1'"}})
+	ctx = ctxT(t)
+	s, err := e.w.Send(ctx, "", 21, 0)
+	if err != nil {
+		t.Fatalf("the first send after the rotation: %v", err)
+	}
+	out += s.Amount + s.Fee
+	if s.Proofs[0].Id == old[0].ID {
+		t.Fatal("the token is of the retired keyset")
+	}
+	redeem(t, m, s.Proofs, 21)
+	books(t, e.w, 300, out)
+	if err := e.w.Tidy(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if a := audit(t, e.w); a.ByKeyset[old[0].ID] != 0 {
+		t.Fatalf("after Tidy: %+v", a.ByKeyset)
+	}
+	if _, tot, _ := e.w.Books(); tot.InternalFeeSats == 0 {
+		t.Fatalf("moving the old keyset's proofs cost nothing? %+v", tot)
+	}
+	books(t, e.w, 300, out)
+	// The user's token of the retired keyset still redeems.
+	redeem(t, m, sent.Proofs, 10)
+}

@@ -490,8 +490,8 @@ func (s *Service) pay(ctx context.Context, c Claim, inv bolt11.Invoice) (Confirm
 	switch c.Method {
 	case MethodCashu:
 		tok, err := s.tr.SendToken(ctx, c.ID, c.AmountSats, s.cfg.MinBalanceSats)
-		if err != nil {
-			return ConfirmResult{}, paymentError(c, s.fail(c, err))
+		if err != nil { // tok.FeeSats: what the attempt cost nonetheless
+			return ConfirmResult{}, paymentError(c, s.failCost(c, err, tok.FeeSats))
 		}
 		c, err = s.settle(c, ClaimPaid, treasury.Payment{State: treasury.Paid, FeeSats: tok.FeeSats})
 		if err != nil {

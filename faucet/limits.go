@@ -131,8 +131,9 @@ func (s *Service) checkBalance(amountSats int64) error {
 	if err := s.tr.Ready(); err != nil {
 		return err // the mint is unreachable or incompatible
 	}
-	bal, _ := s.tr.Balance()
-	if bal-amountSats-s.cfg.MaxFeeSats < s.cfg.MinBalanceSats {
+	// The change operations in flight will give back counts: a burst of
+	// claims is not refused while their swaps are out (the wallet queues).
+	if s.tr.Available()-amountSats-s.cfg.MaxFeeSats < s.cfg.MinBalanceSats {
 		return outpost.Errorf(outpost.Unavailable, "insufficient_funds", "the faucet is low on sats; deposits are welcome (see /deposit)")
 	}
 	return nil

@@ -44,6 +44,7 @@ type Settings struct {
 	MaxTokenSats    int64          `flag:"faucet-max-token" usage:"largest ecash token taken as a deposit, sats; 0 for no cap"`
 	TestMintFunding int64          `flag:"faucet-test-mint-funding" usage:"with the embedded test mint: top the wallet up to this many sats when it falls below the minimum balance plus a day's budget"`
 	PollInterval    time.Duration  `flag:"faucet-poll-interval" usage:"how often pending payments and deposit invoices are checked"`
+	MintWithoutDLEQ bool           `flag:"faucet-mint-without-dleq" usage:"use a mint that does not advertise DLEQ proofs (NUT-12): its signatures cannot be checked, so a bad one is found out only when spent; /faucet/health says degraded"`
 }
 
 // DefaultSettings are the design's defaults.

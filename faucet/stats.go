@@ -25,7 +25,14 @@ type Stats struct {
 	DailySpentSats     int64  `json:"daily_spent_sats"`
 	TotalDepositedSats int64  `json:"total_deposited_sats"`
 	DepositsCount      int64  `json:"deposits_count"`
-	UpdatedAt          int64  `json:"updated_at"`
+	// The rest of the books: total_deposited_sats + mint_surplus_sats =
+	// balance_sats + total_paid_sats + total_fee_sats + in_flight_sats +
+	// quarantined_sats + lost_to_mint_sats.
+	InFlightSats    int64 `json:"in_flight_sats"`
+	QuarantinedSats int64 `json:"quarantined_sats"`
+	LostToMintSats  int64 `json:"lost_to_mint_sats"`
+	MintSurplusSats int64 `json:"mint_surplus_sats"`
+	UpdatedAt       int64 `json:"updated_at"`
 }
 
 // Stats reads the ledger. Claims of the last 24 hours are those confirmed
@@ -34,19 +41,26 @@ type Stats struct {
 func (s *Service) Stats(ctx context.Context) (Stats, error) {
 	now := s.now()
 	st := Stats{UpdatedAt: now.Unix()}
-	if bal, ok := s.tr.Balance(); ok {
-		st.BalanceSats = &bal
+	l, err := s.tr.Ledger()
+	if err != nil {
+		return Stats{}, err
 	}
+	if _, ok := s.tr.Balance(); ok {
+		st.BalanceSats = &l.BalanceSats
+	}
+	st.InFlightSats, st.QuarantinedSats, st.LostToMintSats, st.MintSurplusSats = l.InFlightSats, l.QuarantinedSats, l.LostSats, l.SurplusSats
 	if s.cfg.DailyBudgetSats > 0 {
 		b := s.cfg.DailyBudgetSats
 		st.DailyBudgetSats = &b
 	}
-	err := s.db.View(func(txn *badger.Txn) error {
+	err = s.db.View(func(txn *badger.Txn) error {
 		var t totals
 		if _, err := store.GetJSON(txn, key(kindTotals), &t); err != nil {
 			return err
 		}
-		st.TotalPaidSats, st.TotalFeeSats, st.TotalClaims = t.PaidSats, t.FeeSats, t.Claims
+		// The wallet's housekeeping (moving proofs off retired keysets,
+		// retrying quarantined ones) is paid for by no claim.
+		st.TotalPaidSats, st.TotalFeeSats, st.TotalClaims = t.PaidSats, t.FeeSats+l.InternalFeeSats, t.Claims
 		st.TotalDepositedSats, st.DepositsCount = t.DepositedSats, t.Deposits
 		var b budget
 		if _, err := store.GetJSON(txn, key(kindBudget, day(now)), &b); err != nil {
@@ -154,6 +168,9 @@ type Health struct {
 	Version string            `json:"version"`
 	Checks  map[string]string `json:"checks"`
 	Reason  *string           `json:"reason"` // why it is not ok
+	// QuarantinedSats are proofs the mint refused, out of the spendable
+	// set (see /stats).
+	QuarantinedSats int64 `json:"quarantined_sats"`
 }
 
 // HealthStatus is down without the store or with an incompatible mint,
@@ -181,6 +198,22 @@ func (s *Service) Health(ctx context.Context) Health {
 	case treasury.StateIncompatible:
 		h.Status = outpost.HealthDown
 		reasons = append(reasons, "the mint does not work with the faucet's wallet: "+st.Reason)
+	case treasury.StateFaulty:
+		if h.Status == outpost.HealthOK {
+			h.Status = outpost.HealthDegraded
+		}
+		reasons = append(reasons, "the mint answered with signatures that do not verify (none were kept): "+st.Reason)
+	}
+	h.Checks["signatures"] = "verified"
+	if s.tr.WithoutDLEQ() {
+		h.Checks["signatures"] = "unverified"
+		if h.Status == outpost.HealthOK {
+			h.Status = outpost.HealthDegraded
+		}
+		reasons = append(reasons, "the mint does not advertise DLEQ proofs (NUT-12); its signatures are taken unchecked (faucet-mint-without-dleq)")
+	}
+	if l, err := s.tr.Ledger(); err == nil {
+		h.QuarantinedSats = l.QuarantinedSats
 	}
 	if len(reasons) > 0 {
 		r := strings.Join(reasons, "; ")

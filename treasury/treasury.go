@@ -37,6 +37,9 @@ type Config struct {
 	Log         *slog.Logger
 	Timeout     time.Duration // per request to a mint; default 15 s
 	MeltTimeout time.Duration // per melt request; default 60 s
+	// AllowNoDLEQ lets the wallet use a mint that does not advertise DLEQ
+	// proofs (NUT-12): its signatures cannot be checked; Status warns.
+	AllowNoDLEQ bool
 }
 
 // Treasury is the faucet's wallet. Its methods may be called concurrently.
@@ -50,11 +53,12 @@ type Treasury struct {
 	mu      sync.Mutex
 	foreign map[string]*ecash.Wallet // wallets at other accepted mints, for deposits
 	status  Status
+	probe   chan struct{} // asks Watch to probe the mint now
 }
 
 // Status is how the wallet and its mint are doing, as last seen.
 type Status struct {
-	State  string    // "unknown" (not asked yet), "ok", "unreachable", "incompatible"
+	State  string    // "unknown" (not asked yet), "ok", "unreachable", "incompatible", "faulty"
 	Reason string    // what is wrong, for /health
 	At     time.Time // when last asked
 	err    *outpost.Error
@@ -66,7 +70,15 @@ const (
 	StateOK           = "ok"
 	StateUnreachable  = "unreachable"
 	StateIncompatible = "incompatible"
+	// StateFaulty: the mint's last answer held signatures that do not
+	// verify. Payouts go on (nothing unverified is kept or handed out);
+	// the first verified answer, or faultyFor, ends it.
+	StateFaulty = "faulty"
 )
+
+// faultyFor is how long a faulty answer keeps the mint's state "faulty"
+// when no verified answer follows.
+const faultyFor = time.Minute
 
 // New opens the treasury's wallet (importing a legacy gonuts wallet first,
 // if there is one). It reads only the store: a mint that is down delays
@@ -83,7 +95,7 @@ func New(cfg Config) (*Treasury, error) {
 		cfg.Log = slog.Default()
 	}
 	t := &Treasury{cfg: cfg, mintURL: mint, accepted: map[string]bool{mint: true}, log: cfg.Log,
-		foreign: map[string]*ecash.Wallet{}, status: Status{State: StateUnknown}}
+		foreign: map[string]*ecash.Wallet{}, status: Status{State: StateUnknown}, probe: make(chan struct{}, 1)}
 	for _, m := range cfg.AcceptedMints {
 		n, err := NormalizeMintURL(m)
 		if err != nil {
@@ -119,7 +131,8 @@ func New(cfg Config) (*Treasury, error) {
 	return t, nil
 }
 func (t *Treasury) open(mint string) (*ecash.Wallet, error) {
-	return ecash.Open(ecash.Config{DB: t.cfg.DB, MintURL: mint, Log: t.log, Timeout: t.cfg.Timeout, MeltTimeout: t.cfg.MeltTimeout})
+	return ecash.Open(ecash.Config{DB: t.cfg.DB, MintURL: mint, Log: t.log, Timeout: t.cfg.Timeout, MeltTimeout: t.cfg.MeltTimeout,
+		AllowNoDLEQ: t.cfg.AllowNoDLEQ})
 }
 
 // NormalizeMintURL gives a mint URL its one spelling (minturl's, which the
@@ -159,15 +172,26 @@ func (t *Treasury) AcceptedMints() []string {
 // there, but cannot be paid out.
 func (t *Treasury) Balance() (int64, bool) {
 	st := t.Status()
-	return int64(t.w.Balance()), st.State == StateOK || st.State == StateUnknown
+	return int64(t.w.Balance()), st.State != StateUnreachable && st.State != StateIncompatible
 }
 
-// Status is the wallet's state as last seen by CheckMint or an operation.
+// Available is what a payout can count on: the balance and the change
+// that operations in flight will give back.
+func (t *Treasury) Available() int64 { return int64(t.w.Holdings().Available()) }
+
+// Status is the wallet's state as last seen by an operation or a probe.
 func (t *Treasury) Status() Status {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if t.status.State == StateFaulty && time.Since(t.status.At) > faultyFor {
+		t.status = Status{State: StateOK, At: time.Now()}
+	}
 	return t.status
 }
+
+// WithoutDLEQ reports whether the wallet takes the mint's signatures
+// without DLEQ proofs (see Config.AllowNoDLEQ).
+func (t *Treasury) WithoutDLEQ() bool { return t.w.WithoutDLEQ() }
 
 // Ready returns the error a payout would get right now because of the
 // mint's state, or nil.
@@ -180,7 +204,9 @@ func (t *Treasury) Ready() error {
 }
 
 // note records what an operation's error says about the mint. A request
-// its caller gave up on (a client gone, a shutdown) says nothing.
+// its caller gave up on (a client gone, a shutdown) says nothing, and one
+// that did not reach the mint only asks Watch to probe it: one lost
+// request does not close the faucet, the probe decides.
 func (t *Treasury) note(err error) {
 	if errors.Is(err, context.Canceled) {
 		return
@@ -188,9 +214,12 @@ func (t *Treasury) note(err error) {
 	var st Status
 	switch ecash.ProblemOf(err) {
 	case ecash.Unreachable:
-		st = Status{State: StateUnreachable, Reason: ecash.AsMintError(err).Error(), err: mintUnavailable()}
+		t.probeNow()
+		return
 	case ecash.Incompatible:
 		st = Status{State: StateIncompatible, Reason: ecash.AsMintError(err).Error(), err: mintIncompatible(err)}
+	case ecash.Faulty:
+		st = Status{State: StateFaulty, Reason: ecash.AsMintError(err).Error()}
 	case ecash.Refused:
 		st = Status{State: StateOK} // it answered
 	default:
@@ -199,6 +228,11 @@ func (t *Treasury) note(err error) {
 		}
 		st = Status{State: StateOK}
 	}
+	t.set(st)
+}
+
+// set records the mint's state, logging a change.
+func (t *Treasury) set(st Status) {
 	st.At = time.Now()
 	t.mu.Lock()
 	changed := t.status.State != st.State
@@ -208,6 +242,89 @@ func (t *Treasury) note(err error) {
 		t.log.Warn("faucet wallet: mint "+st.State, "mint", t.mintURL, "reason", st.Reason)
 	} else if changed {
 		t.log.Info("faucet wallet: mint ok", "mint", t.mintURL, "balance_sats", t.w.Balance())
+	}
+}
+
+func (t *Treasury) unreachable(err error) {
+	t.set(Status{State: StateUnreachable, Reason: ecash.AsMintError(err).Error(), err: mintUnavailable()})
+}
+
+func (t *Treasury) probeNow() {
+	select {
+	case t.probe <- struct{}{}:
+	default:
+	}
+}
+
+// Probing: every probeEvery (every second while the mint is unreachable,
+// and at once when a request failed) the mint is asked for its keysets,
+// with probeTimeout, so the state is true within a few seconds whether
+// the faucet is busy or idle.
+const (
+	probeEvery   = 2 * time.Second
+	probeTimeout = 2500 * time.Millisecond
+)
+
+// Watch probes the mint until ctx ends: an answer makes it ok (and, after
+// an outage, settles at once the operations the outage left open, so
+// their reservations end), no answer makes it unreachable. A change of
+// keysets seen by a probe is loaded at once.
+func (t *Treasury) Watch(ctx context.Context) {
+	for {
+		every := probeEvery
+		if t.Status().State == StateUnreachable {
+			every = time.Second
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.probe:
+		case <-time.After(every):
+		}
+		pctx, cancel := context.WithTimeout(ctx, probeTimeout)
+		err := t.w.Probe(pctx)
+		cancel()
+		if ctx.Err() != nil {
+			return
+		}
+		t.afterProbe(ctx, err)
+	}
+}
+
+func (t *Treasury) afterProbe(ctx context.Context, err error) {
+	prev := t.Status().State
+	switch ecash.ProblemOf(err) {
+	case ecash.Unreachable:
+		t.unreachable(err)
+		return
+	case ecash.Incompatible:
+		t.note(err)
+		return
+	}
+	if err != nil {
+		return // a failure of our own (the store's) says nothing of the mint
+	}
+	if prev == StateIncompatible {
+		// An answer found unreadable may have been a passing fault: the
+		// mint is compatible again once its info and keysets check out.
+		rctx, cancel := context.WithTimeout(ctx, probeTimeout)
+		err := t.w.Refresh(rctx)
+		cancel()
+		if err != nil {
+			t.note(err)
+			return
+		}
+	}
+	if prev != StateOK && prev != StateFaulty {
+		t.set(Status{State: StateOK})
+		if prev == StateIncompatible {
+			return
+		}
+		rctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		defer cancel()
+		if open, err := t.w.Recover(rctx); err != nil || open > 0 {
+			t.log.Info("faucet wallet: operations still open after the mint came back", "open", open, "err", err)
+		}
 	}
 }
 
@@ -253,6 +370,12 @@ func (t *Treasury) failure(err error, refusal func(detail string) *outpost.Error
 		return mintUnavailable()
 	case me.Problem == ecash.Incompatible:
 		return mintIncompatible(err)
+	case me.Problem == ecash.Faulty:
+		return outpost.Errorf(outpost.BadGateway, "mint_error",
+			"the faucet's mint answered with signatures that do not verify; nothing was paid, try again").With("cause", "mint")
+	}
+	if refusal == nil {
+		return outpost.Errorf(outpost.BadGateway, "mint_error", "the mint refused: %s", me.Detail)
 	}
 	return refusal(me.Detail)
 }
@@ -267,7 +390,11 @@ func (t *Treasury) CheckMint(ctx context.Context) error {
 			t.log.Info("faucet wallet: operations still open", "count", open)
 		}
 	}
-	t.note(err)
+	if ecash.ProblemOf(err) == ecash.Unreachable {
+		t.unreachable(err) // a question of its own, not a payout's: no need to probe again
+	} else {
+		t.note(err)
+	}
 	if err == nil {
 		return nil
 	}
@@ -290,6 +417,24 @@ func (t *Treasury) Close(context.Context) error {
 		f.Close()
 	}
 	return nil
+}
+
+// Ledger is where the wallet's sats are, beyond what the faucet's own
+// records of claims and deposits hold.
+type Ledger struct {
+	BalanceSats     int64 // spendable
+	InFlightSats    int64 // inputs of operations not settled yet, proofs held for a melt
+	QuarantinedSats int64 // proofs the mint refused
+	LostSats        int64 // signatures that never verified, proofs spent elsewhere
+	SurplusSats     int64 // what the mint signed beyond what it took
+	InternalFeeSats int64 // fees of the wallet's housekeeping (retired keysets, quarantine retries)
+}
+
+// Ledger reads the wallet's figures from the store.
+func (t *Treasury) Ledger() (Ledger, error) {
+	h, tot, err := t.w.Books()
+	return Ledger{BalanceSats: int64(h.Unspent), InFlightSats: int64(h.Reserved), QuarantinedSats: int64(h.Quarantined),
+		LostSats: int64(tot.LostSats), SurplusSats: int64(tot.SurplusSats), InternalFeeSats: int64(tot.InternalFeeSats)}, err
 }
 
 // Audit asks the mint about every proof the wallet holds (NUT-07).
@@ -321,12 +466,14 @@ func paymentFailed(detail string) *outpost.Error {
 
 // SendToken takes amountSats (plus the fees the receiver will pay to swap
 // it) out of the wallet as a token, unless that leaves less than keepSats.
-// ref (the claim id) files it for Reclaim.
+// ref (the claim id) files it for Reclaim. On an error, the Token's FeeSats
+// is what the failed attempt cost (a swap the mint carried out whose
+// token could not be made).
 func (t *Treasury) SendToken(ctx context.Context, ref string, amountSats, keepSats int64) (Token, error) {
 	s, err := t.w.Send(ctx, ref, uint64(amountSats), uint64(max(keepSats, 0)))
 	if err != nil {
-		t.log.Warn("faucet wallet: send failed", "amount_sats", amountSats, "err", err)
-		return Token{}, t.failure(err, paymentFailed)
+		t.log.Warn("faucet wallet: send failed", "amount_sats", amountSats, "cost_sats", s.Fee, "err", err)
+		return Token{FeeSats: int64(s.Fee)}, t.failure(err, paymentFailed)
 	}
 	t.note(nil)
 	str, err := ecash.Token{Mint: t.mintURL, Proofs: s.Proofs}.Encode(false)

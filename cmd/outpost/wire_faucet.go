@@ -45,7 +45,7 @@ func wireFaucet(ctx context.Context, d deps) (comp *component, err error) {
 		log.Info("faucet: embedded test mint", "url", tm.URL)
 	}
 	tr, err := treasury.New(treasury.Config{DB: d.store.DB, MintURL: mintURL, AcceptedMints: c.AcceptedMints,
-		LegacyDir: filepath.Join(dir, "wallet"), Log: log})
+		LegacyDir: filepath.Join(dir, "wallet"), Log: log, AllowNoDLEQ: c.MintWithoutDLEQ})
 	if err != nil {
 		return nil, fmt.Errorf("faucet wallet: %w", err)
 	}
@@ -77,7 +77,7 @@ func wireFaucet(ctx context.Context, d deps) (comp *component, err error) {
 		jobs: []func(context.Context){func(ctx context.Context) {
 			svc.Run(ctx)
 			closeWallet(tr, tm, log) // requests are done by now
-		}},
+		}, tr.Watch},
 	}, nil
 }
 
