@@ -267,7 +267,9 @@ func TestMintTrouble(t *testing.T) {
 	keys := map[string]string{"1": "03a40f20667ed53513075dc51e715ff2046cad64eb68960632269ba7f0210e38bc"}
 	forged := "01" + strings.Repeat("cd", 32)
 	mux := http.NewServeMux()
-	mux.HandleFunc("/v1/info", func(w http.ResponseWriter, r *http.Request) { w.Write([]byte(`{"name":"forger","nuts":{"12":{"supported":true}}}`)) })
+	mux.HandleFunc("/v1/info", func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte(`{"name":"forger","nuts":{"12":{"supported":true}}}`))
+	})
 	mux.HandleFunc("/v1/keysets", func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, `{"keysets":[{"id":%q,"unit":"sat","active":true,"input_fee_ppk":0}]}`, forged)
 	})
