@@ -447,4 +447,3 @@ func (p *Proxy) keysets(ctx context.Context, upstream string) []string {
 	}
 	return ids
 }
-
