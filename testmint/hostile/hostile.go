@@ -313,6 +313,9 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	case Refuse:
 		refuse(w, r.Rule)
 	case Stall:
+		// net/http notices a client that gave up (and cancels the request's
+		// context) only once the body has been read.
+		io.Copy(io.Discard, io.LimitReader(req.Body, maxBody))
 		select {
 		case <-req.Context().Done():
 		case <-stop:
