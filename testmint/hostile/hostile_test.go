@@ -82,6 +82,13 @@ func TestRules(t *testing.T) {
 	if p.Count("/v1/swap") != 4 || p.Count("*") != 6 || p.Applied("/v1/swap") != 3 || p.Applied("/v1/*") != 3 || p.Applied("/v1/info") != 0 {
 		t.Fatalf("counts %d %d applied %d %d", p.Count("/v1/swap"), p.Count("*"), p.Applied("/v1/swap"), p.Applied("/v1/*"))
 	}
+}
+
+// TestMoreRules: an explicit keyset id, a made-up one, Clear, Truncate and
+// Refuse.
+func TestMoreRules(t *testing.T) {
+	ctx := ctxT(t, 30*time.Second)
+	p := New(t, cannedMint(t).URL)
 	// A made-up id when the mint has no other; an explicit one wins.
 	p.Add(Rule{Route: "/v1/swap", Fault: WrongKeyset, Indices: []int{0}, KeysetID: "00cc"})
 	if _, sigs := cannedSwap(t, ctx, p); sigs[0].Id != "00cc" || sigs[1].Id != "00aa" {
@@ -164,144 +171,186 @@ func TestGonutsDLEQ(t *testing.T) {
 	out.unblind(t, k, sigs)
 }
 
-func TestFaultsGonuts(t *testing.T) {
-	ctx := ctxT(t, 2*time.Minute)
-	m, p, k, proofs := gonutsMint(t, ctx)
-	next := func() cashu.Proofs { in := proofs[:1]; proofs = proofs[1:]; return in }
-	swapWith := func(t *testing.T, r Rule) (cashu.Proofs, int, []byte, blinded) {
-		t.Helper()
-		p.Clear()
-		r.Route, r.Times = "/v1/swap", 1
-		p.Add(r)
-		in := next()
-		before := p.Applied("/v1/swap")
-		status, b, out := swap(t, ctx, p.URL, k, in, 4, 2, 1, 1)
-		if p.Applied("/v1/swap") != before+1 {
-			t.Fatalf("%v not applied", r.Fault)
-		}
-		return in, status, b, out
-	}
-	spent := func(t *testing.T, in cashu.Proofs) bool {
-		return states(t, ctx, m.URL, in)[0] == "SPENT"
-	}
+// faults is the fixture of the fault tests: a gonuts mint, a proxy in front
+// of it, and proofs to spend, one per swap.
+type faults struct {
+	ctx    context.Context
+	m      *testmint.Mint
+	p      *Proxy
+	k      keyset
+	proofs cashu.Proofs
+}
 
-	t.Run("FailBefore", func(t *testing.T) {
-		in, status, _, _ := swapWith(t, Rule{Fault: FailBefore})
-		if status != 500 || spent(t, in) {
-			t.Fatalf("status %d, spent %v", status, spent(t, in))
-		}
-	})
-	t.Run("FailAfter", func(t *testing.T) {
-		in, status, _, out := swapWith(t, Rule{Fault: FailAfter})
-		if status != 500 || !spent(t, in) {
-			t.Fatalf("status %d, spent %v", status, spent(t, in))
-		}
-		// The mint made the swap: its signatures can be restored.
-		out.unblind(t, k, restore(t, ctx, p.URL, out))
-	})
-	t.Run("Truncate", func(t *testing.T) {
-		in, status, b, out := swapWith(t, Rule{Fault: Truncate})
-		full, _ := json.Marshal(map[string]any{"signatures": restore(t, ctx, m.URL, out)})
-		if status != 200 || json.Valid(b) || !spent(t, in) || len(b) < len(full)/3 || len(b) > len(full)*2/3 {
-			t.Fatalf("status %d, %d of about %d bytes, spent %v: %s", status, len(b), len(full), spent(t, in), b)
-		}
-	})
-	t.Run("DropDLEQ", func(t *testing.T) {
-		_, status, b, out := swapWith(t, Rule{Fault: DropDLEQ})
-		sigs, real := signaturesOf(t, b), restore(t, ctx, m.URL, out)
-		for i := range sigs {
-			if status != 200 || sigs[i].DLEQ != nil || sigs[i].C_ != real[i].C_ || !out.dleqOK(k, i, real[i]) {
-				t.Fatalf("%d: %+v, real %+v", i, sigs[i], real[i])
-			}
-		}
-	})
-	corrupt := func(t *testing.T, f Fault, keepDLEQ bool) {
-		_, status, b, out := swapWith(t, Rule{Fault: f, Indices: []int{-1}})
-		sigs, real := signaturesOf(t, b), restore(t, ctx, m.URL, out)
-		last := len(sigs) - 1
-		for i := range last {
-			if sigs[i].C_ != real[i].C_ || sigs[i].Id != real[i].Id || !out.dleqOK(k, i, sigs[i]) {
-				t.Fatalf("%d changed: %+v", i, sigs[i])
-			}
-		}
-		s := sigs[last]
-		point(t, s.C_) // still a point of the curve
-		if status != 200 || s.C_ == real[last].C_ || (s.DLEQ != nil) != keepDLEQ || out.dleqOK(k, last, s) {
-			t.Fatalf("corrupted %+v, real %+v", s, real[last])
+func TestFaultsGonuts(t *testing.T) {
+	f := &faults{ctx: ctxT(t, 2*time.Minute)}
+	f.m, f.p, f.k, f.proofs = gonutsMint(t, f.ctx)
+	for _, c := range []struct {
+		name string
+		run  func(*testing.T)
+	}{
+		{"FailBefore", f.failBefore}, {"FailAfter", f.failAfter}, {"Truncate", f.truncate}, {"DropDLEQ", f.dropDLEQ},
+		{"CorruptSig", func(t *testing.T) { f.corrupt(t, CorruptSig, true) }},
+		{"CorruptSigNoDLEQ", func(t *testing.T) { f.corrupt(t, CorruptSigNoDLEQ, false) }},
+		{"WrongKeyset", f.wrongKeyset}, {"Refuse", f.refuse}, {"Stall", f.stall}, {"DownUp", f.downUp},
+		{"SetUpstream", f.setUpstream},
+	} {
+		t.Run(c.name, c.run)
+	}
+}
+
+func (f *faults) next() cashu.Proofs {
+	in := f.proofs[:1]
+	f.proofs = f.proofs[1:]
+	return in
+}
+
+// swapWith swaps one proof through the proxy under a rule for that swap.
+func (f *faults) swapWith(t *testing.T, r Rule) (cashu.Proofs, int, []byte, blinded) {
+	t.Helper()
+	f.p.Clear()
+	r.Route, r.Times = "/v1/swap", 1
+	f.p.Add(r)
+	in := f.next()
+	before := f.p.Applied("/v1/swap")
+	status, b, out := swap(t, f.ctx, f.p.URL, f.k, in, 4, 2, 1, 1)
+	if f.p.Applied("/v1/swap") != before+1 {
+		t.Fatalf("%v not applied", r.Fault)
+	}
+	return in, status, b, out
+}
+
+// spent asks the mint itself (not the proxy) whether the proof is spent.
+func (f *faults) spent(t *testing.T, in cashu.Proofs) bool {
+	return states(t, f.ctx, f.m.URL, in)[0] == "SPENT"
+}
+
+func (f *faults) failBefore(t *testing.T) {
+	in, status, _, _ := f.swapWith(t, Rule{Fault: FailBefore})
+	if status != 500 || f.spent(t, in) {
+		t.Fatalf("status %d, spent %v", status, f.spent(t, in))
+	}
+}
+
+func (f *faults) failAfter(t *testing.T) {
+	in, status, _, out := f.swapWith(t, Rule{Fault: FailAfter})
+	if status != 500 || !f.spent(t, in) {
+		t.Fatalf("status %d, spent %v", status, f.spent(t, in))
+	}
+	// The mint made the swap: its signatures can be restored.
+	out.unblind(t, f.k, restore(t, f.ctx, f.p.URL, out))
+}
+
+func (f *faults) truncate(t *testing.T) {
+	in, status, b, out := f.swapWith(t, Rule{Fault: Truncate})
+	full, _ := json.Marshal(map[string]any{"signatures": restore(t, f.ctx, f.m.URL, out)})
+	if status != 200 || json.Valid(b) || !f.spent(t, in) || len(b) < len(full)/3 || len(b) > len(full)*2/3 {
+		t.Fatalf("status %d, %d of about %d bytes, spent %v: %s", status, len(b), len(full), f.spent(t, in), b)
+	}
+}
+
+func (f *faults) dropDLEQ(t *testing.T) {
+	_, status, b, out := f.swapWith(t, Rule{Fault: DropDLEQ})
+	sigs, real := signaturesOf(t, b), restore(t, f.ctx, f.m.URL, out)
+	for i := range sigs {
+		if status != 200 || sigs[i].DLEQ != nil || sigs[i].C_ != real[i].C_ || !out.dleqOK(f.k, i, real[i]) {
+			t.Fatalf("%d: %+v, real %+v", i, sigs[i], real[i])
 		}
 	}
-	t.Run("CorruptSig", func(t *testing.T) { corrupt(t, CorruptSig, true) })
-	t.Run("CorruptSigNoDLEQ", func(t *testing.T) { corrupt(t, CorruptSigNoDLEQ, false) })
-	t.Run("WrongKeyset", func(t *testing.T) {
-		_, status, b, _ := swapWith(t, Rule{Fault: WrongKeyset})
-		for _, s := range signaturesOf(t, b) {
-			// gonuts has one keyset, so the id is made up.
-			if status != 200 || s.Id == k.id || len(s.Id) != len(k.id) {
-				t.Fatalf("id %s, keyset %s", s.Id, k.id)
-			}
+}
+
+// corrupt: only the last signature is changed, to another point of the
+// curve, with its DLEQ kept (and failing) or dropped.
+func (f *faults) corrupt(t *testing.T, fault Fault, keepDLEQ bool) {
+	_, status, b, out := f.swapWith(t, Rule{Fault: fault, Indices: []int{-1}})
+	sigs, real := signaturesOf(t, b), restore(t, f.ctx, f.m.URL, out)
+	last := len(sigs) - 1
+	for i := range last {
+		if sigs[i].C_ != real[i].C_ || sigs[i].Id != real[i].Id || !out.dleqOK(f.k, i, sigs[i]) {
+			t.Fatalf("%d changed: %+v", i, sigs[i])
 		}
-	})
-	t.Run("Refuse", func(t *testing.T) {
-		in, status, b, _ := swapWith(t, Rule{Fault: Refuse, Code: 11001, Detail: "Token already spent."})
-		if status != 400 || !strings.Contains(string(b), `"code":11001`) || spent(t, in) {
-			t.Fatalf("%d %s, spent %v", status, b, spent(t, in))
+	}
+	s := sigs[last]
+	point(t, s.C_) // still a point of the curve
+	if status != 200 || s.C_ == real[last].C_ || (s.DLEQ != nil) != keepDLEQ || out.dleqOK(f.k, last, s) {
+		t.Fatalf("corrupted %+v, real %+v", s, real[last])
+	}
+}
+
+func (f *faults) wrongKeyset(t *testing.T) {
+	_, status, b, _ := f.swapWith(t, Rule{Fault: WrongKeyset})
+	for _, s := range signaturesOf(t, b) {
+		// gonuts has one keyset, so the id is made up.
+		if status != 200 || s.Id == f.k.id || len(s.Id) != len(f.k.id) {
+			t.Fatalf("id %s, keyset %s", s.Id, f.k.id)
 		}
-	})
-	t.Run("Stall", func(t *testing.T) {
-		p.Clear()
-		p.Add(Rule{Route: "/v1/swap", Fault: Stall})
-		in := next()
-		short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
-		defer cancel()
-		out := blind(t, k.id, 8)
-		start := time.Now()
-		_, _, err := call(short, p.URL, http.MethodPost, "/v1/swap", map[string]any{"inputs": in, "outputs": out.msgs})
-		if !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > 5*time.Second || spent(t, in) {
-			t.Fatalf("err %v after %v", err, time.Since(start))
+	}
+}
+
+func (f *faults) refuse(t *testing.T) {
+	in, status, b, _ := f.swapWith(t, Rule{Fault: Refuse, Code: 11001, Detail: "Token already spent."})
+	if status != 400 || !strings.Contains(string(b), `"code":11001`) || f.spent(t, in) {
+		t.Fatalf("%d %s, spent %v", status, b, f.spent(t, in))
+	}
+}
+
+func (f *faults) stall(t *testing.T) {
+	p, ctx := f.p, f.ctx
+	p.Clear()
+	p.Add(Rule{Route: "/v1/swap", Fault: Stall})
+	in := f.next()
+	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	req := map[string]any{"inputs": in, "outputs": blind(t, f.k.id, 8).msgs}
+	start := time.Now()
+	_, _, err := call(short, p.URL, http.MethodPost, "/v1/swap", req)
+	if !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > 5*time.Second || f.spent(t, in) {
+		t.Fatalf("err %v after %v", err, time.Since(start))
+	}
+	// A stall ends when the proxy goes down, too.
+	waitFor(t, ctx, func() bool { return inflight(p) == 0 })
+	before := p.Count("/v1/swap")
+	done := make(chan error, 1)
+	go func() {
+		_, _, err := call(ctx, p.URL, http.MethodPost, "/v1/swap", req)
+		done <- err
+	}()
+	waitFor(t, ctx, func() bool { return p.Count("/v1/swap") == before+1 })
+	p.Down()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("an answer from a stall")
 		}
-		// A stall ends when the proxy goes down, too.
-		waitFor(t, ctx, func() bool { return inflight(p) == 0 })
-		before := p.Count("/v1/swap")
-		done := make(chan error, 1)
-		go func() {
-			_, _, err := call(ctx, p.URL, http.MethodPost, "/v1/swap", map[string]any{"inputs": in, "outputs": out.msgs})
-			done <- err
-		}()
-		waitFor(t, ctx, func() bool { return p.Count("/v1/swap") == before+1 })
-		p.Down()
-		select {
-		case err := <-done:
-			if err == nil {
-				t.Fatal("an answer from a stall")
-			}
-		case <-ctx.Done():
-			t.Fatal("the stall outlived Down")
-		}
-		p.Up()
-		p.Clear()
-		if status, b, _ := swap(t, ctx, p.URL, k, in, 8); status != 200 {
-			t.Fatalf("after the stall: %d %s", status, b)
-		}
-	})
-	t.Run("DownUp", func(t *testing.T) {
-		p.Clear()
-		must(t, ctx, p.URL, http.MethodGet, "/v1/info", nil, nil) // a kept-alive connection, which Down must cut
-		p.Down()
-		p.Down()
-		if _, _, err := call(ctx, p.URL, http.MethodGet, "/v1/info", nil); !errors.Is(err, syscall.ECONNREFUSED) {
-			t.Fatalf("down: %v", err)
-		}
-		p.Up()
-		must(t, ctx, p.URL, http.MethodGet, "/v1/info", nil, nil)
-	})
-	t.Run("SetUpstream", func(t *testing.T) {
-		p.SetUpstream("http://127.0.0.1:1") // nobody
-		if status, _, err := call(ctx, p.URL, http.MethodGet, "/v1/info", nil); err != nil || status != http.StatusBadGateway {
-			t.Fatalf("%d %v", status, err)
-		}
-		p.SetUpstream(m.URL)
-		must(t, ctx, p.URL, http.MethodGet, "/v1/info", nil, nil)
-	})
+	case <-ctx.Done():
+		t.Fatal("the stall outlived Down")
+	}
+	p.Up()
+	p.Clear()
+	if status, b, _ := swap(t, ctx, p.URL, f.k, in, 8); status != 200 {
+		t.Fatalf("after the stall: %d %s", status, b)
+	}
+}
+
+func (f *faults) downUp(t *testing.T) {
+	p, ctx := f.p, f.ctx
+	p.Clear()
+	must(t, ctx, p.URL, http.MethodGet, "/v1/info", nil, nil) // a kept-alive connection, which Down must cut
+	p.Down()
+	p.Down()
+	if _, _, err := call(ctx, p.URL, http.MethodGet, "/v1/info", nil); !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Fatalf("down: %v", err)
+	}
+	p.Up()
+	must(t, ctx, p.URL, http.MethodGet, "/v1/info", nil, nil)
+}
+
+func (f *faults) setUpstream(t *testing.T) {
+	f.p.SetUpstream("http://127.0.0.1:1") // nobody
+	if status, _, err := call(f.ctx, f.p.URL, http.MethodGet, "/v1/info", nil); err != nil || status != http.StatusBadGateway {
+		t.Fatalf("%d %v", status, err)
+	}
+	f.p.SetUpstream(f.m.URL)
+	must(t, f.ctx, f.p.URL, http.MethodGet, "/v1/info", nil, nil)
 }
 
 func inflight(p *Proxy) int {
