@@ -6,6 +6,15 @@
 // survive answers that never come, come cut off, or come with signatures
 // that are not what they claim to be.
 //
+//	m, _ := testmint.Start(testmint.Options{Dir: t.TempDir()})
+//	p := hostile.New(t, m.URL) // give the wallet p.URL as its mint
+//	p.Add(hostile.Rule{Route: "/v1/swap", Fault: hostile.CorruptSig, Times: 1, Indices: []int{-1}})
+//	... the wallet swaps: it must reject the last signature ...
+//	if p.Applied("/v1/swap") != 1 { t.Fatal("the fault never hit") }
+//
+// If the mint cannot be reached (stopped, restarting), the proxy answers 502
+// to what it would forward, and the rule is not used up.
+//
 // What the two mints do about DLEQ proofs (NUT-12), which decides what a
 // wallet may demand of a mint:
 //
