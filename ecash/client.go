@@ -67,7 +67,13 @@ func (c *client) do(ctx context.Context, method, path string, in, out any) error
 			return nil
 		}
 		if err := json.Unmarshal(data, out); err != nil {
-			return &MintError{Problem: Incompatible, Mint: c.mint, Path: path, Status: resp.StatusCode,
+			// JSON cut short or garbled on its way is a passing fault; an
+			// answer that is no JSON at all (a web page) is not a mint's.
+			p := Incompatible
+			if t := bytes.TrimSpace(data); len(t) > 0 && (t[0] == '{' || t[0] == '[') {
+				p = Faulty
+			}
+			return &MintError{Problem: p, Mint: c.mint, Path: path, Status: resp.StatusCode,
 				Detail: "the answer is not the JSON the protocol describes", Err: err}
 		}
 		return nil

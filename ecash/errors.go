@@ -105,9 +105,16 @@ func incompatible(mint, path, format string, args ...any) *MintError {
 	return &MintError{Problem: Incompatible, Mint: mint, Path: path, Detail: fmt.Sprintf(format, args...)}
 }
 
-// answered reports whether err (of a request to the mint) says for sure
-// what the mint did: it refused, or the request never reached it.
+// answered reports whether err (of a request to the mint) says the
+// request can no longer reach the mint: it refused, the request never
+// left, or the mint answered at all (even 500: its handler is done) —
+// except a proxy's 502 or 504, behind which the mint may still be working
+// on it.
 func answered(err error) bool {
 	me := AsMintError(err)
-	return me != nil && (me.Problem == Refused || me.NotSent)
+	if me == nil {
+		return false
+	}
+	proxied := me.Status == 502 || me.Status == 504
+	return me.Problem == Refused || me.NotSent || (me.Status != 0 && !proxied)
 }

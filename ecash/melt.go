@@ -33,7 +33,8 @@ func (w *Wallet) MeltQuote(ctx context.Context, invoice string) (MeltQuote, erro
 }
 
 // Melt pays the quote's invoice, unless that leaves less than keep. An
-// error means no payment was attempted (or the wallet could not tell and
+// error means no payment was attempted (Payment.Fee is then what preparing
+// its inputs cost) (or the wallet could not tell and
 // the operation stays pending for MeltStatus); every attempted payment
 // comes back as a Payment. Melting a quote twice returns the first melt's
 // state.
@@ -104,7 +105,7 @@ func (w *Wallet) meltOnce(ctx context.Context, q MeltQuote, keep uint64) (p Paym
 		w.claim(&op)
 		if splitFee, err = w.split(ctx, op.ID, q.Quote, need, keep); err != nil {
 			w.release(&op)
-			return Payment{}, nil, err
+			return Payment{Fee: splitFee}, nil, err
 		}
 		err = w.begin(&op, func(txn *badger.Txn, op *Op) error {
 			free, err := w.heldFor(txn, op.ID)
@@ -135,7 +136,9 @@ func blanks(overpaid uint64) []uint64 {
 }
 
 // split swaps proofs into ones worth exactly need after their input fee,
-// reserved for the operation holdFor, and returns what the swap cost.
+// reserved for the operation holdFor, and returns what the swap cost (also
+// with an error: a swap the mint carried out whose proofs could not be
+// made).
 func (w *Wallet) split(ctx context.Context, holdFor, quote string, need, keep uint64) (uint64, error) {
 	ks, err := w.activeKeyset()
 	if err != nil {
@@ -178,7 +181,7 @@ func (w *Wallet) split(ctx context.Context, holdFor, quote string, need, keep ui
 		return 0, err
 	}
 	if err := w.swap(ctx, &op); err != nil {
-		return 0, err
+		return op.cost(), err // a swap the mint carried out without making the proofs still cost its fee
 	}
 	return f, nil
 }

@@ -63,6 +63,20 @@ func (w *Wallet) Recover(ctx context.Context) (int, error) {
 	return left, first
 }
 
+// Open is how many operations are not settled yet.
+func (w *Wallet) Open() (int, error) {
+	n := 0
+	err := w.db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: w.key(kindOpenOp), PrefetchValues: false})
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			n++
+		}
+		return nil
+	})
+	return n, err
+}
+
 // settle finds out what became of a pending operation.
 func (w *Wallet) settle(ctx context.Context, op *Op) error {
 	w.log.Info("ecash: settling an operation left pending", "op", op.ID, "kind", op.Kind, "purpose", op.Purpose)

@@ -536,8 +536,8 @@ func (s *Service) melt(ctx context.Context, c Claim, inv bolt11.Invoice) (Confir
 		return ConfirmResult{}, paymentError(c, s.fail(c, err))
 	}
 	p, err := s.tr.Melt(ctx, mq, s.cfg.MinBalanceSats)
-	if err != nil { // nothing was attempted
-		return ConfirmResult{}, paymentError(c, s.fail(c, err))
+	if err != nil { // nothing was attempted; preparing it may have cost fees
+		return ConfirmResult{}, paymentError(c, s.failCost(c, err, p.FeeSats))
 	}
 	switch p.State {
 	case treasury.Paid:

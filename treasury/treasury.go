@@ -317,14 +317,16 @@ func (t *Treasury) afterProbe(ctx context.Context, err error) {
 	}
 	if prev != StateOK && prev != StateFaulty {
 		t.set(Status{State: StateOK})
-		if prev == StateIncompatible {
-			return
-		}
-		rctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-		defer cancel()
-		if open, err := t.w.Recover(rctx); err != nil || open > 0 {
-			t.log.Info("faucet wallet: operations still open after the mint came back", "open", open, "err", err)
-		}
+	}
+	// Operations a lost answer or an outage left open are settled as soon
+	// as the mint can tell what became of them, so their reservations end.
+	if n, err := t.w.Open(); err != nil || n == 0 {
+		return
+	}
+	rctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	if open, err := t.w.Recover(rctx); open > 0 && prev != StateOK {
+		t.log.Info("faucet wallet: operations still open after the mint came back", "open", open, "err", err)
 	}
 }
 
@@ -437,6 +439,9 @@ func (t *Treasury) Ledger() (Ledger, error) {
 		LostSats: int64(tot.LostSats), SurplusSats: int64(tot.SurplusSats), InternalFeeSats: int64(tot.InternalFeeSats)}, err
 }
 
+// Keysets lists the mint's keysets as the wallet knows them.
+func (t *Treasury) Keysets() []ecash.Keyset { return t.w.Keysets() }
+
 // Audit asks the mint about every proof the wallet holds (NUT-07).
 func (t *Treasury) Audit(ctx context.Context) (ecash.Audit, error) {
 	a, err := t.w.Audit(ctx)
@@ -548,12 +553,12 @@ type Payment struct {
 }
 
 // Melt pays the quote's invoice from the wallet unless that leaves less than
-// keepSats. An error means nothing was attempted; every attempted payment
-// comes back as paid, pending or failed.
+// keepSats. An error means nothing was attempted (FeeSats is what preparing
+// it cost); every attempted payment comes back as paid, pending or failed.
 func (t *Treasury) Melt(ctx context.Context, q MeltQuote, keepSats int64) (Payment, error) {
 	p, err := t.w.Melt(ctx, ecash.MeltQuote{Quote: q.ID, Amount: uint64(q.AmountSats), FeeReserve: uint64(q.FeeReserveSats)}, uint64(max(keepSats, 0)))
 	if err != nil {
-		return Payment{}, t.failure(err, paymentFailed)
+		return Payment{FeeSats: int64(p.Fee)}, t.failure(err, paymentFailed)
 	}
 	t.note(nil)
 	return t.payment(q, p), nil

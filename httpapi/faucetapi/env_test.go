@@ -179,11 +179,14 @@ func (e *env) build(rl *relay.Relay, log *slog.Logger) {
 	e.handler.Store(&h)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
+	watched := make(chan struct{})
 	go func() { svc.Run(ctx); close(done) }()
+	go func() { tr.Watch(ctx); close(watched) }()
 	e.svc, e.tr = svc, tr
 	e.stop = func() {
 		cancel()
 		<-done
+		<-watched
 		tr.Close(context.Background())
 	}
 }

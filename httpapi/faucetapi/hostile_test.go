@@ -1,0 +1,368 @@
+package faucetapi_test
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/outpost-relay/outpost/bolt11"
+	"github.com/outpost-relay/outpost/ecash/ecashtest"
+	"github.com/outpost-relay/outpost/faucet"
+	"github.com/outpost-relay/outpost/internal/testkit"
+	"github.com/outpost-relay/outpost/testmint"
+	"github.com/outpost-relay/outpost/testmint/hostile"
+	"github.com/outpost-relay/outpost/testmint/nutshelltest"
+)
+
+// A mint is a counterpart the faucet cannot trust (issue #24). These tests
+// put a hostile proxy between the faucet's wallet and a real mint — the
+// embedded gonuts mint at input fees of 0, 100 and 1000 ppk, and Nutshell
+// — and run claims of every method through each fault it can make: no
+// claim is answered 200 paid with ecash that does not redeem, claims are
+// paid again once the fault stops, health tells within seconds, and the
+// books balance to the sat after every scenario, as the mint sees the
+// wallet's proofs (NUT-07).
+
+// hostileMint is a real mint the faucet's wallet is put behind a proxy of.
+type hostileMint struct {
+	name     string
+	url      string // the mint itself, for receivers and payees
+	change   bool   // fee return on melts (NUT-08)
+	network  bolt11.Network
+	pay      func(invoice string) error // the faucet's deposits; nil: the mint pays its own invoices
+	payee    func(t *testing.T) *ecashtest.Payee // is paid invoices (at another mint where there is one)
+	nutshell *nutshelltest.Mint
+	ppk      int
+}
+
+func gonutsAt(t *testing.T, ppk uint) hostileMint {
+	m, err := testmint.Start(testmint.Options{Dir: filepath.Join(t.TempDir(), "mint"), Name: fmt.Sprintf("gonuts %d ppk", ppk), InputFeePpk: ppk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	return hostileMint{name: fmt.Sprintf("gonuts-%dppk", ppk), url: m.URL, network: bolt11.Signet, pay: m.Node.PayInvoice,
+		payee: func(t *testing.T) *ecashtest.Payee { return ecashtest.NewPayee(t, elsewhere.URL) }}
+}
+
+func nutshellAt(t *testing.T, ppk int) hostileMint {
+	m := nutshelltest.StartT(t, nutshelltest.Options{Name: "hostile", Env: []string{fmt.Sprintf("MINT_INPUT_FEE_PPK=%d", ppk), "FAKEWALLET_DELAY_INCOMING_PAYMENT=3"}})
+	return hostileMint{name: fmt.Sprintf("nutshell-%dppk", ppk), url: m.URL, change: true, network: bolt11.Mainnet, nutshell: m, ppk: ppk,
+		payee: func(t *testing.T) *ecashtest.Payee { return ecashtest.NewPayee(t, m.URL) }}
+}
+
+// hostileEnv is a faucet whose wallet is behind proxy p in front of m.
+type hostileEnv struct {
+	*env
+	m    hostileMint
+	p    *hostile.Proxy
+	lost int64 // lost_to_mint_sats after the last scenario
+}
+
+func newHostileEnv(t *testing.T, m hostileMint) *hostileEnv {
+	p := hostile.New(t, m.url)
+	e := newEnvMint(t, "", p.URL, 0, func(c *faucet.Config) {
+		c.Network, c.FixedSats, c.MinBalanceSats, c.DailyBudgetSats, c.MaxFeeSats = m.network, 21, 0, 0, 10
+		c.TestMint = nil
+		if m.pay != nil {
+			c.TestMint = &faucet.TestMint{Pay: m.pay}
+		}
+	})
+	h := &hostileEnv{env: e, m: m, p: p}
+	h.deposit(3000)
+	return h
+}
+
+// deposit funds the faucet by a deposit invoice.
+func (h *hostileEnv) deposit(sats int64) {
+	t := h.t
+	before := num(h.stats()["total_deposited_sats"])
+	if h.m.pay != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		if err := h.svc.Fund(ctx, sats); err != nil {
+			t.Fatal(err)
+		}
+	} else {
+		want(t, h.api.Do("GET", fmt.Sprintf("/deposit?amount=%d", sats), nil), 200, "")
+	}
+	h.svc.Kick()
+	testkit.WaitFor(t, 30*time.Second, "the deposit", func() bool { return num(h.stats()["total_deposited_sats"]) == before+sats })
+}
+
+// claim runs one claim of method for a new user and reports whether it
+// was paid. A paid claim's ecash must redeem: a token at the mint itself
+// (not through the proxy) for exactly the claimed amount, an invoice by
+// its payee's collecting it.
+func (h *hostileEnv) claim(method string) (paid bool, status int, body string) {
+	t := h.t
+	t.Helper()
+	u := h.newUser(fmt.Sprintf("%s-%d", method, time.Now().UnixNano()), nil, nil)
+	h.login(u)
+	payee := h.m.payee(t)
+	if method == "cashu" {
+		payee = ecashtest.NewPayee(t, h.m.url) // receives the token at the mint itself
+	}
+	body0 := map[string]any{"method": method}
+	var mq string
+	if method == "lightning_address" {
+		body0["lightning_address"] = h.ln.Add(u.name, func(sats int64) (string, error) {
+			inv, q := payee.Invoice(sats)
+			mq = q
+			return inv, nil
+		})
+	}
+	r := h.as(u, "POST", "/claim/quote", body0)
+	if r.Status != 200 {
+		return false, r.Status, string(r.Body)
+	}
+	confirm := map[string]any{"quote_id": r.Map(t)["quote_id"]}
+	if method == "bolt11" {
+		var inv string
+		inv, mq = payee.Invoice(21)
+		confirm["bolt11"] = inv
+	}
+	r = h.as(u, "POST", "/claim/confirm", confirm)
+	if r.Status != 200 && r.Status != 202 {
+		return false, r.Status, string(r.Body)
+	}
+	c := r.Map(t)
+	if c["status"] == "pending" {
+		h.svc.Kick()
+		testkit.WaitFor(t, 30*time.Second, "the payout to settle", func() bool { return num(h.stats()["pending_claims"]) == 0 })
+	}
+	switch method {
+	case "cashu":
+		tok, _ := c["token"].(string)
+		if got, err := payee.TryReceive(tok); err != nil || got != 21 {
+			t.Fatalf("a paid claim's token does not redeem for 21 sats: got %d, %v (%s)", got, err, r.Body)
+		}
+	default:
+		if got := payee.Collect(mq); got != 21 {
+			t.Fatalf("the payee collected %d of a paid 21-sat claim", got)
+		}
+	}
+	return true, r.Status, string(r.Body)
+}
+
+// books is ledger after what the fault left open has settled.
+func (h *hostileEnv) books() map[string]any {
+	h.t.Helper()
+	testkit.WaitFor(h.t, 30*time.Second, "nothing in flight", func() bool { return num(h.stats()["in_flight_sats"]) == 0 })
+	ledger(h.t, h.env)
+	return h.stats()
+}
+
+// methods are the payout methods a mint's test pays with.
+func (h *hostileEnv) methods() []string { return []string{"cashu", "bolt11", "lightning_address"} }
+
+// fault is one scenario: rules for the proxy, and whether a claim may
+// still be paid while they hold (a fault the wallet repairs on its own).
+type fault struct {
+	name    string
+	rules   []hostile.Rule
+	repairs bool // claims are paid through the fault
+	lost    bool // some sats may be lost to the mint
+}
+
+var faults = []fault{
+	{name: "signatures without DLEQ, restore honest", repairs: true,
+		rules: []hostile.Rule{{Route: "/v1/*", Fault: hostile.DropDLEQ, Times: 1}}},
+	{name: "token signature corrupted, restore honest", repairs: true,
+		rules: []hostile.Rule{{Route: "/v1/swap", Fault: hostile.CorruptSig, Indices: []int{0}, Times: 1}}},
+	{name: "change signature corrupted everywhere", repairs: true, lost: true,
+		rules: []hostile.Rule{{Route: "/v1/swap", Fault: hostile.CorruptSig, Indices: []int{-1}, Times: 1},
+			{Route: "/v1/melt/bolt11", Fault: hostile.CorruptSig, Indices: []int{0}, Times: 1},
+			{Route: "/v1/restore", Fault: hostile.CorruptSigNoDLEQ}}},
+	{name: "every signature corrupted everywhere", lost: true,
+		rules: []hostile.Rule{{Route: "/v1/*", Fault: hostile.CorruptSigNoDLEQ}}},
+	{name: "signatures of a wrong keyset", repairs: true,
+		rules: []hostile.Rule{{Route: "/v1/*", Fault: hostile.WrongKeyset, Times: 1}}},
+	{name: "500 before the mint",
+		rules: []hostile.Rule{{Route: "/v1/swap", Fault: hostile.FailBefore, Times: 1}, {Route: "/v1/melt/bolt11", Fault: hostile.FailBefore, Times: 1}}},
+	{name: "500 after the mint acted",
+		rules: []hostile.Rule{{Route: "/v1/swap", Fault: hostile.FailAfter, Times: 1}}},
+	{name: "truncated answers",
+		rules: []hostile.Rule{{Route: "/v1/swap", Fault: hostile.Truncate, Times: 1}}},
+	{name: "proofs refused as invalid", repairs: true,
+		rules: []hostile.Rule{{Route: "/v1/swap", Fault: hostile.Refuse, Code: 10003, Detail: "invalid proof", Times: 1},
+			{Route: "/v1/melt/bolt11", Fault: hostile.Refuse, Code: 10001, Detail: "proofs could not be verified", Times: 1}}},
+}
+
+func TestHostileMint(t *testing.T) {
+	mints := []func(*testing.T) hostileMint{
+		func(t *testing.T) hostileMint { return gonutsAt(t, 0) },
+		func(t *testing.T) hostileMint { return gonutsAt(t, 100) },
+		func(t *testing.T) hostileMint { return gonutsAt(t, 1000) },
+	}
+	if nutshell != nil {
+		mints = append(mints, func(t *testing.T) hostileMint { return nutshellAt(t, 100) }, func(t *testing.T) hostileMint { return nutshellAt(t, 1000) })
+	} else {
+		t.Logf("Nutshell not available (%v): gonuts mints only", noNutshell)
+	}
+	for _, mk := range mints {
+		mk := mk
+		t.Run("", func(t *testing.T) {
+			h := newHostileEnv(t, mk(t))
+			t.Logf("%s: %v", h.m.name, h.books())
+			for _, f := range faults {
+				for _, method := range h.methods() {
+					h.scenario(f, method)
+				}
+			}
+			h.outage()
+			h.stall()
+			h.quarantine()
+			if h.m.nutshell != nil {
+				h.rotation()
+			}
+		})
+	}
+}
+
+// scenario runs a claim of method through fault f, then one without it.
+func (h *hostileEnv) scenario(f fault, method string) {
+	t := h.t
+	h.p.Clear()
+	for _, r := range f.rules {
+		h.p.Add(r)
+	}
+	paid, status, body := h.claim(method)
+	h.p.Clear()
+	if f.repairs && !paid && h.m.change {
+		t.Errorf("%s, %s: not paid although the wallet can repair it: %d %s", f.name, method, status, body)
+	}
+	if !paid && status == 200 {
+		t.Fatalf("%s, %s: 200 without a payout", f.name, method)
+	}
+	if ok, status, body := h.claim(method); !ok {
+		t.Fatalf("%s, %s: the claim after the fault was not paid: %d %s", f.name, method, status, body)
+	}
+	st := h.books()
+	if !f.lost && num(st["lost_to_mint_sats"]) != h.lost {
+		t.Errorf("%s, %s: %d sats lost to the mint", f.name, method, num(st["lost_to_mint_sats"])-h.lost)
+	}
+	h.lost = num(st["lost_to_mint_sats"])
+	t.Logf("%s, %s: paid %v (%d); books %v", f.name, method, paid, status, st)
+}
+
+// health is the faucet's /health body.
+func (h *hostileEnv) health() (status, mint string, body map[string]any) {
+	body = h.api.Do("GET", "/health", nil).Map(h.t)
+	checks, _ := body["checks"].(map[string]any)
+	status, _ = body["status"].(string)
+	mint, _ = checks["mint"].(string)
+	return status, mint, body
+}
+
+// outage: the mint goes away (connections refused). Claims are answered
+// 503 mint_unavailable, health says degraded within seconds, and once the
+// mint is back health says ok within seconds, the reservations of the
+// outage are gone and claims are paid.
+func (h *hostileEnv) outage() {
+	t := h.t
+	h.books()
+	h.p.Down()
+	start := time.Now()
+	if paid, status, body := h.claim("cashu"); paid || status != 503 {
+		t.Fatalf("a claim during an outage: %d %s", status, body)
+	}
+	testkit.WaitFor(t, 5*time.Second, "health to say the mint is unreachable", func() bool {
+		st, mint, _ := h.health()
+		return st == "degraded" && mint == "unreachable"
+	})
+	t.Logf("%s: degraded %v after the mint went away", h.m.name, time.Since(start).Round(time.Millisecond))
+	if _, status, body := h.claim("bolt11"); status != 503 {
+		t.Fatalf("a claim during an outage: %d %s", status, body)
+	}
+	h.p.Up()
+	start = time.Now()
+	testkit.WaitFor(t, 5*time.Second, "health to say ok again", func() bool {
+		st, mint, _ := h.health()
+		return st == "ok" && mint == "ok"
+	})
+	t.Logf("%s: ok %v after the mint came back", h.m.name, time.Since(start).Round(time.Millisecond))
+	for _, m := range h.methods() {
+		if paid, status, body := h.claim(m); !paid {
+			t.Fatalf("%s after the outage: %d %s", m, status, body)
+		}
+	}
+	h.books()
+}
+
+// stall: a swap the proxy holds until the wallet gives up. The claim
+// fails; its inputs stay reserved only while the request could still
+// reach the mint, and come back without a restart.
+func (h *hostileEnv) stall() {
+	t := h.t
+	h.p.Add(hostile.Rule{Route: "/v1/swap", Fault: hostile.Stall, Times: 1})
+	if paid, status, body := h.claim("cashu"); paid {
+		t.Fatalf("a stalled swap paid: %d %s", status, body)
+	}
+	h.p.Clear()
+	if paid, status, body := h.claim("cashu"); !paid {
+		t.Fatalf("after a stalled swap: %d %s", status, body)
+	}
+	h.books()
+}
+
+// quarantine: the mint refuses the proofs of a swap as invalid once. They
+// are taken out of the spendable set and the claim is paid with others;
+// health and stats show the quarantined sats; offered to the mint again
+// (Tidy), they come back.
+func (h *hostileEnv) quarantine() {
+	t := h.t
+	h.p.Add(hostile.Rule{Route: "/v1/swap", Fault: hostile.Refuse, Code: 10003, Detail: "invalid proof", Times: 1})
+	if paid, status, body := h.claim("cashu"); !paid {
+		t.Fatalf("refused proofs were not worked around: %d %s", status, body)
+	}
+	h.p.Clear()
+	st := h.books()
+	if _, _, hb := h.health(); num(st["quarantined_sats"]) == 0 || num(hb["quarantined_sats"]) != num(st["quarantined_sats"]) {
+		t.Fatalf("nothing quarantined: stats %v, health %v", st, hb)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := h.tr.Tidy(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if st := h.books(); num(st["quarantined_sats"]) != 0 {
+		t.Fatalf("quarantined proofs did not come back: %v", st)
+	}
+}
+
+// rotation: the mint retires its keyset for a new one while the faucet
+// runs. The first claims after it are paid at once (no waiting for the
+// periodic check), and the old keyset's proofs move over with their fee
+// booked.
+func (h *hostileEnv) rotation() {
+	t := h.t
+	old := h.tr.Keysets()
+	var ids []string
+	for _, k := range old {
+		ids = append(ids, k.ID)
+	}
+	h.m.nutshell = hostile.RestartNutshell(t, h.m.nutshell, hostile.Rotation{Path: "m/0'/0'/1'", Retire: ids,
+		Env: []string{fmt.Sprintf("MINT_INPUT_FEE_PPK=%d", h.m.ppk), "FAKEWALLET_DELAY_INCOMING_PAYMENT=3"}}, h.p)
+	testkit.WaitFor(t, 5*time.Second, "health to say ok once the mint is back", func() bool {
+		st, mint, _ := h.health()
+		return st == "ok" && mint == "ok"
+	})
+	for _, m := range h.methods() {
+		if paid, status, body := h.claim(m); !paid {
+			t.Fatalf("%s right after the rotation: %d %s", m, status, body)
+		}
+	}
+	before := num(h.stats()["total_fee_sats"])
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := h.tr.Tidy(ctx); err != nil {
+		t.Fatal(err)
+	}
+	st := h.books()
+	if h.m.ppk > 0 && num(st["total_fee_sats"]) == before {
+		t.Errorf("moving the retired keyset's proofs cost no fee: %v", st)
+	}
+}
