@@ -77,6 +77,17 @@ func (v *Verifier) Verify(header string, req Request) (string, error) {
 	return ev.PubKey, nil
 }
 
+// Signer is the pubkey (hex) of the validly signed kind-27235 event in
+// header, checked against no request and not spent: a first look, for a gate
+// that lets an admin's request on to where Verify decides.
+func Signer(header string) (string, error) {
+	ev, err := decode(header)
+	if err != nil {
+		return "", err
+	}
+	return ev.PubKey, nil
+}
+
 // decode reads the header's event and checks it is a signed kind-27235 event.
 func decode(header string) (*nostr.Event, error) {
 	token, ok := strings.CutPrefix(header, "Nostr ")
