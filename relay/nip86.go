@@ -94,7 +94,7 @@ type method func(ctx context.Context, actor string, p params) (any, error)
 // EnableManagement serves NIP-86 to the given admins (hex pubkeys), doing
 // the work through svc so every change is audited and enforced at once.
 func (r *Relay) EnableManagement(svc Moderation, admins []string) error {
-	m := &management{admins: map[string]bool{}, verifier: nip98.NewVerifier(nip98.DefaultWindow, nil), svc: svc}
+	m := &management{admins: map[string]bool{}, verifier: nip98.NewVerifier(nip98.DefaultWindow, nil, store.NewReplays(r.store.DB)), svc: svc}
 	for _, a := range admins {
 		m.admins[a] = true
 	}

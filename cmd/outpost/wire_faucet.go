@@ -13,6 +13,7 @@ import (
 	"github.com/outpost-relay/outpost/lnurl"
 	"github.com/outpost-relay/outpost/nip98"
 	"github.com/outpost-relay/outpost/profiles"
+	"github.com/outpost-relay/outpost/store"
 	"github.com/outpost-relay/outpost/testmint"
 	"github.com/outpost-relay/outpost/treasury"
 )
@@ -69,7 +70,7 @@ func wireFaucet(ctx context.Context, d deps) (comp *component, err error) {
 		cancel()
 	}
 	d.metrics.WatchFaucet(svc, log)
-	routes := faucetapi.Routes(faucetapi.Config{Service: svc, Verifier: nip98.NewVerifier(nip98.DefaultWindow, nil),
+	routes := faucetapi.Routes(faucetapi.Config{Service: svc, Verifier: nip98.NewVerifier(nip98.DefaultWindow, nil, store.NewReplays(d.store.DB)),
 		PublicURL: d.publicURL, Log: log})
 	return &component{
 		api:     httpapi.Service{Name: "faucet", Mount: d.cfg.FaucetMount, Routes: routes, Health: httpapi.ReportHealth(svc.Health)},
