@@ -1,9 +1,12 @@
 package main
 
 import (
+	"net"
 	"testing"
+	"time"
 
 	"github.com/nbd-wtf/go-nostr"
+	"github.com/outpost-relay/outpost/nip98"
 	"github.com/outpost-relay/outpost/pubkey"
 )
 
@@ -38,4 +41,38 @@ func TestFaucetLoginLimit(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestFaucetLoginReplayAcrossRestart: a NIP-98 login token is used once,
+// also across a restart on the same data dir within its 60 s window (the
+// address, and so the URL the token signs, stays the same).
+func TestFaucetLoginReplayAcrossRestart(t *testing.T) {
+	dir := t.TempDir()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	env := map[string]string{"OUTPOST_ADDR": addr}
+	header, err := nip98.Sign(nostr.GeneratePrivateKey(), "POST", "http://"+addr+"/faucet/auth/login", nil, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	inst := start(t, dir, env)
+	if code, m := call(t, "POST", inst.url+"/faucet/auth/login", nil, "Authorization", header); code != 200 {
+		t.Fatalf("first login: %d %v", code, m)
+	}
+	replayed := func(when string, inst *instance) {
+		t.Helper()
+		code, m := call(t, "POST", inst.url+"/faucet/auth/login", nil, "Authorization", header)
+		if d, _ := m["details"].(map[string]any); code != 401 || d["check"] != "replay" {
+			t.Fatalf("the token again %s: %d %v, want 401 replay", when, code, m)
+		}
+	}
+	replayed("at once", inst)
+	inst.shutdown(t)
+	inst.done = make(chan error, 1) // for the cleanup's shutdown
+	inst.done <- nil
+	replayed("after a restart", start(t, dir, env))
 }
