@@ -201,15 +201,42 @@ func parseIP(ip string) (string, error) {
 	return policies.FormatIPBlock(p), nil
 }
 
+// A block wider than these prefix lengths is a wide block: it needs an
+// explicit confirmation, and over REST an admin key. One slip (a /0 for a
+// /32) would otherwise shut out everyone, the moderators themselves too.
+const (
+	WideIPv4Bits = 16
+	WideIPv6Bits = 32
+)
+
+// WideBlock reports whether ip (an address or CIDR) is a wide block; false
+// for what is not an address.
+func WideBlock(ip string) bool {
+	p, err := policies.ParseIPBlock(ip)
+	if err != nil {
+		return false
+	}
+	if p.Addr().Is4() {
+		return p.Bits() < WideIPv4Bits
+	}
+	return p.Bits() < WideIPv6Bits
+}
+
 // BlockIP blocks an address or a network: its clients cannot connect to the
 // relay or call the REST services, and open connections from it are dropped.
-func (s *Service) BlockIP(ctx context.Context, actor, ip, reason string) (BlockedIP, error) {
+// A wide block (WideBlock) is refused unless confirmWide.
+func (s *Service) BlockIP(ctx context.Context, actor, ip, reason string, confirmWide bool) (BlockedIP, error) {
 	ip, err := parseIP(ip)
 	if err != nil {
 		return BlockedIP{}, err
 	}
 	if err := validNote(reason); err != nil {
 		return BlockedIP{}, err
+	}
+	if WideBlock(ip) && !confirmWide {
+		return BlockedIP{}, outpost.Errorf(outpost.Invalid, "confirmation_required",
+			"%s is wider than a /%d (IPv4) or /%d (IPv6) and may lock out many clients, admins included; confirm it to block it",
+			ip, WideIPv4Bits, WideIPv6Bits).With("field", "confirm_wide").With("ip", ip)
 	}
 	b := BlockedIP{IP: ip, Reason: reason, BlockedAt: s.now().Unix(), BlockedBy: actor}
 	err = s.update(func(txn *badger.Txn) error {

@@ -22,7 +22,7 @@ func TestAccessListsSurviveRestart(t *testing.T) {
 		second(svc.AllowPubKey(ctx, "key:a", pk(1), "member")),
 		second(svc.DisallowKind(ctx, "key:a", 4)),
 		second(svc.AllowKind(ctx, "key:a", 1)),
-		second(svc.BlockIP(ctx, "key:a", "198.51.100.0/24", "scanner")),
+		second(svc.BlockIP(ctx, "key:a", "198.51.100.0/24", "scanner", false)),
 		second(svc.BanEvent(ctx, "key:a", strings.ToUpper(id), "illegal")),
 	}
 	for i, err := range steps {
@@ -100,11 +100,11 @@ func TestAccessInput(t *testing.T) {
 		{"kind -1", second(svc.AllowKind(ctx, "a", -1)), "invalid_kind"},
 		{"kind 65536", second(svc.DisallowKind(ctx, "a", 65536)), "invalid_kind"},
 		{"clear a kind with no rule", second(svc.ClearKind(ctx, "a", 3)), "kind_not_listed"},
-		{"a host name", second(svc.BlockIP(ctx, "a", "example.com", "")), "invalid_ip"},
+		{"a host name", second(svc.BlockIP(ctx, "a", "example.com", "", false)), "invalid_ip"},
 		{"unblock what is not blocked", second(svc.UnblockIP(ctx, "a", "192.0.2.1")), "ip_not_blocked"},
 		{"a short event id", second(svc.BanEvent(ctx, "a", "abc", "")), "invalid_event_id"},
 		{"unban an event not banned", second(svc.UnbanEvent(ctx, "a", strings.Repeat("1", 64))), "event_not_banned"},
-		{"a long reason", second(svc.BlockIP(ctx, "a", "192.0.2.1", strings.Repeat("r", MaxReasonLen+1))), "invalid_request"},
+		{"a long reason", second(svc.BlockIP(ctx, "a", "192.0.2.1", strings.Repeat("r", MaxReasonLen+1), false)), "invalid_request"},
 	}
 	for _, tt := range tests {
 		if e := outpost.AsError(tt.err); e == nil || e.Code != tt.code {
@@ -118,8 +118,46 @@ func TestAccessInput(t *testing.T) {
 		t.Fatalf("audit = %+v, want one entry", audit)
 	}
 	// The same network in two spellings is one block.
-	svc.BlockIP(ctx, "a", "192.0.2.77/24", "")
+	svc.BlockIP(ctx, "a", "192.0.2.77/24", "", false)
 	if b, err := svc.UnblockIP(ctx, "a", "192.0.2.0/24"); err != nil || b.IP != "192.0.2.0/24" {
 		t.Fatalf("unblock by the network's other spelling: %+v %v", b, err)
+	}
+}
+
+// A block wider than a /16 (IPv4) or /32 (IPv6) is refused without the
+// confirmation: a slip such as 0.0.0.0/0 would shut everyone out.
+func TestWideIPBlockNeedsConfirmation(t *testing.T) {
+	ctx := context.Background()
+	svc, st := open(t, t.TempDir(), testkit.NewClock(time.Unix(1_700_000_000, 0)))
+	defer st.Close()
+	tests := []struct {
+		ip   string
+		wide bool
+	}{
+		{"0.0.0.0/0", true},
+		{"10.0.0.0/8", true},
+		{"172.16.0.0/15", true},
+		{"172.16.0.0/16", false},
+		{"192.0.2.1", false},
+		{"::/0", true},
+		{"2001:db8::/31", true},
+		{"2001:db8::/32", false},
+		{"::ffff:10.0.0.0/104", true}, // IPv4-mapped: a /8
+	}
+	for _, tt := range tests {
+		t.Run(tt.ip, func(t *testing.T) {
+			if got := WideBlock(tt.ip); got != tt.wide {
+				t.Fatalf("WideBlock = %v, want %v", got, tt.wide)
+			}
+			_, err := svc.BlockIP(ctx, "a", tt.ip, "", false)
+			if e := outpost.AsError(err); tt.wide && (e == nil || e.Code != "confirmation_required") {
+				t.Fatalf("unconfirmed: %v, want confirmation_required", err)
+			} else if !tt.wide && err != nil {
+				t.Fatalf("unconfirmed narrow block: %v", err)
+			}
+			if _, err := svc.BlockIP(ctx, "a", tt.ip, "", true); err != nil {
+				t.Fatalf("confirmed: %v", err)
+			}
+		})
 	}
 }

@@ -137,8 +137,8 @@ func (m Management) ListDisallowedKinds(ctx context.Context) ([]int, error) {
 	return disallowed, err
 }
 
-func (m Management) BlockIP(ctx context.Context, actor, ip, reason string) error {
-	_, err := m.s.BlockIP(ctx, actor, ip, reason)
+func (m Management) BlockIP(ctx context.Context, actor, ip, reason string, confirmWide bool) error {
+	_, err := m.s.BlockIP(ctx, actor, ip, reason, confirmWide)
 	return err
 }
 

@@ -37,6 +37,7 @@ type Settings struct {
 	MinAccountAge   time.Duration  `flag:"faucet-min-account-age" usage:"minimum age of an account, from its earliest event seen (e.g. 336h for 14 days)"`
 	QuoteTTL        time.Duration  `flag:"faucet-quote-ttl" usage:"how long a quote holds its amount"`
 	NPubLogin       bool           `flag:"faucet-npub-login" usage:"allow the limited npub login (Lightning-address payouts to the profile's lud16 only)"`
+	LoginLimit      int            `flag:"faucet-login-limit" usage:"logins (POST /auth/login and /auth/login-npub together) per client IP per minute, on top of --rate-limit; 0 disables, and so does --rate-limit 0"`
 	LNURLAllowHTTP  bool           `flag:"faucet-lnurl-allow-http" usage:"fetch Lightning addresses at IP literals/localhost over plain http (tests and demos only)"`
 	LNURLAllowPriv  bool           `flag:"faucet-lnurl-allow-private" usage:"let Lightning addresses point to loopback and private networks (tests and demos only)"`
 	DepositMinSats  int64          `flag:"faucet-deposit-min" usage:"smallest deposit invoice, sats"`
@@ -52,7 +53,7 @@ func DefaultSettings() Settings {
 	return Settings{
 		Enabled: true, Network: bolt11.Signet, Buckets: Buckets{{10, 50}, {25, 30}, {50, 15}, {100, 5}},
 		Cooldown: 24 * time.Hour, IPLimit: 3, IPWindow: 24 * time.Hour, SitewideLimit: 20, SitewideWindow: time.Hour,
-		DailyBudgetSats: 5000, MinBalanceSats: 1000, MaxFeeSats: 10, QuoteTTL: 120 * time.Second, NPubLogin: true,
+		DailyBudgetSats: 5000, MinBalanceSats: 1000, MaxFeeSats: 10, QuoteTTL: 120 * time.Second, NPubLogin: true, LoginLimit: 20,
 		DepositMinSats: 1, DepositMaxSats: 1_000_000, MaxTokenSats: 100_000, TestMintFunding: 100_000,
 		PollInterval: 5 * time.Second,
 	}
@@ -103,7 +104,7 @@ func (s *Settings) validLimits() error {
 	}{
 		{"faucet-fixed-sats", s.FixedSats}, {"faucet-ip-limit", int64(s.IPLimit)}, {"faucet-sitewide-limit", int64(s.SitewideLimit)},
 		{"faucet-daily-budget", s.DailyBudgetSats}, {"faucet-min-balance", s.MinBalanceSats}, {"faucet-max-fee", s.MaxFeeSats},
-		{"faucet-max-token", s.MaxTokenSats}, {"faucet-test-mint-funding", s.TestMintFunding},
+		{"faucet-max-token", s.MaxTokenSats}, {"faucet-test-mint-funding", s.TestMintFunding}, {"faucet-login-limit", int64(s.LoginLimit)},
 	} {
 		if n.v < 0 {
 			bad(n.flag, "must be 0 or more")

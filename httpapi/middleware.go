@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"net/http"
+	"net/netip"
 	"net/url"
 	"runtime/debug"
 	"slices"
@@ -63,13 +64,13 @@ var chiMethods = []string{http.MethodGet, http.MethodHead, http.MethodPost, http
 // method chi does not know (405, as chi would). Its answers go through
 // observed, which counts them as the answers of the service whose mount
 // the path is under, like every answer a service gives.
-func rootRefusals(blocked func(ip string) bool, observed func(http.Handler) http.Handler) func(http.Handler) http.Handler {
+func rootRefusals(blocked func(ip string) bool, pass func(*http.Request) bool, observed func(http.Handler) http.Handler) func(http.Handler) http.Handler {
 	refuseIP := observed(Handle(func(http.ResponseWriter, *http.Request) error { return errIPBlocked }))
 	refuseMethod := observed(http.HandlerFunc(MethodNotAllowed))
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			switch {
-			case blocked != nil && blocked(ClientIP(r)):
+			case blocked != nil && blocked(ClientIP(r)) && !pass(r):
 				refuseIP.ServeHTTP(w, r)
 			case !slices.Contains(chiMethods, r.Method):
 				refuseMethod.ServeHTTP(w, r)
@@ -78,6 +79,30 @@ func rootRefusals(blocked func(ip string) bool, observed func(http.Handler) http
 			}
 		})
 	}
+}
+
+// passBlocked tells the requests an address block never stops, so no block
+// can lock out the operator's health checks or the admins who undo it:
+// /health and the services' /health from loopback, and what the services
+// and cfg.PassBlocked let through.
+func passBlocked(cfg Config) func(*http.Request) bool {
+	return func(r *http.Request) bool {
+		mount := mountOf(cfg.Services, r)
+		if (r.URL.Path == "/health" || r.URL.Path == mount+"/health") && loopback(ClientIP(r)) {
+			return true
+		}
+		for _, s := range cfg.Services {
+			if s.Mount == mount && s.PassBlocked != nil {
+				return mount != "" && s.PassBlocked(r)
+			}
+		}
+		return mount == "" && cfg.PassBlocked != nil && cfg.PassBlocked(r)
+	}
+}
+
+func loopback(ip string) bool {
+	a, err := netip.ParseAddr(ip)
+	return err == nil && a.Unmap().IsLoopback()
 }
 
 // RateLimit refuses requests beyond l's limit per client IP with a JSON 429.

@@ -19,6 +19,9 @@ type Service struct {
 	Mount  string                                 // "/banlist"
 	Routes http.Handler                           // its router, with paths relative to Mount; nil: a part of /health only
 	Health func(ctx context.Context) HealthReport // see ReportHealth
+	// PassBlocked tells requests under Mount that a blocked client IP
+	// must not stop: an admin undoing a block. nil: none.
+	PassBlocked func(r *http.Request) bool
 }
 
 // Config wires the root handler.
@@ -28,8 +31,12 @@ type Config struct {
 	TrustedProxies []string
 	RateLimit      *ratelimit.Limiter   // per client IP over every service route; nil: none
 	BlockedIP      func(ip string) bool // client IPs refused everything (403); nil: none
-	Log            *slog.Logger
-	Index          any // body of GET / for plain HTTP clients
+	// PassBlocked tells requests outside the services' mounts (the
+	// relay's NIP-86) that a blocked client IP must not stop; nil: none.
+	// GET /health and <mount>/health from loopback always pass.
+	PassBlocked func(r *http.Request) bool
+	Log         *slog.Logger
+	Index       any // body of GET / for plain HTTP clients
 	// Observe, when set, wraps each service's routes (and /health) outermost,
 	// so it sees every answer, the rate limit's 429s included: metrics and
 	// the access log.
@@ -44,7 +51,7 @@ func New(cfg Config) http.Handler {
 		observe = func(string, string) func(http.Handler) http.Handler { return passThrough }
 	}
 	r := chi.NewRouter()
-	r.Use(Logger(cfg.Log), ClientIPMiddleware(cfg.TrustedProxies), rootRefusals(cfg.BlockedIP, byMount(cfg.Services, observe)), Recover, HeadAsGet)
+	r.Use(Logger(cfg.Log), ClientIPMiddleware(cfg.TrustedProxies), rootRefusals(cfg.BlockedIP, passBlocked(cfg), byMount(cfg.Services, observe)), Recover, HeadAsGet)
 	// The root's own 404s (a scanner's /wp-login.php) and 405s (POST
 	// /health) are observed as the root's. A service's path gets here only
 	// if its router has no handler of its own and inherits these; its

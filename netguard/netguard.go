@@ -28,25 +28,46 @@ import (
 var ErrBlocked = errors.New("address not allowed")
 
 // nonPublic are ranges net/netip has no predicate for but that never hold a
-// public service.
+// public service (from IANA's special-purpose address registries).
 var nonPublic = []netip.Prefix{
-	netip.MustParsePrefix("0.0.0.0/8"),      // "this network"
-	netip.MustParsePrefix("100.64.0.0/10"),  // carrier-grade NAT: the provider's, or the host's own network
-	netip.MustParsePrefix("192.0.0.0/24"),   // IETF protocol assignments
-	netip.MustParsePrefix("198.18.0.0/15"),  // benchmarking, often internal
-	netip.MustParsePrefix("240.0.0.0/4"),    // reserved, and the broadcast address
-	netip.MustParsePrefix("64:ff9b::/96"),   // NAT64: reaches any IPv4 address, private ones too
-	netip.MustParsePrefix("64:ff9b:1::/48"), // local-use NAT64, likewise
+	netip.MustParsePrefix("0.0.0.0/8"),     // "this network"
+	netip.MustParsePrefix("100.64.0.0/10"), // carrier-grade NAT: the provider's, or the host's own network
+	netip.MustParsePrefix("192.0.0.0/24"),  // IETF protocol assignments
+	netip.MustParsePrefix("198.18.0.0/15"), // benchmarking, often internal
+	netip.MustParsePrefix("240.0.0.0/4"),   // reserved, and the broadcast address
+	// IPv6 outside 2000::/3 (global unicast) is refused whole: that takes
+	// ::/96 (IPv4-compatible), ::ffff:0:0/96 (IPv4-translated), 64:ff9b::/96
+	// and 64:ff9b:1::/48 (NAT64, which reaches any IPv4 address, private
+	// ones too), 100::/64 (discard), fc00::/7, fe80::/10, fec0::/10, ff00::/8.
+	// Inside it:
+	netip.MustParsePrefix("2001::/23"),     // IETF protocol assignments: Teredo 2001::/32 (an IPv4 address, obfuscated), benchmarking, ORCHID
+	netip.MustParsePrefix("2001:db8::/32"), // documentation
+	netip.MustParsePrefix("3fff::/20"),     // documentation
 }
+
+var (
+	globalUnicast = netip.MustParsePrefix("2000::/3")
+	sixToFour     = netip.MustParsePrefix("2002::/16") // 6to4: an IPv4 address in bits 16–47
+)
 
 // Public reports whether ip is a public unicast address: not loopback,
 // private, link-local, multicast, unspecified, nor in the ranges above, in
-// any form (an IPv4-mapped IPv6 address is judged as the IPv4 address).
+// any form (an IPv4-mapped IPv6 address is judged as the IPv4 address, a
+// 6to4 one by the IPv4 address it embeds).
 func Public(ip netip.Addr) bool {
 	ip = ip.Unmap()
 	if !ip.IsValid() || ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() ||
 		ip.IsLinkLocalMulticast() || ip.IsInterfaceLocalMulticast() || ip.IsMulticast() || ip.IsUnspecified() {
 		return false
+	}
+	if ip.Is6() {
+		if !globalUnicast.Contains(ip) {
+			return false
+		}
+		if sixToFour.Contains(ip) {
+			b := ip.As16()
+			return Public(netip.AddrFrom4([4]byte{b[2], b[3], b[4], b[5]}))
+		}
 	}
 	for _, p := range nonPublic {
 		if p.Contains(ip) {

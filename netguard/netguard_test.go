@@ -12,14 +12,16 @@ import (
 )
 
 func TestPublic(t *testing.T) {
-	for _, s := range netguardtest.Blocked {
-		if netguard.Public(netip.MustParseAddr(s)) {
-			t.Errorf("Public(%s) = true, want false", s)
-		}
-	}
-	for _, s := range netguardtest.Public {
-		if !netguard.Public(netip.MustParseAddr(s)) {
-			t.Errorf("Public(%s) = false, want true", s)
+	for _, tt := range []struct {
+		addrs  []string
+		public bool
+	}{{netguardtest.Blocked, false}, {netguardtest.Public, true}} {
+		for _, s := range tt.addrs {
+			t.Run(s, func(t *testing.T) {
+				if got := netguard.Public(netip.MustParseAddr(s)); got != tt.public {
+					t.Errorf("Public(%s) = %v, want %v", s, got, tt.public)
+				}
+			})
 		}
 	}
 }

@@ -13,7 +13,7 @@ func FuzzVerify(f *testing.F) {
 	f.Add(good)
 	f.Add("Nostr ")
 	f.Add("Nostr eyJraW5kIjoyNzIzNX0=")
-	v := NewVerifier(0, func() time.Time { return time.Unix(1_700_000_000, 0) })
+	v := NewVerifier(0, func() time.Time { return time.Unix(1_700_000_000, 0) }, nil)
 	f.Fuzz(func(t *testing.T, header string) {
 		_, err := v.Verify(header, Request{Method: "POST", URLs: []string{"https://x.example/a"}, Body: []byte("{}")})
 		if err == nil {

@@ -66,7 +66,7 @@ func TestVerify(t *testing.T) {
 		{"wrong payload", good, Request{Method: "POST", URLs: []string{u}, Body: []byte(`{"a":2}`)}, "payload"},
 		{"replay", good, Request{Method: "POST", URLs: []string{u}, Body: body}, "replay"},
 	}
-	v := NewVerifier(0, func() time.Time { return now })
+	v := NewVerifier(0, func() time.Time { return now }, nil)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := v.Verify(tt.header, tt.req)
@@ -92,7 +92,7 @@ func TestReusable(t *testing.T) {
 	const u = "https://relay.example/"
 	body := []byte(`{"method":"listbannedpubkeys","params":[]}`)
 	h, _ := Sign(sk, "POST", u, body, now)
-	v := NewVerifier(0, func() time.Time { return now })
+	v := NewVerifier(0, func() time.Time { return now }, nil)
 	read := Request{Method: "POST", URLs: []string{u}, Body: body, Reusable: true}
 	for i := range 3 {
 		if _, err := v.Verify(h, read); err != nil {
@@ -108,7 +108,7 @@ func TestReusable(t *testing.T) {
 		t.Fatalf("second one-use verification: %v", e)
 	}
 	// The time window still applies.
-	late := NewVerifier(0, func() time.Time { return now.Add(61 * time.Second) })
+	late := NewVerifier(0, func() time.Time { return now.Add(61 * time.Second) }, nil)
 	if e := outpost.AsError(second(late.Verify(h, read))); e == nil || e.Details["check"] != "created_at" {
 		t.Fatalf("a reusable request out of the window: %v", e)
 	}

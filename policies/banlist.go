@@ -161,6 +161,12 @@ func (l *BanList) BlockedWord(text string) (string, bool) {
 	return l.words.Load().find(text)
 }
 
+// BlockedWordIn returns the first blocked word found in any of texts, all
+// looked through in one pass.
+func (l *BanList) BlockedWordIn(texts ...string) (string, bool) {
+	return l.words.Load().find(texts...)
+}
+
 // Bans lists the bans active at now, sorted by pubkey, and the earliest time
 // at which one of them expires (0 if none does): a cache of the list is valid
 // until then or until Version changes.

@@ -31,8 +31,8 @@ func RejectBannedEvents(l *BanList) func(context.Context, *nostr.Event) (bool, s
 }
 
 // RejectBlockedWords is a khatru RejectEvent policy that refuses events whose
-// content contains a blocked word of l; for kind-0 profiles every string field
-// of the profile JSON is checked.
+// text contains a blocked word of l: the content (for kind-0 profiles every
+// string field of the profile JSON) and the values of TextTags.
 func RejectBlockedWords(l *BanList) func(context.Context, *nostr.Event) (bool, string) {
 	return func(_ context.Context, ev *nostr.Event) (bool, string) {
 		msg, blocked := l.BlockedMessage(ev)
@@ -40,21 +40,37 @@ func RejectBlockedWords(l *BanList) func(context.Context, *nostr.Event) (bool, s
 	}
 }
 
+// IsTextTag reports the tags whose values are text people read (NIP-14
+// subject, NIP-23 title and summary, NIP-31 alt, names and descriptions of
+// lists, badges, communities...): blocked words count there as in content.
+func IsTextTag(name string) bool {
+	switch name {
+	case "subject", "title", "summary", "alt", "name", "description":
+		return true
+	}
+	return false
+}
+
 func blockedIn(l *BanList, ev *nostr.Event) (string, bool) {
+	var arr [8]string
+	texts := append(arr[:0], ev.Content)
 	if ev.Kind == 0 {
 		var profile map[string]any
 		if json.Unmarshal([]byte(ev.Content), &profile) == nil {
+			texts = texts[:0]
 			for _, v := range profile {
 				if s, ok := v.(string); ok {
-					if w, ok := l.BlockedWord(s); ok {
-						return w, true
-					}
+					texts = append(texts, s)
 				}
 			}
-			return "", false
 		}
 	}
-	return l.BlockedWord(ev.Content)
+	for _, t := range ev.Tags {
+		if len(t) >= 2 && IsTextTag(t[0]) {
+			texts = append(texts, t[1])
+		}
+	}
+	return l.BlockedWordIn(texts...)
 }
 
 // RejectUnlistedAuthors refuses events whose author is not on l's allow

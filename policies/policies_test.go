@@ -38,6 +38,16 @@ func TestPolicies(t *testing.T) {
 		{"profile escaped", nostr.Event{PubKey: other, Kind: 0, Content: `{"about":"vi\u0061gra"}`}, true, `blocked: contains the blocked word "viagra"`},
 		{"profile clean", nostr.Event{PubKey: other, Kind: 0, Content: `{"name":"alice"}`}, false, ""},
 		{"profile not json", nostr.Event{PubKey: other, Kind: 0, Content: `viagra`}, true, `blocked: contains the blocked word "viagra"`},
+		{"subject tag", nostr.Event{PubKey: other, Kind: 1, Content: "hi", Tags: nostr.Tags{{"subject", "Cheap Viagra"}}}, true, `blocked: contains the blocked word "viagra"`},
+		{"title tag", nostr.Event{PubKey: other, Kind: 30023, Content: "hi", Tags: nostr.Tags{{"d", "x"}, {"title", "BUY NOW"}}}, true, `blocked: contains the blocked word "buy now"`},
+		{"summary tag", nostr.Event{PubKey: other, Kind: 30023, Content: "hi", Tags: nostr.Tags{{"summary", "viagra."}}}, true, `blocked: contains the blocked word "viagra"`},
+		{"alt tag", nostr.Event{PubKey: other, Kind: 1063, Tags: nostr.Tags{{"alt", "a viagra ad"}}}, true, `blocked: contains the blocked word "viagra"`},
+		{"name tag", nostr.Event{PubKey: other, Kind: 30000, Tags: nostr.Tags{{"name", "viagra"}}}, true, `blocked: contains the blocked word "viagra"`},
+		{"description tag", nostr.Event{PubKey: other, Kind: 34550, Tags: nostr.Tags{{"description", "viagra"}}}, true, `blocked: contains the blocked word "viagra"`},
+		{"profile and a tag", nostr.Event{PubKey: other, Kind: 0, Content: `{"name":"alice"}`, Tags: nostr.Tags{{"alt", "viagra"}}}, true, `blocked: contains the blocked word "viagra"`},
+		{"other tags unchecked", nostr.Event{PubKey: other, Kind: 1, Content: "hi", Tags: nostr.Tags{{"t", "viagra"}, {"r", "https://viagra.example"}}}, false, ""},
+		{"phrase across content and tag", nostr.Event{PubKey: other, Kind: 1, Content: "buy", Tags: nostr.Tags{{"subject", "now"}}}, false, ""},
+		{"phrase across two tags", nostr.Event{PubKey: other, Kind: 1, Tags: nostr.Tags{{"title", "buy"}, {"summary", "now"}}}, false, ""},
 	}
 	authors, words := RejectBannedAuthors(l), RejectBlockedWords(l)
 	for _, tt := range tests {

@@ -181,13 +181,21 @@ func newWordMatcher(words []string) *wordMatcher {
 
 var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
 
-// find returns the first blocked word in s, as it was given to the matcher.
-func (m *wordMatcher) find(s string) (string, bool) {
-	if m == nil || s == "" {
+// find returns the first blocked word in any of texts, as it was given to
+// the matcher, in one pass: their normal forms are laid end to end, each
+// with its end spaces, and no pattern holds two spaces in a row, so none
+// matches across two texts.
+func (m *wordMatcher) find(texts ...string) (string, bool) {
+	if m == nil {
 		return "", false
 	}
 	bp := bufPool.Get().(*[]byte)
-	text := appendNormalized((*bp)[:0], s)
+	text := (*bp)[:0]
+	for _, s := range texts {
+		if s != "" {
+			text = appendNormalized(text, s)
+		}
+	}
 	match := m.ac.IterByte(text).Next()
 	*bp = text
 	bufPool.Put(bp)

@@ -4,7 +4,9 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"io"
 	"net"
 	"runtime/debug"
 	"sync"
@@ -72,6 +74,9 @@ func (c *conn) serve() {
 	})
 	for {
 		typ, msg, err := ws.ReadMessage()
+		if errors.Is(err, websocket.ErrReadLimit) {
+			c.drain()
+		}
 		if err != nil {
 			return
 		}
@@ -84,6 +89,20 @@ func (c *conn) serve() {
 			return
 		}
 	}
+}
+
+// drainTime bounds how long drain waits for the client.
+const drainTime = 2 * time.Second
+
+// drain reads and discards what the client still sends after a frame over
+// the read limit, until it closes or drainTime passes. The websocket
+// library has sent the close frame (1009) on seeing the frame's header, but
+// the frame's bytes keep coming: closing the socket with them unread resets
+// the connection, and the client's kernel drops the close frame unread
+// (the client sees 1006, from frames of about 2 MB on).
+func (c *conn) drain() {
+	c.nc.SetReadDeadline(time.Now().Add(drainTime))
+	io.Copy(io.Discard, io.LimitReader(c.nc, 2*hardFrameNoLimit))
 }
 
 // handle dispatches one message; false ends the connection.

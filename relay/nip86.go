@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -20,6 +21,7 @@ import (
 	"github.com/outpost-relay/outpost/nip98"
 	"github.com/outpost-relay/outpost/pubkey"
 	"github.com/outpost-relay/outpost/store"
+	"github.com/tidwall/gjson"
 )
 
 // NIP-86 relay management is outpost's own: the request's NIP-98 header is
@@ -53,7 +55,7 @@ type Moderation interface {
 	ListAllowedKinds(ctx context.Context) ([]int, error)
 	ListDisallowedKinds(ctx context.Context) ([]int, error)
 
-	BlockIP(ctx context.Context, actor, ip, reason string) error
+	BlockIP(ctx context.Context, actor, ip, reason string, confirmWide bool) error
 	UnblockIP(ctx context.Context, actor, ip string) error
 	ListBlockedIPs(ctx context.Context) ([]nip86.IPReason, error)
 
@@ -92,7 +94,7 @@ type method func(ctx context.Context, actor string, p params) (any, error)
 // EnableManagement serves NIP-86 to the given admins (hex pubkeys), doing
 // the work through svc so every change is audited and enforced at once.
 func (r *Relay) EnableManagement(svc Moderation, admins []string) error {
-	m := &management{admins: map[string]bool{}, verifier: nip98.NewVerifier(nip98.DefaultWindow, nil), svc: svc}
+	m := &management{admins: map[string]bool{}, verifier: nip98.NewVerifier(nip98.DefaultWindow, nil, store.NewReplays(r.store.DB)), svc: svc}
 	for _, a := range admins {
 		m.admins[a] = true
 	}
@@ -120,7 +122,7 @@ func (r *Relay) EnableManagement(svc Moderation, admins []string) error {
 		"disallowkind":                withKind(svc.DisallowKind),
 		"listallowedkinds":            list(svc.ListAllowedKinds),
 		"listdisallowedkinds":         list(svc.ListDisallowedKinds),
-		"blockip":                     withIP(svc.BlockIP),
+		"blockip":                     blockIP(svc.BlockIP),
 		"unblockip":                   withIP(dropReason(svc.UnblockIP)),
 		"listblockedips":              list(svc.ListBlockedIPs),
 		"changerelayname":             r.changeInfo("name", maxRelayName, func(i *relayInfo) *string { return &i.Name }),
@@ -221,6 +223,26 @@ func withEventID(f change) method {
 			return nil, invalidParam(0, "%.80q is not an event id (64 hex characters)", id)
 		}
 		return true, f(ctx, actor, id, reason)
+	}
+}
+
+// ConfirmWide is blockip's third parameter that confirms a block wider than
+// a /16 (IPv4) or /32 (IPv6): ["0.0.0.0/0", "reason", "confirm_wide"].
+const ConfirmWide = "confirm_wide"
+
+// blockIP is blockip: [<address or CIDR>, <optional reason>, <optional
+// ConfirmWide>].
+func blockIP(f func(ctx context.Context, actor, ip, reason string, confirmWide bool) error) method {
+	return func(ctx context.Context, actor string, p params) (any, error) {
+		ip, reason, err := p.subjectAndReason()
+		if err != nil {
+			return nil, err
+		}
+		confirm, err := p.str(2, true)
+		if err != nil || (confirm != "" && confirm != ConfirmWide) {
+			return nil, invalidParam(2, "parameter 3, when given, must be %q", ConfirmWide)
+		}
+		return true, f(ctx, actor, ip, reason, confirm == ConfirmWide)
 	}
 }
 
@@ -385,4 +407,28 @@ func readOnly(method string) bool {
 func isNIP86(req *http.Request) bool {
 	mt, _, err := mime.ParseMediaType(req.Header.Get("Content-Type"))
 	return err == nil && mt == nip86ContentType
+}
+
+// PassBlocked tells the NIP-86 requests a blocked client IP must not stop:
+// an admin listing or lifting blocks (unblockip, listblockedips,
+// supportedmethods), so no block locks the admins out of undoing it. The
+// signer is only looked at here; serveNIP86 checks the request in full.
+func (r *Relay) PassBlocked(req *http.Request) bool {
+	m := r.nip86
+	if m == nil || req.Method != http.MethodPost || !isNIP86(req) {
+		return false
+	}
+	if pk, err := nip98.Signer(req.Header.Get("Authorization")); err != nil || !m.admins[pk] {
+		return false
+	}
+	body, err := io.ReadAll(io.LimitReader(req.Body, maxNIP86Body+1))
+	req.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), req.Body))
+	if err != nil {
+		return false
+	}
+	switch gjson.GetBytes(body, "method").String() {
+	case "unblockip", "listblockedips", "supportedmethods":
+		return true
+	}
+	return false
 }

@@ -575,6 +575,18 @@ func TestNIP86BlockIP(t *testing.T) {
 	}
 	e.call(t, "unblockip", "198.51.100.0/24")
 	dialWireWith(t, e.url, 0, from("198.51.100.9")).mustPublish(sign(t, sk, 1, "unblocked"))
+
+	// Wider than a /16 or a /32: only with the third parameter "confirm_wide".
+	if r := e.refused(t, e.manager(), 400, "blockip", "198.0.0.0/8", "a slip"); !strings.HasPrefix(r.Error, "confirmation_required: ") {
+		t.Fatalf("an unconfirmed wide block: %s", r.Raw)
+	}
+	if r := e.refused(t, e.manager(), 400, "blockip", "2001:db8::/31", "", "yes"); !strings.HasPrefix(r.Error, "invalid_params: ") {
+		t.Fatalf("a third parameter other than confirm_wide: %s", r.Raw)
+	}
+	e.call(t, "blockip", "198.0.0.0/8", "confirmed", "confirm_wide")
+	if _, resp, err := websocket.DefaultDialer.DialContext(ctx, wsURL(e.url), from("198.51.100.9")); err == nil || resp.StatusCode != 403 {
+		t.Fatalf("an address of a confirmed wide block: %v", err)
+	}
 }
 
 // changerelayname, changerelaydescription and changerelayicon show in

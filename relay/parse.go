@@ -78,10 +78,40 @@ func (m message) event(i int) (*nostr.Event, string) {
 		return nil, "invalid: no event object"
 	}
 	ev := &nostr.Event{}
-	if err := easyjson.Unmarshal(bytesOf(m[i].Raw), ev); err != nil {
+	if err := easyjson.Unmarshal(bytesOf(canonicalFields(m[i])), ev); err != nil {
 		return nil, "invalid: malformed event: " + err.Error()
 	}
 	return ev, ""
+}
+
+// eventFields are the fields of a NIP-01 event.
+var eventFields = map[string]bool{"id": true, "pubkey": true, "created_at": true, "kind": true, "tags": true, "content": true, "sig": true}
+
+// canonicalFields is the event object obj without fields NIP-01 does not
+// name. Some client libraries leave their own in ("seenOn"); the id covers
+// only NIP-01's, so they are dropped, as strfry does. go-nostr's decoder
+// cannot skip an unknown field's value and fails on it. Most events have
+// none and are returned as they are.
+func canonicalFields(obj gjson.Result) string {
+	extra := false
+	obj.ForEach(func(k, _ gjson.Result) bool {
+		extra = !eventFields[k.Str]
+		return !extra
+	})
+	if !extra {
+		return obj.Raw
+	}
+	b := []byte{'{'}
+	obj.ForEach(func(k, v gjson.Result) bool {
+		if eventFields[k.Str] {
+			if len(b) > 1 {
+				b = append(b, ',')
+			}
+			b = append(append(append(b, k.Raw...), ':'), v.Raw...)
+		}
+		return true
+	})
+	return string(append(b, '}'))
 }
 
 // eventID is the "id" of the event in element i, if it has a string one.

@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -59,12 +60,28 @@ var closedEvents = func() chan *nostr.Event {
 	return ch
 }()
 
-// rejectExpired refuses events whose NIP-40 expiration has passed.
+// rejectExpired refuses events whose NIP-40 expiration has passed, or is
+// not a unix timestamp: go-nostr reads one as "no expiration", so the event
+// would be kept forever although its author meant it to go.
 func rejectExpired(_ context.Context, ev *nostr.Event) (bool, string) {
+	for _, t := range ev.Tags {
+		if len(t) >= 1 && t[0] == "expiration" && !isTimestamp(t[1:]) {
+			return true, "invalid: the expiration tag must be a unix timestamp in seconds (NIP-40)"
+		}
+	}
 	if exp := nip40.GetExpiration(ev.Tags); exp != -1 && exp <= nostr.Now() {
 		return true, "invalid: this event has expired"
 	}
 	return false, ""
+}
+
+// isTimestamp reports whether a tag's values start with a base-10 integer.
+func isTimestamp(values []string) bool {
+	if len(values) == 0 {
+		return false
+	}
+	_, err := strconv.ParseInt(values[0], 10, 64)
+	return err == nil
 }
 
 // Relay serves Nostr over websocket (and NIP-11, NIP-86) on khatru's hooks.

@@ -91,6 +91,12 @@ func TestNIP40(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "invalid: this event has expired") {
 		t.Fatalf("an expired event: %v", err)
 	}
+	for _, bad := range []nostr.Tag{{"expiration", "tomorrow"}, {"expiration", ""}, {"expiration", "1.7e9"}, {"expiration"}} {
+		err := relaytest.Publish(t, c, relaytest.Sign(t, sk, 1, "when?", bad))
+		if err == nil || !strings.Contains(err.Error(), "invalid: the expiration tag must be a unix timestamp") {
+			t.Fatalf("expiration %q: %v, want invalid:", bad[1:], err)
+		}
+	}
 	soon := time.Now().Unix() + 2
 	ev := relaytest.Sign(t, sk, 1, "short-lived", nostr.Tag{"expiration", strconv.FormatInt(soon, 10)})
 	if err := relaytest.Publish(t, c, ev); err != nil {

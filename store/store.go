@@ -37,6 +37,7 @@ const (
 	PrefixFaucet  byte = 0xA0
 	PrefixRelay   byte = 0xB0 // relay settings changed over NIP-86
 	PrefixWallet  byte = 0xC0 // the faucet's Cashu wallet (package ecash): seed, keysets, counters, proofs, operations
+	PrefixReplay  byte = 0xD0 // one-time tokens already used (NIP-98 event ids), until they expire (Replays)
 )
 
 // ErrLocked is returned by Open when another process holds the database.

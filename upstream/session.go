@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/coder/websocket"
@@ -32,6 +33,7 @@ type session struct {
 	subs map[string]nostr.Filters
 	seq  int
 	page pageStats // of the subscription being paged through
+	live string    // the filters of the open live subscriptions, as JSON
 }
 
 type pageStats struct {
@@ -46,7 +48,8 @@ const (
 	idsPerREQ     = 200     // ids fetched per REQ after a reconciliation
 	pageLimit     = 500     // limit of one REQ page when catching up without NIP-77
 	maxPages      = 2_000
-	overlap       = 10 * time.Minute // REQ since goes back this far before the last catch-up
+	overlap       = 10 * time.Minute // REQ catch-up pages go back this far before the last catch-up
+	skew          = time.Minute      // the live subscription's since goes back this far: clocks differ
 	filtersPerREQ = 10
 	pingEvery     = 30 * time.Second
 )
@@ -77,13 +80,18 @@ func (s *Syncer) session(ctx context.Context, r *relayState) (caughtUp bool, err
 	r.setConnected(true)
 	s.cfg.Log.Info("upstream: connected", "relay", r.url)
 	for {
+		// The live subscription opens before the catch-up, so what it
+		// takes in is held when the catch-up looks: nothing comes twice.
 		start := s.cfg.Now()
+		if err := ss.subscribe(ctx, start); err != nil {
+			return caughtUp, err
+		}
 		if err := ss.catchUp(ctx); err != nil {
 			return caughtUp, err
 		}
 		r.synced(start)
 		caughtUp = true
-		if err := ss.live(ctx, start); err != nil {
+		if err := ss.follow(ctx); err != nil {
 			return caughtUp, err
 		}
 	}
@@ -180,6 +188,9 @@ func (ss *session) next(ctx context.Context, idle time.Duration, until time.Time
 			}
 			if m.label == "NOTICE" {
 				m.sub, m.text = "", arr[1].String()
+			}
+			if _, ours := ss.subs[m.sub]; ours && m.label == "CLOSED" && isLive(m.sub) {
+				return message{}, fmt.Errorf("the relay closed the live subscription: %s", m.text)
 			}
 			if m.label != "EVENT" || len(arr) < 3 {
 				return m, nil
@@ -402,43 +413,65 @@ func (ss *session) query(ctx context.Context, f nostr.Filter) (pageStats, error)
 	}
 }
 
-// live subscribes to what is new since start (less an overlap) and takes
-// it in until the next resync.
-func (ss *session) live(ctx context.Context, start time.Time) error {
-	since := nostr.Timestamp(start.Add(-overlap).Unix())
+// subscribe opens the live subscriptions, unless they are open already for
+// the same filters (the faucet's users may have changed). They ask for
+// nothing stored (limit 0: the catch-up fetches that) and what is new since
+// start less a clock skew margin; a relay that sends stored events anyway
+// sends them before EOSE, which is awaited, so they are held when the
+// catch-up looks.
+func (ss *session) subscribe(ctx context.Context, start time.Time) error {
 	filters := ss.s.filters(ctx)
-	for i := range filters {
-		filters[i].Since = &since
+	key, _ := json.Marshal(filters)
+	if string(key) == ss.live {
+		return nil
 	}
 	for k := range ss.subs {
-		if len(k) > 5 && k[:5] == "live-" {
+		if isLive(k) {
 			ss.send(ctx, "CLOSE", k)
 			delete(ss.subs, k)
 		}
 	}
+	since := nostr.Timestamp(start.Add(-skew).Unix())
+	for i := range filters {
+		filters[i].Since, filters[i].Limit, filters[i].LimitZero = &since, 0, true
+	}
+	waiting := map[string]bool{}
 	for i := 0; i < len(filters); i += filtersPerREQ {
 		chunk := filters[i:min(i+filtersPerREQ, len(filters))]
 		sub := "live-" + strconv.Itoa(i/filtersPerREQ)
 		ss.subs[sub] = chunk
-		msg := append([]any{"REQ", sub}, anySlice(chunk)...)
-		if err := ss.send(ctx, msg...); err != nil {
+		waiting[sub] = true
+		if err := ss.send(ctx, append([]any{"REQ", sub}, anySlice(chunk)...)...); err != nil {
 			return err
 		}
 	}
-	resync := time.Now().Add(ss.s.cfg.Resync)
-	for {
-		m, err := ss.next(ctx, 0, resync)
-		if errors.Is(err, errTimeout) {
-			return nil
-		}
+	for len(waiting) > 0 {
+		m, err := ss.next(ctx, ss.s.cfg.Timeout, time.Time{})
 		if err != nil {
 			return err
 		}
-		if _, ours := ss.subs[m.sub]; ours && m.label == "CLOSED" {
-			return fmt.Errorf("the relay closed the live subscription: %s", m.text)
+		if m.label == "EOSE" {
+			delete(waiting, m.sub)
 		}
 	}
+	ss.live = string(key)
+	return nil
 }
+
+// follow takes in what the live subscriptions bring until the next resync.
+func (ss *session) follow(ctx context.Context) error {
+	resync := time.Now().Add(ss.s.cfg.Resync)
+	_, err := ss.next(ctx, 0, resync)
+	for err == nil { // a message other than an EVENT: none is for us
+		_, err = ss.next(ctx, 0, resync)
+	}
+	if errors.Is(err, errTimeout) {
+		return nil
+	}
+	return err
+}
+
+func isLive(sub string) bool { return strings.HasPrefix(sub, "live-") }
 
 func anySlice(fs []nostr.Filter) []any {
 	out := make([]any, len(fs))

@@ -147,7 +147,9 @@ var adminCommands = map[string]adminCommand{
 	"ip block": {
 		synopsis: "outpost ip block <address|CIDR> [--reason R]", arg: "address|CIDR", flags: reasonFlag,
 		run: func(ctx context.Context, svc *banlist.Service, a adminArgs, out, _ io.Writer) error {
-			b, err := svc.BlockIP(ctx, cliActor, a.arg, a.reason)
+			// The operator at the machine is the last resort, who
+			// recovers from any block: no confirmation is asked.
+			b, err := svc.BlockIP(ctx, cliActor, a.arg, a.reason, true)
 			return say(out, err, "blocked %s: the relay and the REST services refuse it\n", b.IP)
 		},
 	},

@@ -248,7 +248,7 @@ func TestNIP98Command(t *testing.T) {
 	if err := run(context.Background(), []string{"nip98", "sign", "--nsec", nsec, "--body", body, url}, os.Getenv, nil, &out, &errOut); err != nil {
 		t.Fatal(err)
 	}
-	v := nip98.NewVerifier(0, nil)
+	v := nip98.NewVerifier(0, nil, nil)
 	pk, err := v.Verify(strings.TrimSpace(out.String()), nip98.Request{Method: "POST", URLs: []string{url}, Body: []byte(body)})
 	if err != nil || len(pk) != 64 {
 		t.Fatalf("the signed header does not verify: %v", err)

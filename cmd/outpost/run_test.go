@@ -299,6 +299,7 @@ func TestBadConfigNamesTheSetting(t *testing.T) {
 		{map[string]string{"OUTPOST_FAUCET_MOUNT": "/static"}, nil, "OUTPOST_FAUCET_MOUNT"}, // the pages' assets
 		{map[string]string{"OUTPOST_MINTDIR_MOUNT": "/qr"}, nil, "OUTPOST_MINTDIR_MOUNT"},
 		{nil, []string{"--rate-limit", "-1"}, "OUTPOST_RATE_LIMIT"},
+		{map[string]string{"OUTPOST_FAUCET_LOGIN_LIMIT": "-1"}, nil, "OUTPOST_FAUCET_LOGIN_LIMIT"},
 		{map[string]string{"OUTPOST_RELAY_PUBKEY": "npub1nope"}, nil, "OUTPOST_RELAY_PUBKEY"},
 		{map[string]string{"OUTPOST_RELAY_EVENTS_PER_MINUTE": "-1"}, nil, "OUTPOST_RELAY_EVENTS_PER_MINUTE"},
 		{map[string]string{"OUTPOST_RELAY_MAX_LIMIT": "0"}, nil, "OUTPOST_RELAY_MAX_LIMIT"},

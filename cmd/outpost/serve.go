@@ -202,7 +202,7 @@ func newServer(d deps, components []component) (*http.Server, index, error) {
 	watchMetrics(d, services, limit)
 	api := httpapi.New(httpapi.Config{
 		Relay: d.relay, Services: services, TrustedProxies: d.cfg.TrustedProxies, Log: d.log, Index: idx, RateLimit: limit,
-		BlockedIP: blocked, Observe: observe(d), Metrics: mainListenerMetrics(d),
+		BlockedIP: blocked, PassBlocked: d.relay.PassBlocked, Observe: observe(d), Metrics: mainListenerMetrics(d),
 	})
 	pages, err := web.New(web.Config{Log: d.log.With("service", "web"), PublicURL: d.publicURL, RelayURL: idx.Relay,
 		Banlist: pageService(services, "banlist"), Faucet: pageService(services, "faucet"), Mintdir: pageService(services, "mintdir"),

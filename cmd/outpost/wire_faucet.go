@@ -13,6 +13,7 @@ import (
 	"github.com/outpost-relay/outpost/lnurl"
 	"github.com/outpost-relay/outpost/nip98"
 	"github.com/outpost-relay/outpost/profiles"
+	"github.com/outpost-relay/outpost/store"
 	"github.com/outpost-relay/outpost/testmint"
 	"github.com/outpost-relay/outpost/treasury"
 )
@@ -69,8 +70,8 @@ func wireFaucet(ctx context.Context, d deps) (comp *component, err error) {
 		cancel()
 	}
 	d.metrics.WatchFaucet(svc, log)
-	routes := faucetapi.Routes(faucetapi.Config{Service: svc, Verifier: nip98.NewVerifier(nip98.DefaultWindow, nil),
-		PublicURL: d.publicURL, Log: log})
+	routes := faucetapi.Routes(faucetapi.Config{Service: svc, Verifier: nip98.NewVerifier(nip98.DefaultWindow, nil, store.NewReplays(d.store.DB)),
+		PublicURL: d.publicURL, Log: log, LoginPerMin: faucetLoginLimit(d.cfg)})
 	return &component{
 		api:     httpapi.Service{Name: "faucet", Mount: d.cfg.FaucetMount, Routes: routes, Health: httpapi.ReportHealth(svc.Health)},
 		authors: svc.UserPubKeys,
@@ -101,4 +102,13 @@ func startEmbeddedMint(dir string) (*testmint.Mint, error) {
 		return nil, fmt.Errorf("faucet: embedded test mint (set --faucet-mint-url, OUTPOST_FAUCET_MINT_URL, to use a real one): %w", err)
 	}
 	return tm, nil
+}
+
+// faucetLoginLimit is the faucet's per-IP login limit: --rate-limit 0
+// turns off every per-IP request limit, this one too.
+func faucetLoginLimit(c *Config) int {
+	if c.RateLimit == 0 {
+		return 0
+	}
+	return c.Faucet.LoginLimit
 }

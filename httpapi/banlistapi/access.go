@@ -114,8 +114,9 @@ func handleKind(status string, do func(*banlist.Service, context.Context, string
 // --- blocked addresses ---
 
 type ipRequest struct {
-	IP     string `json:"ip"`
-	Reason string `json:"reason"`
+	IP          string `json:"ip"`
+	Reason      string `json:"reason"`
+	ConfirmWide bool   `json:"confirm_wide"` // needed for a wide block (banlist.WideBlock)
 }
 
 func (q *ipRequest) Valid() error {
@@ -128,7 +129,11 @@ func (q *ipRequest) Valid() error {
 
 func handleBlockIP(svc *banlist.Service) http.HandlerFunc {
 	return change("blocked", "ip", func(r *http.Request, q ipRequest) (banlist.BlockedIP, error) {
-		return svc.BlockIP(r.Context(), actor(r), q.IP, q.Reason)
+		if k, _ := keyFromContext(r.Context()); banlist.WideBlock(q.IP) && !k.Role.Includes(banlist.RoleAdmin) {
+			return banlist.BlockedIP{}, outpost.Errorf(outpost.Forbidden, "forbidden",
+				"only an admin key may block a range wider than a /%d (IPv4) or /%d (IPv6)", banlist.WideIPv4Bits, banlist.WideIPv6Bits)
+		}
+		return svc.BlockIP(r.Context(), actor(r), q.IP, q.Reason, q.ConfirmWide)
 	})
 }
 

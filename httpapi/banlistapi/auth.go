@@ -51,3 +51,22 @@ func requireRole(svc *banlist.Service, role banlist.Role) func(http.Handler) htt
 		})
 	}
 }
+
+// PassBlocked lets an admin key through a block of its own address to
+// list and lift blocks (GET /admin/blocked-ips, POST /admin/unblock-ip
+// under mount): no block can lock the admins out of undoing it. Any other
+// request, or another role, meets the block.
+func PassBlocked(svc *banlist.Service, mount string) func(r *http.Request) bool {
+	return func(r *http.Request) bool {
+		p := strings.TrimPrefix(r.URL.Path, mount)
+		if !(r.Method == http.MethodPost && p == "/admin/unblock-ip") && !(r.Method == http.MethodGet && p == "/admin/blocked-ips") {
+			return false
+		}
+		token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !ok {
+			return false
+		}
+		k, err := svc.Authenticate(r.Context(), strings.TrimSpace(token))
+		return err == nil && k.Role.Includes(banlist.RoleAdmin)
+	}
+}

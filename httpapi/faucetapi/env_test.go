@@ -172,7 +172,7 @@ func (e *env) build(rl *relay.Relay, log *slog.Logger) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	routes := faucetapi.Routes(faucetapi.Config{Service: svc, Verifier: nip98.NewVerifier(0, e.clock.Now), PublicURL: e.public,
+	routes := faucetapi.Routes(faucetapi.Config{Service: svc, Verifier: nip98.NewVerifier(0, e.clock.Now, nil), PublicURL: e.public,
 		Log: log, Now: e.clock.Now, LoginPerMin: 10_000, DepositPerMin: 10_000})
 	h := httpapi.New(httpapi.Config{Relay: rl, Log: log, TrustedProxies: []string{"127.0.0.1/32"},
 		Services: []httpapi.Service{{Name: "faucet", Mount: "/faucet", Routes: routes, Health: httpapi.ReportHealth(svc.Health)}}})

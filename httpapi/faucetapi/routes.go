@@ -24,7 +24,8 @@ type Config struct {
 	PublicURL string
 	Log       *slog.Logger
 	Now       func() time.Time
-	// Per client IP per minute, on top of the program-wide limit; 0 means 20.
+	// Per client IP per minute, on top of the program-wide limit. Logins
+	// (faucet.Settings.LoginLimit): 0 is none; deposits: 0 means 20.
 	LoginPerMin, DepositPerMin int
 }
 
@@ -33,15 +34,12 @@ func Routes(cfg Config) http.Handler {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	if cfg.LoginPerMin == 0 {
-		cfg.LoginPerMin = 20
-	}
 	if cfg.DepositPerMin == 0 {
 		cfg.DepositPerMin = 20
 	}
 	cfg.PublicURL = strings.TrimSuffix(cfg.PublicURL, "/")
 	svc := cfg.Service
-	loginLimit := httpapi.RateLimit(ratelimit.New(cfg.LoginPerMin, time.Minute, cfg.Now))
+	loginLimit := httpapi.RateLimit(ratelimit.New(cfg.LoginPerMin, time.Minute, cfg.Now)) // nil when 0: none
 	depositLimit := ratelimit.New(cfg.DepositPerMin, time.Minute, cfg.Now)
 	user := requireUser(svc, cfg.Verifier, cfg.PublicURL)
 
