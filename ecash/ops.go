@@ -180,31 +180,8 @@ func (w *Wallet) commit(op *Op, out outcome) error {
 		if found && cur.State != OpPending {
 			return nil
 		}
-		now := w.now().Unix()
-		for _, p := range out.keep {
-			if err := w.putProof(txn, p, proofUnspent, "", now); err != nil {
-				return err
-			}
-		}
-		for _, p := range out.hold {
-			if err := w.putProof(txn, p, proofReserved, op.HoldFor, now); err != nil {
-				return err
-			}
-		}
-		for _, y := range out.spent {
-			if err := w.dropInput(txn, op.ID, y); err != nil {
-				return err
-			}
-		}
-		for _, y := range out.release {
-			if err := w.releaseInput(txn, op.ID, y); err != nil {
-				return err
-			}
-		}
-		for _, y := range out.quarantine {
-			if err := w.quarantineInput(txn, op.ID, y, out.why); err != nil {
-				return err
-			}
+		if err := w.apply(txn, op, out); err != nil {
+			return err
 		}
 		if next.State != OpPending {
 			if err := w.addTotals(txn, settledTotals(next)); err != nil {
@@ -225,6 +202,37 @@ func (w *Wallet) commit(op *Op, out outcome) error {
 	}
 	*op = stored
 	return w.refreshBalance()
+}
+
+// apply writes what an outcome does to the wallet's proofs.
+func (w *Wallet) apply(txn *badger.Txn, op *Op, out outcome) error {
+	now := w.now().Unix()
+	for _, p := range out.keep {
+		if err := w.putProof(txn, p, proofUnspent, "", now); err != nil {
+			return err
+		}
+	}
+	for _, p := range out.hold {
+		if err := w.putProof(txn, p, proofReserved, op.HoldFor, now); err != nil {
+			return err
+		}
+	}
+	for _, y := range out.spent {
+		if err := w.dropInput(txn, op.ID, y); err != nil {
+			return err
+		}
+	}
+	for _, y := range out.release {
+		if err := w.releaseInput(txn, op.ID, y); err != nil {
+			return err
+		}
+	}
+	for _, y := range out.quarantine {
+		if err := w.quarantineInput(txn, op.ID, y, out.why); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // putOp writes op with its indexes: its reference, whether it is open,

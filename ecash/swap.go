@@ -190,30 +190,7 @@ func (w *Wallet) settleSwap(ctx context.Context, op *Op, cause error) error {
 		return w.stayPending(op, cause, err)
 	}
 	if len(got) > 0 && spent > 0 {
-		// It happened (all or nothing at the mint). The caller never saw
-		// the answer, so a token's outputs stay the wallet's. Restored
-		// proofs are checked too: NUT-13 restores may find spent ones.
-		if len(got) != len(op.Outputs) {
-			w.log.Error("ecash: the mint restored only some outputs of a swap", "op", op.ID, "restored", len(got), "outputs", len(op.Outputs))
-			for i, o := range op.Outputs {
-				if _, ok := got[i]; !ok {
-					op.Lost += o.Amount
-				}
-			}
-		}
-		if err := w.keepRestored(ctx, op, got, &out); err != nil {
-			return w.stayPending(op, cause, err)
-		}
-		out.spent, out.release = append(out.spent, out.release...), nil
-		op.State, op.Reason = OpDone, "recovered from the mint (NUT-09)"
-		op.SentAmount = 0 // no token was made: its outputs are the wallet's
-		if err := w.commit(op, out); err != nil {
-			return err
-		}
-		if op.Purpose == forSend {
-			return fmt.Errorf("ecash: the token was not made: %w", cause)
-		}
-		return nil
+		return w.happened(ctx, op, got, out, cause)
 	}
 	if len(got) > 0 {
 		// Signatures on these outputs, yet the inputs are unspent: the mint
@@ -249,6 +226,34 @@ func (w *Wallet) settleSwap(ctx context.Context, op *Op, cause error) error {
 		return fmt.Errorf("%w: %w", errQuarantined, cause)
 	}
 	return cause
+}
+
+// happened records a swap the mint carried out (its inputs are spent and
+// it restores signatures on its outputs) whose answer the caller never saw,
+// so a token's outputs stay the wallet's. Restored proofs are checked
+// too: NUT-13 restores may find spent ones.
+func (w *Wallet) happened(ctx context.Context, op *Op, got map[int]cashu.Proof, out outcome, cause error) error {
+	if len(got) != len(op.Outputs) {
+		w.log.Error("ecash: the mint restored only some outputs of a swap", "op", op.ID, "restored", len(got), "outputs", len(op.Outputs))
+		for i, o := range op.Outputs {
+			if _, ok := got[i]; !ok {
+				op.Lost += o.Amount
+			}
+		}
+	}
+	if err := w.keepRestored(ctx, op, got, &out); err != nil {
+		return w.stayPending(op, cause, err)
+	}
+	out.spent, out.release = append(out.spent, out.release...), nil
+	op.State, op.Reason = OpDone, "recovered from the mint (NUT-09)"
+	op.SentAmount = 0 // no token was made: its outputs are the wallet's
+	if err := w.commit(op, out); err != nil {
+		return err
+	}
+	if op.Purpose == forSend {
+		return fmt.Errorf("ecash: the token was not made: %w", cause)
+	}
+	return nil
 }
 
 // inputAmount is the amount of op's input whose Y is y.
