@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
@@ -69,7 +70,8 @@ type Op struct {
 	Preimage   string       `json:"preimage,omitempty"`
 	Reason     string       `json:"reason,omitempty"`
 
-	refused error // this process's attempt was refused for its proofs or keysets: try again
+	refused error        // this process's attempt was refused for its proofs or keysets: try again
+	owed    []owedRecord // outputs given up for now (see repair), written with the outcome
 }
 
 func getOp(txn *badger.Txn, id string) (Op, bool, error) {
@@ -229,6 +231,11 @@ func (w *Wallet) apply(txn *badger.Txn, op *Op, out outcome) error {
 	}
 	for _, y := range out.quarantine {
 		if err := w.quarantineInput(txn, op.ID, y, out.why); err != nil {
+			return err
+		}
+	}
+	for i, o := range op.owed {
+		if err := store.PutJSON(txn, w.key(kindOwed, op.ID, strconv.Itoa(i)), o); err != nil {
 			return err
 		}
 	}

@@ -60,6 +60,9 @@ func (w *Wallet) Recover(ctx context.Context) (int, error) {
 	if err := w.checkImport(ctx); err != nil && first == nil {
 		first = err
 	}
+	if err := w.reclaimOwed(ctx); err != nil && first == nil {
+		first = err
+	}
 	return left, first
 }
 

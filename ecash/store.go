@@ -26,7 +26,17 @@ const (
 	kindMigrated byte = 0x09 // ns → migrationRecord
 	kindSentOp   byte = 0x0A // ns + op id → "": operations whose token the mint has not seen redeemed
 	kindTotals   byte = 0x0B // ns → Totals: sats no operation's caller books
+	kindOwed     byte = 0x0C // ns + op id + output index → owedRecord: outputs the mint signed whose signatures never verified
 )
+
+// owedRecord is an output the mint signed (it took the inputs) whose
+// signature never verified, booked as lost until a restore brings it back.
+type owedRecord struct {
+	Output Output `json:"output"`
+	Sats   uint64 `json:"sats"`
+	Op     string `json:"op"`
+	Why    string `json:"why"`
+}
 
 func namespace(mint string) []byte {
 	h := sha256.Sum256([]byte(mint))
@@ -81,6 +91,20 @@ type Totals struct {
 	LostSats        uint64 `json:"lost_sats"`
 	SurplusSats     uint64 `json:"surplus_sats"`
 	InternalFeeSats uint64 `json:"internal_fee_sats"`
+}
+
+// subTotals takes sub from the wallet's Totals (lost sats recovered).
+func (w *Wallet) subTotals(txn *badger.Txn, sub Totals) error {
+	if sub == (Totals{}) {
+		return nil
+	}
+	var t Totals
+	if _, err := store.GetJSON(txn, w.key(kindTotals), &t); err != nil {
+		return err
+	}
+	t.LostSats -= min(t.LostSats, sub.LostSats)
+	t.SurplusSats += sub.SurplusSats // recovered beyond what was booked lost
+	return store.PutJSON(txn, w.key(kindTotals), t)
 }
 
 func (w *Wallet) addTotals(txn *badger.Txn, add Totals) error {

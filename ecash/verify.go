@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/dgraph-io/badger/v4"
 	"github.com/elnosh/gonuts/cashu"
 	"github.com/elnosh/gonuts/cashu/nuts/nut12"
+	"github.com/outpost-relay/outpost/store"
 )
 
 // A mint's answer is trusted one signature at a time: each is checked on
@@ -55,10 +57,11 @@ func addBad(bad map[int]error, i int, err error) map[int]error {
 
 // repair asks the mint to restore (NUT-09) the outputs whose signatures
 // did not verify and fills in those that now do. It returns the sats of
-// outputs given up: amount of the output (or, for blank outputs of a fee
-// return, of the signature the mint sent) for each still bad. A mint that
-// cannot be asked now costs them too: their signatures were not usable,
-// and the outputs are never derived again.
+// outputs still bad: the amount of the output (or, for blank outputs of a
+// fee return, of the signature the mint sent). Those are booked as lost
+// to the mint, and kept in op.owed: the mint has signed them (it spent the
+// inputs), so Recover asks it to restore them again later, and a
+// signature that verifies then brings them back.
 func (w *Wallet) repair(ctx context.Context, op *Op, sigs cashu.BlindedSignatures, proofs []cashu.Proof, bad map[int]error) (lost uint64) {
 	if len(bad) == 0 {
 		return 0
@@ -83,10 +86,62 @@ func (w *Wallet) repair(ctx context.Context, op *Op, sigs cashu.BlindedSignature
 			amount = sigs[i].Amount // a blank output: the mint said what it was worth
 		}
 		lost += amount
-		w.log.Error("ecash: a signature of the mint does not verify and could not be restored; its sats are lost to the mint",
+		op.owed = append(op.owed, owedRecord{Output: op.Outputs[i], Sats: amount, Op: op.ID, Why: bad[i].Error()})
+		w.log.Error("ecash: a signature of the mint does not verify and could not be restored; its sats are booked lost to the mint until a restore brings them back",
 			"op", op.ID, "output", i, "sats", amount, "why", bad[i])
 	}
 	return lost
+}
+
+// reclaimOwed asks the mint again to restore the outputs whose signatures
+// never verified; each that verifies now is the wallet's again, and no
+// longer lost to the mint.
+func (w *Wallet) reclaimOwed(ctx context.Context) error {
+	var recs []owedRecord
+	var keys [][]byte
+	err := w.db.View(func(txn *badger.Txn) error {
+		return store.EachJSON(txn, w.key(kindOwed), nil, false, func(k []byte, r owedRecord) (bool, error) {
+			recs, keys = append(recs, r), append(keys, append([]byte(nil), k...))
+			return true, nil
+		})
+	})
+	if err != nil || len(recs) == 0 {
+		return err
+	}
+	outs := make([]Output, len(recs))
+	for i, r := range recs {
+		outs[i] = r.Output
+	}
+	got, err := w.restored(ctx, outs)
+	if len(got) == 0 {
+		return err
+	}
+	var back uint64
+	err = store.Record(w.db, func(txn *badger.Txn) error {
+		back = 0
+		var t Totals
+		now := w.now().Unix()
+		for i, p := range got {
+			if _, err := txn.Get(keys[i]); err != nil {
+				continue // reclaimed meanwhile
+			}
+			if err := w.putProof(txn, p, proofUnspent, "", now); err != nil {
+				return err
+			}
+			if err := txn.Delete(keys[i]); err != nil {
+				return err
+			}
+			back += p.Amount
+			t.LostSats += min(p.Amount, recs[i].Sats)
+			t.SurplusSats += p.Amount - min(p.Amount, recs[i].Sats) // a blank output worth more than its signature said
+		}
+		return w.subTotals(txn, t)
+	})
+	if err != nil {
+		return err
+	}
+	w.log.Info("ecash: the mint restored signatures that had not verified; their sats are the wallet's again", "outputs", len(got), "sats", back)
+	return w.refreshBalance()
 }
 
 // restored asks the mint which of outs it signed (NUT-09) and returns the

@@ -64,7 +64,6 @@ type hostileEnv struct {
 	*env
 	m      hostileMint
 	p      *hostile.Proxy
-	lost   int64    // lost_to_mint_sats after the last scenario
 	tokens []string // paid tokens, redeemed at the end (by cashu-ts where it runs)
 }
 
@@ -194,25 +193,25 @@ var faults = []fault{
 }
 
 func TestHostileMint(t *testing.T) {
+	// Input fees of 0 and 1000 ppk at gonuts (no fee return: melts go
+	// through exact proofs), 100 at Nutshell (fee return, restore, keyset
+	// rotation); each mint behind its own proxy, side by side.
 	mints := []func(*testing.T) hostileMint{
 		func(t *testing.T) hostileMint { return gonutsAt(t, 0) },
-		func(t *testing.T) hostileMint { return gonutsAt(t, 100) },
 		func(t *testing.T) hostileMint { return gonutsAt(t, 1000) },
 	}
 	if nutshell != nil {
-		mints = append(mints, func(t *testing.T) hostileMint { return nutshellAt(t, 100) }, func(t *testing.T) hostileMint { return nutshellAt(t, 1000) })
+		mints = append(mints, func(t *testing.T) hostileMint { return nutshellAt(t, 100) })
 	} else {
 		t.Logf("Nutshell not available (%v): gonuts mints only", noNutshell)
 	}
 	for _, mk := range mints {
-		mk := mk
 		t.Run("", func(t *testing.T) {
+			t.Parallel()
 			h := newHostileEnv(t, mk(t))
-			t.Logf("%s: %v", h.m.name, h.books())
+			t.Logf("%s: books %s", h.m.name, ledgerLine(h.books()))
 			for _, f := range faults {
-				for _, method := range h.methods() {
-					h.scenario(f, method)
-				}
+				h.scenario(f)
 			}
 			h.outage()
 			h.stall()
@@ -225,30 +224,53 @@ func TestHostileMint(t *testing.T) {
 	}
 }
 
-// scenario runs a claim of method through fault f, then one without it.
-func (h *hostileEnv) scenario(f fault, method string) {
+// scenario runs a claim of every method through fault f, then one
+// without it, and checks the books.
+func (h *hostileEnv) scenario(f fault) {
 	t := h.t
-	h.p.Clear()
-	for _, r := range f.rules {
-		h.p.Add(r)
-	}
-	paid, status, body := h.claim(method)
-	h.p.Clear()
-	if f.repairs && !paid && h.m.change {
-		t.Errorf("%s, %s: not paid although the wallet can repair it: %d %s", f.name, method, status, body)
-	}
-	if !paid && status == 200 {
-		t.Fatalf("%s, %s: 200 without a payout", f.name, method)
-	}
-	if ok, status, body := h.claim(method); !ok {
-		t.Fatalf("%s, %s: the claim after the fault was not paid: %d %s", f.name, method, status, body)
+	for _, method := range h.methods() {
+		h.p.Clear()
+		for _, r := range f.rules {
+			h.p.Add(r)
+		}
+		paid, status, body := h.claim(method)
+		h.p.Clear()
+		if f.repairs && !paid && h.m.change {
+			t.Errorf("%s, %s: not paid although the wallet can repair it: %d %s", f.name, method, status, body)
+		}
+		if !paid && status == 200 {
+			t.Fatalf("%s, %s: 200 without a payout", f.name, method)
+		}
+		t.Logf("%s, %s: paid %v (%d)", f.name, method, paid, status)
 	}
 	st := h.books()
-	if !f.lost && num(st["lost_to_mint_sats"]) != h.lost {
-		t.Errorf("%s, %s: %d sats lost to the mint", f.name, method, num(st["lost_to_mint_sats"])-h.lost)
+	t.Logf("%s: books %s", f.name, ledgerLine(st))
+	if lost := num(st["lost_to_mint_sats"]); lost > 0 {
+		if !f.lost {
+			t.Errorf("%s: %d sats lost to the mint", f.name, lost)
+		}
+		// The proxy spoiled the signatures on their way: the mint holds
+		// good ones, which the next check of the mint restores (NUT-09).
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		h.tr.CheckMint(ctx)
+		st = h.books()
+		t.Logf("%s: books after restoring %s", f.name, ledgerLine(st))
+		if num(st["lost_to_mint_sats"]) != 0 {
+			t.Errorf("%s: %d sats still lost once the mint's signatures verify again", f.name, num(st["lost_to_mint_sats"]))
+		}
 	}
-	h.lost = num(st["lost_to_mint_sats"])
-	t.Logf("%s, %s: paid %v (%d); books %v", f.name, method, paid, status, st)
+	if ok, status, body := h.claim("cashu"); !ok {
+		t.Fatalf("%s: the claim after the fault was not paid: %d %s", f.name, status, body)
+	}
+	h.books()
+}
+
+// ledgerLine is the books of stats st on one line.
+func ledgerLine(st map[string]any) string {
+	return fmt.Sprintf("deposited %d + surplus %d = balance %d + paid %d + fees %d + in flight %d + quarantined %d + lost %d",
+		num(st["total_deposited_sats"]), num(st["mint_surplus_sats"]), num(st["balance_sats"]), num(st["total_paid_sats"]),
+		num(st["total_fee_sats"]), num(st["in_flight_sats"]), num(st["quarantined_sats"]), num(st["lost_to_mint_sats"]))
 }
 
 // health is the faucet's /health body.

@@ -25,7 +25,7 @@ for await (const line of createInterface({ input: process.stdin })) {
   try {
     const w = await walletAt(mint, v)
     const proofs = await w.receive(token)
-    console.log(JSON.stringify({ sats: proofs.reduce((s, p) => s + p.amount, 0) }))
+    console.log(JSON.stringify({ sats: proofs.reduce((s, p) => s + Number(p.amount), 0) }))
   } catch (e) {
     console.log(JSON.stringify({ error: String(e?.message ?? e) }))
   }
