@@ -262,7 +262,7 @@ func (t *Treasury) probeNow() {
 // the faucet is busy or idle.
 const (
 	probeEvery   = 2 * time.Second
-	probeTimeout = 2500 * time.Millisecond
+	probeTimeout = 3 * time.Second
 )
 
 // Watch probes the mint until ctx ends: an answer makes it ok (and, after

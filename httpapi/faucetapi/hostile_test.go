@@ -112,9 +112,11 @@ func (h *hostileEnv) claim(method string) (paid bool, status int, body string) {
 	var mq string
 	if method == "lightning_address" {
 		body0["lightning_address"] = h.ln.Add(u.name, func(sats int64) (string, error) {
-			inv, q := payee.Invoice(sats)
-			mq = q
-			return inv, nil
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			q, err := payee.W.RequestMint(ctx, uint64(sats)) // on the server's goroutine: no t.Fatal here
+			mq = q.Quote
+			return q.Request, err
 		})
 	}
 	r := h.as(u, "POST", "/claim/quote", body0)
@@ -151,7 +153,10 @@ func (h *hostileEnv) claim(method string) (paid bool, status int, body string) {
 // books is ledger after what the fault left open has settled.
 func (h *hostileEnv) books() map[string]any {
 	h.t.Helper()
-	testkit.WaitFor(h.t, 30*time.Second, "nothing in flight", func() bool { return num(h.stats()["in_flight_sats"]) == 0 })
+	testkit.WaitFor(h.t, 30*time.Second, "nothing in flight, the balance reported", func() bool {
+		st := h.stats()
+		return num(st["in_flight_sats"]) == 0 && st["balance_sats"] != nil
+	})
 	ledger(h.t, h.env)
 	return h.stats()
 }
