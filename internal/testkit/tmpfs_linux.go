@@ -1,11 +1,15 @@
 package testkit
 
 import (
+	"bytes"
+	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // Tmpfs mounts a tmpfs of sizeMiB mebibytes (with mount options opts, e.g.
@@ -51,6 +55,59 @@ func Fill(t testing.TB, dir string, leave int64) string {
 	free := int64(st.Bavail) * int64(st.Bsize)
 	if err := os.WriteFile(filler, make([]byte, max(0, free-leave)), 0o600); err != nil {
 		t.Error(err)
+	}
+	return filler
+}
+
+// Ext4 mounts a new ext4 filesystem of sizeMiB mebibytes (an image file in
+// the test's temporary directory, on a loop device) on a new temporary
+// directory and returns it; it is unmounted when the test ends. A full ext4
+// is where outpost's users meet a full disk, and where page faults on a
+// shared mapping of a sparse file find no block. Where mkfs.ext4 or a loop
+// mount is not available the test is skipped, saying why.
+func Ext4(t testing.TB, sizeMiB int) string {
+	t.Helper()
+	tmp := t.TempDir()
+	img, dir := filepath.Join(tmp, "ext4.img"), filepath.Join(tmp, "mnt")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(img, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(img, int64(sizeMiB)<<20); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if out, err := exec.CommandContext(ctx, "mkfs.ext4", "-q", "-F", img).CombinedOutput(); err != nil {
+		t.Skipf("skipped: this test needs an ext4 filesystem of its own, and mkfs.ext4 failed (%v): %s", err, out)
+	}
+	if out, err := exec.CommandContext(ctx, "mount", "-o", "loop", img, dir).CombinedOutput(); err != nil {
+		t.Skipf("skipped: this test needs an ext4 filesystem of its own, and a loop mount failed (%v; it needs root and loop devices, uid %d): %s", err, os.Geteuid(), out)
+	}
+	t.Cleanup(func() {
+		// The loop device is freed with the last reference (mount sets autoclear).
+		if err := syscall.Unmount(dir, syscall.MNT_DETACH); err != nil {
+			t.Errorf("unmount %s: %v", dir, err)
+		}
+	})
+	return dir
+}
+
+// FillFromOutside fills dir's filesystem the way another program would:
+// it runs dd, writing zeros to a file in dir until the filesystem has no
+// block left (dd then fails with ENOSPC, as expected), and returns the
+// file's path once dd has exited; removing it frees the space again. Only
+// a dd that ends without filling the disk fails the test.
+func FillFromOutside(t testing.TB, dir string) string {
+	t.Helper()
+	filler := filepath.Join(dir, "dd-filler")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "dd", "if=/dev/zero", "of="+filler, "bs=1M").CombinedOutput()
+	if err == nil || !bytes.Contains(out, []byte("No space left")) {
+		t.Errorf("dd filling %s: %v, want ENOSPC: %s", dir, err, out)
 	}
 	return filler
 }
