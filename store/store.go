@@ -48,7 +48,7 @@ type Store struct {
 	Events *events.Store
 	DB     *badger.DB
 
-	space    *diskspace.Watcher // the free-space gate of every write (see space.go)
+	gate     gate               // what every write asks first (see space.go)
 	dir      string             // badger's directory as /proc/self/maps names it (see ReleasePages)
 	released releasedMappings   // the mappings ReleasePages gave back
 	stop     context.CancelFunc // stops the watcher
@@ -86,7 +86,7 @@ func (s Settings) Open(dataDir string, log *slog.Logger) (_ *Store, err error) {
 	if removed, err := badgerfix.RemoveEmptyMemtables(path); err != nil {
 		return nil, fmt.Errorf("open badger at %s: %w", path, err)
 	} else if len(removed) > 0 {
-		log.Warn("removed empty memtable logs, left by a kill while badger made them", "files", removed)
+		log.Info("removed empty memtable logs: made ahead by outpost (see memLogs), or left by a kill while badger made one", "files", removed)
 	}
 	db, err := badger.Open(s.badgerOptions(path, log))
 	if err != nil {
@@ -95,22 +95,32 @@ func (s Settings) Open(dataDir string, log *slog.Logger) (_ *Store, err error) {
 		}
 		return nil, fmt.Errorf("open badger at %s: %w", path, err)
 	}
+	g := gate{space: space}
+	var res *reserve
+	if s.MinFreeSpace > 0 { // off means as before: a full disk kills outpost
+		if g.logs, err = openMemLogs(path, 2*memTableSize, space, log.With("component", "memlogs")); err != nil {
+			db.Close()
+			return nil, err
+		}
+		res = newReserve(filepath.Join(dataDir, reserveName), reserveSize, int64(s.MinFreeSpace), log.With("component", "diskspace"))
+	}
 	ev, err := events.Open(db, log.With("component", "events"))
 	if err != nil {
 		db.Close()
 		return nil, err
 	}
 	ev.LimitWrites(func(n int) error {
-		if space.Allow(int64(n)) {
+		if g.allow(int64(n)) {
 			return nil
 		}
-		return eventRefusal(space)
+		return g.eventRefusal()
 	})
 	ev.Cache(s.cacheSize() / 2)
-	gates.Store(db, space)
+	gates.Store(db, g)
 	ctx, stop := context.WithCancel(context.Background())
 	go space.Run(ctx, checkEvery)
-	return &Store{Events: ev, DB: db, space: space, stop: stop, dir: realPath(path)}, nil
+	go watch(ctx, path, g, res)
+	return &Store{Events: ev, DB: db, gate: g, stop: stop, dir: realPath(path)}, nil
 }
 
 // memTableSize is badger's memtable: 16 MiB instead of its default 64 MiB.
@@ -167,12 +177,15 @@ const numCompactors = 2
 func (s *Store) Close() error {
 	s.stop()
 	gates.Delete(s.DB)
-	s.space.Close()
+	s.gate.space.Close()
 	done := make(chan error, 1)
 	go func() { done <- s.DB.Close() }()
 	wait := cmp.Or(s.closeWait, closeWait)
 	select {
 	case err := <-done:
+		if err == nil {
+			s.gate.logs.Close()
+		}
 		return err
 	case <-time.After(wait):
 		return fmt.Errorf("the database did not close within %v (badger could not write its last table: is %s still there and writable? see the log); "+
