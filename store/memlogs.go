@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 
 	"github.com/outpost-relay/outpost/diskspace"
+	"github.com/outpost-relay/outpost/settings"
 )
 
 // memLogs keeps every memtable log (*.mem) badger writes backed by
@@ -209,4 +210,45 @@ func lastMemLog(dir string) (int, error) {
 		return 0, fmt.Errorf("no memtable log in %s after badger opened it", dir)
 	}
 	return last, nil
+}
+
+// closeRoom is the space badger's Close needs: it flushes its memtable to a
+// table (as large as the memtable), written through a mapping like the
+// logs, so that on a full disk it would die of SIGBUS as it closes.
+const closeRoom = 2 * memTableSize
+
+// roomToClose returns an error when the disk has too little space left for
+// badger to close, after syncing the memtable logs to disk: what badger
+// holds is then in them, replayed at the next start, as after a kill.
+func (m *memLogs) roomToClose() error {
+	if m == nil {
+		return nil
+	}
+	left, err := diskspace.Left(m.dir)
+	if err != nil || left >= closeRoom {
+		return nil
+	}
+	entries, err := os.ReadDir(m.dir)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, e := range entries {
+		if strings.HasSuffix(e.Name(), ".mem") {
+			errs = append(errs, syncFile(filepath.Join(m.dir, e.Name())))
+		}
+	}
+	return errors.Join(append(errs, fmt.Errorf("badger was not closed: %v left on the data dir's filesystem, too little for the table it writes as it closes (on a full disk that write would kill outpost); "+
+		"what was not written is in its log, which it replays at the next start", settings.Bytes(left)))...)
+}
+
+// syncFile writes what is cached of the file at path to disk, pages
+// written through another process's or goroutine's mapping included.
+func syncFile(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return f.Sync()
 }

@@ -173,11 +173,16 @@ const numCompactors = 2
 // dir deleted, remounted read-only or otherwise unwritable, Close would
 // never return and outpost would ignore SIGTERM until killed. Giving up
 // is what a kill would do: what was not flushed is still in badger's log,
-// which it replays at the next start (if the data dir is there).
+// which it replays at the next start (if the data dir is there). For the
+// same reason it does not close badger at all when the disk is too full
+// for that table (see closeRoom).
 func (s *Store) Close() error {
 	s.stop()
 	gates.Delete(s.DB)
 	s.gate.space.Close()
+	if err := s.gate.logs.roomToClose(); err != nil {
+		return err
+	}
 	done := make(chan error, 1)
 	go func() { done <- s.DB.Close() }()
 	wait := cmp.Or(s.closeWait, closeWait)
