@@ -75,7 +75,11 @@ func (r *reserve) poll(dir string) (int64, error) {
 		r.log.Warn("the disk was filled from outside: deleted the disk reserve, for what badger still writes; writes stay refused until space is freed",
 			"file", r.path, "size", settings.Bytes(r.size), "left", settings.Bytes(left))
 	case !r.held && left >= r.min+r.size+r.min/8:
-		r.held = r.make()
+		// Free, not left: made out of the blocks kept back for root, it
+		// would push free space below the minimum and stop writes.
+		if free, err := diskspace.Free(dir); err == nil && free >= r.min+r.size+r.min/8 {
+			r.held = r.make()
+		}
 	}
 	return left, nil
 }
@@ -107,10 +111,11 @@ func (r *reserve) make() bool {
 // outside is noticed within it.
 const pollEvery = 100 * time.Millisecond
 
-// watch polls g's memtable logs and res until ctx ends. Space left below
-// the minimum has the watcher check at once, so that writes stop without
-// waiting for its own timer.
-func watch(ctx context.Context, dir string, g gate, res *reserve) {
+// watch polls g's memtable logs and res until ctx ends, then closes done.
+// Space left below the minimum has the watcher check at once, so that
+// writes stop without waiting for its own timer.
+func watch(ctx context.Context, dir string, g gate, res *reserve, done chan<- struct{}) {
+	defer close(done)
 	t := time.NewTicker(pollEvery)
 	defer t.Stop()
 	for {

@@ -51,7 +51,8 @@ type Store struct {
 	gate     gate               // what every write asks first (see space.go)
 	dir      string             // badger's directory as /proc/self/maps names it (see ReleasePages)
 	released releasedMappings   // the mappings ReleasePages gave back
-	stop     context.CancelFunc // stops the watcher
+	stop     context.CancelFunc // stops the watcher and watch
+	watching chan struct{}      // closed when watch has stopped
 
 	closeWait time.Duration // how long Close waits (0: closeWait; tests shorten it)
 }
@@ -119,8 +120,9 @@ func (s Settings) Open(dataDir string, log *slog.Logger) (_ *Store, err error) {
 	gates.Store(db, g)
 	ctx, stop := context.WithCancel(context.Background())
 	go space.Run(ctx, checkEvery)
-	go watch(ctx, path, g, res)
-	return &Store{Events: ev, DB: db, gate: g, stop: stop, dir: realPath(path)}, nil
+	watching := make(chan struct{})
+	go watch(ctx, path, g, res, watching)
+	return &Store{Events: ev, DB: db, gate: g, stop: stop, watching: watching, dir: realPath(path)}, nil
 }
 
 // memTableSize is badger's memtable: 16 MiB instead of its default 64 MiB.
@@ -178,6 +180,7 @@ const numCompactors = 2
 // for that table (see closeRoom).
 func (s *Store) Close() error {
 	s.stop()
+	<-s.watching // no log made ahead once badger is closed
 	gates.Delete(s.DB)
 	s.gate.space.Close()
 	if err := s.gate.logs.roomToClose(); err != nil {
