@@ -5,8 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/outpost-relay/outpost/internal/testkit"
@@ -83,4 +87,70 @@ func TestMemtableLogOnADiskFilledFromOutside(t *testing.T) {
 	}); err != nil {
 		t.Errorf("after reopening: %v", err)
 	}
+}
+
+// badger's memtable logs are allocated ahead: after writes enough to move
+// badger on to a new memtable, the log it writes and the next one (still
+// empty) both hold blocks for all of what badger maps; Close removes the
+// next one, which badger never opened.
+func TestMemtableLogsAllocatedAhead(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Settings{MinFreeSpace: 32 << 20}.Open(dir, quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "badger")
+	first, _ := written(path)
+	wb := s.DB.NewWriteBatch()
+	for i := range 24 << 10 { // 24 MiB: more than a memtable
+		if err := wb.Set(Key(PrefixRelay, 1, U64(uint64(i))), value(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := wb.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	const size = 2 * memTableSize
+	var cur int
+	testkit.WaitFor(t, 10*time.Second, "badger to move on and the next log to be made", func() bool {
+		cur, _ = written(path)
+		_, err := os.Stat(filepath.Join(path, memLogName(cur+1)))
+		return cur > first && err == nil
+	})
+	for _, tt := range []struct {
+		fid  int
+		size int64
+	}{{cur, size}, {cur + 1, 0}} {
+		var st syscall.Stat_t
+		if err := syscall.Stat(filepath.Join(path, memLogName(tt.fid)), &st); err != nil {
+			t.Fatal(err)
+		}
+		if st.Size != tt.size || st.Blocks*512 < size {
+			t.Errorf("%s: size %d with %d bytes allocated, want size %d with at least %d", memLogName(tt.fid), st.Size, st.Blocks*512, tt.size, size)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(path, memLogName(cur+1))); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the log made ahead is still there after Close: %v", err)
+	}
+}
+
+// written is the highest-numbered memtable log in dir that badger has
+// opened (its size is no longer 0).
+func written(dir string) (int, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return 0, err
+	}
+	last := -1
+	for _, e := range entries {
+		name, ok := strings.CutSuffix(e.Name(), ".mem")
+		fid, err := strconv.Atoi(name)
+		if info, ierr := e.Info(); ok && err == nil && ierr == nil && info.Size() > 0 {
+			last = max(last, fid)
+		}
+	}
+	return last, nil
 }
