@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"os"
+	"syscall"
 	"time"
 
 	"github.com/outpost-relay/outpost/diskspace"
@@ -32,7 +33,6 @@ type reserve struct {
 	min  int64 // MinFreeSpace
 	log  *slog.Logger
 	held bool
-	last int64 // space left at the last poll
 }
 
 // reserveSize is what badger flushes at most once writes stop: its
@@ -41,10 +41,6 @@ const reserveSize = numMemtables * memTableSize
 
 // reserveName is the reserve's file in the data dir.
 const reserveName = "disk-reserve"
-
-// exhausted is space left below which the disk counts as full whether or
-// not it is still shrinking.
-const exhausted = 4 << 20
 
 // newReserve takes over a reserve an earlier run left, or makes one if
 // there is room.
@@ -63,10 +59,8 @@ func (r *reserve) poll(dir string) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	stopped := left >= r.last
-	r.last = left
 	switch {
-	case r.held && left < r.min/2 && (stopped || left < exhausted):
+	case r.held && left < r.min/2 && r.exhausted():
 		if err := os.Remove(r.path); err != nil && !errors.Is(err, os.ErrNotExist) {
 			r.log.Error("cannot delete the disk reserve", "file", r.path, "err", err)
 			return left, nil
@@ -82,6 +76,22 @@ func (r *reserve) poll(dir string) (int64, error) {
 		}
 	}
 	return left, nil
+}
+
+// exhausted reports whether the filesystem gives this process no block
+// more, which is when badger's writes to its mappings fault: it tries to
+// allocate one. A filler that got ENOSPC has stopped by then (dd has), so
+// the reserve let go is for badger. What statfs says cannot tell: ext4
+// keeps some blocks back even from root, and counts them as free.
+func (r *reserve) exhausted() bool {
+	f, err := os.OpenFile(r.path+".probe", os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return errors.Is(err, syscall.ENOSPC)
+	}
+	defer f.Close()
+	err = allocateFile(f, 4<<10)
+	f.Truncate(0)
+	return errors.Is(err, syscall.ENOSPC)
 }
 
 // make writes the reserve file, reporting whether it now holds it.
@@ -108,15 +118,20 @@ func (r *reserve) make() bool {
 
 // pollEvery is how often the store looks at badger's memtable logs and the
 // space left: a memtable takes far longer to fill, and a disk filled from
-// outside is noticed within it.
-const pollEvery = 100 * time.Millisecond
+// outside is noticed within it. While less than half the minimum is left
+// and the reserve is held, it looks every pollLow, to let the reserve go as
+// soon as the disk is full.
+const (
+	pollEvery = 100 * time.Millisecond
+	pollLow   = 10 * time.Millisecond
+)
 
 // watch polls g's memtable logs and res until ctx ends, then closes done.
 // Space left below the minimum has the watcher check at once, so that
 // writes stop without waiting for its own timer.
 func watch(ctx context.Context, dir string, g gate, res *reserve, done chan<- struct{}) {
 	defer close(done)
-	t := time.NewTicker(pollEvery)
+	t := time.NewTimer(pollEvery)
 	defer t.Stop()
 	for {
 		select {
@@ -124,14 +139,20 @@ func watch(ctx context.Context, dir string, g gate, res *reserve, done chan<- st
 			return
 		case <-t.C:
 		}
+		next := pollEvery
 		if g.logs != nil {
 			g.logs.poll()
 		}
-		if res == nil {
-			continue
+		if res != nil {
+			if left, err := res.poll(dir); err == nil && left < res.min {
+				if !g.space.Status().Low {
+					g.space.Check()
+				}
+				if res.held && left < res.min/2 {
+					next = pollLow
+				}
+			}
 		}
-		if left, err := res.poll(dir); err == nil && left < res.min && !g.space.Status().Low {
-			g.space.Check()
-		}
+		t.Reset(next)
 	}
 }
