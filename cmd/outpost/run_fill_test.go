@@ -180,14 +180,16 @@ func addWordsUntil(ctx context.Context, url string, writer int, got *acked) {
 }
 
 // crashReport is the start of a Go crash in logs (the fault and the
-// goroutine that took it), or the end of logs when there is none.
+// goroutine that took it), after what outpost logged about the disk, or
+// the end of logs when there is none.
 func crashReport(logs string) string {
+	disk := strings.Join(linesWith(logs, "disk space", "disk reserve", "memtable log"), "\n")
 	for _, head := range []string{"fatal error:", "unexpected fault address", "panic:"} {
 		if i := strings.Index(logs, head); i >= 0 {
-			return logs[i:min(len(logs), i+4000)]
+			return disk + "\n" + logs[i:min(len(logs), i+4000)]
 		}
 	}
-	return tail(logs, 3000)
+	return disk + "\n" + tail(logs, 3000)
 }
 
 // crashed reports whether the child process has exited.
