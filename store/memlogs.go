@@ -41,6 +41,12 @@ import (
 // space): the memtable badger has just left still needs room to be flushed
 // to a table, and space taken by a log ahead is not seen going as badger
 // writes it.
+//
+// badger's value log (*.vlog, 2×ValueLogFileSize mapped the same way) is
+// written only for values of 1 MiB or more (ValueThreshold): none with
+// outpost's limits, unless an operator raises --relay-max-message-length
+// past 1 MiB; so it is not allocated ahead, beyond its header, written as
+// badger opens.
 type memLogs struct {
 	dir   string
 	size  int64              // what badger maps and may write of each log

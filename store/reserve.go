@@ -5,7 +5,6 @@ import (
 	"errors"
 	"log/slog"
 	"os"
-	"syscall"
 	"time"
 
 	"github.com/outpost-relay/outpost/diskspace"
@@ -33,7 +32,18 @@ type reserve struct {
 	min  int64 // MinFreeSpace
 	log  *slog.Logger
 	held bool
+
+	// The filler has stopped (dd stops at ENOSPC) when the space left no
+	// longer shrinks: statfs cannot say the disk is exhausted, as ext4
+	// keeps blocks back even from root and counts them as free.
+	last   int64 // space left at the last poll
+	steady int   // polls since it last shrank
 }
+
+// steadyPolls is how many polls (pollLow apart) the space left must not
+// shrink before the reserve is let go: a filler throttled by the kernel's
+// writeback can pause for one.
+const steadyPolls = 3
 
 // reserveSize is what badger flushes at most once writes stop: its
 // memtables, one being written and two waiting.
@@ -59,8 +69,14 @@ func (r *reserve) poll(dir string) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
+	if left < r.last {
+		r.steady = 0
+	} else {
+		r.steady++
+	}
+	r.last = left
 	switch {
-	case r.held && left < r.min/2 && r.exhausted():
+	case r.held && left < r.min/2 && (r.steady >= steadyPolls || left == 0):
 		if err := os.Remove(r.path); err != nil && !errors.Is(err, os.ErrNotExist) {
 			r.log.Error("cannot delete the disk reserve", "file", r.path, "err", err)
 			return left, nil
@@ -76,22 +92,6 @@ func (r *reserve) poll(dir string) (int64, error) {
 		}
 	}
 	return left, nil
-}
-
-// exhausted reports whether the filesystem gives this process no block
-// more, which is when badger's writes to its mappings fault: it tries to
-// allocate one. A filler that got ENOSPC has stopped by then (dd has), so
-// the reserve let go is for badger. What statfs says cannot tell: ext4
-// keeps some blocks back even from root, and counts them as free.
-func (r *reserve) exhausted() bool {
-	f, err := os.OpenFile(r.path+".probe", os.O_CREATE|os.O_RDWR, 0o600)
-	if err != nil {
-		return errors.Is(err, syscall.ENOSPC)
-	}
-	defer f.Close()
-	err = allocateFile(f, 4<<10)
-	f.Truncate(0)
-	return errors.Is(err, syscall.ENOSPC)
 }
 
 // make writes the reserve file, reporting whether it now holds it.
