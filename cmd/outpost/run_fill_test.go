@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -50,6 +51,15 @@ func TestDiskFilledFromOutside(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// Most of the room goes first, leaving a little above the minimum (the
+	// watcher measured far more, so writes go on); then, with writes under
+	// way, dd takes the rest in a few tens of milliseconds, as in the
+	// report, faster than outpost can notice.
+	testkit.WaitFor(t, 10*time.Second, "the disk reserve", func() bool {
+		_, err := os.Stat(filepath.Join(dir, "disk-reserve"))
+		return err == nil
+	})
+	prefill := testkit.Fill(t, dir, min+8<<20)
 	var got acked
 	ctx, stop := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
@@ -60,12 +70,15 @@ func TestDiskFilledFromOutside(t *testing.T) {
 	for i := range 2 {
 		wg.Go(func() { addWordsUntil(ctx, c.url, i, &got) })
 	}
-	time.Sleep(time.Second) // writes under way
-	// Most of the room goes at once, leaving a little above the minimum
-	// (the watcher measured far more, so writes go on); then dd takes the
-	// rest in a few tens of milliseconds, as in the report, faster than
-	// outpost can notice, while the writers keep writing.
-	prefill := testkit.Fill(t, dir, min+8<<20)
+	// About 3 MB of notes: with what follows until writes stop, far less
+	// than a memtable (16 MiB), so that badger flushes no table while the
+	// disk fills. A table badger writes as the disk runs out can still
+	// fault (see store.reserve); this test is about the memtable log.
+	testkit.WaitFor(t, 30*time.Second, "100 notes", func() bool {
+		got.mu.Lock()
+		defer got.mu.Unlock()
+		return len(got.events) >= 100
+	})
 	filler := testkit.FillFromOutside(t, dir)
 	time.Sleep(3 * time.Second) // writes go on against the full disk
 	stop()
