@@ -44,7 +44,7 @@ func TestMemtableLogOnADiskFilledFromOutside(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	filler := testkit.FillFromOutside(t, dir)
+	fillers := testkit.FillFromOutside(t, dir)
 	for i := n; i < 2*n; i++ {
 		if err := raw(i); err != nil {
 			t.Fatalf("write %d on the full disk: %v", i, err)
@@ -62,8 +62,10 @@ func TestMemtableLogOnADiskFilledFromOutside(t *testing.T) {
 	if err := s.Close(); err == nil || !strings.Contains(err.Error(), "replays at the next start") {
 		t.Errorf("Close on the full disk: %v, want it to leave badger open", err)
 	}
-	if err := os.Remove(filler); err != nil {
-		t.Fatal(err)
+	for _, f := range fillers {
+		if err := os.Remove(f); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if err := s.DB.Close(); err != nil { // what a restart does, in this process
 		t.Fatal(err)

@@ -31,8 +31,8 @@ type acked struct {
 }
 
 // TestDiskFilledFromOutside fills outpost's filesystem (ext4, as in the
-// report) from another process, dd, while publishers and REST writers keep
-// writing. Before badger's memtable logs were allocated ahead, the first
+// report) from other processes (fallocate, then dd) while publishers and
+// REST writers keep writing. Before badger's memtable logs were allocated ahead, the first
 // write to a page of the log that had no block died of SIGBUS ("fatal
 // error: fault" in badger's logFile.writeEntry), taking the relay and every
 // service down. Now outpost stays up: writes are refused with the documented
@@ -40,7 +40,6 @@ type acked struct {
 // acknowledged is lost across a restart.
 func TestDiskFilledFromOutside(t *testing.T) {
 	dir := testkit.Ext4(t, 256)
-	const min = 32 << 20
 	env := map[string]string{"OUTPOST_MIN_FREE_SPACE": "32MiB",
 		"OUTPOST_RELAY_EVENTS_PER_MINUTE": "0", "OUTPOST_RELAY_IP_EVENTS_PER_MINUTE": "0"}
 	c := startChild(t, dir, env)
@@ -51,15 +50,10 @@ func TestDiskFilledFromOutside(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// Most of the room goes first, leaving a little above the minimum (the
-	// watcher measured far more, so writes go on); then, with writes under
-	// way, dd takes the rest in a few tens of milliseconds, as in the
-	// report, faster than outpost can notice.
 	testkit.WaitFor(t, 10*time.Second, "the disk reserve", func() bool {
 		_, err := os.Stat(filepath.Join(dir, "disk-reserve"))
 		return err == nil
 	})
-	prefill := testkit.Fill(t, dir, min+8<<20)
 	var got acked
 	ctx, stop := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
@@ -79,7 +73,9 @@ func TestDiskFilledFromOutside(t *testing.T) {
 		defer got.mu.Unlock()
 		return len(got.events) >= 100
 	})
-	filler := testkit.FillFromOutside(t, dir)
+	// With writes under way, the disk fills in milliseconds, as in the
+	// report: faster than outpost can notice.
+	fillers := testkit.FillFromOutside(t, dir)
 	time.Sleep(3 * time.Second) // writes go on against the full disk
 	stop()
 	wg.Wait()
@@ -113,7 +109,7 @@ func TestDiskFilledFromOutside(t *testing.T) {
 	}
 
 	// Writes resume once the space is freed.
-	for _, f := range []string{filler, prefill} {
+	for _, f := range fillers {
 		if err := os.Remove(f); err != nil {
 			t.Fatal(err)
 		}

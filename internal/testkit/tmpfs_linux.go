@@ -95,19 +95,30 @@ func Ext4(t testing.TB, sizeMiB int) string {
 	return dir
 }
 
-// FillFromOutside fills dir's filesystem the way another program would:
-// it runs dd, writing zeros to a file in dir until the filesystem has no
-// block left (dd then fails with ENOSPC, as expected), and returns the
-// file's path once dd has exited; removing it frees the space again. Only
-// a dd that ends without filling the disk fails the test.
-func FillFromOutside(t testing.TB, dir string) string {
+// FillFromOutside fills dir's filesystem the way other programs would, as
+// fast as a disk can be filled: fallocate takes all but the last MiB at
+// once, then dd writes zeros until the filesystem has no block left (dd
+// then fails with ENOSPC, as expected). It returns the two files' paths
+// once dd has exited; removing them frees the space again. Only a fill
+// that ends without ENOSPC fails the test.
+func FillFromOutside(t testing.TB, dir string) []string {
 	t.Helper()
-	filler := filepath.Join(dir, "dd-filler")
+	bulk, rest := filepath.Join(dir, "fallocated"), filepath.Join(dir, "dd-filler")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, "dd", "if=/dev/zero", "of="+filler, "bs=1M").CombinedOutput()
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		t.Error(err)
+		return nil
+	}
+	if n := int64(st.Bfree)*st.Bsize - 1<<20; n > 0 {
+		if out, err := exec.CommandContext(ctx, "fallocate", "-l", fmt.Sprint(n), bulk).CombinedOutput(); err != nil {
+			t.Errorf("fallocate in %s: %v: %s", dir, err, out)
+		}
+	}
+	out, err := exec.CommandContext(ctx, "dd", "if=/dev/zero", "of="+rest, "bs=64k").CombinedOutput()
 	if err == nil || !bytes.Contains(out, []byte("No space left")) {
 		t.Errorf("dd filling %s: %v, want ENOSPC: %s", dir, err, out)
 	}
-	return filler
+	return []string{bulk, rest}
 }
