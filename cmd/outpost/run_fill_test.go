@@ -46,6 +46,14 @@ func TestDiskFilledFromOutside(t *testing.T) {
 	sk := nostr.GeneratePrivateKey()
 	first := note(t, sk, "before the disk filled", 1)
 	r0, p0 := relaytest.Dial(t, c.url)
+	proxies := []*relaytest.Proxy{p0}
+	// freeze keeps go-nostr's clients from hearing outpost go away (they
+	// race with themselves when they do; see relaytest).
+	freeze := func() {
+		for _, p := range proxies {
+			p.Freeze()
+		}
+	}
 	if err := publish(t, r0, first); err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +66,8 @@ func TestDiskFilledFromOutside(t *testing.T) {
 	ctx, stop := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	for i := range 4 {
-		r, _ := relaytest.Dial(t, c.url)
+		r, p := relaytest.Dial(t, c.url)
+		proxies = append(proxies, p)
 		wg.Go(func() { publishUntil(ctx, t, r, sk, i, &got) })
 	}
 	for i := range 2 {
@@ -80,7 +89,7 @@ func TestDiskFilledFromOutside(t *testing.T) {
 	stop()
 	wg.Wait()
 	if crashed(c) {
-		p0.Freeze()
+		freeze()
 		t.Fatalf("outpost died while the disk filled:\n%s", crashReport(c.logs.String()))
 	}
 	got.mu.Lock()
@@ -122,7 +131,7 @@ func TestDiskFilledFromOutside(t *testing.T) {
 	if err := publish(t, r0, again); err != nil {
 		t.Errorf("publishing after space was freed: %v", err)
 	}
-	p0.Freeze()
+	freeze()
 	c.stop(t)
 	if crashed(c) && c.cmd.ProcessState.ExitCode() != 0 {
 		t.Errorf("outpost exited with %v on SIGTERM:\n%s", c.cmd.ProcessState, tail(c.logs.String(), 3000))
