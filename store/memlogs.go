@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 
 	"github.com/outpost-relay/outpost/diskspace"
 	"github.com/outpost-relay/outpost/settings"
@@ -154,7 +155,11 @@ func (m *memLogs) makeNext() error {
 	os.Remove(tmp)
 	if errors.Is(err, fs.ErrExist) {
 		// badger made it meanwhile, sparse, and may be writing it.
-		return allocate(path, m.size)
+		err = allocate(path, m.size)
+	}
+	if errors.Is(err, syscall.ENOSPC) {
+		// The space measured above went meanwhile (a table badger wrote).
+		return errNoRoom
 	}
 	return err
 }
