@@ -36,6 +36,21 @@ func Free(dir string) (int64, error) {
 	return int64(st.Bavail) * int64(st.Bsize), nil
 }
 
+// Left is the space on dir's filesystem that this process may still use,
+// in bytes: Free, or for root, which may also use the blocks a filesystem
+// keeps back for it (ext4: 5% by default), every free block. It is what is
+// left once another process has filled the disk as far as it could.
+func Left(dir string) (int64, error) {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		return 0, fmt.Errorf("free space of %s: %w", dir, err)
+	}
+	if os.Geteuid() == 0 {
+		return int64(st.Bfree) * int64(st.Bsize), nil
+	}
+	return int64(st.Bavail) * int64(st.Bsize), nil
+}
+
 // Watcher says whether writes to a directory's filesystem may go ahead.
 type Watcher struct {
 	dir  string
@@ -44,6 +59,7 @@ type Watcher struct {
 	free func(dir string) (int64, error) // Free; a test may replace it
 	held *os.File                        // dir as New found it, kept open (nil: not watched for its removal)
 
+	extra  atomic.Int64 // room wanted besides min (see Need)
 	low    atomic.Bool
 	gone   atomic.Bool  // dir was removed or replaced: writes would go to deleted files
 	bytes  atomic.Int64 // free space at the last check
@@ -135,7 +151,7 @@ func (w *Watcher) Check() bool {
 	switch {
 	case low && !wasLow:
 		w.log.Warn("disk space low: refusing writes until space is freed (reads still work)",
-			"dir", w.dir, "free", settings.Bytes(free), "min_free", settings.Bytes(w.min), "setting", "--min-free-space, OUTPOST_MIN_FREE_SPACE")
+			"dir", w.dir, "free", settings.Bytes(free), "min_free", settings.Bytes(w.min), "also_needed", settings.Bytes(w.extra.Load()), "setting", "--min-free-space, OUTPOST_MIN_FREE_SPACE")
 	case !low && wasLow:
 		w.log.Info("disk space recovered: accepting writes again", "dir", w.dir, "free", settings.Bytes(free), "min_free", settings.Bytes(w.min))
 	}
@@ -168,11 +184,21 @@ func (w *Watcher) removed() bool {
 // use a quarter of the room above the minimum (badger writes a record to
 // its log, then to a table, and again when it compacts).
 func (w *Watcher) set(free int64) (low bool) {
-	low = free < w.min || (w.low.Load() && free < w.min+w.min/8)
+	need := w.min + w.extra.Load()
+	low = free < need || (w.low.Load() && free < need+w.min/8)
 	w.bytes.Store(free)
-	w.budget.Store(max(0, (free-w.min)/4))
+	w.budget.Store(max(0, (free-need)/4))
 	w.low.Store(low)
 	return low
+}
+
+// Need asks for n bytes of room besides the minimum (0: none) before
+// writes go ahead, and checks at once when that changes. The store asks
+// for the room of a file it must make before badger may write more.
+func (w *Watcher) Need(n int64) {
+	if w.extra.Swap(n) != n {
+		w.Check()
+	}
 }
 
 // Close lets go of the directory: from then on Check finds it not removed.
@@ -189,9 +215,10 @@ type Status struct {
 	Gone bool  // writes are refused: the directory was removed (see Check)
 	Free int64 // bytes free at the last check
 	Min  int64 // bytes kept free; 0 when the watch is off
+	Need int64 // bytes wanted besides Min (see Need)
 }
 
 // Status reports the state of the last check, without checking.
 func (w *Watcher) Status() Status {
-	return Status{Low: w.low.Load(), Gone: w.gone.Load(), Free: w.bytes.Load(), Min: w.min}
+	return Status{Low: w.low.Load(), Gone: w.gone.Load(), Free: w.bytes.Load(), Min: w.min, Need: w.extra.Load()}
 }

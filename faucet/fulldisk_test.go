@@ -16,7 +16,7 @@ import (
 // wallet's operation and the claim, paid — instead of the claim staying
 // "paying" (its reservations held) until the next start.
 func TestPaymentMadeAsTheDiskFillsIsRecorded(t *testing.T) {
-	dir := testkit.Tmpfs(t, 64, "")
+	dir := testkit.Tmpfs(t, 128, "")
 	const min = 32 << 20
 	r := newRig(t, rigOptions{DataDir: dir, Store: store.Settings{MinFreeSpace: min}})
 	s, st := r.s, r.st

@@ -15,7 +15,7 @@ import (
 // disk is, rather than returned as an error the prober logs on every round
 // while the disk stays full; the store has said once that it is full.
 func TestCheckFinishedOnAFullDiskIsDropped(t *testing.T) {
-	dir := testkit.Tmpfs(t, 64, "")
+	dir := testkit.Tmpfs(t, 128, "")
 	const min = 32 << 20
 	st, err := store.Settings{MinFreeSpace: min}.Open(dir, quiet())
 	if err != nil {

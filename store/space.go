@@ -57,9 +57,19 @@ type refusal struct {
 func (r refusal) Error() string { return r.msg }
 func (r refusal) Unwrap() error { return r.err }
 
-// writeRefusal is why the watcher w refuses writes.
-func writeRefusal(w *diskspace.Watcher) error {
-	if w.Status().Gone {
+// gate says whether a write may go ahead: the free-space watcher agrees,
+// and badger's next memtable log is allocated (see memLogs).
+type gate struct {
+	space *diskspace.Watcher
+	logs  *memLogs // nil: allocation ahead is off
+}
+
+// allow says whether a write of about n bytes may go ahead.
+func (g gate) allow(n int64) bool { return g.space.Allow(n) && g.logs.Ready() }
+
+// writeRefusal is why g refuses writes.
+func (g gate) writeRefusal() error {
+	if g.space.Status().Gone {
 		return ErrDataDirGone
 	}
 	return ErrStorageFull
@@ -67,8 +77,8 @@ func writeRefusal(w *diskspace.Watcher) error {
 
 // eventRefusal is writeRefusal as the event store answers: the text of an
 // OK message, the same value every time it means the same.
-func eventRefusal(w *diskspace.Watcher) error {
-	if w.Status().Gone {
+func (g gate) eventRefusal() error {
+	if g.space.Status().Gone {
 		return errEventsGone
 	}
 	return errEventsRefused
@@ -119,19 +129,19 @@ const checkEvery = time.Second
 // it cannot see: more than most domain records take.
 const recordCost = 4 << 10
 
-// gates holds the free-space watcher of every database Open opened, so that
-// Update, which is given the *badger.DB every service holds, asks it without
-// each service being handed the watcher too.
-var gates sync.Map // *badger.DB → *diskspace.Watcher
+// gates holds the gate of every database Open opened, so that Update, which
+// is given the *badger.DB every service holds, asks it without each service
+// being handed the gate too.
+var gates sync.Map // *badger.DB → gate
 
-// refused says why the watcher of db (if Open opened it) does not let a
-// write of about n bytes go ahead, or nil if it does.
+// refused says why the gate of db (if Open opened it) does not let a write
+// of about n bytes go ahead, or nil if it does.
 func refused(db *badger.DB, n int64) error {
-	w, ok := gates.Load(db)
-	if !ok || w.(*diskspace.Watcher).Allow(n) {
+	g, ok := gates.Load(db)
+	if !ok || g.(gate).allow(n) {
 		return nil
 	}
-	return writeRefusal(w.(*diskspace.Watcher))
+	return g.(gate).writeRefusal()
 }
 
 // Writable reports whether db takes writes now, charging nothing against
@@ -153,10 +163,18 @@ type Health struct {
 // does not answer.
 func (h Health) HealthStatus() string { return h.Status }
 
+// besides says what the watcher wants besides the minimum, if anything.
+func besides(need int64) string {
+	if need == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" and the %v of badger's next memtable log", settings.Bytes(need))
+}
+
 // Health reports the watcher's last measurement; it measures nothing itself.
 func (s *Store) Health(ctx context.Context) Health {
-	st := s.space.Status()
-	h := Health{Status: outpost.HealthOK, Writable: !st.Low, MinFreeBytes: st.Min}
+	st := s.gate.space.Status()
+	h := Health{Status: outpost.HealthOK, Writable: !st.Low && s.gate.logs.Ready(), MinFreeBytes: st.Min}
 	if st.Min > 0 {
 		h.FreeBytes = &st.Free
 	}
@@ -168,8 +186,11 @@ func (s *Store) Health(ctx context.Context) Health {
 		reason := "the data dir was deleted or replaced while outpost ran: writes are refused; restart outpost"
 		h.Status, h.Writable, h.Reason = outpost.HealthDown, false, &reason
 	case st.Low:
-		reason := fmt.Sprintf("%v free on the data dir's filesystem, less than the %v kept free (--min-free-space, OUTPOST_MIN_FREE_SPACE): writes are refused until space is freed",
-			settings.Bytes(st.Free), settings.Bytes(st.Min))
+		reason := fmt.Sprintf("%v free on the data dir's filesystem, less than the %v kept free (--min-free-space, OUTPOST_MIN_FREE_SPACE)%s: writes are refused until space is freed",
+			settings.Bytes(st.Free), settings.Bytes(st.Min), besides(st.Need))
+		h.Status, h.Reason = outpost.HealthDegraded, &reason
+	case !h.Writable:
+		reason := "badger's next memtable log could not be allocated (the disk is full?): writes are refused until it can be; see the log"
 		h.Status, h.Reason = outpost.HealthDegraded, &reason
 	}
 	return h

@@ -49,10 +49,11 @@ type Store struct {
 	Events *events.Store
 	DB     *badger.DB
 
-	space    *diskspace.Watcher // the free-space gate of every write (see space.go)
+	gate     gate               // what every write asks first (see space.go)
 	dir      string             // badger's directory as /proc/self/maps names it (see ReleasePages)
 	released releasedMappings   // the mappings ReleasePages gave back
-	stop     context.CancelFunc // stops the watcher
+	stop     context.CancelFunc // stops the watcher and watch
+	watching chan struct{}      // closed when watch has stopped
 
 	closeWait time.Duration // how long Close waits (0: closeWait; tests shorten it)
 }
@@ -87,7 +88,7 @@ func (s Settings) Open(dataDir string, log *slog.Logger) (_ *Store, err error) {
 	if removed, err := badgerfix.RemoveEmptyMemtables(path); err != nil {
 		return nil, fmt.Errorf("open badger at %s: %w", path, err)
 	} else if len(removed) > 0 {
-		log.Warn("removed empty memtable logs, left by a kill while badger made them", "files", removed)
+		log.Info("removed empty memtable logs: made ahead by outpost (see memLogs), or left by a kill while badger made one", "files", removed)
 	}
 	db, err := badger.Open(s.badgerOptions(path, log))
 	if err != nil {
@@ -96,22 +97,33 @@ func (s Settings) Open(dataDir string, log *slog.Logger) (_ *Store, err error) {
 		}
 		return nil, fmt.Errorf("open badger at %s: %w", path, err)
 	}
+	g := gate{space: space}
+	var res *reserve
+	if s.MinFreeSpace > 0 { // off means as before: a full disk kills outpost
+		if g.logs, err = openMemLogs(path, 2*memTableSize, space, log.With("component", "memlogs")); err != nil {
+			db.Close()
+			return nil, err
+		}
+		res = newReserve(filepath.Join(dataDir, reserveName), reserveSize, int64(s.MinFreeSpace), log.With("component", "diskspace"))
+	}
 	ev, err := events.Open(db, log.With("component", "events"))
 	if err != nil {
 		db.Close()
 		return nil, err
 	}
 	ev.LimitWrites(func(n int) error {
-		if space.Allow(int64(n)) {
+		if g.allow(int64(n)) {
 			return nil
 		}
-		return eventRefusal(space)
+		return g.eventRefusal()
 	})
 	ev.Cache(s.cacheSize() / 2)
-	gates.Store(db, space)
+	gates.Store(db, g)
 	ctx, stop := context.WithCancel(context.Background())
 	go space.Run(ctx, checkEvery)
-	return &Store{Events: ev, DB: db, space: space, stop: stop, dir: realPath(path)}, nil
+	watching := make(chan struct{})
+	go watch(ctx, path, g, res, watching)
+	return &Store{Events: ev, DB: db, gate: g, stop: stop, watching: watching, dir: realPath(path)}, nil
 }
 
 // memTableSize is badger's memtable: 16 MiB instead of its default 64 MiB.
@@ -164,16 +176,25 @@ const numCompactors = 2
 // dir deleted, remounted read-only or otherwise unwritable, Close would
 // never return and outpost would ignore SIGTERM until killed. Giving up
 // is what a kill would do: what was not flushed is still in badger's log,
-// which it replays at the next start (if the data dir is there).
+// which it replays at the next start (if the data dir is there). For the
+// same reason it does not close badger at all when the disk is too full
+// for that table (see closeRoom).
 func (s *Store) Close() error {
 	s.stop()
+	<-s.watching // no log made ahead once badger is closed
 	gates.Delete(s.DB)
-	s.space.Close()
+	s.gate.space.Close()
+	if err := s.gate.logs.roomToClose(); err != nil {
+		return err
+	}
 	done := make(chan error, 1)
 	go func() { done <- s.DB.Close() }()
 	wait := cmp.Or(s.closeWait, closeWait)
 	select {
 	case err := <-done:
+		if err == nil {
+			s.gate.logs.Close()
+		}
 		return err
 	case <-time.After(wait):
 		return fmt.Errorf("the database did not close within %v (badger could not write its last table: is %s still there and writable? see the log); "+

@@ -23,7 +23,7 @@ import (
 // /health says why, the low space is logged once, writes resume when space
 // is freed, and a start on a full disk is refused in words.
 func TestFullDisk(t *testing.T) {
-	dir := testkit.Tmpfs(t, 64, "")
+	dir := testkit.Tmpfs(t, 128, "")
 	const min = 32 << 20
 	env := map[string]string{"OUTPOST_MIN_FREE_SPACE": "32MiB",
 		// Background work that writes goes on all the time: a mint probed

@@ -77,3 +77,23 @@ func TestTmpfs(t *testing.T) {
 		t.Fatalf("writing to a read-only tmpfs: %v, want EROFS", err)
 	}
 }
+
+func TestExt4FilledFromOutside(t *testing.T) {
+	dir := Ext4(t, 32)
+	fillers := FillFromOutside(t, dir)
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Bavail != 0 {
+		t.Errorf("%d blocks left after dd, want none", st.Bavail)
+	}
+	for _, f := range fillers {
+		if err := os.Remove(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "f"), make([]byte, 1<<20), 0o600); err != nil {
+		t.Errorf("writing after the filler was removed: %v", err)
+	}
+}
