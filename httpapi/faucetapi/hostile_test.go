@@ -5,10 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -486,4 +488,58 @@ func cashuTS(mint string, v int, tokens []string) ([]cashuTSResult, error) {
 		return nil, fmt.Errorf("cashu-ts answered %d of %d tokens", len(res), len(tokens))
 	}
 	return res, nil
+}
+
+// TestClaimBurst: eight claimers at once against a wallet of five proofs
+// (20,000 sats = 16384+2048+1024+512+32), so that at moments every proof is
+// reserved by a payout in flight. No quote or confirm is refused
+// insufficient_funds (issue #24: 80 of 80 quotes were): quotes count the
+// change payouts in flight will give back, and payouts wait for it.
+func TestClaimBurst(t *testing.T) {
+	e := newEnv(t, 20000, func(c *faucet.Config) { c.FixedSats, c.MinBalanceSats, c.DailyBudgetSats = 21, 0, 0 })
+	const claimers, each = 8, 5
+	users := make([]*user, claimers*each)
+	for i := range users {
+		users[i] = e.newUser(fmt.Sprintf("burst-%d", i), nil, nil)
+		e.login(users[i])
+	}
+	post := func(u *user, path string, body any) (int, map[string]any, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		req, _ := http.NewRequestWithContext(ctx, "POST", e.url+"/faucet"+path, bytes.NewReader(raw(body)))
+		req.Header.Set("Authorization", "Bearer "+u.token)
+		req.Header.Set("X-Forwarded-For", u.ip)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return 0, nil, err
+		}
+		defer resp.Body.Close()
+		var m map[string]any
+		json.NewDecoder(resp.Body).Decode(&m)
+		return resp.StatusCode, m, nil
+	}
+	refused := make(chan string, len(users))
+	var wg sync.WaitGroup
+	for c := range claimers {
+		wg.Go(func() {
+			for i := c; i < len(users); i += claimers {
+				status, q, err := post(users[i], "/claim/quote", map[string]any{"method": "cashu"})
+				if err == nil && status == 200 {
+					status, q, err = post(users[i], "/claim/confirm", map[string]any{"quote_id": q["quote_id"]})
+				}
+				if err != nil || status != 200 {
+					refused <- fmt.Sprintf("%d %v %v", status, q, err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(refused)
+	for r := range refused {
+		t.Errorf("a claim of the burst was refused: %s", r)
+	}
+	if st := e.stats(); num(st["total_claims"]) != int64(len(users)) {
+		t.Fatalf("%d claims paid of %d", num(st["total_claims"]), len(users))
+	}
+	ledger(t, e)
 }
