@@ -55,6 +55,9 @@ func (w *Wallet) Melt(ctx context.Context, q MeltQuote, keep uint64) (Payment, e
 		p, refused, err := w.meltOnce(ctx, q, keep)
 		p.Fee += cost
 		if err != nil || refused == nil || attempt == maxAttempts || !w.retryable(ctx, refused) {
+			if err == nil && p.State == "" { // its inputs were refused before it began
+				err = refused
+			}
 			return p, err
 		}
 		cost = p.Fee
@@ -105,6 +108,9 @@ func (w *Wallet) meltOnce(ctx context.Context, q MeltQuote, keep uint64) (p Paym
 		w.claim(&op)
 		if splitFee, err = w.split(ctx, op.ID, q.Quote, need, keep); err != nil {
 			w.release(&op)
+			if errors.Is(err, errQuarantined) || errors.Is(err, ErrSpent) || keysetsStale(err) {
+				return Payment{Fee: splitFee}, err, nil // the melt never began: try again
+			}
 			return Payment{Fee: splitFee}, nil, err
 		}
 		err = w.begin(&op, func(txn *badger.Txn, op *Op) error {

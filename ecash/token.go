@@ -15,6 +15,9 @@ type Token struct {
 	Proofs cashu.Proofs // keyset ids as the token has them: full, or short (8 bytes)
 }
 
+// WithoutDLEQ is proofs without their DLEQ proofs (NUT-12), to hand out.
+func WithoutDLEQ(proofs cashu.Proofs) cashu.Proofs { return bare(proofs) }
+
 // ErrBadToken: the string is not a token this wallet can read.
 var ErrBadToken = errors.New("ecash: not a readable Cashu token")
 

@@ -481,7 +481,12 @@ func (t *Treasury) SendToken(ctx context.Context, ref string, amountSats, keepSa
 		return Token{FeeSats: int64(s.Fee)}, t.failure(err, paymentFailed)
 	}
 	t.note(nil)
-	str, err := ecash.Token{Mint: t.mintURL, Proofs: s.Proofs}.Encode(false)
+	// Without the DLEQ proofs, as Nutshell's wallet sends by default: the
+	// wallet checked them before it kept the proofs, and a receiver that
+	// checks them needs the keyset's keys, which cashu-ts 4 has only for
+	// active keysets, so a token of a keyset retired meanwhile would not
+	// be received.
+	str, err := ecash.Token{Mint: t.mintURL, Proofs: ecash.WithoutDLEQ(s.Proofs)}.Encode(false)
 	if err != nil {
 		return Token{}, err
 	}
