@@ -222,15 +222,9 @@ func (w *Wallet) readHoldings(txn *badger.Txn) (Holdings, error) {
 	}); err != nil {
 		return h, err
 	}
-	it := txn.NewIterator(badger.IteratorOptions{Prefix: w.key(kindOpenOp)})
-	defer it.Close()
-	prefix := len(w.key(kindOpenOp))
-	for it.Rewind(); it.Valid(); it.Next() {
-		op, found, err := getOp(txn, string(it.Item().Key()[prefix:]))
-		if err != nil {
-			return h, err
-		}
-		if found && op.State == OpPending && op.Own && op.Kind == kindSwap {
+	open, err := w.openOps(txn)
+	for _, op := range open {
+		if op.Own && op.Kind == kindSwap {
 			for _, o := range op.Outputs {
 				if !o.Send {
 					h.Returning += o.Amount
@@ -238,7 +232,25 @@ func (w *Wallet) readHoldings(txn *badger.Txn) (Holdings, error) {
 			}
 		}
 	}
-	return h, nil
+	return h, err
+}
+
+// openOps lists the operations not settled yet.
+func (w *Wallet) openOps(txn *badger.Txn) ([]Op, error) {
+	var open []Op
+	it := txn.NewIterator(badger.IteratorOptions{Prefix: w.key(kindOpenOp)})
+	defer it.Close()
+	prefix := len(w.key(kindOpenOp))
+	for it.Rewind(); it.Valid(); it.Next() {
+		op, found, err := getOp(txn, string(it.Item().Key()[prefix:]))
+		if err != nil {
+			return nil, err
+		}
+		if found && op.State == OpPending {
+			open = append(open, op)
+		}
+	}
+	return open, nil
 }
 
 // Close stops new operations; those in flight finish on their own.

@@ -16,20 +16,9 @@ import (
 // many operations are still pending, and the first error.
 func (w *Wallet) Recover(ctx context.Context) (int, error) {
 	var open []Op
-	err := w.db.View(func(txn *badger.Txn) error {
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: w.key(kindOpenOp)})
-		defer it.Close()
-		prefix := len(w.key(kindOpenOp))
-		for it.Rewind(); it.Valid(); it.Next() {
-			op, found, err := getOp(txn, string(it.Item().Key()[prefix:]))
-			if err != nil {
-				return err
-			}
-			if found && op.State == OpPending {
-				open = append(open, op)
-			}
-		}
-		return nil
+	err := w.db.View(func(txn *badger.Txn) (err error) {
+		open, err = w.openOps(txn)
+		return err
 	})
 	if err != nil {
 		return 0, err
@@ -68,16 +57,12 @@ func (w *Wallet) Recover(ctx context.Context) (int, error) {
 
 // Open is how many operations are not settled yet.
 func (w *Wallet) Open() (int, error) {
-	n := 0
-	err := w.db.View(func(txn *badger.Txn) error {
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: w.key(kindOpenOp), PrefetchValues: false})
-		defer it.Close()
-		for it.Rewind(); it.Valid(); it.Next() {
-			n++
-		}
-		return nil
+	var open []Op
+	err := w.db.View(func(txn *badger.Txn) (err error) {
+		open, err = w.openOps(txn)
+		return err
 	})
-	return n, err
+	return len(open), err
 }
 
 // settle finds out what became of a pending operation.
