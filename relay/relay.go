@@ -253,7 +253,12 @@ func (r *Relay) serveWebsocket(w http.ResponseWriter, req *http.Request) {
 	c := newConn(r, ws, ip)
 	r.mu.Lock()
 	r.clients[c] = struct{}{}
+	// A block made between admit and now found no client to expel.
+	blocked := r.ipBlocked(ip)
 	r.mu.Unlock()
+	if blocked {
+		c.expel()
+	}
 	defer func() {
 		r.mu.Lock()
 		delete(r.clients, c)
