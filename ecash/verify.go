@@ -24,7 +24,8 @@ import (
 // matched to outs at all.
 func (w *Wallet) verify(outs []Output, sigs cashu.BlindedSignatures, exact bool) (proofs []cashu.Proof, bad map[int]error, err error) {
 	if len(sigs) > len(outs) || (exact && len(sigs) != len(outs)) {
-		return nil, nil, &MintError{Problem: Faulty, Mint: w.mint, Detail: fmt.Sprintf("%d signatures for %d outputs", len(sigs), len(outs))}
+		// Status 200: the mint answered, so what it did can be asked at once.
+		return nil, nil, &MintError{Problem: Faulty, Mint: w.mint, Status: 200, Detail: fmt.Sprintf("%d signatures for %d outputs", len(sigs), len(outs))}
 	}
 	bs, _, err := w.sec.blind(outs[:len(sigs)])
 	if err != nil {
