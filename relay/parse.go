@@ -2,6 +2,7 @@ package relay
 
 import (
 	"fmt"
+	"strings"
 	"unicode/utf8"
 	"unsafe"
 
@@ -68,8 +69,24 @@ func (m message) filters(max int) (nostr.Filters, string) {
 		if fs[i].Search != "" {
 			return nil, "unsupported: search (NIP-50) is not supported by this relay"
 		}
+		ownTagNames(fs[i].Tags)
 	}
 	return fs, ""
+}
+
+// ownTagNames copies the tag names of a decoded filter: easyjson leaves
+// them pointing into the message, so a subscription holding its filters
+// would hold its whole REQ frame (up to max_message_length) with them.
+func ownTagNames(tags nostr.TagMap) {
+	names := make([]string, 0, len(tags))
+	for name := range tags {
+		names = append(names, name)
+	}
+	for _, name := range names {
+		values := tags[name]
+		delete(tags, name)
+		tags[strings.Clone(name)] = values
+	}
 }
 
 // event decodes the event in element i.
