@@ -38,7 +38,7 @@ func (c *conn) onReq(m message) {
 	}
 	c.r.subs.add(s)
 	c.spawn(func(context.Context) {
-		if c.sendStored(s) {
+		if c.sendStored(s, filters) {
 			c.r.observer.ReqAnswered(time.Since(start))
 		}
 	})
@@ -47,10 +47,10 @@ func (c *conn) onReq(m message) {
 // sendStored sends a subscription's stored events, each once, each frame
 // the stored JSON with the subscription id spliced in, then makes it live;
 // false when the subscription ended first.
-func (c *conn) sendStored(s *sub) bool {
+func (c *conn) sendStored(s *sub, filters nostr.Filters) bool {
 	var sent sentIDs
 	stored := storedFrames{out: c.out, head: s.head}
-	for i, f := range s.filters {
+	for i, f := range filters {
 		q, ok := c.r.limits.query(f)
 		if !ok {
 			continue
