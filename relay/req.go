@@ -21,16 +21,20 @@ func (c *conn) onReq(m message) {
 		c.unsubscribe(id) // a refused REQ ends a subscription it would have replaced
 		return
 	}
+	s := newSub(c, id, filters)
 	c.mu.Lock()
 	old := c.subs[id]
-	if max := c.r.limits.MaxSubscriptions; old == nil && max > 0 && len(c.subs) >= max {
+	if reason := c.admit(old, s); reason != "" {
 		c.mu.Unlock()
-		c.r.counters.subscriptionsRefused.Add(1)
-		c.send(closedMessage(id, fmt.Sprintf("rate-limited: %d subscriptions are open, at most %d allowed; close one first", max, max)))
+		s.close()
+		c.unsubscribe(id)
+		c.send(closedMessage(id, reason))
 		return
 	}
-	s := newSub(c, id, filters)
-	c.subs[id] = s
+	if old != nil {
+		c.forget(old)
+	}
+	c.subs[id], c.values = s, c.values+s.values
 	c.mu.Unlock()
 	if old != nil { // a REQ with an open subscription's id replaces it
 		c.r.subs.remove(old)
@@ -42,6 +46,43 @@ func (c *conn) onReq(m message) {
 			c.r.observer.ReqAnswered(time.Since(start))
 		}
 	})
+}
+
+// admit says why s may not open in place of old (nil: none), if it may
+// not: the connection would have too many subscriptions, or they, or the
+// subscriptions of every connection from its address, would name too many
+// filter values. When it may, the address's values count s's. Under c.mu.
+func (c *conn) admit(old, s *sub) string {
+	l := &c.r.limits
+	if max := l.MaxSubscriptions; old == nil && max > 0 && len(c.subs) >= max {
+		c.r.counters.subscriptionsRefused.Add(1)
+		return fmt.Sprintf("rate-limited: %d subscriptions are open, at most %d allowed; close one first", max, max)
+	}
+	freed := 0
+	if old != nil {
+		freed = old.values
+	}
+	if max := l.MaxFilterValues; max > 0 && s.values > max {
+		c.r.counters.filterValuesRefused.Add(1)
+		return fmt.Sprintf("invalid: the filters name %d values (ids, authors, kinds, tag values), at most %d allowed", s.values, max)
+	}
+	if max, total := l.MaxFilterValues, c.values-freed+s.values; max > 0 && total > max {
+		c.r.counters.filterValuesRefused.Add(1)
+		return fmt.Sprintf("rate-limited: this connection's subscriptions would name %d filter values, at most %d allowed; close one first", total, max)
+	}
+	if total, ok := c.r.heldValues.take(c.ip, s.values, freed, l.IPFilterValues); !ok {
+		c.r.counters.filterValuesRefused.Add(1)
+		return fmt.Sprintf("rate-limited: the subscriptions from your address would name %d filter values, at most %d allowed; close one first", total, l.IPFilterValues)
+	}
+	return ""
+}
+
+// forget takes s out of the connection's subscriptions and gives back the
+// filter values it held. Under c.mu, with s in c.subs.
+func (c *conn) forget(s *sub) {
+	delete(c.subs, s.id)
+	c.values -= s.values
+	c.r.heldValues.give(c.ip, s.values)
 }
 
 // sendStored sends a subscription's stored events, each once, each frame
@@ -231,7 +272,9 @@ func (c *conn) refuse(m message, reason string, answer func(id, reason string) f
 func (c *conn) unsubscribe(id string) {
 	c.mu.Lock()
 	s := c.subs[id]
-	delete(c.subs, id)
+	if s != nil {
+		c.forget(s)
+	}
 	c.mu.Unlock()
 	if s != nil {
 		c.r.subs.remove(s)
@@ -243,7 +286,7 @@ func (c *conn) unsubscribe(id string) {
 func (c *conn) endSub(s *sub, reason string) {
 	c.mu.Lock()
 	if c.subs[s.id] == s {
-		delete(c.subs, s.id)
+		c.forget(s)
 	}
 	c.mu.Unlock()
 	c.r.subs.remove(s)
