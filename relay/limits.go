@@ -20,7 +20,7 @@ type Limits struct {
 	ConnectionsPerIP  int `flag:"relay-ip-connections" usage:"open websocket connections per client IP; 0 disables"`
 	MaxSubscriptions  int `flag:"relay-max-subscriptions" usage:"open subscriptions per connection (NIP-11 max_subscriptions); 0 disables"`
 	MaxFilters        int `flag:"relay-max-filters" usage:"filters per REQ or COUNT (max_filters); 0 disables"`
-	MaxFilterValues   int `flag:"relay-max-filter-values" usage:"ids, authors, kinds and tag values named by the filters of one connection's open subscriptions, together; 0 disables"`
+	MaxFilterValues   int `flag:"relay-max-filter-values" usage:"ids, authors, kinds and tag values named by the filters of one connection's open subscriptions, together (a filter naming none counts 1); 0 disables"`
 	IPFilterValues    int `flag:"relay-ip-filter-values" usage:"the same over every connection from one client IP; 0 disables"`
 	MaxEventTags      int `flag:"relay-max-event-tags" usage:"tags per event (max_event_tags); 0 disables"`
 	MaxContentLength  int `flag:"relay-max-content-length" usage:"characters of an event's content (max_content_length); 0 disables"`

@@ -164,14 +164,16 @@ func (f *liveFilter) matches(ev *nostr.Event, id, pk [32]byte) bool {
 }
 
 // filterValues counts what a REQ's filters name: ids, authors, kinds and
-// tag values, as sent (the limits on them count these).
+// tag values, as sent (the limits on them count these). A filter naming
+// none counts one: it is checked against every event, so it is held too.
 func filterValues(filters nostr.Filters) int {
 	n := 0
 	for _, f := range filters {
-		n += len(f.IDs) + len(f.Authors) + len(f.Kinds)
+		named := len(f.IDs) + len(f.Authors) + len(f.Kinds)
 		for _, values := range f.Tags {
-			n += len(values)
+			named += len(values)
 		}
+		n += max(1, named)
 	}
 	return n
 }
