@@ -432,7 +432,7 @@ func ptr[T any](v T) *T { return &v }
 
 // 9. Publishers' OK latency, and outpost's memory, while 20 connections
 // from one address each hold 50 subscriptions of 20 filters of 190 "#e" or
-// "#p" values (issue 25; each REQ about 255 KB): against the same relay
+// "#p" values (issue 25; each REQ about 255 KB, live events only): against the same relay
 // with no such subscriptions, the same load with the filter-value limits
 // off (every REQ held, the index alone keeping publishing cheap), and the
 // relay before the subscription index.
