@@ -33,7 +33,7 @@ func TestFilterValueLimits(t *testing.T) {
 	t.Run("per connection", func(t *testing.T) {
 		a.req("a1", tagFilter(0, 60))
 		a.req("a2", tagFilter(100, 30), object{"kinds": []int{1, 7}, "authors": hexValues(200, 8), "limit": 0}) // 100 in all
-		a.send("REQ", "a3", object{"since": 1, "limit": 0}) // naming nothing, it counts 1
+		a.send("REQ", "a3", object{"since": 1, "limit": 0})                                                     // naming nothing, it counts 1
 		if reason := a.refused("a3", "rate-limited:"); !strings.Contains(reason, "101") || !strings.Contains(reason, "100") {
 			t.Errorf("reason %q does not say 101 values of 100", reason)
 		}

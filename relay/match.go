@@ -163,21 +163,6 @@ func (f *liveFilter) matches(ev *nostr.Event, id, pk [32]byte) bool {
 	return true
 }
 
-// filterValues counts what a REQ's filters name: ids, authors, kinds and
-// tag values, as sent (the limits on them count these). A filter naming
-// none counts one: it is checked against every event, so it is held too.
-func filterValues(filters nostr.Filters) int {
-	n := 0
-	for _, f := range filters {
-		named := len(f.IDs) + len(f.Authors) + len(f.Kinds)
-		for _, values := range f.Tags {
-			named += len(values)
-		}
-		n += max(1, named)
-	}
-	return n
-}
-
 // valueSet is a set of filter values: a list while it is short (cheaper to
 // build, hold and scan than a map), a map beyond.
 type valueSet[K comparable] struct {

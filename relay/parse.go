@@ -89,6 +89,28 @@ func ownTagNames(tags nostr.TagMap) {
 	}
 }
 
+// filterValues counts what the filters from element 2 on name, as sent:
+// the elements of their "ids", "authors", "kinds" and "#x" arrays. A filter
+// naming none counts one: it is checked against every event, so it is held
+// too. Nothing is decoded, so a REQ can be refused for it cheaply.
+func (m message) filterValues() int {
+	n := 0
+	for i := 2; i < len(m); i++ {
+		named := 0
+		m[i].ForEach(func(k, v gjson.Result) bool {
+			if key := k.Str; v.IsArray() && (key == "ids" || key == "authors" || key == "kinds" || (len(key) > 1 && key[0] == '#')) {
+				v.ForEach(func(_, _ gjson.Result) bool {
+					named++
+					return true
+				})
+			}
+			return true
+		})
+		n += max(1, named)
+	}
+	return n
+}
+
 // event decodes the event in element i.
 func (m message) event(i int) (*nostr.Event, string) {
 	if len(m) <= i || !m[i].IsObject() {

@@ -37,3 +37,24 @@ func TestFiltersHoldNoPartOfTheMessage(t *testing.T) {
 		t.Fatalf("tags changed: %v %v", fs[0].Tags, fs[1].Tags)
 	}
 }
+
+func TestFilterValuesCountedAsSent(t *testing.T) {
+	for _, c := range []struct {
+		req  string
+		want int
+	}{
+		{`["REQ","x",{"ids":["a","b"],"#e":["x"],"kinds":[1,2,3],"authors":[],"limit":5}]`, 6},
+		{`["REQ","x",{"#p":["a","a"],"#t":["b"]},{"since":1}]`, 3 + 1},
+		{`["REQ","x",{},{"#e":null},{"search":"nostr"}]`, 3},
+		{`["REQ","x","not a filter",{"#e":{"a":1}}]`, 2},
+		{`["REQ","x"]`, 0},
+	} {
+		_, m, reason := parseMessage([]byte(c.req))
+		if reason != "" {
+			t.Fatal(reason)
+		}
+		if got := m.filterValues(); got != c.want {
+			t.Errorf("%s: %d values, want %d", c.req, got, c.want)
+		}
+	}
+}

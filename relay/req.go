@@ -13,24 +13,33 @@ import (
 
 // onReq handles ["REQ", <sub id>, <filter>...]: the subscription is
 // registered at once (so nothing published from now on is missed), its
-// stored events are sent, then EOSE and what arrived meanwhile.
+// stored events are sent, then EOSE and what arrived meanwhile. Its filters
+// are decoded only once it is within the limits: a REQ refused for them
+// costs no more than its parsing.
 func (c *conn) onReq(m message) {
 	start := time.Now()
-	id, filters, ok := c.request(m)
-	if !ok {
-		c.unsubscribe(id) // a refused REQ ends a subscription it would have replaced
+	id, reason := m.subID()
+	if reason != "" {
+		c.refuse(m, reason, closedMessage)
 		return
 	}
-	s := newSub(c, id, filters)
+	values := m.filterValues()
 	c.mu.Lock()
 	old := c.subs[id]
-	if reason := c.admit(old, s); reason != "" {
+	reason = c.admit(old, values)
+	var filters nostr.Filters
+	if reason == "" {
+		if filters, reason = m.filters(c.r.limits.MaxFilters); reason != "" {
+			c.r.heldValues.give(c.ip, values)
+		}
+	}
+	if reason != "" {
 		c.mu.Unlock()
-		s.close()
-		c.unsubscribe(id)
+		c.unsubscribe(id) // a refused REQ ends a subscription it would have replaced
 		c.send(closedMessage(id, reason))
 		return
 	}
+	s := newSub(c, id, filters, values)
 	if old != nil {
 		c.forget(old)
 	}
@@ -48,11 +57,12 @@ func (c *conn) onReq(m message) {
 	})
 }
 
-// admit says why s may not open in place of old (nil: none), if it may
-// not: the connection would have too many subscriptions, or they, or the
-// subscriptions of every connection from its address, would name too many
-// filter values. When it may, the address's values count s's. Under c.mu.
-func (c *conn) admit(old, s *sub) string {
+// admit says why a subscription naming values filter values may not open
+// in place of old (nil: none), if it may not: the connection would have
+// too many subscriptions, or they, or the subscriptions of every
+// connection from its address, would name too many filter values. When it
+// may, the address's count takes values. Under c.mu.
+func (c *conn) admit(old *sub, values int) string {
 	l := &c.r.limits
 	if max := l.MaxSubscriptions; old == nil && max > 0 && len(c.subs) >= max {
 		c.r.counters.subscriptionsRefused.Add(1)
@@ -62,15 +72,15 @@ func (c *conn) admit(old, s *sub) string {
 	if old != nil {
 		freed = old.values
 	}
-	if max := l.MaxFilterValues; max > 0 && s.values > max {
+	if max := l.MaxFilterValues; max > 0 && values > max {
 		c.r.counters.filterValuesRefused.Add(1)
-		return fmt.Sprintf("invalid: the filters name %d values (ids, authors, kinds, tag values), at most %d allowed", s.values, max)
+		return fmt.Sprintf("invalid: the filters name %d values (ids, authors, kinds, tag values), at most %d allowed", values, max)
 	}
-	if max, total := l.MaxFilterValues, c.values-freed+s.values; max > 0 && total > max {
+	if max, total := l.MaxFilterValues, c.values-freed+values; max > 0 && total > max {
 		c.r.counters.filterValuesRefused.Add(1)
 		return fmt.Sprintf("rate-limited: this connection's subscriptions would name %d filter values, at most %d allowed; close one first", total, max)
 	}
-	if total, ok := c.r.heldValues.take(c.ip, s.values, freed, l.IPFilterValues); !ok {
+	if total, ok := c.r.heldValues.take(c.ip, values, freed, l.IPFilterValues); !ok {
 		c.r.counters.filterValuesRefused.Add(1)
 		return fmt.Sprintf("rate-limited: the subscriptions from your address would name %d filter values, at most %d allowed; close one first", total, l.IPFilterValues)
 	}

@@ -32,8 +32,8 @@ type pendingEvent struct {
 	f  frame
 }
 
-func newSub(c *conn, id string, filters nostr.Filters) *sub {
-	s := &sub{c: c, id: id, head: eventHead(id)}
+func newSub(c *conn, id string, filters nostr.Filters, values int) *sub {
+	s := &sub{c: c, id: id, values: values, head: eventHead(id)}
 	s.compile(filters)
 	s.ctx, s.cancel = context.WithCancel(c.ctx)
 	return s
@@ -41,7 +41,6 @@ func newSub(c *conn, id string, filters nostr.Filters) *sub {
 
 // compile keeps the filters that can match an event, compiled for matching.
 func (s *sub) compile(filters nostr.Filters) {
-	s.values = filterValues(filters)
 	for _, f := range filters {
 		if lf := compileFilter(s, f); lf != nil {
 			s.filters = append(s.filters, lf)
