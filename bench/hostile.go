@@ -10,6 +10,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/fasthttp/websocket"
@@ -25,7 +26,8 @@ type hostileResult struct {
 	Refused   int     `json:"refused"`  // answered CLOSED
 	Reason    string  `json:"reason"`   // the first CLOSED's
 	SetupSecs float64 `json:"setup_seconds"`
-	RSS       int64   `json:"rss"` // of -pid, with the subscriptions held, after publishing
+	Held      mem     `json:"held"`      // -pid's memory with the subscriptions held, after publishing
+	PeakAnon  int64   `json:"peak_anon"` // the most anonymous memory (Go heap, stacks) -pid had, sampled every 50 ms
 }
 
 // hostileMain opens -conns connections that each send -subs REQs of
@@ -49,6 +51,10 @@ func hostileMain(args []string) error {
 	defer cancel()
 	start := time.Now()
 	res := hostileResult{REQs: *conns * *subs}
+	peakAnon := func() int64 { return 0 }
+	if *pid > 0 {
+		peakAnon = sampleAnon(ctx, *pid)
+	}
 	for i := range *conns {
 		c, _, err := websocket.DefaultDialer.DialContext(ctx, *url, nil)
 		if err != nil {
@@ -85,9 +91,39 @@ func hostileMain(args []string) error {
 		return err
 	}
 	if *pid > 0 {
-		res.RSS = procMem(*pid).RSS
+		res.Held, res.PeakAnon = procMem(*pid), peakAnon()
 	}
 	return json.NewEncoder(os.Stdout).Encode(res)
+}
+
+// sampleAnon reads pid's anonymous memory every 50 ms until ctx ends or
+// the function it returns is called, which returns the most it saw.
+func sampleAnon(ctx context.Context, pid int) func() int64 {
+	var peak atomic.Int64
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		t := time.NewTicker(50 * time.Millisecond)
+		defer t.Stop()
+		for {
+			if a := procMem(pid).Anon; a > peak.Load() {
+				peak.Store(a)
+			}
+			select {
+			case <-t.C:
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return func() int64 {
+		close(done)
+		<-stopped
+		return peak.Load()
+	}
 }
 
 // count takes n answers (EOSE or a CLOSED's reason) to REQs.
