@@ -3,6 +3,7 @@ package relay
 import (
 	"encoding/hex"
 	"math"
+	"slices"
 
 	"github.com/nbd-wtf/go-nostr"
 )
@@ -138,7 +139,7 @@ func (f *liveFilter) chooseIndex() {
 	case best >= 0:
 		c := f.tags[best]
 		f.by, f.tagName, f.tagKeys = byTag, c.name, c.values.keys()
-		f.tags = append(f.tags[:best], f.tags[best+1:]...)
+		f.tags = slices.Delete(f.tags, best, best+1) // which clears the tail: the set is not kept
 	case f.authors != nil:
 		f.by, f.hexKeys, f.authors = byAuthor, f.authors.keys(), nil
 	case f.kinds != nil:

@@ -167,7 +167,7 @@ func TestFilterIndexedUnderOneField(t *testing.T) {
 		}
 		return vs
 	}
-	for _, c := range []struct {
+	for i, c := range []struct {
 		f    nostr.Filter
 		want field
 		keys int
@@ -182,7 +182,17 @@ func TestFilterIndexedUnderOneField(t *testing.T) {
 	} {
 		f := compileFilter(&sub{}, c.f)
 		if keys := len(f.hexKeys) + len(f.kindKeys) + len(f.tagKeys); f.by != c.want || keys != c.keys {
-			t.Errorf("%s: indexed by %d under %d values, want %d under %d", c.f, f.by, keys, c.want, c.keys)
+			t.Errorf("filter %d: indexed by %d under %d values, want %d under %d", i, f.by, keys, c.want, c.keys)
+		}
+		// The index's keys replace the indexed field's set, which must not
+		// stay reachable (as behind the tag conditions' slice).
+		if f.ids != nil || (f.by == byAuthor && f.authors != nil) || (f.by == byKind && f.kinds != nil) {
+			t.Errorf("filter %d: the set of the indexed field is kept", i)
+		}
+		for _, tc := range f.tags[len(f.tags):cap(f.tags)] {
+			if tc.values != nil {
+				t.Errorf("filter %d: the indexed tag condition is kept behind the others", i)
+			}
 		}
 	}
 	for _, f := range []nostr.Filter{{IDs: []string{"xyz"}}, {Authors: []string{}}, {Kinds: []int{70000}}, {Tags: nostr.TagMap{"e": {}}}} {

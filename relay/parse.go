@@ -43,7 +43,9 @@ func (m message) subID() (id string, reason string) {
 	if len(m) < 2 || m[1].Type != gjson.String {
 		return "", "invalid: the subscription id must be a string"
 	}
-	id = m[1].Str
+	// A copy: gjson's string points into the message, which a subscription
+	// or NIP-77 session keeping its id would keep whole.
+	id = strings.Clone(m[1].Str)
 	if n := utf8.RuneCountInString(id); n < 1 || n > maxSubIDLength {
 		return id, fmt.Sprintf("invalid: a subscription id has 1 to %d characters", maxSubIDLength)
 	}

@@ -5,8 +5,9 @@ import (
 	"unsafe"
 )
 
-// A subscription keeps its filters for as long as it is open: nothing in
-// them may point into the REQ's frame, or the frame is held as long.
+// A subscription keeps its id and filters for as long as it is open:
+// nothing in them may point into the REQ's frame, or the frame is held as
+// long.
 func TestFiltersHoldNoPartOfTheMessage(t *testing.T) {
 	msg := []byte(`["REQ","x",{"#e":["aa","bb"],"#t":["nostr"],"authors":["cc"],"ids":["dd"]},{"#p":["ee"]}]`)
 	_, m, reason := parseMessage(msg)
@@ -21,6 +22,9 @@ func TestFiltersHoldNoPartOfTheMessage(t *testing.T) {
 	inFrame := func(s string) bool {
 		p := uintptr(unsafe.Pointer(unsafe.StringData(s)))
 		return p >= lo && p <= hi
+	}
+	if id, _ := m.subID(); inFrame(id) {
+		t.Errorf("the subscription id %q points into the message", id)
 	}
 	for i, f := range fs {
 		strs := append(append([]string{}, f.IDs...), f.Authors...)
