@@ -45,6 +45,7 @@ func hostileMain(args []string) error {
 	n := fs.Int("events", 1000, "events to publish")
 	pid := fs.Int("pid", 0, "the relay's process, whose RSS is read")
 	deadline := fs.Duration("deadline", 10*time.Minute, "give up after this")
+	settle := fs.Duration("settle", 0, "publish no sooner than this after start: outpost's own start-up work (the ban list, badger) is over by then, with or without the hostile load")
 	fs.Parse(args)
 
 	ctx, cancel := context.WithTimeout(context.Background(), *deadline)
@@ -74,6 +75,7 @@ func hostileMain(args []string) error {
 		}
 	}
 	res.SetupSecs = time.Since(start).Seconds()
+	time.Sleep(time.Until(start.Add(*settle)))
 
 	keys := make([]string, 64)
 	for i := range keys {

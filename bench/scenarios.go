@@ -454,7 +454,7 @@ func hostileScenario(b *bench) ([]row, error) {
 		}
 		defer srv.stop()
 		err = runJSON(&res, b.self, "hostile", "-url", srv.ws(), "-conns", fmt.Sprint(conns), "-subs", fmt.Sprint(b.HostileSubs),
-			"-events", fmt.Sprint(b.HostileEvents), "-pid", fmt.Sprint(srv.cmd.Process.Pid))
+			"-events", fmt.Sprint(b.HostileEvents), "-pid", fmt.Sprint(srv.cmd.Process.Pid), "-settle", b.Settle.String())
 		_, peak = srv.memory()
 		return res, peak, err
 	}
