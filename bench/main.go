@@ -7,6 +7,9 @@
 //	go run ./bench -only 8 -sustain 0 -cpuprofile prof/
 //	                        the read path alone, without the sustained
 //	                        load, keeping CPU profiles of each relay
+//	go run ./bench -only 9 -previous '' -before ''
+//	                        publishing under hostile subscriptions alone,
+//	                        against the relay before the subscription index
 //	go run ./bench -only 8 -strfry /path/to/strfry
 //	                        the read path against strfry too (optional;
 //	                        bench/strfry.sh builds it from its source, CI
@@ -50,6 +53,8 @@ func main() {
 		err = khatruMain(args)
 	case "reqload":
 		err = reqloadMain(args)
+	case "hostile":
+		err = hostileMain(args)
 	default:
 		err = fmt.Errorf("unknown subcommand %q", sub)
 	}
@@ -72,26 +77,31 @@ type sizes struct {
 	LoadTime                   time.Duration // each REQs/s measurement
 	Settle                     time.Duration // how long after ingesting memory is measured again
 	Sustain                    time.Duration // the sustained REQ load (-sustain)
+	HostileConns, HostileSubs  int           // issue 25's load: connections of REQs of 20 filters × 190 values
+	HostileEvents              int           // published under it
 }
 
 var full = sizes{Bans: 100_000, Words: 1_000, Events: 1_000_000, Mints: 1_000, IngestEvents: 20_000, Rounds: 3, StallEvents: 10_000, HangUpWait: 5 * time.Second, Wrk: 10 * time.Second, BenchTime: "1s", Count: 5,
-	ReadEvents: 200_000, ReadRounds: 3, LoadTime: 10 * time.Second, Settle: 30 * time.Second, Sustain: 5 * time.Minute}
+	ReadEvents: 200_000, ReadRounds: 3, LoadTime: 10 * time.Second, Settle: 30 * time.Second, Sustain: 5 * time.Minute,
+	HostileConns: 20, HostileSubs: 50, HostileEvents: 1000}
 var short = sizes{Bans: 1_000, Words: 100, Events: 2_000, Mints: 20, IngestEvents: 500, Rounds: 1, StallEvents: 300, HangUpWait: time.Second, Wrk: time.Second, BenchTime: "50ms", Count: 1,
-	ReadEvents: 3_000, ReadRounds: 1, LoadTime: 3 * time.Second, Settle: time.Second, Sustain: 3 * time.Second}
+	ReadEvents: 3_000, ReadRounds: 1, LoadTime: 3 * time.Second, Settle: time.Second, Sustain: 3 * time.Second,
+	HostileConns: 2, HostileSubs: 5, HostileEvents: 100}
 
 // bench holds what the scenarios share.
 type bench struct {
 	sizes
-	repo, tmp         string
-	self              string // this program, for its subcommands
-	outpost, baseline string // outpost, and outpost built without the ban policies
-	previous, prevRev string // outpost built at an earlier revision ("": none)
-	before, beforeRev string // outpost before the read-path work, for the read path ("": none)
-	profileDir        string // where CPU profiles of the read path go ("": none taken)
-	strfry            string // a strfry binary the read path is also measured against ("": none)
-	smoke             bool   // -short: too little data for some targets
-	seeded            string // a data dir with Bans bans and Words words
-	banned            string // a banned key in it
+	repo, tmp               string
+	self                    string // this program, for its subcommands
+	outpost, baseline       string // outpost, and outpost built without the ban policies
+	previous, prevRev       string // outpost built at an earlier revision ("": none)
+	before, beforeRev       string // outpost before the read-path work, for the read path ("": none)
+	unindexed, unindexedRev string // outpost before issue 25's subscription index ("": none)
+	profileDir              string // where CPU profiles of the read path go ("": none taken)
+	strfry                  string // a strfry binary the read path is also measured against ("": none)
+	smoke                   bool   // -short: too little data for some targets
+	seeded                  string // a data dir with Bans bans and Words words
+	banned                  string // a banned key in it
 }
 
 // stripped builds without debug information, which nothing here reads and
@@ -138,6 +148,12 @@ func (b *bench) prepare() error {
 			return err
 		}
 	}
+	if b.unindexedRev != "" {
+		step("building outpost at " + b.unindexedRev + " (before the subscription index)")
+		if b.unindexed, err = b.buildRevision(b.unindexedRev); err != nil {
+			return err
+		}
+	}
 	step(fmt.Sprintf("seeding %d bans and %d blocked words", b.Bans, b.Words))
 	b.seeded = filepath.Join(b.tmp, "seeded")
 	var s seeded
@@ -156,6 +172,7 @@ func runMain(args []string) error {
 	only := fs.String("only", "", "run only the scenarios whose names contain this, and replace only their sections of -out")
 	prev := fs.String("previous", "a3ccd4a", "also measure the relay at this git revision (a3ccd4a: the exact store behind khatru's own websocket loop); empty: don't")
 	before := fs.String("before", "13d3e47", "also measure the read path at this git revision (13d3e47: before issue 16's work); empty: don't")
+	unindexed := fs.String("unindexed", "b318367", "also measure publishing under hostile subscriptions at this git revision (b318367: before issue 25's subscription index); empty: don't")
 	sustain := fs.Duration("sustain", full.Sustain, "how long the sustained REQ load runs (0: not at all; -short: 3s)")
 	profile := fs.String("cpuprofile", "", "write CPU profiles of each relay under the read-path REQ loads to this directory")
 	strfry := fs.String("strfry", "", "also measure the read path of this strfry binary (bench/strfry.sh builds one); empty: don't")
@@ -174,7 +191,7 @@ func runMain(args []string) error {
 	if *smoke {
 		b.sizes = short
 	} else {
-		b.prevRev, b.beforeRev = *prev, *before
+		b.prevRev, b.beforeRev, b.unindexedRev = *prev, *before, *unindexed
 		b.Sustain = *sustain
 	}
 	if *profile != "" {

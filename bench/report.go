@@ -109,7 +109,8 @@ func (s section) markdown(note string) string {
 
 // mergeMarkdown puts a partial run's sections (-only) into the report at
 // path in place of the same scenarios' sections, each saying when, at which
-// commit and under what load it was measured again; the rest of the file,
+// commit, under what load and on what machine (which may not be the full
+// run's) it was measured again; the rest of the file,
 // the machine table included, stays the full run's. Without a report at
 // path it writes a new one.
 func (r *report) mergeMarkdown(path string) error {
@@ -119,8 +120,9 @@ func (r *report) mergeMarkdown(path string) error {
 	} else if err != nil {
 		return err
 	}
-	note := fmt.Sprintf("_Measured again by `go run ./bench -only` on %s at commit %s, load average %s; the rest of this file is from the full run above._",
-		time.Now().UTC().Format("2006-01-02 15:04 UTC"), r.machine["commit"], r.machine["load average (1 min), start → end"])
+	note := fmt.Sprintf("_Measured again by `go run ./bench -only` on %s at commit %s, load average %s, on %s (%s cores, %s of memory, %s, %s); the rest of this file is from the full run above._",
+		time.Now().UTC().Format("2006-01-02 15:04 UTC"), r.machine["commit"], r.machine["load average (1 min), start → end"],
+		r.machine["cpu"], r.machine["cores"], r.machine["memory"], r.machine["kernel"], r.machine["go"])
 	// Sections start at "## " lines; the text before the first is the head.
 	parts := strings.SplitAfter(string(old), "\n")
 	var chunks []string

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -24,6 +25,7 @@ var scenarios = []scenario{
 	{"6. memory", memoryScenario},
 	{"7. relay with slow subscribers", stallScenario},
 	{"8. relay reads against bare khatru", readScenario},
+	{"9. relay publishing under hostile subscriptions", hostileScenario},
 }
 
 // 1. The policy as a Go benchmark, against verifying the event's signature,
@@ -428,3 +430,117 @@ func ns(v float64) string {
 func mb(v int64) string { return fmt.Sprintf("%.1f MiB", float64(v)/(1<<20)) }
 
 func ptr[T any](v T) *T { return &v }
+
+// 9. Publishers' OK latency, and outpost's memory, while 20 connections
+// from one address each hold 50 subscriptions of 20 filters of 190 "#e" or
+// "#p" values (issue 25; each REQ about 255 KB, live events only): against the same relay
+// with no such subscriptions, the same load with the filter-value limits
+// off (every REQ held, the index alone keeping publishing cheap), and the
+// relay before the subscription index.
+func hostileScenario(b *bench) ([]row, error) {
+	// Events are not rate-limited (1,000 from 64 keys in seconds); the
+	// connections per address keep their default (50).
+	env := []string{"OUTPOST_RELAY_EVENTS_PER_MINUTE=0", "OUTPOST_RELAY_IP_EVENTS_PER_MINUTE=0"}
+	unlimited := append([]string{"OUTPOST_RELAY_MAX_FILTER_VALUES=0", "OUTPOST_RELAY_IP_FILTER_VALUES=0"}, env...)
+	run := func(bin string, env []string, conns int) (res hostileResult, peak int64, err error) {
+		dir := filepath.Join(b.tmp, "hostile")
+		if err := copyDir(b.seeded, dir); err != nil {
+			return res, 0, err
+		}
+		defer os.RemoveAll(dir)
+		srv, err := startServer(bin, nil, append(outpostEnv(dir), env...)...)
+		if err != nil {
+			return res, 0, err
+		}
+		defer srv.stop()
+		err = runJSON(&res, b.self, "hostile", "-url", srv.ws(), "-conns", fmt.Sprint(conns), "-subs", fmt.Sprint(b.HostileSubs),
+			"-events", fmt.Sprint(b.HostileEvents), "-pid", fmt.Sprint(srv.cmd.Process.Pid), "-settle", b.Settle.String())
+		_, peak = srv.memory()
+		return res, peak, err
+	}
+	// The two the targets compare alternate, rounds times: one run of each
+	// is at the mercy of whatever else the machine does.
+	var quiets, loadeds []hostileResult
+	var quietPeaks, loadedPeaks []int64
+	for range b.Rounds {
+		q, qp, err := run(b.outpost, env, 0)
+		if err != nil {
+			return nil, err
+		}
+		l, lp, err := run(b.outpost, env, b.HostileConns)
+		if err != nil {
+			return nil, err
+		}
+		quiets, quietPeaks, loadeds, loadedPeaks = append(quiets, q), append(quietPeaks, qp), append(loadeds, l), append(loadedPeaks, lp)
+	}
+	quiet, quietPeak := medianHostile(quiets, quietPeaks)
+	loaded, loadedPeak := medianHostile(loadeds, loadedPeaks)
+	open, openPeak, err := run(b.outpost, unlimited, b.HostileConns)
+	if err != nil {
+		return nil, err
+	}
+	base := " (no hostile subscriptions)"
+	load := fmt.Sprintf("%d connections × %d REQs", b.HostileConns, b.HostileSubs)
+	rows := []row{
+		{measure: fmt.Sprintf("hostile REQs held (%s of 20 filters × 190 values)", load), value: heldText(loaded), target: "refused beyond the limits"},
+		{measure: fmt.Sprintf("OK latency p50, %d events from 4 connections (median of %d runs, as below)", b.HostileEvents, b.Rounds), value: msText(loaded.P50ms), baseline: msText(quiet.P50ms) + base,
+			ratio: loaded.P50ms / quiet.P50ms, target: "≤ 1.5×", holds: ptr(loaded.P50ms <= 1.5*quiet.P50ms)},
+		{measure: "OK latency p99", value: msText(loaded.P99ms), baseline: msText(quiet.P99ms) + base,
+			ratio: loaded.P99ms / quiet.P99ms, target: "≤ 1.5×", holds: ptr(loaded.P99ms <= 1.5*quiet.P99ms)},
+		{measure: "RSS of outpost with the subscriptions held, after publishing", value: memText(loaded.Held), baseline: memText(quiet.Held) + base,
+			ratio: float64(loaded.Held.RSS) / float64(quiet.Held.RSS), target: "≤ 384 MiB (memory limit)", holds: ptr(loaded.Held.RSS <= 384<<20)},
+		{measure: "peak anonymous memory (Go heap, stacks), sampled every 50 ms", value: mb(loaded.PeakAnon), baseline: mb(quiet.PeakAnon) + base,
+			ratio: float64(loaded.PeakAnon) / float64(quiet.PeakAnon), target: "≤ 384 MiB (memory limit)", holds: ptr(loaded.PeakAnon <= 384<<20)},
+		{measure: "peak RSS of outpost (anonymous and file-backed)", value: mb(loadedPeak), baseline: mb(quietPeak) + base, ratio: float64(loadedPeak) / float64(quietPeak)},
+	}
+	off := " (filter-value limits off, every REQ held)"
+	rows = append(rows,
+		row{measure: "hostile REQs held" + off, value: heldText(open)},
+		row{measure: "OK latency p50" + off, value: msText(open.P50ms), baseline: msText(quiet.P50ms) + base, ratio: open.P50ms / quiet.P50ms},
+		row{measure: "OK latency p99" + off, value: msText(open.P99ms), baseline: msText(quiet.P99ms) + base, ratio: open.P99ms / quiet.P99ms},
+		row{measure: "RSS of outpost with the subscriptions held" + off, value: memText(open.Held), baseline: memText(quiet.Held) + base,
+			ratio: float64(open.Held.RSS) / float64(quiet.Held.RSS)},
+		row{measure: "peak RSS of outpost" + off, value: mb(openPeak), baseline: mb(quietPeak) + base, ratio: float64(openPeak) / float64(quietPeak)},
+	)
+	if b.unindexed == "" {
+		return rows, nil
+	}
+	before, beforePeak, err := run(b.unindexed, env, b.HostileConns)
+	if err != nil {
+		return nil, err
+	}
+	was := fmt.Sprintf(" (outpost %s, before the index, same load)", b.unindexedRev)
+	return append(rows,
+		row{measure: "hostile REQs held", value: heldText(loaded), baseline: heldText(before) + was},
+		row{measure: "OK latency p50", value: msText(loaded.P50ms), baseline: msText(before.P50ms) + was, ratio: loaded.P50ms / before.P50ms},
+		row{measure: "OK latency p99", value: msText(loaded.P99ms), baseline: msText(before.P99ms) + was, ratio: loaded.P99ms / before.P99ms},
+		row{measure: "RSS of outpost with the subscriptions held", value: memText(loaded.Held), baseline: memText(before.Held) + was,
+			ratio: float64(loaded.Held.RSS) / float64(before.Held.RSS)},
+		row{measure: "peak RSS of outpost", value: mb(loadedPeak), baseline: mb(beforePeak) + was, ratio: float64(loadedPeak) / float64(beforePeak)},
+	), nil
+}
+
+// medianHostile is the median of each figure of several runs (the memory
+// held, as a whole, of the run with the median RSS).
+func medianHostile(rs []hostileResult, peaks []int64) (hostileResult, int64) {
+	byRSS := slices.Clone(rs)
+	slices.SortFunc(byRSS, func(a, b hostileResult) int { return cmp.Compare(a.Held.RSS, b.Held.RSS) })
+	m := byRSS[len(byRSS)/2]
+	m.P50ms = median(rs, func(r hostileResult) float64 { return r.P50ms })
+	m.P99ms = median(rs, func(r hostileResult) float64 { return r.P99ms })
+	m.PeakAnon = int64(median(rs, func(r hostileResult) float64 { return float64(r.PeakAnon) }))
+	return m, int64(median(peaks, func(p int64) float64 { return float64(p) }))
+}
+
+// heldText says how many hostile REQs were held, and why the others were not.
+func heldText(r hostileResult) string {
+	s := fmt.Sprintf("%d of %d", r.Accepted, r.REQs)
+	if r.Refused > 0 {
+		reason := r.Reason
+		if len(reason) > 60 {
+			reason = reason[:60] + "…"
+		}
+		s += fmt.Sprintf(", %d refused (%q)", r.Refused, reason)
+	}
+	return s
+}

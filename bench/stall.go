@@ -75,11 +75,24 @@ func stallMain(args []string) error {
 		go relaytest.ReadSlowly(slowly, 2048)
 	}
 
+	res, err := timePublishing(ctx, *url, events, publishers, *deadline)
+	if err != nil {
+		return err
+	}
+	if stalled != nil {
+		res.Dropped = hungUp(stalled, *silence)
+	}
+	return json.NewEncoder(os.Stdout).Encode(res)
+}
+
+// timePublishing publishes events from publishers connections, one at a
+// time each, and times every OK.
+func timePublishing(ctx context.Context, url string, events []nostr.Event, publishers int, deadline time.Duration) (stallResult, error) {
 	relays := make([]*nostr.Relay, publishers)
 	for i := range relays {
-		r, err := nostr.RelayConnect(ctx, *url)
+		r, err := nostr.RelayConnect(ctx, url)
 		if err != nil {
-			return err
+			return stallResult{}, err
 		}
 		relays[i] = r
 	}
@@ -102,12 +115,9 @@ func stallMain(args []string) error {
 		})
 	}
 	wg.Wait()
-	res := summarize(slices.Concat(latencies...), *n, *deadline)
+	res := summarize(slices.Concat(latencies...), len(events), deadline)
 	res.Seconds = time.Since(start).Seconds()
-	if stalled != nil {
-		res.Dropped = hungUp(stalled, *silence)
-	}
-	return json.NewEncoder(os.Stdout).Encode(res)
+	return res, nil
 }
 
 // summarize turns the OK latencies of n events into figures; an event never

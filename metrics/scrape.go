@@ -59,17 +59,20 @@ func counter(d *prometheus.Desc, v float64, labels ...string) prometheus.Metric 
 func (m *Metrics) WatchRelay(r *relay.Relay, restLimit *ratelimit.Limiter) {
 	conns := desc("relay", "connections", "Open websocket connections.")
 	subs := desc("relay", "subscriptions", "Open REQ subscriptions over every connection.")
+	values := desc("relay", "filter_values", "Ids, authors, kinds and tag values named by the open subscriptions' filters.")
 	limited := desc("", "rate_limited_total", "Requests refused by a rate limit since start, by limit: rest (OUTPOST_RATE_LIMIT), "+
-		"relay_connections, relay_events_ip, relay_events_author, relay_subscriptions.", "limit")
-	m.Register(collector{descs: []*prometheus.Desc{conns, subs, limited}, collect: func(_ context.Context, ch chan<- prometheus.Metric) {
+		"relay_connections, relay_events_ip, relay_events_author, relay_subscriptions, relay_filter_values.", "limit")
+	m.Register(collector{descs: []*prometheus.Desc{conns, subs, values, limited}, collect: func(_ context.Context, ch chan<- prometheus.Metric) {
 		st := r.Stats()
 		ch <- gauge(conns, float64(st.Clients))
 		ch <- gauge(subs, float64(st.Subscriptions))
+		ch <- gauge(values, float64(st.FilterValues))
 		ch <- counter(limited, float64(restLimit.Refused()), "rest")
 		ch <- counter(limited, float64(st.ConnectionsRefused), "relay_connections")
 		ch <- counter(limited, float64(st.IPEventsRefused), "relay_events_ip")
 		ch <- counter(limited, float64(st.AuthorEventsRefused), "relay_events_author")
 		ch <- counter(limited, float64(st.SubscriptionsRefused), "relay_subscriptions")
+		ch <- counter(limited, float64(st.FilterValuesRefused), "relay_filter_values")
 	}})
 }
 

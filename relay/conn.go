@@ -36,6 +36,7 @@ type conn struct {
 
 	mu      sync.Mutex
 	subs    map[string]*sub
+	values  int      // named by the filters of subs (Limits.MaxFilterValues)
 	pubkeys []string // authenticated (NIP-42)
 	negs    map[string]*negSession
 }
@@ -270,8 +271,11 @@ func (c *conn) expel() {
 func (c *conn) end() {
 	c.cancel()
 	c.mu.Lock()
-	subs := c.subs
-	c.subs = map[string]*sub{}
+	subs := make([]*sub, 0, len(c.subs))
+	for _, s := range c.subs {
+		subs = append(subs, s)
+		c.forget(s)
+	}
 	clear(c.negs)
 	c.mu.Unlock()
 	for _, s := range subs {

@@ -149,7 +149,7 @@ func (r *Relay) broadcast(ev *nostr.Event) {
 	if err != nil {
 		return
 	}
-	r.subs.broadcast(ev, m.ID, body)
+	r.subs.broadcast(ev, m, body)
 }
 
 // hidden reports whether an event is kept from readers at now: its author

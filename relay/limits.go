@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/outpost-relay/outpost/settings"
@@ -19,6 +20,8 @@ type Limits struct {
 	ConnectionsPerIP  int `flag:"relay-ip-connections" usage:"open websocket connections per client IP; 0 disables"`
 	MaxSubscriptions  int `flag:"relay-max-subscriptions" usage:"open subscriptions per connection (NIP-11 max_subscriptions); 0 disables"`
 	MaxFilters        int `flag:"relay-max-filters" usage:"filters per REQ or COUNT (max_filters); 0 disables"`
+	MaxFilterValues   int `flag:"relay-max-filter-values" usage:"ids, authors, kinds and tag values named by the filters of one connection's open subscriptions, together (a filter naming none counts 1); 0 disables"`
+	IPFilterValues    int `flag:"relay-ip-filter-values" usage:"the same over every connection from one client IP; 0 disables"`
 	MaxEventTags      int `flag:"relay-max-event-tags" usage:"tags per event (max_event_tags); 0 disables"`
 	MaxContentLength  int `flag:"relay-max-content-length" usage:"characters of an event's content (max_content_length); 0 disables"`
 	MaxMessageLength  int `flag:"relay-max-message-length" usage:"bytes of one client message (max_message_length); 0: frames up to 16 MiB"`
@@ -34,6 +37,8 @@ func DefaultLimits() Limits {
 		ConnectionsPerIP:  50,
 		MaxSubscriptions:  50,
 		MaxFilters:        20,
+		MaxFilterValues:   10_000,
+		IPFilterValues:    50_000,
 		MaxEventTags:      2000,
 		MaxContentLength:  65535,
 		MaxMessageLength:  256 << 10,
@@ -47,6 +52,7 @@ func (l Limits) Valid() error {
 	var errs []error
 	for flag, v := range map[string]int{"relay-events-per-minute": l.EventsPerMinute, "relay-ip-events-per-minute": l.IPEventsPerMinute,
 		"relay-ip-connections": l.ConnectionsPerIP, "relay-max-subscriptions": l.MaxSubscriptions, "relay-max-filters": l.MaxFilters,
+		"relay-max-filter-values": l.MaxFilterValues, "relay-ip-filter-values": l.IPFilterValues,
 		"relay-max-event-tags": l.MaxEventTags, "relay-max-content-length": l.MaxContentLength} {
 		if v < 0 {
 			errs = append(errs, settings.Errorf(flag, "must be 0 or more"))
@@ -94,6 +100,50 @@ const (
 	maxWriteBatch       = 256 << 10
 	socketSendBuffer    = 256 << 10 // SO_SNDBUF of a websocket connection (the kernel doubles it)
 )
+
+// heldValues counts, per client address, the filter values its open
+// subscriptions name (Limits.IPFilterValues).
+type heldValues struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+// take counts n more values for ip, freed fewer (those of a subscription
+// being replaced, given back after), unless that makes more than max (0: no
+// limit); it returns the total it would make.
+func (h *heldValues) take(ip string, n, freed, max int) (total int, ok bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	total = h.n[ip] - freed + n
+	if max > 0 && total > max {
+		return total, false
+	}
+	if n > 0 {
+		h.n[ip] += n
+	}
+	return total, true
+}
+
+func (h *heldValues) give(ip string, n int) {
+	if n == 0 {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.n[ip] -= n; h.n[ip] <= 0 {
+		delete(h.n, ip)
+	}
+}
+
+func (h *heldValues) total() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := 0
+	for _, v := range h.n {
+		n += v
+	}
+	return n
+}
 
 // remoteIP is the host part of r.RemoteAddr.
 func remoteIP(r *http.Request) string {

@@ -25,21 +25,24 @@ func (noObserver) ReqAnswered(time.Duration)                 {}
 type Stats struct {
 	Clients       int // open websocket connections
 	Subscriptions int // open REQ subscriptions, over every connection
+	FilterValues  int // ids, authors, kinds and tag values their filters name
 	// Refusals by the per-IP and per-author limits since start.
 	ConnectionsRefused   uint64 // handshakes answered 429 (OUTPOST_RELAY_IP_CONNECTIONS)
 	IPEventsRefused      uint64 // OUTPOST_RELAY_IP_EVENTS_PER_MINUTE
 	AuthorEventsRefused  uint64 // OUTPOST_RELAY_EVENTS_PER_MINUTE
 	SubscriptionsRefused uint64 // REQs refused by OUTPOST_RELAY_MAX_SUBSCRIPTIONS
+	FilterValuesRefused  uint64 // REQs refused by OUTPOST_RELAY_MAX_FILTER_VALUES or OUTPOST_RELAY_IP_FILTER_VALUES
 }
 
 // counters are the relay's own refusal counts.
 type counters struct {
-	connectionsRefused, subscriptionsRefused atomic.Uint64
+	connectionsRefused, subscriptionsRefused, filterValuesRefused atomic.Uint64
 }
 
-// Stats reads the relay's figures; it takes two locks briefly.
+// Stats reads the relay's figures; it takes three locks briefly.
 func (r *Relay) Stats() Stats {
-	return Stats{Clients: r.Clients(), Subscriptions: r.subs.len(),
+	return Stats{Clients: r.Clients(), Subscriptions: r.subs.len(), FilterValues: r.heldValues.total(),
 		ConnectionsRefused: r.counters.connectionsRefused.Load(), SubscriptionsRefused: r.counters.subscriptionsRefused.Load(),
-		IPEventsRefused: r.ipEvents.Refused(), AuthorEventsRefused: r.authorEvents.Refused()}
+		FilterValuesRefused: r.counters.filterValuesRefused.Load(),
+		IPEventsRefused:     r.ipEvents.Refused(), AuthorEventsRefused: r.authorEvents.Refused()}
 }

@@ -2,6 +2,7 @@ package relay
 
 import (
 	"fmt"
+	"strings"
 	"unicode/utf8"
 	"unsafe"
 
@@ -42,7 +43,9 @@ func (m message) subID() (id string, reason string) {
 	if len(m) < 2 || m[1].Type != gjson.String {
 		return "", "invalid: the subscription id must be a string"
 	}
-	id = m[1].Str
+	// A copy: gjson's string points into the message, which a subscription
+	// or NIP-77 session keeping its id would keep whole.
+	id = strings.Clone(m[1].Str)
 	if n := utf8.RuneCountInString(id); n < 1 || n > maxSubIDLength {
 		return id, fmt.Sprintf("invalid: a subscription id has 1 to %d characters", maxSubIDLength)
 	}
@@ -68,8 +71,46 @@ func (m message) filters(max int) (nostr.Filters, string) {
 		if fs[i].Search != "" {
 			return nil, "unsupported: search (NIP-50) is not supported by this relay"
 		}
+		ownTagNames(fs[i].Tags)
 	}
 	return fs, ""
+}
+
+// ownTagNames copies the tag names of a decoded filter: easyjson leaves
+// them pointing into the message, so a subscription holding its filters
+// would hold its whole REQ frame (up to max_message_length) with them.
+func ownTagNames(tags nostr.TagMap) {
+	names := make([]string, 0, len(tags))
+	for name := range tags {
+		names = append(names, name)
+	}
+	for _, name := range names {
+		values := tags[name]
+		delete(tags, name)
+		tags[strings.Clone(name)] = values
+	}
+}
+
+// filterValues counts what the filters from element 2 on name, as sent:
+// the elements of their "ids", "authors", "kinds" and "#x" arrays. A filter
+// naming none counts one: it is checked against every event, so it is held
+// too. Nothing is decoded, so a REQ can be refused for it cheaply.
+func (m message) filterValues() int {
+	n := 0
+	for i := 2; i < len(m); i++ {
+		named := 0
+		m[i].ForEach(func(k, v gjson.Result) bool {
+			if key := k.Str; v.IsArray() && (key == "ids" || key == "authors" || key == "kinds" || (len(key) > 1 && key[0] == '#')) {
+				v.ForEach(func(_, _ gjson.Result) bool {
+					named++
+					return true
+				})
+			}
+			return true
+		})
+		n += max(1, named)
+	}
+	return n
 }
 
 // event decodes the event in element i.

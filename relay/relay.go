@@ -101,6 +101,7 @@ type Relay struct {
 
 	upgrader     websocket.Upgrader
 	subs         *registry
+	heldValues   heldValues
 	authorEvents *ratelimit.Limiter
 	ipEvents     *ratelimit.Limiter
 	outboxBytes  int
@@ -133,6 +134,7 @@ func New(cfg Config) *Relay {
 		limits: limits, clientIP: cfg.ClientIP,
 		upgrader:     websocket.Upgrader{CheckOrigin: func(*http.Request) bool { return true }},
 		subs:         newRegistry(),
+		heldValues:   heldValues{n: map[string]int{}},
 		authorEvents: ratelimit.New(limits.EventsPerMinute, time.Minute, nil),
 		ipEvents:     ratelimit.New(limits.IPEventsPerMinute, time.Minute, nil),
 		outboxBytes:  cmp.Or(cfg.OutboxBytes, defaultOutboxBytes),

@@ -13,24 +13,37 @@ import (
 
 // onReq handles ["REQ", <sub id>, <filter>...]: the subscription is
 // registered at once (so nothing published from now on is missed), its
-// stored events are sent, then EOSE and what arrived meanwhile.
+// stored events are sent, then EOSE and what arrived meanwhile. Its filters
+// are decoded only once it is within the limits: a REQ refused for them
+// costs no more than its parsing.
 func (c *conn) onReq(m message) {
 	start := time.Now()
-	id, filters, ok := c.request(m)
-	if !ok {
-		c.unsubscribe(id) // a refused REQ ends a subscription it would have replaced
+	id, reason := m.subID()
+	if reason != "" {
+		c.refuse(m, reason, closedMessage)
 		return
 	}
+	values := m.filterValues()
 	c.mu.Lock()
 	old := c.subs[id]
-	if max := c.r.limits.MaxSubscriptions; old == nil && max > 0 && len(c.subs) >= max {
+	reason = c.admit(old, values)
+	var filters nostr.Filters
+	if reason == "" {
+		if filters, reason = m.filters(c.r.limits.MaxFilters); reason != "" {
+			c.r.heldValues.give(c.ip, values)
+		}
+	}
+	if reason != "" {
 		c.mu.Unlock()
-		c.r.counters.subscriptionsRefused.Add(1)
-		c.send(closedMessage(id, fmt.Sprintf("rate-limited: %d subscriptions are open, at most %d allowed; close one first", max, max)))
+		c.unsubscribe(id) // a refused REQ ends a subscription it would have replaced
+		c.send(closedMessage(id, reason))
 		return
 	}
-	s := newSub(c, id, filters)
-	c.subs[id] = s
+	s := newSub(c, id, filters, values)
+	if old != nil {
+		c.forget(old)
+	}
+	c.subs[id], c.values = s, c.values+s.values
 	c.mu.Unlock()
 	if old != nil { // a REQ with an open subscription's id replaces it
 		c.r.subs.remove(old)
@@ -38,19 +51,57 @@ func (c *conn) onReq(m message) {
 	}
 	c.r.subs.add(s)
 	c.spawn(func(context.Context) {
-		if c.sendStored(s) {
+		if c.sendStored(s, filters) {
 			c.r.observer.ReqAnswered(time.Since(start))
 		}
 	})
 }
 
+// admit says why a subscription naming values filter values may not open
+// in place of old (nil: none), if it may not: the connection would have
+// too many subscriptions, or they, or the subscriptions of every
+// connection from its address, would name too many filter values. When it
+// may, the address's count takes values. Under c.mu.
+func (c *conn) admit(old *sub, values int) string {
+	l := &c.r.limits
+	if max := l.MaxSubscriptions; old == nil && max > 0 && len(c.subs) >= max {
+		c.r.counters.subscriptionsRefused.Add(1)
+		return fmt.Sprintf("rate-limited: %d subscriptions are open, at most %d allowed; close one first", max, max)
+	}
+	freed := 0
+	if old != nil {
+		freed = old.values
+	}
+	if max := l.MaxFilterValues; max > 0 && values > max {
+		c.r.counters.filterValuesRefused.Add(1)
+		return fmt.Sprintf("invalid: the filters name %d values (ids, authors, kinds, tag values), at most %d allowed", values, max)
+	}
+	if max, total := l.MaxFilterValues, c.values-freed+values; max > 0 && total > max {
+		c.r.counters.filterValuesRefused.Add(1)
+		return fmt.Sprintf("rate-limited: this connection's subscriptions would name %d filter values, at most %d allowed; close one first", total, max)
+	}
+	if total, ok := c.r.heldValues.take(c.ip, values, freed, l.IPFilterValues); !ok {
+		c.r.counters.filterValuesRefused.Add(1)
+		return fmt.Sprintf("rate-limited: the subscriptions from your address would name %d filter values, at most %d allowed; close one first", total, l.IPFilterValues)
+	}
+	return ""
+}
+
+// forget takes s out of the connection's subscriptions and gives back the
+// filter values it held. Under c.mu, with s in c.subs.
+func (c *conn) forget(s *sub) {
+	delete(c.subs, s.id)
+	c.values -= s.values
+	c.r.heldValues.give(c.ip, s.values)
+}
+
 // sendStored sends a subscription's stored events, each once, each frame
 // the stored JSON with the subscription id spliced in, then makes it live;
 // false when the subscription ended first.
-func (c *conn) sendStored(s *sub) bool {
+func (c *conn) sendStored(s *sub, filters nostr.Filters) bool {
 	var sent sentIDs
 	stored := storedFrames{out: c.out, head: s.head}
-	for i, f := range s.filters {
+	for i, f := range filters {
 		q, ok := c.r.limits.query(f)
 		if !ok {
 			continue
@@ -231,7 +282,9 @@ func (c *conn) refuse(m message, reason string, answer func(id, reason string) f
 func (c *conn) unsubscribe(id string) {
 	c.mu.Lock()
 	s := c.subs[id]
-	delete(c.subs, id)
+	if s != nil {
+		c.forget(s)
+	}
 	c.mu.Unlock()
 	if s != nil {
 		c.r.subs.remove(s)
@@ -243,7 +296,7 @@ func (c *conn) unsubscribe(id string) {
 func (c *conn) endSub(s *sub, reason string) {
 	c.mu.Lock()
 	if c.subs[s.id] == s {
-		delete(c.subs, s.id)
+		c.forget(s)
 	}
 	c.mu.Unlock()
 	c.r.subs.remove(s)

@@ -2,6 +2,7 @@ package relay
 
 import (
 	"context"
+	"slices"
 	"sync"
 
 	"github.com/nbd-wtf/go-nostr"
@@ -14,8 +15,9 @@ import (
 type sub struct {
 	c       *conn
 	id      string
-	filters nostr.Filters
-	head    []byte // `["EVENT","<id>",`
+	filters []*liveFilter // its filters that can match something, compiled
+	values  int           // what its filters name, counted against the limits
+	head    []byte        // `["EVENT","<id>",`
 	ctx     context.Context
 	cancel  context.CancelFunc
 
@@ -30,10 +32,20 @@ type pendingEvent struct {
 	f  frame
 }
 
-func newSub(c *conn, id string, filters nostr.Filters) *sub {
-	s := &sub{c: c, id: id, filters: filters, head: eventHead(id)}
+func newSub(c *conn, id string, filters nostr.Filters, values int) *sub {
+	s := &sub{c: c, id: id, values: values, head: eventHead(id)}
+	s.compile(filters)
 	s.ctx, s.cancel = context.WithCancel(c.ctx)
 	return s
+}
+
+// compile keeps the filters that can match an event, compiled for matching.
+func (s *sub) compile(filters nostr.Filters) {
+	for _, f := range filters {
+		if lf := compileFilter(s, f); lf != nil {
+			s.filters = append(s.filters, lf)
+		}
+	}
 }
 
 // deliver queues a broadcast event for the subscription; it never waits. A
@@ -83,21 +95,54 @@ func (s *sub) close() {
 	s.mu.Unlock()
 }
 
-// registry holds every live or starting subscription of every connection.
-// khatru's own listener list is never used: broadcasts read this one under
-// its read lock while REQ, CLOSE and disconnects change it under the write
-// lock.
+// registry holds every live or starting subscription of every connection,
+// its filters indexed by what they name: a broadcast looks up the event's
+// id, pubkey, kind and tag values and checks only the filters found there
+// (and those naming none of these), so publishing costs what matches, not
+// what is held. khatru's own listener list is never used: broadcasts read
+// this one under its read lock while REQ, CLOSE and disconnects change it
+// under the write lock.
 type registry struct {
-	mu   sync.RWMutex
-	subs map[*sub]struct{}
+	mu      sync.RWMutex
+	subs    map[*sub]struct{}
+	ids     buckets[[32]byte]
+	authors buckets[[32]byte]
+	kinds   buckets[int]
+	tags    buckets[tagValue]
+	rest    map[*liveFilter]struct{} // filters naming no id, author, kind or tag
+	// restPeak is rest's largest size since it was last rebuilt.
+	restPeak int
 }
 
-func newRegistry() *registry { return &registry{subs: map[*sub]struct{}{}} }
+// tagValue is a tag's name and value, as an event has it and a filter names it.
+type tagValue struct{ name, value string }
+
+func newRegistry() *registry {
+	return &registry{subs: map[*sub]struct{}{}, ids: newBuckets[[32]byte](), authors: newBuckets[[32]byte](),
+		kinds: newBuckets[int](), tags: newBuckets[tagValue](), rest: map[*liveFilter]struct{}{}}
+}
 
 func (g *registry) add(s *sub) {
 	g.mu.Lock()
+	defer g.mu.Unlock()
 	g.subs[s] = struct{}{}
-	g.mu.Unlock()
+	for _, f := range s.filters {
+		switch f.by {
+		case byID:
+			g.ids.addAll(f.hexKeys, f)
+		case byAuthor:
+			g.authors.addAll(f.hexKeys, f)
+		case byKind:
+			g.kinds.addAll(f.kindKeys, f)
+		case byTag:
+			for _, v := range f.tagKeys {
+				g.tags.add(tagValue{f.tagName, v}, f)
+			}
+		default:
+			g.rest[f] = struct{}{}
+			g.restPeak = max(g.restPeak, len(g.rest))
+		}
+	}
 }
 
 func (g *registry) len() int {
@@ -106,20 +151,144 @@ func (g *registry) len() int {
 	return len(g.subs)
 }
 
+// remove takes s out; removing it again does nothing.
 func (g *registry) remove(s *sub) {
 	g.mu.Lock()
+	defer g.mu.Unlock()
+	if _, ok := g.subs[s]; !ok {
+		return
+	}
 	delete(g.subs, s)
-	g.mu.Unlock()
+	for _, f := range s.filters {
+		switch f.by {
+		case byID:
+			g.ids.removeAll(f.hexKeys, f)
+		case byAuthor:
+			g.authors.removeAll(f.hexKeys, f)
+		case byKind:
+			g.kinds.removeAll(f.kindKeys, f)
+		case byTag:
+			for _, v := range f.tagKeys {
+				g.tags.remove(tagValue{f.tagName, v}, f)
+			}
+		default:
+			delete(g.rest, f)
+		}
+	}
+	if g.restPeak >= 1024 && len(g.rest) < g.restPeak/8 {
+		g.rest, g.restPeak = shrunk(g.rest), len(g.rest)
+	}
 }
 
-// broadcast delivers ev (whose raw id is id, JSON body) to every
-// subscription with a matching filter.
-func (g *registry) broadcast(ev *nostr.Event, id [32]byte, body []byte) {
+// broadcast delivers ev (whose raw id and pubkey m has, JSON body) to
+// every subscription with a matching filter, once.
+func (g *registry) broadcast(ev *nostr.Event, m Meta, body []byte) {
 	g.mu.RLock()
 	defer g.mu.RUnlock()
-	for s := range g.subs {
-		if s.filters.Match(ev) {
-			s.deliver(id, body)
+	g.match(ev, m, func(s *sub) { s.deliver(m.ID, body) })
+}
+
+// match calls reach once for every subscription with a filter matching ev;
+// under the read lock.
+func (g *registry) match(ev *nostr.Event, m Meta, reach func(*sub)) {
+	b := matching{ev: ev, m: m, reach: reach}
+	b.offer(g.ids.get(m.ID))
+	b.offer(g.authors.get(m.PubKey))
+	b.offer(g.kinds.get(ev.Kind))
+	var tags valueSet[tagValue] // an event may repeat a tag
+	for _, t := range ev.Tags {
+		if len(t) < 2 {
+			continue
 		}
+		if k := (tagValue{t[0], t[1]}); g.tags.has(k) && tags.add(k) {
+			b.offer(g.tags.get(k))
+		}
+	}
+	for f := range g.rest {
+		b.check(f)
+	}
+}
+
+// matching is one event's progress through the index: the subscriptions
+// it reached.
+type matching struct {
+	ev      *nostr.Event
+	m       Meta
+	reach   func(*sub)
+	reached valueSet[*sub]
+}
+
+func (b *matching) offer(fs []*liveFilter) {
+	for _, f := range fs {
+		b.check(f)
+	}
+}
+
+func (b *matching) check(f *liveFilter) {
+	if !b.reached.has(f.s) && f.matches(b.ev, b.m.ID, b.m.PubKey) {
+		b.reached.add(f.s)
+		b.reach(f.s)
+	}
+}
+
+// buckets index filters by one field's values. Go maps never shrink, so
+// one that a crowd of filters grew is rebuilt once they are mostly gone.
+type buckets[K comparable] struct {
+	m    map[K][]*liveFilter
+	peak int
+}
+
+func newBuckets[K comparable]() buckets[K] { return buckets[K]{m: map[K][]*liveFilter{}} }
+
+func (b *buckets[K]) get(k K) []*liveFilter { return b.m[k] }
+
+func (b *buckets[K]) has(k K) bool {
+	_, ok := b.m[k]
+	return ok
+}
+
+func (b *buckets[K]) add(k K, f *liveFilter) {
+	b.m[k] = append(b.m[k], f)
+	b.peak = max(b.peak, len(b.m))
+}
+
+func (b *buckets[K]) addAll(keys []K, f *liveFilter) {
+	for _, k := range keys {
+		b.add(k, f)
+	}
+}
+
+// remove takes f out of k's bucket: a scan of the filters naming k, which
+// a broadcast of an event with k walks anyway.
+func (b *buckets[K]) remove(k K, f *liveFilter) {
+	fs := b.m[k]
+	i := slices.Index(fs, f)
+	if i < 0 {
+		return
+	}
+	last := len(fs) - 1
+	fs[i], fs[last] = fs[last], nil
+	if last == 0 {
+		delete(b.m, k)
+	} else {
+		b.m[k] = fs[:last]
+	}
+	if b.peak >= 1024 && len(b.m) < b.peak/8 {
+		b.m, b.peak = shrunk(b.m), len(b.m)
+	}
+}
+
+// shrunk copies m into a map of its size (maps.Clone would keep m's).
+func shrunk[K comparable, V any](m map[K]V) map[K]V {
+	c := make(map[K]V, len(m))
+	for k, v := range m {
+		c[k] = v
+	}
+	return c
+}
+
+func (b *buckets[K]) removeAll(keys []K, f *liveFilter) {
+	for _, k := range keys {
+		b.remove(k, f)
 	}
 }
