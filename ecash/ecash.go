@@ -14,6 +14,11 @@
 // made on the operation's outputs (NUT-09), the states of its inputs
 // (NUT-07) and its quote's state. So no output is derived twice and the
 // balance is what the mint would say it is.
+//
+// No mint is trusted (verify.go): every signature is checked against its
+// DLEQ proof before it is kept, one at a time; one that fails is restored
+// or booked lost (and owed, restored later); proofs the mint refuses are
+// quarantined and the operation tried again with others.
 package ecash
 
 import (
