@@ -127,21 +127,31 @@ func (g *registry) add(s *sub) {
 	defer g.mu.Unlock()
 	g.subs[s] = struct{}{}
 	for _, f := range s.filters {
-		switch f.by {
-		case byID:
-			g.ids.addAll(f.hexKeys, f)
-		case byAuthor:
-			g.authors.addAll(f.hexKeys, f)
-		case byKind:
-			g.kinds.addAll(f.kindKeys, f)
-		case byTag:
-			for _, v := range f.tagKeys {
-				g.tags.add(tagValue{f.tagName, v}, f)
-			}
-		default:
-			g.rest[f] = struct{}{}
-			g.restPeak = max(g.restPeak, len(g.rest))
+		g.index(f, true)
+	}
+}
+
+// index files f under the field it is indexed by, or, with in false, takes
+// it out: add and remove walk the same way.
+func (g *registry) index(f *liveFilter, in bool) {
+	switch f.by {
+	case byID:
+		g.ids.fileAll(f.hexKeys, f, in)
+	case byAuthor:
+		g.authors.fileAll(f.hexKeys, f, in)
+	case byKind:
+		g.kinds.fileAll(f.kindKeys, f, in)
+	case byTag:
+		for _, v := range f.tagKeys {
+			g.tags.file(tagValue{f.tagName, v}, f, in)
 		}
+	default:
+		if !in {
+			delete(g.rest, f)
+			return
+		}
+		g.rest[f] = struct{}{}
+		g.restPeak = max(g.restPeak, len(g.rest))
 	}
 }
 
@@ -160,20 +170,7 @@ func (g *registry) remove(s *sub) {
 	}
 	delete(g.subs, s)
 	for _, f := range s.filters {
-		switch f.by {
-		case byID:
-			g.ids.removeAll(f.hexKeys, f)
-		case byAuthor:
-			g.authors.removeAll(f.hexKeys, f)
-		case byKind:
-			g.kinds.removeAll(f.kindKeys, f)
-		case byTag:
-			for _, v := range f.tagKeys {
-				g.tags.remove(tagValue{f.tagName, v}, f)
-			}
-		default:
-			delete(g.rest, f)
-		}
+		g.index(f, false)
 	}
 	if g.restPeak >= 1024 && len(g.rest) < g.restPeak/8 {
 		g.rest, g.restPeak = shrunk(g.rest), len(g.rest)
@@ -252,9 +249,18 @@ func (b *buckets[K]) add(k K, f *liveFilter) {
 	b.peak = max(b.peak, len(b.m))
 }
 
-func (b *buckets[K]) addAll(keys []K, f *liveFilter) {
-	for _, k := range keys {
+// file adds f to k's bucket, or, with in false, takes it out.
+func (b *buckets[K]) file(k K, f *liveFilter, in bool) {
+	if in {
 		b.add(k, f)
+	} else {
+		b.remove(k, f)
+	}
+}
+
+func (b *buckets[K]) fileAll(keys []K, f *liveFilter, in bool) {
+	for _, k := range keys {
+		b.file(k, f, in)
 	}
 }
 
@@ -285,10 +291,4 @@ func shrunk[K comparable, V any](m map[K]V) map[K]V {
 		c[k] = v
 	}
 	return c
-}
-
-func (b *buckets[K]) removeAll(keys []K, f *liveFilter) {
-	for _, k := range keys {
-		b.remove(k, f)
-	}
 }
