@@ -128,24 +128,33 @@ func ingestScenario(b *bench) ([]row, error) {
 
 func msText(v float64) string { return fmt.Sprintf("%.2f ms", v) }
 
+// onSeededCopy starts bin with env on a copy of the seeded store (dir
+// name), runs this program's mode args(srv) against it, decodes its JSON
+// into res, and returns the server's peak RSS.
+func (b *bench) onSeededCopy(name, bin string, env []string, res any, args func(*server) []string) (int64, error) {
+	dir := filepath.Join(b.tmp, name)
+	if err := copyDir(b.seeded, dir); err != nil {
+		return 0, err
+	}
+	defer os.RemoveAll(dir)
+	srv, err := startServer(bin, nil, append(outpostEnv(dir), env...)...)
+	if err != nil {
+		return 0, err
+	}
+	defer srv.stop()
+	err = runJSON(res, b.self, args(srv)...)
+	_, peak := srv.memory()
+	return peak, err
+}
+
 // 7. Publishers' OK latency while one subscriber to everything reads
 // nothing and another reads 2 KB/s, against the same relay with no slow
 // subscriber; and the previous relay under the same two.
 func stallScenario(b *bench) ([]row, error) {
-	run := func(bin string, env []string, slow bool) (stallResult, int64, error) {
-		var res stallResult
-		dir := filepath.Join(b.tmp, "stall")
-		if err := copyDir(b.seeded, dir); err != nil {
-			return res, 0, err
-		}
-		defer os.RemoveAll(dir)
-		srv, err := startServer(bin, nil, append(outpostEnv(dir), env...)...)
-		if err != nil {
-			return res, 0, err
-		}
-		defer srv.stop()
-		err = runJSON(&res, b.self, "stall", "-url", srv.ws(), "-events", fmt.Sprint(b.StallEvents), fmt.Sprint("-slow=", slow), "-silence", b.HangUpWait.String())
-		_, peak := srv.memory()
+	run := func(bin string, env []string, slow bool) (res stallResult, peak int64, err error) {
+		peak, err = b.onSeededCopy("stall", bin, env, &res, func(srv *server) []string {
+			return []string{"stall", "-url", srv.ws(), "-events", fmt.Sprint(b.StallEvents), fmt.Sprint("-slow=", slow), "-silence", b.HangUpWait.String()}
+		})
 		return res, peak, err
 	}
 	with, peakWith, err := run(b.outpost, limitsLifted, true)
@@ -443,19 +452,10 @@ func hostileScenario(b *bench) ([]row, error) {
 	env := []string{"OUTPOST_RELAY_EVENTS_PER_MINUTE=0", "OUTPOST_RELAY_IP_EVENTS_PER_MINUTE=0"}
 	unlimited := append([]string{"OUTPOST_RELAY_MAX_FILTER_VALUES=0", "OUTPOST_RELAY_IP_FILTER_VALUES=0"}, env...)
 	run := func(bin string, env []string, conns int) (res hostileResult, peak int64, err error) {
-		dir := filepath.Join(b.tmp, "hostile")
-		if err := copyDir(b.seeded, dir); err != nil {
-			return res, 0, err
-		}
-		defer os.RemoveAll(dir)
-		srv, err := startServer(bin, nil, append(outpostEnv(dir), env...)...)
-		if err != nil {
-			return res, 0, err
-		}
-		defer srv.stop()
-		err = runJSON(&res, b.self, "hostile", "-url", srv.ws(), "-conns", fmt.Sprint(conns), "-subs", fmt.Sprint(b.HostileSubs),
-			"-events", fmt.Sprint(b.HostileEvents), "-pid", fmt.Sprint(srv.cmd.Process.Pid), "-settle", b.Settle.String())
-		_, peak = srv.memory()
+		peak, err = b.onSeededCopy("hostile", bin, env, &res, func(srv *server) []string {
+			return []string{"hostile", "-url", srv.ws(), "-conns", fmt.Sprint(conns), "-subs", fmt.Sprint(b.HostileSubs),
+				"-events", fmt.Sprint(b.HostileEvents), "-pid", fmt.Sprint(srv.cmd.Process.Pid), "-settle", b.Settle.String()}
+		})
 		return res, peak, err
 	}
 	// The two the targets compare alternate, rounds times: one run of each
