@@ -212,9 +212,7 @@ func (s *Service) Health(ctx context.Context) Health {
 		}
 		reasons = append(reasons, "the mint does not advertise DLEQ proofs (NUT-12); its signatures are taken unchecked (faucet-mint-without-dleq)")
 	}
-	if l, err := s.tr.Ledger(); err == nil {
-		h.QuarantinedSats = l.QuarantinedSats
-	}
+	h.QuarantinedSats = s.tr.Quarantined()
 	if len(reasons) > 0 {
 		r := strings.Join(reasons, "; ")
 		h.Reason = &r

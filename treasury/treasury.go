@@ -179,6 +179,10 @@ func (t *Treasury) Balance() (int64, bool) {
 // that operations in flight will give back.
 func (t *Treasury) Available() int64 { return int64(t.w.Holdings().Available()) }
 
+// Quarantined is the sats of proofs the mint refused, as last recorded
+// (no read of the store: /health asks it).
+func (t *Treasury) Quarantined() int64 { return int64(t.w.Holdings().Quarantined) }
+
 // Status is the wallet's state as last seen by an operation or a probe.
 func (t *Treasury) Status() Status {
 	t.mu.Lock()
