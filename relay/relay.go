@@ -242,7 +242,8 @@ func (r *Relay) serveWebsocket(w http.ResponseWriter, req *http.Request) {
 		json.NewEncoder(w).Encode(map[string]string{"error": code, "message": msg})
 		return
 	}
-	defer r.leave(ip)
+	var c *conn
+	defer r.leave(ip, &c)
 	ws, err := r.upgrader.Upgrade(w, req, nil)
 	if err != nil {
 		return // the upgrader answered
@@ -252,7 +253,7 @@ func (r *Relay) serveWebsocket(w http.ResponseWriter, req *http.Request) {
 	if tcp, ok := ws.NetConn().(interface{ SetWriteBuffer(int) error }); ok {
 		tcp.SetWriteBuffer(socketSendBuffer)
 	}
-	c := newConn(r, ws, ip)
+	c = newConn(r, ws, ip)
 	r.mu.Lock()
 	r.clients[c] = struct{}{}
 	// A block made between admit and now found no client to expel.
@@ -261,11 +262,6 @@ func (r *Relay) serveWebsocket(w http.ResponseWriter, req *http.Request) {
 	if blocked {
 		c.expel()
 	}
-	defer func() {
-		r.mu.Lock()
-		delete(r.clients, c)
-		r.mu.Unlock()
-	}()
 	c.serve()
 }
 
@@ -322,8 +318,14 @@ func (r *Relay) expelBlocked() {
 	}
 }
 
-func (r *Relay) leave(ip string) {
+// leave ends what admit began: the client (if it got that far) leaves the
+// list and its address's count in one step, so a client no longer listed
+// no longer counts against its address either.
+func (r *Relay) leave(ip string, c **conn) {
 	r.mu.Lock()
+	if *c != nil {
+		delete(r.clients, *c)
+	}
 	if r.perIP[ip]--; r.perIP[ip] <= 0 {
 		delete(r.perIP, ip)
 	}
