@@ -929,6 +929,9 @@ func TestConnectionsPerIP(t *testing.T) {
 	e := newEnv(t, withLimits(func(l *relay.Limits) { l.ConnectionsPerIP = 2 }))
 	a := dialWire(t, e.url, 0)
 	dialWire(t, e.url, 0)
+	// A handshake completes before the relay lists its client: wait for
+	// both, or "one client" below could be the second before it is listed.
+	waitClients(t, e.rl, 2)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	_, resp, err := websocket.DefaultDialer.DialContext(ctx, wsURL(e.url), nil)
