@@ -38,7 +38,7 @@ type Mint struct {
 	CanonicalURL string    `json:"canonical_url"`
 	URLs         []MintURL `json:"urls"` // canonical first
 	CreatedAt    time.Time `json:"created_at"`
-	Source       string    `json:"source"` // "submit" or "announcement"
+	Source       string    `json:"source"` // "submit", "announcement" or "own" (Config.Own)
 	AnnouncedBy  []string  `json:"announced_by,omitempty"`
 
 	PubKey          string     `json:"pubkey,omitempty"`
@@ -201,7 +201,22 @@ func (d *Directory) Submit(ctx context.Context, raw string) (SubmitResult, error
 	return d.add(u, "submit", "")
 }
 
-// checkURL normalises a submitted URL and applies the SSRF guard.
+// listOwn adds the mints this outpost runs itself, once: a mint already
+// known keeps its record.
+func (d *Directory) listOwn() {
+	for _, raw := range d.cfg.Own {
+		u, err := catalogueURL(raw)
+		if err == nil {
+			_, err = d.add(u, "own", "")
+		}
+		if err != nil {
+			d.log.Warn("mintdir: listing this outpost's own mint", "url", raw, "err", err)
+		}
+	}
+}
+
+// checkURL normalises a submitted URL and applies the SSRF guard (which
+// lets this outpost's own mints through).
 func (d *Directory) checkURL(ctx context.Context, raw string) (string, error) {
 	u, err := catalogueURL(raw)
 	if err != nil {
@@ -214,6 +229,9 @@ func (d *Directory) checkURL(ctx context.Context, raw string) (string, error) {
 	if err != nil { // never: minturl's spellings parse back
 		return "", outpost.Errorf(outpost.Invalid, "invalid_mint_url", "mint_url: the URL does not parse").With("field", "mint_url")
 	}
+	if d.own(u) {
+		return u, nil
+	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	if err := netguard.CheckHost(ctx, d.cfg.Resolver, p.Hostname(), d.cfg.AllowPrivate); err != nil {
@@ -224,6 +242,16 @@ func (d *Directory) checkURL(ctx context.Context, raw string) (string, error) {
 		return "", outpost.Errorf(outpost.Invalid, "invalid_mint_url", "%s", msg).With("field", "mint_url")
 	}
 	return u, nil
+}
+
+// own reports whether the normalised URL u is one of this outpost's own mints.
+func (d *Directory) own(u string) bool {
+	for _, raw := range d.cfg.Own {
+		if o, err := catalogueURL(raw); err == nil && o == u {
+			return true
+		}
+	}
+	return false
 }
 
 // add creates a mint for the normalised URL u unless one is known by it.

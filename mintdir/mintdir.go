@@ -13,6 +13,7 @@ import (
 	"errors"
 	"log/slog"
 	"net"
+	"net/url"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -91,6 +92,11 @@ type Config struct {
 	// OnCheck is told about every stored check (for metrics): ok, skipped
 	// (a 429), and the error kind of a failed one. It must not block.
 	OnCheck func(ok, skipped bool, errKind string)
+	// Own are the URLs of mints this outpost runs itself (the faucet's
+	// embedded test mint): listed from the first start, so a fresh outpost's
+	// directory shows a real mint, and checked although they are on this
+	// host — those exact addresses only.
+	Own []string
 }
 
 const (
@@ -140,8 +146,14 @@ func New(cfg Config) *Directory {
 	if cfg.SlowRTT <= 0 {
 		cfg.SlowRTT = def.SlowRTT
 	}
+	var own []string // their host:port, for the SSRF guard
+	for _, raw := range cfg.Own {
+		if u, err := url.Parse(raw); err == nil {
+			own = append(own, u.Host)
+		}
+	}
 	d := &Directory{db: cfg.DB, events: cfg.Events, log: cfg.Log, now: cfg.Now, cfg: cfg,
-		client: probe.NewClient(probe.ClientOptions{Timeout: cfg.ProbeTimeout, AllowPrivate: cfg.AllowPrivate}),
+		client: probe.NewClient(probe.ClientOptions{Timeout: cfg.ProbeTimeout, AllowPrivate: cfg.AllowPrivate, Allow: own}),
 		work:   make(chan func(context.Context), 1024)}
 	d.views = newViewCounter(cfg.Now)
 	d.announcers = ratelimit.New(announcedMintsPerHour, time.Hour, cfg.Now)
@@ -160,6 +172,7 @@ func New(cfg Config) *Directory {
 // Run probes mints, flushes view counts and does queued work until ctx
 // ends; it returns after a last flush, so the database can close after it.
 func (d *Directory) Run(ctx context.Context) {
+	d.listOwn()
 	var wg sync.WaitGroup
 	wg.Go(func() { d.prober.Run(ctx) })
 	wg.Go(func() { d.runWork(ctx) })

@@ -90,6 +90,25 @@ func Control(_, address string, _ syscall.RawConn) error {
 	return nil
 }
 
+// ControlExcept is Control but for the exact addresses ("127.0.0.1:3338")
+// given: services outpost runs itself on this host, such as the faucet's
+// embedded test mint, which its own directory lists. Nothing else on the
+// host, not even another port, is let through.
+func ControlExcept(addrs ...string) func(network, address string, c syscall.RawConn) error {
+	allowed := map[netip.AddrPort]bool{}
+	for _, a := range addrs {
+		if ap, err := netip.ParseAddrPort(a); err == nil {
+			allowed[netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())] = true
+		}
+	}
+	return func(network, address string, c syscall.RawConn) error {
+		if ap, err := netip.ParseAddrPort(address); err == nil && allowed[netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())] {
+			return nil
+		}
+		return Control(network, address, c)
+	}
+}
+
 // CheckHost resolves host and refuses it (with ErrBlocked) when any of its
 // addresses is not Public, unless allowPrivate. A host that does not resolve
 // is an error either way.

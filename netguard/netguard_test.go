@@ -42,6 +42,22 @@ func TestControl(t *testing.T) {
 	}
 }
 
+// ControlExcept lets through exactly the addresses given, and judges every
+// other one as Control does.
+func TestControlExcept(t *testing.T) {
+	control := netguard.ControlExcept("127.0.0.1:3338", "[::1]:3338", "not an address")
+	for _, a := range []string{"127.0.0.1:3338", "[::ffff:127.0.0.1]:3338", "[::1]:3338", "93.184.216.34:443"} {
+		if err := control("tcp", a, nil); err != nil {
+			t.Errorf("%s: %v", a, err)
+		}
+	}
+	for _, a := range []string{"127.0.0.1:3339", "127.0.0.2:3338", "10.0.0.1:3338", "[::1]:3339"} {
+		if err := control("tcp", a, nil); !errors.Is(err, netguard.ErrBlocked) {
+			t.Errorf("%s: %v, want ErrBlocked", a, err)
+		}
+	}
+}
+
 func TestCheckHost(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

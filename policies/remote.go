@@ -29,8 +29,9 @@ type SyncOptions struct {
 const maxListBytes = 64 << 20
 
 // SyncBanList returns a BanList that follows the public ban list of a remote
-// outpost, e.g. SyncBanList(ctx, "https://outpost.example/banlist", ...). It
-// fetches GET /blocked/pubkeys and GET /blocked/words once, failing if that
+// outpost, e.g. SyncBanList(ctx, "https://outpost.example/banlist", ...); the
+// outpost's own base URL ("https://outpost.example") works too: its index
+// names the ban list's mount (see locate). It fetches GET /blocked/pubkeys and GET /blocked/words once, failing if that
 // does not work, then polls both until ctx ends for the changes since the
 // last answer (?since=<cursor>; with If-None-Match against a remote that
 // gives no cursor), keeping the last good lists when the remote is
@@ -49,6 +50,7 @@ func SyncBanList(ctx context.Context, baseURL string, opt SyncOptions) (*BanList
 	if s.list == nil {
 		s.list = NewBanList()
 	}
+	s.locate(ctx)
 	if err := s.poll(ctx); err != nil {
 		if opt.List == nil {
 			return nil, err
@@ -195,6 +197,34 @@ func (s *syncer) pollWords(ctx context.Context) error {
 	s.list.SetWords(full.Words)
 	s.wordsCursor = full.Cursor
 	return nil
+}
+
+// locate makes s.base the ban list's URL when it is the outpost's own base
+// URL: people type the server's address, and the ban list may be mounted
+// anywhere (OUTPOST_BANLIST_MOUNT). An outpost answers GET / with an index
+// whose services.banlist is the list's public URL; its path is taken onto
+// the address given, which is the one this machine can reach. A base that
+// serves a ban list is kept as it is, and so is one that serves neither
+// (polls then say what is wrong).
+func (s *syncer) locate(ctx context.Context) {
+	var words struct{}
+	if status, err := s.get(ctx, "/blocked/words", nil, &words); err == nil && status == http.StatusOK {
+		return
+	}
+	var index struct {
+		Services struct {
+			Banlist string `json:"banlist"`
+		} `json:"services"`
+	}
+	if _, err := s.get(ctx, "/", nil, &index); err != nil {
+		return
+	}
+	list, err := url.Parse(index.Services.Banlist)
+	if err != nil || strings.Trim(list.Path, "/") == "" {
+		return
+	}
+	s.opt.Log.Info("ban list found through the outpost's index", "from", s.base, "banlist", s.base+list.Path)
+	s.base += strings.TrimSuffix(list.Path, "/")
 }
 
 // get fetches path into v. With an ETag it may answer 304; a delta whose

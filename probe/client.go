@@ -57,6 +57,7 @@ type ClientOptions struct {
 	Timeout      time.Duration // per request, body included; default 10 s
 	MaxBodyBytes int64         // per response; default 256 KiB
 	AllowPrivate bool          // allow loopback/private/link-local addresses (tests, local mints)
+	Allow        []string      // exact addresses ("127.0.0.1:3338") allowed anyway: mints outpost runs itself
 	UserAgent    string
 }
 
@@ -82,7 +83,7 @@ func NewClient(o ClientOptions) *Client {
 	}
 	dialer := &net.Dialer{Timeout: o.Timeout}
 	if !o.AllowPrivate {
-		dialer.Control = netguard.Control
+		dialer.Control = netguard.ControlExcept(o.Allow...)
 	}
 	tr := &http.Transport{
 		Proxy:                  nil, // a proxy would dial for us, past the guard

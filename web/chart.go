@@ -62,11 +62,37 @@ func f2(v float64) string {
 	return strings.TrimSuffix(strings.TrimRight(fmt.Sprintf("%.2f", v), "0"), ".")
 }
 
-// newUptimeChart takes the API's points (newest first) and draws them oldest
-// first, left to right.
+// recent takes the API's points (newest first) and returns them oldest
+// first, without the buckets from before the mint's first check: a mint
+// added a few minutes ago gets a chart of those minutes, not 24 hours of "no
+// data" with a sliver at the edge. A mint never checked keeps the whole
+// window, all without data. since says whether any were left out, and so
+// whether the chart still spans the whole window.
+func recent(points []point) (pts []point, since bool) {
+	n := len(points)
+	for n > 0 && points[n-1].State == "unknown" && points[n-1].RTTMs == nil {
+		n--
+	}
+	if n == 0 {
+		n = len(points)
+	}
+	return oldestFirst(points[:n]), n < len(points)
+}
+
+// chartTitle names what a chart spans: the window, or the time since the
+// mint's first check.
+func chartTitle(what, window string, since bool) string {
+	if since {
+		return what + " since the first check"
+	}
+	return what + " over the last " + windowWords(window)
+}
+
+// newUptimeChart draws the API's points (newest first) oldest first, left to
+// right.
 func newUptimeChart(points []point, window string, bucket time.Duration) uptimeChart {
-	pts := oldestFirst(points)
-	c := uptimeChart{Title: "Uptime over the last " + windowWords(window)}
+	pts, since := recent(points)
+	c := uptimeChart{Title: chartTitle("Uptime", window, since)}
 	if len(pts) == 0 {
 		c.Desc = "No data yet."
 		return c
@@ -95,8 +121,8 @@ func newUptimeChart(points []point, window string, bucket time.Duration) uptimeC
 }
 
 func newRTTChart(points []point, window string, bucket time.Duration) rttChart {
-	pts := oldestFirst(points)
-	c := rttChart{Title: "Response time over the last " + windowWords(window)}
+	pts, since := recent(points)
+	c := rttChart{Title: chartTitle("Response time", window, since)}
 	maxMs, n, sum := 0, 0, 0
 	for _, p := range pts {
 		if p.RTTMs != nil {

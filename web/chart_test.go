@@ -76,3 +76,49 @@ func TestNiceCeil(t *testing.T) {
 		}
 	}
 }
+
+// A mint checked only lately gets a chart of the time since its first
+// check, not a window of "no data" with a sliver; one never checked keeps
+// the window.
+func TestChartsOfANewMint(t *testing.T) {
+	t0 := time.Date(2026, 11, 21, 0, 0, 0, 0, time.UTC)
+	series := func(checked int) []point {
+		var pts []point // newest first
+		for i := 287; i >= 0; i-- {
+			p := point{Timestamp: t0.Add(time.Duration(i) * 5 * time.Minute), State: "unknown"}
+			if i >= 288-checked {
+				p.State, p.OK, p.RTTMs = "online", true, rtt(40+i%3)
+			}
+			pts = append(pts, p)
+		}
+		return pts
+	}
+	for _, c := range []struct{ checked, bars int }{{1, 1}, {3, 3}, {30, 30}, {288, 288}, {0, 288}} {
+		u, r := newUptimeChart(series(c.checked), "24h", 5*time.Minute), newRTTChart(series(c.checked), "24h", 5*time.Minute)
+		if len(u.Bars) != c.bars {
+			t.Errorf("checked for %d buckets: %d bars, want %d", c.checked, len(u.Bars), c.bars)
+		}
+		whole := c.bars == 288
+		if wantU := map[bool]string{true: "Uptime over the last 24 hours", false: "Uptime since the first check"}[whole]; u.Title != wantU {
+			t.Errorf("checked for %d buckets: %q", c.checked, u.Title)
+		}
+		if wantR := map[bool]string{true: "Response time over the last 24 hours", false: "Response time since the first check"}[whole]; r.Title != wantR {
+			t.Errorf("checked for %d buckets: %q", c.checked, r.Title)
+		}
+		if c.checked == 0 {
+			if !r.Empty {
+				t.Errorf("never checked: a response chart %+v", r)
+			}
+			continue
+		}
+		if c.checked == 1 {
+			if len(r.Dots) != 1 {
+				t.Errorf("checked once: %+v, want one dot", r)
+			}
+			continue
+		}
+		if !r.From.Equal(u.From) || len(r.Paths) != 1 {
+			t.Errorf("checked for %d buckets: the response chart from %v (uptime %v), %d lines", c.checked, r.From, u.From, len(r.Paths))
+		}
+	}
+}

@@ -26,9 +26,13 @@ import (
 // tell the mint's operator who is looking at the mint): outpost fetches it
 // with the prober's SSRF-guarded client and serves it from its own origin,
 // if it is a small raster image.
+//
+// The bounds fit the logos mints really publish (often a 1,000–2,000 px PNG
+// of a few hundred KiB from an image host); a smaller cap showed most of
+// them as the placeholder.
 const (
-	maxIconBytes   = 128 << 10
-	maxIconPixels  = 1024 // per side
+	maxIconBytes   = 1 << 20
+	maxIconPixels  = 4096 // per side
 	iconTimeout    = 5 * time.Second
 	iconTTL        = time.Hour
 	iconFailTTL    = 10 * time.Minute

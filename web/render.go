@@ -223,9 +223,14 @@ func pct(v *float64) string {
 	return strconv.FormatFloat(*v, 'f', -1, 64) + "%"
 }
 
+// ms writes a response time; a mint on the same network answers within the
+// millisecond the API rounds to, which "0 ms" would misstate.
 func ms(v *int) string {
-	if v == nil {
+	switch {
+	case v == nil:
 		return "–"
+	case *v < 1:
+		return "under 1 ms"
 	}
 	return strconv.Itoa(*v) + " ms"
 }

@@ -233,9 +233,10 @@ func pngOf(t *testing.T, w, h int, noise bool) []byte {
 
 func TestIconProxy(t *testing.T) {
 	small := pngOf(t, 32, 32, false)
-	huge := pngOf(t, 300, 300, true) // over 128 KiB
-	if len(huge) <= 128<<10 {
-		t.Fatalf("the large icon is only %d bytes", len(huge))
+	logo := pngOf(t, 1500, 100, true) // a logo as mints publish them: over 1024 px and 128 KiB
+	huge := pngOf(t, 700, 700, true)  // over 1 MiB
+	if len(logo) <= 128<<10 || len(logo) > 1<<20 || len(huge) <= 1<<20 {
+		t.Fatalf("the logo is %d bytes, the large icon %d", len(logo), len(huge))
 	}
 	cases := []struct {
 		name        string
@@ -250,8 +251,9 @@ func TestIconProxy(t *testing.T) {
 		{name: "png said to be html", ctype: "text/html", body: small, served: true, wantFetches: 1},
 		{name: "svg with a script", ctype: "image/svg+xml", body: []byte(`<svg xmlns="http://www.w3.org/2000/svg"><script>alert(1)</script></svg>`), wantFetches: 1},
 		{name: "html", ctype: "image/png", body: []byte(`<!doctype html><script>alert(1)</script>`), wantFetches: 1},
+		{name: "a large logo", ctype: "image/png", body: logo, served: true, wantFetches: 1},
 		{name: "too large", ctype: "image/png", body: huge, wantFetches: 1},
-		{name: "too many pixels", ctype: "image/png", body: pngOf(t, 2000, 1, false), wantFetches: 1},
+		{name: "too many pixels", ctype: "image/png", body: pngOf(t, 5000, 1, false), wantFetches: 1},
 		{name: "data URL", body: small, dataURL: true, served: true},
 		{name: "private address", ctype: "image/png", body: small, private: true, wantFetches: 0},
 	}

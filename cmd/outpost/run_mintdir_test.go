@@ -3,11 +3,13 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -129,7 +131,7 @@ func TestMintDirectory(t *testing.T) {
 			}
 			return code == 200 && m["status"] == "online"
 		})
-		if l := get("/mints?sort=name"); l["total"] != 2.0 || l["mints"].([]any)[0].(map[string]any)["name"] != "Announced Mint" {
+		if l := get("/mints?sort=name"); l["total"] != 3.0 || l["mints"].([]any)[0].(map[string]any)["name"] != "Announced Mint" {
 			t.Fatalf("list = %v", l)
 		}
 
@@ -177,7 +179,7 @@ func TestMintDirectory(t *testing.T) {
 
 	t.Run("health and stats", func(t *testing.T) {
 		h := get("/health")
-		if h["status"] != "ok" || h["mints_total"] != 2.0 || h["last_probe_cycle_at"] == nil {
+		if h["status"] != "ok" || h["mints_total"] != 3.0 || h["last_probe_cycle_at"] == nil {
 			t.Fatalf("health = %v", h)
 		}
 		_, root := call(t, "GET", inst.url+"/health", nil)
@@ -185,7 +187,7 @@ func TestMintDirectory(t *testing.T) {
 			t.Fatalf("root health = %v", root)
 		}
 		s := get("/stats")
-		if s["mints_total"] != 2.0 || s["reviews_total"] != 3.0 || s["incidents_open"] != 0.0 {
+		if s["mints_total"] != 3.0 || s["reviews_total"] != 3.0 || s["incidents_open"] != 0.0 {
 			t.Fatalf("stats = %v", s)
 		}
 	})
@@ -209,12 +211,29 @@ func TestMintDirectory(t *testing.T) {
 	})
 }
 
+// A fresh outpost's directory lists the faucet's embedded test mint and
+// checks it, though it is on loopback; every other loopback mint, even on
+// another port of the same address, is refused as before.
 func TestMintDirectoryRefusesPrivateMintsByDefault(t *testing.T) {
-	inst := start(t, t.TempDir(), nil)
-	code, body := call(t, "POST", inst.url+"/mintdir/mints/submit", map[string]string{"mint_url": "http://127.0.0.1:3338"})
-	if code != 400 || body["error"] != "invalid_mint_url" {
-		t.Fatalf("submit of a loopback mint: %d %v", code, body)
+	inst := start(t, t.TempDir(), map[string]string{"OUTPOST_PROBE_INTERVAL": "1s"})
+	_, cfg := call(t, "GET", inst.url+"/faucet/config", nil)
+	own, _ := cfg["mint_url"].(string)
+	testkit.WaitFor(t, 15*time.Second, "the embedded mint listed and online", func() bool {
+		code, body := call(t, "GET", inst.url+"/mintdir/mints/by-url?url="+url.QueryEscape(own), nil)
+		return code == 200 && body["status"] == "online" && body["name"] == "outpost test mint"
+	})
+	if code, body := call(t, "POST", inst.url+"/mintdir/mints/submit", map[string]string{"mint_url": own}); code != 200 || body["status"] != "exists" {
+		t.Fatalf("submit of the embedded mint: %d %v", code, body)
 	}
+	u, _ := url.Parse(own)
+	port, _ := strconv.Atoi(u.Port())
+	other := fmt.Sprintf("http://%s:%d", u.Hostname(), port^1) // the same address, another port
+	for _, u := range []string{"http://127.0.0.1:3338", other} {
+		if code, body := call(t, "POST", inst.url+"/mintdir/mints/submit", map[string]string{"mint_url": u}); code != 400 || body["error"] != "invalid_mint_url" {
+			t.Fatalf("submit of the loopback mint %s: %d %v", u, code, body)
+		}
+	}
+	code, body := 0, map[string]any(nil)
 	code, body = call(t, "GET", inst.url+"/mintdir/mints/by-url", nil)
 	if code != 400 || body["error"] != "missing_url" {
 		t.Fatalf("by-url without url: %d %v", code, body)

@@ -92,6 +92,11 @@ func TestStrfryPolicy(t *testing.T) {
 	if a, _ := p.decide(t, note(t, later, "hello", 1)); a != "accept" {
 		t.Fatalf("a clean note: %s", a)
 	}
+	// The server's own address, as people type it, finds the ban list too.
+	server := startPlugin(t, "--from", inst.url+"/", "--cache", filepath.Join(t.TempDir(), "server.json"))
+	if a, m := server.decide(t, note(t, banned, "hello", 1)); a != "reject" || m != "blocked: you are banned from this relay: spam bot" {
+		t.Fatalf("--from the server's base URL, a banned key's note: %s %q", a, m)
+	}
 	if code, _ := call(t, "POST", inst.url+"/banlist/admin/temp-ban", map[string]any{"pubkey": laterPK, "reason": "cool down",
 		"expires_at": time.Now().Unix() + 3600}, admin()...); code != 200 {
 		t.Fatal("temp-ban")

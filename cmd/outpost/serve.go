@@ -23,6 +23,7 @@ import (
 	"github.com/outpost-relay/outpost/ratelimit"
 	"github.com/outpost-relay/outpost/relay"
 	"github.com/outpost-relay/outpost/store"
+	"github.com/outpost-relay/outpost/testmint"
 	"github.com/outpost-relay/outpost/web"
 )
 
@@ -38,6 +39,7 @@ type deps struct {
 	secretKey string // service key, hex
 	pubKey    string // service key, hex
 	metrics   *metrics.Metrics
+	embedded  *testmint.Mint // the faucet's test mint, without a mint URL set; nil with one
 }
 
 // component is one service wired into the program.
@@ -126,7 +128,15 @@ func serve(ctx context.Context, cfg *Config, stdout, stderr io.Writer) (err erro
 		outbox.Send(ev)
 		return nil
 	}
-	d := deps{cfg: cfg, log: logger, store: st, relay: rl, banList: list, sink: sink, publicURL: publicURL, secretKey: sk, pubKey: pk, metrics: m}
+	embedded, err := startEmbeddedMint(cfg)
+	if err != nil {
+		return err
+	}
+	if embedded != nil {
+		defer embedded.Close() // after the services, the faucet's wallet among them, have stopped
+	}
+	d := deps{cfg: cfg, log: logger, store: st, relay: rl, banList: list, sink: sink, publicURL: publicURL, secretKey: sk, pubKey: pk, metrics: m,
+		embedded: embedded}
 	components := []component{{jobs: []func(context.Context){outbox.Run}}}
 	for _, wire := range []func(context.Context, deps) (*component, error){wireBanlist, wireMintdir, wireFaucet} {
 		c, err := wire(ctx, d)

@@ -19,7 +19,7 @@ import (
 
 // strfryConfig is the strfry-policy command's settings.
 type strfryConfig struct {
-	From     string        `flag:"from" usage:"base URL of the outpost ban list to follow, e.g. https://outpost.example/banlist"`
+	From     string        `flag:"from" usage:"the outpost whose ban list to follow: its base URL (https://outpost.example) or its ban list's (https://outpost.example/banlist)"`
 	Cache    string        `flag:"cache" usage:"file the list is kept in, so the plugin starts offline (default: in the user's cache dir)"`
 	Interval time.Duration `flag:"interval" usage:"how often the ban list is asked for changes"`
 	LogLevel slog.Level    `flag:"log-level" usage:"debug, info, warn or error (logs go to stderr, into strfry's log)"`
@@ -31,7 +31,7 @@ func strfryCLI(ctx context.Context, args []string, getenv func(string) string, s
 	c := &strfryConfig{Interval: 30 * time.Second, LogLevel: slog.LevelInfo}
 	settings.Bind(fs, c)
 	fs.Usage = func() {
-		usage(fs, "outpost strfry-policy --from <outpost ban list URL> (in strfry.conf: relay.writePolicy.plugin)", settings.EnvName)
+		usage(fs, "outpost strfry-policy --from <outpost URL> (in strfry.conf: relay.writePolicy.plugin)", settings.EnvName)
 	}
 	if err := parseFlags(fs, "strfry-policy", args, stdout); err != nil {
 		return err
@@ -50,7 +50,7 @@ func strfryCLI(ctx context.Context, args []string, getenv func(string) string, s
 		return err
 	}
 	if !strings.HasPrefix(c.From, "http://") && !strings.HasPrefix(c.From, "https://") {
-		return settings.Errorf("from", "must be the http(s) URL of an outpost ban list, got %q", c.From)
+		return settings.Errorf("from", "must be the http(s) URL of an outpost or its ban list, got %q", c.From)
 	}
 	if c.Interval < time.Second {
 		return settings.Errorf("interval", "must be at least 1s")

@@ -18,10 +18,9 @@ import (
 	"github.com/outpost-relay/outpost/treasury"
 )
 
-// wireFaucet builds the faucet: its wallet at the configured mint, or at an
-// embedded test mint (in <data-dir>/faucet/testmint, so its port, keys and
-// invoices survive restarts and the wallet's ecash stays valid) funded from
-// its fake Lightning network.
+// wireFaucet builds the faucet: its wallet at the configured mint, or at the
+// embedded test mint (startEmbeddedMint), funded from its fake Lightning
+// network.
 func wireFaucet(ctx context.Context, d deps) (comp *component, err error) {
 	c := d.cfg.Faucet
 	log := d.log.With("service", "faucet")
@@ -30,17 +29,8 @@ func wireFaucet(ctx context.Context, d deps) (comp *component, err error) {
 		return nil, err
 	}
 	mintURL := c.MintURL
-	var tm *testmint.Mint
 	var test *faucet.TestMint
-	if mintURL == "" {
-		if tm, err = startEmbeddedMint(dir); err != nil {
-			return nil, err
-		}
-		defer func() {
-			if err != nil {
-				tm.Close()
-			}
-		}()
+	if tm := d.embedded; tm != nil {
 		mintURL = tm.URL
 		test = &faucet.TestMint{Pay: tm.Node.PayInvoice}
 		log.Info("faucet: embedded test mint", "url", tm.URL)
@@ -77,25 +67,32 @@ func wireFaucet(ctx context.Context, d deps) (comp *component, err error) {
 		authors: svc.UserPubKeys,
 		jobs: []func(context.Context){func(ctx context.Context) {
 			svc.Run(ctx)
-			closeWallet(tr, tm, log) // requests are done by now
+			closeWallet(tr, log) // requests are done by now; serve closes the embedded mint after this
 		}, tr.Watch},
 	}, nil
 }
 
-// closeWallet closes the faucet's wallet, then its embedded mint if any.
-func closeWallet(tr *treasury.Treasury, tm *testmint.Mint, log *slog.Logger) {
+// closeWallet closes the faucet's wallet.
+func closeWallet(tr *treasury.Treasury, log *slog.Logger) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := tr.Close(ctx); err != nil {
 		log.Warn("faucet wallet close", "err", err)
 	}
-	if tm != nil {
-		tm.Close()
-	}
 }
 
-// startEmbeddedMint starts the faucet's test mint in dir/testmint.
-func startEmbeddedMint(dir string) (*testmint.Mint, error) {
+// startEmbeddedMint starts the faucet's test mint in <data-dir>/faucet/testmint
+// (so its port, keys and invoices survive restarts and the wallet's ecash
+// stays valid), unless the faucet pays from a mint of the operator's (nil).
+// The faucet pays from it and the directory lists it.
+func startEmbeddedMint(c *Config) (*testmint.Mint, error) {
+	if c.Faucet.MintURL != "" {
+		return nil, nil
+	}
+	dir := filepath.Join(c.DataDir, "faucet")
+	if err := ensureDir(dir); err != nil {
+		return nil, err
+	}
 	tm, err := testmint.Start(testmint.Options{Dir: filepath.Join(dir, "testmint"), Name: "outpost test mint",
 		Description: "The faucet's embedded test mint: its Lightning network is simulated, its sats are play money."})
 	if err != nil {

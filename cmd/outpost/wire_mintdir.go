@@ -14,8 +14,12 @@ import (
 // announcements, the REST API, and each mint's status as a signed event.
 func wireMintdir(ctx context.Context, d deps) (*component, error) {
 	log := d.log.With("service", "mintdir")
+	var own []string
+	if d.embedded != nil {
+		own = []string{d.embedded.URL}
+	}
 	dir := mintdir.New(mintdir.Config{Settings: d.cfg.Mintdir, DB: d.store.DB, Events: d.store.Events, Log: log,
-		OnCheck: d.metrics.MintCheck})
+		OnCheck: d.metrics.MintCheck, Own: own})
 	d.metrics.WatchMintdir(dir, log)
 	d.relay.RejectEvent = append(d.relay.RejectEvent, mintdir.RejectInvalidNIP87)
 	d.relay.OnEventSaved = append(d.relay.OnEventSaved, dir.OnEventSaved)

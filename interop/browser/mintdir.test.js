@@ -59,14 +59,27 @@ test('the directory lists the embedded test mint; its page shows the chart, and 
     return (await rows.filter({ hasText: 'outpost test mint' }).filter({ hasText: 'online' }).count()) === 2
   })
   assert.equal(await rows.count(), 2)
+  // New mints are not rated yet, and say so without a score beside it.
+  for (const text of await rows.locator('td[data-label=Trust]').allTextContents()) assert.equal(text, 'new: rated after 24 h')
+  assert.equal(await page.locator('table.mints thead th').nth(2).textContent(), 'Uptime 24\u00a0h')
   await snap(page, 'mintdir', { docs: true })
+  // On a phone every card starts with the mint's name beside its icon, however long the name.
+  await page.setViewportSize({ width: 390, height: 844 })
+  for (const link of await rows.locator('th.mint-cell a').all()) {
+    const box = await link.boundingBox()
+    assert.ok(box.x < 120, `a mint's name starts at x=${box.x} on a phone`)
+  }
+  await page.setViewportSize({ width: 1280, height: 900 })
 
   await page.locator(`a[href="/mintdir/mint/${stopping}"]`).click()
-  const chart = page.getByRole('img', { name: 'Uptime over the last 24 hours' })
+  // A mint added a minute ago: its charts span the time since its first
+  // check, not 24 hours of "no data" with a sliver.
+  const chart = page.getByRole('img', { name: 'Uptime since the first check' })
   await chart.waitFor()
   assert.ok(await chart.locator('rect.s-online').count() >= 1, 'no online bucket in the chart')
-  assert.match(await page.locator('.checked').textContent(), /Last checked (just now|.* ago) \(\d{4}-\d\d-\d\d \d\d:\d\d UTC\)/)
-  assert.equal(await page.getByRole('img', { name: 'Response time over the last 24 hours' }).count(), 1)
+  assert.ok(await chart.locator('rect').count() <= 2, 'the chart spans more than the time since the first check')
+  assert.match(await page.locator('.checked').textContent(), /Last checked (just now|.* ago) \(\d{4}-\d\d-\d\d \d\d:\d\d UTC\) · answered in (under 1 ms|\d+ ms)/)
+  assert.equal(await page.getByRole('img', { name: 'Response time since the first check' }).count(), 1)
 
   // The other outpost stops, and its embedded mint with it.
   await other.stop()
@@ -92,7 +105,7 @@ test('lists and mint pages work without JavaScript', { timeout: 60000 }, async (
   await page.getByRole('link', { name: 'outpost test mint' }).first().click()
   await page.getByRole('link', { name: '7d' }).click()
   await page.waitForURL(/window=7d/)
-  await page.getByRole('img', { name: 'Uptime over the last 7 days' }).waitFor()
+  await page.getByRole('img', { name: 'Uptime since the first check' }).waitFor()
   await snap(page, 'mint-dark-nojs')
   await page.context().close()
 })

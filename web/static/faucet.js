@@ -2,7 +2,7 @@
 // NIP-98 login event; no key is ever typed here) or an npub, claim, and give
 // sats back, all through the faucet's REST API. The session token lives in
 // this tab's sessionStorage only.
-import { api, h, $, show, showError, busy, copy, qr, time, within, sats } from './lib.js'
+import { api, h, $, show, showError, busy, copy, qr, time, utc, within, sats } from './lib.js'
 
 const root = $('faucet')
 const mount = root.dataset.mount
@@ -11,6 +11,7 @@ const STORE = 'outpost.faucet.session'
 
 let session = load()
 let quote = null
+let limited = false // an npub session: paid only to the profile's Lightning address
 let countdown = null
 
 function load() {
@@ -126,7 +127,7 @@ function render(me) {
   const u = me.user
   $('user-name').textContent = u.display_name || u.name || u.npub.slice(0, 12) + '…'
   $('user-npub').textContent = u.npub
-  const limited = me.login_method === 'npub'
+  limited = me.login_method === 'npub'
   $('login-method').textContent = limited
     ? 'signed in with your npub: you can only be paid to the Lightning address in your profile'
       + (u.lud16 ? ` (${u.lud16})` : ' — and your profile has none')
@@ -141,6 +142,7 @@ function render(me) {
     $('eligibility').textContent = `You cannot claim right now: ${why}.${when}`
     $('eligibility').className = 'notice'
   }
+  $('quote-button').disabled = !el.eligible
   for (const input of document.querySelectorAll('#quote-form input[name=method]')) {
     input.disabled = limited && input.value !== 'lightning_address'
     if (limited && input.value === 'lightning_address') input.checked = true
@@ -163,7 +165,8 @@ async function refreshProfile() {
 const method = () => document.querySelector('#quote-form input[name=method]:checked')?.value
 
 function methodChanged() {
-  $('ln-address-field').hidden = method() !== 'lightning_address'
+  // An npub session is paid to its profile's address only, shown above.
+  $('ln-address-field').hidden = limited || method() !== 'lightning_address'
 }
 
 async function getQuote(ev) {
@@ -171,7 +174,7 @@ async function getQuote(ev) {
   showError($('claim-error'))
   $('claim-result').hidden = true
   const body = { method: method() }
-  if (body.method === 'lightning_address' && $('ln-address').value.trim()) body.lightning_address = $('ln-address').value.trim()
+  if (body.method === 'lightning_address' && !limited && $('ln-address').value.trim()) body.lightning_address = $('ln-address').value.trim()
   try {
     const r = await api('POST', mount + '/claim/quote', { body, token: session.token })
     quote = r.body
@@ -272,7 +275,7 @@ async function refreshStats() {
     if (p) p.value = s.daily_spent_sats
     const u = root.querySelector('[data-stat=updated]')
     u.dateTime = new Date(s.updated_at * 1000).toISOString()
-    u.textContent = time(s.updated_at)
+    u.textContent = utc(s.updated_at) // as the server wrote it
   } catch { /* the figures stay as they were */ }
 }
 

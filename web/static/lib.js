@@ -106,6 +106,11 @@ export function time(unix) {
   return new Date(unix * 1000).toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'short' })
 }
 
+// utc formats unix seconds as the server's pages do: "2026-11-26 21:55 UTC".
+export function utc(unix) {
+  return new Date(unix * 1000).toISOString().slice(0, 16).replace('T', ' ') + ' UTC'
+}
+
 // within says how long until unix seconds: "in 3 h 20 min".
 export function within(unix) {
   const s = Math.max(0, Math.round(unix - Date.now() / 1000))
