@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -76,6 +77,9 @@ func newLogger(w io.Writer, level slog.Level) *slog.Logger {
 // fails before anything is written.
 func serve(ctx context.Context, cfg *Config, stdout, stderr io.Writer) (err error) {
 	logger := newLogger(stderr, slog.Level(cfg.LogLevel))
+	for _, w := range unknownVariables(os.Environ()) {
+		logger.Warn(w)
+	}
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s (--addr, OUTPOST_ADDR): %w", cfg.Addr, err)
