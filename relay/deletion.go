@@ -11,8 +11,9 @@ import (
 )
 
 // NIP-09. The relay processes deletion requests itself: khatru v0.19.1's
-// handler lets a kind 5 delete another kind 5 (undoing a deletion), and its
-// check for deleted events filters on "#e"/"#a", which match nothing.
+// handler lets a kind 5 delete another kind 5 (undoing a deletion), and
+// AddEvent's check for deleted events filters on "#e"/"#a", which the store
+// never indexes (and runs no query: the relay registers no QueryEvents hook).
 
 // deleteRequested deletes what an accepted deletion request names: events
 // by id, and replaceable or addressable events by address up to the

@@ -65,32 +65,3 @@ func gated(g *gate, f func(context.Context, *nostr.Event) error) func(context.Co
 		return f(ctx, ev)
 	}
 }
-
-// gatedQuery holds the gate until the query's channel is drained and closed.
-func gatedQuery(g *gate, f func(context.Context, nostr.Filter) (chan *nostr.Event, error)) func(context.Context, nostr.Filter) (chan *nostr.Event, error) {
-	return func(ctx context.Context, filter nostr.Filter) (chan *nostr.Event, error) {
-		if !g.enter() {
-			return nil, errShuttingDown
-		}
-		ch, err := f(ctx, filter)
-		if err != nil {
-			g.exit()
-			return nil, err
-		}
-		out := make(chan *nostr.Event)
-		go func() {
-			defer g.exit()
-			defer close(out)
-			for ev := range ch {
-				select {
-				case out <- ev:
-				case <-ctx.Done():
-					for range ch { // let the store's goroutine finish its transaction
-					}
-					return
-				}
-			}
-		}()
-		return out, nil
-	}
-}

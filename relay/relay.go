@@ -24,7 +24,6 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/nbd-wtf/go-nostr/nip40"
 	"github.com/outpost-relay/outpost"
-	"github.com/outpost-relay/outpost/events"
 	"github.com/outpost-relay/outpost/httpapi"
 	"github.com/outpost-relay/outpost/policies"
 	"github.com/outpost-relay/outpost/ratelimit"
@@ -52,13 +51,6 @@ type Config struct {
 	WriteTimeout time.Duration // a write making no progress this long drops the client; 0: 10 s
 	PingInterval time.Duration // how often clients are pinged; one silent for 2.5 times this is dropped; 0: 30 s
 }
-
-// closedEvents is the answer of a query that finds nothing.
-var closedEvents = func() chan *nostr.Event {
-	ch := make(chan *nostr.Event)
-	close(ch)
-	return ch
-}()
 
 // rejectExpired refuses events whose NIP-40 expiration has passed, or is
 // not a unix timestamp: go-nostr reads one as "no expiration", so the event
@@ -152,24 +144,13 @@ func New(cfg Config) *Relay {
 	rl.StoreEvent = append(rl.StoreEvent, gated(&r.gate, ev.SaveEvent))
 	rl.DeleteEvent = append(rl.DeleteEvent, gated(&r.gate, ev.DeleteEvent))
 	rl.ReplaceEvent = append(rl.ReplaceEvent, gated(&r.gate, ev.ReplaceEvent))
-	// khatru's AddEvent and expiration manager read through QueryEvents;
-	// the store has no limit of its own.
-	query := gatedQuery(&r.gate, func(ctx context.Context, f nostr.Filter) (chan *nostr.Event, error) {
-		if f.Limit <= 0 || f.Limit > limits.MaxLimit {
-			f.Limit = limits.MaxLimit
-		}
-		return ev.QueryEvents(ctx, f)
-	})
-	rl.QueryEvents = append(rl.QueryEvents, func(ctx context.Context, f nostr.Filter) (chan *nostr.Event, error) {
-		// AddEvent asks, of every event, for deletion requests with "#e"
-		// (and "#a") tags: names the store never indexes, so the query would
-		// find nothing (rejectDeleted has checked). Say so without a
-		// transaction and the two goroutines a query takes.
-		if events.MatchesNothing(f) {
-			return closedEvents, nil
-		}
-		return query(ctx, f)
-	})
+	// No QueryEvents hook, on purpose. khatru.NewRelay starts its NIP-40
+	// expiration manager, a goroutine nothing can stop: an hour on it scans
+	// the whole store (QueryEvents(Filter{})), then deletes what expires,
+	// both through the QueryEvents hooks. With none it never reads the
+	// store; expiry is events.SweepExpired's (outpost serve runs it).
+	// AddEvent's own queries (deletion requests by "#e"/"#a", which the
+	// store never indexes) find nothing either; rejectDeleted checks.
 
 	if cfg.BanList != nil {
 		cfg.BanList.WatchIPs(r.expelBlocked)
