@@ -84,20 +84,6 @@ func parseAddress(a string) (kind int, pubkey, d string, ok bool) {
 	return kind, parts[1], parts[2], true
 }
 
-// rejectDeleted refuses events their author asked to delete, so they cannot
-// be published again.
-func (r *Relay) rejectDeleted(ctx context.Context, ev *nostr.Event) (bool, string) {
-	deleted, err := r.deleted(ctx, ev)
-	if err != nil {
-		r.log.Warn("NIP-09: looking up deletion requests", "event", ev.ID, "err", err)
-		return true, "error: could not check whether this event was deleted; try again"
-	}
-	if deleted {
-		return true, "blocked: this event was deleted by its author"
-	}
-	return false, ""
-}
-
 // deleted reports whether a stored deletion request of ev's author names it:
 // by id, or by address up to the request's time; a kind 5 never deletes a
 // kind 5. By id it is one point lookup in the store's tombstones, for every
