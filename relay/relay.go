@@ -333,3 +333,11 @@ func (r *Relay) Clients() int {
 	defer r.mu.Unlock()
 	return len(r.clients)
 }
+
+// Stats reads the relay's figures; it takes three locks briefly.
+func (r *Relay) Stats() Stats {
+	return Stats{Clients: r.Clients(), Subscriptions: r.subs.len(), FilterValues: r.heldValues.total(),
+		ConnectionsRefused: r.counters.connectionsRefused.Load(), SubscriptionsRefused: r.counters.subscriptionsRefused.Load(),
+		FilterValuesRefused: r.counters.filterValuesRefused.Load(),
+		IPEventsRefused:     r.ipEvents.Refused(), AuthorEventsRefused: r.authorEvents.Refused()}
+}
