@@ -1,24 +1,5 @@
 package relay
 
-// Admission: every event that enters the store comes through accept, from
-// one of three origins (a client of ours, another relay, the service
-// itself), and gets the same verdict in the same words for the same reason.
-//
-// The path of an EVENT, as it now is:
-//
-//	conn.go       serve reads a frame; handle splits it (parse.go) and
-//	              runs onEvent, which decodes the event (parse.go)
-//	admission.go  accept: rate limits, form and sizes, the signature
-//	              (signature.go), kind 22242 and NIP-70, the relay's own
-//	              policies (NIP-40, the ban list from banpolicies.go, NIP-09
-//	              by deletion.go and events.go), then khatru's AddEvent: the
-//	              services' RejectEvent hooks (NIP-87, reports), the store
-//	              (events.Store.SaveEvent) and OnEventSaved
-//	deletion.go   a kind 5 deletes what it names
-//	admission.go  broadcast, through the registry (subs.go, match.go)
-//	              to each subscriber's outbox (outbox.go)
-//	conn.go       the OK answer (messages.go) and the observer (observe.go)
-
 import (
 	"context"
 	"errors"
@@ -33,6 +14,29 @@ import (
 	"github.com/nbd-wtf/go-nostr/nip40"
 	"github.com/nbd-wtf/go-nostr/nip70"
 )
+
+// Admission: every event that enters the store comes through accept, from
+// one of three origins (a client of ours, another relay, the service
+// itself), and gets the same verdict in the same words for the same reason.
+//
+// The path of an EVENT, as it now is (the files of this package it crosses,
+// and where it leaves them):
+//
+//	conn.go       serve reads the frame; handle splits it (parse.go) and
+//	              onEvent decodes the event (parse.go)
+//	admission.go  accept, holding the store's gate (gate.go): the rate
+//	              limits (package ratelimit), form and sizes, the signature
+//	              (signature.go), kind 22242 and NIP-70, NIP-40, the ban
+//	              list (package policies), NIP-09 (deletion.go, a lookup
+//	              through events.go)
+//	khatru        AddEvent, the one trip out: the services' RejectEvent
+//	              hooks (NIP-87, reports), the store (events.Store), the
+//	              services' OnEventSaved
+//	deletion.go   a kind 5 deletes what it names
+//	admission.go  broadcast: the registry (subs.go, match.go) queues the
+//	              event's frame (messages.go) on each subscriber's outbox
+//	              (outbox.go)
+//	conn.go       the OK answer (messages.go), then the observer (metrics)
 
 // origin is where an event comes from. What is checked differs by origin
 // only as these fields say, and fromClient, fromUpstream and fromService
