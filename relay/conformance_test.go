@@ -788,14 +788,21 @@ func TestNIP40Limit(t *testing.T) {
 	}
 }
 
+// twoNotes serves a relay to which a client published two notes, a and b,
+// signed with sk.
+func twoNotes(t *testing.T, sk string) (e *env, w *wire, a, b nostr.Event) {
+	e = newEnv(t)
+	w = dialWire(t, e.url, 0)
+	a, b = sign(t, sk, 1, "a"), sign(t, sk, 1, "b")
+	w.mustPublish(a, b)
+	return e, w, a, b
+}
+
 // Banned keys and banned events are not served (REQ, COUNT, broadcast) and
 // not deleted: they come back when the ban lifts.
 func TestBansHideEvents(t *testing.T) {
-	e := newEnv(t)
-	w := dialWire(t, e.url, 0)
 	sk, pk := newKey()
-	a, b := sign(t, sk, 1, "a"), sign(t, sk, 1, "b")
-	w.mustPublish(a, b)
+	e, w, a, _ := twoNotes(t, sk)
 	mine := object{"authors": []string{pk}}
 	if _, err := e.svc.Ban(context.Background(), "test", pk, "spam", nil); err != nil {
 		t.Fatal(err)
