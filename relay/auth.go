@@ -43,7 +43,7 @@ func (r *Relay) checkAuth(ev *nostr.Event, challenge string) string {
 		return "invalid: an AUTH event has kind 22242"
 	}
 	if !isHex(ev.ID, 64) || !ev.CheckID() {
-		return "invalid: the id is not the hash of the event"
+		return refusedID
 	}
 	if d := time.Since(ev.CreatedAt.Time()); d > authWindow || d < -authWindow {
 		return "invalid: created_at is more than 10 minutes from now"
@@ -55,10 +55,10 @@ func (r *Relay) checkAuth(ev *nostr.Event, challenge string) string {
 		return "invalid: the relay tag is not " + r.wsURL
 	}
 	if !isHex(ev.PubKey, 64) {
-		return "invalid: pubkey must be 64 lowercase hex characters"
+		return refusedPubKey
 	}
-	if !r.verifySignature(ev) {
-		return "invalid: the signature does not verify"
+	if !r.keys.verify(ev) {
+		return refusedSignature
 	}
 	return ""
 }

@@ -477,6 +477,93 @@ func TestEventChecks(t *testing.T) {
 	}
 }
 
+// An event sent by a client and the same event sent by another relay
+// (Ingest) get the same verdict in the same words, for every reason but
+// those that are a client's alone (rate limits, authenticating).
+func TestSameVerdictFromClientAndUpstream(t *testing.T) {
+	e := newEnv(t)
+	w := dialWire(t, e.url, 0)
+	sk, _ := newKey()
+	held := sign(t, sk, 1, "held")
+	deleted := sign(t, sk, 1, "regretted")
+	w.mustPublish(held, deleted, sign(t, sk, 5, "", nostr.Tag{"e", deleted.ID}))
+	bannedSK, bannedPK := newKey()
+	if _, err := e.svc.Ban(context.Background(), "test", bannedPK, "spam", nil); err != nil {
+		t.Fatal(err)
+	}
+	protected := sign(t, sk, 1, "mine", nostr.Tag{"-"})
+	repost, _ := protected.MarshalJSON()
+	past := strconv.FormatInt(int64(nostr.Now())-1, 10)
+	cases := map[string]nostr.Event{
+		"held already":     held,
+		"deleted":          deleted,
+		"wrong id":         func() nostr.Event { ev := sign(t, sk, 1, "x"); ev.Content = "y"; return ev }(),
+		"bad signature":    func() nostr.Event { ev := sign(t, sk, 1, "x"); ev.Sig = strings.Repeat("0", 128); return ev }(),
+		"kind over 65535":  sign(t, sk, 70000, "x"),
+		"long tag value":   sign(t, sk, 1, "x", nostr.Tag{"t", strings.Repeat("v", 1025)}),
+		"kind 22242":       sign(t, sk, 22242, "", nostr.Tag{"challenge", "x"}),
+		"expired":          sign(t, sk, 1, "x", nostr.Tag{"expiration", past}),
+		"bad expiration":   sign(t, sk, 1, "x", nostr.Tag{"expiration", "soon"}),
+		"banned author":    sign(t, bannedSK, 1, "x"),
+		"protected repost": sign(t, sk, 6, string(repost)),
+	}
+	for name, ev := range cases {
+		ok, reason := w.publish(ev)
+		upOK, upReason := e.rl.Ingest(context.Background(), &ev)
+		if ok != upOK || reason != upReason {
+			t.Errorf("%s: a client got %v %q, upstream %v %q", name, ok, reason, upOK, upReason)
+		}
+		if ok != (name == "held already") || reason == "" {
+			t.Errorf("%s: %v %q", name, ok, reason)
+		}
+	}
+}
+
+// An event with top-level fields NIP-01 does not name ("seenOn", left in by
+// some client libraries) is accepted, as strfry does, and stored and served
+// without them: the id covers only NIP-01's fields.
+func TestUnknownEventFieldsIgnored(t *testing.T) {
+	e := newEnv(t)
+	w := dialWire(t, e.url, 0)
+	sk, _ := newKey()
+	ev := sign(t, sk, 1, "from a client that keeps seenOn")
+	raw, _ := json.Marshal(ev)
+	extra := map[string]string{
+		"trailing":    `,"seenOn":["wss://relay.example"]}`,
+		"nested":      `,"meta":{"a":[1,{"b":null}],"c":"}"},"x":1.5}`,
+		"first, null": ``,
+	}
+	for name, tail := range extra {
+		t.Run(name, func(t *testing.T) {
+			ev := sign(t, sk, 1, "from a client that keeps seenOn: "+name)
+			raw, _ := json.Marshal(ev)
+			msg := string(raw[:len(raw)-1]) + tail
+			if tail == "" {
+				msg = `{"_seen":null,` + string(raw[1:])
+			}
+			w.sendRaw(`["EVENT",` + msg + `]`)
+			m := w.expect("OK")
+			if m.str(1) != ev.ID || string(m.parts[2]) != "true" {
+				t.Fatalf("got %s, want OK true", m)
+			}
+			w.send("REQ", "s", map[string]any{"ids": []string{ev.ID}})
+			got := w.expect("EVENT")
+			var fields map[string]any
+			if json.Unmarshal(got.parts[2], &fields); len(fields) != 7 {
+				t.Fatalf("served with other fields than NIP-01's: %s", got.parts[2])
+			}
+			w.expect("EOSE")
+			w.send("CLOSE", "s")
+		})
+	}
+	// A malformed known field is still refused.
+	bad := strings.Replace(string(raw), `"kind":1`, `"kind":"one"`, 1)
+	w.sendRaw(`["EVENT",` + strings.TrimSuffix(bad, "}") + `,"seenOn":[]}]`)
+	if m := w.expect("OK"); m.str(1) != ev.ID || !strings.HasPrefix(m.str(3), "invalid:") {
+		t.Fatalf("a malformed kind with an unknown field: %s", m)
+	}
+}
+
 // NIP-45: COUNT counts the union of its filters.
 func TestNIP45(t *testing.T) {
 	e := newEnv(t)
@@ -746,14 +833,21 @@ func TestNIP40Limit(t *testing.T) {
 	}
 }
 
+// twoNotes serves a relay to which a client published two notes, a and b,
+// signed with sk.
+func twoNotes(t *testing.T, sk string) (e *env, w *wire, a, b nostr.Event) {
+	e = newEnv(t)
+	w = dialWire(t, e.url, 0)
+	a, b = sign(t, sk, 1, "a"), sign(t, sk, 1, "b")
+	w.mustPublish(a, b)
+	return e, w, a, b
+}
+
 // Banned keys and banned events are not served (REQ, COUNT, broadcast) and
 // not deleted: they come back when the ban lifts.
 func TestBansHideEvents(t *testing.T) {
-	e := newEnv(t)
-	w := dialWire(t, e.url, 0)
 	sk, pk := newKey()
-	a, b := sign(t, sk, 1, "a"), sign(t, sk, 1, "b")
-	w.mustPublish(a, b)
+	e, w, a, _ := twoNotes(t, sk)
 	mine := object{"authors": []string{pk}}
 	if _, err := e.svc.Ban(context.Background(), "test", pk, "spam", nil); err != nil {
 		t.Fatal(err)

@@ -9,10 +9,12 @@ import (
 	"io"
 	"net"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/fasthttp/websocket"
+	"github.com/nbd-wtf/go-nostr"
 )
 
 // conn is one websocket client. Its read loop parses messages and handles
@@ -158,6 +160,28 @@ func (c *conn) handle(msg []byte) (ok bool) {
 	return true
 }
 
+// onEvent handles ["EVENT", <event>]: accept's verdict, in an OK message.
+func (c *conn) onEvent(ctx context.Context, m message) {
+	id := m.eventID(1)
+	if id == "" {
+		c.send(noticeMessage("invalid: an EVENT message carries an event with an id"))
+		return
+	}
+	start := time.Now()
+	ok, reason := false, `invalid: an EVENT message is ["EVENT", <event>]`
+	if len(m) == 2 {
+		var ev *nostr.Event
+		if ev, reason = m.event(1); reason == "" {
+			ok, reason = answer(c.r.accept(ctx, fromClient(c.ip, c.authed()), ev))
+		}
+	}
+	if strings.HasPrefix(reason, "auth-required:") {
+		c.requestAuth()
+	}
+	c.send(okMessage(id, ok, reason))
+	c.r.observer.EventAnswered(ok, reason, time.Since(start))
+}
+
 // tooLong answers a message over max_message_length the way its type
 // expects: OK false for an EVENT, CLOSED for a REQ or COUNT.
 func (c *conn) tooLong(msg []byte, max int) {
@@ -296,15 +320,6 @@ func (c *conn) authed() []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.pubkeys
-}
-
-func (c *conn) authedAs(pubkey string) bool {
-	for _, pk := range c.authed() {
-		if pk == pubkey {
-			return true
-		}
-	}
-	return false
 }
 
 // requestAuth sends the NIP-42 challenge.

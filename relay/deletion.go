@@ -11,8 +11,9 @@ import (
 )
 
 // NIP-09. The relay processes deletion requests itself: khatru v0.19.1's
-// handler lets a kind 5 delete another kind 5 (undoing a deletion), and its
-// check for deleted events filters on "#e"/"#a", which match nothing.
+// handler lets a kind 5 delete another kind 5 (undoing a deletion), and
+// AddEvent's check for deleted events filters on "#e"/"#a", which the store
+// never indexes (and runs no query: the relay registers no QueryEvents hook).
 
 // deleteRequested deletes what an accepted deletion request names: events
 // by id, and replaceable or addressable events by address up to the
@@ -81,20 +82,6 @@ func parseAddress(a string) (kind int, pubkey, d string, ok bool) {
 		return 0, "", "", false
 	}
 	return kind, parts[1], parts[2], true
-}
-
-// rejectDeleted refuses events their author asked to delete, so they cannot
-// be published again.
-func (r *Relay) rejectDeleted(ctx context.Context, ev *nostr.Event) (bool, string) {
-	deleted, err := r.deleted(ctx, ev)
-	if err != nil {
-		r.log.Warn("NIP-09: looking up deletion requests", "event", ev.ID, "err", err)
-		return true, "error: could not check whether this event was deleted; try again"
-	}
-	if deleted {
-		return true, "blocked: this event was deleted by its author"
-	}
-	return false, ""
 }
 
 // deleted reports whether a stored deletion request of ev's author names it:

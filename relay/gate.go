@@ -5,15 +5,14 @@ import (
 	"errors"
 	"sync"
 	"time"
-
-	"github.com/nbd-wtf/go-nostr"
 )
 
 var errShuttingDown = errors.New("relay is shutting down")
 
-// gate counts store calls in flight. khatru runs each websocket message in
-// a goroutine of its own that nothing tracks, so without it a late message
-// could reach badger after it was closed.
+// gate counts store calls in flight: accept (every write) and gatedReader
+// (every read) hold it. A connection handles messages in goroutines that
+// nothing waits for (conn.spawn), and the services publish on their own, so
+// without it a late message could reach badger after it was closed.
 type gate struct {
 	mu     sync.Mutex
 	n      int
@@ -53,44 +52,5 @@ func (g *gate) close(ctx context.Context) {
 			return
 		case <-time.After(5 * time.Millisecond):
 		}
-	}
-}
-
-func gated(g *gate, f func(context.Context, *nostr.Event) error) func(context.Context, *nostr.Event) error {
-	return func(ctx context.Context, ev *nostr.Event) error {
-		if !g.enter() {
-			return errShuttingDown
-		}
-		defer g.exit()
-		return f(ctx, ev)
-	}
-}
-
-// gatedQuery holds the gate until the query's channel is drained and closed.
-func gatedQuery(g *gate, f func(context.Context, nostr.Filter) (chan *nostr.Event, error)) func(context.Context, nostr.Filter) (chan *nostr.Event, error) {
-	return func(ctx context.Context, filter nostr.Filter) (chan *nostr.Event, error) {
-		if !g.enter() {
-			return nil, errShuttingDown
-		}
-		ch, err := f(ctx, filter)
-		if err != nil {
-			g.exit()
-			return nil, err
-		}
-		out := make(chan *nostr.Event)
-		go func() {
-			defer g.exit()
-			defer close(out)
-			for ev := range ch {
-				select {
-				case out <- ev:
-				case <-ctx.Done():
-					for range ch { // let the store's goroutine finish its transaction
-					}
-					return
-				}
-			}
-		}()
-		return out, nil
 	}
 }

@@ -96,11 +96,8 @@ func TestNIP86TimeWindow(t *testing.T) {
 // banevent hides an event from REQ and COUNT without deleting it;
 // allowevent serves it again.
 func TestNIP86BanEventHides(t *testing.T) {
-	e := newEnv(t)
-	w := dialWire(t, e.url, 0)
 	sk, pk := newKey()
-	a, b := sign(t, sk, 1, "a"), sign(t, sk, 1, "b")
-	w.mustPublish(a, b)
+	e, w, a, b := twoNotes(t, sk)
 	mine := object{"authors": []string{pk}}
 
 	e.call(t, "banevent", a.ID, "illegal")
@@ -132,11 +129,8 @@ func TestNIP86BanEventHides(t *testing.T) {
 // when the ban is lifted (unbanpubkey) or lapses on its own. A banned
 // event likewise, until unbanevent.
 func TestBansHideWithoutDeleting(t *testing.T) {
-	e := newEnv(t)
-	w := dialWire(t, e.url, 0)
 	sk, pk := newKey()
-	a, b := sign(t, sk, 1, "a"), sign(t, sk, 1, "b")
-	w.mustPublish(a, b)
+	e, w, a, b := twoNotes(t, sk)
 	both := []string{a.ID, b.ID}
 	mine := object{"authors": []string{pk}}
 	byID := object{"ids": both}
@@ -452,11 +446,8 @@ func TestNIP86PubKeys(t *testing.T) {
 // Reported events wait in listeventsneedingmoderation until a moderator
 // bans or allows them; unbanevent and unallowevent undo that.
 func TestNIP86EventModeration(t *testing.T) {
-	e := newEnv(t)
-	w := dialWire(t, e.url, 0)
 	sk, pk := newKey()
-	a, b := sign(t, sk, 1, "a"), sign(t, sk, 1, "b")
-	w.mustPublish(a, b)
+	e, w, a, b := twoNotes(t, sk)
 	reporter, _ := newKey()
 	w.mustPublish(sign(t, reporter, 1984, "", nostr.Tag{"p", pk, "spam"}, nostr.Tag{"e", a.ID, "spam"}))
 	if _, err := e.svc.SubmitReport(context.Background(), banlist.NewReport{ReportedPubKey: pk, Reason: "illegal", EventIDs: []string{a.ID, b.ID}}); err != nil {

@@ -38,11 +38,3 @@ type Stats struct {
 type counters struct {
 	connectionsRefused, subscriptionsRefused, filterValuesRefused atomic.Uint64
 }
-
-// Stats reads the relay's figures; it takes three locks briefly.
-func (r *Relay) Stats() Stats {
-	return Stats{Clients: r.Clients(), Subscriptions: r.subs.len(), FilterValues: r.heldValues.total(),
-		ConnectionsRefused: r.counters.connectionsRefused.Load(), SubscriptionsRefused: r.counters.subscriptionsRefused.Load(),
-		FilterValuesRefused: r.counters.filterValuesRefused.Load(),
-		IPEventsRefused:     r.ipEvents.Refused(), AuthorEventsRefused: r.authorEvents.Refused()}
-}

@@ -1,9 +1,14 @@
-// Package relay is outpost's Nostr relay. khatru is its framework: the
-// hook slices (RejectEvent, StoreEvent, ...) and AddEvent, which runs them,
-// NIP-86 and the expiration manager. The websocket protocol is outpost's
-// own: message parsing, the subscription registry and broadcaster, and a
+// Package relay is outpost's Nostr relay. From khatru it takes its hook
+// slices (RejectEvent, StoreEvent, OnEventSaved, ...), AddEvent, which runs
+// them, the NIP-11 Info the services add to, and its HTTP handler for what
+// is left (CORS preflights, 404). The rest is outpost's own: the websocket
+// protocol (message parsing, the subscription registry and broadcaster, a
 // writer per connection with a bounded queue, so that one slow client holds
-// up no one and the limits below are enforced and advertised in NIP-11.
+// up no one and the limits below are enforced and advertised in NIP-11),
+// one admission for every event (admission.go), NIP-09, NIP-42, NIP-45,
+// NIP-77, the NIP-11 document and NIP-86 (nip86.go). khatru's NIP-40
+// expiration manager runs but never reaches the store (see New); expiry is
+// events.SweepExpired's.
 package relay
 
 import (
@@ -14,7 +19,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -22,9 +26,7 @@ import (
 	"github.com/fasthttp/websocket"
 	"github.com/fiatjaf/khatru"
 	"github.com/nbd-wtf/go-nostr"
-	"github.com/nbd-wtf/go-nostr/nip40"
 	"github.com/outpost-relay/outpost"
-	"github.com/outpost-relay/outpost/events"
 	"github.com/outpost-relay/outpost/httpapi"
 	"github.com/outpost-relay/outpost/policies"
 	"github.com/outpost-relay/outpost/ratelimit"
@@ -53,37 +55,6 @@ type Config struct {
 	PingInterval time.Duration // how often clients are pinged; one silent for 2.5 times this is dropped; 0: 30 s
 }
 
-// closedEvents is the answer of a query that finds nothing.
-var closedEvents = func() chan *nostr.Event {
-	ch := make(chan *nostr.Event)
-	close(ch)
-	return ch
-}()
-
-// rejectExpired refuses events whose NIP-40 expiration has passed, or is
-// not a unix timestamp: go-nostr reads one as "no expiration", so the event
-// would be kept forever although its author meant it to go.
-func rejectExpired(_ context.Context, ev *nostr.Event) (bool, string) {
-	for _, t := range ev.Tags {
-		if len(t) >= 1 && t[0] == "expiration" && !isTimestamp(t[1:]) {
-			return true, "invalid: the expiration tag must be a unix timestamp in seconds (NIP-40)"
-		}
-	}
-	if exp := nip40.GetExpiration(ev.Tags); exp != -1 && exp <= nostr.Now() {
-		return true, "invalid: this event has expired"
-	}
-	return false, ""
-}
-
-// isTimestamp reports whether a tag's values start with a base-10 integer.
-func isTimestamp(values []string) bool {
-	if len(values) == 0 {
-		return false
-	}
-	_, err := strconv.ParseInt(values[0], 10, 64)
-	return err == nil
-}
-
 // Relay serves Nostr over websocket (and NIP-11, NIP-86) on khatru's hooks.
 type Relay struct {
 	*khatru.Relay
@@ -97,7 +68,11 @@ type Relay struct {
 	operator string
 	limits   Limits
 	clientIP func(*http.Request) string
-	keys     keyCache // authors' parsed public keys, for verifySignature
+	keys     keyCache // authors' parsed public keys, for signatures
+
+	// banPolicies are the ban list's checks, which accept runs; the
+	// services add theirs to khatru's RejectEvent, which AddEvent runs.
+	banPolicies []func(context.Context, *nostr.Event) (bool, string)
 
 	upgrader     websocket.Upgrader
 	subs         *registry
@@ -149,34 +124,24 @@ func New(cfg Config) *Relay {
 
 	ev := cfg.Store.Events
 	r.events = gatedReader{g: &r.gate, er: ev}
-	rl.StoreEvent = append(rl.StoreEvent, gated(&r.gate, ev.SaveEvent))
-	rl.DeleteEvent = append(rl.DeleteEvent, gated(&r.gate, ev.DeleteEvent))
-	rl.ReplaceEvent = append(rl.ReplaceEvent, gated(&r.gate, ev.ReplaceEvent))
-	// khatru's AddEvent and expiration manager read through QueryEvents;
-	// the store has no limit of its own.
-	query := gatedQuery(&r.gate, func(ctx context.Context, f nostr.Filter) (chan *nostr.Event, error) {
-		if f.Limit <= 0 || f.Limit > limits.MaxLimit {
-			f.Limit = limits.MaxLimit
-		}
-		return ev.QueryEvents(ctx, f)
-	})
-	rl.QueryEvents = append(rl.QueryEvents, func(ctx context.Context, f nostr.Filter) (chan *nostr.Event, error) {
-		// AddEvent asks, of every event, for deletion requests with "#e"
-		// (and "#a") tags: names the store never indexes, so the query would
-		// find nothing (rejectDeleted has checked). Say so without a
-		// transaction and the two goroutines a query takes.
-		if events.MatchesNothing(f) {
-			return closedEvents, nil
-		}
-		return query(ctx, f)
-	})
+	// accept holds the gate while AddEvent and NIP-09 call these.
+	rl.StoreEvent = append(rl.StoreEvent, ev.SaveEvent)
+	rl.DeleteEvent = append(rl.DeleteEvent, ev.DeleteEvent)
+	rl.ReplaceEvent = append(rl.ReplaceEvent, ev.ReplaceEvent)
+	// No QueryEvents hook, on purpose. khatru.NewRelay starts its NIP-40
+	// expiration manager, a goroutine nothing can stop: an hour on it scans
+	// the whole store (QueryEvents(Filter{})), then deletes what expires,
+	// both through the QueryEvents hooks. With none it never reads the
+	// store; expiry is events.SweepExpired's (outpost serve runs it).
+	// AddEvent still hands it each expiring event it stores, kept in memory
+	// until its time. AddEvent's own queries (deletion requests by "#e" and
+	// "#a", which the store never indexes) run none either; accept checks
+	// deletions itself.
 
 	if cfg.BanList != nil {
 		cfg.BanList.WatchIPs(r.expelBlocked)
 	}
-	rl.RejectEvent = append(rl.RejectEvent, rejectExpired)
-	rl.RejectEvent = append(rl.RejectEvent, banPolicies(cfg.BanList)...)
-	rl.RejectEvent = append(rl.RejectEvent, r.rejectDeleted)
+	r.banPolicies = banPolicies(cfg.BanList)
 
 	rl.Info.Name = cfg.Name
 	rl.Info.Description = cfg.Description
@@ -185,22 +150,6 @@ func New(cfg Config) *Relay {
 	rl.Info.Version = outpost.Version
 	rl.Info.SupportedNIPs = nil // the NIP-11 handler adds the ones served here
 	return r
-}
-
-// Publish stores an event the service made itself and sends it to matching
-// subscriptions. It skips the write policies (the service's own events, e.g.
-// reports quoting abusive text, must not be refused by them) and never waits
-// for a subscriber.
-func (r *Relay) Publish(ctx context.Context, ev *nostr.Event) error {
-	if !r.gate.enter() {
-		return errShuttingDown
-	}
-	defer r.gate.exit()
-	if err := r.store.Events.SaveEvent(ctx, ev); err != nil {
-		return err
-	}
-	r.broadcast(ev)
-	return nil
 }
 
 // ServeHTTP serves websocket, NIP-11 and NIP-86 requests.
@@ -383,4 +332,12 @@ func (r *Relay) Clients() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return len(r.clients)
+}
+
+// Stats reads the relay's figures; it takes three locks briefly.
+func (r *Relay) Stats() Stats {
+	return Stats{Clients: r.Clients(), Subscriptions: r.subs.len(), FilterValues: r.heldValues.total(),
+		ConnectionsRefused: r.counters.connectionsRefused.Load(), SubscriptionsRefused: r.counters.subscriptionsRefused.Load(),
+		FilterValuesRefused: r.counters.filterValuesRefused.Load(),
+		IPEventsRefused:     r.ipEvents.Refused(), AuthorEventsRefused: r.authorEvents.Refused()}
 }

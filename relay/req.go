@@ -127,33 +127,6 @@ func (c *conn) sendStored(s *sub, filters nostr.Filters) bool {
 	return true
 }
 
-// sentIDs are the raw ids of the stored events a REQ sent. They are only
-// listed until a second filter or an event that arrived meanwhile asks
-// whether one was sent: most REQs have one filter and nothing arrives, and
-// a set would cost a map grown to the limit on every one of them.
-type sentIDs struct {
-	list [][32]byte
-	set  map[[32]byte]struct{}
-}
-
-func (s *sentIDs) add(id [32]byte) {
-	s.list = append(s.list, id)
-	if s.set != nil {
-		s.set[id] = struct{}{}
-	}
-}
-
-func (s *sentIDs) has(id [32]byte) bool {
-	if s.set == nil {
-		s.set = make(map[[32]byte]struct{}, len(s.list))
-		for _, id := range s.list {
-			s.set[id] = struct{}{}
-		}
-	}
-	_, ok := s.set[id]
-	return ok
-}
-
 // storedFrames queues a REQ's stored events about batchBytes at a time:
 // one lock and one wake-up of the writer per batch, which then writes it
 // in one piece, rather than per event. The events' JSON (raw is valid only

@@ -14,13 +14,13 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 )
 
-// verifySignature agrees with go-nostr's CheckSignature on every event whose
+// keyCache.verify agrees with go-nostr's CheckSignature on every event whose
 // id is its hash: good ones, and ones whose signature, pubkey or content was
 // tampered with (the id then recomputed, so that only the signature can
 // tell); and a key that shares a cache slot with another is never mistaken
 // for it.
 func TestVerifySignature(t *testing.T) {
-	r := &Relay{}
+	r := &keyCache{}
 	// Keys two by two in the same cache slot.
 	type key struct{ sk, pk string }
 	var a, b key
@@ -29,7 +29,7 @@ func TestVerifySignature(t *testing.T) {
 		sk := nostr.GeneratePrivateKey()
 		pk, _ := nostr.GetPublicKey(sk)
 		raw, _ := hex.DecodeString(pk)
-		slot := binary.LittleEndian.Uint16(raw) % uint16(len(r.keys.slots))
+		slot := binary.LittleEndian.Uint16(raw) % uint16(len(r.slots))
 		if other, ok := slots[slot]; ok {
 			a, b = other, key{sk, pk}
 		}
@@ -68,18 +68,18 @@ func TestVerifySignature(t *testing.T) {
 			t.Fatalf("%s: the case's id is not its hash", name)
 		}
 		want, _ := ev.CheckSignature()
-		if got := r.verifySignature(&ev); got != want {
-			t.Errorf("%s: verifySignature %v, go-nostr's CheckSignature %v", name, got, want)
+		if got := r.verify(&ev); got != want {
+			t.Errorf("%s: keyCache.verify %v, go-nostr's CheckSignature %v", name, got, want)
 		}
 	}
 	for _, name := range []string{"a", "b, same slot as a", "a again, after b took it"} {
-		if ev := cases[name]; !r.verifySignature(&ev) {
+		if ev := cases[name]; !r.verify(&ev) {
 			t.Errorf("%s: a good signature refused", name)
 		}
 	}
 }
 
-// verifySignature gives BIP-340's own answer for each of its test vectors
+// keyCache.verify gives BIP-340's own answer for each of its test vectors
 // (bitcoin/bips, bip-0340/test-vectors.csv; all have 32-byte messages, as an
 // event id is): R with an odd y, R at infinity, r and s at the field's size
 // and the order, public keys off the curve or over the field.
@@ -96,19 +96,19 @@ func TestVerifySignatureBIP340Vectors(t *testing.T) {
 	if len(rows) != 16 {
 		t.Fatalf("%d rows, want a header and 15 vectors", len(rows))
 	}
-	r := &Relay{}
+	r := &keyCache{}
 	for _, row := range rows[1:] {
 		ev := nostr.Event{PubKey: strings.ToLower(row[2]), ID: strings.ToLower(row[4]), Sig: strings.ToLower(row[5])}
-		if got, want := r.verifySignature(&ev), row[6] == "TRUE"; got != want {
-			t.Errorf("vector %s (%s): verifySignature %v, BIP-340 says %v", row[0], row[7], got, want)
+		if got, want := r.verify(&ev), row[6] == "TRUE"; got != want {
+			t.Errorf("vector %s (%s): keyCache.verify %v, BIP-340 says %v", row[0], row[7], got, want)
 		}
 	}
 }
 
 // On good signatures and on ones with a random byte of the id, pubkey or
-// signature changed, verifySignature agrees with btcec's BIP-340 Verify.
+// signature changed, keyCache.verify agrees with btcec's BIP-340 Verify.
 func TestVerifySignatureAgreesWithBtcec(t *testing.T) {
-	r := &Relay{}
+	r := &keyCache{}
 	rng := rand.New(rand.NewPCG(1, 2))
 	keys := make([]string, 20)
 	for i := range keys {
@@ -134,8 +134,8 @@ func TestVerifySignatureAgreesWithBtcec(t *testing.T) {
 		if want {
 			valid++
 		}
-		if got := r.verifySignature(&ev); got != want {
-			t.Fatalf("case %d: verifySignature %v, btcec %v (%s %s %s)", i, got, want, ev.ID, ev.PubKey, ev.Sig)
+		if got := r.verify(&ev); got != want {
+			t.Fatalf("case %d: keyCache.verify %v, btcec %v (%s %s %s)", i, got, want, ev.ID, ev.PubKey, ev.Sig)
 		}
 	}
 	if valid != 200 {
@@ -145,7 +145,7 @@ func TestVerifySignatureAgreesWithBtcec(t *testing.T) {
 
 // Many goroutines verifying the events of a few authors share the cache.
 func TestVerifySignatureConcurrent(t *testing.T) {
-	r := &Relay{}
+	r := &keyCache{}
 	var events []nostr.Event
 	for range 8 {
 		sk := nostr.GeneratePrivateKey()
@@ -160,7 +160,7 @@ func TestVerifySignatureConcurrent(t *testing.T) {
 		wg.Go(func() {
 			for i := range events {
 				ev := events[(i+g)%len(events)]
-				if !r.verifySignature(&ev) {
+				if !r.verify(&ev) {
 					t.Errorf("event %d refused", i)
 				}
 			}
@@ -180,9 +180,9 @@ func BenchmarkVerifySignature(b *testing.B) {
 		events = append(events, ev)
 	}
 	b.Run("outpost", func(b *testing.B) {
-		r := &Relay{}
+		r := &keyCache{}
 		for i := 0; b.Loop(); i++ {
-			if !r.verifySignature(&events[i%len(events)]) {
+			if !r.verify(&events[i%len(events)]) {
 				b.Fatal("refused")
 			}
 		}

@@ -87,6 +87,33 @@ func (s *sub) goLive(sent *sentIDs) {
 	}
 }
 
+// sentIDs are the raw ids of the stored events a REQ sent. They are only
+// listed until a second filter or an event that arrived meanwhile asks
+// whether one was sent: most REQs have one filter and nothing arrives, and
+// a set would cost a map grown to the limit on every one of them.
+type sentIDs struct {
+	list [][32]byte
+	set  map[[32]byte]struct{}
+}
+
+func (s *sentIDs) add(id [32]byte) {
+	s.list = append(s.list, id)
+	if s.set != nil {
+		s.set[id] = struct{}{}
+	}
+}
+
+func (s *sentIDs) has(id [32]byte) bool {
+	if s.set == nil {
+		s.set = make(map[[32]byte]struct{}, len(s.list))
+		for _, id := range s.list {
+			s.set[id] = struct{}{}
+		}
+	}
+	_, ok := s.set[id]
+	return ok
+}
+
 // close ends the subscription: no more events, and its stored-event query stops.
 func (s *sub) close() {
 	s.cancel()
