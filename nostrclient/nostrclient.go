@@ -128,6 +128,15 @@ func (c *Conn) Send(ctx context.Context, msg ...any) error {
 	return c.ws.WriteMessage(websocket.TextMessage, b)
 }
 
+// Req opens subscription sub for filters.
+func (c *Conn) Req(ctx context.Context, sub string, filters ...nostr.Filter) error {
+	msg := []any{"REQ", sub}
+	for _, f := range filters {
+		msg = append(msg, f)
+	}
+	return c.Send(ctx, msg...)
+}
+
 // alive gives the relay another PingEvery+PongWait to say something.
 func (c *Conn) alive() {
 	c.ws.SetReadDeadline(time.Now().Add(c.opt.PingEvery + c.opt.PongWait))

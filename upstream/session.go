@@ -308,7 +308,7 @@ func (ss *session) query(ctx context.Context, f nostr.Filter) (pageStats, error)
 		delete(ss.subs, sub)
 		ss.page = pageStats{}
 	}()
-	if err := ss.c.Send(ctx, "REQ", sub, f); err != nil {
+	if err := ss.c.Req(ctx, sub, f); err != nil {
 		return pageStats{}, err
 	}
 	for {
@@ -356,7 +356,7 @@ func (ss *session) subscribe(ctx context.Context, start time.Time) error {
 		sub := "live-" + strconv.Itoa(i/filtersPerREQ)
 		ss.subs[sub] = chunk
 		waiting[sub] = true
-		if err := ss.c.Send(ctx, append([]any{"REQ", sub}, anySlice(chunk)...)...); err != nil {
+		if err := ss.c.Req(ctx, sub, chunk...); err != nil {
 			return err
 		}
 	}
@@ -387,11 +387,3 @@ func (ss *session) follow(ctx context.Context) error {
 }
 
 func isLive(sub string) bool { return strings.HasPrefix(sub, "live-") }
-
-func anySlice(fs []nostr.Filter) []any {
-	out := make([]any, len(fs))
-	for i, f := range fs {
-		out[i] = f
-	}
-	return out
-}
