@@ -52,7 +52,7 @@ type Conn struct {
 	in   chan Message
 	err  error // why reading stopped; set before in is closed
 	wmu  sync.Mutex
-	stop func() bool
+	stop context.CancelFunc
 }
 
 // Dial connects to url (ws:// or wss://). The connection ends when ctx
@@ -76,11 +76,10 @@ func Dial(ctx context.Context, url string, opt Options) (*Conn, error) {
 	}
 	ws.SetReadLimit(opt.ReadLimit)
 	c := &Conn{ws: ws, opt: opt, in: make(chan Message, 64)}
-	ctx, cancel := context.WithCancel(ctx)
-	c.stop = context.AfterFunc(ctx, func() { ws.Close() })
-	c.alive()
+	ctx, c.stop = context.WithCancel(ctx)
+	context.AfterFunc(ctx, func() { ws.Close() })
 	ws.SetPongHandler(func(string) error { c.alive(); return nil })
-	go c.read(ctx, cancel)
+	go c.read(ctx)
 	go c.keepalive(ctx)
 	return c, nil
 }
@@ -142,16 +141,16 @@ func (c *Conn) alive() {
 	c.ws.SetReadDeadline(time.Now().Add(c.opt.PingEvery + c.opt.PongWait))
 }
 
-func (c *Conn) read(ctx context.Context, cancel context.CancelFunc) {
+func (c *Conn) read(ctx context.Context) {
 	defer close(c.in)
-	defer cancel() // ends keepalive and closes the connection
+	defer c.stop() // ends keepalive and closes the connection
 	for {
+		c.alive() // (the time our reader spends on a message is not the relay's)
 		_, data, err := c.ws.ReadMessage()
 		if err != nil {
 			c.err = cmp.Or(ctx.Err(), err)
 			return
 		}
-		c.alive()
 		m, ok := parse(data)
 		if !ok {
 			continue
