@@ -136,6 +136,23 @@ func (c *Conn) Req(ctx context.Context, sub string, filters ...nostr.Filter) err
 	return c.Send(ctx, msg...)
 }
 
+// Publish sends ev and waits for the relay's OK for it (what comes before
+// it is dropped); reason is the OK's message.
+func (c *Conn) Publish(ctx context.Context, ev *nostr.Event) (ok bool, reason string, err error) {
+	if err := c.Send(ctx, "EVENT", ev); err != nil {
+		return false, "", err
+	}
+	for {
+		m, err := c.Next(ctx)
+		if err != nil {
+			return false, "", err
+		}
+		if m.Label == "OK" && m.Sub == ev.ID {
+			return m.OK, m.Text, nil
+		}
+	}
+}
+
 // alive gives the relay another PingEvery+PongWait to say something.
 func (c *Conn) alive() {
 	c.ws.SetReadDeadline(time.Now().Add(c.opt.PingEvery + c.opt.PongWait))

@@ -89,7 +89,9 @@ func (o *Outbox) deliver(ctx context.Context, relay string) error {
 		batch := maps.Clone(o.pending[relay])
 		o.mu.Unlock()
 		for addr, ev := range batch {
-			ok, reason, err := send(ctx, c, ev)
+			sctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+			ok, reason, err := c.Publish(sctx, ev)
+			cancel()
 			if err != nil {
 				return err
 			}
@@ -113,24 +115,6 @@ func (o *Outbox) deliver(ctx context.Context, relay string) error {
 			if !open {
 				return c.Err()
 			}
-		}
-	}
-}
-
-// send writes ["EVENT", ev] and reads until the relay's OK for it.
-func send(ctx context.Context, c *nostrclient.Conn, ev *nostr.Event) (ok bool, reason string, err error) {
-	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-	defer cancel()
-	if err := c.Send(ctx, "EVENT", ev); err != nil {
-		return false, "", err
-	}
-	for {
-		m, err := c.Next(ctx)
-		if err != nil {
-			return false, "", err
-		}
-		if m.Label == "OK" && m.Sub == ev.ID {
-			return m.OK, m.Text, nil
 		}
 	}
 }
