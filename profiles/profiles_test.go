@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/coder/websocket"
+	"github.com/fasthttp/websocket"
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/outpost-relay/outpost/policies"
 	"github.com/outpost-relay/outpost/profiles"
@@ -100,18 +100,19 @@ func TestHostileRelay(t *testing.T) {
 	future := signAt(t, sk, 0, `{"name":"from the future"}`, time.Now().Add(24*time.Hour))
 	other := signAt(t, nostr.GeneratePrivateKey(), 0, `{"name":"other"}`, time.Now())
 	hostile := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		c, err := websocket.Accept(w, r, nil)
+		var up websocket.Upgrader
+		c, err := up.Upgrade(w, r, nil)
 		if err != nil {
 			return
 		}
-		defer c.CloseNow()
-		c.Read(r.Context())
+		defer c.Close()
+		c.ReadMessage()
 		send := func(v any) {
 			b, _ := json.Marshal(v)
-			c.Write(r.Context(), websocket.MessageText, b)
+			c.WriteMessage(websocket.TextMessage, b)
 		}
-		c.Write(r.Context(), websocket.MessageText, []byte(`not json at all`))
-		c.Write(r.Context(), websocket.MessageText, []byte(`["EVENT"`))
+		c.WriteMessage(websocket.TextMessage, []byte(`not json at all`))
+		c.WriteMessage(websocket.TextMessage, []byte(`["EVENT"`))
 		send([]any{"NOTICE", "hi"})
 		send([]any{"EVENT", "another-sub", good})
 		for _, ev := range []nostr.Event{forged, reid, future, other, good} {

@@ -4,11 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
-	"time"
 
-	"github.com/coder/websocket"
 	"github.com/nbd-wtf/go-nostr"
+	"github.com/outpost-relay/outpost/nostrclient"
 )
 
 // maxEvents and maxMessage bound what one relay can make us hold.
@@ -17,67 +15,39 @@ const (
 	maxMessage = 512 << 10
 )
 
-var wsClient = &http.Client{Timeout: 10 * time.Second}
-
 // queryRelay sends one REQ and collects events until EOSE, CLOSED or ctx
-// ends. It is a minimal client on purpose: go-nostr's Relay races with
-// itself when its connection ends, and a REQ-until-EOSE needs none of its
-// machinery. Events are returned unverified.
+// ends. Events are returned unverified.
 func queryRelay(ctx context.Context, url string, filters nostr.Filters) (events []*nostr.Event, err error) {
-	c, _, err := websocket.Dial(ctx, url, &websocket.DialOptions{HTTPClient: wsClient})
+	c, err := nostrclient.Dial(ctx, url, nostrclient.Options{ReadLimit: maxMessage})
 	if err != nil {
 		return nil, err
 	}
-	defer c.CloseNow()
-	c.SetReadLimit(maxMessage)
+	defer c.Close()
 	const sub = "outpost-profile"
-	req, err := nostr.ReqEnvelope{SubscriptionID: sub, Filters: filters}.MarshalJSON()
-	if err != nil {
-		return nil, err
-	}
-	if err := c.Write(ctx, websocket.MessageText, req); err != nil {
+	if err := c.Req(ctx, sub, filters...); err != nil {
 		return nil, err
 	}
 	for {
-		_, data, err := c.Read(ctx)
+		m, err := c.Next(ctx)
 		if err != nil {
 			return events, err
 		}
-		switch env := parse(data).(type) {
-		case *nostr.EventEnvelope:
-			if env.SubscriptionID != nil && *env.SubscriptionID == sub {
-				ev := env.Event
-				events = append(events, &ev)
+		if m.Sub != sub {
+			continue
+		}
+		switch m.Label {
+		case "EVENT":
+			if m.Event != nil {
+				events = append(events, m.Event)
 				if len(events) >= maxEvents {
 					return events, errors.New("too many events")
 				}
 			}
-		case *nostr.EOSEEnvelope:
-			if string(*env) == sub {
-				closeMsg, _ := nostr.CloseEnvelope(sub).MarshalJSON()
-				// No close handshake: it could wait on the relay for
-				// seconds past our deadline. CloseNow (deferred) is enough.
-				c.Write(ctx, websocket.MessageText, closeMsg)
-				return events, nil
-			}
-		case *nostr.ClosedEnvelope:
-			if env.SubscriptionID == sub {
-				return events, fmt.Errorf("relay closed the subscription: %s", env.Reason)
-			}
+		case "EOSE":
+			c.Send(ctx, "CLOSE", sub)
+			return events, nil
+		case "CLOSED":
+			return events, fmt.Errorf("relay closed the subscription: %s", m.Text)
 		}
 	}
-}
-
-// parse guards go-nostr's envelope parser against input it was not built for.
-func parse(data []byte) (env nostr.Envelope) {
-	defer func() {
-		if recover() != nil {
-			env = nil
-		}
-	}()
-	env, err := nostr.NewMessageParser().ParseMessage(string(data))
-	if err != nil {
-		return nil
-	}
-	return env
 }

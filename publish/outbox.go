@@ -3,16 +3,14 @@ package publish
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
-	"net/http"
+	"maps"
 	"sync"
 	"time"
 
-	"github.com/coder/websocket"
 	"github.com/nbd-wtf/go-nostr"
-	"github.com/tidwall/gjson"
+	"github.com/outpost-relay/outpost/nostrclient"
 )
 
 // Outbox forwards the events outpost signs to other relays. Only the latest
@@ -61,8 +59,9 @@ func (o *Outbox) Run(ctx context.Context) {
 	var wg sync.WaitGroup
 	for _, r := range o.relays {
 		wg.Go(func() {
-			backoff := time.Second
+			var b nostrclient.Backoff
 			for ctx.Err() == nil {
+				b.Start()
 				err := o.deliver(ctx, r)
 				if ctx.Err() != nil {
 					return
@@ -70,36 +69,29 @@ func (o *Outbox) Run(ctx context.Context) {
 				o.log.Info("publish: relay unreachable", "relay", r, "err", err)
 				select {
 				case <-ctx.Done():
-				case <-time.After(backoff):
+				case <-time.After(b.Next()):
 				}
-				backoff = min(2*backoff, time.Minute)
 			}
 		})
 	}
 	wg.Wait()
 }
 
-var outboxClient = &http.Client{Timeout: 30 * time.Second}
-
 // deliver keeps one connection to relay and sends what is pending.
 func (o *Outbox) deliver(ctx context.Context, relay string) error {
-	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	ws, _, err := websocket.Dial(dctx, relay, &websocket.DialOptions{HTTPClient: outboxClient})
-	cancel()
+	c, err := nostrclient.Dial(ctx, relay, nostrclient.Options{})
 	if err != nil {
 		return err
 	}
-	defer ws.CloseNow()
-	ws.SetReadLimit(1 << 20)
+	defer c.Close()
 	for {
 		o.mu.Lock()
-		batch := make(map[string]*nostr.Event, len(o.pending[relay]))
-		for k, ev := range o.pending[relay] {
-			batch[k] = ev
-		}
+		batch := maps.Clone(o.pending[relay])
 		o.mu.Unlock()
 		for addr, ev := range batch {
-			ok, reason, err := send(ctx, ws, ev)
+			sctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+			ok, reason, err := c.Publish(sctx, ev)
+			cancel()
 			if err != nil {
 				return err
 			}
@@ -116,37 +108,13 @@ func (o *Outbox) deliver(ctx context.Context, relay string) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-o.wake[relay]:
-		case <-time.After(time.Minute):
-			pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-			err := ws.Ping(pctx)
-			cancel()
-			if err != nil {
-				return err
+		case _, open := <-c.Messages():
+			// Nothing was asked: what the relay says is dropped. The
+			// channel closes when the connection ends (nostrclient hangs
+			// up on a relay that stops answering its pings).
+			if !open {
+				return c.Err()
 			}
-		}
-	}
-}
-
-// send writes ["EVENT", ev] and reads until the relay's OK for it.
-func send(ctx context.Context, ws *websocket.Conn, ev *nostr.Event) (ok bool, reason string, err error) {
-	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-	defer cancel()
-	msg, _ := json.Marshal([]any{"EVENT", ev})
-	if err := ws.Write(ctx, websocket.MessageText, msg); err != nil {
-		return false, "", err
-	}
-	for {
-		_, data, err := ws.Read(ctx)
-		if err != nil {
-			return false, "", err
-		}
-		arr := gjson.ParseBytes(data).Array()
-		if len(arr) >= 3 && arr[0].String() == "OK" && arr[1].String() == ev.ID {
-			reason := ""
-			if len(arr) > 3 {
-				reason = arr[3].String()
-			}
-			return arr[2].Bool(), reason, nil
 		}
 	}
 }

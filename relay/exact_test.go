@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/coder/websocket"
+	"github.com/fasthttp/websocket"
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/outpost-relay/outpost/relay/relaytest"
 )
@@ -22,17 +22,18 @@ func rawQuery(t *testing.T, url string, f nostr.Filter) []string {
 	t.Cleanup(p.Freeze)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	conn, _, err := websocket.Dial(ctx, "ws://"+p.Addr(), nil)
+	conn, _, err := websocket.DefaultDialer.DialContext(ctx, "ws://"+p.Addr(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	req, _ := json.Marshal([]any{"REQ", "raw", f})
-	if err := conn.Write(ctx, websocket.MessageText, req); err != nil {
+	if err := conn.WriteMessage(websocket.TextMessage, req); err != nil {
 		t.Fatal(err)
 	}
+	conn.SetReadDeadline(time.Now().Add(10 * time.Second))
 	var ids []string
 	for {
-		_, msg, err := conn.Read(ctx)
+		_, msg, err := conn.ReadMessage()
 		if err != nil {
 			t.Fatalf("waiting for EOSE: %v", err)
 		}

@@ -5,31 +5,25 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/coder/websocket"
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/nbd-wtf/go-nostr/nip77/negentropy"
 	"github.com/nbd-wtf/go-nostr/nip77/negentropy/storage/vector"
 	"github.com/outpost-relay/outpost/events"
-	"github.com/tidwall/gjson"
+	"github.com/outpost-relay/outpost/nostrclient"
 )
 
-// A session is one connection to an upstream relay. It is our own small
-// client on purpose: go-nostr's Relay (and its NIP-77 sync built on it)
-// races with itself when a connection ends, and ends of connections are
-// what this package must survive. go-nostr's negentropy package does the
-// reconciliation itself.
+// A session is one connection to an upstream relay, through nostrclient
+// rather than go-nostr's Relay, whose NIP-77 sync races with itself when a
+// connection ends. go-nostr's negentropy package does the reconciliation
+// itself.
 type session struct {
 	s    *Syncer
 	r    *relayState
-	ws   *websocket.Conn
-	in   chan []byte
-	err  error // why reading stopped; set before in is closed
+	c    *nostrclient.Conn
 	subs map[string]nostr.Filters
 	seq  int
 	page pageStats // of the subscription being paged through
@@ -43,15 +37,13 @@ type pageStats struct {
 }
 
 const (
-	maxMessage    = 1 << 20 // one relay message
-	negFrameLimit = 60_000  // bytes of one NEG-MSG we send
-	idsPerREQ     = 200     // ids fetched per REQ after a reconciliation
-	pageLimit     = 500     // limit of one REQ page when catching up without NIP-77
+	negFrameLimit = 60_000 // bytes of one NEG-MSG we send
+	idsPerREQ     = 200    // ids fetched per REQ after a reconciliation
+	pageLimit     = 500    // limit of one REQ page when catching up without NIP-77
 	maxPages      = 2_000
 	overlap       = 10 * time.Minute // REQ catch-up pages go back this far before the last catch-up
 	skew          = time.Minute      // the live subscription's since goes back this far: clocks differ
 	filtersPerREQ = 10
-	pingEvery     = 30 * time.Second
 )
 
 var (
@@ -59,24 +51,15 @@ var (
 	errNoNegentropy = errors.New("the relay does not speak NIP-77")
 )
 
-var wsClient = &http.Client{Timeout: 30 * time.Second}
-
 // session connects to r and follows it until the connection fails or ctx
 // ends; caughtUp reports that at least one catch-up completed.
 func (s *Syncer) session(ctx context.Context, r *relayState) (caughtUp bool, err error) {
-	dctx, cancel := context.WithTimeout(ctx, s.cfg.DialTimeout)
-	ws, _, err := websocket.Dial(dctx, r.url, &websocket.DialOptions{HTTPClient: wsClient})
-	cancel()
+	c, err := nostrclient.Dial(ctx, r.url, nostrclient.Options{DialTimeout: s.cfg.DialTimeout})
 	if err != nil {
 		return false, err
 	}
-	defer ws.CloseNow()
-	ws.SetReadLimit(maxMessage)
-	ctx, stop := context.WithCancel(ctx)
-	defer stop()
-	ss := &session{s: s, r: r, ws: ws, in: make(chan []byte, 64), subs: map[string]nostr.Filters{}}
-	go ss.read(ctx)
-	go ss.keepalive(ctx)
+	defer c.Close()
+	ss := &session{s: s, r: r, c: c, subs: map[string]nostr.Filters{}}
 	r.setConnected(true)
 	s.cfg.Log.Info("upstream: connected", "relay", r.url)
 	for {
@@ -97,68 +80,15 @@ func (s *Syncer) session(ctx context.Context, r *relayState) (caughtUp bool, err
 	}
 }
 
-func (ss *session) read(ctx context.Context) {
-	defer close(ss.in)
-	for {
-		_, data, err := ss.ws.Read(ctx)
-		if err != nil {
-			ss.err = err
-			return
-		}
-		select {
-		case ss.in <- data:
-		case <-ctx.Done():
-			ss.err = ctx.Err()
-			return
-		}
-	}
-}
-
-// keepalive pings the relay; one that does not answer is hung up on, which
-// ends the session (a relay that vanished without closing the connection).
-func (ss *session) keepalive(ctx context.Context) {
-	t := time.NewTicker(pingEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			pctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-			err := ss.ws.Ping(pctx)
-			cancel()
-			if err != nil && ctx.Err() == nil {
-				ss.ws.CloseNow()
-				return
-			}
-		}
-	}
-}
-
-func (ss *session) send(ctx context.Context, msg ...any) error {
-	b, err := json.Marshal(msg)
-	if err != nil {
-		return err
-	}
-	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	return ss.ws.Write(wctx, websocket.MessageText, b)
-}
-
 func (ss *session) newSub(prefix string) string {
 	ss.seq++
 	return prefix + "-" + strconv.Itoa(ss.seq)
 }
 
-// message is a relay message other than EVENT.
-type message struct {
-	label, sub, text string
-}
-
 // next returns the relay's next message other than an EVENT, taking the
 // EVENTs that come first in as they come. It gives up when the relay has
 // sent nothing for idle (0: no such limit) or at until (zero: never).
-func (ss *session) next(ctx context.Context, idle time.Duration, until time.Time) (message, error) {
+func (ss *session) next(ctx context.Context, idle time.Duration, until time.Time) (nostrclient.Message, error) {
 	wait := func() time.Duration {
 		d := time.Until(until)
 		if until.IsZero() || (idle > 0 && idle < d) {
@@ -170,51 +100,36 @@ func (ss *session) next(ctx context.Context, idle time.Duration, until time.Time
 	defer timer.Stop()
 	for {
 		select {
-		case data, ok := <-ss.in:
+		case m, ok := <-ss.c.Messages():
 			timer.Reset(wait())
 			if !ok {
-				if ss.err == nil {
-					return message{}, io.EOF
-				}
-				return message{}, ss.err
+				return m, ss.c.Err()
 			}
-			arr := gjson.ParseBytes(data).Array()
-			if len(arr) < 2 {
-				continue
+			if _, ours := ss.subs[m.Sub]; ours && m.Label == "CLOSED" && isLive(m.Sub) {
+				return m, fmt.Errorf("the relay closed the live subscription: %s", m.Text)
 			}
-			m := message{label: arr[0].String(), sub: arr[1].String()}
-			if len(arr) > 2 {
-				m.text = arr[2].String()
-			}
-			if m.label == "NOTICE" {
-				m.sub, m.text = "", arr[1].String()
-			}
-			if _, ours := ss.subs[m.sub]; ours && m.label == "CLOSED" && isLive(m.sub) {
-				return message{}, fmt.Errorf("the relay closed the live subscription: %s", m.text)
-			}
-			if m.label != "EVENT" || len(arr) < 3 {
+			if m.Label != "EVENT" {
 				return m, nil
 			}
-			if err := ss.event(ctx, m.sub, arr[2].Raw); err != nil {
-				return message{}, err
+			if err := ss.event(ctx, m.Sub, m.Event); err != nil {
+				return m, err
 			}
 		case <-timer.C:
-			return message{}, errTimeout
+			return nostrclient.Message{}, errTimeout
 		case <-ctx.Done():
-			return message{}, ctx.Err()
+			return nostrclient.Message{}, ctx.Err()
 		}
 	}
 }
 
 // event takes in an EVENT of one of our subscriptions; an event none of its
 // filters asked for is skipped (a relay may send anything).
-func (ss *session) event(ctx context.Context, sub, raw string) error {
+func (ss *session) event(ctx context.Context, sub string, ev *nostr.Event) error {
 	filters, ok := ss.subs[sub]
 	if !ok {
 		return nil
 	}
-	var ev nostr.Event
-	if err := json.Unmarshal([]byte(raw), &ev); err != nil || !filters.Match(&ev) {
+	if ev == nil || !filters.Match(ev) {
 		ss.r.count(func(c *Counters) { c.Received++; c.Skipped++ })
 		return nil
 	}
@@ -224,7 +139,7 @@ func (ss *session) event(ctx context.Context, sub, raw string) error {
 			ss.page.oldest = ev.CreatedAt
 		}
 	}
-	return ss.s.take(ctx, ss.r, &ev)
+	return ss.s.take(ctx, ss.r, ev)
 }
 
 // catchUp brings every filter up to date: by NIP-77 while the relay speaks
@@ -314,7 +229,7 @@ func (ss *session) reconcile(ctx context.Context, f nostr.Filter) ([]string, err
 // negotiate exchanges NEG messages until the reconciliation is complete.
 func (ss *session) negotiate(ctx context.Context, f nostr.Filter, neg *negentropy.Negentropy) (complete bool, err error) {
 	sub := ss.newSub("neg")
-	if err := ss.send(ctx, "NEG-OPEN", sub, f, neg.Start()); err != nil {
+	if err := ss.c.Send(ctx, "NEG-OPEN", sub, f, neg.Start()); err != nil {
 		return false, err
 	}
 	answered := false
@@ -327,24 +242,24 @@ func (ss *session) negotiate(ctx context.Context, f nostr.Filter, neg *negentrop
 			return false, err
 		}
 		switch {
-		case m.label == "NOTICE" && !answered:
-			return false, fmt.Errorf("%w: %s", errNoNegentropy, m.text)
-		case m.sub != sub:
+		case m.Label == "NOTICE" && !answered:
+			return false, fmt.Errorf("%w: %s", errNoNegentropy, m.Text)
+		case m.Sub != sub:
 			continue
-		case m.label == "NEG-ERR", m.label == "NEG-ERROR", m.label == "CLOSED":
-			return false, fmt.Errorf("%w: %s", errNoNegentropy, m.text)
-		case m.label != "NEG-MSG":
+		case m.Label == "NEG-ERR", m.Label == "NEG-ERROR", m.Label == "CLOSED":
+			return false, fmt.Errorf("%w: %s", errNoNegentropy, m.Text)
+		case m.Label != "NEG-MSG":
 			continue
 		}
 		answered = true
-		out, err := neg.Reconcile(m.text)
+		out, err := neg.Reconcile(m.Text)
 		if err != nil {
 			return false, fmt.Errorf("NIP-77: %w", err)
 		}
 		if out == "" {
-			return true, ss.send(ctx, "NEG-CLOSE", sub)
+			return true, ss.c.Send(ctx, "NEG-CLOSE", sub)
 		}
-		if err := ss.send(ctx, "NEG-MSG", sub, out); err != nil {
+		if err := ss.c.Send(ctx, "NEG-MSG", sub, out); err != nil {
 			return false, err
 		}
 	}
@@ -393,7 +308,7 @@ func (ss *session) query(ctx context.Context, f nostr.Filter) (pageStats, error)
 		delete(ss.subs, sub)
 		ss.page = pageStats{}
 	}()
-	if err := ss.send(ctx, "REQ", sub, f); err != nil {
+	if err := ss.c.Req(ctx, sub, f); err != nil {
 		return pageStats{}, err
 	}
 	for {
@@ -401,14 +316,14 @@ func (ss *session) query(ctx context.Context, f nostr.Filter) (pageStats, error)
 		if err != nil {
 			return pageStats{}, err
 		}
-		if m.sub != sub {
+		if m.Sub != sub {
 			continue
 		}
-		switch m.label {
+		switch m.Label {
 		case "EOSE":
-			return ss.page, ss.send(ctx, "CLOSE", sub)
+			return ss.page, ss.c.Send(ctx, "CLOSE", sub)
 		case "CLOSED":
-			return pageStats{}, fmt.Errorf("the relay closed a subscription: %s", m.text)
+			return pageStats{}, fmt.Errorf("the relay closed a subscription: %s", m.Text)
 		}
 	}
 }
@@ -427,7 +342,7 @@ func (ss *session) subscribe(ctx context.Context, start time.Time) error {
 	}
 	for k := range ss.subs {
 		if isLive(k) {
-			ss.send(ctx, "CLOSE", k)
+			ss.c.Send(ctx, "CLOSE", k)
 			delete(ss.subs, k)
 		}
 	}
@@ -441,7 +356,7 @@ func (ss *session) subscribe(ctx context.Context, start time.Time) error {
 		sub := "live-" + strconv.Itoa(i/filtersPerREQ)
 		ss.subs[sub] = chunk
 		waiting[sub] = true
-		if err := ss.send(ctx, append([]any{"REQ", sub}, anySlice(chunk)...)...); err != nil {
+		if err := ss.c.Req(ctx, sub, chunk...); err != nil {
 			return err
 		}
 	}
@@ -450,8 +365,8 @@ func (ss *session) subscribe(ctx context.Context, start time.Time) error {
 		if err != nil {
 			return err
 		}
-		if m.label == "EOSE" {
-			delete(waiting, m.sub)
+		if m.Label == "EOSE" {
+			delete(waiting, m.Sub)
 		}
 	}
 	ss.live = string(key)
@@ -472,11 +387,3 @@ func (ss *session) follow(ctx context.Context) error {
 }
 
 func isLive(sub string) bool { return strings.HasPrefix(sub, "live-") }
-
-func anySlice(fs []nostr.Filter) []any {
-	out := make([]any, len(fs))
-	for i, f := range fs {
-		out[i] = f
-	}
-	return out
-}

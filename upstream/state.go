@@ -1,7 +1,6 @@
 package upstream
 
 import (
-	"math/rand/v2"
 	"sync"
 	"time"
 )
@@ -143,13 +142,6 @@ func isoOrNil(t time.Time) *string {
 	}
 	s := t.UTC().Format(time.RFC3339)
 	return &s
-}
-
-func jitter(d time.Duration) time.Duration {
-	if d <= 0 {
-		return 0
-	}
-	return rand.N(d)
 }
 
 // refusedSet remembers events the checks refused for a while, so that a

@@ -27,6 +27,7 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/outpost-relay/outpost"
 	"github.com/outpost-relay/outpost/events"
+	"github.com/outpost-relay/outpost/nostrclient"
 	"github.com/outpost-relay/outpost/ratelimit"
 	"github.com/outpost-relay/outpost/settings"
 )
@@ -144,11 +145,12 @@ func (s *Syncer) Run(ctx context.Context) {
 	wg.Wait()
 }
 
-// follow keeps one relay connected, reconnecting with exponential back-off
-// (with jitter) after each failure; a session that caught up resets it.
+// follow keeps one relay connected, reconnecting with back-off after each
+// failure; a session that caught up resets it.
 func (s *Syncer) follow(ctx context.Context, r *relayState) {
-	backoff := time.Second
+	b := nostrclient.Backoff{Max: s.cfg.MaxBackoff, Now: s.cfg.Now}
 	for ctx.Err() == nil {
+		b.Start()
 		caughtUp, err := s.session(ctx, r)
 		if ctx.Err() != nil {
 			return
@@ -156,9 +158,9 @@ func (s *Syncer) follow(ctx context.Context, r *relayState) {
 		r.failed(err, s.cfg.Now())
 		s.cfg.Log.Info("upstream: disconnected", "relay", r.url, "err", err)
 		if caughtUp {
-			backoff = time.Second
+			b.Reset()
 		}
-		wait := backoff/2 + jitter(backoff/2)
+		wait := b.Next()
 		if until := r.pausedUntil(); !until.IsZero() {
 			wait = max(wait, until.Sub(s.cfg.Now()))
 		}
@@ -167,7 +169,6 @@ func (s *Syncer) follow(ctx context.Context, r *relayState) {
 			return
 		case <-time.After(wait):
 		}
-		backoff = min(2*backoff, s.cfg.MaxBackoff)
 	}
 }
 

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/coder/websocket"
+	"github.com/fasthttp/websocket"
 	"github.com/fiatjaf/eventstore/slicestore"
 	"github.com/fiatjaf/khatru"
 	"github.com/nbd-wtf/go-nostr"
@@ -277,28 +277,28 @@ func TestHostileRelay(t *testing.T) {
 	forged.Content = "changed after signing"
 	unasked := signed(t, nostr.GeneratePrivateKey(), 1)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		c, err := websocket.Accept(w, r, nil)
+		var up websocket.Upgrader
+		c, err := up.Upgrade(w, r, nil)
 		if err != nil {
 			return
 		}
-		defer c.CloseNow()
-		ctx := r.Context()
+		defer c.Close()
 		for {
-			_, data, err := c.Read(ctx)
+			_, data, err := c.ReadMessage()
 			if err != nil {
 				return
 			}
 			if strings.HasPrefix(string(data), `["NEG-OPEN"`) { // a relay without NIP-77
-				c.Write(ctx, websocket.MessageText, []byte(`["NOTICE","unknown message type"]`))
+				c.WriteMessage(websocket.TextMessage, []byte(`["NOTICE","unknown message type"]`))
 				continue
 			}
 			msg, _ := nostr.NewMessageParser().ParseMessage(string(data))
 			if env, ok := msg.(*nostr.ReqEnvelope); ok {
 				for _, ev := range []nostr.Event{good, forged, unasked} {
 					b, _ := nostr.EventEnvelope{SubscriptionID: &env.SubscriptionID, Event: ev}.MarshalJSON()
-					c.Write(ctx, websocket.MessageText, b)
+					c.WriteMessage(websocket.TextMessage, b)
 				}
-				c.Write(ctx, websocket.MessageText, []byte(`["EOSE","`+env.SubscriptionID+`"]`))
+				c.WriteMessage(websocket.TextMessage, []byte(`["EOSE","`+env.SubscriptionID+`"]`))
 			}
 		}
 	}))

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/coder/websocket"
+	"github.com/fasthttp/websocket"
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/outpost-relay/outpost/web"
 )
@@ -134,11 +134,11 @@ func TestOnlyBrowsersGetPages(t *testing.T) {
 	// The relay still answers websocket upgrades at the root.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	c, _, err := websocket.Dial(ctx, strings.Replace(s.url, "http", "ws", 1), &websocket.DialOptions{HTTPHeader: http.Header{"Accept": {browserAccept}}})
+	c, _, err := websocket.DefaultDialer.DialContext(ctx, strings.Replace(s.url, "http", "ws", 1), http.Header{"Accept": {browserAccept}})
 	if err != nil {
 		t.Fatalf("websocket at /: %v", err)
 	}
-	c.Close(websocket.StatusNormalClosure, "")
+	c.Close()
 }
 
 // sameJSON compares two bodies, ignoring the time fields that /health and

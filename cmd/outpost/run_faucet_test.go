@@ -11,13 +11,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/coder/websocket"
 	"github.com/elnosh/gonuts/cashu"
 	"github.com/elnosh/gonuts/wallet"
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/outpost-relay/outpost/internal/testkit"
 	"github.com/outpost-relay/outpost/lnurl/lnurltest"
 	"github.com/outpost-relay/outpost/nip98"
+	"github.com/outpost-relay/outpost/nostrclient"
 	"github.com/outpost-relay/outpost/pubkey"
 )
 
@@ -30,28 +30,13 @@ func publishWS(t *testing.T, inst *instance, ev nostr.Event) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	c, _, err := websocket.Dial(ctx, inst.ws, nil)
+	c, err := nostrclient.Dial(ctx, inst.ws, nostrclient.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.CloseNow()
-	msg, _ := json.Marshal([]any{"EVENT", ev})
-	if err := c.Write(ctx, websocket.MessageText, msg); err != nil {
-		t.Fatal(err)
-	}
-	for {
-		_, data, err := c.Read(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var ok []any
-		if json.Unmarshal(data, &ok) == nil && len(ok) == 4 && ok[0] == "OK" && ok[1] == ev.ID {
-			if ok[2] != true {
-				t.Fatalf("relay refused the event: %v", ok[3])
-			}
-			c.Close(websocket.StatusNormalClosure, "")
-			return
-		}
+	defer c.Close()
+	if ok, reason, err := c.Publish(ctx, &ev); err != nil || !ok {
+		t.Fatalf("relay refused the event: %s %v", reason, err)
 	}
 }
 

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/coder/websocket"
+	"github.com/fasthttp/websocket"
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/outpost-relay/outpost/internal/testkit"
 	"github.com/outpost-relay/outpost/pubkey"
@@ -147,13 +147,14 @@ type recorder struct {
 }
 
 func (rec *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	c, err := websocket.Accept(w, r, nil)
+	var up websocket.Upgrader
+	c, err := up.Upgrade(w, r, nil)
 	if err != nil {
 		return
 	}
-	defer c.CloseNow()
+	defer c.Close()
 	for {
-		_, data, err := c.Read(r.Context())
+		_, data, err := c.ReadMessage()
 		if err != nil {
 			return
 		}
@@ -169,7 +170,7 @@ func (rec *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rec.ids[ev.ID] = true
 		rec.mu.Unlock()
 		ok, _ := json.Marshal([]any{"OK", ev.ID, true, ""})
-		c.Write(r.Context(), websocket.MessageText, ok)
+		c.WriteMessage(websocket.TextMessage, ok)
 	}
 }
 

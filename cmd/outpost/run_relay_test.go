@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -10,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/coder/websocket"
+	"github.com/fasthttp/websocket"
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/outpost-relay/outpost/relay/relaytest"
 )
@@ -24,13 +23,11 @@ type rawClient struct {
 }
 
 func dialRaw(t *testing.T, url string, header http.Header, rcvBuf int) (*rawClient, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	opts := &websocket.DialOptions{HTTPHeader: header}
+	d := websocket.Dialer{HandshakeTimeout: 10 * time.Second}
 	if rcvBuf > 0 {
-		opts.HTTPClient = &http.Client{Transport: &http.Transport{DialContext: relaytest.SmallReceiveBuffer(rcvBuf)}}
+		d.NetDialContext = relaytest.SmallReceiveBuffer(rcvBuf)
 	}
-	c, resp, err := websocket.Dial(ctx, url, opts)
+	c, resp, err := d.Dial(url, header)
 	if err != nil {
 		if resp != nil {
 			return nil, fmt.Errorf("%w (HTTP %d)", err, resp.StatusCode)
@@ -43,16 +40,14 @@ func dialRaw(t *testing.T, url string, header http.Header, rcvBuf int) (*rawClie
 
 func (r *rawClient) send(parts ...any) error {
 	b, _ := json.Marshal(parts)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	return r.c.Write(ctx, websocket.MessageText, b)
+	r.c.SetWriteDeadline(time.Now().Add(10 * time.Second))
+	return r.c.WriteMessage(websocket.TextMessage, b)
 }
 
 // next reads one message as its elements.
 func (r *rawClient) next(timeout time.Duration) ([]json.RawMessage, string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	_, b, err := r.c.Read(ctx)
+	r.c.SetReadDeadline(time.Now().Add(timeout))
+	_, b, err := r.c.ReadMessage()
 	if err != nil {
 		return nil, "", err
 	}
@@ -76,7 +71,7 @@ func TestRelayUnderConcurrentUse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer watcher.c.CloseNow()
+	defer watcher.c.Close()
 	watcher.send("REQ", "watch", map[string]any{"kinds": []int{1, 1984}, "limit": 0})
 	if _, label, err := watcher.next(10 * time.Second); err != nil || label != "EOSE" {
 		t.Fatalf("watcher: %v %s", err, label)
@@ -112,7 +107,7 @@ func TestRelayUnderConcurrentUse(t *testing.T) {
 				t.Error(err)
 				return
 			}
-			defer c.c.CloseNow()
+			defer c.c.Close()
 			sk, _ := newKeyPair()
 			for i := range perPublisher {
 				ev := note(t, sk, fmt.Sprintf("publisher %d note %d", p, i), 1)
@@ -154,9 +149,10 @@ func TestRelayUnderConcurrentUse(t *testing.T) {
 					}
 				}
 				if (ch+round)%2 == 0 {
-					c.c.CloseNow() // abrupt: no close frame
+					c.c.Close() // abrupt: no close frame
 				} else {
-					c.c.Close(websocket.StatusNormalClosure, "")
+					c.c.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""), time.Now().Add(time.Second))
+					c.c.Close()
 				}
 			}
 		})
@@ -197,13 +193,13 @@ func TestStalledSubscriberHoldsUpNoOne(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer stalled.c.CloseNow()
+	defer stalled.c.Close()
 	stalled.send("REQ", "everything", map[string]any{"limit": 0}) // and never read
 	pub, err := dialRaw(t, inst.ws, nil, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer pub.c.CloseNow()
+	defer pub.c.Close()
 	sk, _ := newKeyPair()
 	for i := range 400 { // 1.2 MB: more than the stalled socket takes
 		ev := note(t, sk, fmt.Sprint(i, strings.Repeat(" 3 KB", 600)), 1)
@@ -236,7 +232,7 @@ func TestConnectionsPerClientIP(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer c.c.CloseNow()
+			defer c.c.Close()
 		}
 		if _, err := dialRaw(t, inst.ws, xff("203.0.113.3"), 0); err == nil || !strings.Contains(err.Error(), "429") {
 			t.Fatalf("a third connection from 127.0.0.1: %v, want 429", err)
@@ -249,7 +245,7 @@ func TestConnectionsPerClientIP(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s: %v", ip, err)
 			}
-			defer c.c.CloseNow()
+			defer c.c.Close()
 		}
 		if _, err := dialRaw(t, inst.ws, xff("203.0.113.1"), 0); err == nil || !strings.Contains(err.Error(), "429") {
 			t.Fatalf("a second connection for 203.0.113.1: %v, want 429", err)

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/coder/websocket"
+	"github.com/fasthttp/websocket"
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/outpost-relay/outpost/internal/testkit"
 	"github.com/outpost-relay/outpost/nip98"
@@ -256,14 +256,15 @@ func TestShutdownClosesClients(t *testing.T) {
 	inst := start(t, t.TempDir(), nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	c, _, err := websocket.Dial(ctx, inst.ws, nil)
+	c, _, err := websocket.DefaultDialer.DialContext(ctx, inst.ws, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer c.Close()
 	testkit.WaitFor(t, 5*time.Second, "the server to see the client", func() bool { return strings.Contains(inst.logs.String(), "outpost started") })
 	closed := make(chan error, 1)
 	go func() {
-		_, _, err := c.Read(ctx)
+		_, _, err := c.ReadMessage()
 		closed <- err
 	}()
 	time.Sleep(50 * time.Millisecond)
@@ -272,7 +273,7 @@ func TestShutdownClosesClients(t *testing.T) {
 	inst.done <- nil
 	select {
 	case err := <-closed:
-		if websocket.CloseStatus(err) != websocket.StatusGoingAway {
+		if !websocket.IsCloseError(err, websocket.CloseGoingAway) {
 			t.Fatalf("client saw %v, want a going-away close frame", err)
 		}
 	case <-ctx.Done():

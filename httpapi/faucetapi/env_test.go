@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/coder/websocket"
 	"github.com/elnosh/gonuts/wallet"
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/outpost-relay/outpost/bolt11"
@@ -27,6 +26,7 @@ import (
 	"github.com/outpost-relay/outpost/lnurl"
 	"github.com/outpost-relay/outpost/lnurl/lnurltest"
 	"github.com/outpost-relay/outpost/nip98"
+	"github.com/outpost-relay/outpost/nostrclient"
 	"github.com/outpost-relay/outpost/policies"
 	"github.com/outpost-relay/outpost/profiles"
 	"github.com/outpost-relay/outpost/pubkey"
@@ -265,29 +265,16 @@ func (e *env) publish(ev nostr.Event) {
 func publishTo(url string, ev nostr.Event) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	c, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(url, "http"), nil)
+	c, err := nostrclient.Dial(ctx, "ws"+strings.TrimPrefix(url, "http"), nostrclient.Options{})
 	if err != nil {
 		return err
 	}
-	defer c.CloseNow()
-	msg, _ := json.Marshal([]any{"EVENT", ev})
-	if err := c.Write(ctx, websocket.MessageText, msg); err != nil {
-		return err
+	defer c.Close()
+	ok, reason, err := c.Publish(ctx, &ev)
+	if err == nil && !ok {
+		err = fmt.Errorf("relay refused %s: %s", ev.ID, reason)
 	}
-	for {
-		_, data, err := c.Read(ctx)
-		if err != nil {
-			return err
-		}
-		var ok []any
-		if json.Unmarshal(data, &ok) == nil && len(ok) == 4 && ok[0] == "OK" && ok[1] == ev.ID {
-			if ok[2] != true {
-				return fmt.Errorf("relay refused %s: %v", ev.ID, ok[3])
-			}
-			c.Close(websocket.StatusNormalClosure, "")
-			return nil
-		}
-	}
+	return err
 }
 
 // invoice asks the user's wallet for an invoice (a mint quote).
