@@ -206,6 +206,7 @@ func (p *Pages) funcs() template.FuncMap {
 		"webURL": webURL,
 		"count":  count,
 		"int64":  func(n int) int64 { return int64(n) },
+		"fields": fields,
 	}
 }
 
