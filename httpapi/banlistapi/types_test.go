@@ -3,6 +3,7 @@ package banlistapi
 import (
 	"testing"
 
+	"github.com/outpost-relay/outpost"
 	"github.com/outpost-relay/outpost/banlist"
 	"github.com/outpost-relay/outpost/httpapi"
 	"github.com/outpost-relay/outpost/httpapi/apitest"
@@ -15,7 +16,7 @@ import (
 func TestTypesMatchTheDocument(t *testing.T) {
 	apitest.MatchTypes(t, openAPI, map[string]any{
 		"Error":          httpapi.ErrorBody{},
-		"Health":         banlist.Health{},
+		"Health":         outpost.Health[banlist.HealthChecks]{},
 		"BlockedList":    banlist.BlockedPubKeys{},
 		"BlockedEntry":   banlist.BlockedPubKey{},
 		"WordList":       banlist.BlockedWords{},

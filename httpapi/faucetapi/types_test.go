@@ -3,6 +3,7 @@ package faucetapi
 import (
 	"testing"
 
+	"github.com/outpost-relay/outpost"
 	"github.com/outpost-relay/outpost/faucet"
 	"github.com/outpost-relay/outpost/httpapi"
 	"github.com/outpost-relay/outpost/httpapi/apitest"
@@ -14,7 +15,7 @@ import (
 func TestTypesMatchTheDocument(t *testing.T) {
 	types := map[string]any{
 		"ApiError":      httpapi.ErrorBody{},
-		"Health":        faucet.Health{},
+		"Health":        outpost.Health[faucet.HealthChecks]{},
 		"FaucetConfig":  faucet.PublicConfig{},
 		"Stats":         faucet.Stats{},
 		"DepositInfo":   faucet.DepositInfo{},

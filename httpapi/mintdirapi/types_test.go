@@ -3,6 +3,7 @@ package mintdirapi
 import (
 	"testing"
 
+	"github.com/outpost-relay/outpost"
 	"github.com/outpost-relay/outpost/httpapi"
 	"github.com/outpost-relay/outpost/httpapi/apitest"
 	"github.com/outpost-relay/outpost/mintdir"
@@ -30,7 +31,7 @@ func TestTypesMatchTheDocument(t *testing.T) {
 		"Features":      resource.Features{},
 		"SubmitResult":  resource.Submitted{},
 		"Stats":         mintdir.Stats{},
-		"Health":        mintdir.Health{},
+		"Health":        outpost.Health[mintdir.HealthChecks]{},
 	}
 	for _, base := range []string{"/mints/{mint_id}", "/mints/by-url", "/v1/mints/{mint_id}", "/v1/mints/by-url"} {
 		types["GET "+base+"/metadata/history"] = resource.History{}
