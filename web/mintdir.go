@@ -81,7 +81,7 @@ func (p *Pages) renderDirectory(w http.ResponseWriter, r *http.Request, status i
 		v.Shown = strconv.Itoa(v.Offset+1) + "–" + strconv.Itoa(v.Offset+len(v.Mints))
 	}
 	if submitErr != nil {
-		v.SubmitError = submitErr.Message
+		v.SubmitError = submitErr.Body.Message
 	}
 	p.render(w, r, status, "mintdir", view{Title: "Cashu mint directory", Section: "mintdir", Main: v})
 }
@@ -95,7 +95,7 @@ func (p *Pages) handleSubmit(w http.ResponseWriter, r *http.Request) {
 	_, err := p.mintdir.call(r, http.MethodPost, "/mints/submit", map[string]string{"mint_url": mintURL}, &res)
 	var ae *apiError
 	switch {
-	case errors.As(err, &ae) && ae.Code != "internal_error":
+	case errors.As(err, &ae) && ae.Body.Error != "internal_error":
 		if ae.RetryAfter > 0 {
 			w.Header().Set("Retry-After", strconv.Itoa(ae.RetryAfter))
 		}
