@@ -154,17 +154,23 @@ func compare(at string, typ reflect.Type, s *openapi3.Schema, omitempty bool) []
 			out = append(out, compare(at+"{}", typ.Elem(), ap.Value, false)...)
 		}
 		return out
-	case reflect.String:
-		return want(openapi3.TypeString)
-	case reflect.Bool:
-		return want(openapi3.TypeBoolean)
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		return want(openapi3.TypeInteger)
-	case reflect.Float32, reflect.Float64:
-		return want(openapi3.TypeNumber)
+	case reflect.Interface:
+		return out // any JSON value
 	}
-	return out // interface: any JSON value
+	return want(scalarType(typ.Kind()))
+}
+
+// scalarType is the JSON type encoding/json writes a scalar kind as.
+func scalarType(k reflect.Kind) string {
+	switch k {
+	case reflect.String:
+		return openapi3.TypeString
+	case reflect.Bool:
+		return openapi3.TypeBoolean
+	case reflect.Float32, reflect.Float64:
+		return openapi3.TypeNumber
+	}
+	return openapi3.TypeInteger
 }
 
 // compareFields compares a struct's JSON fields with the schema's
