@@ -39,6 +39,22 @@ func (c apiClient) get(r *http.Request, path string, v any) error {
 	return err
 }
 
+// into is a GET path and the value its answer is decoded into.
+type into struct {
+	path string
+	v    any
+}
+
+// getAll decodes each GET in turn, stopping at the first error.
+func (c apiClient) getAll(r *http.Request, gets ...into) error {
+	for _, g := range gets {
+		if err := c.get(r, g.path, g.v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // call sends body (nil, or a value sent as JSON) as a request made on
 // behalf of r: same context (client IP, deadline) and User-Agent. A 2xx
 // answer is decoded into v (when not nil); others come back as *apiError.

@@ -18,11 +18,7 @@ type consoleView struct {
 // sessionStorage only.
 func (p *Pages) handleConsole(w http.ResponseWriter, r *http.Request) {
 	v := consoleView{Mount: p.cfg.Banlist.Mount}
-	if err := p.banlist.get(r, "/blocked/pubkeys", &v.Bans); err != nil {
-		p.fail(w, r, err)
-		return
-	}
-	if err := p.banlist.get(r, "/blocked/words", &v.Words); err != nil {
+	if err := p.banlist.getAll(r, into{"/blocked/pubkeys", &v.Bans}, into{"/blocked/words", &v.Words}); err != nil {
 		p.fail(w, r, err)
 		return
 	}

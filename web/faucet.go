@@ -21,11 +21,7 @@ type faucetView struct {
 // claiming and giving back are done by faucet.js against the API.
 func (p *Pages) handleFaucet(w http.ResponseWriter, r *http.Request) {
 	v := faucetView{Mount: p.cfg.Faucet.Mount, PublicURL: p.cfg.PublicURL}
-	if err := p.faucet.get(r, "/config", &v.Config); err != nil {
-		p.fail(w, r, err)
-		return
-	}
-	if err := p.faucet.get(r, "/stats", &v.Stats); err != nil {
+	if err := p.faucet.getAll(r, into{"/config", &v.Config}, into{"/stats", &v.Stats}); err != nil {
 		p.fail(w, r, err)
 		return
 	}

@@ -159,26 +159,21 @@ func (p *Pages) handleMint(w http.ResponseWriter, r *http.Request) {
 	var series resource.Timeseries
 	var history resource.History
 	var incidents resource.Incidents
-	gets := []struct {
-		path string
-		v    any
-	}{
-		{"/status", &v.Status},
-		{"/metadata", &v.Meta},
-		{"/metadata/history?limit=20", &history},
-		{"/incidents?limit=20", &incidents},
-		{"/trust", &v.Trust},
-		{"/reviews?limit=50", &v.Reviews},
-		{"/views", &v.Views},
-		{"/features", &v.Features},
-		{"/urls", &v.URLs},
-		{"/uptime/timeseries?limit=500&window=" + url.QueryEscape(v.Window), &series},
+	gets := []into{
+		{base + "/status", &v.Status},
+		{base + "/metadata", &v.Meta},
+		{base + "/metadata/history?limit=20", &history},
+		{base + "/incidents?limit=20", &incidents},
+		{base + "/trust", &v.Trust},
+		{base + "/reviews?limit=50", &v.Reviews},
+		{base + "/views", &v.Views},
+		{base + "/features", &v.Features},
+		{base + "/urls", &v.URLs},
+		{base + "/uptime/timeseries?limit=500&window=" + url.QueryEscape(v.Window), &series},
 	}
-	for _, g := range gets {
-		if err := p.mintdir.get(r, base+g.path, g.v); err != nil {
-			p.fail(w, r, err)
-			return
-		}
+	if err := p.mintdir.getAll(r, gets...); err != nil {
+		p.fail(w, r, err)
+		return
 	}
 	// 30 days of hourly buckets are 721 points: more than one page.
 	for page := series.Points; len(page) == 500; {
