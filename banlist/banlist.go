@@ -248,17 +248,14 @@ func seekUntil(kind byte, until int64) []byte {
 	return store.Key(store.PrefixBanlist, kind, store.U64(uint64((until+1)*int64(time.Second)-1)), []byte{0xFF, 0xFF, 0xFF, 0xFF})
 }
 
-// Health is the ban list's /health, read from the snapshot.
-type Health struct {
-	Status       string `json:"status"`
-	ActiveBans   int    `json:"active_bans"`
-	BlockedWords int    `json:"blocked_words"`
+// HealthChecks are the ban list's figures in its /health, read from the
+// snapshot (in memory, so the ban list is always ok).
+type HealthChecks struct {
+	ActiveBans   int `json:"active_bans"`
+	BlockedWords int `json:"blocked_words"`
 }
 
-// HealthStatus is always ok: the snapshot is in memory.
-func (h Health) HealthStatus() string { return h.Status }
-
 // Health makes no outbound calls.
-func (s *Service) Health(ctx context.Context) Health {
-	return Health{Status: outpost.HealthOK, ActiveBans: len(s.ActiveBans()), BlockedWords: len(s.list.Words())}
+func (s *Service) Health(ctx context.Context) outpost.Health[HealthChecks] {
+	return outpost.NewHealth(outpost.Version, HealthChecks{ActiveBans: len(s.ActiveBans()), BlockedWords: len(s.list.Words())})
 }

@@ -3,7 +3,6 @@ package faucet
 import (
 	"context"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
@@ -161,61 +160,38 @@ func (s *Service) Eligibility(ctx context.Context, sess Session, u User, ip stri
 	return e, nil
 }
 
-// Health is the faucet's part of /health: the store, and the mint as the
-// wallet last saw it (the background job asks every 30 s).
-type Health struct {
-	Status  string            `json:"status"`
-	Version string            `json:"version"`
-	Checks  map[string]string `json:"checks"`
-	Reason  *string           `json:"reason"` // why it is not ok
+// HealthChecks are what the faucet's /health is judged on: the store, and
+// the mint as the wallet last saw it (the background job asks every 30 s).
+type HealthChecks struct {
+	Store      string `json:"store"`      // ok or error
+	Mint       string `json:"mint"`       // the treasury's state of the mint
+	Signatures string `json:"signatures"` // verified (NUT-12) or unverified
 	// QuarantinedSats are proofs the mint refused, out of the spendable
 	// set (see /stats).
 	QuarantinedSats int64 `json:"quarantined_sats"`
 }
 
-// HealthStatus is down without the store or with an incompatible mint,
-// degraded while the mint cannot be reached.
-func (h Health) HealthStatus() string { return h.Status }
-
 // Health makes no outbound calls. A mint that cannot be reached makes the
 // faucet degraded (it may come back); one that does not work with the
 // wallet, or a store that fails, makes it down.
-func (s *Service) Health(ctx context.Context) Health {
-	h := Health{Status: outpost.HealthOK, Version: Version, Checks: map[string]string{"store": "ok", "mint": "unknown"}}
-	var reasons []string
-	if s.db.IsClosed() || s.db.View(func(*badger.Txn) error { return ctx.Err() }) != nil {
-		h.Checks["store"], h.Status = "error", outpost.HealthDown
-		reasons = append(reasons, "the database cannot be read")
-	}
+func (s *Service) Health(ctx context.Context) outpost.Health[HealthChecks] {
 	st := s.tr.Status()
-	h.Checks["mint"] = st.State
+	h := outpost.NewHealth(Version, HealthChecks{Store: "ok", Mint: st.State, Signatures: "verified", QuarantinedSats: s.tr.Quarantined()})
+	if s.db.IsClosed() || s.db.View(func(*badger.Txn) error { return ctx.Err() }) != nil {
+		h.Checks.Store = "error"
+		h.Fail(outpost.HealthDown, "the database cannot be read")
+	}
 	switch st.State {
 	case treasury.StateUnreachable:
-		if h.Status == outpost.HealthOK {
-			h.Status = outpost.HealthDegraded
-		}
-		reasons = append(reasons, "the mint cannot be reached: "+st.Reason)
+		h.Fail(outpost.HealthDegraded, "the mint cannot be reached: "+st.Reason)
 	case treasury.StateIncompatible:
-		h.Status = outpost.HealthDown
-		reasons = append(reasons, "the mint does not work with the faucet's wallet: "+st.Reason)
+		h.Fail(outpost.HealthDown, "the mint does not work with the faucet's wallet: "+st.Reason)
 	case treasury.StateFaulty:
-		if h.Status == outpost.HealthOK {
-			h.Status = outpost.HealthDegraded
-		}
-		reasons = append(reasons, "the mint answered with signatures that do not verify (none were kept): "+st.Reason)
+		h.Fail(outpost.HealthDegraded, "the mint answered with signatures that do not verify (none were kept): "+st.Reason)
 	}
-	h.Checks["signatures"] = "verified"
 	if s.tr.WithoutDLEQ() {
-		h.Checks["signatures"] = "unverified"
-		if h.Status == outpost.HealthOK {
-			h.Status = outpost.HealthDegraded
-		}
-		reasons = append(reasons, "the mint does not advertise DLEQ proofs (NUT-12); its signatures are taken unchecked (faucet-mint-without-dleq)")
-	}
-	h.QuarantinedSats = s.tr.Quarantined()
-	if len(reasons) > 0 {
-		r := strings.Join(reasons, "; ")
-		h.Reason = &r
+		h.Checks.Signatures = "unverified"
+		h.Fail(outpost.HealthDegraded, "the mint does not advertise DLEQ proofs (NUT-12); its signatures are taken unchecked (faucet-mint-without-dleq)")
 	}
 	return h
 }

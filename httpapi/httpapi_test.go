@@ -157,12 +157,20 @@ func TestClientIPAndRateLimit(t *testing.T) {
 	}
 }
 
-type testHealth struct {
-	Status string `json:"status"`
-	X      int    `json:"x"`
+type testChecks struct {
+	X int `json:"x"`
 }
 
-func (h testHealth) HealthStatus() string { return h.Status }
+// testHealth is a service's health report with status and checks.
+func testHealth(status string, x int) func(context.Context) outpost.Health[testChecks] {
+	return func(context.Context) outpost.Health[testChecks] {
+		h := outpost.NewHealth("1", testChecks{X: x})
+		if status != outpost.HealthOK {
+			h.Fail(status, "x is "+fmt.Sprint(x))
+		}
+		return h
+	}
+}
 
 func TestRootHandler(t *testing.T) {
 	panics := chi.NewRouter()
@@ -170,7 +178,7 @@ func TestRootHandler(t *testing.T) {
 	h := New(Config{
 		Relay: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "relay") }),
 		Services: []Service{{Name: "svc", Mount: "/svc", Routes: panics,
-			Health: ReportHealth(func(context.Context) testHealth { return testHealth{Status: "degraded", X: 1} })}},
+			Health: ReportHealth(testHealth("degraded", 1))}},
 		Log: quiet, Index: map[string]string{"name": "outpost"},
 	})
 	srv := httptest.NewServer(h)
@@ -234,12 +242,9 @@ func TestHandleLogsToTheRequestsLogger(t *testing.T) {
 	}
 }
 
-// Every service's health has one shape: its status, and its own /health
-// body as details; one service down takes the whole down (503).
+// The root's health has the services' one shape, with each service's own
+// /health body as a check; one service down takes the whole down (503).
 func TestRootHealth(t *testing.T) {
-	report := func(status string) func(context.Context) HealthReport {
-		return ReportHealth(func(context.Context) testHealth { return testHealth{Status: status, X: 7} })
-	}
 	for _, tt := range []struct {
 		statuses []string
 		want     string
@@ -251,24 +256,18 @@ func TestRootHealth(t *testing.T) {
 	} {
 		var services []Service
 		for i, st := range tt.statuses {
-			services = append(services, Service{Name: fmt.Sprint("s", i), Mount: fmt.Sprint("/s", i), Routes: http.NotFoundHandler(), Health: report(st)})
+			services = append(services, Service{Name: fmt.Sprint("s", i), Mount: fmt.Sprint("/s", i), Routes: http.NotFoundHandler(), Health: ReportHealth(testHealth(st, 7))})
 		}
 		w := httptest.NewRecorder()
 		New(Config{Relay: http.NotFoundHandler(), Log: quiet, Services: services}).ServeHTTP(w, httptest.NewRequest("GET", "/health", nil))
-		var body struct {
-			Status   string `json:"status"`
-			Services map[string]struct {
-				Status  string     `json:"status"`
-				Details testHealth `json:"details"`
-			} `json:"services"`
-		}
+		var body outpost.Health[map[string]outpost.Health[testChecks]]
 		json.Unmarshal(w.Body.Bytes(), &body)
-		if w.Code != tt.code || body.Status != tt.want || body.Services["s1"].Status != tt.statuses[1] ||
-			body.Services["s1"].Details != (testHealth{Status: tt.statuses[1], X: 7}) {
+		if s1 := body.Checks["s1"]; w.Code != tt.code || body.Status != tt.want || body.Version != outpost.Version ||
+			s1 != testHealth(tt.statuses[1], 7)(context.Background()) || (body.Reason == "") != (tt.want == "ok") {
 			t.Errorf("%v: got %d %s, want %d %s", tt.statuses, w.Code, w.Body, tt.code, tt.want)
 		}
 		w = httptest.NewRecorder()
-		ServeHealth(func(context.Context) testHealth { return testHealth{Status: tt.statuses[1]} }).ServeHTTP(w, httptest.NewRequest("GET", "/health", nil))
+		ServeHealth(testHealth(tt.statuses[1], 0)).ServeHTTP(w, httptest.NewRequest("GET", "/health", nil))
 		if wantCode := map[string]int{"down": 503}[tt.statuses[1]]; w.Code != max(wantCode, 200) {
 			t.Errorf("a service's own /health when %s: %d", tt.statuses[1], w.Code)
 		}
@@ -289,7 +288,7 @@ func methodsServer(t *testing.T) *httptest.Server {
 	routes.Route("/v1", func(r chi.Router) { r.Post("/submit", ok) })
 	srv := httptest.NewServer(New(Config{Relay: http.NotFoundHandler(), Log: quiet,
 		Services: []Service{{Name: "svc", Mount: "/svc", Routes: routes,
-			Health: ReportHealth(func(context.Context) testHealth { return testHealth{Status: "ok"} })}}}))
+			Health: ReportHealth(testHealth("ok", 0))}}}))
 	t.Cleanup(srv.Close)
 	return srv
 }

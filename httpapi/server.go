@@ -10,15 +10,16 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/outpost-relay/outpost"
 	"github.com/outpost-relay/outpost/ratelimit"
 )
 
 // Service is one REST service mounted on the root handler.
 type Service struct {
-	Name   string                                 // "banlist"
-	Mount  string                                 // "/banlist"
-	Routes http.Handler                           // its router, with paths relative to Mount; nil: a part of /health only
-	Health func(ctx context.Context) HealthReport // see ReportHealth
+	Name   string                                        // "banlist"
+	Mount  string                                        // "/banlist"
+	Routes http.Handler                                  // its router, with paths relative to Mount; nil: a part of /health only
+	Health func(ctx context.Context) outpost.Health[any] // see ReportHealth
 	// PassBlocked tells requests under Mount that a blocked client IP
 	// must not stop: an admin undoing a block. nil: none.
 	PassBlocked func(r *http.Request) bool

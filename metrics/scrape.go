@@ -76,15 +76,16 @@ func (m *Metrics) WatchRelay(r *relay.Relay, restLimit *ratelimit.Limiter) {
 	}})
 }
 
-// Health is one service's health report, as /health shows it.
-type Health struct {
+// ServiceStatus reads one service's current health status, as its part of
+// /health says it.
+type ServiceStatus struct {
 	Service string
 	Status  func(ctx context.Context) string // outpost.HealthOK, HealthDegraded or HealthDown
 }
 
-// WatchHealth reports each service's health as a state set: exactly one
-// of ok, degraded and down is 1.
-func (m *Metrics) WatchHealth(services []Health) {
+// WatchHealth reports each service's health status as a state set: exactly
+// one of ok, degraded and down is 1.
+func (m *Metrics) WatchHealth(services []ServiceStatus) {
 	d := desc("", "service_health", "1 for the service's current health status (ok, degraded, down), 0 for the others.", "service", "status")
 	m.Register(collector{descs: []*prometheus.Desc{d}, collect: func(ctx context.Context, ch chan<- prometheus.Metric) {
 		for _, s := range services {
@@ -101,9 +102,9 @@ func (m *Metrics) WatchBanlist(bl *banlist.Service) {
 	bans := desc("banlist", "active_bans", "Public keys banned now.")
 	words := desc("banlist", "blocked_words", "Blocked words and phrases.")
 	m.Register(collector{descs: []*prometheus.Desc{bans, words}, collect: func(ctx context.Context, ch chan<- prometheus.Metric) {
-		h := bl.Health(ctx)
-		ch <- gauge(bans, float64(h.ActiveBans))
-		ch <- gauge(words, float64(h.BlockedWords))
+		c := bl.Health(ctx).Checks
+		ch <- gauge(bans, float64(c.ActiveBans))
+		ch <- gauge(words, float64(c.BlockedWords))
 	}})
 }
 
@@ -115,12 +116,10 @@ func (m *Metrics) WatchMintdir(dir *mintdir.Directory, log *slog.Logger) {
 	lag := desc("mintdir", "probe_lag_seconds", "How far the prober is behind its schedule: the oldest overdue check's delay.")
 	last := desc("mintdir", "last_probe_cycle_timestamp_seconds", "When the prober last finished a cycle (Unix time); absent before the first.")
 	m.Register(collector{descs: []*prometheus.Desc{mints, incidents, lag, last}, collect: func(ctx context.Context, ch chan<- prometheus.Metric) {
-		h := dir.Health(ctx)
-		ch <- gauge(lag, h.ProbeLagSeconds)
-		if h.LastProbeCycleAt != nil {
-			if t, err := time.Parse(time.RFC3339, *h.LastProbeCycleAt); err == nil {
-				ch <- gauge(last, float64(t.Unix()))
-			}
+		c := dir.Health(ctx).Checks
+		ch <- gauge(lag, c.ProbeLagSeconds)
+		if c.LastProbeCycleAt != nil {
+			ch <- gauge(last, float64(c.LastProbeCycleAt.Unix()))
 		}
 		st, err := dir.Stats(ctx)
 		if err != nil {
@@ -147,7 +146,7 @@ func (m *Metrics) WatchFaucet(f *faucet.Service, log *slog.Logger) {
 	mint := desc("faucet", "mint_state", "1 for the faucet mint's state as the wallet last saw it (ok, unreachable, incompatible, unknown), 0 for the others.", "state")
 	m.Register(collector{descs: []*prometheus.Desc{paid, fees, deposited, balance, pending, spent, budget, mint},
 		collect: func(ctx context.Context, ch chan<- prometheus.Metric) {
-			state := f.Health(ctx).Checks["mint"]
+			state := f.Health(ctx).Checks.Mint
 			for _, s := range []string{"ok", "unreachable", "incompatible", "unknown"} {
 				ch <- gauge(mint, boolValue(state == s), s)
 			}

@@ -11,6 +11,7 @@ package mintdir
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/url"
@@ -187,35 +188,31 @@ func (d *Directory) Run(ctx context.Context) {
 // benchmarks, which drive the prober instead of sleeping on its interval.
 func (d *Directory) ProbeAll(ctx context.Context) int { return d.prober.RunOnce(ctx) }
 
-// Health is the directory's /health.
-type Health struct {
-	Status           string  `json:"status"`
-	Version          string  `json:"version"`
-	Time             string  `json:"time"`
-	MintsTotal       int     `json:"mints_total"`
-	LastProbeCycleAt *string `json:"last_probe_cycle_at"`
-	ProbeLagSeconds  float64 `json:"probe_lag_seconds"`
+// HealthChecks are what the directory's /health is judged on: the store,
+// and how far the prober is behind.
+type HealthChecks struct {
+	Store            string     `json:"store"` // ok or error
+	MintsTotal       int        `json:"mints_total"`
+	LastProbeCycleAt *time.Time `json:"last_probe_cycle_at"` // null before the first
+	ProbeLagSeconds  float64    `json:"probe_lag_seconds"`
 }
 
-// HealthStatus is down without the store, degraded when the prober has
-// fallen two intervals behind.
-func (h Health) HealthStatus() string { return h.Status }
-
-// Health makes no outbound calls.
-func (d *Directory) Health(ctx context.Context) Health {
+// Health makes no outbound calls. It is down without the store, degraded
+// when the prober has fallen two intervals behind.
+func (d *Directory) Health(ctx context.Context) outpost.Health[HealthChecks] {
 	n, err := d.Count()
 	last, lag := d.prober.Status()
-	h := Health{Status: outpost.HealthOK, Version: outpost.Version, Time: d.now().UTC().Format(time.RFC3339), MintsTotal: n,
-		ProbeLagSeconds: lag.Round(time.Millisecond).Seconds()}
+	h := outpost.NewHealth(outpost.Version, HealthChecks{Store: "ok", MintsTotal: n, ProbeLagSeconds: lag.Round(time.Millisecond).Seconds()})
 	if !last.IsZero() {
-		at := last.UTC().Format(time.RFC3339)
-		h.LastProbeCycleAt = &at
+		at := last.UTC().Truncate(time.Second)
+		h.Checks.LastProbeCycleAt = &at
 	}
-	switch {
-	case err != nil:
-		h.Status = outpost.HealthDown
-	case lag > 2*d.cfg.ProbeInterval:
-		h.Status = outpost.HealthDegraded
+	if err != nil {
+		h.Checks.Store = "error"
+		h.Fail(outpost.HealthDown, "the database cannot be read: "+err.Error())
+	}
+	if lag > 2*d.cfg.ProbeInterval {
+		h.Fail(outpost.HealthDegraded, fmt.Sprintf("the prober is %v behind its schedule", lag.Round(time.Second)))
 	}
 	return h
 }

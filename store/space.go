@@ -149,19 +149,13 @@ func refused(db *badger.DB, n int64) error {
 // deposit completed at the mint) waits while it is false.
 func Writable(db *badger.DB) bool { return refused(db, 0) == nil }
 
-// Health is the store's part of /health: whether it takes writes, and the
-// free space it last measured.
-type Health struct {
-	Status       string  `json:"status"`
-	Writable     bool    `json:"writable"`
-	FreeBytes    *int64  `json:"free_bytes"`     // null when the check is off
-	MinFreeBytes int64   `json:"min_free_bytes"` // 0: the check is off
-	Reason       *string `json:"reason"`         // why it is not ok; null when it is
+// HealthChecks are the store's part of /health: whether it takes writes,
+// and the free space it last measured.
+type HealthChecks struct {
+	Writable     bool   `json:"writable"`
+	FreeBytes    *int64 `json:"free_bytes"`     // null when the check is off
+	MinFreeBytes int64  `json:"min_free_bytes"` // 0: the check is off
 }
-
-// HealthStatus is degraded while writes are refused, down when the database
-// does not answer.
-func (h Health) HealthStatus() string { return h.Status }
 
 // besides says what the watcher wants besides the minimum, if anything.
 func besides(need int64) string {
@@ -171,27 +165,27 @@ func besides(need int64) string {
 	return fmt.Sprintf(" and the %v of badger's next memtable log", settings.Bytes(need))
 }
 
-// Health reports the watcher's last measurement; it measures nothing itself.
-func (s *Store) Health(ctx context.Context) Health {
+// Health reports the watcher's last measurement; it measures nothing
+// itself. It is degraded while writes are refused, down when the database
+// does not answer.
+func (s *Store) Health(ctx context.Context) outpost.Health[HealthChecks] {
 	st := s.gate.space.Status()
-	h := Health{Status: outpost.HealthOK, Writable: !st.Low && s.gate.logs.Ready(), MinFreeBytes: st.Min}
+	h := outpost.NewHealth(outpost.Version, HealthChecks{Writable: !st.Low && s.gate.logs.Ready(), MinFreeBytes: st.Min})
 	if st.Min > 0 {
-		h.FreeBytes = &st.Free
+		h.Checks.FreeBytes = &st.Free
 	}
 	switch err := s.Check(ctx); {
 	case err != nil:
-		reason := "the database does not answer: " + err.Error()
-		h.Status, h.Writable, h.Reason = outpost.HealthDown, false, &reason
+		h.Checks.Writable = false
+		h.Fail(outpost.HealthDown, "the database does not answer: "+err.Error())
 	case st.Gone:
-		reason := "the data dir was deleted or replaced while outpost ran: writes are refused; restart outpost"
-		h.Status, h.Writable, h.Reason = outpost.HealthDown, false, &reason
+		h.Checks.Writable = false
+		h.Fail(outpost.HealthDown, "the data dir was deleted or replaced while outpost ran: writes are refused; restart outpost")
 	case st.Low:
-		reason := fmt.Sprintf("%v free on the data dir's filesystem, less than the %v kept free (--min-free-space, OUTPOST_MIN_FREE_SPACE)%s: writes are refused until space is freed",
-			settings.Bytes(st.Free), settings.Bytes(st.Min), besides(st.Need))
-		h.Status, h.Reason = outpost.HealthDegraded, &reason
-	case !h.Writable:
-		reason := "badger's next memtable log could not be allocated (the disk is full?): writes are refused until it can be; see the log"
-		h.Status, h.Reason = outpost.HealthDegraded, &reason
+		h.Fail(outpost.HealthDegraded, fmt.Sprintf("%v free on the data dir's filesystem, less than the %v kept free (--min-free-space, OUTPOST_MIN_FREE_SPACE)%s: writes are refused until space is freed",
+			settings.Bytes(st.Free), settings.Bytes(st.Min), besides(st.Need)))
+	case !h.Checks.Writable:
+		h.Fail(outpost.HealthDegraded, "badger's next memtable log could not be allocated (the disk is full?): writes are refused until it can be; see the log")
 	}
 	return h
 }

@@ -93,7 +93,7 @@ func TestFullDisk(t *testing.T) {
 		t.Errorf("a record cannot be read back: %v", err)
 	}
 	h := s.Health(ctx)
-	if h.Status != outpost.HealthDegraded || h.Writable || h.Reason == nil || !strings.Contains(*h.Reason, "OUTPOST_MIN_FREE_SPACE") {
+	if h.Status != outpost.HealthDegraded || h.Checks.Writable || !strings.Contains(h.Reason, "OUTPOST_MIN_FREE_SPACE") {
 		t.Errorf("health %+v, want degraded, not writable, with the reason", h)
 	}
 	if n := strings.Count(logs.String(), "disk space low"); n != 1 {
@@ -105,7 +105,7 @@ func TestFullDisk(t *testing.T) {
 	if err := s.Events.SaveEvent(ctx, event(-1)); err != nil {
 		t.Errorf("an event after space was freed: %v", err)
 	}
-	if h := s.Health(ctx); h.Status != outpost.HealthOK || !h.Writable || h.Reason != nil {
+	if h := s.Health(ctx); h.Status != outpost.HealthOK || !h.Checks.Writable || h.Reason != "" {
 		t.Errorf("health after recovery %+v", h)
 	}
 	if err := s.Close(); err != nil {
@@ -187,7 +187,7 @@ func TestWritesRefusedOnceTheDataDirIsGone(t *testing.T) {
 		t.Error("Writable after the data dir was removed")
 	}
 	h := s.Health(context.Background())
-	if h.Status != outpost.HealthDown || h.Writable || h.Reason == nil || !strings.Contains(*h.Reason, "restart") {
+	if h.Status != outpost.HealthDown || h.Checks.Writable || !strings.Contains(h.Reason, "restart") {
 		t.Errorf("health %+v, want down, not writable, with the reason", h)
 	}
 }

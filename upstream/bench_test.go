@@ -79,13 +79,13 @@ func BenchmarkSync(b *testing.B) {
 				start := time.Now()
 				done := make(chan struct{})
 				go func() { s.Run(ctx); close(done) }()
-				for s.Health(ctx).Relays[0].LastSyncAt == nil {
+				for s.Health(ctx).Checks.Relays[0].LastSyncAt == nil {
 					time.Sleep(5 * time.Millisecond)
 				}
 				elapsed := time.Since(start)
 				cancel()
 				<-done
-				if got := s.Health(ctx).Relays[0].Events.Stored; got != int64(n) {
+				if got := s.Health(ctx).Checks.Relays[0].Events.Stored; got != int64(n) {
 					b.Fatalf("stored %d of %d", got, n)
 				}
 				b.ReportMetric(elapsed.Seconds(), "s/sync")

@@ -238,24 +238,21 @@ func (s *Syncer) held(ctx context.Context, id string) bool {
 	return found
 }
 
-// Health is the upstream part of /health.
-type Health struct {
-	Status string        `json:"status"`
+// HealthChecks are the upstream part of /health: each relay's state.
+type HealthChecks struct {
 	Relays []RelayHealth `json:"relays"`
 }
 
-// HealthStatus is degraded while a relay cannot be followed.
-func (h Health) HealthStatus() string { return h.Status }
-
-// Health makes no outbound calls.
-func (s *Syncer) Health(context.Context) Health {
-	h := Health{Status: outpost.HealthOK, Relays: []RelayHealth{}}
+// Health makes no outbound calls. It is degraded while a relay cannot be
+// followed.
+func (s *Syncer) Health(context.Context) outpost.Health[HealthChecks] {
+	h := outpost.NewHealth(outpost.Version, HealthChecks{Relays: []RelayHealth{}})
 	for _, r := range s.relays {
 		rh := r.health()
 		if !rh.Connected {
-			h.Status = outpost.HealthDegraded
+			h.Fail(outpost.HealthDegraded, rh.URL+" is not connected")
 		}
-		h.Relays = append(h.Relays, rh)
+		h.Checks.Relays = append(h.Checks.Relays, rh)
 	}
 	return h
 }

@@ -132,10 +132,10 @@ func follow(t *testing.T, local *node, cfg upstream.Config) *upstream.Syncer {
 func relayHealth(t *testing.T, s *upstream.Syncer) upstream.RelayHealth {
 	t.Helper()
 	h := s.Health(context.Background())
-	if len(h.Relays) != 1 {
-		t.Fatalf("health lists %d relays", len(h.Relays))
+	if len(h.Checks.Relays) != 1 {
+		t.Fatalf("health lists %d relays", len(h.Checks.Relays))
 	}
-	return h.Relays[0]
+	return h.Checks.Relays[0]
 }
 
 var reviewsAndAnnouncements = nostr.Filter{Kinds: []int{38000, 38172}}

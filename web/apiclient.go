@@ -10,6 +10,7 @@ import (
 	"strconv"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/outpost-relay/outpost/httpapi"
 )
 
 // apiClient calls one service's REST handler in-process, as a client of its
@@ -23,19 +24,35 @@ func (c apiClient) ok() bool { return c.h != nil }
 
 // apiError is an error answer of a service: its status and JSON body.
 type apiError struct {
-	Status     int            `json:"-"`
-	Code       string         `json:"error"`
-	Message    string         `json:"message"`
-	Details    map[string]any `json:"details"`
-	RetryAfter int            `json:"-"` // seconds, from Retry-After
+	Status     int
+	Body       httpapi.ErrorBody
+	RetryAfter int // seconds, from Retry-After
 }
 
-func (e *apiError) Error() string { return fmt.Sprintf("%d %s: %s", e.Status, e.Code, e.Message) }
+func (e *apiError) Error() string {
+	return fmt.Sprintf("%d %s: %s", e.Status, e.Body.Error, e.Body.Message)
+}
 
 // get decodes GET path (relative to the service's mount) into v.
 func (c apiClient) get(r *http.Request, path string, v any) error {
 	_, err := c.call(r, http.MethodGet, path, nil, v)
 	return err
+}
+
+// into is a GET path and the value its answer is decoded into.
+type into struct {
+	path string
+	v    any
+}
+
+// getAll decodes each GET in turn, stopping at the first error.
+func (c apiClient) getAll(r *http.Request, gets ...into) error {
+	for _, g := range gets {
+		if err := c.get(r, g.path, g.v); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // call sends body (nil, or a value sent as JSON) as a request made on
@@ -69,8 +86,8 @@ func (c apiClient) call(r *http.Request, method, path string, body, v any, heade
 	c.h.ServeHTTP(rec, req)
 	if rec.status < 200 || rec.status > 299 {
 		e := &apiError{Status: rec.status}
-		if json.Unmarshal(rec.body.Bytes(), e) != nil || e.Code == "" {
-			e.Code, e.Message = "internal_error", "the service gave an answer that could not be read"
+		if json.Unmarshal(rec.body.Bytes(), &e.Body) != nil || e.Body.Error == "" {
+			e.Body = httpapi.ErrorBody{Error: "internal_error", Message: "the service gave an answer that could not be read"}
 		}
 		e.RetryAfter, _ = strconv.Atoi(rec.header.Get("Retry-After"))
 		return rec.status, e

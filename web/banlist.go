@@ -2,16 +2,14 @@ package web
 
 import (
 	"net/http"
+
+	"github.com/outpost-relay/outpost/banlist"
 )
 
 type consoleView struct {
 	Mount string
-	Bans  []struct {
-		PubKey    string `json:"pubkey"`
-		Reason    string `json:"reason"`
-		ExpiresAt *int64 `json:"expires_at"`
-	} `json:"pubkeys"`
-	Words []string `json:"words"`
+	Bans  banlist.BlockedPubKeys
+	Words banlist.BlockedWords
 }
 
 // handleConsole renders the public ban list and blocked words; the
@@ -20,11 +18,7 @@ type consoleView struct {
 // sessionStorage only.
 func (p *Pages) handleConsole(w http.ResponseWriter, r *http.Request) {
 	v := consoleView{Mount: p.cfg.Banlist.Mount}
-	if err := p.banlist.get(r, "/blocked/pubkeys", &v); err != nil {
-		p.fail(w, r, err)
-		return
-	}
-	if err := p.banlist.get(r, "/blocked/words", &v); err != nil {
+	if err := p.banlist.getAll(r, into{"/blocked/pubkeys", &v.Bans}, into{"/blocked/words", &v.Words}); err != nil {
 		p.fail(w, r, err)
 		return
 	}

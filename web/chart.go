@@ -5,6 +5,8 @@ import (
 	"math"
 	"strings"
 	"time"
+
+	"github.com/outpost-relay/outpost/mintdir/resource"
 )
 
 // Charts are drawn here as SVG from the directory's own timeseries buckets,
@@ -15,14 +17,6 @@ import (
 
 // chartWidth is the width of both charts' coordinate space.
 const chartWidth = 720.0
-
-// point is one bucket of GET /mints/{id}/uptime/timeseries.
-type point struct {
-	Timestamp time.Time `json:"timestamp"`
-	State     string    `json:"state"`
-	OK        bool      `json:"ok"`
-	RTTMs     *int      `json:"rtt_ms"`
-}
 
 // uptimeChart is a strip of one bar per bucket, coloured by its state.
 type uptimeChart struct {
@@ -68,7 +62,7 @@ func f2(v float64) string {
 // data" with a sliver at the edge. A mint never checked keeps the whole
 // window, all without data. since says whether any were left out, and so
 // whether the chart still spans the whole window.
-func recent(points []point) (pts []point, since bool) {
+func recent(points []resource.Point) (pts []resource.Point, since bool) {
 	n := len(points)
 	for n > 0 && points[n-1].State == "unknown" && points[n-1].RTTMs == nil {
 		n--
@@ -90,7 +84,7 @@ func chartTitle(what, window string, since bool) string {
 
 // newUptimeChart draws the API's points (newest first) oldest first, left to
 // right.
-func newUptimeChart(points []point, window string, bucket time.Duration) uptimeChart {
+func newUptimeChart(points []resource.Point, window string, bucket time.Duration) uptimeChart {
 	pts, since := recent(points)
 	c := uptimeChart{Title: chartTitle("Uptime", window, since)}
 	if len(pts) == 0 {
@@ -120,7 +114,7 @@ func newUptimeChart(points []point, window string, bucket time.Duration) uptimeC
 	return c
 }
 
-func newRTTChart(points []point, window string, bucket time.Duration) rttChart {
+func newRTTChart(points []resource.Point, window string, bucket time.Duration) rttChart {
 	pts, since := recent(points)
 	c := rttChart{Title: chartTitle("Response time", window, since)}
 	maxMs, n, sum := 0, 0, 0
@@ -165,8 +159,8 @@ func newRTTChart(points []point, window string, bucket time.Duration) rttChart {
 	return c
 }
 
-func oldestFirst(points []point) []point {
-	out := make([]point, len(points))
+func oldestFirst(points []resource.Point) []resource.Point {
+	out := make([]resource.Point, len(points))
 	for i, p := range points {
 		out[len(points)-1-i] = p
 	}

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/outpost-relay/outpost/mintdir/resource"
 )
 
 func rtt(ms int) *int { return &ms }
@@ -11,7 +13,7 @@ func rtt(ms int) *int { return &ms }
 func TestUptimeChart(t *testing.T) {
 	t0 := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
 	// The API answers newest first.
-	pts := []point{
+	pts := []resource.Point{
 		{Timestamp: t0.Add(15 * time.Minute), State: "online", OK: true, RTTMs: rtt(120)},
 		{Timestamp: t0.Add(10 * time.Minute), State: "offline"},
 		{Timestamp: t0.Add(5 * time.Minute), State: "unknown"},
@@ -46,10 +48,10 @@ func TestUptimeChart(t *testing.T) {
 
 func TestRTTChart(t *testing.T) {
 	t0 := time.Date(2026, 11, 21, 0, 0, 0, 0, time.UTC)
-	var pts []point
+	var pts []resource.Point
 	// oldest first: 100, 200, gap, 300, gap, 400 (a lone bucket is a dot)
 	for i, ms := range []*int{rtt(100), rtt(200), nil, rtt(300), nil, rtt(400)} {
-		pts = append([]point{{Timestamp: t0.Add(time.Duration(i) * time.Hour), State: "online", RTTMs: ms}}, pts...)
+		pts = append([]resource.Point{{Timestamp: t0.Add(time.Duration(i) * time.Hour), State: "online", RTTMs: ms}}, pts...)
 	}
 	c := newRTTChart(pts, "7d", time.Hour)
 	if c.MaxMs != 500 {
@@ -64,7 +66,7 @@ func TestRTTChart(t *testing.T) {
 	if !strings.Contains(c.Desc, "average 250 ms, highest 400 ms, over 4 buckets") {
 		t.Errorf("desc: %s", c.Desc)
 	}
-	if e := newRTTChart([]point{{Timestamp: t0, State: "offline"}}, "24h", 5*time.Minute); !e.Empty {
+	if e := newRTTChart([]resource.Point{{Timestamp: t0, State: "offline"}}, "24h", 5*time.Minute); !e.Empty {
 		t.Errorf("a window without successful checks: %+v", e)
 	}
 }
@@ -82,10 +84,10 @@ func TestNiceCeil(t *testing.T) {
 // the window.
 func TestChartsOfANewMint(t *testing.T) {
 	t0 := time.Date(2026, 11, 21, 0, 0, 0, 0, time.UTC)
-	series := func(checked int) []point {
-		var pts []point // newest first
+	series := func(checked int) []resource.Point {
+		var pts []resource.Point // newest first
 		for i := 287; i >= 0; i-- {
-			p := point{Timestamp: t0.Add(time.Duration(i) * 5 * time.Minute), State: "unknown"}
+			p := resource.Point{Timestamp: t0.Add(time.Duration(i) * 5 * time.Minute), State: "unknown"}
 			if i >= 288-checked {
 				p.State, p.OK, p.RTTMs = "online", true, rtt(40+i%3)
 			}

@@ -52,9 +52,7 @@ func (p *Pages) handleLanding(relay http.Handler) http.HandlerFunc {
 			if !s.api.ok() {
 				continue
 			}
-			var h struct {
-				Status string `json:"status"`
-			}
+			var h outpost.Health[any]
 			if err := s.api.get(r, "/health", &h); err != nil {
 				h.Status = "down"
 			}

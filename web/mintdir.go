@@ -1,7 +1,6 @@
 package web
 
 import (
-	"encoding/json"
 	"errors"
 	"net/http"
 	"net/url"
@@ -11,191 +10,27 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/outpost-relay/outpost/mintdir"
+	"github.com/outpost-relay/outpost/mintdir/resource"
 )
 
-// The directory's resources as its API answers them (only what the pages show).
-
-type mintCore struct {
-	MintID        string     `json:"mint_id"`
-	CanonicalURL  string     `json:"canonical_url"`
-	Name          *string    `json:"name"`
-	IconURL       *string    `json:"icon_url"`
-	Status        string     `json:"status"`
-	OfflineSince  *time.Time `json:"offline_since"`
-	LastSuccessAt *time.Time `json:"last_success_at"`
-	Uptime24h     *float64   `json:"uptime_24h"`
-	Uptime7d      *float64   `json:"uptime_7d"`
-	Uptime30d     *float64   `json:"uptime_30d"`
-	Incidents7d   int        `json:"incidents_7d"`
-	Incidents30d  int        `json:"incidents_30d"`
-	TrustScore    int        `json:"trust_score"`
-	TrustLevel    string     `json:"trust_level"`
-}
-
-// Title is how a mint is called: its name, else its URL.
-func (m mintCore) Title() string {
-	if m.Name != nil && strings.TrimSpace(*m.Name) != "" {
-		return *m.Name
-	}
-	return strings.TrimPrefix(strings.TrimPrefix(m.CanonicalURL, "https://"), "http://")
-}
-
-type mintStatus struct {
-	Status        string     `json:"status"`
-	OfflineSince  *time.Time `json:"offline_since"`
-	LastCheckedAt *time.Time `json:"last_checked_at"`
-	CurrentRTTMs  *int       `json:"current_rtt_ms"`
-	LastError     *string    `json:"last_error"`
-}
-
-type mintMetadata struct {
-	Name            *string `json:"name"`
-	Pubkey          *string `json:"pubkey"`
-	Version         *string `json:"version"`
-	Description     *string `json:"description"`
-	DescriptionLong *string `json:"description_long"`
-	Contact         []struct {
-		Method string `json:"method"`
-		Info   string `json:"info"`
-	} `json:"contact"`
-	Motd          *string    `json:"motd"`
-	TosURL        *string    `json:"tos_url"`
-	LastFetchedAt *time.Time `json:"last_fetched_at"`
-	Keysets       []struct {
-		ID          string  `json:"id"`
-		Unit        string  `json:"unit"`
-		Active      bool    `json:"active"`
-		InputFeePpk *uint64 `json:"input_fee_ppk"`
-	} `json:"keysets"`
-}
-
-type historyEntry struct {
-	FetchedAt  time.Time                  `json:"fetched_at"`
-	ChangeType string                     `json:"change_type"`
-	Diff       map[string]json.RawMessage `json:"diff"`
-	Version    *string                    `json:"version"`
-}
-
-// Fields lists the changed fields in order.
-func (h historyEntry) Fields() []string {
-	out := make([]string, 0, len(h.Diff))
-	for k := range h.Diff {
+// fields lists a history entry's changed fields in order.
+func fields(diff map[string]mintdir.Change) []string {
+	out := make([]string, 0, len(diff))
+	for k := range diff {
 		out = append(out, k)
 	}
 	sort.Strings(out)
 	return out
 }
 
-type mintUptime struct {
-	Window          string   `json:"window"`
-	UptimePct       *float64 `json:"uptime_pct"`
-	DowntimeSeconds int64    `json:"downtime_seconds"`
-	AvgRTTMs        *int     `json:"avg_rtt_ms"`
-	P95RTTMs        *int     `json:"p95_rtt_ms"`
-	TotalChecks     int64    `json:"total_checks"`
-	OKChecks        int64    `json:"ok_checks"`
-}
-
-type incident struct {
-	StartedAt       time.Time  `json:"started_at"`
-	ResolvedAt      *time.Time `json:"resolved_at"`
-	DurationSeconds int64      `json:"duration_seconds"`
-	Severity        string     `json:"severity"`
-}
-
-type part struct {
-	Score float64 `json:"score"`
-	Max   float64 `json:"max"`
-}
-
-type mintTrust struct {
-	ScoreTotal int    `json:"score_total"`
-	ScoreLevel string `json:"score_level"`
-	Breakdown  struct {
-		Uptime struct {
-			part
-			Uptime30d *float64 `json:"uptime_30d"`
-		} `json:"uptime"`
-		Speed struct {
-			part
-			AvgRTT7d *int `json:"avg_rtt_ms_7d"`
-			SlowMs   int  `json:"slow_ms"`
-		} `json:"speed"`
-		Reviews struct {
-			part
-			RatedCount    int      `json:"rated_count"`
-			AverageRating *float64 `json:"average_rating"`
-		} `json:"reviews"`
-		Identity struct {
-			part
-			HasPubkey      bool `json:"has_pubkey"`
-			HasContact     bool `json:"has_contact"`
-			HTTPS          bool `json:"https"`
-			HasName        bool `json:"has_name"`
-			HasDescription bool `json:"has_description"`
-		} `json:"identity"`
-		Penalties struct {
-			part
-			Min              float64 `json:"min"`
-			Offline          bool    `json:"offline"`
-			Degraded         bool    `json:"degraded"`
-			Incidents30d     int     `json:"incidents_30d"`
-			PubkeyChanged30d bool    `json:"pubkey_changed_30d"`
-		} `json:"penalties"`
-	} `json:"breakdown"`
-	ComputedAt time.Time `json:"computed_at"`
-}
-
-type mintReviews struct {
-	Reviews []struct {
-		EventID   string    `json:"event_id"`
-		PubKey    string    `json:"pubkey"`
-		CreatedAt time.Time `json:"created_at"`
-		Rating    *int      `json:"rating"`
-		Content   string    `json:"content"`
-	} `json:"reviews"`
-	Summary struct {
-		Count         int      `json:"count"`
-		RatedCount    int      `json:"rated_count"`
-		AverageRating *float64 `json:"average_rating"`
-	} `json:"summary"`
-}
-
-type mintViews struct {
-	Views24h          int64   `json:"views_24h"`
-	Views7d           int64   `json:"views_7d"`
-	Views30d          int64   `json:"views_30d"`
-	UniqueSessions30d int64   `json:"unique_sessions_30d"`
-	ViewVelocity      float64 `json:"view_velocity"`
-}
-
-type mintFeatures struct {
-	SupportedNuts            []int    `json:"supported_nuts"`
-	SupportsBolt11           *bool    `json:"supports_bolt11"`
-	MinAmount                *uint64  `json:"min_amount"`
-	MaxAmount                *uint64  `json:"max_amount"`
-	HasTorEndpoint           bool     `json:"has_tor_endpoint"`
-	HasMultipleURLs          bool     `json:"has_multiple_urls"`
-	FeatureCompletenessScore *float64 `json:"feature_completeness_score"`
-}
-
-type mintURLs struct {
-	URLs []struct {
-		URL    string `json:"url"`
-		Type   string `json:"type"`
-		Active bool   `json:"active"`
-	} `json:"urls"`
-}
-
 // --- the list ---
-
-var statuses = []string{"online", "degraded", "unknown", "offline", "abandoned"}
 
 const listPageSize = 50
 
 type directoryView struct {
 	Mount         string
-	Mints         []mintCore
+	Mints         []resource.Mint
 	Total, Offset int
 	Status, Sort  string
 	Statuses      []string
@@ -213,7 +48,7 @@ func (p *Pages) handleDirectory(w http.ResponseWriter, r *http.Request) {
 // when there was one.
 func (p *Pages) renderDirectory(w http.ResponseWriter, r *http.Request, status int, submitted string, submitErr *apiError) {
 	q := r.URL.Query()
-	v := directoryView{Mount: p.cfg.Mintdir.Mount, Status: q.Get("status"), Sort: q.Get("sort"), Statuses: statuses, SubmitURL: submitted}
+	v := directoryView{Mount: p.cfg.Mintdir.Mount, Status: q.Get("status"), Sort: q.Get("sort"), Statuses: mintdir.Statuses, SubmitURL: submitted}
 	if v.Sort == "" {
 		v.Sort = "trust"
 	}
@@ -223,10 +58,7 @@ func (p *Pages) renderDirectory(w http.ResponseWriter, r *http.Request, status i
 	if v.Status != "" {
 		api.Set("status", v.Status)
 	}
-	var list struct {
-		Mints []mintCore `json:"mints"`
-		Total int        `json:"total"`
-	}
+	var list resource.MintList
 	if err := p.mintdir.get(r, "/mints?"+api.Encode(), &list); err != nil {
 		p.fail(w, r, err)
 		return
@@ -249,7 +81,7 @@ func (p *Pages) renderDirectory(w http.ResponseWriter, r *http.Request, status i
 		v.Shown = strconv.Itoa(v.Offset+1) + "–" + strconv.Itoa(v.Offset+len(v.Mints))
 	}
 	if submitErr != nil {
-		v.SubmitError = submitErr.Message
+		v.SubmitError = submitErr.Body.Message
 	}
 	p.render(w, r, status, "mintdir", view{Title: "Cashu mint directory", Section: "mintdir", Main: v})
 }
@@ -259,14 +91,11 @@ func (p *Pages) renderDirectory(w http.ResponseWriter, r *http.Request, status i
 func (p *Pages) handleSubmit(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, 8<<10)
 	mintURL := strings.TrimSpace(r.PostFormValue("mint_url"))
-	var res struct {
-		MintID string `json:"mint_id"`
-		Status string `json:"status"`
-	}
+	var res resource.Submitted
 	_, err := p.mintdir.call(r, http.MethodPost, "/mints/submit", map[string]string{"mint_url": mintURL}, &res)
 	var ae *apiError
 	switch {
-	case errors.As(err, &ae) && ae.Code != "internal_error":
+	case errors.As(err, &ae) && ae.Body.Error != "internal_error":
 		if ae.RetryAfter > 0 {
 			w.Header().Set("Retry-After", strconv.Itoa(ae.RetryAfter))
 		}
@@ -274,7 +103,7 @@ func (p *Pages) handleSubmit(w http.ResponseWriter, r *http.Request) {
 	case err != nil:
 		p.fail(w, r, err)
 	default:
-		http.Redirect(w, r, p.cfg.Mintdir.Mount+"/mint/"+url.PathEscape(res.MintID)+"?submitted="+url.QueryEscape(res.Status), http.StatusSeeOther)
+		http.Redirect(w, r, p.cfg.Mintdir.Mount+"/mint/"+url.PathEscape(res.MintID.String())+"?submitted="+url.QueryEscape(res.Status), http.StatusSeeOther)
 	}
 }
 
@@ -282,27 +111,27 @@ func (p *Pages) handleSubmit(w http.ResponseWriter, r *http.Request) {
 
 type uptimeRow struct {
 	Label string
-	mintUptime
+	resource.Uptime
 }
 
 type mintView struct {
 	Mount       string
-	Core        mintCore
-	Status      mintStatus
-	Meta        mintMetadata
-	History     []historyEntry
+	Core        resource.Mint
+	Status      resource.Status
+	Meta        resource.Metadata
+	History     []resource.HistoryEntry
 	Uptime      []uptimeRow
 	Window      string
 	Windows     []string
 	Bucket      string
 	UptimeChart uptimeChart
 	RTTChart    rttChart
-	Incidents   []incident
-	Trust       mintTrust
-	Reviews     mintReviews
-	Views       mintViews
-	Features    mintFeatures
-	URLs        mintURLs
+	Incidents   []resource.Incident
+	Trust       resource.Trust
+	Reviews     resource.Reviews
+	Views       resource.Views
+	Features    resource.Features
+	URLs        resource.URLs
 	Submitted   string // "queued" or "exists" after the submit form
 	Icon        bool
 }
@@ -322,47 +151,33 @@ func (p *Pages) handleMint(w http.ResponseWriter, r *http.Request) {
 		p.fail(w, r, err)
 		return
 	}
-	if v.Core.MintID != id {
+	if v.Core.MintID.String() != id {
 		// The record was merged into another one: show that one's page.
-		http.Redirect(w, r, v.Mount+"/mint/"+url.PathEscape(v.Core.MintID)+"?window="+url.QueryEscape(v.Window), http.StatusMovedPermanently)
+		http.Redirect(w, r, v.Mount+"/mint/"+url.PathEscape(v.Core.MintID.String())+"?window="+url.QueryEscape(v.Window), http.StatusMovedPermanently)
 		return
 	}
-	var series struct {
-		Bucket string  `json:"bucket"`
-		Points []point `json:"points"`
+	var series resource.Timeseries
+	var history resource.History
+	var incidents resource.Incidents
+	gets := []into{
+		{base + "/status", &v.Status},
+		{base + "/metadata", &v.Meta},
+		{base + "/metadata/history?limit=20", &history},
+		{base + "/incidents?limit=20", &incidents},
+		{base + "/trust", &v.Trust},
+		{base + "/reviews?limit=50", &v.Reviews},
+		{base + "/views", &v.Views},
+		{base + "/features", &v.Features},
+		{base + "/urls", &v.URLs},
+		{base + "/uptime/timeseries?limit=500&window=" + url.QueryEscape(v.Window), &series},
 	}
-	var history struct {
-		History []historyEntry `json:"history"`
-	}
-	var incidents struct {
-		Incidents []incident `json:"incidents"`
-	}
-	gets := []struct {
-		path string
-		v    any
-	}{
-		{"/status", &v.Status},
-		{"/metadata", &v.Meta},
-		{"/metadata/history?limit=20", &history},
-		{"/incidents?limit=20", &incidents},
-		{"/trust", &v.Trust},
-		{"/reviews?limit=50", &v.Reviews},
-		{"/views", &v.Views},
-		{"/features", &v.Features},
-		{"/urls", &v.URLs},
-		{"/uptime/timeseries?limit=500&window=" + url.QueryEscape(v.Window), &series},
-	}
-	for _, g := range gets {
-		if err := p.mintdir.get(r, base+g.path, g.v); err != nil {
-			p.fail(w, r, err)
-			return
-		}
+	if err := p.mintdir.getAll(r, gets...); err != nil {
+		p.fail(w, r, err)
+		return
 	}
 	// 30 days of hourly buckets are 721 points: more than one page.
 	for page := series.Points; len(page) == 500; {
-		var next struct {
-			Points []point `json:"points"`
-		}
+		var next resource.Timeseries
 		before := page[len(page)-1].Timestamp.UTC().Format(time.RFC3339)
 		if err := p.mintdir.get(r, base+"/uptime/timeseries?limit=500&window="+url.QueryEscape(v.Window)+"&before="+url.QueryEscape(before), &next); err != nil {
 			p.fail(w, r, err)
@@ -372,12 +187,12 @@ func (p *Pages) handleMint(w http.ResponseWriter, r *http.Request) {
 		page = next.Points
 	}
 	for _, win := range v.Windows {
-		var u mintUptime
+		var u resource.Uptime
 		if err := p.mintdir.get(r, base+"/uptime?window="+win, &u); err != nil {
 			p.fail(w, r, err)
 			return
 		}
-		v.Uptime = append(v.Uptime, uptimeRow{Label: windowWords(win), mintUptime: u})
+		v.Uptime = append(v.Uptime, uptimeRow{Label: windowWords(win), Uptime: u})
 	}
 	bucket := map[string]time.Duration{"5m": 5 * time.Minute, "15m": 15 * time.Minute, "1h": time.Hour}[series.Bucket]
 	v.Bucket = duration(bucket)

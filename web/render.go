@@ -118,8 +118,8 @@ func (p *Pages) fail(w http.ResponseWriter, r *http.Request, err error) {
 	var ae *apiError
 	ev := errorView{Status: http.StatusInternalServerError, Heading: "Something went wrong",
 		Message: "The server could not show this page. Try again in a moment.", Code: "internal_error"}
-	if errors.As(err, &ae) && ae.Code != "internal_error" {
-		ev = errorView{Status: ae.Status, Heading: headingFor(ae.Status), Message: ae.Message, Code: ae.Code}
+	if errors.As(err, &ae) && ae.Body.Error != "internal_error" {
+		ev = errorView{Status: ae.Status, Heading: headingFor(ae.Status), Message: ae.Body.Message, Code: ae.Body.Error}
 		if ae.RetryAfter > 0 {
 			w.Header().Set("Retry-After", strconv.Itoa(ae.RetryAfter))
 		}
@@ -160,7 +160,7 @@ func (p *Pages) limited(h http.HandlerFunc) http.HandlerFunc {
 			if err := httpapi.Allow(p.cfg.RateLimit, httpapi.ClientIP(r)); err != nil {
 				e := outpost.AsError(err)
 				securityHeaders(w.Header())
-				p.fail(w, r, &apiError{Status: http.StatusTooManyRequests, Code: e.Code, Message: e.Message,
+				p.fail(w, r, &apiError{Status: http.StatusTooManyRequests, Body: httpapi.ErrorBody{Error: e.Code, Message: e.Message},
 					RetryAfter: int(math.Ceil(e.RetryAfter.Seconds()))})
 				return
 			}
@@ -206,6 +206,7 @@ func (p *Pages) funcs() template.FuncMap {
 		"webURL": webURL,
 		"count":  count,
 		"int64":  func(n int) int64 { return int64(n) },
+		"fields": fields,
 	}
 }
 

@@ -36,10 +36,10 @@ func observe(d deps) func(service, mount string) func(http.Handler) http.Handler
 func watchMetrics(d deps, services []httpapi.Service, restLimit *ratelimit.Limiter) {
 	d.metrics.WatchRelay(d.relay, restLimit)
 	d.metrics.WatchStore(d.store.DB, filepath.Join(d.cfg.DataDir, "badger"))
-	var health []metrics.Health
+	var health []metrics.ServiceStatus
 	for _, s := range services {
-		health = append(health, metrics.Health{Service: s.Name,
-			Status: func(ctx context.Context) string { return s.Health(ctx).HealthStatus() }})
+		health = append(health, metrics.ServiceStatus{Service: s.Name,
+			Status: func(ctx context.Context) string { return s.Health(ctx).Status }})
 	}
 	d.metrics.WatchHealth(health)
 }

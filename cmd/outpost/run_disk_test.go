@@ -97,10 +97,10 @@ func TestFullDisk(t *testing.T) {
 		t.Errorf("GET /mintdir/mints: %d", code)
 	}
 	code, health := call(t, "GET", inst.url+"/health", nil)
-	storage, _ := health["services"].(map[string]any)["storage"].(map[string]any)
-	details, _ := storage["details"].(map[string]any)
-	if code != 200 || health["status"] != "degraded" || storage["status"] != "degraded" || details["writable"] != false ||
-		!strings.Contains(fmt.Sprint(details["reason"]), "OUTPOST_MIN_FREE_SPACE") {
+	storage, _ := health["checks"].(map[string]any)["storage"].(map[string]any)
+	checks, _ := storage["checks"].(map[string]any)
+	if code != 200 || health["status"] != "degraded" || storage["status"] != "degraded" || checks["writable"] != false ||
+		!strings.Contains(fmt.Sprint(storage["reason"]), "OUTPOST_MIN_FREE_SPACE") || !strings.Contains(fmt.Sprint(health["reason"]), "storage is degraded") {
 		t.Errorf("/health on a full disk: %d %v", code, health)
 	}
 	// Background work (three rounds of mint checks, thirty of the faucet's

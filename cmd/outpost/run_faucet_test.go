@@ -84,7 +84,7 @@ func TestFaucetEmbeddedMint(t *testing.T) {
 	if _, st := call(t, "GET", f+"/stats", nil); st["balance_sats"] != 20000.0 {
 		t.Fatalf("stats %v", st)
 	}
-	if code, h := call(t, "GET", inst.url+"/health", nil); code != 200 || h["services"].(map[string]any)["faucet"].(map[string]any)["status"] != "ok" {
+	if code, h := call(t, "GET", inst.url+"/health", nil); code != 200 || h["checks"].(map[string]any)["faucet"].(map[string]any)["status"] != "ok" {
 		t.Fatalf("health %d %v", code, h)
 	}
 	userWallet := func() *wallet.Wallet {

@@ -179,11 +179,11 @@ func TestMintDirectory(t *testing.T) {
 
 	t.Run("health and stats", func(t *testing.T) {
 		h := get("/health")
-		if h["status"] != "ok" || h["mints_total"] != 3.0 || h["last_probe_cycle_at"] == nil {
+		if c, _ := h["checks"].(map[string]any); h["status"] != "ok" || c["mints_total"] != 3.0 || c["last_probe_cycle_at"] == nil {
 			t.Fatalf("health = %v", h)
 		}
 		_, root := call(t, "GET", inst.url+"/health", nil)
-		if svc := root["services"].(map[string]any)["mintdir"].(map[string]any); svc["status"] != "ok" {
+		if svc := root["checks"].(map[string]any)["mintdir"].(map[string]any); svc["status"] != "ok" {
 			t.Fatalf("root health = %v", root)
 		}
 		s := get("/stats")

@@ -38,8 +38,9 @@ func fetchPage(t *testing.T, method, url, accept string) (int, http.Header, stri
 func TestPages(t *testing.T) {
 	inst := start(t, t.TempDir(), map[string]string{"OUTPOST_PROBE_ALLOW_PRIVATE": "true", "OUTPOST_PROBE_INTERVAL": "1s", "OUTPOST_PROBE_TIMEOUT": "500ms"})
 	_, cfg := call(t, "GET", inst.url+"/faucet/config", nil)
+	// The directory lists the embedded mint at start: it may be there already.
 	code, sub := call(t, "POST", inst.url+"/mintdir/mints/submit", map[string]any{"mint_url": cfg["mint_url"]})
-	if code != http.StatusAccepted {
+	if code != http.StatusAccepted && code != http.StatusOK {
 		t.Fatalf("submit the embedded mint: %d %v", code, sub)
 	}
 	id := sub["mint_id"].(string)
@@ -55,7 +56,7 @@ func TestPages(t *testing.T) {
 			"/mintdir/":                           "outpost test mint",
 			"/mintdir/mint/" + id:                 "Last checked",
 			"/banlist/":                           "Public ban list",
-			"/mintdir/mint/" + id + "?window=30d": "Response time over the last 30 days",
+			"/mintdir/mint/" + id + "?window=30d": "Response time since the first check", // a new mint
 		} {
 			code, h, body := fetchPage(t, "GET", inst.url+path, browserAccept)
 			if code != http.StatusOK || h.Get("Content-Type") != "text/html; charset=utf-8" || h.Get("Content-Security-Policy") != web.CSP {

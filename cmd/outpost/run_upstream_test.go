@@ -97,12 +97,12 @@ func TestUpstreamRelays(t *testing.T) {
 
 	relays := func() map[string]map[string]any {
 		_, h := call(t, "GET", inst.url+"/health", nil)
-		svc, _ := h["services"].(map[string]any)["upstream"].(map[string]any)
+		svc, _ := h["checks"].(map[string]any)["upstream"].(map[string]any)
 		out := map[string]map[string]any{}
 		if svc == nil {
 			return out
 		}
-		for _, r := range svc["details"].(map[string]any)["relays"].([]any) {
+		for _, r := range svc["checks"].(map[string]any)["relays"].([]any) {
 			r := r.(map[string]any)
 			out[r["url"].(string)] = r
 		}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/nbd-wtf/go-nostr"
+	"github.com/outpost-relay/outpost"
 	"github.com/outpost-relay/outpost/banlist"
 	"github.com/outpost-relay/outpost/httpapi"
 	"github.com/outpost-relay/outpost/httpapi/apitest"
@@ -333,7 +334,8 @@ func TestAPI(t *testing.T) {
 	t.Run("health and openapi", func(t *testing.T) {
 		r := api.Do("GET", "/health", nil)
 		wantStatus(t, r, 200, "")
-		if m := r.Map(t); m["status"] != "ok" || m["active_bans"] != float64(0) || m["blocked_words"] != float64(1) {
+		var h outpost.Health[banlist.HealthChecks]
+		if r.JSON(t, &h); h.Status != "ok" || h.Checks != (banlist.HealthChecks{ActiveBans: 0, BlockedWords: 1}) {
 			t.Fatalf("health = %s", r.Body)
 		}
 		wantStatus(t, api.Do("GET", "/openapi.json", nil), 200, "")

@@ -28,12 +28,6 @@ func OpenAPI() []byte { return openAPI }
 
 // --- public reads ---
 
-type blockedEntry struct {
-	PubKey    string `json:"pubkey"`
-	Reason    string `json:"reason"`
-	ExpiresAt *int64 `json:"expires_at"`
-}
-
 // listCache holds an encoded public list. It is rebuilt only when the ban
 // list changes or a temporary ban in it lapses, so relays polling with
 // If-None-Match cost one comparison.
@@ -64,13 +58,6 @@ func (c *listCache) get(version uint64, now int64, build func() (any, int64)) (b
 		c.version, c.validUntil, c.built = version, validUntil, true
 	}
 	return c.body, c.gz, c.etag
-}
-
-func unixOrNil(t int64) *int64 {
-	if t == 0 {
-		return nil
-	}
-	return &t
 }
 
 // serveCached answers with a cached JSON body, honouring If-None-Match and gzip.
@@ -115,16 +102,16 @@ func handleBlockedList(svc *banlist.Service, now func() time.Time) http.HandlerF
 		l, at := svc.List(), now()
 		body, gz, etag := cache.get(l.Version(), at.Unix(), func() (any, int64) {
 			bans, next := l.Bans(at.Unix())
-			return map[string]any{"pubkeys": blockedEntries(bans), "cursor": cursor(at)}, next
+			return banlist.BlockedPubKeys{PubKeys: blockedEntries(bans), Cursor: cursor(at)}, next
 		})
 		serveCached(w, r, body, gz, etag)
 	}
 }
 
-func blockedEntries(bans []policies.Ban) []blockedEntry {
-	entries := make([]blockedEntry, len(bans))
+func blockedEntries(bans []policies.Ban) []banlist.BlockedPubKey {
+	entries := make([]banlist.BlockedPubKey, len(bans))
 	for i, b := range bans {
-		entries[i] = blockedEntry{PubKey: pubkey.NPub(b.PubKey), Reason: b.Reason, ExpiresAt: unixOrNil(b.ExpiresAt)}
+		entries[i] = banlist.BlockedPubKeyOf(b)
 	}
 	return entries
 }
@@ -138,7 +125,7 @@ func handleBlockedWords(svc *banlist.Service, now func() time.Time) http.Handler
 		}
 		l := svc.List()
 		body, gz, etag := cache.get(l.Version(), 0, func() (any, int64) {
-			return map[string]any{"words": l.Words(), "cursor": cursor(now())}, 0
+			return banlist.BlockedWords{Words: l.Words(), Cursor: cursor(now())}, 0
 		})
 		serveCached(w, r, body, gz, etag)
 	}
@@ -149,10 +136,10 @@ func handleBlockedWords(svc *banlist.Service, now func() time.Time) http.Handler
 func cursor(t time.Time) string { return strconv.FormatInt(t.UnixMilli(), 10) }
 
 type pubkeyChanges struct {
-	Added   []blockedEntry `json:"added"`
-	Lifted  []liftedEntry  `json:"lifted"`
-	Expired []blockedEntry `json:"expired"`
-	Cursor  string         `json:"cursor"`
+	Added   []banlist.BlockedPubKey `json:"added"`
+	Lifted  []liftedEntry           `json:"lifted"`
+	Expired []banlist.BlockedPubKey `json:"expired"`
+	Cursor  string                  `json:"cursor"`
 }
 
 type liftedEntry struct {
@@ -211,7 +198,7 @@ func handleBlockedStatus(svc *banlist.Service) http.HandlerFunc {
 			return outpost.Errorf(outpost.Invalid, "invalid_pubkey", "pubkey is not a valid public key (npub or 64-character hex)").With("field", "pubkey")
 		}
 		b, ok := svc.Status(pk)
-		return httpapi.Encode(w, http.StatusOK, banStatus{Blocked: ok, Reason: b.Reason, ExpiresAt: unixOrNil(b.ExpiresAt)})
+		return httpapi.Encode(w, http.StatusOK, banStatus{Blocked: ok, Reason: b.Reason, ExpiresAt: banlist.UnixOrNil(b.ExpiresAt)})
 	})
 }
 

@@ -351,7 +351,7 @@ func (h *hostileEnv) quarantine() {
 	}
 	h.p.Clear()
 	st := h.books()
-	if _, _, hb := h.health(); num(st["quarantined_sats"]) == 0 || num(hb["quarantined_sats"]) != num(st["quarantined_sats"]) {
+	if _, _, hb := h.health(); num(st["quarantined_sats"]) == 0 || num(hb["checks"].(map[string]any)["quarantined_sats"]) != num(st["quarantined_sats"]) {
 		t.Fatalf("nothing quarantined: stats %v, health %v", st, hb)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

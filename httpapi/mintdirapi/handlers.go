@@ -9,6 +9,7 @@ import (
 	"github.com/outpost-relay/outpost"
 	"github.com/outpost-relay/outpost/httpapi"
 	"github.com/outpost-relay/outpost/mintdir"
+	"github.com/outpost-relay/outpost/mintdir/resource"
 )
 
 //go:embed openapi.json
@@ -56,18 +57,18 @@ func handleCore(d *mintdir.Directory) mintHandler {
 		if r.Method != http.MethodHead { // a monitor's HEAD is no one looking at the mint
 			d.CountView(m, httpapi.ClientIP(r), r.UserAgent())
 		}
-		return coreOf(m), nil
+		return resource.MintOf(m), nil
 	}
 }
 
 func handleURLs() mintHandler {
-	return func(r *http.Request, m *mintdir.Mint) (any, error) { return urlsOf(m), nil }
+	return func(r *http.Request, m *mintdir.Mint) (any, error) { return resource.URLsOf(m), nil }
 }
 
 func handleMetadata(d *mintdir.Directory) mintHandler {
 	return func(r *http.Request, m *mintdir.Mint) (any, error) {
 		meta, info, _, err := d.Metadata(r.Context(), m)
-		return metadataOf(m, meta, info), err
+		return resource.MetadataOf(m, meta, info), err
 	}
 }
 
@@ -78,20 +79,16 @@ func handleHistory(d *mintdir.Directory) mintHandler {
 			return nil, err
 		}
 		entries, err := d.History(r.Context(), m, page.Before, page.Limit)
-		out := make([]historyEntry, len(entries))
+		out := resource.History{History: make([]resource.HistoryEntry, len(entries))}
 		for i, e := range entries {
-			diff := e.Diff
-			if diff == nil {
-				diff = map[string]mintdir.Change{}
-			}
-			out[i] = historyEntry{FetchedAt: iso(e.FetchedAt), ChangeType: e.ChangeType, Diff: diff, Version: strOrNil(e.Version)}
+			out.History[i] = resource.HistoryEntryOf(e)
 		}
-		return map[string]any{"history": out}, err
+		return out, err
 	}
 }
 
 func handleStatus() mintHandler {
-	return func(r *http.Request, m *mintdir.Mint) (any, error) { return statusOf(m), nil }
+	return func(r *http.Request, m *mintdir.Mint) (any, error) { return resource.StatusOf(m), nil }
 }
 
 func handleUptime(d *mintdir.Directory) mintHandler {
@@ -101,8 +98,7 @@ func handleUptime(d *mintdir.Directory) mintHandler {
 			return nil, err
 		}
 		u, err := d.Uptime(r.Context(), m, w)
-		return uptimeResource{Window: w.Name, UptimePct: u.UptimePct, DowntimeSeconds: u.DowntimeSec, AvgRTTMs: u.AvgRTTMs,
-			P95RTTMs: u.P95RTTMs, TotalChecks: u.TotalChecks, OKChecks: u.OKChecks}, err
+		return resource.UptimeOf(w, u), err
 	}
 }
 
@@ -122,16 +118,16 @@ func handleTimeseries(d *mintdir.Directory) mintHandler {
 			return nil, err
 		}
 		pts, err := d.Timeseries(r.Context(), m, w, bucket)
-		out := make([]point, 0, min(len(pts), page.Limit))
+		out := resource.Timeseries{Window: w.Name, Bucket: bucketName(bucket), Points: make([]resource.Point, 0, min(len(pts), page.Limit))}
 		for _, p := range pts {
-			if len(out) == page.Limit {
+			if len(out.Points) == page.Limit {
 				break
 			}
 			if page.Before.IsZero() || p.Timestamp.Before(page.Before) {
-				out = append(out, point{Timestamp: iso(p.Timestamp), State: p.State, OK: p.OK, RTTMs: p.RTTMs})
+				out.Points = append(out.Points, resource.PointOf(p))
 			}
 		}
-		return map[string]any{"window": w.Name, "bucket": bucketName(bucket), "points": out}, err
+		return out, err
 	}
 }
 
@@ -152,19 +148,18 @@ func handleIncidents(d *mintdir.Directory, now func() time.Time) mintHandler {
 			return nil, err
 		}
 		incs, err := d.Incidents(r.Context(), m, page.Before, page.Limit)
-		out := make([]incident, len(incs))
+		out := resource.Incidents{Incidents: make([]resource.Incident, len(incs))}
 		t := now()
 		for i, inc := range incs {
-			out[i] = incidentOf(inc, t)
+			out.Incidents[i] = resource.IncidentOf(inc, t)
 		}
-		return map[string]any{"incidents": out}, err
+		return out, err
 	}
 }
 
 func handleTrust() mintHandler {
 	return func(r *http.Request, m *mintdir.Mint) (any, error) {
-		t := m.Summary.Trust
-		return trustResource{ScoreTotal: t.Score, ScoreLevel: t.Level, Breakdown: t.Breakdown, ComputedAt: iso(t.ComputedAt)}, nil
+		return resource.TrustOf(m), nil
 	}
 }
 
@@ -175,24 +170,23 @@ func handleReviews(d *mintdir.Directory) mintHandler {
 			return nil, err
 		}
 		reviews, sum, err := d.Reviews(r.Context(), m, page.Before, page.Limit)
-		out := make([]review, len(reviews))
+		out := resource.Reviews{Reviews: make([]resource.Review, len(reviews)), Summary: sum}
 		for i, rv := range reviews {
-			out[i] = reviewOf(rv)
+			out.Reviews[i] = resource.ReviewOf(rv)
 		}
-		return map[string]any{"reviews": out, "summary": sum}, err
+		return out, err
 	}
 }
 
 func handleViews(d *mintdir.Directory) mintHandler {
 	return func(r *http.Request, m *mintdir.Mint) (any, error) {
 		v, err := d.Views(r.Context(), m)
-		return viewsResource{Views24h: v.Views24h, Views7d: v.Views7d, Views30d: v.Views30d,
-			UniqueSessions30d: v.UniqueSessions30d, ViewVelocity: v.Velocity}, err
+		return resource.ViewsOf(v), err
 	}
 }
 
 func handleFeatures() mintHandler {
-	return func(r *http.Request, m *mintdir.Mint) (any, error) { return featuresOf(m), nil }
+	return func(r *http.Request, m *mintdir.Mint) (any, error) { return resource.FeaturesOf(m), nil }
 }
 
 // --- paging ---
@@ -230,11 +224,11 @@ func handleList(d *mintdir.Directory) http.HandlerFunc {
 		if err != nil {
 			return err
 		}
-		out := make([]core, len(mints))
+		out := resource.MintList{Mints: make([]resource.Mint, len(mints)), Total: total, Limit: o.Limit, Offset: o.Offset}
 		for i, m := range mints {
-			out[i] = coreOf(m)
+			out.Mints[i] = resource.MintOf(m)
 		}
-		return httpapi.Encode(w, http.StatusOK, map[string]any{"mints": out, "total": total, "limit": o.Limit, "offset": o.Offset})
+		return httpapi.Encode(w, http.StatusOK, out)
 	})
 }
 
@@ -269,9 +263,9 @@ func handleSubmit(d *mintdir.Directory) http.HandlerFunc {
 			return err
 		}
 		if res.Exists {
-			return httpapi.Encode(w, http.StatusOK, submitResult{MintID: res.ID, Status: "exists", Message: "this mint is already in the directory"})
+			return httpapi.Encode(w, http.StatusOK, resource.Submitted{MintID: res.ID, Status: "exists", Message: "this mint is already in the directory"})
 		}
-		return httpapi.Encode(w, http.StatusAccepted, submitResult{MintID: res.ID, Status: "queued", Message: "the mint was added; its first check is running now"})
+		return httpapi.Encode(w, http.StatusAccepted, resource.Submitted{MintID: res.ID, Status: "queued", Message: "the mint was added; its first check is running now"})
 	})
 }
 

@@ -196,11 +196,17 @@ func schemas() obj {
 			"feature_completeness_score": desc(nnum(), "0–1; see the README for the formula"),
 		}),
 		"SubmitResult": object(obj{"mint_id": obj{"type": "string", "format": "uuid"}, "status": enum("queued", "exists"), "message": str()}),
-		"Health": object(obj{
-			"status": enum("ok", "degraded", "down"), "version": str(), "time": dt(), "mints_total": integer(),
-			"last_probe_cycle_at": desc(ndt(), "When the prober last had every due mint started"),
-			"probe_lag_seconds":   desc(num(), "How long the most overdue mint has waited"),
-		}),
+		"Health": desc(obj{"type": "object", "additionalProperties": false, "required": []string{"status", "version", "checks"}, "properties": obj{
+			"status":  desc(enum("ok", "degraded", "down"), "down: the store cannot be read; degraded: the prober lags two intervals"),
+			"reason":  desc(str(), "Why the status is not ok; absent when ok"),
+			"version": str(),
+			"checks": object(obj{
+				"store":               enum("ok", "error"),
+				"mints_total":         integer(),
+				"last_probe_cycle_at": desc(ndt(), "When the prober last had every due mint started"),
+				"probe_lag_seconds":   desc(num(), "How long the most overdue mint has waited"),
+			}),
+		}}, "The one shape of every /health in outpost: status, reason when not ok, version, and the checks the status was judged on"),
 		"Stats": object(obj{
 			"mints_total": integer(),
 			"by_status": object(func() obj {
