@@ -50,8 +50,7 @@ func SyncBanList(ctx context.Context, baseURL string, opt SyncOptions) (*BanList
 	if s.list == nil {
 		s.list = NewBanList()
 	}
-	s.locate(ctx)
-	if err := s.poll(ctx); err != nil {
+	if err := s.sync(ctx); err != nil {
 		if opt.List == nil {
 			return nil, err
 		}
@@ -65,7 +64,7 @@ func SyncBanList(ctx context.Context, baseURL string, opt SyncOptions) (*BanList
 			case <-ctx.Done():
 				return
 			case <-t.C:
-				if err := s.poll(ctx); err != nil && ctx.Err() == nil {
+				if err := s.sync(ctx); err != nil && ctx.Err() == nil {
 					s.opt.Log.Warn("ban list sync failed; keeping the last lists", "url", s.base, "err", err)
 				}
 			}
@@ -199,32 +198,38 @@ func (s *syncer) pollWords(ctx context.Context) error {
 	return nil
 }
 
-// locate makes s.base the ban list's URL when it is the outpost's own base
-// URL: people type the server's address, and the ban list may be mounted
-// anywhere (OUTPOST_BANLIST_MOUNT). An outpost answers GET / with an index
-// whose services.banlist is the list's public URL; its path is taken onto
-// the address given, which is the one this machine can reach. A base that
-// serves a ban list is kept as it is, and so is one that serves neither
-// (polls then say what is wrong).
-func (s *syncer) locate(ctx context.Context) {
-	var words struct{}
-	if status, err := s.get(ctx, "/blocked/words", nil, &words); err == nil && status == http.StatusOK {
-		return
+// sync polls, and when the base serves no ban list, looks for it once more
+// (the outpost may have been down when the plugin started on its cache).
+func (s *syncer) sync(ctx context.Context) error {
+	err := s.poll(ctx)
+	if err != nil && s.locate(ctx) {
+		err = s.poll(ctx)
 	}
+	return err
+}
+
+// locate makes s.base the ban list's URL when it is the outpost's own base
+// URL, and says whether it did: people type the server's address, and the
+// ban list may be mounted anywhere (OUTPOST_BANLIST_MOUNT). An outpost
+// answers GET / with an index whose services.banlist is the list's public
+// URL; its path is taken onto the address given, which is the one this
+// machine can reach. Asked only when the base serves no ban list.
+func (s *syncer) locate(ctx context.Context) bool {
 	var index struct {
 		Services struct {
 			Banlist string `json:"banlist"`
 		} `json:"services"`
 	}
 	if _, err := s.get(ctx, "/", nil, &index); err != nil {
-		return
+		return false
 	}
 	list, err := url.Parse(index.Services.Banlist)
 	if err != nil || strings.Trim(list.Path, "/") == "" {
-		return
+		return false
 	}
 	s.opt.Log.Info("ban list found through the outpost's index", "from", s.base, "banlist", s.base+list.Path)
 	s.base += strings.TrimSuffix(list.Path, "/")
+	return true
 }
 
 // get fetches path into v. With an ETag it may answer 304; a delta whose
