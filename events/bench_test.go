@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/dgraph-io/badger/v4"
+	"github.com/outpost-relay/outpost/kv"
 	"github.com/fiatjaf/eventstore"
 	bbackend "github.com/fiatjaf/eventstore/badger"
 	"github.com/nbd-wtf/go-nostr"
@@ -116,7 +117,7 @@ func openBoth(tb testing.TB) (*Store, *bbackend.BadgerBackend) {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	ours, err := Open(db, quiet())
+	ours, err := Open(kv.New(db, nil), quiet())
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -8,13 +8,14 @@ import (
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
+	"github.com/outpost-relay/outpost/kv"
 	"github.com/nbd-wtf/go-nostr"
 )
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
 // testDB opens a small badger database in memory, or in dir when it is set.
-func testDB(t testing.TB, dir string) *badger.DB {
+func testDB(t testing.TB, dir string) *kv.DB {
 	t.Helper()
 	opts := badger.DefaultOptions(dir).WithLogger(nil).WithMemTableSize(4 << 20).
 		WithBlockCacheSize(8 << 20).WithNumMemtables(2).
@@ -27,7 +28,7 @@ func testDB(t testing.TB, dir string) *badger.DB {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	return db
+	return kv.New(db, nil)
 }
 
 // testStore is a store in memory whose clock is at now. Its event cache is

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
+	"github.com/outpost-relay/outpost/kv"
 	bbackend "github.com/fiatjaf/eventstore/badger"
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/outpost-relay/outpost/internal/badgerfix"
@@ -71,7 +72,7 @@ func openAt(t *testing.T, dir string) (*Store, *badger.DB) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := Open(db, quiet())
+	s, err := Open(kv.New(db, nil), quiet())
 	if err != nil {
 		db.Close()
 		t.Fatal(err)
@@ -87,11 +88,11 @@ func allIDs(t *testing.T, s *Store) []string {
 }
 
 // oldKeys counts keys in eventstore's layout.
-func oldKeys(t *testing.T, db *badger.DB) int {
+func oldKeys(t *testing.T, db *kv.DB) int {
 	t.Helper()
 	n := 0
-	db.View(func(txn *badger.Txn) error {
-		it := txn.NewIterator(badger.IteratorOptions{})
+	db.View(func(txn *kv.Txn) error {
+		it := txn.NewIterator(kv.IteratorOptions{})
 		defer it.Close()
 		for it.Rewind(); it.Valid(); it.Next() {
 			if k := it.Item().Key(); k[0] <= oldLastIndexPrefix || k[0] == oldVersionKey {
@@ -111,7 +112,7 @@ func openMoved(t *testing.T, dir string, want []string, when string) (*Store, *b
 	if got := allIDs(t, s); !slices.Equal(got, want) {
 		t.Fatalf("%s: %d events, want %d", when, len(got), len(want))
 	}
-	if n := oldKeys(t, db); n != 0 {
+	if n := oldKeys(t, kv.New(db, nil)); n != 0 {
 		t.Fatalf("%d keys of eventstore's layout left", n)
 	}
 	return s, db
@@ -159,13 +160,12 @@ func TestMigrationResumes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	half := &Store{db: db, log: quiet(), now: time.Now}
-	old := &bbackend.BadgerBackend{DB: db, MaxLimit: migrateBatch}
+	half := &Store{db: kv.New(db, nil), log: quiet(), now: time.Now}
 	ids, _, _, err := half.oldIDs(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, ev := range readOld(context.Background(), old, ids[:300]) {
+	for _, ev := range half.readOld(context.Background(), ids[:300]) {
 		mustSave(t, half, ev)
 	}
 	db.Close()
@@ -186,13 +186,13 @@ func TestMigrationDropsLeftoverIndexes(t *testing.T) {
 	if err := db.DropPrefix([]byte{oldEventPrefix}); err != nil {
 		t.Fatal(err)
 	}
-	if oldKeys(t, db) == 0 {
+	if oldKeys(t, kv.New(db, nil)) == 0 {
 		t.Fatal("no index keys to leave over")
 	}
 	db.Close()
 	_, db = openAt(t, dir)
 	defer db.Close()
-	if n := oldKeys(t, db); n != 0 {
+	if n := oldKeys(t, kv.New(db, nil)); n != 0 {
 		t.Fatalf("%d keys of eventstore's layout left", n)
 	}
 }
@@ -212,7 +212,7 @@ func TestMigrationKeepsWhatItCannotMove(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	before := oldKeys(t, db)
+	before := oldKeys(t, kv.New(db, nil))
 	db.Close()
 
 	for range 2 {
@@ -220,7 +220,7 @@ func TestMigrationKeepsWhatItCannotMove(t *testing.T) {
 		if got := allIDs(t, s); !slices.Equal(got, want) {
 			t.Fatalf("readable events: %d, want %d", len(got), len(want))
 		}
-		if n := oldKeys(t, db); n != before {
+		if n := oldKeys(t, kv.New(db, nil)); n != before {
 			t.Fatalf("old keys: %d, want all %d kept", n, before)
 		}
 		db.Close()
@@ -237,7 +237,7 @@ func TestMigrationSurvivesKill(t *testing.T) {
 	dir := t.TempDir()
 	want := oldStore(t, dir)
 	killOpens(t, dir, 500*time.Millisecond, func(db *badger.DB) string {
-		return fmt.Sprintf("%d events moved, %d old keys left", countKeys(t, db, prefixEvent), oldKeys(t, db))
+		return fmt.Sprintf("%d events moved, %d old keys left", countKeys(t, kv.New(db, nil), prefixEvent), oldKeys(t, kv.New(db, nil)))
 	})
 	_, db := openMoved(t, dir, want, "after kills during the move")
 	db.Close()
@@ -277,11 +277,11 @@ func killOpens(t *testing.T, dir string, last time.Duration, report func(db *bad
 }
 
 // countKeys counts the keys under prefix.
-func countKeys(t *testing.T, db *badger.DB, prefix byte) int {
+func countKeys(t *testing.T, db *kv.DB, prefix byte) int {
 	t.Helper()
 	n := 0
-	db.View(func(txn *badger.Txn) error {
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{prefix}, PrefetchValues: false})
+	db.View(func(txn *kv.Txn) error {
+		it := txn.NewIterator(kv.IteratorOptions{Prefix: []byte{prefix}})
 		defer it.Close()
 		for it.Rewind(); it.Valid(); it.Next() {
 			n++
@@ -344,7 +344,7 @@ func checkTombstones(t *testing.T, s *Store, deleted map[*nostr.Event]int) {
 		}
 		var pk [32]byte
 		parseHex32(note.PubKey, &pk)
-		s.db.View(func(txn *badger.Txn) error {
+		s.db.View(func(txn *kv.Txn) error {
 			item, err := txn.Get(deletionKey(mustID(note), pk[:]))
 			if err != nil {
 				t.Fatal(err)
@@ -379,7 +379,7 @@ func TestNewerFormatIsRefused(t *testing.T) {
 	if err := db.Update(func(txn *badger.Txn) error { return txn.Set(formatKey, []byte{formatVersion + 1}) }); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Open(db, quiet()); err == nil || !strings.Contains(err.Error(), "newer") {
+	if _, err := Open(kv.New(db, nil), quiet()); err == nil || !strings.Contains(err.Error(), "newer") {
 		t.Fatalf("Open of a newer format: %v", err)
 	}
 	db.Close()
@@ -394,7 +394,7 @@ func TestUpgradeSurvivesKill(t *testing.T) {
 	dir := t.TempDir()
 	deleted := deletionStore(t, dir, 3000)
 	killOpens(t, dir, 350*time.Millisecond, func(db *badger.DB) string {
-		return fmt.Sprintf("%d tombstone keys", countKeys(t, db, prefixDeletion))
+		return fmt.Sprintf("%d tombstone keys", countKeys(t, kv.New(db, nil), prefixDeletion))
 	})
 	s, db := openAt(t, dir)
 	defer db.Close()

@@ -9,6 +9,7 @@ import (
 	"github.com/dgraph-io/badger/v4"
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/outpost-relay/outpost/events"
+	"github.com/outpost-relay/outpost/kv"
 )
 
 // BenchmarkIngest saves notes one by one into a fresh database with
@@ -27,7 +28,7 @@ func BenchmarkIngest(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer db.Close()
-			ev, err := events.Open(db, quiet())
+			ev, err := events.Open(kv.New(db, nil), quiet())
 			if err != nil {
 				b.Fatal(err)
 			}

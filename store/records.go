@@ -3,11 +3,9 @@ package store
 import (
 	"encoding/json"
 	"errors"
-	"math/rand/v2"
-	"time"
 
 	"github.com/dgraph-io/badger/v4"
-	"github.com/outpost-relay/outpost"
+	"github.com/outpost-relay/outpost/kv"
 )
 
 // GetJSON decodes the record at key into v; found is false when there is none.
@@ -31,25 +29,10 @@ func PutJSON(txn *badger.Txn, key []byte, v any) error {
 	return txn.Set(key, b)
 }
 
-// maxAttempts bounds Update's retries; a variable so a test can lower it.
-var maxAttempts = 200
-
-// ErrWriteConflict is Update's answer when every attempt conflicted: a 409
-// the client may simply repeat.
-var ErrWriteConflict = outpost.Errorf(outpost.Conflict, "write_conflict", "the record changed concurrently; try again")
-
 // Update runs fn in a read-write transaction and commits it, running it
-// again when the commit conflicts. badger's transactions are optimistic: a
-// commit fails with badger.ErrConflict when another transaction wrote a key
-// fn read since fn read it, so fn must derive everything it writes from txn
-// (and reset what it captures). Some records are read and written by every
-// request of a kind (the faucet's limits and budget, a mint's record during
-// a probe), so under load many transactions conflict at once: attempts back
-// off for a random few milliseconds, growing with each attempt, which
-// spreads them out instead of letting them collide again in lockstep. After
-// maxAttempts (about ten seconds of backing off at worst) the conflict is
-// ErrWriteConflict. While the disk is low on space it writes nothing and
-// returns ErrStorageFull (ErrDataDirGone once the data dir was removed).
+// again when the commit conflicts, as kv.DB.Update does. While the disk is
+// low on space it writes nothing and returns ErrStorageFull (ErrDataDirGone
+// once the data dir was removed).
 func Update(db *badger.DB, fn func(txn *badger.Txn) error) error {
 	if err := refused(db, recordCost); err != nil {
 		return err
@@ -58,22 +41,9 @@ func Update(db *badger.DB, fn func(txn *badger.Txn) error) error {
 }
 
 // Record is Update for a write that records what has already happened
-// elsewhere — a payment the mint made, ecash it signed, an attempt that
-// failed — and so goes ahead while the disk is low: refusing it would lose
-// track of money, and the few such writes in flight when writes stop fit in
-// the room the minimum keeps. Everything that starts something goes through
-// Update.
+// elsewhere, as kv.DB.Record.
 func Record(db *badger.DB, fn func(txn *badger.Txn) error) error {
-	for attempt := 1; ; attempt++ {
-		err := db.Update(fn)
-		switch {
-		case !errors.Is(err, badger.ErrConflict):
-			return err
-		case attempt >= maxAttempts:
-			return ErrWriteConflict
-		}
-		time.Sleep(time.Duration(rand.IntN(attempt+1)) * time.Millisecond)
-	}
+	return kv.Retry(func() error { return db.Update(fn) })
 }
 
 // EachJSON calls fn with every record under prefix, in key order (or reverse

@@ -1,9 +1,6 @@
-// Package store opens outpost's single badger database. Nostr events and
-// their indexes live under key prefixes 0x40–0x47 (package events; 0–8 and
-// 255 are eventstore v0.17.8's old layout, moved into the new one and
-// deleted at Open); our domain records live under the prefixes below, far
-// from those, so one badger transaction can hold an event and a record
-// together.
+// Package store opens outpost's single badger database: the event store
+// (package events) and the domain records, each under its key prefixes (see
+// package kv, the storage layer both use).
 package store
 
 import (
@@ -22,22 +19,19 @@ import (
 	"github.com/outpost-relay/outpost/diskspace"
 	"github.com/outpost-relay/outpost/events"
 	"github.com/outpost-relay/outpost/internal/badgerfix"
+	"github.com/outpost-relay/outpost/kv"
 	"github.com/outpost-relay/outpost/settings"
 )
 
-// Key prefixes of domain records. Each service subdivides its own with a
-// second byte; keep the list here so no two services ever collide.
-//
-//	0x00–0x08, 0xFF  eventstore v0.17.8's events (only until Open moves them)
-//	0x40–0x49        Nostr events and their indexes (events.FirstPrefix–LastPrefix)
-//	0x80 and up      domain records:
+// Key prefixes of domain records, from kv's table of them.
+// TODO(#26): callers use kv's, and these go.
 const (
-	PrefixBanlist byte = 0x80
-	PrefixMintdir byte = 0x90
-	PrefixFaucet  byte = 0xA0
-	PrefixRelay   byte = 0xB0 // relay settings changed over NIP-86
-	PrefixWallet  byte = 0xC0 // the faucet's Cashu wallet (package ecash): seed, keysets, counters, proofs, operations
-	PrefixReplay  byte = 0xD0 // one-time tokens already used (NIP-98 event ids), until they expire (Replays)
+	PrefixBanlist = kv.PrefixBanlist
+	PrefixMintdir = kv.PrefixMintdir
+	PrefixFaucet  = kv.PrefixFaucet
+	PrefixRelay   = kv.PrefixRelay
+	PrefixWallet  = kv.PrefixWallet
+	PrefixReplay  = kv.PrefixReplay
 )
 
 // ErrLocked is returned by Open when another process holds the database.
@@ -106,7 +100,7 @@ func (s Settings) Open(dataDir string, log *slog.Logger) (_ *Store, err error) {
 		}
 		res = newReserve(filepath.Join(dataDir, reserveName), reserveSize, int64(s.MinFreeSpace), log.With("component", "diskspace"))
 	}
-	ev, err := events.Open(db, log.With("component", "events"))
+	ev, err := events.Open(kv.New(db, nil), log.With("component", "events"))
 	if err != nil {
 		db.Close()
 		return nil, err

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"errors"
 	"io"
 	"log/slog"
 	"os"
@@ -15,7 +14,6 @@ import (
 	"github.com/dgraph-io/badger/v4"
 	bbackend "github.com/fiatjaf/eventstore/badger"
 	"github.com/nbd-wtf/go-nostr"
-	"github.com/outpost-relay/outpost"
 	"github.com/outpost-relay/outpost/settings"
 )
 
@@ -237,40 +235,6 @@ func TestUpdateRetriesConflicts(t *testing.T) {
 	}
 }
 
-func TestUpdateGivesUpWithAConflictError(t *testing.T) {
-	s := openTest(t)
-	defer func(n int) { maxAttempts = n }(maxAttempts)
-	maxAttempts = 3
-	k := Key(PrefixFaucet, 2)
-	attempts := 0
-	err := Update(s.DB, func(txn *badger.Txn) error {
-		attempts++
-		if _, err := txn.Get(k); err != nil && !errors.Is(err, badger.ErrKeyNotFound) {
-			return err
-		}
-		// Another transaction writes what this one read: its commit conflicts.
-		if err := s.DB.Update(func(other *badger.Txn) error { return other.Set(k, []byte("x")) }); err != nil {
-			return err
-		}
-		return txn.Set(k, []byte("y"))
-	})
-	if !outpost.IsKind(err, outpost.Conflict) || outpost.AsError(err).Code != "write_conflict" {
-		t.Fatalf("got %v, want a 409 write_conflict", err)
-	}
-	if attempts != 3 {
-		t.Fatalf("%d attempts, want 3", attempts)
-	}
-	// fn's own errors are returned at once, never retried.
-	attempts = 0
-	want := errors.New("no")
-	if err := Update(s.DB, func(*badger.Txn) error { attempts++; return want }); err != want || attempts != 1 {
-		t.Fatalf("got %v after %d attempts, want %v after 1", err, attempts, want)
-	}
-}
-
-// The settings reach badger: small memtables, half the cache asked for (the
-// other half caches events), two compactors, no metrics (see
-// badgerOptions), whatever badger's own defaults are.
 func TestSettingsSizeBadger(t *testing.T) {
 	for _, cache := range []int64{0, 32 << 20, 300 << 20} {
 		st, err := Settings{CacheSize: settings.Bytes(cache)}.Open(t.TempDir(), quiet())
