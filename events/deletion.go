@@ -7,8 +7,8 @@ import (
 	"errors"
 	"slices"
 
-	"github.com/outpost-relay/outpost/kv"
 	"github.com/nbd-wtf/go-nostr"
+	"github.com/outpost-relay/outpost/kv"
 )
 
 // tombstoneLen is one entry of a deletion key's value: the deletion
@@ -33,7 +33,7 @@ func deletionTargets(tags nostr.Tags) [][32]byte {
 }
 
 // tombstoneCost is roughly what writing a deletion request's tombstones
-// adds to its write, for LimitWrites.
+// adds to its write, for the free-space gate.
 func tombstoneCost(kind int, tags nostr.Tags) int {
 	if kind != nostr.KindDeletion {
 		return 0

@@ -78,9 +78,9 @@ import (
 	"math"
 	"time"
 
-	"github.com/outpost-relay/outpost/kv"
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/nbd-wtf/go-nostr/nip40"
+	"github.com/outpost-relay/outpost/kv"
 )
 
 // Key prefixes, one per index (see the package documentation), within kv's
@@ -129,8 +129,7 @@ type Store struct {
 	log *slog.Logger
 	now func() time.Time
 
-	refuse func(bytes int) error // see LimitWrites; nil: every write goes ahead
-	cache  *cache                // see Cache; nil: none
+	cache *cache // see Cache; nil: none
 }
 
 // Open returns the event store on db, first moving any events eventstore

@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/outpost-relay/outpost/kv"
 	"github.com/fiatjaf/eventstore"
 	"github.com/nbd-wtf/go-nostr"
+	"github.com/outpost-relay/outpost/kv"
 )
 
 var t0 = time.Unix(1_700_000_000, 0)

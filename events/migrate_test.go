@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -12,10 +13,9 @@ import (
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
-	"github.com/outpost-relay/outpost/kv"
 	bbackend "github.com/fiatjaf/eventstore/badger"
 	"github.com/nbd-wtf/go-nostr"
-	"github.com/outpost-relay/outpost/internal/badgerfix"
+	"github.com/outpost-relay/outpost/kv"
 )
 
 // oldStore writes events into dir with eventstore v0.17.8's badger backend,
@@ -23,7 +23,7 @@ import (
 // holds afterwards (the newest of two versions of one address).
 func oldStore(t *testing.T, dir string) (want []string) {
 	t.Helper()
-	old := &bbackend.BadgerBackend{Path: dir, BadgerOptionsModifier: func(o badger.Options) badger.Options { return o.WithLogger(nil) }}
+	old := &bbackend.BadgerBackend{Path: filepath.Join(dir, "badger"), BadgerOptionsModifier: func(o badger.Options) badger.Options { return o.WithLogger(nil) }}
 	if err := old.Init(); err != nil {
 		t.Fatal(err)
 	}
@@ -65,14 +65,14 @@ func oldStore(t *testing.T, dir string) (want []string) {
 	return want
 }
 
-// openAt opens the event store on the badger database in dir.
-func openAt(t *testing.T, dir string) (*Store, *badger.DB) {
+// openAt opens the event store on the database in dir.
+func openAt(t *testing.T, dir string) (*Store, *kv.DB) {
 	t.Helper()
-	db, err := badger.Open(badger.DefaultOptions(dir).WithLogger(nil))
+	db, err := kv.Settings{}.Open(dir, quiet())
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := Open(kv.New(db, nil), quiet())
+	s, err := Open(db, quiet())
 	if err != nil {
 		db.Close()
 		t.Fatal(err)
@@ -106,13 +106,13 @@ func oldKeys(t *testing.T, db *kv.DB) int {
 
 // openMoved opens the store at dir and checks that it holds exactly the
 // events want, and no key of eventstore's layout.
-func openMoved(t *testing.T, dir string, want []string, when string) (*Store, *badger.DB) {
+func openMoved(t *testing.T, dir string, want []string, when string) (*Store, *kv.DB) {
 	t.Helper()
 	s, db := openAt(t, dir)
 	if got := allIDs(t, s); !slices.Equal(got, want) {
 		t.Fatalf("%s: %d events, want %d", when, len(got), len(want))
 	}
-	if n := oldKeys(t, kv.New(db, nil)); n != 0 {
+	if n := oldKeys(t, db); n != 0 {
 		t.Fatalf("%d keys of eventstore's layout left", n)
 	}
 	return s, db
@@ -156,11 +156,11 @@ func TestMigrationFromEventstore(t *testing.T) {
 func TestMigrationResumes(t *testing.T) {
 	dir := t.TempDir()
 	want := oldStore(t, dir)
-	db, err := badger.Open(badger.DefaultOptions(dir).WithLogger(nil))
+	db, err := kv.Settings{}.Open(dir, quiet())
 	if err != nil {
 		t.Fatal(err)
 	}
-	half := &Store{db: kv.New(db, nil), log: quiet(), now: time.Now}
+	half := &Store{db: db, log: quiet(), now: time.Now}
 	ids, _, _, err := half.oldIDs(nil)
 	if err != nil {
 		t.Fatal(err)
@@ -179,20 +179,20 @@ func TestMigrationResumes(t *testing.T) {
 func TestMigrationDropsLeftoverIndexes(t *testing.T) {
 	dir := t.TempDir()
 	oldStore(t, dir)
-	db, err := badger.Open(badger.DefaultOptions(dir).WithLogger(nil))
+	db, err := kv.Settings{}.Open(dir, quiet())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := db.DropPrefix([]byte{oldEventPrefix}); err != nil {
 		t.Fatal(err)
 	}
-	if oldKeys(t, kv.New(db, nil)) == 0 {
+	if oldKeys(t, db) == 0 {
 		t.Fatal("no index keys to leave over")
 	}
 	db.Close()
 	_, db = openAt(t, dir)
 	defer db.Close()
-	if n := oldKeys(t, kv.New(db, nil)); n != 0 {
+	if n := oldKeys(t, db); n != 0 {
 		t.Fatalf("%d keys of eventstore's layout left", n)
 	}
 }
@@ -202,17 +202,17 @@ func TestMigrationDropsLeftoverIndexes(t *testing.T) {
 func TestMigrationKeepsWhatItCannotMove(t *testing.T) {
 	dir := t.TempDir()
 	want := oldStore(t, dir)
-	db, err := badger.Open(badger.DefaultOptions(dir).WithLogger(nil))
+	db, err := kv.Settings{}.Open(dir, quiet())
 	if err != nil {
 		t.Fatal(err)
 	}
 	garbage := append([]byte{oldEventPrefix}, 0xFF, 0xFF, 0xFF, 0xF0)
-	if err := db.Update(func(txn *badger.Txn) error {
+	if err := db.Update(func(txn *kv.Txn) error {
 		return txn.Set(garbage, []byte(strings.Repeat("\x07", 200)))
 	}); err != nil {
 		t.Fatal(err)
 	}
-	before := oldKeys(t, kv.New(db, nil))
+	before := oldKeys(t, db)
 	db.Close()
 
 	for range 2 {
@@ -220,7 +220,7 @@ func TestMigrationKeepsWhatItCannotMove(t *testing.T) {
 		if got := allIDs(t, s); !slices.Equal(got, want) {
 			t.Fatalf("readable events: %d, want %d", len(got), len(want))
 		}
-		if n := oldKeys(t, kv.New(db, nil)); n != before {
+		if n := oldKeys(t, db); n != before {
 			t.Fatalf("old keys: %d, want all %d kept", n, before)
 		}
 		db.Close()
@@ -236,8 +236,8 @@ func TestMigrationSurvivesKill(t *testing.T) {
 	}
 	dir := t.TempDir()
 	want := oldStore(t, dir)
-	killOpens(t, dir, 500*time.Millisecond, func(db *badger.DB) string {
-		return fmt.Sprintf("%d events moved, %d old keys left", countKeys(t, kv.New(db, nil), prefixEvent), oldKeys(t, kv.New(db, nil)))
+	killOpens(t, dir, 500*time.Millisecond, func(db *kv.DB) string {
+		return fmt.Sprintf("%d events moved, %d old keys left", countKeys(t, db, prefixEvent), oldKeys(t, db))
 	})
 	_, db := openMoved(t, dir, want, "after kills during the move")
 	db.Close()
@@ -246,7 +246,7 @@ func TestMigrationSurvivesKill(t *testing.T) {
 // killOpens runs TestMigrationChild (an Open of dir) and kills it (kill -9)
 // after 5, 30, 80 and 200 ms and then up to last, logging what report says
 // of the database each kill left.
-func killOpens(t *testing.T, dir string, last time.Duration, report func(db *badger.DB) string) {
+func killOpens(t *testing.T, dir string, last time.Duration, report func(db *kv.DB) string) {
 	t.Helper()
 	for _, after := range []time.Duration{5 * time.Millisecond, 30 * time.Millisecond, 80 * time.Millisecond, 200 * time.Millisecond, 350 * time.Millisecond, 500 * time.Millisecond} {
 		if after > last {
@@ -262,12 +262,7 @@ func killOpens(t *testing.T, dir string, last time.Duration, report func(db *bad
 		cmd.Process.Kill()
 		cmd.Wait()
 		cancel()
-		// as store.Open does: a kill while badger made a memtable log
-		// leaves an empty one, which badger refuses to open beside
-		if _, err := badgerfix.RemoveEmptyMemtables(dir); err != nil {
-			t.Fatal(err)
-		}
-		db, err := badger.Open(badger.DefaultOptions(dir).WithLogger(nil))
+		db, err := kv.Settings{}.Open(dir, quiet())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -376,10 +371,10 @@ func TestUpgradeWritesTombstones(t *testing.T) {
 func TestNewerFormatIsRefused(t *testing.T) {
 	dir := t.TempDir()
 	_, db := openAt(t, dir)
-	if err := db.Update(func(txn *badger.Txn) error { return txn.Set(formatKey, []byte{formatVersion + 1}) }); err != nil {
+	if err := db.Update(func(txn *kv.Txn) error { return txn.Set(formatKey, []byte{formatVersion + 1}) }); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Open(kv.New(db, nil), quiet()); err == nil || !strings.Contains(err.Error(), "newer") {
+	if _, err := Open(db, quiet()); err == nil || !strings.Contains(err.Error(), "newer") {
 		t.Fatalf("Open of a newer format: %v", err)
 	}
 	db.Close()
@@ -393,8 +388,8 @@ func TestUpgradeSurvivesKill(t *testing.T) {
 	}
 	dir := t.TempDir()
 	deleted := deletionStore(t, dir, 3000)
-	killOpens(t, dir, 350*time.Millisecond, func(db *badger.DB) string {
-		return fmt.Sprintf("%d tombstone keys", countKeys(t, kv.New(db, nil), prefixDeletion))
+	killOpens(t, dir, 350*time.Millisecond, func(db *kv.DB) string {
+		return fmt.Sprintf("%d tombstone keys", countKeys(t, db, prefixDeletion))
 	})
 	s, db := openAt(t, dir)
 	defer db.Close()

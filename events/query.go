@@ -8,8 +8,8 @@ import (
 	"errors"
 	"slices"
 
-	"github.com/outpost-relay/outpost/kv"
 	"github.com/nbd-wtf/go-nostr"
+	"github.com/outpost-relay/outpost/kv"
 )
 
 // maxAuthorKindScans is how many (author, kind) pairs a filter may have for

@@ -8,9 +8,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/outpost-relay/outpost/kv"
 	"github.com/fiatjaf/eventstore"
 	"github.com/nbd-wtf/go-nostr"
+	"github.com/outpost-relay/outpost/kv"
 )
 
 // Outcome is what Save did with an event.
@@ -175,20 +175,26 @@ func (s *Store) Delete(ctx context.Context, id string) (deleted bool, err error)
 	return deleted, err
 }
 
-// LimitWrites makes every write ask refuse first, with roughly how many
-// bytes it writes: a write it refuses returns its error, whose text is what
-// a client is told. The store calls it once, before the event store is
-// used, with its free-space gate.
-func (s *Store) LimitWrites(refuse func(bytes int) error) {
-	s.refuse = refuse
+// Refusals of writes while the disk is low or the data dir gone: their text
+// is what the relay answers in the OK message (NIP-01's "error:" prefix),
+// and to a REST handler that publishes an event they are still
+// kv.ErrStorageFull or kv.ErrDataDirGone. The same value every time it
+// means the same.
+var (
+	errLowSpace = refusal{"error: the relay is low on disk space and accepts no new events until space is freed", kv.ErrStorageFull}
+	errGone     = refusal{"error: the relay's storage is unavailable and it accepts no new events until it is restarted", kv.ErrDataDirGone}
+)
+
+// refusal is a write the database's free-space gate refused; the gate logs why.
+type refusal struct {
+	msg string
+	err error
 }
 
-// refusedWrite is a write LimitWrites' gate refused; the gate logs why.
-type refusedWrite struct{ error }
+func (r refusal) Error() string { return r.msg }
+func (r refusal) Unwrap() error { return r.err }
 
-func (r refusedWrite) Unwrap() error { return r.error }
-
-// What update charges LimitWrites' gate for the parts of a write it does
+// What update charges the free-space gate for the parts of a write it does
 // not count: each key's entry in badger's log and tables, and a deletion.
 const (
 	entryOverhead = 32
@@ -197,13 +203,14 @@ const (
 
 // update runs fn in a write transaction, again when it lost a conflict to a
 // concurrent write of the same keys (fn must start over each time; see
-// kv.DB.Update). cost is roughly what it writes, for LimitWrites, whose gate
-// it asks first: Record, as the gate is asked already.
+// kv.DB.Update). cost is roughly what it writes, for the free-space gate,
+// which it asks first.
 func (s *Store) update(cost int, fn func(txn *kv.Txn) error) error {
-	if s.refuse != nil {
-		if err := s.refuse(cost); err != nil {
-			return refusedWrite{err}
-		}
+	switch err := s.db.Refused(int64(cost)); {
+	case errors.Is(err, kv.ErrDataDirGone):
+		return errGone
+	case err != nil:
+		return errLowSpace
 	}
 	return s.db.Record(fn)
 }
@@ -270,8 +277,8 @@ func (s *Store) SweepExpired(ctx context.Context, every time.Duration) {
 	for {
 		n, err := s.DeleteExpired(ctx, nostr.Timestamp(s.now().Unix()))
 		switch {
-		case errors.As(err, new(refusedWrite)):
-			// LimitWrites' gate has said why (once); the next sweep tries again.
+		case errors.As(err, new(refusal)):
+			// The gate has said why (once); the next sweep tries again.
 		case err != nil && ctx.Err() == nil:
 			s.log.Error("deleting expired events failed", "err", err)
 		case n > 0:

@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/outpost-relay/outpost/kv"
 	"github.com/nbd-wtf/go-nostr"
+	"github.com/outpost-relay/outpost/kv"
 )
 
 // formatVersion is the version of the key layout this code writes:

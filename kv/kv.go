@@ -7,6 +7,7 @@
 package kv
 
 import (
+	"encoding/binary"
 	"errors"
 	"math/rand/v2"
 	"time"
@@ -48,32 +49,9 @@ var (
 // conflicted: a 409 the client may simply repeat.
 var ErrWriteConflict = outpost.Errorf(outpost.Conflict, "write_conflict", "the record changed concurrently; try again")
 
-// DB is the database.
-type DB struct {
-	db     *badger.DB
-	refuse func(bytes int64) error // the write gate; nil: every write goes ahead
-}
-
-// New is the database db, whose writes ask refuse first.
-// TODO(#26): Open takes over from store.Open, and New goes.
-func New(db *badger.DB, refuse func(bytes int64) error) *DB { return &DB{db: db, refuse: refuse} }
-
 // View runs fn in a read-only transaction.
 func (d *DB) View(fn func(txn *Txn) error) error {
 	return d.db.View(func(t *badger.Txn) error { return fn((*Txn)(t)) })
-}
-
-// recordCost is what Update charges the write gate for a transaction whose
-// size it cannot see: more than most domain records take.
-const recordCost = 4 << 10
-
-// Refused says why a write of about n bytes may not go ahead now
-// (ErrStorageFull, ErrDataDirGone), or nil if it may.
-func (d *DB) Refused(n int64) error {
-	if d.refuse == nil {
-		return nil
-	}
-	return d.refuse(n)
 }
 
 // Update runs fn in a read-write transaction and commits it, running it
@@ -102,18 +80,8 @@ func (d *DB) Update(fn func(txn *Txn) error) error {
 // the room the minimum keeps. Everything that starts something goes through
 // Update, or asks Refused first.
 func (d *DB) Record(fn func(txn *Txn) error) error {
-	return Retry(func() error { return d.db.Update(func(t *badger.Txn) error { return fn((*Txn)(t)) }) })
-}
-
-// maxAttempts bounds Retry's attempts; a variable so a test can lower it.
-var maxAttempts = 200
-
-// Retry runs commit, a badger transaction, again while it conflicts (see
-// Update).
-// TODO(#26): goes with New, once store.Update is DB.Update.
-func Retry(commit func() error) error {
 	for attempt := 1; ; attempt++ {
-		err := commit()
+		err := d.db.Update(func(t *badger.Txn) error { return fn((*Txn)(t)) })
 		switch {
 		case !errors.Is(err, badger.ErrConflict):
 			return err
@@ -124,6 +92,22 @@ func Retry(commit func() error) error {
 	}
 }
 
-// Close closes the database.
-// TODO(#26): goes with New.
-func (d *DB) Close() error { return d.db.Close() }
+// maxAttempts bounds Record's attempts; a variable so a test can lower it.
+var maxAttempts = 200
+
+// Key joins a prefix byte, a kind byte and parts into one key.
+func Key(prefix, kind byte, parts ...[]byte) []byte {
+	n := 2
+	for _, p := range parts {
+		n += len(p)
+	}
+	k := make([]byte, 2, n)
+	k[0], k[1] = prefix, kind
+	for _, p := range parts {
+		k = append(k, p...)
+	}
+	return k
+}
+
+// U64 encodes v big-endian, so keys sort by number.
+func U64(v uint64) []byte { return binary.BigEndian.AppendUint64(nil, v) }

@@ -2,21 +2,12 @@ package kv
 
 import (
 	"errors"
+	"io"
+	"log/slog"
 	"testing"
 
-	"github.com/dgraph-io/badger/v4"
 	"github.com/outpost-relay/outpost"
 )
-
-func openTest(t *testing.T) *DB {
-	t.Helper()
-	db, err := badger.Open(badger.DefaultOptions("").WithInMemory(true).WithLogger(nil))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	return New(db, nil)
-}
 
 func TestUpdateGivesUpWithAConflictError(t *testing.T) {
 	d := openTest(t)
@@ -48,3 +39,5 @@ func TestUpdateGivesUpWithAConflictError(t *testing.T) {
 		t.Fatalf("got %v after %d attempts, want %v after 1", err, attempts, want)
 	}
 }
+
+func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
