@@ -242,19 +242,14 @@ func (w *Wallet) readHoldings(txn *kv.Txn) (Holdings, error) {
 // openOps lists the operations not settled yet.
 func (w *Wallet) openOps(txn *kv.Txn) ([]Op, error) {
 	var open []Op
-	it := txn.NewIterator(kv.IteratorOptions{Prefix: w.key(kindOpenOp)})
-	defer it.Close()
-	prefix := len(w.key(kindOpenOp))
-	for it.Rewind(); it.Valid(); it.Next() {
-		op, found, err := getOp(txn, string(it.Item().Key()[prefix:]))
-		if err != nil {
-			return nil, err
-		}
+	err := kv.EachKey(txn, w.key(kindOpenOp), func(id []byte) (bool, error) {
+		op, found, err := getOp(txn, string(id))
 		if found && op.State == OpPending {
 			open = append(open, op)
 		}
-	}
-	return open, nil
+		return true, err
+	})
+	return open, err
 }
 
 // Close stops new operations; those in flight finish on their own.

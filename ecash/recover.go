@@ -286,19 +286,13 @@ func (w *Wallet) Audit(ctx context.Context) (Audit, error) {
 func (w *Wallet) forgetRedeemed(ctx context.Context) error {
 	var ops []Op
 	err := w.db.View(func(txn *kv.Txn) error {
-		it := txn.NewIterator(kv.IteratorOptions{Prefix: w.key(kindSentOp)})
-		defer it.Close()
-		prefix := len(w.key(kindSentOp))
-		for it.Rewind(); it.Valid(); it.Next() {
-			op, found, err := getOp(txn, string(it.Item().Key()[prefix:]))
-			if err != nil {
-				return err
-			}
+		return kv.EachKey(txn, w.key(kindSentOp), func(id []byte) (bool, error) {
+			op, found, err := getOp(txn, string(id))
 			if found && op.State == OpDone && len(op.Sent) > 0 {
 				ops = append(ops, op)
 			}
-		}
-		return nil
+			return true, err
+		})
 	})
 	if err != nil {
 		return err

@@ -111,12 +111,7 @@ const maxOpenDeposits = 1000
 func (s *Service) openDeposits() (int, error) {
 	n := 0
 	err := s.db.View(func(txn *kv.Txn) error {
-		it := txn.NewIterator(kv.IteratorOptions{Prefix: key(kindOpenDeposit)})
-		defer it.Close()
-		for it.Rewind(); it.Valid(); it.Next() {
-			n++
-		}
-		return nil
+		return kv.EachKey(txn, key(kindOpenDeposit), func([]byte) (bool, error) { n++; return true, nil })
 	})
 	return n, err
 }

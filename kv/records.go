@@ -49,3 +49,18 @@ func EachJSON[T any](txn *Txn, prefix, seek []byte, reverse bool, fn func(key []
 	}
 	return nil
 }
+
+// EachKey calls fn with every key under prefix, less the prefix, in key
+// order, reading no value. rest is valid only during fn, which returns
+// false to stop.
+func EachKey(txn *Txn, prefix []byte, fn func(rest []byte) (bool, error)) error {
+	it := txn.NewIterator(IteratorOptions{Prefix: prefix})
+	defer it.Close()
+	for it.Rewind(); it.Valid(); it.Next() {
+		more, err := fn(it.Item().Key()[len(prefix):])
+		if err != nil || !more {
+			return err
+		}
+	}
+	return nil
+}

@@ -299,12 +299,7 @@ func (d *Directory) targets(ctx context.Context) ([]probe.Target, error) {
 func (d *Directory) Count() (int, error) {
 	n := 0
 	err := d.db.View(func(txn *kv.Txn) error {
-		it := txn.NewIterator(kv.IteratorOptions{Prefix: key(kSchedule)})
-		defer it.Close()
-		for it.Rewind(); it.Valid(); it.Next() {
-			n++
-		}
-		return nil
+		return kv.EachKey(txn, key(kSchedule), func([]byte) (bool, error) { n++; return true, nil })
 	})
 	return n, err
 }

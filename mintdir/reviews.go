@@ -155,14 +155,15 @@ func (d *Directory) reviewSpellings(m *Mint) ([]string, error) {
 	err := d.db.View(func(txn *kv.Txn) error {
 		for _, u := range m.URLs {
 			out = append(out, u.URL, u.URL+"/")
-			prefix := append(key(kReviewURL, []byte(u.URL)), 0)
-			it := txn.NewIterator(kv.IteratorOptions{Prefix: prefix})
-			for it.Rewind(); it.Valid(); it.Next() {
-				if s := string(it.Item().Key()[len(prefix):]); !slices.Contains(out, s) {
+			err := kv.EachKey(txn, append(key(kReviewURL, []byte(u.URL)), 0), func(spelling []byte) (bool, error) {
+				if s := string(spelling); !slices.Contains(out, s) {
 					out = append(out, s)
 				}
+				return true, nil
+			})
+			if err != nil {
+				return err
 			}
-			it.Close()
 		}
 		return nil
 	})
