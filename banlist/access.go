@@ -8,10 +8,9 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/dgraph-io/badger/v4"
 	"github.com/outpost-relay/outpost"
+	"github.com/outpost-relay/outpost/kv"
 	"github.com/outpost-relay/outpost/policies"
-	"github.com/outpost-relay/outpost/store"
 )
 
 // Access lists (NIP-86): the allow list of authors, kind rules and blocked
@@ -28,7 +27,7 @@ type AllowedPubKey struct {
 
 func allowedPubKeyKey(pk string) []byte {
 	raw, _ := hex.DecodeString(pk)
-	return store.Key(store.PrefixBanlist, kindAllowedPubKey, raw)
+	return kv.Key(kv.PrefixBanlist, kindAllowedPubKey, raw)
 }
 
 // validNote checks an optional reason.
@@ -48,7 +47,7 @@ func (s *Service) AllowPubKey(ctx context.Context, actor, pk, reason string) (Al
 	now := s.now().Unix()
 	a := AllowedPubKey{PubKey: pk, Reason: reason, AddedAt: now, AddedBy: actor}
 	var lifted bool
-	err := s.update(func(txn *badger.Txn) error {
+	err := s.update(func(txn *kv.Txn) error {
 		var err error
 		if _, lifted, err = s.liftBan(txn, actor, pk, now); err != nil {
 			return err
@@ -67,7 +66,7 @@ func (s *Service) AllowPubKey(ctx context.Context, actor, pk, reason string) (Al
 // UnallowPubKey takes pk (hex) off the allow list.
 func (s *Service) UnallowPubKey(ctx context.Context, actor, pk string) (AllowedPubKey, error) {
 	var a AllowedPubKey
-	err := s.update(func(txn *badger.Txn) (err error) {
+	err := s.update(func(txn *kv.Txn) (err error) {
 		a, _, err = removeRecord[AllowedPubKey](s, txn, actor, "pubkey.unallow", pk, allowedPubKeyKey(pk),
 			outpost.Errorf(outpost.NotFound, "pubkey_not_allowed", "this public key is not on the allow list"))
 		return err
@@ -96,7 +95,7 @@ type KindRule struct {
 }
 
 func kindRuleKey(kind int) []byte {
-	return store.Key(store.PrefixBanlist, kindKindRule, binary.BigEndian.AppendUint16(nil, uint16(kind)))
+	return kv.Key(kv.PrefixBanlist, kindKindRule, binary.BigEndian.AppendUint16(nil, uint16(kind)))
 }
 
 func validKind(kind int) error {
@@ -121,9 +120,9 @@ func (s *Service) setKind(actor string, kind int, rule, action string) (KindRule
 		return KindRule{}, err
 	}
 	r := KindRule{Kind: kind, Rule: rule, SetAt: s.now().Unix(), SetBy: actor}
-	err := s.update(func(txn *badger.Txn) error {
+	err := s.update(func(txn *kv.Txn) error {
 		var old KindRule
-		if found, err := store.GetJSON(txn, kindRuleKey(kind), &old); err != nil || (found && old.Rule == rule) {
+		if found, err := kv.GetJSON(txn, kindRuleKey(kind), &old); err != nil || (found && old.Rule == rule) {
 			r = old // already so: nothing to write or audit
 			return err
 		}
@@ -139,7 +138,7 @@ func (s *Service) ClearKind(ctx context.Context, actor string, kind int) (KindRu
 		return KindRule{}, err
 	}
 	var r KindRule
-	err := s.update(func(txn *badger.Txn) (err error) {
+	err := s.update(func(txn *kv.Txn) (err error) {
 		r, _, err = removeRecord[KindRule](s, txn, actor, "kind.clear", kindTarget(kind), kindRuleKey(kind),
 			outpost.Errorf(outpost.NotFound, "kind_not_listed", "kind %d is neither allowed nor disallowed", kind))
 		return err
@@ -190,7 +189,7 @@ func (b BlockedIP) policy() policies.BlockedIP {
 	return policies.BlockedIP{Prefix: p, Reason: b.Reason}
 }
 
-func blockedIPKey(ip string) []byte { return store.Key(store.PrefixBanlist, kindBlockedIP, []byte(ip)) }
+func blockedIPKey(ip string) []byte { return kv.Key(kv.PrefixBanlist, kindBlockedIP, []byte(ip)) }
 
 // parseIP reads an address or CIDR in its one spelling.
 func parseIP(ip string) (string, error) {
@@ -239,7 +238,7 @@ func (s *Service) BlockIP(ctx context.Context, actor, ip, reason string, confirm
 			ip, WideIPv4Bits, WideIPv6Bits).With("field", "confirm_wide").With("ip", ip)
 	}
 	b := BlockedIP{IP: ip, Reason: reason, BlockedAt: s.now().Unix(), BlockedBy: actor}
-	err = s.update(func(txn *badger.Txn) error {
+	err = s.update(func(txn *kv.Txn) error {
 		_, err := setRecord(s, txn, actor, "ip.block", ip, blockedIPKey(ip), b)
 		return err
 	}, func() { s.list.BlockIP(b.policy()) })
@@ -253,7 +252,7 @@ func (s *Service) UnblockIP(ctx context.Context, actor, ip string) (BlockedIP, e
 		return BlockedIP{}, err
 	}
 	var b BlockedIP
-	err = s.update(func(txn *badger.Txn) (err error) {
+	err = s.update(func(txn *kv.Txn) (err error) {
 		b, _, err = removeRecord[BlockedIP](s, txn, actor, "ip.unblock", ip, blockedIPKey(ip),
 			outpost.Errorf(outpost.NotFound, "ip_not_blocked", "%s is not blocked", ip).With("ip", ip))
 		return err

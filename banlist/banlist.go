@@ -16,15 +16,14 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/dgraph-io/badger/v4"
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/outpost-relay/outpost"
+	"github.com/outpost-relay/outpost/kv"
 	"github.com/outpost-relay/outpost/policies"
 	"github.com/outpost-relay/outpost/settings"
-	"github.com/outpost-relay/outpost/store"
 )
 
-// Record kinds under store.PrefixBanlist.
+// Record kinds under kv.PrefixBanlist.
 const (
 	kindBan         byte = 0x01 // ban id → Ban
 	kindBanByPubKey byte = 0x02 // pubkey (32 bytes) → id of its latest ban
@@ -62,7 +61,7 @@ func (s *Settings) Valid() error {
 // Config holds what the service needs from outside.
 type Config struct {
 	Settings
-	DB     *badger.DB
+	DB     *kv.DB
 	Events Events
 	List   *policies.BanList
 	// Publish stores an event signed by the service and broadcasts it to
@@ -76,7 +75,7 @@ type Config struct {
 
 // Service implements the ban list.
 type Service struct {
-	db        *badger.DB
+	db        *kv.DB
 	events    Events
 	list      *policies.BanList
 	publish   func(context.Context, *nostr.Event) error
@@ -128,8 +127,8 @@ func (s *Service) load() error {
 	now := s.loadedAt.Unix()
 	var bans []policies.Ban
 	var words []string
-	err := s.db.View(func(txn *badger.Txn) error {
-		err := store.EachJSON(txn, []byte{store.PrefixBanlist, kindBanByPubKey}, nil, false, func(_ []byte, id string) (bool, error) {
+	err := s.db.View(func(txn *kv.Txn) error {
+		err := kv.EachJSON(txn, []byte{kv.PrefixBanlist, kindBanByPubKey}, nil, false, func(_ []byte, id string) (bool, error) {
 			b, err := getBan(txn, id)
 			if err != nil {
 				return false, err
@@ -142,7 +141,7 @@ func (s *Service) load() error {
 		if err != nil {
 			return err
 		}
-		return store.EachJSON(txn, []byte{store.PrefixBanlist, kindWord}, nil, false, func(_ []byte, w Word) (bool, error) {
+		return kv.EachJSON(txn, []byte{kv.PrefixBanlist, kindWord}, nil, false, func(_ []byte, w Word) (bool, error) {
 			words = append(words, w.Word)
 			return true, nil
 		})
@@ -193,7 +192,7 @@ func (s *Service) newID(t time.Time) []byte {
 	}
 	var r [4]byte
 	rand.Read(r[:])
-	return append(store.U64(n), r[:]...)
+	return append(kv.U64(n), r[:]...)
 }
 
 // AuditEntry records one admin action.
@@ -208,12 +207,12 @@ type AuditEntry struct {
 }
 
 // audit writes an audit entry inside txn, so it commits with the change.
-func (s *Service) audit(txn *badger.Txn, actor, action, target string, before, after any) error {
+func (s *Service) audit(txn *kv.Txn, actor, action, target string, before, after any) error {
 	at := s.now()
 	id := s.newID(at)
 	e := AuditEntry{ID: hex.EncodeToString(id), At: at.Unix(), Actor: actor, Action: action, Target: target,
 		Before: rawJSON(before), After: rawJSON(after)}
-	return store.PutJSON(txn, store.Key(store.PrefixBanlist, kindAudit, id), e)
+	return kv.PutJSON(txn, kv.Key(kv.PrefixBanlist, kindAudit, id), e)
 }
 
 func rawJSON(v any) json.RawMessage {
@@ -230,8 +229,8 @@ func rawJSON(v any) json.RawMessage {
 // Audit lists audit entries, newest first, at or before until (unix; 0 = now).
 func (s *Service) Audit(ctx context.Context, until int64, limit int) ([]AuditEntry, error) {
 	out := []AuditEntry{}
-	err := s.db.View(func(txn *badger.Txn) error {
-		return store.EachJSON(txn, []byte{store.PrefixBanlist, kindAudit}, seekUntil(kindAudit, until), true,
+	err := s.db.View(func(txn *kv.Txn) error {
+		return kv.EachJSON(txn, []byte{kv.PrefixBanlist, kindAudit}, seekUntil(kindAudit, until), true,
 			func(_ []byte, e AuditEntry) (bool, error) {
 				out = append(out, e)
 				return len(out) < limit, ctx.Err()
@@ -245,7 +244,7 @@ func seekUntil(kind byte, until int64) []byte {
 	if until <= 0 {
 		return nil
 	}
-	return store.Key(store.PrefixBanlist, kind, store.U64(uint64((until+1)*int64(time.Second)-1)), []byte{0xFF, 0xFF, 0xFF, 0xFF})
+	return kv.Key(kv.PrefixBanlist, kind, kv.U64(uint64((until+1)*int64(time.Second)-1)), []byte{0xFF, 0xFF, 0xFF, 0xFF})
 }
 
 // HealthChecks are the ban list's figures in its /health, read from the

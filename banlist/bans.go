@@ -5,10 +5,9 @@ import (
 	"encoding/hex"
 	"time"
 
-	"github.com/dgraph-io/badger/v4"
 	"github.com/outpost-relay/outpost"
+	"github.com/outpost-relay/outpost/kv"
 	"github.com/outpost-relay/outpost/policies"
-	"github.com/outpost-relay/outpost/store"
 )
 
 // Ban states. Bans are never deleted: unban lifts a ban, time expires it.
@@ -55,17 +54,17 @@ func (b Ban) policy() policies.Ban {
 
 func banKey(id string) []byte {
 	raw, _ := hex.DecodeString(id)
-	return store.Key(store.PrefixBanlist, kindBan, raw)
+	return kv.Key(kv.PrefixBanlist, kindBan, raw)
 }
 
 func pubKeyIndex(pk string) []byte {
 	raw, _ := hex.DecodeString(pk)
-	return store.Key(store.PrefixBanlist, kindBanByPubKey, raw)
+	return kv.Key(kv.PrefixBanlist, kindBanByPubKey, raw)
 }
 
-func getBan(txn *badger.Txn, id string) (Ban, error) {
+func getBan(txn *kv.Txn, id string) (Ban, error) {
 	var b Ban
-	found, err := store.GetJSON(txn, banKey(id), &b)
+	found, err := kv.GetJSON(txn, banKey(id), &b)
 	if err == nil && !found {
 		err = outpost.Errorf(outpost.Internal, "internal", "ban %s missing", id)
 	}
@@ -73,9 +72,9 @@ func getBan(txn *badger.Txn, id string) (Ban, error) {
 }
 
 // currentBan is pk's latest ban, if any.
-func currentBan(txn *badger.Txn, pk string) (Ban, bool, error) {
+func currentBan(txn *kv.Txn, pk string) (Ban, bool, error) {
 	var id string
-	found, err := store.GetJSON(txn, pubKeyIndex(pk), &id)
+	found, err := kv.GetJSON(txn, pubKeyIndex(pk), &id)
 	if err != nil || !found {
 		return Ban{}, false, err
 	}
@@ -108,7 +107,7 @@ func (s *Service) Ban(ctx context.Context, actor, pk, reason string, expiresAt *
 	}
 	var ban Ban
 	var unallowed bool
-	err := s.update(func(txn *badger.Txn) error {
+	err := s.update(func(txn *kv.Txn) error {
 		if expiresAt == nil {
 			var err error
 			_, unallowed, err = removeRecord[AllowedPubKey](s, txn, actor, "pubkey.unallow", pk, allowedPubKeyKey(pk), nil)
@@ -124,17 +123,17 @@ func (s *Service) Ban(ctx context.Context, actor, pk, reason string, expiresAt *
 		if found && old.State(now.Unix()) == StateActive {
 			at := now.Unix()
 			old.LiftedAt, old.LiftedBy = &at, &actor
-			if err := store.PutJSON(txn, banKey(old.ID), old); err != nil {
+			if err := kv.PutJSON(txn, banKey(old.ID), old); err != nil {
 				return err
 			}
 			before = old
 		}
 		ban = Ban{ID: hex.EncodeToString(s.newID(now)), PubKey: pk, Reason: reason, CreatedAt: now.Unix(),
 			ExpiresAt: expiresAt, BannedBy: actor}
-		if err := store.PutJSON(txn, banKey(ban.ID), ban); err != nil {
+		if err := kv.PutJSON(txn, banKey(ban.ID), ban); err != nil {
 			return err
 		}
-		if err := store.PutJSON(txn, pubKeyIndex(pk), ban.ID); err != nil {
+		if err := kv.PutJSON(txn, pubKeyIndex(pk), ban.ID); err != nil {
 			return err
 		}
 		return s.audit(txn, actor, "ban", pk, before, ban)
@@ -154,7 +153,7 @@ func (s *Service) Ban(ctx context.Context, actor, pk, reason string, expiresAt *
 func (s *Service) Unban(ctx context.Context, actor, pk string) (Ban, error) {
 	now := s.now().Unix()
 	var ban Ban
-	err := s.update(func(txn *badger.Txn) error {
+	err := s.update(func(txn *kv.Txn) error {
 		var lifted bool
 		var err error
 		if ban, lifted, err = s.liftBan(txn, actor, pk, now); err == nil && !lifted {
@@ -169,14 +168,14 @@ func (s *Service) Unban(ctx context.Context, actor, pk string) (Ban, error) {
 }
 
 // liftBan lifts pk's active ban inside txn, if it has one.
-func (s *Service) liftBan(txn *badger.Txn, actor, pk string, now int64) (Ban, bool, error) {
+func (s *Service) liftBan(txn *kv.Txn, actor, pk string, now int64) (Ban, bool, error) {
 	b, found, err := currentBan(txn, pk)
 	if err != nil || !found || b.State(now) != StateActive {
 		return Ban{}, false, err
 	}
 	before := b
 	b.LiftedAt, b.LiftedBy = &now, &actor
-	if err := store.PutJSON(txn, banKey(b.ID), b); err != nil {
+	if err := kv.PutJSON(txn, banKey(b.ID), b); err != nil {
 		return Ban{}, false, err
 	}
 	return b, true, s.audit(txn, actor, "unban", pk, before, b)
@@ -198,8 +197,8 @@ func (s *Service) ActiveBans() []policies.Ban {
 func (s *Service) Bans(ctx context.Context, state string, until int64, limit int) ([]Ban, error) {
 	now := s.now().Unix()
 	out := []Ban{}
-	err := s.db.View(func(txn *badger.Txn) error {
-		return store.EachJSON(txn, []byte{store.PrefixBanlist, kindBan}, seekUntil(kindBan, until), true,
+	err := s.db.View(func(txn *kv.Txn) error {
+		return kv.EachJSON(txn, []byte{kv.PrefixBanlist, kindBan}, seekUntil(kindBan, until), true,
 			func(_ []byte, b Ban) (bool, error) {
 				if state == "" || b.State(now) == state {
 					out = append(out, b)
@@ -221,7 +220,7 @@ type Word struct {
 const MaxWordLen = 100
 
 func wordKey(w string) []byte {
-	return store.Key(store.PrefixBanlist, kindWord, []byte(policies.NormalizeText(w)))
+	return kv.Key(kv.PrefixBanlist, kindWord, []byte(policies.NormalizeText(w)))
 }
 
 // AddWord blocks word; a word with the same normal form conflicts.
@@ -235,16 +234,16 @@ func (s *Service) AddWord(ctx context.Context, actor, word string) (Word, error)
 	s.writes.Lock()
 	defer s.writes.Unlock()
 	w := Word{Word: word, AddedAt: s.now().Unix(), AddedBy: actor}
-	err := store.Update(s.db, func(txn *badger.Txn) error {
+	err := s.db.Update(func(txn *kv.Txn) error {
 		var existing Word
-		found, err := store.GetJSON(txn, wordKey(word), &existing)
+		found, err := kv.GetJSON(txn, wordKey(word), &existing)
 		if err != nil {
 			return err
 		}
 		if found {
 			return outpost.Errorf(outpost.Conflict, "word_exists", "%s is already blocked (as %s)", outpost.Echo(word), outpost.Echo(existing.Word)).With("word", existing.Word)
 		}
-		if err := store.PutJSON(txn, wordKey(word), w); err != nil {
+		if err := kv.PutJSON(txn, wordKey(word), w); err != nil {
 			return err
 		}
 		return s.audit(txn, actor, "word.add", word, nil, w)
@@ -260,8 +259,8 @@ func (s *Service) RemoveWord(ctx context.Context, actor, word string) (Word, err
 	s.writes.Lock()
 	defer s.writes.Unlock()
 	var removed Word
-	err := store.Update(s.db, func(txn *badger.Txn) error {
-		found, err := store.GetJSON(txn, wordKey(word), &removed)
+	err := s.db.Update(func(txn *kv.Txn) error {
+		found, err := kv.GetJSON(txn, wordKey(word), &removed)
 		if err != nil {
 			return err
 		}
@@ -282,8 +281,8 @@ func (s *Service) RemoveWord(ctx context.Context, actor, word string) (Word, err
 // Words lists the blocked words with their metadata.
 func (s *Service) Words(ctx context.Context) ([]Word, error) {
 	out := []Word{}
-	err := s.db.View(func(txn *badger.Txn) error {
-		return store.EachJSON(txn, []byte{store.PrefixBanlist, kindWord}, nil, false, func(_ []byte, w Word) (bool, error) {
+	err := s.db.View(func(txn *kv.Txn) error {
+		return kv.EachJSON(txn, []byte{kv.PrefixBanlist, kindWord}, nil, false, func(_ []byte, w Word) (bool, error) {
 			out = append(out, w)
 			return true, nil
 		})

@@ -6,10 +6,9 @@ import (
 	"slices"
 	"time"
 
-	"github.com/dgraph-io/badger/v4"
 	"github.com/outpost-relay/outpost"
+	"github.com/outpost-relay/outpost/kv"
 	"github.com/outpost-relay/outpost/policies"
-	"github.com/outpost-relay/outpost/store"
 )
 
 // Changes is what changed in the public lists since a time: the state now
@@ -40,9 +39,9 @@ func (s *Service) Changes(ctx context.Context, since time.Time) (Changes, error)
 	}
 	from := since.Add(-changesSlack)
 	keys, words := map[string]bool{}, map[string]bool{}
-	err := s.db.View(func(txn *badger.Txn) error {
-		start := store.Key(store.PrefixBanlist, kindAudit, store.U64(uint64(from.UnixNano())))
-		return store.EachJSON(txn, []byte{store.PrefixBanlist, kindAudit}, start, false, func(_ []byte, e AuditEntry) (bool, error) {
+	err := s.db.View(func(txn *kv.Txn) error {
+		start := kv.Key(kv.PrefixBanlist, kindAudit, kv.U64(uint64(from.UnixNano())))
+		return kv.EachJSON(txn, []byte{kv.PrefixBanlist, kindAudit}, start, false, func(_ []byte, e AuditEntry) (bool, error) {
 			switch e.Action {
 			case "ban", "unban":
 				keys[e.Target] = true

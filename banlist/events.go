@@ -6,9 +6,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/dgraph-io/badger/v4"
 	"github.com/outpost-relay/outpost"
-	"github.com/outpost-relay/outpost/store"
+	"github.com/outpost-relay/outpost/kv"
 )
 
 // Event moderation (NIP-86): a banned event is hidden, never deleted — the
@@ -34,12 +33,12 @@ type AllowedEvent struct {
 
 func bannedEventKey(id string) []byte {
 	raw, _ := hex.DecodeString(id)
-	return store.Key(store.PrefixBanlist, kindBannedEvent, raw)
+	return kv.Key(kv.PrefixBanlist, kindBannedEvent, raw)
 }
 
 func allowedEventKey(id string) []byte {
 	raw, _ := hex.DecodeString(id)
-	return store.Key(store.PrefixBanlist, kindAllowedEvent, raw)
+	return kv.Key(kv.PrefixBanlist, kindAllowedEvent, raw)
 }
 
 // ParseEventID reads an event id: 64 hex characters, any case.
@@ -62,7 +61,7 @@ func (s *Service) BanEvent(ctx context.Context, actor, id, reason string) (Banne
 		return BannedEvent{}, err
 	}
 	e := BannedEvent{ID: id, Reason: reason, BannedAt: s.now().Unix(), BannedBy: actor}
-	err = s.update(func(txn *badger.Txn) error {
+	err = s.update(func(txn *kv.Txn) error {
 		if _, _, err := removeRecord[AllowedEvent](s, txn, actor, "event.unallow", id, allowedEventKey(id), nil); err != nil {
 			return err
 		}
@@ -79,7 +78,7 @@ func (s *Service) UnbanEvent(ctx context.Context, actor, id string) (BannedEvent
 		return BannedEvent{}, err
 	}
 	var e BannedEvent
-	err = s.update(func(txn *badger.Txn) (err error) {
+	err = s.update(func(txn *kv.Txn) (err error) {
 		e, _, err = removeRecord[BannedEvent](s, txn, actor, "event.unban", id, bannedEventKey(id),
 			outpost.Errorf(outpost.NotFound, "event_not_banned", "event %s is not banned", id))
 		return err
@@ -98,7 +97,7 @@ func (s *Service) AllowEvent(ctx context.Context, actor, id, reason string) (All
 		return AllowedEvent{}, err
 	}
 	e := AllowedEvent{ID: id, Reason: reason, AllowedAt: s.now().Unix(), AllowedBy: actor}
-	err = s.update(func(txn *badger.Txn) error {
+	err = s.update(func(txn *kv.Txn) error {
 		if _, _, err := removeRecord[BannedEvent](s, txn, actor, "event.unban", id, bannedEventKey(id), nil); err != nil {
 			return err
 		}
@@ -116,7 +115,7 @@ func (s *Service) UnallowEvent(ctx context.Context, actor, id string) (AllowedEv
 		return AllowedEvent{}, err
 	}
 	var e AllowedEvent
-	err = s.update(func(txn *badger.Txn) (err error) {
+	err = s.update(func(txn *kv.Txn) (err error) {
 		e, _, err = removeRecord[AllowedEvent](s, txn, actor, "event.unallow", id, allowedEventKey(id),
 			outpost.Errorf(outpost.NotFound, "event_not_allowed", "event %s is not on the allow list", id))
 		return err

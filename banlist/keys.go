@@ -9,9 +9,8 @@ import (
 	"encoding/hex"
 	"strings"
 
-	"github.com/dgraph-io/badger/v4"
 	"github.com/outpost-relay/outpost"
-	"github.com/outpost-relay/outpost/store"
+	"github.com/outpost-relay/outpost/kv"
 )
 
 // Role is an API key's permission level; each includes those below it.
@@ -50,7 +49,7 @@ func (k APIKey) Actor() string { return "key:" + k.Name }
 
 func hashKey(key string) [32]byte { return sha256.Sum256([]byte(key)) }
 
-func apiKeyKey(hash [32]byte) []byte { return store.Key(store.PrefixBanlist, kindAPIKey, hash[:]) }
+func apiKeyKey(hash [32]byte) []byte { return kv.Key(kv.PrefixBanlist, kindAPIKey, hash[:]) }
 
 // CreateKey issues a key and returns it in clear text; it is not stored and
 // cannot be shown again.
@@ -69,7 +68,7 @@ func (s *Service) CreateKey(ctx context.Context, actor, name string, role Role) 
 	k := APIKey{ID: hex.EncodeToString(h[:6]), Name: name, Role: role, CreatedAt: s.now().Unix(), CreatedBy: actor}
 	s.writes.Lock()
 	defer s.writes.Unlock()
-	err := store.Update(s.db, func(txn *badger.Txn) error {
+	err := s.db.Update(func(txn *kv.Txn) error {
 		keys, err := listKeys(txn)
 		if err != nil {
 			return err
@@ -79,7 +78,7 @@ func (s *Service) CreateKey(ctx context.Context, actor, name string, role Role) 
 				return outpost.Errorf(outpost.Conflict, "key_name_taken", "an active key named %s exists", outpost.Echo(name))
 			}
 		}
-		if err := store.PutJSON(txn, apiKeyKey(h), k); err != nil {
+		if err := kv.PutJSON(txn, apiKeyKey(h), k); err != nil {
 			return err
 		}
 		return s.audit(txn, actor, "apikey.create", k.ID, nil, k)
@@ -90,9 +89,9 @@ func (s *Service) CreateKey(ctx context.Context, actor, name string, role Role) 
 	return secret, k, nil
 }
 
-func listKeys(txn *badger.Txn) ([]APIKey, error) {
+func listKeys(txn *kv.Txn) ([]APIKey, error) {
 	out := []APIKey{}
-	err := store.EachJSON(txn, []byte{store.PrefixBanlist, kindAPIKey}, nil, false, func(_ []byte, k APIKey) (bool, error) {
+	err := kv.EachJSON(txn, []byte{kv.PrefixBanlist, kindAPIKey}, nil, false, func(_ []byte, k APIKey) (bool, error) {
 		out = append(out, k)
 		return true, nil
 	})
@@ -102,7 +101,7 @@ func listKeys(txn *badger.Txn) ([]APIKey, error) {
 // Keys lists every issued key, revoked ones included.
 func (s *Service) Keys(ctx context.Context) ([]APIKey, error) {
 	var out []APIKey
-	err := s.db.View(func(txn *badger.Txn) (err error) {
+	err := s.db.View(func(txn *kv.Txn) (err error) {
 		out, err = listKeys(txn)
 		return err
 	})
@@ -114,9 +113,9 @@ func (s *Service) RevokeKey(ctx context.Context, actor, idOrName string) (APIKey
 	s.writes.Lock()
 	defer s.writes.Unlock()
 	var revoked APIKey
-	err := store.Update(s.db, func(txn *badger.Txn) error {
+	err := s.db.Update(func(txn *kv.Txn) error {
 		var key []byte
-		err := store.EachJSON(txn, []byte{store.PrefixBanlist, kindAPIKey}, nil, false, func(k []byte, v APIKey) (bool, error) {
+		err := kv.EachJSON(txn, []byte{kv.PrefixBanlist, kindAPIKey}, nil, false, func(k []byte, v APIKey) (bool, error) {
 			if v.RevokedAt == nil && (v.ID == idOrName || v.Name == idOrName) {
 				revoked, key = v, k
 				return false, nil
@@ -132,7 +131,7 @@ func (s *Service) RevokeKey(ctx context.Context, actor, idOrName string) (APIKey
 		before := revoked
 		now := s.now().Unix()
 		revoked.RevokedAt, revoked.RevokedBy = &now, &actor
-		if err := store.PutJSON(txn, key, revoked); err != nil {
+		if err := kv.PutJSON(txn, key, revoked); err != nil {
 			return err
 		}
 		return s.audit(txn, actor, "apikey.revoke", revoked.ID, before, revoked)
@@ -153,8 +152,8 @@ func (s *Service) Authenticate(ctx context.Context, token string) (APIKey, error
 	}
 	var k APIKey
 	var found bool
-	err := s.db.View(func(txn *badger.Txn) (err error) {
-		found, err = store.GetJSON(txn, apiKeyKey(h), &k)
+	err := s.db.View(func(txn *kv.Txn) (err error) {
+		found, err = kv.GetJSON(txn, apiKeyKey(h), &k)
 		return err
 	})
 	if err != nil {

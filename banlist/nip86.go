@@ -5,8 +5,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/dgraph-io/badger/v4"
 	"github.com/nbd-wtf/go-nostr/nip86"
+	"github.com/outpost-relay/outpost/kv"
 )
 
 // Management is the ban list as NIP-86 relay management sees it (the
@@ -158,6 +158,6 @@ func (m Management) ListBlockedIPs(ctx context.Context) ([]nip86.IPReason, error
 
 // Audit writes an audit entry for a change the relay makes itself (its
 // NIP-11 name, description, icon) in the transaction that makes it.
-func (m Management) Audit(txn *badger.Txn, actor, action, target string, before, after any) error {
+func (m Management) Audit(txn *kv.Txn, actor, action, target string, before, after any) error {
 	return m.s.audit(txn, actor, action, target, before, after)
 }

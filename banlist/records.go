@@ -3,8 +3,7 @@ package banlist
 import (
 	"context"
 
-	"github.com/dgraph-io/badger/v4"
-	"github.com/outpost-relay/outpost/store"
+	"github.com/outpost-relay/outpost/kv"
 )
 
 // The moderation lists (allowed keys, kind rules, blocked addresses, banned
@@ -13,10 +12,10 @@ import (
 // reaches the snapshot only once it is committed.
 
 // update runs fn in one transaction, then apply if it committed.
-func (s *Service) update(fn func(txn *badger.Txn) error, apply func()) error {
+func (s *Service) update(fn func(txn *kv.Txn) error, apply func()) error {
 	s.writes.Lock()
 	defer s.writes.Unlock()
-	if err := store.Update(s.db, fn); err != nil {
+	if err := s.db.Update(fn); err != nil {
 		return err
 	}
 	apply()
@@ -25,13 +24,13 @@ func (s *Service) update(fn func(txn *badger.Txn) error, apply func()) error {
 
 // setRecord writes v at key and audits it, with the record it replaces (if
 // any) as before; replaced tells whether there was one.
-func setRecord[T any](s *Service, txn *badger.Txn, actor, action, target string, key []byte, v T) (replaced bool, err error) {
+func setRecord[T any](s *Service, txn *kv.Txn, actor, action, target string, key []byte, v T) (replaced bool, err error) {
 	var old T
-	found, err := store.GetJSON(txn, key, &old)
+	found, err := kv.GetJSON(txn, key, &old)
 	if err != nil {
 		return false, err
 	}
-	if err := store.PutJSON(txn, key, v); err != nil {
+	if err := kv.PutJSON(txn, key, v); err != nil {
 		return false, err
 	}
 	var before any
@@ -43,9 +42,9 @@ func setRecord[T any](s *Service, txn *badger.Txn, actor, action, target string,
 
 // removeRecord deletes the record at key and audits it; without one it
 // returns notFound (nil: nothing to do, no error).
-func removeRecord[T any](s *Service, txn *badger.Txn, actor, action, target string, key []byte, notFound error) (T, bool, error) {
+func removeRecord[T any](s *Service, txn *kv.Txn, actor, action, target string, key []byte, notFound error) (T, bool, error) {
 	var old T
-	found, err := store.GetJSON(txn, key, &old)
+	found, err := kv.GetJSON(txn, key, &old)
 	if err != nil || !found {
 		return old, false, cmpErr(err, notFound)
 	}
@@ -63,10 +62,10 @@ func cmpErr(err, otherwise error) error {
 }
 
 // listRecords lists the records of one kind, in key order.
-func listRecords[T any](ctx context.Context, db *badger.DB, kind byte) ([]T, error) {
+func listRecords[T any](ctx context.Context, db *kv.DB, kind byte) ([]T, error) {
 	out := []T{}
-	err := db.View(func(txn *badger.Txn) error {
-		return store.EachJSON(txn, []byte{store.PrefixBanlist, kind}, nil, false, func(_ []byte, v T) (bool, error) {
+	err := db.View(func(txn *kv.Txn) error {
+		return kv.EachJSON(txn, []byte{kv.PrefixBanlist, kind}, nil, false, func(_ []byte, v T) (bool, error) {
 			out = append(out, v)
 			return true, ctx.Err()
 		})

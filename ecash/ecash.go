@@ -6,7 +6,7 @@
 // state around them is kept here.
 //
 // Every proof the wallet holds, every counter and every operation lives in
-// outpost's badger database (store.PrefixWallet). An operation is written,
+// outpost's badger database (kv.PrefixWallet). An operation is written,
 // with the proofs it spends reserved and the counters of its outputs taken,
 // before its request leaves for the mint; its outcome (outputs in, inputs
 // out) is written in one transaction after. An operation a crash (or a lost
@@ -34,14 +34,13 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/dgraph-io/badger/v4"
-	"github.com/outpost-relay/outpost/store"
+	"github.com/outpost-relay/outpost/kv"
 	"github.com/tyler-smith/go-bip39"
 )
 
 // Config configures a wallet at one mint.
 type Config struct {
-	DB          *badger.DB
+	DB          *kv.DB
 	MintURL     string // normalised: no trailing slash
 	Log         *slog.Logger
 	Timeout     time.Duration // per request to the mint; default 15 s
@@ -63,7 +62,7 @@ type Config struct {
 // by side.
 type Wallet struct {
 	cfg  Config
-	db   *badger.DB
+	db   *kv.DB
 	mint string
 	ns   []byte
 	c    *client
@@ -122,8 +121,8 @@ func Open(cfg Config) (*Wallet, error) {
 		c:        &client{mint: cfg.MintURL, http: cfg.HTTP, timeout: cfg.Timeout, long: cfg.MeltTimeout},
 		keysets:  map[string]*Keyset{},
 		inflight: map[string]bool{}, done: make(chan struct{})}
-	if err := w.db.View(func(txn *badger.Txn) error {
-		return store.EachJSON(txn, w.key(kindKeyset), nil, false, func(_ []byte, k Keyset) (bool, error) {
+	if err := w.db.View(func(txn *kv.Txn) error {
+		return kv.EachJSON(txn, w.key(kindKeyset), nil, false, func(_ []byte, k Keyset) (bool, error) {
 			w.keysets[k.ID] = &k
 			return true, nil
 		})
@@ -137,10 +136,10 @@ func Open(cfg Config) (*Wallet, error) {
 }
 
 // loadSeed returns the wallet's seed, making one on first use.
-func loadSeed(db *badger.DB, now func() time.Time) (seedRecord, error) {
+func loadSeed(db *kv.DB, now func() time.Time) (seedRecord, error) {
 	var rec seedRecord
-	err := store.Update(db, func(txn *badger.Txn) error {
-		found, err := store.GetJSON(txn, store.Key(store.PrefixWallet, kindSeed), &rec)
+	err := db.Update(func(txn *kv.Txn) error {
+		found, err := kv.GetJSON(txn, kv.Key(kv.PrefixWallet, kindSeed), &rec)
 		if err != nil || found {
 			return err
 		}
@@ -153,7 +152,7 @@ func loadSeed(db *badger.DB, now func() time.Time) (seedRecord, error) {
 			return err
 		}
 		rec = seedRecord{Mnemonic: m, Seed: bip39.NewSeed(m, ""), CreatedAt: now().Unix(), Source: "new"}
-		return store.PutJSON(txn, store.Key(store.PrefixWallet, kindSeed), rec)
+		return kv.PutJSON(txn, kv.Key(kv.PrefixWallet, kindSeed), rec)
 	})
 	if err == nil && len(rec.Seed) < 16 {
 		err = errors.New("ecash: the stored seed is too short")
@@ -190,11 +189,11 @@ func (w *Wallet) Holdings() Holdings { return *w.holdings.Load() }
 func (w *Wallet) Books() (Holdings, Totals, error) {
 	var h Holdings
 	var t Totals
-	err := w.db.View(func(txn *badger.Txn) (err error) {
+	err := w.db.View(func(txn *kv.Txn) (err error) {
 		if h, err = w.readHoldings(txn); err != nil {
 			return err
 		}
-		_, err = store.GetJSON(txn, w.key(kindTotals), &t)
+		_, err = kv.GetJSON(txn, w.key(kindTotals), &t)
 		return err
 	})
 	return h, t, err
@@ -202,7 +201,7 @@ func (w *Wallet) Books() (Holdings, Totals, error) {
 
 func (w *Wallet) refreshBalance() error {
 	var h Holdings
-	err := w.db.View(func(txn *badger.Txn) (err error) {
+	err := w.db.View(func(txn *kv.Txn) (err error) {
 		h, err = w.readHoldings(txn)
 		return err
 	})
@@ -212,9 +211,9 @@ func (w *Wallet) refreshBalance() error {
 	return err
 }
 
-func (w *Wallet) readHoldings(txn *badger.Txn) (Holdings, error) {
+func (w *Wallet) readHoldings(txn *kv.Txn) (Holdings, error) {
 	var h Holdings
-	if err := store.EachJSON(txn, w.key(kindProof), nil, false, func(_ []byte, p proofRecord) (bool, error) {
+	if err := kv.EachJSON(txn, w.key(kindProof), nil, false, func(_ []byte, p proofRecord) (bool, error) {
 		switch p.State {
 		case proofUnspent:
 			h.Unspent += p.Proof.Amount
@@ -241,21 +240,16 @@ func (w *Wallet) readHoldings(txn *badger.Txn) (Holdings, error) {
 }
 
 // openOps lists the operations not settled yet.
-func (w *Wallet) openOps(txn *badger.Txn) ([]Op, error) {
+func (w *Wallet) openOps(txn *kv.Txn) ([]Op, error) {
 	var open []Op
-	it := txn.NewIterator(badger.IteratorOptions{Prefix: w.key(kindOpenOp)})
-	defer it.Close()
-	prefix := len(w.key(kindOpenOp))
-	for it.Rewind(); it.Valid(); it.Next() {
-		op, found, err := getOp(txn, string(it.Item().Key()[prefix:]))
-		if err != nil {
-			return nil, err
-		}
+	err := kv.EachKey(txn, w.key(kindOpenOp), func(id []byte) (bool, error) {
+		op, found, err := getOp(txn, string(id))
 		if found && op.State == OpPending {
 			open = append(open, op)
 		}
-	}
-	return open, nil
+		return true, err
+	})
+	return open, err
 }
 
 // Close stops new operations; those in flight finish on their own.
@@ -322,9 +316,9 @@ func (w *Wallet) Refresh(ctx context.Context) error {
 			fresh = append(fresh, &c)
 		}
 	}
-	if err := store.Update(w.db, func(txn *badger.Txn) error {
+	if err := w.db.Update(func(txn *kv.Txn) error {
 		for _, k := range fresh {
-			if err := store.PutJSON(txn, w.key(kindKeyset, k.ID), k); err != nil {
+			if err := kv.PutJSON(txn, w.key(kindKeyset, k.ID), k); err != nil {
 				return err
 			}
 		}

@@ -6,9 +6,8 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/dgraph-io/badger/v4"
 	"github.com/elnosh/gonuts/cashu"
-	"github.com/outpost-relay/outpost/store"
+	"github.com/outpost-relay/outpost/kv"
 )
 
 // Legacy is another wallet's state for this wallet to take over (in
@@ -40,13 +39,13 @@ const counterMargin = 1000
 
 // ImportSeed makes l's seed the wallet seed of db. It must run before the
 // first Open on db; running it again with the same seed does nothing.
-func ImportSeed(db *badger.DB, l Legacy, now int64) error {
+func ImportSeed(db *kv.DB, l Legacy, now int64) error {
 	if len(l.Seed) < 16 {
 		return errors.New("ecash: the imported seed is too short")
 	}
-	return store.Update(db, func(txn *badger.Txn) error {
+	return db.Update(func(txn *kv.Txn) error {
 		var rec seedRecord
-		found, err := store.GetJSON(txn, store.Key(store.PrefixWallet, kindSeed), &rec)
+		found, err := kv.GetJSON(txn, kv.Key(kv.PrefixWallet, kindSeed), &rec)
 		if err != nil {
 			return err
 		}
@@ -56,7 +55,7 @@ func ImportSeed(db *badger.DB, l Legacy, now int64) error {
 			}
 			return nil
 		}
-		return store.PutJSON(txn, store.Key(store.PrefixWallet, kindSeed),
+		return kv.PutJSON(txn, kv.Key(kv.PrefixWallet, kindSeed),
 			seedRecord{Mnemonic: l.Mnemonic, Seed: l.Seed, CreatedAt: now, Source: l.Source})
 	})
 }
@@ -64,13 +63,13 @@ func ImportSeed(db *badger.DB, l Legacy, now int64) error {
 // Imported reports whether a wallet was imported at this mint before.
 func (w *Wallet) Imported() (bool, error) {
 	found := false
-	err := w.db.View(func(txn *badger.Txn) error {
+	err := w.db.View(func(txn *kv.Txn) error {
 		_, err := txn.Get(w.key(kindMigrated))
 		if err == nil {
 			found = true
 			return nil
 		}
-		if errors.Is(err, badger.ErrKeyNotFound) {
+		if errors.Is(err, kv.ErrNotFound) {
 			return nil
 		}
 		return err
@@ -87,10 +86,10 @@ func (w *Wallet) Imported() (bool, error) {
 // nothing.
 func (w *Wallet) Import(l Legacy) error {
 	now := w.now().Unix()
-	err := store.Update(w.db, func(txn *badger.Txn) error {
+	err := w.db.Update(func(txn *kv.Txn) error {
 		if _, err := txn.Get(w.key(kindMigrated)); err == nil {
 			return nil
-		} else if !errors.Is(err, badger.ErrKeyNotFound) {
+		} else if !errors.Is(err, kv.ErrNotFound) {
 			return err
 		}
 		for id, c := range l.Counters {
@@ -124,11 +123,11 @@ func (w *Wallet) Import(l Legacy) error {
 			}
 		}
 		for _, q := range l.MintQuotes {
-			if err := store.PutJSON(txn, w.key(kindMintQ, q.Quote), mintQuoteRecord{MintQuote: q, Created: now}); err != nil {
+			if err := kv.PutJSON(txn, w.key(kindMintQ, q.Quote), mintQuoteRecord{MintQuote: q, Created: now}); err != nil {
 				return err
 			}
 		}
-		return store.PutJSON(txn, w.key(kindMigrated), migrationRecord{From: l.Source, At: now, Proofs: len(l.Proofs),
+		return kv.PutJSON(txn, w.key(kindMigrated), migrationRecord{From: l.Source, At: now, Proofs: len(l.Proofs),
 			Sats: l.Proofs.Amount(), Counters: l.Counters})
 	})
 	if err != nil {
@@ -143,8 +142,8 @@ func (w *Wallet) Import(l Legacy) error {
 func (w *Wallet) checkImport(ctx context.Context) error {
 	var rec migrationRecord
 	found := false
-	if err := w.db.View(func(txn *badger.Txn) (err error) {
-		found, err = store.GetJSON(txn, w.key(kindMigrated), &rec)
+	if err := w.db.View(func(txn *kv.Txn) (err error) {
+		found, err = kv.GetJSON(txn, w.key(kindMigrated), &rec)
 		return err
 	}); err != nil || !found || rec.Checked {
 		return err
@@ -170,7 +169,7 @@ func (w *Wallet) checkImport(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if err := store.Update(w.db, func(txn *badger.Txn) error {
+		if err := w.db.Update(func(txn *kv.Txn) error {
 			for _, p := range proofs {
 				if err := w.putProof(txn, p, proofUnspent, "", w.now().Unix()); err != nil {
 					return err
@@ -184,7 +183,7 @@ func (w *Wallet) checkImport(ctx context.Context) error {
 		restoredSats += proofs.Amount()
 	}
 	rec.Checked, rec.Restored, rec.SpentDropped = true, restored, len(a.spent)
-	if err := store.Update(w.db, func(txn *badger.Txn) error { return store.PutJSON(txn, w.key(kindMigrated), rec) }); err != nil {
+	if err := w.db.Update(func(txn *kv.Txn) error { return kv.PutJSON(txn, w.key(kindMigrated), rec) }); err != nil {
 		return err
 	}
 	w.log.Info("ecash: imported wallet checked with the mint", "from", rec.From, "proofs", rec.Proofs, "sats", rec.Sats,
@@ -239,11 +238,11 @@ func (w *Wallet) dropSpent(ys []string) error {
 	if len(ys) == 0 {
 		return nil
 	}
-	err := store.Update(w.db, func(txn *badger.Txn) error {
+	err := w.db.Update(func(txn *kv.Txn) error {
 		var lost uint64
 		for _, y := range ys {
 			var rec proofRecord
-			found, err := store.GetJSON(txn, w.key(kindProof, y), &rec)
+			found, err := kv.GetJSON(txn, w.key(kindProof, y), &rec)
 			if err != nil {
 				return err
 			}

@@ -6,9 +6,8 @@ import (
 	"fmt"
 	"math/bits"
 
-	"github.com/dgraph-io/badger/v4"
 	"github.com/elnosh/gonuts/cashu"
-	"github.com/outpost-relay/outpost/store"
+	"github.com/outpost-relay/outpost/kv"
 )
 
 // Melt quote states (NUT-05).
@@ -76,7 +75,7 @@ func (w *Wallet) meltOnce(ctx context.Context, q MeltQuote, keep uint64) (p Paym
 	need := q.Amount + q.FeeReserve
 	op := Op{ID: newID(), Kind: kindMelt, Purpose: forPayment, Ref: q.Quote, Quote: q.Quote, Amount: q.Amount, FeeReserve: q.FeeReserve}
 	change := w.supportsChange()
-	err = w.withFunds(ctx, &op, func(txn *badger.Txn, op *Op) error {
+	err = w.withFunds(ctx, &op, func(txn *kv.Txn, op *Op) error {
 		free, inflight, err := w.spendable(txn)
 		if err != nil {
 			return err
@@ -113,7 +112,7 @@ func (w *Wallet) meltOnce(ctx context.Context, q MeltQuote, keep uint64) (p Paym
 			}
 			return Payment{Fee: splitFee}, nil, err
 		}
-		err = w.begin(&op, func(txn *badger.Txn, op *Op) error {
+		err = w.begin(&op, func(txn *kv.Txn, op *Op) error {
 			free, err := w.heldFor(txn, op.ID)
 			if err != nil {
 				return err
@@ -160,7 +159,7 @@ func (w *Wallet) split(ctx context.Context, holdFor, quote string, need, keep ui
 	}
 	op := Op{Kind: kindSwap, Purpose: forSplit, HoldFor: holdFor, Ref: "split:" + quote}
 	var f uint64
-	err = w.withFunds(ctx, &op, func(txn *badger.Txn, op *Op) error {
+	err = w.withFunds(ctx, &op, func(txn *kv.Txn, op *Op) error {
 		free, inflight, err := w.spendable(txn)
 		if err != nil {
 			return err
@@ -193,9 +192,9 @@ func (w *Wallet) split(ctx context.Context, holdFor, quote string, need, keep ui
 }
 
 // heldFor lists the proofs reserved for operation id.
-func (w *Wallet) heldFor(txn *badger.Txn, id string) (cashu.Proofs, error) {
+func (w *Wallet) heldFor(txn *kv.Txn, id string) (cashu.Proofs, error) {
 	var out cashu.Proofs
-	err := store.EachJSON(txn, w.key(kindProof), nil, false, func(_ []byte, rec proofRecord) (bool, error) {
+	err := kv.EachJSON(txn, w.key(kindProof), nil, false, func(_ []byte, rec proofRecord) (bool, error) {
 		if rec.State == proofReserved && rec.Op == id {
 			out = append(out, rec.Proof)
 		}

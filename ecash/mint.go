@@ -4,9 +4,8 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/dgraph-io/badger/v4"
 	"github.com/elnosh/gonuts/cashu"
-	"github.com/outpost-relay/outpost/store"
+	"github.com/outpost-relay/outpost/kv"
 )
 
 // Mint quote states (NUT-04/23).
@@ -33,8 +32,8 @@ func (w *Wallet) RequestMint(ctx context.Context, amount uint64) (MintQuote, err
 		return MintQuote{}, incompatible(w.mint, "/v1/mint/quote/bolt11", "asked for %d sats, quoted %d", amount, q.Amount)
 	}
 	rec := mintQuoteRecord{MintQuote: q, Created: w.now().Unix()}
-	if err := store.Update(w.db, func(txn *badger.Txn) error {
-		return store.PutJSON(txn, w.key(kindMintQ, q.Quote), rec)
+	if err := w.db.Update(func(txn *kv.Txn) error {
+		return kv.PutJSON(txn, w.key(kindMintQ, q.Quote), rec)
 	}); err != nil {
 		return MintQuote{}, err
 	}
@@ -68,7 +67,7 @@ func (w *Wallet) CompleteMint(ctx context.Context, quote string) (MintState, err
 	}
 	if rec.Op != "" {
 		var op Op
-		if err := w.db.View(func(txn *badger.Txn) (err error) { op, _, err = getOp(txn, rec.Op); return }); err != nil {
+		if err := w.db.View(func(txn *kv.Txn) (err error) { op, _, err = getOp(txn, rec.Op); return }); err != nil {
 			return "", err
 		}
 		if op.State == OpPending {
@@ -103,16 +102,16 @@ func (w *Wallet) CompleteMint(ctx context.Context, quote string) (MintState, err
 		return "", fmt.Errorf("ecash: keyset %s cannot represent %d", ks.ID, rec.Amount)
 	}
 	op := Op{Kind: kindMint, Purpose: forDeposit, Quote: quote, Amount: rec.Amount}
-	err = w.begin(&op, func(txn *badger.Txn, op *Op) error {
+	err = w.begin(&op, func(txn *kv.Txn, op *Op) error {
 		var cur mintQuoteRecord
-		if _, err := store.GetJSON(txn, w.key(kindMintQ, quote), &cur); err != nil {
+		if _, err := kv.GetJSON(txn, w.key(kindMintQ, quote), &cur); err != nil {
 			return err
 		}
 		if cur.Op != "" && cur.Op != rec.Op {
 			return fmt.Errorf("ecash: mint quote %s is being minted already", quote)
 		}
 		cur.Op = op.ID
-		if err := store.PutJSON(txn, w.key(kindMintQ, quote), cur); err != nil {
+		if err := kv.PutJSON(txn, w.key(kindMintQ, quote), cur); err != nil {
 			return err
 		}
 		return takeOutputs(txn, op, ks, amounts, false)
@@ -127,8 +126,8 @@ func (w *Wallet) CompleteMint(ctx context.Context, quote string) (MintState, err
 func (w *Wallet) mintQuote(quote string) (mintQuoteRecord, error) {
 	var rec mintQuoteRecord
 	found := false
-	err := w.db.View(func(txn *badger.Txn) (err error) {
-		found, err = store.GetJSON(txn, w.key(kindMintQ, quote), &rec)
+	err := w.db.View(func(txn *kv.Txn) (err error) {
+		found, err = kv.GetJSON(txn, w.key(kindMintQ, quote), &rec)
 		return err
 	})
 	if err == nil && !found {
@@ -227,14 +226,14 @@ func (w *Wallet) settleMint(ctx context.Context, op *Op, resend bool) (MintState
 
 // setQuoteState records a mint quote's state and operation.
 func (w *Wallet) setQuoteState(quote, state, op string) {
-	err := store.Update(w.db, func(txn *badger.Txn) error {
+	err := w.db.Update(func(txn *kv.Txn) error {
 		var rec mintQuoteRecord
-		found, err := store.GetJSON(txn, w.key(kindMintQ, quote), &rec)
+		found, err := kv.GetJSON(txn, w.key(kindMintQ, quote), &rec)
 		if err != nil || !found {
 			return err
 		}
 		rec.State, rec.Op = state, op
-		return store.PutJSON(txn, w.key(kindMintQ, quote), rec)
+		return kv.PutJSON(txn, w.key(kindMintQ, quote), rec)
 	})
 	if err != nil {
 		w.log.Error("ecash: recording a mint quote's state", "quote", quote, "err", err)

@@ -8,9 +8,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/dgraph-io/badger/v4"
 	"github.com/elnosh/gonuts/cashu"
-	"github.com/outpost-relay/outpost/store"
+	"github.com/outpost-relay/outpost/kv"
 )
 
 // Operation kinds and purposes.
@@ -74,9 +73,9 @@ type Op struct {
 	owed    []owedRecord // outputs given up for now (see repair), written with the outcome
 }
 
-func getOp(txn *badger.Txn, id string) (Op, bool, error) {
+func getOp(txn *kv.Txn, id string) (Op, bool, error) {
 	var op Op
-	found, err := store.GetJSON(txn, opKey(id), &op)
+	found, err := kv.GetJSON(txn, opKey(id), &op)
 	return op, found, err
 }
 
@@ -84,9 +83,9 @@ func getOp(txn *badger.Txn, id string) (Op, bool, error) {
 func (w *Wallet) opByRef(ref string) (Op, bool, error) {
 	var op Op
 	var found bool
-	err := w.db.View(func(txn *badger.Txn) error {
+	err := w.db.View(func(txn *kv.Txn) error {
 		item, err := txn.Get(w.key(kindRef, ref))
-		if errors.Is(err, badger.ErrKeyNotFound) {
+		if errors.Is(err, kv.ErrNotFound) {
 			return nil
 		}
 		if err != nil {
@@ -104,7 +103,7 @@ func (w *Wallet) opByRef(ref string) (Op, bool, error) {
 
 // plan is the part of an operation's first transaction that picks its
 // inputs and takes its counters; it fills op and may run more than once.
-type plan func(txn *badger.Txn, op *Op) error
+type plan func(txn *kv.Txn, op *Op) error
 
 // begin writes op, pending, with what p reserved, and marks it in flight in
 // this process. Only after begin returns may its request leave.
@@ -123,7 +122,7 @@ func (w *Wallet) begin(op *Op, p plan) error {
 	base.Attempted = base.Created // its request leaves right after
 	w.sel.Lock()
 	defer w.sel.Unlock()
-	err := store.Update(w.db, func(txn *badger.Txn) error {
+	err := w.db.Update(func(txn *kv.Txn) error {
 		*op = base
 		if err := p(txn, op); err != nil {
 			return err
@@ -165,7 +164,7 @@ type outcome struct {
 // commit records op's outcome, its new state already set, in one
 // transaction. An operation settled already (by a concurrent resolve) is
 // left as it is; the stored one is returned. The mint has acted already, so
-// the outcome is recorded even while the disk is low (store.Record).
+// the outcome is recorded even while the disk is low (kv.DB.Record).
 func (w *Wallet) commit(op *Op, out outcome) error {
 	if op.State != OpPending && op.Settled == 0 {
 		op.Settled = w.now().Unix()
@@ -173,7 +172,7 @@ func (w *Wallet) commit(op *Op, out outcome) error {
 	next := *op
 	next.Sent = append(append(cashu.Proofs(nil), op.Sent...), out.sent...)
 	var stored Op
-	err := store.Record(w.db, func(txn *badger.Txn) error {
+	err := w.db.Record(func(txn *kv.Txn) error {
 		cur, found, err := getOp(txn, op.ID)
 		if err != nil {
 			return err
@@ -207,7 +206,7 @@ func (w *Wallet) commit(op *Op, out outcome) error {
 }
 
 // apply writes what an outcome does to the wallet's proofs.
-func (w *Wallet) apply(txn *badger.Txn, op *Op, out outcome) error {
+func (w *Wallet) apply(txn *kv.Txn, op *Op, out outcome) error {
 	now := w.now().Unix()
 	for _, p := range out.keep {
 		if err := w.putProof(txn, p, proofUnspent, "", now); err != nil {
@@ -235,7 +234,7 @@ func (w *Wallet) apply(txn *badger.Txn, op *Op, out outcome) error {
 		}
 	}
 	for i, o := range op.owed {
-		if err := store.PutJSON(txn, w.key(kindOwed, op.ID, strconv.Itoa(i)), o); err != nil {
+		if err := kv.PutJSON(txn, w.key(kindOwed, op.ID, strconv.Itoa(i)), o); err != nil {
 			return err
 		}
 	}
@@ -244,8 +243,8 @@ func (w *Wallet) apply(txn *badger.Txn, op *Op, out outcome) error {
 
 // putOp writes op with its indexes: its reference, whether it is open,
 // whether it has handed-out proofs the mint has not seen redeemed.
-func (w *Wallet) putOp(txn *badger.Txn, op Op) error {
-	if err := store.PutJSON(txn, opKey(op.ID), op); err != nil {
+func (w *Wallet) putOp(txn *kv.Txn, op Op) error {
+	if err := kv.PutJSON(txn, opKey(op.ID), op); err != nil {
 		return err
 	}
 	if op.Ref != "" {
@@ -266,23 +265,23 @@ func (w *Wallet) putOp(txn *badger.Txn, op Op) error {
 
 // putProof adds a proof the wallet did not hold; one it holds already keeps
 // its record.
-func (w *Wallet) putProof(txn *badger.Txn, p cashu.Proof, state, op string, now int64) error {
+func (w *Wallet) putProof(txn *kv.Txn, p cashu.Proof, state, op string, now int64) error {
 	y, err := proofY(p.Secret)
 	if err != nil {
 		return err
 	}
 	if _, err := txn.Get(w.key(kindProof, y)); err == nil {
 		return nil
-	} else if !errors.Is(err, badger.ErrKeyNotFound) {
+	} else if !errors.Is(err, kv.ErrNotFound) {
 		return err
 	}
-	return store.PutJSON(txn, w.key(kindProof, y), proofRecord{Proof: p, State: state, Op: op, Added: now})
+	return kv.PutJSON(txn, w.key(kindProof, y), proofRecord{Proof: p, State: state, Op: op, Added: now})
 }
 
 // dropInput deletes an input proof op reserved.
-func (w *Wallet) dropInput(txn *badger.Txn, op, y string) error {
+func (w *Wallet) dropInput(txn *kv.Txn, op, y string) error {
 	var rec proofRecord
-	found, err := store.GetJSON(txn, w.key(kindProof, y), &rec)
+	found, err := kv.GetJSON(txn, w.key(kindProof, y), &rec)
 	if err != nil || !found || rec.Op != op {
 		return err
 	}
@@ -290,26 +289,26 @@ func (w *Wallet) dropInput(txn *badger.Txn, op, y string) error {
 }
 
 // releaseInput makes an input proof op reserved spendable again.
-func (w *Wallet) releaseInput(txn *badger.Txn, op, y string) error {
+func (w *Wallet) releaseInput(txn *kv.Txn, op, y string) error {
 	var rec proofRecord
-	found, err := store.GetJSON(txn, w.key(kindProof, y), &rec)
+	found, err := kv.GetJSON(txn, w.key(kindProof, y), &rec)
 	if err != nil || !found || rec.Op != op {
 		return err
 	}
 	rec.State, rec.Op, rec.Reason = proofUnspent, "", ""
-	return store.PutJSON(txn, w.key(kindProof, y), rec)
+	return kv.PutJSON(txn, w.key(kindProof, y), rec)
 }
 
 // quarantineInput takes an input proof op reserved out of the spendable
 // set, with the mint's reason.
-func (w *Wallet) quarantineInput(txn *badger.Txn, op, y, why string) error {
+func (w *Wallet) quarantineInput(txn *kv.Txn, op, y, why string) error {
 	var rec proofRecord
-	found, err := store.GetJSON(txn, w.key(kindProof, y), &rec)
+	found, err := kv.GetJSON(txn, w.key(kindProof, y), &rec)
 	if err != nil || !found || rec.Op != op {
 		return err
 	}
 	rec.State, rec.Reason = proofQuarantined, why
-	return store.PutJSON(txn, w.key(kindProof, y), rec)
+	return kv.PutJSON(txn, w.key(kindProof, y), rec)
 }
 
 // settledTotals is what a settled operation adds to the wallet's Totals.
@@ -362,14 +361,14 @@ type held struct {
 
 // spendable lists the wallet's unspent proofs, and the sum of those
 // reserved by operations still in flight in this process.
-func (w *Wallet) spendable(txn *badger.Txn) (free []held, inflight uint64, err error) {
+func (w *Wallet) spendable(txn *kv.Txn) (free []held, inflight uint64, err error) {
 	w.mu.Lock()
 	running := make(map[string]bool, len(w.inflight))
 	for id := range w.inflight {
 		running[id] = true
 	}
 	w.mu.Unlock()
-	err = store.EachJSON(txn, w.key(kindProof), nil, false, func(k []byte, rec proofRecord) (bool, error) {
+	err = kv.EachJSON(txn, w.key(kindProof), nil, false, func(k []byte, rec proofRecord) (bool, error) {
 		switch {
 		case rec.State == proofUnspent:
 			ks := w.keyset(rec.Proof.Id)
@@ -447,10 +446,10 @@ func pick(free []held, inflight, target, keep uint64) ([]held, uint64, error) {
 }
 
 // reserve marks the chosen proofs as spent by op.
-func (w *Wallet) reserve(txn *badger.Txn, op *Op, sel []held) error {
+func (w *Wallet) reserve(txn *kv.Txn, op *Op, sel []held) error {
 	for _, h := range sel {
 		h.rec.State, h.rec.Op = proofReserved, op.ID
-		if err := store.PutJSON(txn, w.key(kindProof, h.y), h.rec); err != nil {
+		if err := kv.PutJSON(txn, w.key(kindProof, h.y), h.rec); err != nil {
 			return err
 		}
 		op.Inputs = append(op.Inputs, h.rec.Proof)
@@ -487,7 +486,7 @@ const fundsWait = 20 * time.Second
 
 // takeOutputs reserves counters of keyset ks for amounts, appending the
 // outputs to op.
-func takeOutputs(txn *badger.Txn, op *Op, ks *Keyset, amounts []uint64, send bool) error {
+func takeOutputs(txn *kv.Txn, op *Op, ks *Keyset, amounts []uint64, send bool) error {
 	if len(amounts) == 0 {
 		return nil
 	}

@@ -5,9 +5,8 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/dgraph-io/badger/v4"
 	"github.com/elnosh/gonuts/cashu"
-	"github.com/outpost-relay/outpost/store"
+	"github.com/outpost-relay/outpost/kv"
 )
 
 // Recover settles every operation left pending (by a crash, or by a mint
@@ -16,7 +15,7 @@ import (
 // many operations are still pending, and the first error.
 func (w *Wallet) Recover(ctx context.Context) (int, error) {
 	var open []Op
-	err := w.db.View(func(txn *badger.Txn) (err error) {
+	err := w.db.View(func(txn *kv.Txn) (err error) {
 		open, err = w.openOps(txn)
 		return err
 	})
@@ -58,7 +57,7 @@ func (w *Wallet) Recover(ctx context.Context) (int, error) {
 // Open is how many operations are not settled yet.
 func (w *Wallet) Open() (int, error) {
 	var open []Op
-	err := w.db.View(func(txn *badger.Txn) (err error) {
+	err := w.db.View(func(txn *kv.Txn) (err error) {
 		open, err = w.openOps(txn)
 		return err
 	})
@@ -91,10 +90,10 @@ func (w *Wallet) freeOrphans() error {
 	}
 	w.mu.Unlock()
 	freed := 0
-	err := store.Update(w.db, func(txn *badger.Txn) error {
+	err := w.db.Update(func(txn *kv.Txn) error {
 		freed = 0
 		var orphans []string
-		err := store.EachJSON(txn, w.key(kindProof), nil, false, func(k []byte, rec proofRecord) (bool, error) {
+		err := kv.EachJSON(txn, w.key(kindProof), nil, false, func(k []byte, rec proofRecord) (bool, error) {
 			if rec.State != proofReserved || running[rec.Op] {
 				return true, nil
 			}
@@ -112,11 +111,11 @@ func (w *Wallet) freeOrphans() error {
 		}
 		for _, k := range orphans {
 			var rec proofRecord
-			if _, err := store.GetJSON(txn, []byte(k), &rec); err != nil {
+			if _, err := kv.GetJSON(txn, []byte(k), &rec); err != nil {
 				return err
 			}
 			rec.State, rec.Op = proofUnspent, ""
-			if err := store.PutJSON(txn, []byte(k), rec); err != nil {
+			if err := kv.PutJSON(txn, []byte(k), rec); err != nil {
 				return err
 			}
 			freed++
@@ -163,9 +162,9 @@ func (w *Wallet) Tidy(ctx context.Context) error {
 // spent is lost. A proof worth no more than its own fee stays where it is.
 func (w *Wallet) retryQuarantined(ctx context.Context) error {
 	var ys []string
-	err := w.db.View(func(txn *badger.Txn) error {
+	err := w.db.View(func(txn *kv.Txn) error {
 		prefix := len(w.key(kindProof))
-		return store.EachJSON(txn, w.key(kindProof), nil, false, func(k []byte, rec proofRecord) (bool, error) {
+		return kv.EachJSON(txn, w.key(kindProof), nil, false, func(k []byte, rec proofRecord) (bool, error) {
 			if rec.State == proofQuarantined {
 				ys = append(ys, string(k[prefix:]))
 			}
@@ -180,9 +179,9 @@ func (w *Wallet) retryQuarantined(ctx context.Context) error {
 			return err
 		}
 		op := Op{Kind: kindSwap, Purpose: forRetry}
-		err := w.begin(&op, func(txn *badger.Txn, op *Op) error {
+		err := w.begin(&op, func(txn *kv.Txn, op *Op) error {
 			var rec proofRecord
-			found, err := store.GetJSON(txn, w.key(kindProof, y), &rec)
+			found, err := kv.GetJSON(txn, w.key(kindProof, y), &rec)
 			if err != nil || !found || rec.State != proofQuarantined {
 				return errNothing
 			}
@@ -237,9 +236,9 @@ func (w *Wallet) Audit(ctx context.Context) (Audit, error) {
 	a := Audit{ByKeyset: map[string]uint64{}}
 	var ys []string
 	var amounts []uint64
-	err := w.db.View(func(txn *badger.Txn) error {
+	err := w.db.View(func(txn *kv.Txn) error {
 		prefix := len(w.key(kindProof))
-		return store.EachJSON(txn, w.key(kindProof), nil, false, func(k []byte, rec proofRecord) (bool, error) {
+		return kv.EachJSON(txn, w.key(kindProof), nil, false, func(k []byte, rec proofRecord) (bool, error) {
 			if rec.State == proofReserved {
 				a.ReservedSats += rec.Proof.Amount
 				return true, nil
@@ -286,20 +285,14 @@ func (w *Wallet) Audit(ctx context.Context) (Audit, error) {
 // spent: they are their receivers' now.
 func (w *Wallet) forgetRedeemed(ctx context.Context) error {
 	var ops []Op
-	err := w.db.View(func(txn *badger.Txn) error {
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: w.key(kindSentOp)})
-		defer it.Close()
-		prefix := len(w.key(kindSentOp))
-		for it.Rewind(); it.Valid(); it.Next() {
-			op, found, err := getOp(txn, string(it.Item().Key()[prefix:]))
-			if err != nil {
-				return err
-			}
+	err := w.db.View(func(txn *kv.Txn) error {
+		return kv.EachKey(txn, w.key(kindSentOp), func(id []byte) (bool, error) {
+			op, found, err := getOp(txn, string(id))
 			if found && op.State == OpDone && len(op.Sent) > 0 {
 				ops = append(ops, op)
 			}
-		}
-		return nil
+			return true, err
+		})
 	})
 	if err != nil {
 		return err
@@ -324,7 +317,7 @@ func (w *Wallet) forgetRedeemed(ctx context.Context) error {
 		if len(left) == len(op.Sent) {
 			continue
 		}
-		if err := store.Update(w.db, func(txn *badger.Txn) error {
+		if err := w.db.Update(func(txn *kv.Txn) error {
 			cur, found, err := getOp(txn, op.ID)
 			if err != nil || !found || len(cur.Sent) != len(op.Sent) {
 				return err
@@ -349,7 +342,7 @@ func (w *Wallet) rotate(ctx context.Context) error {
 		return err
 	}
 	op := Op{Kind: kindSwap, Purpose: forRotate}
-	err = w.begin(&op, func(txn *badger.Txn, op *Op) error {
+	err = w.begin(&op, func(txn *kv.Txn, op *Op) error {
 		free, _, err := w.spendable(txn)
 		if err != nil {
 			return err
@@ -417,7 +410,7 @@ func (w *Wallet) Reclaim(ctx context.Context, ref string) (made, redeemed bool, 
 		return false, false, op.Inputs.Amount() - op.Received - op.Lost, nil
 	case op.Reclaimed != "":
 		var back Op
-		if err := w.db.View(func(txn *badger.Txn) (err error) { back, _, err = getOp(txn, op.Reclaimed); return }); err != nil {
+		if err := w.db.View(func(txn *kv.Txn) (err error) { back, _, err = getOp(txn, op.Reclaimed); return }); err != nil {
 			return false, false, 0, err
 		}
 		return false, false, op.Inputs.Amount() - op.Received - op.Lost - back.Received - back.Lost, nil
@@ -432,7 +425,7 @@ func (w *Wallet) Reclaim(ctx context.Context, ref string) (made, redeemed bool, 
 	if err != nil {
 		return true, false, 0, err
 	}
-	if err := store.Update(w.db, func(txn *badger.Txn) error {
+	if err := w.db.Update(func(txn *kv.Txn) error {
 		cur, found, err := getOp(txn, op.ID)
 		if err != nil || !found {
 			return err

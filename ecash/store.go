@@ -5,12 +5,11 @@ import (
 	"encoding/binary"
 	"errors"
 
-	"github.com/dgraph-io/badger/v4"
 	"github.com/elnosh/gonuts/cashu"
-	"github.com/outpost-relay/outpost/store"
+	"github.com/outpost-relay/outpost/kv"
 )
 
-// Records under store.PrefixWallet. Per-mint records carry the mint's
+// Records under kv.PrefixWallet. Per-mint records carry the mint's
 // namespace (8 bytes of SHA-256 of its URL) after the kind byte; counters
 // are per keyset id alone, so two mints that share an id still never share
 // a counter.
@@ -49,11 +48,11 @@ func (w *Wallet) key(kind byte, parts ...string) []byte {
 	for _, p := range parts {
 		b = append(b, []byte(p))
 	}
-	return store.Key(store.PrefixWallet, kind, b...)
+	return kv.Key(kv.PrefixWallet, kind, b...)
 }
 
-func counterKey(id string) []byte { return store.Key(store.PrefixWallet, kindCounter, []byte(id)) }
-func opKey(id string) []byte      { return store.Key(store.PrefixWallet, kindOp, []byte(id)) }
+func counterKey(id string) []byte { return kv.Key(kv.PrefixWallet, kindCounter, []byte(id)) }
+func opKey(id string) []byte      { return kv.Key(kv.PrefixWallet, kindOp, []byte(id)) }
 
 type seedRecord struct {
 	Mnemonic  string `json:"mnemonic"`
@@ -94,31 +93,31 @@ type Totals struct {
 }
 
 // subTotals takes sub from the wallet's Totals (lost sats recovered).
-func (w *Wallet) subTotals(txn *badger.Txn, sub Totals) error {
+func (w *Wallet) subTotals(txn *kv.Txn, sub Totals) error {
 	if sub == (Totals{}) {
 		return nil
 	}
 	var t Totals
-	if _, err := store.GetJSON(txn, w.key(kindTotals), &t); err != nil {
+	if _, err := kv.GetJSON(txn, w.key(kindTotals), &t); err != nil {
 		return err
 	}
 	t.LostSats -= min(t.LostSats, sub.LostSats)
 	t.SurplusSats += sub.SurplusSats // recovered beyond what was booked lost
-	return store.PutJSON(txn, w.key(kindTotals), t)
+	return kv.PutJSON(txn, w.key(kindTotals), t)
 }
 
-func (w *Wallet) addTotals(txn *badger.Txn, add Totals) error {
+func (w *Wallet) addTotals(txn *kv.Txn, add Totals) error {
 	if add == (Totals{}) {
 		return nil
 	}
 	var t Totals
-	if _, err := store.GetJSON(txn, w.key(kindTotals), &t); err != nil {
+	if _, err := kv.GetJSON(txn, w.key(kindTotals), &t); err != nil {
 		return err
 	}
 	t.LostSats += add.LostSats
 	t.SurplusSats += add.SurplusSats
 	t.InternalFeeSats += add.InternalFeeSats
-	return store.PutJSON(txn, w.key(kindTotals), t)
+	return kv.PutJSON(txn, w.key(kindTotals), t)
 }
 
 type mintQuoteRecord struct {
@@ -138,9 +137,9 @@ type migrationRecord struct {
 	Restored     int               `json:"restored"` // proofs found beyond the old counters
 }
 
-func readCounter(txn *badger.Txn, id string) (uint32, error) {
+func readCounter(txn *kv.Txn, id string) (uint32, error) {
 	item, err := txn.Get(counterKey(id))
-	if errors.Is(err, badger.ErrKeyNotFound) {
+	if errors.Is(err, kv.ErrNotFound) {
 		return 0, nil
 	}
 	if err != nil {
@@ -160,7 +159,7 @@ func readCounter(txn *badger.Txn, id string) (uint32, error) {
 // reserveCounters takes n counters of keyset id in txn: they are the
 // wallet's from the moment txn commits, before any request leaves, so no
 // output is ever derived twice.
-func reserveCounters(txn *badger.Txn, id string, n int) (uint32, error) {
+func reserveCounters(txn *kv.Txn, id string, n int) (uint32, error) {
 	c, err := readCounter(txn, id)
 	if err != nil {
 		return 0, err
@@ -172,7 +171,7 @@ func reserveCounters(txn *badger.Txn, id string, n int) (uint32, error) {
 }
 
 // setCounterAtLeast raises keyset id's counter to n.
-func setCounterAtLeast(txn *badger.Txn, id string, n uint32) error {
+func setCounterAtLeast(txn *kv.Txn, id string, n uint32) error {
 	c, err := readCounter(txn, id)
 	if err != nil || c >= n {
 		return err

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/dgraph-io/badger/v4"
 	"github.com/elnosh/gonuts/cashu"
+	"github.com/outpost-relay/outpost/kv"
 )
 
 // Sent is ecash taken out of the wallet as a token.
@@ -61,7 +61,7 @@ func (w *Wallet) send(ctx context.Context, ref string, amount, keep uint64) (Sen
 		value += a
 	}
 	op := Op{Kind: kindSwap, Purpose: forSend, Ref: ref}
-	err = w.withFunds(ctx, &op, func(txn *badger.Txn, op *Op) error {
+	err = w.withFunds(ctx, &op, func(txn *kv.Txn, op *Op) error {
 		free, inflight, err := w.spendable(txn)
 		if err != nil {
 			return err
@@ -464,7 +464,7 @@ func (w *Wallet) swapIn(ctx context.Context, op *Op, proofs cashu.Proofs) error 
 	if !ok {
 		return fmt.Errorf("ecash: keyset %s cannot represent %d", ks.ID, total-f)
 	}
-	err = w.begin(op, func(txn *badger.Txn, op *Op) error {
+	err = w.begin(op, func(txn *kv.Txn, op *Op) error {
 		op.Inputs, op.Fee = proofs, f
 		return takeOutputs(txn, op, ks, amounts, false)
 	})

@@ -6,10 +6,9 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/dgraph-io/badger/v4"
 	"github.com/elnosh/gonuts/cashu"
 	"github.com/elnosh/gonuts/cashu/nuts/nut12"
-	"github.com/outpost-relay/outpost/store"
+	"github.com/outpost-relay/outpost/kv"
 )
 
 // A mint's answer is trusted one signature at a time: each is checked on
@@ -100,8 +99,8 @@ func (w *Wallet) repair(ctx context.Context, op *Op, sigs cashu.BlindedSignature
 func (w *Wallet) reclaimOwed(ctx context.Context) error {
 	var recs []owedRecord
 	var keys [][]byte
-	err := w.db.View(func(txn *badger.Txn) error {
-		return store.EachJSON(txn, w.key(kindOwed), nil, false, func(k []byte, r owedRecord) (bool, error) {
+	err := w.db.View(func(txn *kv.Txn) error {
+		return kv.EachJSON(txn, w.key(kindOwed), nil, false, func(k []byte, r owedRecord) (bool, error) {
 			recs, keys = append(recs, r), append(keys, append([]byte(nil), k...))
 			return true, nil
 		})
@@ -118,7 +117,7 @@ func (w *Wallet) reclaimOwed(ctx context.Context) error {
 		return err
 	}
 	var back uint64
-	err = store.Record(w.db, func(txn *badger.Txn) error {
+	err = w.db.Record(func(txn *kv.Txn) error {
 		back = 0
 		var t Totals
 		now := w.now().Unix()

@@ -15,6 +15,7 @@ import (
 	"github.com/fiatjaf/eventstore"
 	bbackend "github.com/fiatjaf/eventstore/badger"
 	"github.com/nbd-wtf/go-nostr"
+	"github.com/outpost-relay/outpost/kv"
 )
 
 // The benchmarks run the same writes and queries against this store and
@@ -112,7 +113,8 @@ func openBoth(tb testing.TB) (*Store, *bbackend.BadgerBackend) {
 		tb.Fatal(err)
 	}
 	bench.dirs = append(bench.dirs, dir)
-	db, err := badger.Open(badger.DefaultOptions(dir + "/ours").WithLogger(nil))
+	// outpost's badger, as it serves, with badger's default block cache (256 MiB)
+	db, err := kv.Settings{CacheSize: 512 << 20}.Open(dir+"/ours", quiet())
 	if err != nil {
 		tb.Fatal(err)
 	}

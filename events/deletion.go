@@ -7,8 +7,8 @@ import (
 	"errors"
 	"slices"
 
-	"github.com/dgraph-io/badger/v4"
 	"github.com/nbd-wtf/go-nostr"
+	"github.com/outpost-relay/outpost/kv"
 )
 
 // tombstoneLen is one entry of a deletion key's value: the deletion
@@ -33,7 +33,7 @@ func deletionTargets(tags nostr.Tags) [][32]byte {
 }
 
 // tombstoneCost is roughly what writing a deletion request's tombstones
-// adds to its write, for LimitWrites.
+// adds to its write, for the free-space gate.
 func tombstoneCost(kind int, tags nostr.Tags) int {
 	if kind != nostr.KindDeletion {
 		return 0
@@ -43,7 +43,7 @@ func tombstoneCost(kind int, tags nostr.Tags) int {
 
 // addTombstones lists a deletion request under each id it names, in txn
 // (other events have none). Listing it again changes nothing.
-func addTombstones(txn *badger.Txn, d *decodedEvent) error {
+func addTombstones(txn *kv.Txn, d *decodedEvent) error {
 	if int(d.kind) != nostr.KindDeletion {
 		return nil
 	}
@@ -58,7 +58,7 @@ func addTombstones(txn *badger.Txn, d *decodedEvent) error {
 
 // removeTombstones takes a deletion request off the list of each id it
 // names, in txn, deleting lists left empty.
-func removeTombstones(txn *badger.Txn, d *decodedEvent) error {
+func removeTombstones(txn *kv.Txn, d *decodedEvent) error {
 	if int(d.kind) != nostr.KindDeletion {
 		return nil
 	}
@@ -73,7 +73,7 @@ func removeTombstones(txn *badger.Txn, d *decodedEvent) error {
 // eachTombstone rewrites the list of each id a deletion request names
 // with change. Reading the list makes concurrent writers of one list
 // conflict, and update retries them.
-func eachTombstone(txn *badger.Txn, d *decodedEvent, change func(list []byte) []byte) error {
+func eachTombstone(txn *kv.Txn, d *decodedEvent, change func(list []byte) []byte) error {
 	for _, target := range deletionTargets(d.tags) {
 		k := deletionKey(target[:], d.pubkey[:])
 		var list []byte
@@ -83,7 +83,7 @@ func eachTombstone(txn *badger.Txn, d *decodedEvent, change func(list []byte) []
 			if list, err = item.ValueCopy(nil); err != nil {
 				return err
 			}
-		case !errors.Is(err, badger.ErrKeyNotFound):
+		case !errors.Is(err, kv.ErrNotFound):
 			return err
 		}
 		changed := change(slices.Clone(list))
@@ -127,9 +127,9 @@ func (s *Store) Deleted(ctx context.Context, id, pubkey string) (bool, error) {
 	}
 	now := s.now().Unix()
 	deleted := false
-	err := s.db.View(func(txn *badger.Txn) error {
+	err := s.db.View(func(txn *kv.Txn) error {
 		item, err := txn.Get(deletionKey(target[:], pk[:]))
-		if errors.Is(err, badger.ErrKeyNotFound) {
+		if errors.Is(err, kv.ErrNotFound) {
 			return nil
 		} else if err != nil {
 			return err

@@ -78,14 +78,15 @@ import (
 	"math"
 	"time"
 
-	"github.com/dgraph-io/badger/v4"
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/nbd-wtf/go-nostr/nip40"
+	"github.com/outpost-relay/outpost/kv"
 )
 
-// Key prefixes, one per index (see the package documentation).
+// Key prefixes, one per index (see the package documentation), within kv's
+// range for events.
 const (
-	prefixEvent      byte = 0x40
+	prefixEvent      byte = kv.PrefixEventsFirst
 	prefixTime       byte = 0x41
 	prefixKind       byte = 0x42
 	prefixAuthor     byte = 0x43
@@ -94,11 +95,7 @@ const (
 	prefixAddress    byte = 0x46
 	prefixExpiry     byte = 0x47
 	prefixDeletion   byte = 0x48
-	prefixFormat     byte = 0x49
-
-	// FirstPrefix and LastPrefix bound the key prefixes the store uses.
-	FirstPrefix = prefixEvent
-	LastPrefix  = prefixFormat
+	prefixFormat     byte = kv.PrefixEventsLast
 )
 
 const (
@@ -128,18 +125,17 @@ type Meta struct {
 
 // Store is the event store. It is safe for concurrent use.
 type Store struct {
-	db  *badger.DB
+	db  *kv.DB
 	log *slog.Logger
 	now func() time.Time
 
-	refuse func(bytes int) error // see LimitWrites; nil: every write goes ahead
-	cache  *cache                // see Cache; nil: none
+	cache *cache // see Cache; nil: none
 }
 
 // Open returns the event store on db, first moving any events eventstore
 // v0.17.8's badger backend left in it into this store's layout, and
 // bringing data of an older format up to this one (see upgrade).
-func Open(db *badger.DB, log *slog.Logger) (*Store, error) {
+func Open(db *kv.DB, log *slog.Logger) (*Store, error) {
 	s := &Store{db: db, log: log, now: time.Now}
 	if err := s.migrate(); err != nil {
 		return nil, fmt.Errorf("move events from eventstore's layout: %w", err)

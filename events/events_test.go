@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dgraph-io/badger/v4"
 	"github.com/fiatjaf/eventstore"
 	"github.com/nbd-wtf/go-nostr"
+	"github.com/outpost-relay/outpost/kv"
 )
 
 var t0 = time.Unix(1_700_000_000, 0)
@@ -290,8 +290,8 @@ func TestExpiration(t *testing.T) {
 func keyCount(t *testing.T, s *Store) int {
 	t.Helper()
 	n := 0
-	s.db.View(func(txn *badger.Txn) error {
-		it := txn.NewIterator(badger.IteratorOptions{})
+	s.db.View(func(txn *kv.Txn) error {
+		it := txn.NewIterator(kv.IteratorOptions{})
 		defer it.Close()
 		for it.Rewind(); it.Valid(); it.Next() {
 			if it.Item().Key()[0] != prefixFormat {
@@ -446,7 +446,7 @@ func TestSweepExpired(t *testing.T) {
 func TestDanglingAddressIsTaken(t *testing.T) {
 	s := testStore(t, t0)
 	ev := mkEvent(testPubs[0], 30000, 100, "a", nostr.Tag{"d", "x"})
-	if err := s.db.Update(func(txn *badger.Txn) error {
+	if err := s.db.Update(func(txn *kv.Txn) error {
 		return txn.Set(addressKey(30000, mustID(&nostr.Event{ID: ev.PubKey}), "x"), make([]byte, 32))
 	}); err != nil {
 		t.Fatal(err)

@@ -7,22 +7,22 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dgraph-io/badger/v4"
 	"github.com/nbd-wtf/go-nostr"
+	"github.com/outpost-relay/outpost/kv"
 )
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
-// testDB opens a small badger database in memory, or in dir when it is set.
-func testDB(t testing.TB, dir string) *badger.DB {
+// testDB opens a small database in memory, or in dir when it is set.
+func testDB(t testing.TB, dir string) *kv.DB {
 	t.Helper()
-	opts := badger.DefaultOptions(dir).WithLogger(nil).WithMemTableSize(4 << 20).
-		WithBlockCacheSize(8 << 20).WithNumMemtables(2).
-		WithValueThreshold(4 << 10)
+	var db *kv.DB
+	var err error
 	if dir == "" {
-		opts = opts.WithInMemory(true)
+		db, err = kv.OpenInMemory()
+	} else {
+		db, err = kv.Settings{}.Open(dir, quiet())
 	}
-	db, err := badger.Open(opts)
 	if err != nil {
 		t.Fatal(err)
 	}

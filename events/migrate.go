@@ -5,9 +5,8 @@ import (
 	"encoding/hex"
 	"fmt"
 
-	"github.com/dgraph-io/badger/v4"
-	bbackend "github.com/fiatjaf/eventstore/badger"
 	"github.com/nbd-wtf/go-nostr"
+	"github.com/outpost-relay/outpost/kv"
 )
 
 // eventstore v0.17.8's badger backend kept events under key prefix 0 (a
@@ -30,7 +29,6 @@ func (s *Store) migrate() error {
 		return s.dropOldIndexes()
 	}
 	s.log.Info("moving events from eventstore's layout into outpost's")
-	old := &bbackend.BadgerBackend{DB: s.db, MaxLimit: migrateBatch}
 	ctx := context.Background()
 	var total, stored, duplicate, superseded, failed int
 	var seek []byte
@@ -46,11 +44,11 @@ func (s *Store) migrate() error {
 		}
 		seek = next
 		total += len(ids)
-		got := readOld(ctx, old, ids)
+		got := s.readOld(ctx, ids)
 		for _, id := range ids {
 			ev := got[id]
 			if ev == nil {
-				ev = readOld(ctx, old, []string{id})[id]
+				ev = s.readOld(ctx, []string{id})[id]
 			}
 			if ev == nil {
 				s.log.Error("event in eventstore's layout could not be read", "id", id)
@@ -89,8 +87,8 @@ func (s *Store) migrate() error {
 // oldIDs reads the ids of up to migrateBatch old events from seek on, and the
 // key to continue from. unreadable counts values too short to hold an id.
 func (s *Store) oldIDs(seek []byte) (ids []string, next []byte, unreadable int, err error) {
-	err = s.db.View(func(txn *badger.Txn) error {
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{oldEventPrefix}})
+	err = s.db.View(func(txn *kv.Txn) error {
+		it := txn.NewIterator(kv.IteratorOptions{Prefix: []byte{oldEventPrefix}})
 		defer it.Close()
 		if seek == nil {
 			seek = []byte{oldEventPrefix}
@@ -117,13 +115,13 @@ func (s *Store) oldIDs(seek []byte) (ids []string, next []byte, unreadable int, 
 
 // readOld reads events by id with eventstore's backend, keeping those whose
 // full id is one asked for (its index only holds 8 bytes of each).
-func readOld(ctx context.Context, old *bbackend.BadgerBackend, ids []string) map[string]*nostr.Event {
+func (s *Store) readOld(ctx context.Context, ids []string) map[string]*nostr.Event {
 	want := map[string]bool{}
 	for _, id := range ids {
 		want[id] = true
 	}
 	got := map[string]*nostr.Event{}
-	ch, err := old.QueryEvents(ctx, nostr.Filter{IDs: ids, Limit: len(ids)})
+	ch, err := s.db.QueryEventstore(ctx, nostr.Filter{IDs: ids, Limit: len(ids)}, migrateBatch)
 	if err != nil {
 		return got
 	}
@@ -161,8 +159,8 @@ func (s *Store) dropOldIndexes() error {
 // anyKey reports whether a key starts with prefix.
 func (s *Store) anyKey(prefix []byte) bool {
 	found := false
-	s.db.View(func(txn *badger.Txn) error {
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix, PrefetchValues: false})
+	s.db.View(func(txn *kv.Txn) error {
+		it := txn.NewIterator(kv.IteratorOptions{Prefix: prefix})
 		defer it.Close()
 		it.Rewind()
 		found = it.Valid()

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -14,7 +15,7 @@ import (
 	"github.com/dgraph-io/badger/v4"
 	bbackend "github.com/fiatjaf/eventstore/badger"
 	"github.com/nbd-wtf/go-nostr"
-	"github.com/outpost-relay/outpost/internal/badgerfix"
+	"github.com/outpost-relay/outpost/kv"
 )
 
 // oldStore writes events into dir with eventstore v0.17.8's badger backend,
@@ -22,7 +23,7 @@ import (
 // holds afterwards (the newest of two versions of one address).
 func oldStore(t *testing.T, dir string) (want []string) {
 	t.Helper()
-	old := &bbackend.BadgerBackend{Path: dir, BadgerOptionsModifier: func(o badger.Options) badger.Options { return o.WithLogger(nil) }}
+	old := &bbackend.BadgerBackend{Path: filepath.Join(dir, "badger"), BadgerOptionsModifier: func(o badger.Options) badger.Options { return o.WithLogger(nil) }}
 	if err := old.Init(); err != nil {
 		t.Fatal(err)
 	}
@@ -64,10 +65,10 @@ func oldStore(t *testing.T, dir string) (want []string) {
 	return want
 }
 
-// openAt opens the event store on the badger database in dir.
-func openAt(t *testing.T, dir string) (*Store, *badger.DB) {
+// openAt opens the event store on the database in dir.
+func openAt(t *testing.T, dir string) (*Store, *kv.DB) {
 	t.Helper()
-	db, err := badger.Open(badger.DefaultOptions(dir).WithLogger(nil))
+	db, err := kv.Settings{}.Open(dir, quiet())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,11 +88,11 @@ func allIDs(t *testing.T, s *Store) []string {
 }
 
 // oldKeys counts keys in eventstore's layout.
-func oldKeys(t *testing.T, db *badger.DB) int {
+func oldKeys(t *testing.T, db *kv.DB) int {
 	t.Helper()
 	n := 0
-	db.View(func(txn *badger.Txn) error {
-		it := txn.NewIterator(badger.IteratorOptions{})
+	db.View(func(txn *kv.Txn) error {
+		it := txn.NewIterator(kv.IteratorOptions{})
 		defer it.Close()
 		for it.Rewind(); it.Valid(); it.Next() {
 			if k := it.Item().Key(); k[0] <= oldLastIndexPrefix || k[0] == oldVersionKey {
@@ -105,7 +106,7 @@ func oldKeys(t *testing.T, db *badger.DB) int {
 
 // openMoved opens the store at dir and checks that it holds exactly the
 // events want, and no key of eventstore's layout.
-func openMoved(t *testing.T, dir string, want []string, when string) (*Store, *badger.DB) {
+func openMoved(t *testing.T, dir string, want []string, when string) (*Store, *kv.DB) {
 	t.Helper()
 	s, db := openAt(t, dir)
 	if got := allIDs(t, s); !slices.Equal(got, want) {
@@ -155,17 +156,16 @@ func TestMigrationFromEventstore(t *testing.T) {
 func TestMigrationResumes(t *testing.T) {
 	dir := t.TempDir()
 	want := oldStore(t, dir)
-	db, err := badger.Open(badger.DefaultOptions(dir).WithLogger(nil))
+	db, err := kv.Settings{}.Open(dir, quiet())
 	if err != nil {
 		t.Fatal(err)
 	}
 	half := &Store{db: db, log: quiet(), now: time.Now}
-	old := &bbackend.BadgerBackend{DB: db, MaxLimit: migrateBatch}
 	ids, _, _, err := half.oldIDs(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, ev := range readOld(context.Background(), old, ids[:300]) {
+	for _, ev := range half.readOld(context.Background(), ids[:300]) {
 		mustSave(t, half, ev)
 	}
 	db.Close()
@@ -179,7 +179,7 @@ func TestMigrationResumes(t *testing.T) {
 func TestMigrationDropsLeftoverIndexes(t *testing.T) {
 	dir := t.TempDir()
 	oldStore(t, dir)
-	db, err := badger.Open(badger.DefaultOptions(dir).WithLogger(nil))
+	db, err := kv.Settings{}.Open(dir, quiet())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,12 +202,12 @@ func TestMigrationDropsLeftoverIndexes(t *testing.T) {
 func TestMigrationKeepsWhatItCannotMove(t *testing.T) {
 	dir := t.TempDir()
 	want := oldStore(t, dir)
-	db, err := badger.Open(badger.DefaultOptions(dir).WithLogger(nil))
+	db, err := kv.Settings{}.Open(dir, quiet())
 	if err != nil {
 		t.Fatal(err)
 	}
 	garbage := append([]byte{oldEventPrefix}, 0xFF, 0xFF, 0xFF, 0xF0)
-	if err := db.Update(func(txn *badger.Txn) error {
+	if err := db.Update(func(txn *kv.Txn) error {
 		return txn.Set(garbage, []byte(strings.Repeat("\x07", 200)))
 	}); err != nil {
 		t.Fatal(err)
@@ -236,7 +236,7 @@ func TestMigrationSurvivesKill(t *testing.T) {
 	}
 	dir := t.TempDir()
 	want := oldStore(t, dir)
-	killOpens(t, dir, 500*time.Millisecond, func(db *badger.DB) string {
+	killOpens(t, dir, 500*time.Millisecond, func(db *kv.DB) string {
 		return fmt.Sprintf("%d events moved, %d old keys left", countKeys(t, db, prefixEvent), oldKeys(t, db))
 	})
 	_, db := openMoved(t, dir, want, "after kills during the move")
@@ -246,7 +246,7 @@ func TestMigrationSurvivesKill(t *testing.T) {
 // killOpens runs TestMigrationChild (an Open of dir) and kills it (kill -9)
 // after 5, 30, 80 and 200 ms and then up to last, logging what report says
 // of the database each kill left.
-func killOpens(t *testing.T, dir string, last time.Duration, report func(db *badger.DB) string) {
+func killOpens(t *testing.T, dir string, last time.Duration, report func(db *kv.DB) string) {
 	t.Helper()
 	for _, after := range []time.Duration{5 * time.Millisecond, 30 * time.Millisecond, 80 * time.Millisecond, 200 * time.Millisecond, 350 * time.Millisecond, 500 * time.Millisecond} {
 		if after > last {
@@ -262,12 +262,7 @@ func killOpens(t *testing.T, dir string, last time.Duration, report func(db *bad
 		cmd.Process.Kill()
 		cmd.Wait()
 		cancel()
-		// as store.Open does: a kill while badger made a memtable log
-		// leaves an empty one, which badger refuses to open beside
-		if _, err := badgerfix.RemoveEmptyMemtables(dir); err != nil {
-			t.Fatal(err)
-		}
-		db, err := badger.Open(badger.DefaultOptions(dir).WithLogger(nil))
+		db, err := kv.Settings{}.Open(dir, quiet())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -277,11 +272,11 @@ func killOpens(t *testing.T, dir string, last time.Duration, report func(db *bad
 }
 
 // countKeys counts the keys under prefix.
-func countKeys(t *testing.T, db *badger.DB, prefix byte) int {
+func countKeys(t *testing.T, db *kv.DB, prefix byte) int {
 	t.Helper()
 	n := 0
-	db.View(func(txn *badger.Txn) error {
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{prefix}, PrefetchValues: false})
+	db.View(func(txn *kv.Txn) error {
+		it := txn.NewIterator(kv.IteratorOptions{Prefix: []byte{prefix}})
 		defer it.Close()
 		for it.Rewind(); it.Valid(); it.Next() {
 			n++
@@ -344,7 +339,7 @@ func checkTombstones(t *testing.T, s *Store, deleted map[*nostr.Event]int) {
 		}
 		var pk [32]byte
 		parseHex32(note.PubKey, &pk)
-		s.db.View(func(txn *badger.Txn) error {
+		s.db.View(func(txn *kv.Txn) error {
 			item, err := txn.Get(deletionKey(mustID(note), pk[:]))
 			if err != nil {
 				t.Fatal(err)
@@ -376,7 +371,7 @@ func TestUpgradeWritesTombstones(t *testing.T) {
 func TestNewerFormatIsRefused(t *testing.T) {
 	dir := t.TempDir()
 	_, db := openAt(t, dir)
-	if err := db.Update(func(txn *badger.Txn) error { return txn.Set(formatKey, []byte{formatVersion + 1}) }); err != nil {
+	if err := db.Update(func(txn *kv.Txn) error { return txn.Set(formatKey, []byte{formatVersion + 1}) }); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := Open(db, quiet()); err == nil || !strings.Contains(err.Error(), "newer") {
@@ -393,7 +388,7 @@ func TestUpgradeSurvivesKill(t *testing.T) {
 	}
 	dir := t.TempDir()
 	deleted := deletionStore(t, dir, 3000)
-	killOpens(t, dir, 350*time.Millisecond, func(db *badger.DB) string {
+	killOpens(t, dir, 350*time.Millisecond, func(db *kv.DB) string {
 		return fmt.Sprintf("%d tombstone keys", countKeys(t, db, prefixDeletion))
 	})
 	s, db := openAt(t, dir)

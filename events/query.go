@@ -8,8 +8,8 @@ import (
 	"errors"
 	"slices"
 
-	"github.com/dgraph-io/badger/v4"
 	"github.com/nbd-wtf/go-nostr"
+	"github.com/outpost-relay/outpost/kv"
 )
 
 // maxAuthorKindScans is how many (author, kind) pairs a filter may have for
@@ -188,7 +188,7 @@ func (p *plan) chooseScans(authors [][]byte) {
 
 // accepts checks a candidate the plan's scan found against the rest of the
 // filter. tail is its ts and id, val its stored value.
-func (p *plan) accepts(txn *badger.Txn, tail, val []byte, buf *[]byte) (bool, error) {
+func (p *plan) accepts(txn *kv.Txn, tail, val []byte, buf *[]byte) (bool, error) {
 	if p.kinds != nil && !p.kinds[binary.BigEndian.Uint16(val[1:])] {
 		return false, nil
 	}
@@ -211,7 +211,7 @@ func (p *plan) accepts(txn *badger.Txn, tail, val []byte, buf *[]byte) (bool, er
 				found = true
 				break
 			}
-			if !errors.Is(err, badger.ErrKeyNotFound) {
+			if !errors.Is(err, kv.ErrNotFound) {
 				return false, err
 			}
 		}
@@ -231,7 +231,7 @@ func (p *plan) accepts(txn *badger.Txn, tail, val []byte, buf *[]byte) (bool, er
 
 // cursor walks one index range (or a sorted list of tails), newest first.
 type cursor struct {
-	it      *badger.Iterator
+	it      *kv.Iterator
 	prefix  []byte
 	stop    []byte   // encoded since, or nil
 	tails   [][]byte // for id lookups, instead of it
@@ -266,7 +266,7 @@ func (c *cursor) next(first bool) bool {
 			return false
 		}
 		copy(c.tail[:], t)
-		c.expires = c.it.Item().UserMeta()&flagExpires != 0
+		c.expires = c.it.Item().Meta()&flagExpires != 0
 		return true
 	}
 	return false
@@ -290,7 +290,7 @@ func (h *cursorHeap) Pop() any {
 // one iterator per index range and one event at a time. When values is
 // false, fn may get a nil val: for events that a covering plan found and
 // that cannot expire, it is not read.
-func (s *Store) scan(ctx context.Context, txn *badger.Txn, plans []*plan, values bool, fn func(id, val []byte) bool) error {
+func (s *Store) scan(ctx context.Context, txn *kv.Txn, plans []*plan, values bool, fn func(id, val []byte) bool) error {
 	now := s.now().Unix()
 	h, its, err := s.openCursors(txn, plans)
 	defer func() {
@@ -351,7 +351,7 @@ func (s *Store) scan(ctx context.Context, txn *badger.Txn, plans []*plan, values
 // openCursors positions one cursor per index range of the plans (one for
 // all the ids of an id plan) on its first candidate. The caller closes its
 // iterators, also when it returns an error.
-func (s *Store) openCursors(txn *badger.Txn, plans []*plan) (h cursorHeap, its []*badger.Iterator, err error) {
+func (s *Store) openCursors(txn *kv.Txn, plans []*plan) (h cursorHeap, its []*kv.Iterator, err error) {
 	for i, p := range plans {
 		if p.none {
 			continue
@@ -360,7 +360,7 @@ func (s *Store) openCursors(txn *badger.Txn, plans []*plan) (h cursorHeap, its [
 			c := &cursor{plan: i}
 			for _, id := range p.ids {
 				item, err := txn.Get(eventKey(id))
-				if errors.Is(err, badger.ErrKeyNotFound) {
+				if errors.Is(err, kv.ErrNotFound) {
 					continue
 				} else if err != nil {
 					return h, its, err
@@ -385,7 +385,7 @@ func (s *Store) openCursors(txn *badger.Txn, plans []*plan) (h cursorHeap, its [
 		}
 		for _, prefix := range p.scans {
 			c := &cursor{prefix: prefix, stop: p.since, plan: i}
-			c.it = txn.NewIterator(badger.IteratorOptions{Prefix: prefix})
+			c.it = txn.NewIterator(kv.IteratorOptions{Prefix: prefix})
 			its = append(its, c.it)
 			if p.until != nil {
 				c.it.Seek(append(slices.Clip(prefix), p.until...))
@@ -406,7 +406,7 @@ type scanBufs struct{ val, key []byte }
 
 // visit reads one candidate and hands it to fn when it is live and one of
 // the plans that found it accepts it.
-func (s *Store) visit(txn *badger.Txn, plans []*plan, found []int, tail []byte, now int64, bufs *scanBufs, fn func(id, val []byte) bool) (bool, error) {
+func (s *Store) visit(txn *kv.Txn, plans []*plan, found []int, tail []byte, now int64, bufs *scanBufs, fn func(id, val []byte) bool) (bool, error) {
 	id := tail[8:]
 	val, err := s.value(txn, id, &bufs.val)
 	if val == nil || err != nil {
@@ -433,13 +433,13 @@ func (s *Store) visit(txn *badger.Txn, plans []*plan, found []int, tail []byte, 
 
 // value reads the stored value of the event id into *buf, from the cache
 // when it is there; nil when the event is not stored.
-func (s *Store) value(txn *badger.Txn, id []byte, buf *[]byte) ([]byte, error) {
+func (s *Store) value(txn *kv.Txn, id []byte, buf *[]byte) ([]byte, error) {
 	if val, ok := s.cache.get(id, (*buf)[:0]); ok {
 		*buf = val
 		return val, nil
 	}
 	item, err := txn.Get(eventKey(id))
-	if errors.Is(err, badger.ErrKeyNotFound) {
+	if errors.Is(err, kv.ErrNotFound) {
 		return nil, nil
 	} else if err != nil {
 		return nil, err
@@ -471,7 +471,7 @@ func (s *Store) Query(ctx context.Context, f nostr.Filter, skip func(Meta) bool,
 	}
 	n := 0
 	var ferr error
-	err := s.db.View(func(txn *badger.Txn) error {
+	err := s.db.View(func(txn *kv.Txn) error {
 		return s.scan(ctx, txn, []*plan{p}, true, func(id, val []byte) bool {
 			m, err := meta(id, val)
 			if err != nil {
@@ -516,7 +516,7 @@ func (s *Store) Count(ctx context.Context, filters []nostr.Filter, skip func(Met
 	}
 	var n int64
 	var ferr error
-	err := s.db.View(func(txn *badger.Txn) error {
+	err := s.db.View(func(txn *kv.Txn) error {
 		return s.scan(ctx, txn, plans, skip != nil, func(id, val []byte) bool {
 			if skip != nil {
 				m, err := meta(id, val)
@@ -551,9 +551,9 @@ func (s *Store) Address(ctx context.Context, kind int, pubkey, d string) (*nostr
 		d = ""
 	}
 	var ev *nostr.Event
-	err := s.db.View(func(txn *badger.Txn) error {
+	err := s.db.View(func(txn *kv.Txn) error {
 		item, err := txn.Get(addressKey(uint16(kind), pk[:], d))
-		if errors.Is(err, badger.ErrKeyNotFound) {
+		if errors.Is(err, kv.ErrNotFound) {
 			return nil
 		} else if err != nil {
 			return err

@@ -8,9 +8,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/dgraph-io/badger/v4"
 	"github.com/fiatjaf/eventstore"
 	"github.com/nbd-wtf/go-nostr"
+	"github.com/outpost-relay/outpost/kv"
 )
 
 // Outcome is what Save did with an event.
@@ -25,10 +25,6 @@ const (
 func (o Outcome) String() string {
 	return [...]string{"stored", "duplicate", "superseded"}[o]
 }
-
-// maxAttempts bounds the retries of a write that lost a conflict to a
-// concurrent write of the same keys.
-const maxAttempts = 20
 
 // Save stores ev. A replaceable or addressable event replaces the stored
 // version of its address when it is newer (NIP-01: created_at, then the
@@ -57,22 +53,22 @@ func (s *Store) Save(ctx context.Context, ev *nostr.Event) (Outcome, error) {
 		cost += len(k) + entryOverhead
 	}
 	var out Outcome
-	err = s.update(cost, func(txn *badger.Txn) (err error) {
+	err = s.update(cost, func(txn *kv.Txn) (err error) {
 		out, err = s.put(txn, &d, val, keys, addr, hasAddress(ev.Kind))
 		return err
 	})
-	if errors.Is(err, badger.ErrTxnTooBig) {
+	if errors.Is(err, kv.ErrTxnTooBig) {
 		return 0, fmt.Errorf("%w: the event has too many tags to store", ErrInvalid)
 	}
 	return out, err
 }
 
 // put writes one event in txn.
-func (s *Store) put(txn *badger.Txn, d *decodedEvent, val []byte, keys [][]byte, addr string, replaceable bool) (Outcome, error) {
+func (s *Store) put(txn *kv.Txn, d *decodedEvent, val []byte, keys [][]byte, addr string, replaceable bool) (Outcome, error) {
 	ek := eventKey(d.id[:])
 	if _, err := txn.Get(ek); err == nil {
 		return Duplicate, nil
-	} else if !errors.Is(err, badger.ErrKeyNotFound) {
+	} else if !errors.Is(err, kv.ErrNotFound) {
 		return 0, err
 	}
 	if replaceable {
@@ -85,7 +81,7 @@ func (s *Store) put(txn *badger.Txn, d *decodedEvent, val []byte, keys [][]byte,
 				return 0, err
 			}
 			old, err := txn.Get(eventKey(oldID))
-			if errors.Is(err, badger.ErrKeyNotFound) {
+			if errors.Is(err, kv.ErrNotFound) {
 				break // an address left pointing at nothing: take it
 			} else if err != nil {
 				return 0, err
@@ -105,7 +101,7 @@ func (s *Store) put(txn *badger.Txn, d *decodedEvent, val []byte, keys [][]byte,
 			if err != nil || superseded {
 				return Superseded, err
 			}
-		case !errors.Is(err, badger.ErrKeyNotFound):
+		case !errors.Is(err, kv.ErrNotFound):
 			return 0, err
 		}
 		if err := txn.Set(ak, d.id[:]); err != nil {
@@ -120,7 +116,7 @@ func (s *Store) put(txn *badger.Txn, d *decodedEvent, val []byte, keys [][]byte,
 		flags = flagExpires
 	}
 	for _, k := range keys {
-		if err := txn.SetEntry(badger.NewEntry(k, nil).WithMeta(flags)); err != nil {
+		if err := txn.SetMeta(k, nil, flags); err != nil {
 			return 0, err
 		}
 	}
@@ -132,7 +128,7 @@ func (s *Store) put(txn *badger.Txn, d *decodedEvent, val []byte, keys [][]byte,
 
 // remove deletes a stored event and every key derived from it in txn,
 // a deletion request's tombstones too.
-func (s *Store) remove(txn *badger.Txn, id, val []byte) error {
+func (s *Store) remove(txn *kv.Txn, id, val []byte) error {
 	d, ev, err := decodeStored(id, val)
 	if err != nil {
 		return err
@@ -156,7 +152,7 @@ func (s *Store) remove(txn *badger.Txn, id, val []byte) error {
 			}); err != nil {
 				return err
 			}
-		} else if !errors.Is(err, badger.ErrKeyNotFound) {
+		} else if !errors.Is(err, kv.ErrNotFound) {
 			return err
 		}
 	}
@@ -172,27 +168,33 @@ func (s *Store) Delete(ctx context.Context, id string) (deleted bool, err error)
 	if err := ctx.Err(); err != nil {
 		return false, err
 	}
-	err = s.update(deleteCost, func(txn *badger.Txn) error {
+	err = s.update(deleteCost, func(txn *kv.Txn) error {
 		deleted, err = s.deleteTxn(txn, key[:])
 		return err
 	})
 	return deleted, err
 }
 
-// LimitWrites makes every write ask refuse first, with roughly how many
-// bytes it writes: a write it refuses returns its error, whose text is what
-// a client is told. The store calls it once, before the event store is
-// used, with its free-space gate.
-func (s *Store) LimitWrites(refuse func(bytes int) error) {
-	s.refuse = refuse
+// Refusals of writes while the disk is low or the data dir gone: their text
+// is what the relay answers in the OK message (NIP-01's "error:" prefix),
+// and to a REST handler that publishes an event they are still
+// kv.ErrStorageFull or kv.ErrDataDirGone. The same value every time it
+// means the same.
+var (
+	errLowSpace = refusal{"error: the relay is low on disk space and accepts no new events until space is freed", kv.ErrStorageFull}
+	errGone     = refusal{"error: the relay's storage is unavailable and it accepts no new events until it is restarted", kv.ErrDataDirGone}
+)
+
+// refusal is a write the database's free-space gate refused; the gate logs why.
+type refusal struct {
+	msg string
+	err error
 }
 
-// refusedWrite is a write LimitWrites' gate refused; the gate logs why.
-type refusedWrite struct{ error }
+func (r refusal) Error() string { return r.msg }
+func (r refusal) Unwrap() error { return r.err }
 
-func (r refusedWrite) Unwrap() error { return r.error }
-
-// What update charges LimitWrites' gate for the parts of a write it does
+// What update charges the free-space gate for the parts of a write it does
 // not count: each key's entry in badger's log and tables, and a deletion.
 const (
 	entryOverhead = 32
@@ -200,25 +202,22 @@ const (
 )
 
 // update runs fn in a write transaction, again when it lost a conflict to a
-// concurrent write of the same keys (fn must start over each time). cost is
-// roughly what it writes, for LimitWrites.
-func (s *Store) update(cost int, fn func(txn *badger.Txn) error) error {
-	if s.refuse != nil {
-		if err := s.refuse(cost); err != nil {
-			return refusedWrite{err}
-		}
+// concurrent write of the same keys (fn must start over each time; see
+// kv.DB.Update). cost is roughly what it writes, for the free-space gate,
+// which it asks first.
+func (s *Store) update(cost int, fn func(txn *kv.Txn) error) error {
+	switch err := s.db.Refused(int64(cost)); {
+	case errors.Is(err, kv.ErrDataDirGone):
+		return errGone
+	case err != nil:
+		return errLowSpace
 	}
-	for attempt := 1; ; attempt++ {
-		err := s.db.Update(fn)
-		if !errors.Is(err, badger.ErrConflict) || attempt == maxAttempts {
-			return err
-		}
-	}
+	return s.db.Record(fn)
 }
 
-func (s *Store) deleteTxn(txn *badger.Txn, id []byte) (bool, error) {
+func (s *Store) deleteTxn(txn *kv.Txn, id []byte) (bool, error) {
 	item, err := txn.Get(eventKey(id))
-	if errors.Is(err, badger.ErrKeyNotFound) {
+	if errors.Is(err, kv.ErrNotFound) {
 		return false, nil
 	} else if err != nil {
 		return false, err
@@ -234,8 +233,8 @@ func (s *Store) DeleteExpired(ctx context.Context, now nostr.Timestamp) (int, er
 	total := 0
 	for {
 		var keys [][]byte
-		err := s.db.View(func(txn *badger.Txn) error {
-			it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{prefixExpiry}})
+		err := s.db.View(func(txn *kv.Txn) error {
+			it := txn.NewIterator(kv.IteratorOptions{Prefix: []byte{prefixExpiry}})
 			defer it.Close()
 			for it.Rewind(); it.Valid() && len(keys) < batch; it.Next() {
 				k := it.Item().Key()
@@ -254,7 +253,7 @@ func (s *Store) DeleteExpired(ctx context.Context, now nostr.Timestamp) (int, er
 				return total, err
 			}
 			var deleted bool
-			err := s.update(deleteCost, func(txn *badger.Txn) (err error) {
+			err := s.update(deleteCost, func(txn *kv.Txn) (err error) {
 				if deleted, err = s.deleteTxn(txn, k[9:]); err == nil && !deleted {
 					err = txn.Delete(k) // an expiry key without its event: never loop on it
 				}
@@ -278,8 +277,8 @@ func (s *Store) SweepExpired(ctx context.Context, every time.Duration) {
 	for {
 		n, err := s.DeleteExpired(ctx, nostr.Timestamp(s.now().Unix()))
 		switch {
-		case errors.As(err, new(refusedWrite)):
-			// LimitWrites' gate has said why (once); the next sweep tries again.
+		case errors.As(err, new(refusal)):
+			// The gate has said why (once); the next sweep tries again.
 		case err != nil && ctx.Err() == nil:
 			s.log.Error("deleting expired events failed", "err", err)
 		case n > 0:

@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/dgraph-io/badger/v4"
 	"github.com/nbd-wtf/go-nostr"
+	"github.com/outpost-relay/outpost/kv"
 )
 
 // formatVersion is the version of the key layout this code writes:
@@ -27,9 +27,9 @@ const upgradeBatch = 256
 // format is refused rather than written in a layout it does not follow.
 func (s *Store) upgrade() error {
 	version := 1
-	err := s.db.View(func(txn *badger.Txn) error {
+	err := s.db.View(func(txn *kv.Txn) error {
 		item, err := txn.Get(formatKey)
-		if errors.Is(err, badger.ErrKeyNotFound) {
+		if errors.Is(err, kv.ErrNotFound) {
 			return nil
 		} else if err != nil {
 			return err
@@ -53,7 +53,7 @@ func (s *Store) upgrade() error {
 	if err := s.writeTombstones(); err != nil {
 		return fmt.Errorf("write the tombstones of stored deletion requests: %w", err)
 	}
-	return s.db.Update(func(txn *badger.Txn) error { return txn.Set(formatKey, []byte{formatVersion}) })
+	return s.db.Record(func(txn *kv.Txn) error { return txn.Set(formatKey, []byte{formatVersion}) })
 }
 
 // writeTombstones lists every stored deletion request under the ids it
@@ -65,8 +65,8 @@ func (s *Store) writeTombstones() error {
 	total := 0
 	for {
 		var ids [][]byte
-		err := s.db.View(func(txn *badger.Txn) error {
-			it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix, PrefetchValues: false})
+		err := s.db.View(func(txn *kv.Txn) error {
+			it := txn.NewIterator(kv.IteratorOptions{Prefix: prefix})
 			defer it.Close()
 			for it.Seek(seek); it.Valid() && len(ids) < upgradeBatch; it.Next() {
 				k := it.Item().KeyCopy(nil)
@@ -82,9 +82,9 @@ func (s *Store) writeTombstones() error {
 			break
 		}
 		for _, id := range ids {
-			err := s.update(0, func(txn *badger.Txn) error {
+			err := s.update(0, func(txn *kv.Txn) error {
 				item, err := txn.Get(eventKey(id))
-				if errors.Is(err, badger.ErrKeyNotFound) {
+				if errors.Is(err, kv.ErrNotFound) {
 					return nil // an index key without its event
 				} else if err != nil {
 					return err

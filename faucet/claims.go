@@ -6,11 +6,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/dgraph-io/badger/v4"
 	"github.com/outpost-relay/outpost"
 	"github.com/outpost-relay/outpost/bolt11"
+	"github.com/outpost-relay/outpost/kv"
 	"github.com/outpost-relay/outpost/lnurl"
-	"github.com/outpost-relay/outpost/store"
 	"github.com/outpost-relay/outpost/treasury"
 )
 
@@ -115,15 +114,15 @@ func (c Claim) result(token string) ConfirmResult {
 	return r
 }
 
-func getQuote(txn *badger.Txn, id string) (Quote, bool, error) {
+func getQuote(txn *kv.Txn, id string) (Quote, bool, error) {
 	var q Quote
-	found, err := store.GetJSON(txn, key(kindQuote, id), &q)
+	found, err := kv.GetJSON(txn, key(kindQuote, id), &q)
 	return q, found, err
 }
 
-func getClaim(txn *badger.Txn, id string) (Claim, bool, error) {
+func getClaim(txn *kv.Txn, id string) (Claim, bool, error) {
 	var c Claim
-	found, err := store.GetJSON(txn, key(kindClaim, id), &c)
+	found, err := kv.GetJSON(txn, key(kindClaim, id), &c)
 	return c, found, err
 }
 
@@ -227,7 +226,7 @@ func (s *Service) Quote(ctx context.Context, sess Session, ip, method, address s
 	var l limits
 	var open Quote
 	var hasOpen bool
-	err = s.db.View(func(txn *badger.Txn) error {
+	err = s.db.View(func(txn *kv.Txn) error {
 		var err error
 		if l, err = s.readLimits(txn, sess.PubKey, ipHash, now); err != nil {
 			return err
@@ -283,7 +282,7 @@ func (s *Service) checkLightningAddress(ctx context.Context, dest string, amount
 // another one when a concurrent request made the same quote first.
 func (s *Service) storeQuote(q Quote, now time.Time) (Quote, error) {
 	var open Quote
-	err := store.Update(s.db, func(txn *badger.Txn) error {
+	err := s.db.Update(func(txn *kv.Txn) error {
 		open = q
 		cur, has, err := s.openQuote(txn, q.PubKey, now)
 		if err != nil {
@@ -302,7 +301,7 @@ func (s *Service) storeQuote(q Quote, now time.Time) (Quote, error) {
 		if err := s.putQuote(txn, q); err != nil {
 			return err
 		}
-		return txn.SetEntry(badger.NewEntry(key(kindOpenQuote, q.PubKey), []byte(q.ID)).WithTTL(s.cfg.QuoteTTL + time.Hour))
+		return txn.SetTTL(key(kindOpenQuote, q.PubKey), []byte(q.ID), s.cfg.QuoteTTL+time.Hour)
 	})
 	return open, err
 }
@@ -311,18 +310,18 @@ func (s *Service) storeQuote(q Quote, now time.Time) (Quote, error) {
 // the quote was used or expired rather than "not found".
 const quoteKeep = 7 * 24 * time.Hour
 
-func (s *Service) putQuote(txn *badger.Txn, q Quote) error {
+func (s *Service) putQuote(txn *kv.Txn, q Quote) error {
 	v, err := jsonBytes(q)
 	if err != nil {
 		return err
 	}
-	return txn.SetEntry(badger.NewEntry(key(kindQuote, q.ID), v).WithTTL(s.cfg.QuoteTTL + quoteKeep))
+	return txn.SetTTL(key(kindQuote, q.ID), v, s.cfg.QuoteTTL+quoteKeep)
 }
 
 // openQuote is the user's unexpired open quote, if any.
-func (s *Service) openQuote(txn *badger.Txn, pk string, now time.Time) (Quote, bool, error) {
+func (s *Service) openQuote(txn *kv.Txn, pk string, now time.Time) (Quote, bool, error) {
 	item, err := txn.Get(key(kindOpenQuote, pk))
-	if errors.Is(err, badger.ErrKeyNotFound) {
+	if errors.Is(err, kv.ErrNotFound) {
 		return Quote{}, false, nil
 	}
 	if err != nil {
@@ -371,7 +370,7 @@ func (s *Service) Confirm(ctx context.Context, sess Session, ip, quoteID, invoic
 	now := s.now()
 	var q Quote
 	var found bool
-	if err := s.db.View(func(txn *badger.Txn) (err error) { q, found, err = getQuote(txn, quoteID); return }); err != nil {
+	if err := s.db.View(func(txn *kv.Txn) (err error) { q, found, err = getQuote(txn, quoteID); return }); err != nil {
 		return ConfirmResult{}, err
 	}
 	if err := s.checkQuote(q, found, sess.PubKey, now); err != nil {
@@ -441,7 +440,7 @@ func (s *Service) claimInvoice(q Quote, invoice string, now time.Time) (bolt11.I
 // takeClaim records claim c (its ID set) in the transaction that uses its
 // quote and takes its reservations, after checking both again.
 func (s *Service) takeClaim(c *Claim, now time.Time) error {
-	return store.Update(s.db, func(txn *badger.Txn) error {
+	return s.db.Update(func(txn *kv.Txn) error {
 		q, found, err := getQuote(txn, c.QuoteID)
 		if err != nil {
 			return err
@@ -466,15 +465,15 @@ func (s *Service) takeClaim(c *Claim, now time.Time) error {
 		if err := s.putClaim(txn, *c); err != nil {
 			return err
 		}
-		if err := txn.Set(key(kindClaimTime, string(store.U64(uint64(now.Unix()))), c.ID), []byte(c.ID)); err != nil {
+		if err := txn.Set(key(kindClaimTime, string(kv.U64(uint64(now.Unix()))), c.ID), []byte(c.ID)); err != nil {
 			return err
 		}
 		return txn.Set(key(kindUnsettled, c.ID), []byte(c.ID))
 	})
 }
 
-func (s *Service) putClaim(txn *badger.Txn, c Claim) error {
-	return store.PutJSON(txn, key(kindClaim, c.ID), c)
+func (s *Service) putClaim(txn *kv.Txn, c Claim) error {
+	return kv.PutJSON(txn, key(kindClaim, c.ID), c)
 }
 
 // paymentError is the error answer for a claim that definitely failed.
@@ -532,7 +531,7 @@ func (s *Service) melt(ctx context.Context, c Claim, inv bolt11.Invoice) (Confir
 			"paying this invoice would cost up to %d sats in fees; the faucet pays at most %d", mq.FeeReserveSats, s.cfg.MaxFeeSats)))
 	}
 	c.MeltQuote, c.Bolt11, c.PaymentHash, c.AttemptedAt = &mq, inv.Raw, inv.PaymentHash, s.now().Unix()
-	if err := store.Update(s.db, func(txn *badger.Txn) error { return s.putClaim(txn, c) }); err != nil {
+	if err := s.db.Update(func(txn *kv.Txn) error { return s.putClaim(txn, c) }); err != nil {
 		return ConfirmResult{}, paymentError(c, s.fail(c, err))
 	}
 	p, err := s.tr.Melt(ctx, mq, s.cfg.MinBalanceSats)
@@ -553,11 +552,11 @@ func (s *Service) melt(ctx context.Context, c Claim, inv bolt11.Invoice) (Confir
 }
 
 // settle records a paid or pending outcome: even while the disk is low
-// (store.Record), since the money has moved.
+// (kv.DB.Record), since the money has moved.
 func (s *Service) settle(c Claim, state string, p treasury.Payment) (Claim, error) {
 	now := s.now()
 	var changed bool
-	err := store.Record(s.db, func(txn *badger.Txn) error {
+	err := s.db.Record(func(txn *kv.Txn) error {
 		cur, found, err := getClaim(txn, c.ID)
 		if err != nil {
 			return err
@@ -605,7 +604,7 @@ func (s *Service) fail(c Claim, cause error) error { return s.failCost(c, cause,
 
 // failCost is fail for an attempt that cost feeSats (fees of ecash made and
 // taken back): they count as fees spent, though the claim was not paid. It
-// is recorded even while the disk is low (store.Record): the claim must not
+// is recorded even while the disk is low (kv.DB.Record): the claim must not
 // stay "paying", holding its reservations, until the next start.
 func (s *Service) failCost(c Claim, cause error, feeSats int64) error {
 	reason := "payment failed"
@@ -613,7 +612,7 @@ func (s *Service) failCost(c Claim, cause error, feeSats int64) error {
 		reason = e.Message
 	}
 	var changed bool
-	err := store.Record(s.db, func(txn *badger.Txn) error {
+	err := s.db.Record(func(txn *kv.Txn) error {
 		cur, found, err := getClaim(txn, c.ID)
 		if err != nil {
 			return err

@@ -4,10 +4,9 @@ import (
 	"context"
 	"time"
 
-	"github.com/dgraph-io/badger/v4"
 	"github.com/outpost-relay/outpost"
 	"github.com/outpost-relay/outpost/bolt11"
-	"github.com/outpost-relay/outpost/store"
+	"github.com/outpost-relay/outpost/kv"
 	"github.com/outpost-relay/outpost/treasury"
 )
 
@@ -111,13 +110,8 @@ const maxOpenDeposits = 1000
 
 func (s *Service) openDeposits() (int, error) {
 	n := 0
-	err := s.db.View(func(txn *badger.Txn) error {
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: key(kindOpenDeposit)})
-		defer it.Close()
-		for it.Rewind(); it.Valid(); it.Next() {
-			n++
-		}
-		return nil
+	err := s.db.View(func(txn *kv.Txn) error {
+		return kv.EachKey(txn, key(kindOpenDeposit), func([]byte) (bool, error) { n++; return true, nil })
 	})
 	return n, err
 }
@@ -125,8 +119,8 @@ func (s *Service) openDeposits() (int, error) {
 func (s *Service) openDeposit(kind string, mq treasury.MintQuote) (Deposit, error) {
 	dep := Deposit{ID: newID("d_"), Kind: kind, State: DepositPending, AmountSats: mq.AmountSats, MintURL: s.tr.MintURL(),
 		MintQuoteID: mq.ID, Invoice: mq.Invoice, CreatedAt: s.now().Unix(), ExpiresAt: mq.ExpiresAt.Unix()}
-	err := store.Update(s.db, func(txn *badger.Txn) error {
-		if err := store.PutJSON(txn, key(kindDeposit, dep.ID), dep); err != nil {
+	err := s.db.Update(func(txn *kv.Txn) error {
+		if err := kv.PutJSON(txn, key(kindDeposit, dep.ID), dep); err != nil {
 			return err
 		}
 		return txn.Set(key(kindOpenDeposit, dep.ID), []byte(dep.ID))
@@ -161,12 +155,12 @@ func (s *Service) RedeemEcash(ctx context.Context, token string) (RedeemResult, 
 			max, p.AmountSats).With("max_token_sats", max)
 	}
 	seen := false
-	if err := s.db.View(func(txn *badger.Txn) error {
+	if err := s.db.View(func(txn *kv.Txn) error {
 		for _, y := range p.Ys {
 			if _, err := txn.Get(key(kindRedeemed, y)); err == nil {
 				seen = true
 				return nil
-			} else if err != badger.ErrKeyNotFound {
+			} else if err != kv.ErrNotFound {
 				return err
 			}
 		}
@@ -184,13 +178,13 @@ func (s *Service) RedeemEcash(ctx context.Context, token string) (RedeemResult, 
 	now := s.now().Unix()
 	dep := Deposit{ID: newID("d_"), Kind: DepositEcash, State: DepositCompleted, AmountSats: r.AmountSats, FeeSats: r.FeeSats,
 		MintURL: r.MintURL, CreatedAt: now, CompletedAt: now}
-	err = store.Update(s.db, func(txn *badger.Txn) error {
+	err = s.db.Update(func(txn *kv.Txn) error {
 		for _, y := range p.Ys {
 			if err := txn.Set(key(kindRedeemed, y), []byte(dep.ID)); err != nil {
 				return err
 			}
 		}
-		if err := store.PutJSON(txn, key(kindDeposit, dep.ID), dep); err != nil {
+		if err := kv.PutJSON(txn, key(kindDeposit, dep.ID), dep); err != nil {
 			return err
 		}
 		return s.addTotals(txn, func(t *totals) {
@@ -232,8 +226,8 @@ func (s *Service) SimulatePayment(ctx context.Context, invoice string) (string, 
 // the job was kicked (after a simulated payment, say).
 func (s *Service) completeDeposits(ctx context.Context, kicked bool) {
 	var open []Deposit
-	err := s.db.View(func(txn *badger.Txn) error {
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: key(kindOpenDeposit)})
+	err := s.db.View(func(txn *kv.Txn) error {
+		it := txn.NewIterator(kv.IteratorOptions{Prefix: key(kindOpenDeposit)})
 		defer it.Close()
 		for it.Rewind(); it.Valid(); it.Next() {
 			id, err := it.Item().ValueCopy(nil)
@@ -241,7 +235,7 @@ func (s *Service) completeDeposits(ctx context.Context, kicked bool) {
 				return err
 			}
 			var d Deposit
-			if found, err := store.GetJSON(txn, key(kindDeposit, string(id)), &d); err != nil {
+			if found, err := kv.GetJSON(txn, key(kindDeposit, string(id)), &d); err != nil {
 				return err
 			} else if found {
 				open = append(open, d)
@@ -287,15 +281,15 @@ func (s *Service) completeDeposits(ctx context.Context, kicked bool) {
 
 func (s *Service) closeDeposit(d Deposit, state string) {
 	changed := false
-	err := store.Update(s.db, func(txn *badger.Txn) error {
+	err := s.db.Update(func(txn *kv.Txn) error {
 		changed = false
 		var cur Deposit
-		if found, err := store.GetJSON(txn, key(kindDeposit, d.ID), &cur); err != nil || !found || cur.State != DepositPending {
+		if found, err := kv.GetJSON(txn, key(kindDeposit, d.ID), &cur); err != nil || !found || cur.State != DepositPending {
 			return err // closed already (by the background job, or Fund)
 		}
 		changed = true
 		cur.State, cur.CompletedAt = state, s.now().Unix()
-		if err := store.PutJSON(txn, key(kindDeposit, d.ID), cur); err != nil {
+		if err := kv.PutJSON(txn, key(kindDeposit, d.ID), cur); err != nil {
 			return err
 		}
 		if err := txn.Delete(key(kindOpenDeposit, d.ID)); err != nil {
@@ -310,7 +304,7 @@ func (s *Service) closeDeposit(d Deposit, state string) {
 		})
 	})
 	if err != nil {
-		s.log.Log(context.Background(), store.FailureLevel(err), "faucet deposits: record", "deposit", d.ID, "err", err) // tried again next round
+		s.log.Log(context.Background(), kv.FailureLevel(err), "faucet deposits: record", "deposit", d.ID, "err", err) // tried again next round
 		return
 	}
 	if !changed {

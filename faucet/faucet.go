@@ -4,7 +4,7 @@
 // IP, site-wide, daily budget, minimum balance), payouts from a Cashu
 // treasury as a token, to a bolt11 invoice or to a Lightning address, and
 // deposits. Its records live in the shared badger store under
-// store.PrefixFaucet.
+// kv.PrefixFaucet.
 package faucet
 
 import (
@@ -19,11 +19,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/dgraph-io/badger/v4"
+	"github.com/outpost-relay/outpost/kv"
 	"github.com/outpost-relay/outpost/lnurl"
 	"github.com/outpost-relay/outpost/profiles"
 	"github.com/outpost-relay/outpost/ratelimit"
-	"github.com/outpost-relay/outpost/store"
 	"github.com/outpost-relay/outpost/treasury"
 )
 
@@ -58,7 +57,7 @@ type TestMint struct {
 // zero limits and budgets are off.
 type Config struct {
 	Settings
-	DB       *badger.DB
+	DB       *kv.DB
 	Treasury *treasury.Treasury
 	LNURL    *lnurl.Client
 	Profiles *profiles.Fetcher
@@ -111,7 +110,7 @@ func (c *Config) defaults() {
 // Service is the faucet.
 type Service struct {
 	cfg     Config
-	db      *badger.DB
+	db      *kv.DB
 	tr      *treasury.Treasury
 	log     *slog.Logger
 	now     func() time.Time
@@ -166,7 +165,7 @@ func (cs *claimSet) drop(id string) {
 	cs.mu.Unlock()
 }
 
-// Record kinds under store.PrefixFaucet.
+// Record kinds under kv.PrefixFaucet.
 const (
 	kindSecret      byte = 0x01 // → secret
 	kindSession     byte = 0x02 // sha256(token) → Session
@@ -191,7 +190,7 @@ func key(kind byte, parts ...string) []byte {
 	for i, p := range parts {
 		b[i] = []byte(p)
 	}
-	return store.Key(store.PrefixFaucet, kind, b...)
+	return kv.Key(kv.PrefixFaucet, kind, b...)
 }
 
 type secret struct {
@@ -200,9 +199,9 @@ type secret struct {
 
 func (s *Service) loadSecret() ([]byte, error) {
 	var out []byte
-	err := store.Update(s.db, func(txn *badger.Txn) error {
+	err := s.db.Update(func(txn *kv.Txn) error {
 		var sec secret
-		found, err := store.GetJSON(txn, key(kindSecret), &sec)
+		found, err := kv.GetJSON(txn, key(kindSecret), &sec)
 		if err != nil {
 			return err
 		}
@@ -210,7 +209,7 @@ func (s *Service) loadSecret() ([]byte, error) {
 			b := make([]byte, 32)
 			rand.Read(b)
 			sec.IPKey = hex.EncodeToString(b)
-			if err := store.PutJSON(txn, key(kindSecret), sec); err != nil {
+			if err := kv.PutJSON(txn, key(kindSecret), sec); err != nil {
 				return err
 			}
 		}

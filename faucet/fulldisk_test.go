@@ -4,11 +4,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dgraph-io/badger/v4"
 	"github.com/elnosh/gonuts/mint/lightning"
 	"github.com/outpost-relay/outpost/bolt11"
 	"github.com/outpost-relay/outpost/internal/testkit"
-	"github.com/outpost-relay/outpost/store"
+	"github.com/outpost-relay/outpost/kv"
 )
 
 // The disk fills up while the mint pays a claim: writes are refused from
@@ -18,7 +17,7 @@ import (
 func TestPaymentMadeAsTheDiskFillsIsRecorded(t *testing.T) {
 	dir := testkit.Tmpfs(t, 128, "")
 	const min = 32 << 20
-	r := newRig(t, rigOptions{DataDir: dir, Store: store.Settings{MinFreeSpace: min}})
+	r := newRig(t, rigOptions{DataDir: dir, Store: kv.Settings{MinFreeSpace: min}})
 	s, st := r.s, r.st
 	_, invoice := r.invoice(40)
 	inv, err := bolt11.Decode(invoice)
@@ -40,7 +39,7 @@ func TestPaymentMadeAsTheDiskFillsIsRecorded(t *testing.T) {
 	// The faucet's mint pays; meanwhile the disk fills, and the store notices.
 	r.mint.Node.SetOutcome(func(string) lightning.State {
 		testkit.Fill(t, dir, min-4<<20)
-		testkit.WaitFor(t, 5*time.Second, "the store to refuse writes", func() bool { return !store.Writable(st.DB) })
+		testkit.WaitFor(t, 5*time.Second, "the store to refuse writes", func() bool { return !st.DB.Writable() })
 		return lightning.Succeeded
 	})
 	res, err := s.melt(r.ctx, c, inv)
@@ -49,7 +48,7 @@ func TestPaymentMadeAsTheDiskFillsIsRecorded(t *testing.T) {
 	}
 	var got Claim
 	var unsettled bool
-	st.DB.View(func(txn *badger.Txn) error {
+	st.DB.View(func(txn *kv.Txn) error {
 		got, _, _ = getClaim(txn, c.ID)
 		_, err := txn.Get(key(kindUnsettled, c.ID))
 		unsettled = err == nil
@@ -63,7 +62,7 @@ func TestPaymentMadeAsTheDiskFillsIsRecorded(t *testing.T) {
 	}
 	// New work is still refused.
 	if _, err := s.storeQuote(Quote{ID: newID("q_"), PubKey: "bb", Method: MethodCashu, AmountSats: 40,
-		CreatedAt: now.Unix(), ExpiresAt: now.Add(time.Minute).Unix(), State: QuoteOpen}, now); err != store.ErrStorageFull {
+		CreatedAt: now.Unix(), ExpiresAt: now.Add(time.Minute).Unix(), State: QuoteOpen}, now); err != kv.ErrStorageFull {
 		t.Errorf("a new quote on a full disk: %v", err)
 	}
 }

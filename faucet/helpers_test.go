@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dgraph-io/badger/v4"
 	"github.com/elnosh/gonuts/wallet"
 	"github.com/outpost-relay/outpost/internal/testkit"
+	"github.com/outpost-relay/outpost/kv"
 	"github.com/outpost-relay/outpost/lnurl"
 	"github.com/outpost-relay/outpost/profiles"
 	"github.com/outpost-relay/outpost/store"
@@ -33,10 +33,10 @@ type rig struct {
 }
 
 type rigOptions struct {
-	DataDir string         // default: a temporary directory
-	Store   store.Settings // default: store.DefaultSettings()
-	Proxy   bool           // the wallet reaches its mint through a proxy the test can take down
-	Poll    time.Duration  // the background job's interval
+	DataDir string        // default: a temporary directory
+	Store   kv.Settings   // default: kv.DefaultSettings()
+	Proxy   bool          // the wallet reaches its mint through a proxy the test can take down
+	Poll    time.Duration // the background job's interval
 }
 
 // newRig starts both mints and the faucet, and funds its wallet with
@@ -52,11 +52,11 @@ func newRig(t *testing.T, o rigOptions) *rig {
 	if o.DataDir == "" {
 		o.DataDir = t.TempDir()
 	}
-	if o.Store == (store.Settings{}) {
-		o.Store = store.DefaultSettings()
+	if o.Store == (kv.Settings{}) {
+		o.Store = kv.DefaultSettings()
 	}
 	var err error
-	if b.st, err = o.Store.Open(o.DataDir, log); err != nil {
+	if b.st, err = store.OpenWith(o.Store, o.DataDir, log); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { b.st.Close() })
@@ -118,7 +118,7 @@ func (b *rig) claimAs(pk, run string, mq *treasury.MeltQuote) Claim {
 	if mq == nil {
 		c.Method = MethodCashu
 	}
-	err := store.Update(s.db, func(txn *badger.Txn) error {
+	err := s.db.Update(func(txn *kv.Txn) error {
 		l, err := s.readLimits(txn, pk, c.IPHash, now)
 		if err != nil {
 			return err
@@ -141,7 +141,7 @@ func (b *rig) claimAs(pk, run string, mq *treasury.MeltQuote) Claim {
 func (b *rig) claim(id string) Claim {
 	b.t.Helper()
 	var c Claim
-	if err := b.s.db.View(func(txn *badger.Txn) (err error) { c, _, err = getClaim(txn, id); return }); err != nil {
+	if err := b.s.db.View(func(txn *kv.Txn) (err error) { c, _, err = getClaim(txn, id); return }); err != nil {
 		b.t.Fatal(err)
 	}
 	return c
@@ -150,7 +150,7 @@ func (b *rig) claim(id string) Claim {
 // hasCooldown reports whether pk may not claim now.
 func (b *rig) hasCooldown(pk string) bool {
 	var cd cooldown
-	b.s.db.View(func(txn *badger.Txn) error { _, err := store.GetJSON(txn, key(kindCooldown, pk), &cd); return err })
+	b.s.db.View(func(txn *kv.Txn) error { _, err := kv.GetJSON(txn, key(kindCooldown, pk), &cd); return err })
 	return cd.Until > b.s.now().Unix()
 }
 

@@ -4,9 +4,8 @@ import (
 	"encoding/json"
 	"time"
 
-	"github.com/dgraph-io/badger/v4"
 	"github.com/outpost-relay/outpost"
-	"github.com/outpost-relay/outpost/store"
+	"github.com/outpost-relay/outpost/kv"
 )
 
 func jsonBytes(v any) ([]byte, error) { return json.Marshal(v) }
@@ -82,7 +81,7 @@ type limits struct {
 	budget   budget
 }
 
-func (s *Service) readLimits(txn *badger.Txn, pk, ipHash string, now time.Time) (limits, error) {
+func (s *Service) readLimits(txn *kv.Txn, pk, ipHash string, now time.Time) (limits, error) {
 	var l limits
 	for _, r := range []struct {
 		k []byte
@@ -93,7 +92,7 @@ func (s *Service) readLimits(txn *badger.Txn, pk, ipHash string, now time.Time) 
 		{key(kindSitewide), &l.sitewide},
 		{key(kindBudget, day(now)), &l.budget},
 	} {
-		if _, err := store.GetJSON(txn, r.k, r.v); err != nil {
+		if _, err := kv.GetJSON(txn, r.k, r.v); err != nil {
 			return limits{}, err
 		}
 	}
@@ -141,7 +140,7 @@ func (s *Service) checkBalance(amountSats int64) error {
 
 // reserve writes a claim's reservations: the cooldown, its place in the IP
 // and site-wide windows, and amount plus the fee allowance in today's budget.
-func (s *Service) reserve(txn *badger.Txn, l limits, c *Claim, now time.Time) error {
+func (s *Service) reserve(txn *kv.Txn, l limits, c *Claim, now time.Time) error {
 	l.cooldown = cooldown{Until: now.Add(s.cfg.Cooldown).Unix(), ClaimID: c.ID}
 	e := windowEntry{ClaimID: c.ID, At: now.Unix()}
 	l.ip.Entries = append(l.ip.Entries, e)
@@ -156,7 +155,7 @@ func (s *Service) reserve(txn *badger.Txn, l limits, c *Claim, now time.Time) er
 		{key(kindSitewide), l.sitewide},
 		{key(kindBudget, c.Day), l.budget},
 	} {
-		if err := store.PutJSON(txn, r.k, r.v); err != nil {
+		if err := kv.PutJSON(txn, r.k, r.v); err != nil {
 			return err
 		}
 	}
@@ -164,9 +163,9 @@ func (s *Service) reserve(txn *badger.Txn, l limits, c *Claim, now time.Time) er
 }
 
 // release gives a failed claim's reservations back.
-func (s *Service) release(txn *badger.Txn, c *Claim) error {
+func (s *Service) release(txn *kv.Txn, c *Claim) error {
 	var cd cooldown
-	if _, err := store.GetJSON(txn, key(kindCooldown, c.PubKey), &cd); err != nil {
+	if _, err := kv.GetJSON(txn, key(kindCooldown, c.PubKey), &cd); err != nil {
 		return err
 	}
 	if cd.ClaimID == c.ID {
@@ -176,7 +175,7 @@ func (s *Service) release(txn *badger.Txn, c *Claim) error {
 	}
 	for _, k := range [][]byte{key(kindIPWindow, c.IPHash), key(kindSitewide)} {
 		var w window
-		if _, err := store.GetJSON(txn, k, &w); err != nil {
+		if _, err := kv.GetJSON(txn, k, &w); err != nil {
 			return err
 		}
 		kept := w.Entries[:0:0]
@@ -186,27 +185,27 @@ func (s *Service) release(txn *badger.Txn, c *Claim) error {
 			}
 		}
 		w.Entries = kept
-		if err := store.PutJSON(txn, k, w); err != nil {
+		if err := kv.PutJSON(txn, k, w); err != nil {
 			return err
 		}
 	}
 	return s.adjustBudget(txn, c, -(c.AmountSats + c.FeeReserveSats))
 }
 
-func (s *Service) adjustBudget(txn *badger.Txn, c *Claim, deltaSats int64) error {
+func (s *Service) adjustBudget(txn *kv.Txn, c *Claim, deltaSats int64) error {
 	var b budget
-	if _, err := store.GetJSON(txn, key(kindBudget, c.Day), &b); err != nil {
+	if _, err := kv.GetJSON(txn, key(kindBudget, c.Day), &b); err != nil {
 		return err
 	}
 	b.SpentSats = max(0, b.SpentSats+deltaSats)
-	return store.PutJSON(txn, key(kindBudget, c.Day), b)
+	return kv.PutJSON(txn, key(kindBudget, c.Day), b)
 }
 
-func (s *Service) addTotals(txn *badger.Txn, fn func(*totals)) error {
+func (s *Service) addTotals(txn *kv.Txn, fn func(*totals)) error {
 	var t totals
-	if _, err := store.GetJSON(txn, key(kindTotals), &t); err != nil {
+	if _, err := kv.GetJSON(txn, key(kindTotals), &t); err != nil {
 		return err
 	}
 	fn(&t)
-	return store.PutJSON(txn, key(kindTotals), t)
+	return kv.PutJSON(txn, key(kindTotals), t)
 }

@@ -5,9 +5,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/dgraph-io/badger/v4"
 	"github.com/outpost-relay/outpost"
-	"github.com/outpost-relay/outpost/store"
+	"github.com/outpost-relay/outpost/kv"
 	"github.com/outpost-relay/outpost/treasury"
 )
 
@@ -57,7 +56,7 @@ func (s *Service) tick(ctx context.Context, kicked bool) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	s.checkMint(ctx)
-	if !store.Writable(s.db) {
+	if !s.db.Writable() {
 		// Settling a stopped process's claims, completing deposits and
 		// topping up start operations at the mint, whose writes are
 		// refused: they wait until the disk has room again.
@@ -106,8 +105,8 @@ const reconcileBatch = 100
 // left to that call, and a claim is settled by one goroutine at a time.
 func (s *Service) ReconcileClaims(ctx context.Context) {
 	var ids []string
-	err := s.db.View(func(txn *badger.Txn) error {
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: key(kindUnsettled)})
+	err := s.db.View(func(txn *kv.Txn) error {
+		it := txn.NewIterator(kv.IteratorOptions{Prefix: key(kindUnsettled)})
 		defer it.Close()
 		for it.Rewind(); it.Valid() && len(ids) < reconcileBatch; it.Next() {
 			id, err := it.Item().ValueCopy(nil)
@@ -139,7 +138,7 @@ func (s *Service) reconcile(ctx context.Context, id string) {
 	defer s.paying.drop(id)
 	var c Claim
 	var found bool
-	if err := s.db.View(func(txn *badger.Txn) (err error) { c, found, err = getClaim(txn, id); return }); err != nil {
+	if err := s.db.View(func(txn *kv.Txn) (err error) { c, found, err = getClaim(txn, id); return }); err != nil {
 		s.log.Error("faucet reconcile: read", "claim", id, "err", err)
 		return
 	}
@@ -211,7 +210,7 @@ func (s *Service) TopUp(ctx context.Context) {
 		return
 	}
 	if err := s.Fund(ctx, s.cfg.TestMintFunding-bal); err != nil {
-		s.log.Log(ctx, store.FailureLevel(err), "faucet test mint: funding failed", "err", err)
+		s.log.Log(ctx, kv.FailureLevel(err), "faucet test mint: funding failed", "err", err)
 	}
 }
 

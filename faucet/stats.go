@@ -5,9 +5,8 @@ import (
 	"sort"
 	"time"
 
-	"github.com/dgraph-io/badger/v4"
 	"github.com/outpost-relay/outpost"
-	"github.com/outpost-relay/outpost/store"
+	"github.com/outpost-relay/outpost/kv"
 	"github.com/outpost-relay/outpost/treasury"
 )
 
@@ -52,9 +51,9 @@ func (s *Service) Stats(ctx context.Context) (Stats, error) {
 		b := s.cfg.DailyBudgetSats
 		st.DailyBudgetSats = &b
 	}
-	err = s.db.View(func(txn *badger.Txn) error {
+	err = s.db.View(func(txn *kv.Txn) error {
 		var t totals
-		if _, err := store.GetJSON(txn, key(kindTotals), &t); err != nil {
+		if _, err := kv.GetJSON(txn, key(kindTotals), &t); err != nil {
 			return err
 		}
 		// The wallet's housekeeping (moving proofs off retired keysets,
@@ -62,13 +61,13 @@ func (s *Service) Stats(ctx context.Context) (Stats, error) {
 		st.TotalPaidSats, st.TotalFeeSats, st.TotalClaims = t.PaidSats, t.FeeSats+l.InternalFeeSats, t.Claims
 		st.TotalDepositedSats, st.DepositsCount = t.DepositedSats, t.Deposits
 		var b budget
-		if _, err := store.GetJSON(txn, key(kindBudget, day(now)), &b); err != nil {
+		if _, err := kv.GetJSON(txn, key(kindBudget, day(now)), &b); err != nil {
 			return err
 		}
 		st.DailySpentSats = b.SpentSats
 		prefix := key(kindClaimTime)
-		since := append(append([]byte{}, prefix...), store.U64(uint64(now.Add(-24*time.Hour).Unix()))...)
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix})
+		since := append(append([]byte{}, prefix...), kv.U64(uint64(now.Add(-24*time.Hour).Unix()))...)
+		it := txn.NewIterator(kv.IteratorOptions{Prefix: prefix})
 		defer it.Close()
 		for it.Seek(since); it.Valid(); it.Next() {
 			id, err := it.Item().ValueCopy(nil)
@@ -121,7 +120,7 @@ func (s *Service) Eligibility(ctx context.Context, sess Session, u User, ip stri
 		later(at)
 	}
 	var l limits
-	if err := s.db.View(func(txn *badger.Txn) (err error) {
+	if err := s.db.View(func(txn *kv.Txn) (err error) {
 		l, err = s.readLimits(txn, sess.PubKey, s.ipHash(ip), now)
 		return err
 	}); err != nil {
@@ -177,7 +176,7 @@ type HealthChecks struct {
 func (s *Service) Health(ctx context.Context) outpost.Health[HealthChecks] {
 	st := s.tr.Status()
 	h := outpost.NewHealth(Version, HealthChecks{Store: "ok", Mint: st.State, Signatures: "verified", QuarantinedSats: s.tr.Quarantined()})
-	if s.db.IsClosed() || s.db.View(func(*badger.Txn) error { return ctx.Err() }) != nil {
+	if s.db.Check(ctx) != nil {
 		h.Checks.Store = "error"
 		h.Fail(outpost.HealthDown, "the database cannot be read")
 	}

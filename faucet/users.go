@@ -7,11 +7,10 @@ import (
 	"encoding/base64"
 	"time"
 
-	"github.com/dgraph-io/badger/v4"
 	"github.com/outpost-relay/outpost"
+	"github.com/outpost-relay/outpost/kv"
 	"github.com/outpost-relay/outpost/profiles"
 	"github.com/outpost-relay/outpost/pubkey"
-	"github.com/outpost-relay/outpost/store"
 )
 
 // Session is a login. Per-request NIP-98 authentication makes one that is
@@ -102,14 +101,14 @@ func (s *Service) Login(ctx context.Context, pk, method string) (token string, s
 	rand.Read(b)
 	token = "ofs_" + base64.RawURLEncoding.EncodeToString(b)
 	sess = Session{PubKey: pk, Method: method, CreatedAt: now.Unix(), ExpiresAt: now.Add(ttl).Unix()}
-	err = store.Update(s.db, func(txn *badger.Txn) error {
+	err = s.db.Update(func(txn *kv.Txn) error {
 		v, err := jsonBytes(sess)
 		if err != nil {
 			return err
 		}
-		// badger forgets the session a little after it expires; expiry
+		// The store forgets the session a little after it expires; expiry
 		// itself is checked against our clock.
-		return txn.SetEntry(badger.NewEntry(key(kindSession, hashToken(token)), v).WithTTL(ttl + time.Hour))
+		return txn.SetTTL(key(kindSession, hashToken(token)), v, ttl+time.Hour)
 	})
 	if err != nil {
 		return "", Session{}, User{}, err
@@ -127,9 +126,9 @@ func (s *Service) Session(ctx context.Context, token string) (Session, error) {
 	}
 	var sess Session
 	var found bool
-	err := s.db.View(func(txn *badger.Txn) error {
+	err := s.db.View(func(txn *kv.Txn) error {
 		var err error
-		found, err = store.GetJSON(txn, key(kindSession, hashToken(token)), &sess)
+		found, err = kv.GetJSON(txn, key(kindSession, hashToken(token)), &sess)
 		return err
 	})
 	if err != nil {
@@ -141,16 +140,16 @@ func (s *Service) Session(ctx context.Context, token string) (Session, error) {
 	return sess, nil
 }
 
-func (s *Service) getUser(txn *badger.Txn, pk string) (User, bool, error) {
+func (s *Service) getUser(txn *kv.Txn, pk string) (User, bool, error) {
 	var u User
-	found, err := store.GetJSON(txn, key(kindUser, pk), &u)
+	found, err := kv.GetJSON(txn, key(kindUser, pk), &u)
 	return u, found, err
 }
 
 // User returns the stored user (a fresh one when unknown).
 func (s *Service) User(ctx context.Context, pk string) (User, error) {
 	var u User
-	err := s.db.View(func(txn *badger.Txn) error {
+	err := s.db.View(func(txn *kv.Txn) error {
 		var found bool
 		var err error
 		u, found, err = s.getUser(txn, pk)
@@ -197,7 +196,7 @@ func (s *Service) fetchProfile(ctx context.Context, pk string) (User, error) {
 	res := s.cfg.Profiles.Fetch(ctx, pk, cutoff)
 	now := s.now().Unix()
 	var u User
-	err := store.Update(s.db, func(txn *badger.Txn) error {
+	err := s.db.Update(func(txn *kv.Txn) error {
 		var found bool
 		var err error
 		u, found, err = s.getUser(txn, pk)
@@ -214,7 +213,7 @@ func (s *Service) fetchProfile(ctx context.Context, pk string) (User, error) {
 			u.FirstSeenAt = res.FirstSeenAt
 		}
 		u.ProfileFetchedAt = now
-		return store.PutJSON(txn, key(kindUser, pk), u)
+		return kv.PutJSON(txn, key(kindUser, pk), u)
 	})
 	if len(res.Failed) > 0 {
 		s.log.Info("faucet profile: some relays failed", "pubkey", pk, "relays", res.Failed)
@@ -230,8 +229,8 @@ const maxFollowedUsers = 50_000
 func (s *Service) UserPubKeys(ctx context.Context) []string {
 	var out []string
 	prefix := key(kindUser)
-	s.db.View(func(txn *badger.Txn) error {
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix})
+	s.db.View(func(txn *kv.Txn) error {
+		it := txn.NewIterator(kv.IteratorOptions{Prefix: prefix})
 		defer it.Close()
 		for it.Rewind(); it.Valid() && len(out) < maxFollowedUsers && ctx.Err() == nil; it.Next() {
 			out = append(out, string(it.Item().Key()[len(prefix):]))

@@ -9,10 +9,10 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/dgraph-io/badger/v4"
 	"github.com/outpost-relay/outpost"
 	"github.com/outpost-relay/outpost/banlist"
 	"github.com/outpost-relay/outpost/faucet"
+	"github.com/outpost-relay/outpost/kv"
 	"github.com/outpost-relay/outpost/mintdir"
 	"github.com/outpost-relay/outpost/ratelimit"
 	"github.com/outpost-relay/outpost/relay"
@@ -172,23 +172,23 @@ func (m *Metrics) WatchFaucet(f *faucet.Service, log *slog.Logger) {
 // WatchStore reports badger's own size figures and what the database
 // really takes on disk: badger preallocates its value log sparsely, so
 // the files' apparent size (what ls and badger show) can be far above it.
-func (m *Metrics) WatchStore(db *badger.DB, dir string) {
+func (m *Metrics) WatchStore(db *kv.DB, dir string) {
 	lsm := desc("store", "lsm_bytes", "Size of badger's LSM tree (SST files), as badger last measured it (every minute).")
 	vlog := desc("store", "vlog_bytes", "Apparent size of badger's value log files, as badger last measured it (every minute).")
 	disk := desc("store", "disk_bytes", "Disk space the database's files take (allocated blocks).")
 	tables := desc("store", "lsm_tables", "SST tables per LSM level.", "level")
 	m.Register(collector{descs: []*prometheus.Desc{lsm, vlog, disk, tables}, collect: func(_ context.Context, ch chan<- prometheus.Metric) {
-		if db.IsClosed() {
+		sz, open := db.Sizes()
+		if !open {
 			return
 		}
-		l, v := db.Size()
-		ch <- gauge(lsm, float64(l))
-		ch <- gauge(vlog, float64(v))
+		ch <- gauge(lsm, float64(sz.LSM))
+		ch <- gauge(vlog, float64(sz.ValueLog))
 		if n, err := diskUsage(dir); err == nil {
 			ch <- gauge(disk, float64(n))
 		}
-		for _, lv := range db.Levels() {
-			ch <- gauge(tables, float64(lv.NumTables), strconv.Itoa(lv.Level))
+		for level, n := range sz.Tables {
+			ch <- gauge(tables, float64(n), strconv.Itoa(level))
 		}
 	}})
 }

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dgraph-io/badger/v4"
+	"github.com/outpost-relay/outpost/kv"
 	"github.com/outpost-relay/outpost/store"
 )
 
@@ -80,7 +80,7 @@ func loadChecks(b *testing.B, n int) *benchMint {
 	start := e.clock.Now()
 	const batch = 500
 	for i := 0; i < n; i += batch {
-		err := store.Update(e.dir.db, func(txn *badger.Txn) error {
+		err := e.dir.db.Update(func(txn *kv.Txn) error {
 			cur, err := getMint(txn, id)
 			if err != nil {
 				return err

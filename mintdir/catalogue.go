@@ -11,11 +11,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/dgraph-io/badger/v4"
 	"github.com/outpost-relay/outpost"
+	"github.com/outpost-relay/outpost/kv"
 	"github.com/outpost-relay/outpost/netguard"
 	"github.com/outpost-relay/outpost/probe"
-	"github.com/outpost-relay/outpost/store"
 )
 
 // Statuses of a mint.
@@ -106,9 +105,9 @@ var ErrNotFound = outpost.Errorf(outpost.NotFound, "mint_not_found", "no mint wi
 
 // --- lookups ---
 
-func getMint(txn *badger.Txn, id ID) (*Mint, error) {
+func getMint(txn *kv.Txn, id ID) (*Mint, error) {
 	var m Mint
-	found, err := store.GetJSON(txn, mintKey(id), &m)
+	found, err := kv.GetJSON(txn, mintKey(id), &m)
 	if err != nil {
 		return nil, err
 	}
@@ -119,7 +118,7 @@ func getMint(txn *badger.Txn, id ID) (*Mint, error) {
 }
 
 // resolve follows merges to the surviving record.
-func resolve(txn *badger.Txn, id ID) (*Mint, error) {
+func resolve(txn *kv.Txn, id ID) (*Mint, error) {
 	for range 8 {
 		m, err := getMint(txn, id)
 		if err != nil || m == nil || m.MergedInto.IsZero() {
@@ -130,10 +129,10 @@ func resolve(txn *badger.Txn, id ID) (*Mint, error) {
 	return nil, errors.New("mintdir: merge chain too long")
 }
 
-func lookupID(txn *badger.Txn, k []byte) (ID, bool, error) {
+func lookupID(txn *kv.Txn, k []byte) (ID, bool, error) {
 	var id ID
 	item, err := txn.Get(k)
-	if errors.Is(err, badger.ErrKeyNotFound) {
+	if errors.Is(err, kv.ErrNotFound) {
 		return id, false, nil
 	}
 	if err != nil {
@@ -151,7 +150,7 @@ func (d *Directory) Get(ctx context.Context, id string) (*Mint, error) {
 		return nil, ErrNotFound
 	}
 	var m *Mint
-	err = d.db.View(func(txn *badger.Txn) error {
+	err = d.db.View(func(txn *kv.Txn) error {
 		m, err = resolve(txn, mid)
 		return err
 	})
@@ -168,7 +167,7 @@ func (d *Directory) GetByURL(ctx context.Context, raw string) (*Mint, error) {
 		return nil, ErrNotFound
 	}
 	var m *Mint
-	err = d.db.View(func(txn *badger.Txn) error {
+	err = d.db.View(func(txn *kv.Txn) error {
 		id, ok, err := lookupID(txn, urlKey(u))
 		if err != nil || !ok {
 			return err
@@ -258,7 +257,7 @@ func (d *Directory) own(u string) bool {
 func (d *Directory) add(u, source, announcer string) (SubmitResult, error) {
 	var res SubmitResult
 	now := d.now().UTC()
-	err := store.Update(d.db, func(txn *badger.Txn) error {
+	err := d.db.Update(func(txn *kv.Txn) error {
 		res = SubmitResult{}
 		id, ok, err := lookupID(txn, urlKey(u))
 		if err != nil {
@@ -272,7 +271,7 @@ func (d *Directory) add(u, source, announcer string) (SubmitResult, error) {
 			res = SubmitResult{ID: m.ID, Exists: true}
 			if announcer != "" && !slices.Contains(m.AnnouncedBy, announcer) {
 				m.AnnouncedBy = append(m.AnnouncedBy, announcer)
-				return store.PutJSON(txn, mintKey(m.ID), m)
+				return kv.PutJSON(txn, mintKey(m.ID), m)
 			}
 			return nil
 		}
@@ -287,11 +286,11 @@ func (d *Directory) add(u, source, announcer string) (SubmitResult, error) {
 		if err := txn.Set(urlKey(u), nid[:]); err != nil {
 			return err
 		}
-		if err := txn.Set(scheduleKey(nid), store.U64(0)); err != nil {
+		if err := txn.Set(scheduleKey(nid), kv.U64(0)); err != nil {
 			return err
 		}
 		res.ID = m.ID
-		return store.PutJSON(txn, mintKey(nid), m)
+		return kv.PutJSON(txn, mintKey(nid), m)
 	})
 	if err == nil && !res.Exists {
 		d.prober.Trigger(res.ID.String())
@@ -303,9 +302,9 @@ func (d *Directory) add(u, source, announcer string) (SubmitResult, error) {
 // targets lists every mint for the prober, with its last check.
 func (d *Directory) targets(ctx context.Context) ([]probe.Target, error) {
 	var out []probe.Target
-	err := d.db.View(func(txn *badger.Txn) error {
+	err := d.db.View(func(txn *kv.Txn) error {
 		prefix := key(kSchedule)
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix, PrefetchValues: true, PrefetchSize: 256})
+		it := txn.NewIterator(kv.IteratorOptions{Prefix: prefix, Values: true})
 		defer it.Close()
 		for it.Rewind(); it.Valid(); it.Next() {
 			var id ID
@@ -327,21 +326,16 @@ func (d *Directory) targets(ctx context.Context) ([]probe.Target, error) {
 // Count is the number of mints in the catalogue (merged records excluded).
 func (d *Directory) Count() (int, error) {
 	n := 0
-	err := d.db.View(func(txn *badger.Txn) error {
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: key(kSchedule)})
-		defer it.Close()
-		for it.Rewind(); it.Valid(); it.Next() {
-			n++
-		}
-		return nil
+	err := d.db.View(func(txn *kv.Txn) error {
+		return kv.EachKey(txn, key(kSchedule), func([]byte) (bool, error) { n++; return true, nil })
 	})
 	return n, err
 }
 
 // each calls fn with every mint (merged records skipped).
 func (d *Directory) each(ctx context.Context, fn func(m *Mint)) error {
-	return d.db.View(func(txn *badger.Txn) error {
-		return store.EachJSON(txn, key(kMint), nil, false, func(_ []byte, m Mint) (bool, error) {
+	return d.db.View(func(txn *kv.Txn) error {
+		return kv.EachJSON(txn, key(kMint), nil, false, func(_ []byte, m Mint) (bool, error) {
 			if m.MergedInto.IsZero() {
 				fn(&m)
 			}

@@ -5,9 +5,8 @@ import (
 	"errors"
 	"time"
 
-	"github.com/dgraph-io/badger/v4"
+	"github.com/outpost-relay/outpost/kv"
 	"github.com/outpost-relay/outpost/probe"
-	"github.com/outpost-relay/outpost/store"
 )
 
 // Check is one recorded check of a mint.
@@ -31,11 +30,11 @@ type Check struct {
 // mint took its time answering) is dropped the same way, not returned as
 // an error for the prober to log each round while the disk stays full.
 func (d *Directory) Probe(ctx context.Context, id string) error {
-	if !store.Writable(d.db) {
+	if !d.db.Writable() {
 		return nil
 	}
 	err := d.probe(ctx, id)
-	if errors.Is(err, store.ErrStorageFull) {
+	if errors.Is(err, kv.ErrStorageFull) {
 		d.log.Debug("mintdir: check dropped: the disk filled while it ran", "mint_id", id)
 		return nil
 	}
@@ -118,7 +117,7 @@ func (d *Directory) fetchKeysets(ctx context.Context, m *Mint, info *Info, at ti
 // record stores a check and everything that follows from it; changed
 // reports that the metadata changed with it.
 func (d *Directory) record(id ID, c *Check, info *Info, body, keysets []byte) (changed bool, err error) {
-	err = store.Update(d.db, func(txn *badger.Txn) error {
+	err = d.db.Update(func(txn *kv.Txn) error {
 		m, err := getMint(txn, id)
 		if err != nil || m == nil || !m.MergedInto.IsZero() {
 			return err
@@ -133,7 +132,7 @@ func (d *Directory) record(id ID, c *Check, info *Info, body, keysets []byte) (c
 	return changed, err
 }
 
-func (d *Directory) recordTxn(txn *badger.Txn, m *Mint, c *Check, info *Info, body, keysets []byte) error {
+func (d *Directory) recordTxn(txn *kv.Txn, m *Mint, c *Check, info *Info, body, keysets []byte) error {
 	id := m.ID
 	var gap time.Duration // since the previous check (a 429 counts: the mint was up then)
 	if m.LastCheckedAt != nil && !c.Skipped {
@@ -149,11 +148,11 @@ func (d *Directory) recordTxn(txn *badger.Txn, m *Mint, c *Check, info *Info, bo
 		if closed != nil {
 			inc = closed
 		}
-		if err := store.PutJSON(txn, timeKey(kIncident, id, inc.StartedAt), inc); err != nil {
+		if err := kv.PutJSON(txn, timeKey(kIncident, id, inc.StartedAt), inc); err != nil {
 			return err
 		}
 	}
-	if err := store.PutJSON(txn, timeKey(kCheck, id, c.At), c); err != nil {
+	if err := kv.PutJSON(txn, timeKey(kCheck, id, c.At), c); err != nil {
 		return err
 	}
 	for _, level := range []byte{level5m, level1h} {
@@ -166,7 +165,7 @@ func (d *Directory) recordTxn(txn *badger.Txn, m *Mint, c *Check, info *Info, bo
 			return err
 		}
 	}
-	if err := txn.Set(scheduleKey(id), store.U64(uint64(c.At.UnixMilli()))); err != nil {
+	if err := txn.Set(scheduleKey(id), kv.U64(uint64(c.At.UnixMilli()))); err != nil {
 		return err
 	}
 	// The summary (uptime, incidents, trust) commits with the check, so no
@@ -175,20 +174,20 @@ func (d *Directory) recordTxn(txn *badger.Txn, m *Mint, c *Check, info *Info, bo
 	if err := d.summarize(txn, m, m.Summary.Reviews); err != nil {
 		return err
 	}
-	return store.PutJSON(txn, mintKey(id), m)
+	return kv.PutJSON(txn, mintKey(id), m)
 }
 
 func rollupKey(id ID, level byte, at time.Time) []byte {
 	start := at.Truncate(levelSize[level]).Unix()
-	return key(kRollup, id[:], []byte{level}, store.U64(uint64(start)))
+	return key(kRollup, id[:], []byte{level}, kv.U64(uint64(start)))
 }
 
-func addToRollup(txn *badger.Txn, id ID, level byte, c *Check, gap time.Duration) error {
+func addToRollup(txn *kv.Txn, id ID, level byte, c *Check, gap time.Duration) error {
 	k := rollupKey(id, level, c.At)
 	var r rollup
 	item, err := txn.Get(k)
 	switch {
-	case errors.Is(err, badger.ErrKeyNotFound):
+	case errors.Is(err, kv.ErrNotFound):
 	case err != nil:
 		return err
 	default:
@@ -262,8 +261,8 @@ func (d *Directory) apply(m *Mint, c *Check, disabled bool) (opened, closed *Inc
 func (d *Directory) Checks(ctx context.Context, m *Mint, from, to time.Time, limit int) ([]Check, error) {
 	var out []Check
 	id := m.ID
-	err := d.db.View(func(txn *badger.Txn) error {
-		return store.EachJSON(txn, perMintPrefix(kCheck, id), timeKey(kCheck, id, to.Add(-time.Millisecond)), true,
+	err := d.db.View(func(txn *kv.Txn) error {
+		return kv.EachJSON(txn, perMintPrefix(kCheck, id), timeKey(kCheck, id, to.Add(-time.Millisecond)), true,
 			func(_ []byte, c Check) (bool, error) {
 				if c.At.Before(from) {
 					return false, nil

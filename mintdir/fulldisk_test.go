@@ -6,8 +6,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/outpost-relay/outpost/internal/testkit"
+	"github.com/outpost-relay/outpost/kv"
 	"github.com/outpost-relay/outpost/store"
+
+	"github.com/outpost-relay/outpost/internal/testkit"
 )
 
 // The disk fills while a mint is being checked (the store took writes when
@@ -17,7 +19,7 @@ import (
 func TestCheckFinishedOnAFullDiskIsDropped(t *testing.T) {
 	dir := testkit.Tmpfs(t, 128, "")
 	const min = 32 << 20
-	st, err := store.Settings{MinFreeSpace: min}.Open(dir, quiet())
+	st, err := store.OpenWith(kv.Settings{MinFreeSpace: min}, dir, quiet())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,7 +34,7 @@ func TestCheckFinishedOnAFullDiskIsDropped(t *testing.T) {
 		if r.URL.Path == "/v1/info" {
 			fill.Do(func() {
 				testkit.Fill(t, dir, min-4<<20)
-				for deadline := time.Now().Add(5 * time.Second); store.Writable(st.DB) && time.Now().Before(deadline); {
+				for deadline := time.Now().Add(5 * time.Second); st.DB.Writable() && time.Now().Before(deadline); {
 					time.Sleep(20 * time.Millisecond)
 				}
 			})
@@ -41,7 +43,7 @@ func TestCheckFinishedOnAFullDiskIsDropped(t *testing.T) {
 	})
 	e.clock.Add(time.Minute)
 	err = e.dir.Probe(e.ctx, id)
-	if store.Writable(st.DB) {
+	if st.DB.Writable() {
 		t.Fatal("the store never refused writes")
 	}
 	if err != nil {

@@ -4,8 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/dgraph-io/badger/v4"
-	"github.com/outpost-relay/outpost/store"
+	"github.com/outpost-relay/outpost/kv"
 )
 
 // Incident is a time a mint was offline: it opens when a mint that was up
@@ -61,8 +60,8 @@ func (d *Directory) Incidents(ctx context.Context, m *Mint, before time.Time, li
 	if !before.IsZero() {
 		seek = timeKey(kIncident, id, before.Add(-time.Millisecond))
 	}
-	err := d.db.View(func(txn *badger.Txn) error {
-		return store.EachJSON(txn, perMintPrefix(kIncident, id), seek, true, func(_ []byte, inc Incident) (bool, error) {
+	err := d.db.View(func(txn *kv.Txn) error {
+		return kv.EachJSON(txn, perMintPrefix(kIncident, id), seek, true, func(_ []byte, inc Incident) (bool, error) {
 			out = append(out, inc)
 			return len(out) < limit, nil
 		})
@@ -71,7 +70,7 @@ func (d *Directory) Incidents(ctx context.Context, m *Mint, before time.Time, li
 }
 
 // countIncidents counts incidents started since each of the given times.
-func countIncidents(txn *badger.Txn, id ID, since ...time.Time) ([]int, error) {
+func countIncidents(txn *kv.Txn, id ID, since ...time.Time) ([]int, error) {
 	counts := make([]int, len(since))
 	oldest := since[0]
 	for _, s := range since {
@@ -80,7 +79,7 @@ func countIncidents(txn *badger.Txn, id ID, since ...time.Time) ([]int, error) {
 		}
 	}
 	prefix := perMintPrefix(kIncident, id)
-	it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix})
+	it := txn.NewIterator(kv.IteratorOptions{Prefix: prefix})
 	defer it.Close()
 	for it.Seek(timeKey(kIncident, id, oldest)); it.Valid(); it.Next() {
 		started := time.UnixMilli(int64(u64(it.Item().Key()[len(prefix):])))

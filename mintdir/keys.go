@@ -8,10 +8,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/outpost-relay/outpost/store"
+	"github.com/outpost-relay/outpost/kv"
 )
 
-// Record kinds: the second key byte under store.PrefixMintdir.
+// Record kinds: the second key byte under kv.PrefixMintdir.
 const (
 	kMint      byte = 0x01 // + id → Mint (JSON)
 	kURL       byte = 0x02 // + normalised URL → id
@@ -78,7 +78,7 @@ func ParseID(s string) (ID, error) {
 	return id, nil
 }
 
-func key(kind byte, parts ...[]byte) []byte { return store.Key(store.PrefixMintdir, kind, parts...) }
+func key(kind byte, parts ...[]byte) []byte { return kv.Key(kv.PrefixMintdir, kind, parts...) }
 
 func mintKey(id ID) []byte                  { return key(kMint, id[:]) }
 func urlKey(u string) []byte                { return key(kURL, []byte(u)) }
@@ -88,7 +88,7 @@ func metaKey(id ID) []byte                  { return key(kMeta, id[:]) }
 func perMintPrefix(kind byte, id ID) []byte { return key(kind, id[:]) }
 
 func timeKey(kind byte, id ID, t time.Time) []byte {
-	return key(kind, id[:], store.U64(uint64(t.UnixMilli())))
+	return key(kind, id[:], kv.U64(uint64(t.UnixMilli())))
 }
 
 func u64(b []byte) uint64 { return binary.BigEndian.Uint64(b) }

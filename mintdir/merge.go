@@ -3,8 +3,7 @@ package mintdir
 import (
 	"slices"
 
-	"github.com/dgraph-io/badger/v4"
-	"github.com/outpost-relay/outpost/store"
+	"github.com/outpost-relay/outpost/kv"
 )
 
 // mergeIfKnown handles a check of m that found pubkey: when another mint
@@ -16,7 +15,7 @@ func (d *Directory) mergeIfKnown(m *Mint, pubkey string) (survivor ID, err error
 	d.mergeMu.Lock()
 	defer d.mergeMu.Unlock()
 	loser := m.ID
-	err = store.Update(d.db, func(txn *badger.Txn) error {
+	err = d.db.Update(func(txn *kv.Txn) error {
 		survivor = ID{}
 		owner, ok, err := lookupID(txn, pubKeyKey(pubkey))
 		if err != nil || !ok || owner == loser {
@@ -37,11 +36,11 @@ func (d *Directory) mergeIfKnown(m *Mint, pubkey string) (survivor ID, err error
 			return err
 		}
 		alias := &Mint{ID: l.ID, MergedInto: s.ID, CanonicalURL: l.CanonicalURL, CreatedAt: l.CreatedAt, Source: l.Source, Status: l.Status}
-		if err := store.PutJSON(txn, mintKey(loser), alias); err != nil {
+		if err := kv.PutJSON(txn, mintKey(loser), alias); err != nil {
 			return err
 		}
 		survivor = s.ID
-		return store.PutJSON(txn, mintKey(s.ID), s)
+		return kv.PutJSON(txn, mintKey(s.ID), s)
 	})
 	if err != nil || survivor.IsZero() {
 		return ID{}, err
@@ -52,7 +51,7 @@ func (d *Directory) mergeIfKnown(m *Mint, pubkey string) (survivor ID, err error
 
 // absorb gives the survivor s the loser l's URLs, announcers and, when the
 // index has l for it, l's pubkey.
-func absorb(txn *badger.Txn, s, l *Mint) error {
+func absorb(txn *kv.Txn, s, l *Mint) error {
 	for _, u := range l.URLs {
 		if !s.hasURL(u.URL) {
 			s.URLs = append(s.URLs, MintURL{URL: u.URL})
@@ -84,8 +83,8 @@ func (d *Directory) dropMintData(id ID) error {
 		prefix := perMintPrefix(kind, id)
 		for {
 			var keys [][]byte
-			err := d.db.View(func(txn *badger.Txn) error {
-				it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix})
+			err := d.db.View(func(txn *kv.Txn) error {
+				it := txn.NewIterator(kv.IteratorOptions{Prefix: prefix})
 				defer it.Close()
 				for it.Rewind(); it.Valid() && len(keys) < 1000; it.Next() {
 					keys = append(keys, it.Item().KeyCopy(nil))

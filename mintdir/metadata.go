@@ -6,9 +6,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/dgraph-io/badger/v4"
+	"github.com/outpost-relay/outpost/kv"
 	"github.com/outpost-relay/outpost/pubkey"
-	"github.com/outpost-relay/outpost/store"
 )
 
 // Metadata is a mint's current metadata snapshot: the NUT-06 info as served
@@ -41,7 +40,7 @@ const maxURLsPerMint = 20
 // updateMetadata takes in a successful check's info: the snapshot and a
 // history entry when its content changed, the keysets when fetched
 // (keysetsBody is nil when they were not fetched, empty when that failed).
-func (d *Directory) updateMetadata(txn *badger.Txn, m *Mint, info *Info, body, keysetsBody []byte, at time.Time) error {
+func (d *Directory) updateMetadata(txn *kv.Txn, m *Mint, info *Info, body, keysetsBody []byte, at time.Time) error {
 	id := m.ID
 	m.MetaFetchedAt = &at
 	if info.Time > 0 {
@@ -54,7 +53,7 @@ func (d *Directory) updateMetadata(txn *badger.Txn, m *Mint, info *Info, body, k
 		return nil
 	}
 	var meta Metadata
-	if _, err := store.GetJSON(txn, metaKey(id), &meta); err != nil {
+	if _, err := kv.GetJSON(txn, metaKey(id), &meta); err != nil {
 		return err
 	}
 	if keysetsBody != nil {
@@ -75,7 +74,7 @@ func (d *Directory) updateMetadata(txn *badger.Txn, m *Mint, info *Info, body, k
 		}
 		changeType, diff := Diff(old, *info)
 		entry := HistoryEntry{FetchedAt: at, ChangeType: changeType, Diff: diff, Version: info.Version}
-		if err := store.PutJSON(txn, timeKey(kHistory, id, at), entry); err != nil {
+		if err := kv.PutJSON(txn, timeKey(kHistory, id, at), entry); err != nil {
 			return err
 		}
 		meta.Info, meta.ChangedAt = json.RawMessage(body), at
@@ -84,12 +83,12 @@ func (d *Directory) updateMetadata(txn *badger.Txn, m *Mint, info *Info, body, k
 			return err
 		}
 	}
-	return store.PutJSON(txn, metaKey(id), meta)
+	return kv.PutJSON(txn, metaKey(id), meta)
 }
 
 // takeInfo copies what the catalogue keeps from new info: its identity (the
 // pubkey index), what describes it, and the URLs it advertises.
-func (d *Directory) takeInfo(txn *badger.Txn, m *Mint, info *Info, at time.Time) error {
+func (d *Directory) takeInfo(txn *kv.Txn, m *Mint, info *Info, at time.Time) error {
 	if err := d.takePubKey(txn, m, info.Pubkey, at); err != nil {
 		return err
 	}
@@ -98,7 +97,7 @@ func (d *Directory) takeInfo(txn *badger.Txn, m *Mint, info *Info, at time.Time)
 }
 
 // takePubKey moves the mint's entry in the pubkey index to pk.
-func (d *Directory) takePubKey(txn *badger.Txn, m *Mint, pk string, at time.Time) error {
+func (d *Directory) takePubKey(txn *kv.Txn, m *Mint, pk string, at time.Time) error {
 	if pk == m.PubKey {
 		return nil
 	}
@@ -147,7 +146,7 @@ func takeDescription(m *Mint, info *Info) {
 
 // takeURLs marks which of the mint's URLs it advertises and adds the new
 // ones, up to maxURLsPerMint, unless another mint is known by them.
-func takeURLs(txn *badger.Txn, m *Mint, urls []string) error {
+func takeURLs(txn *kv.Txn, m *Mint, urls []string) error {
 	advertised := map[string]bool{}
 	var order []string
 	for _, raw := range urls {
@@ -182,8 +181,8 @@ func takeURLs(txn *badger.Txn, m *Mint, urls []string) error {
 // Metadata returns a mint's current snapshot; ok is false before the first
 // successful check.
 func (d *Directory) Metadata(ctx context.Context, m *Mint) (meta Metadata, info *Info, ok bool, err error) {
-	err = d.db.View(func(txn *badger.Txn) error {
-		ok, err = store.GetJSON(txn, metaKey(m.ID), &meta)
+	err = d.db.View(func(txn *kv.Txn) error {
+		ok, err = kv.GetJSON(txn, metaKey(m.ID), &meta)
 		return err
 	})
 	if err != nil || !ok || len(meta.Info) == 0 {
@@ -205,8 +204,8 @@ func (d *Directory) History(ctx context.Context, m *Mint, before time.Time, limi
 	if !before.IsZero() {
 		seek = timeKey(kHistory, id, before.Add(-time.Millisecond))
 	}
-	err := d.db.View(func(txn *badger.Txn) error {
-		return store.EachJSON(txn, perMintPrefix(kHistory, id), seek, true, func(_ []byte, e HistoryEntry) (bool, error) {
+	err := d.db.View(func(txn *kv.Txn) error {
+		return kv.EachJSON(txn, perMintPrefix(kHistory, id), seek, true, func(_ []byte, e HistoryEntry) (bool, error) {
 			out = append(out, e)
 			return len(out) < limit, nil
 		})

@@ -4,7 +4,7 @@
 // uptime rolled up as checks are written, reviews read from the relay's
 // event store (NIP-87), trust scores, derived features, views and stats.
 //
-// Everything lives in the shared badger database under store.PrefixMintdir;
+// Everything lives in the shared badger database under kv.PrefixMintdir;
 // the second key byte says what a record is (see keys.go).
 package mintdir
 
@@ -19,13 +19,12 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/dgraph-io/badger/v4"
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/outpost-relay/outpost"
+	"github.com/outpost-relay/outpost/kv"
 	"github.com/outpost-relay/outpost/probe"
 	"github.com/outpost-relay/outpost/ratelimit"
 	"github.com/outpost-relay/outpost/settings"
-	"github.com/outpost-relay/outpost/store"
 )
 
 // Events is the part of the relay's event store the directory reads reviews from.
@@ -85,7 +84,7 @@ func (s *Settings) Valid() error {
 // DefaultSettings' values) and what it runs on.
 type Config struct {
 	Settings
-	DB       *badger.DB
+	DB       *kv.DB
 	Events   Events
 	Log      *slog.Logger
 	Now      func() time.Time // injected clock; default time.Now
@@ -108,7 +107,7 @@ const (
 
 // Directory is the mint directory. It is safe for concurrent use.
 type Directory struct {
-	db     *badger.DB
+	db     *kv.DB
 	events Events
 	log    *slog.Logger
 	now    func() time.Time
@@ -259,18 +258,18 @@ func (d *Directory) runHousekeeping(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-flush.C:
-			if !store.Writable(d.db) {
+			if !d.db.Writable() {
 				continue // the views wait in memory until there is room again
 			}
 			if err := d.FlushViews(ctx); err != nil && ctx.Err() == nil {
-				d.log.Log(ctx, store.FailureLevel(err), "mintdir: flush views", "err", err)
+				d.log.Log(ctx, kv.FailureLevel(err), "mintdir: flush views", "err", err)
 			}
 		case <-prune.C:
-			if !store.Writable(d.db) {
+			if !d.db.Writable() {
 				continue
 			}
 			if err := d.Prune(ctx); err != nil && ctx.Err() == nil {
-				d.log.Log(ctx, store.FailureLevel(err), "mintdir: prune", "err", err)
+				d.log.Log(ctx, kv.FailureLevel(err), "mintdir: prune", "err", err)
 			}
 		}
 	}
@@ -278,7 +277,7 @@ func (d *Directory) runHousekeeping(ctx context.Context) {
 
 // deleteKeys deletes keys in one transaction.
 func (d *Directory) deleteKeys(keys [][]byte) error {
-	return store.Update(d.db, func(txn *badger.Txn) error {
+	return d.db.Update(func(txn *kv.Txn) error {
 		for _, k := range keys {
 			if err := txn.Delete(k); err != nil {
 				return err

@@ -3,10 +3,9 @@ package mintdir
 import (
 	"context"
 
-	"github.com/dgraph-io/badger/v4"
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/outpost-relay/outpost"
-	"github.com/outpost-relay/outpost/store"
+	"github.com/outpost-relay/outpost/kv"
 )
 
 // RejectInvalidNIP87 is a khatru RejectEvent policy for the events the
@@ -72,7 +71,7 @@ func (d *Directory) OnEventSaved(_ context.Context, ev *nostr.Event) {
 // the summaries of the mints it reviews.
 func (d *Directory) takeReview(ctx context.Context, ev *nostr.Event) {
 	ids := map[ID]bool{}
-	err := store.Update(d.db, func(txn *badger.Txn) error {
+	err := d.db.Update(func(txn *kv.Txn) error {
 		clear(ids)
 		for t := range ev.Tags.FindAll("u") {
 			u, err := catalogueURL(t[1])

@@ -4,8 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/dgraph-io/badger/v4"
-	"github.com/outpost-relay/outpost/store"
+	"github.com/outpost-relay/outpost/kv"
 )
 
 // Retention of raw data; hourly rollups stay (they are small and make the
@@ -38,7 +37,7 @@ func (d *Directory) Prune(ctx context.Context) error {
 			{key(kRollup, id[:], []byte{level5m}), rollupKey(id, level5m, now.Add(-keep5m))},
 			{perMintPrefix(kViewHour, id), viewHourKey(id, unixHour(now.Add(-keepViewHour)))},
 			{perMintPrefix(kViewDay, id), viewDayKey(id, unixDay(now.Add(-keepViewDay)))},
-			{perMintPrefix(kSession, id), key(kSession, id[:], store.U64(uint64(unixDay(now.Add(-keepViewDay)))))},
+			{perMintPrefix(kSession, id), key(kSession, id[:], kv.U64(uint64(unixDay(now.Add(-keepViewDay)))))},
 		}
 		for _, r := range ranges {
 			if err := d.deleteRange(ctx, r.prefix, r.before); err != nil {
@@ -53,8 +52,8 @@ func (d *Directory) Prune(ctx context.Context) error {
 func (d *Directory) deleteRange(ctx context.Context, prefix, before []byte) error {
 	for ctx.Err() == nil {
 		var keys [][]byte
-		d.db.View(func(txn *badger.Txn) error {
-			it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix})
+		d.db.View(func(txn *kv.Txn) error {
+			it := txn.NewIterator(kv.IteratorOptions{Prefix: prefix})
 			defer it.Close()
 			for it.Rewind(); it.Valid() && len(keys) < 1000; it.Next() {
 				k := it.Item().KeyCopy(nil)

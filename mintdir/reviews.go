@@ -10,8 +10,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/dgraph-io/badger/v4"
 	"github.com/nbd-wtf/go-nostr"
+	"github.com/outpost-relay/outpost/kv"
 )
 
 // NIP-87 kinds.
@@ -152,17 +152,18 @@ func reviewsMint(ev *nostr.Event, m *Mint, urls map[string]bool) bool {
 // that normalises to it (the tag index matches exactly).
 func (d *Directory) reviewSpellings(m *Mint) ([]string, error) {
 	var out []string
-	err := d.db.View(func(txn *badger.Txn) error {
+	err := d.db.View(func(txn *kv.Txn) error {
 		for _, u := range m.URLs {
 			out = append(out, u.URL, u.URL+"/")
-			prefix := append(key(kReviewURL, []byte(u.URL)), 0)
-			it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix})
-			for it.Rewind(); it.Valid(); it.Next() {
-				if s := string(it.Item().Key()[len(prefix):]); !slices.Contains(out, s) {
+			err := kv.EachKey(txn, append(key(kReviewURL, []byte(u.URL)), 0), func(spelling []byte) (bool, error) {
+				if s := string(spelling); !slices.Contains(out, s) {
 					out = append(out, s)
 				}
+				return true, nil
+			})
+			if err != nil {
+				return err
 			}
-			it.Close()
 		}
 		return nil
 	})

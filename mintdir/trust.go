@@ -6,8 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/dgraph-io/badger/v4"
-	"github.com/outpost-relay/outpost/store"
+	"github.com/outpost-relay/outpost/kv"
 )
 
 // Summary holds the figures of a mint's core record. They are recomputed
@@ -229,7 +228,7 @@ func (d *Directory) refreshSummary(ctx context.Context, id ID, readReviews bool)
 		sum := summarizeReviews(reviews)
 		rs = &sum
 	}
-	return store.Update(d.db, func(txn *badger.Txn) error {
+	return d.db.Update(func(txn *kv.Txn) error {
 		m, err := getMint(txn, id)
 		if err != nil || m == nil || !m.MergedInto.IsZero() {
 			return err
@@ -241,13 +240,13 @@ func (d *Directory) refreshSummary(ctx context.Context, id ID, readReviews bool)
 		if err := d.summarize(txn, m, reviews); err != nil {
 			return err
 		}
-		return store.PutJSON(txn, mintKey(id), m)
+		return kv.PutJSON(txn, mintKey(id), m)
 	})
 }
 
 // summarize fills m.Summary: 24 h from the 5-minute rollups, 7 and 30 days
 // from the hourly ones in one scan.
-func (d *Directory) summarize(txn *badger.Txn, m *Mint, reviews ReviewSummary) error {
+func (d *Directory) summarize(txn *kv.Txn, m *Mint, reviews ReviewSummary) error {
 	now := d.now()
 	id := m.ID
 	s := Summary{ComputedAt: now.UTC(), Reviews: reviews}
@@ -275,7 +274,7 @@ func (d *Directory) summarize(txn *badger.Txn, m *Mint, reviews ReviewSummary) e
 	s.Incidents7d, s.Incidents30d = counts[0], counts[1]
 	var info *Info
 	var meta Metadata
-	if ok, err := store.GetJSON(txn, metaKey(id), &meta); err != nil {
+	if ok, err := kv.GetJSON(txn, metaKey(id), &meta); err != nil {
 		return err
 	} else if ok {
 		if in, err := ParseInfo(meta.Info); err == nil {

@@ -5,9 +5,8 @@ import (
 	"math"
 	"time"
 
-	"github.com/dgraph-io/badger/v4"
 	"github.com/outpost-relay/outpost"
-	"github.com/outpost-relay/outpost/store"
+	"github.com/outpost-relay/outpost/kv"
 )
 
 // Window is a query window: 24h, 7d or 30d.
@@ -66,14 +65,14 @@ func levelFor(w Window) byte {
 // scanRollups calls fn with each stored bucket of level whose start is in
 // [from, to), oldest first. Cost: one key per bucket, whatever the number of
 // checks in it. fn must not keep r: it is reused.
-func scanRollups(txn *badger.Txn, id ID, level byte, from, to time.Time, fn func(start time.Time, r *rollup)) error {
+func scanRollups(txn *kv.Txn, id ID, level byte, from, to time.Time, fn func(start time.Time, r *rollup)) error {
 	prefix := key(kRollup, id[:], []byte{level})
-	it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix})
+	it := txn.NewIterator(kv.IteratorOptions{Prefix: prefix})
 	defer it.Close()
 	first := from.Truncate(levelSize[level])
 	var r rollup
 	var buf []byte
-	for it.Seek(append(prefix, store.U64(uint64(first.Unix()))...)); it.Valid(); it.Next() {
+	for it.Seek(append(prefix, kv.U64(uint64(first.Unix()))...)); it.Valid(); it.Next() {
 		start := time.Unix(int64(u64(it.Item().Key()[len(prefix):])), 0)
 		if !start.Before(to) {
 			break
@@ -120,7 +119,7 @@ func summarizeRollup(r *rollup) Uptime {
 func (d *Directory) Uptime(ctx context.Context, m *Mint, w Window) (Uptime, error) {
 	now := d.now()
 	var total rollup
-	err := d.db.View(func(txn *badger.Txn) error {
+	err := d.db.View(func(txn *kv.Txn) error {
 		return scanRollups(txn, m.ID, levelFor(w), now.Add(-w.Dur), now.Add(time.Nanosecond), func(_ time.Time, r *rollup) { total.merge(r) })
 	})
 	return summarizeRollup(&total), err
@@ -146,7 +145,7 @@ func (d *Directory) Timeseries(ctx context.Context, m *Mint, w Window, bucket ti
 	first := now.Add(-w.Dur).Truncate(bucket)
 	n := int(now.Sub(first)/bucket) + 1
 	agg := make([]pointAgg, n)
-	err := d.db.View(func(txn *badger.Txn) error {
+	err := d.db.View(func(txn *kv.Txn) error {
 		return scanRollups(txn, m.ID, level, first, now.Add(time.Nanosecond), func(start time.Time, r *rollup) {
 			if i := int(start.Sub(first) / bucket); i >= 0 && i < n {
 				agg[i].add(r)

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dgraph-io/badger/v4"
+	"github.com/outpost-relay/outpost/kv"
 
 	"github.com/outpost-relay/outpost"
 )
@@ -171,12 +171,12 @@ func TestPruneKeepsWhatQueriesRead(t *testing.T) {
 	}
 	// Hourly rollups stay: a long-term record that costs one key per hour.
 	var hourly, fine int
-	e.st.DB.View(func(txn *badger.Txn) error {
+	e.st.DB.View(func(txn *kv.Txn) error {
 		for _, lv := range []struct {
 			level byte
 			n     *int
 		}{{level1h, &hourly}, {level5m, &fine}} {
-			it := txn.NewIterator(badger.IteratorOptions{Prefix: key(kRollup, idBytes(m), []byte{lv.level})})
+			it := txn.NewIterator(kv.IteratorOptions{Prefix: key(kRollup, idBytes(m), []byte{lv.level})})
 			for it.Rewind(); it.Valid(); it.Next() {
 				*lv.n++
 			}

@@ -10,8 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/dgraph-io/badger/v4"
-	"github.com/outpost-relay/outpost/store"
+	"github.com/outpost-relay/outpost/kv"
 )
 
 // Views: every GET of a mint's core record is a view. Counting must be cheap
@@ -79,10 +78,10 @@ type viewDay struct {
 	Sessions uint64 `json:"sessions"`
 }
 
-func viewHourKey(id ID, hour int64) []byte { return key(kViewHour, id[:], store.U64(uint64(hour))) }
-func viewDayKey(id ID, day int64) []byte   { return key(kViewDay, id[:], store.U64(uint64(day))) }
+func viewHourKey(id ID, hour int64) []byte { return key(kViewHour, id[:], kv.U64(uint64(hour))) }
+func viewDayKey(id ID, day int64) []byte   { return key(kViewDay, id[:], kv.U64(uint64(day))) }
 func sessionKey(id ID, day int64, s sessionHash) []byte {
-	return key(kSession, id[:], store.U64(uint64(day)), s[:])
+	return key(kSession, id[:], kv.U64(uint64(day)), s[:])
 }
 
 // FlushViews writes the views gathered in memory.
@@ -94,12 +93,12 @@ func (d *Directory) FlushViews(ctx context.Context) error {
 	v.mu.Unlock()
 	var errs []error
 	for id, p := range pending {
-		errs = append(errs, store.Update(d.db, func(txn *badger.Txn) error { return flushMintViews(txn, id, p) }))
+		errs = append(errs, d.db.Update(func(txn *kv.Txn) error { return flushMintViews(txn, id, p) }))
 	}
 	return errors.Join(errs...)
 }
 
-func flushMintViews(txn *badger.Txn, id ID, p *pendingViews) error {
+func flushMintViews(txn *kv.Txn, id ID, p *pendingViews) error {
 	for hour, n := range p.hours {
 		k := viewHourKey(id, hour)
 		cur, err := getUvarint(txn, k)
@@ -116,7 +115,7 @@ func flushMintViews(txn *badger.Txn, id ID, p *pendingViews) error {
 			return vd, nil
 		}
 		vd := &viewDay{}
-		_, err := store.GetJSON(txn, viewDayKey(id, day), vd)
+		_, err := kv.GetJSON(txn, viewDayKey(id, day), vd)
 		days[day] = vd
 		return vd, err
 	}
@@ -136,7 +135,7 @@ func flushMintViews(txn *badger.Txn, id ID, p *pendingViews) error {
 			k := sessionKey(id, day, s)
 			if _, err := txn.Get(k); err == nil {
 				continue
-			} else if !errors.Is(err, badger.ErrKeyNotFound) {
+			} else if !errors.Is(err, kv.ErrNotFound) {
 				return err
 			}
 			if err := txn.Set(k, nil); err != nil {
@@ -146,16 +145,16 @@ func flushMintViews(txn *badger.Txn, id ID, p *pendingViews) error {
 		}
 	}
 	for day, vd := range days {
-		if err := store.PutJSON(txn, viewDayKey(id, day), vd); err != nil {
+		if err := kv.PutJSON(txn, viewDayKey(id, day), vd); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func getUvarint(txn *badger.Txn, k []byte) (uint64, error) {
+func getUvarint(txn *kv.Txn, k []byte) (uint64, error) {
 	item, err := txn.Get(k)
-	if errors.Is(err, badger.ErrKeyNotFound) {
+	if errors.Is(err, kv.ErrNotFound) {
 		return 0, nil
 	}
 	if err != nil {
@@ -197,7 +196,7 @@ func (d *Directory) Views(ctx context.Context, m *Mint) (Views, error) {
 		}
 	}
 	d.views.mu.Unlock()
-	err := d.db.View(func(txn *badger.Txn) error {
+	err := d.db.View(func(txn *kv.Txn) error {
 		for h := hour - 23; h <= hour; h++ {
 			n, err := getUvarint(txn, viewHourKey(id, h))
 			if err != nil {
@@ -207,7 +206,7 @@ func (d *Directory) Views(ctx context.Context, m *Mint) (Views, error) {
 		}
 		for dd := day - 29; dd <= day; dd++ {
 			var vd viewDay
-			if _, err := store.GetJSON(txn, viewDayKey(id, dd), &vd); err != nil {
+			if _, err := kv.GetJSON(txn, viewDayKey(id, dd), &vd); err != nil {
 				return err
 			}
 			views := int64(vd.Views + p.days[dd])
@@ -217,7 +216,7 @@ func (d *Directory) Views(ctx context.Context, m *Mint) (Views, error) {
 			}
 			out.UniqueSessions30d += int64(vd.Sessions)
 			for s := range p.sessions[dd] {
-				if _, err := txn.Get(sessionKey(id, dd, s)); errors.Is(err, badger.ErrKeyNotFound) {
+				if _, err := txn.Get(sessionKey(id, dd, s)); errors.Is(err, kv.ErrNotFound) {
 					out.UniqueSessions30d++
 				}
 			}

@@ -15,10 +15,11 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/outpost-relay/outpost/kv"
+
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/outpost-relay/outpost/events"
 	"github.com/outpost-relay/outpost/settings"
-	"github.com/outpost-relay/outpost/store"
 	"github.com/outpost-relay/outpost/upstream"
 )
 
@@ -56,7 +57,7 @@ func (s *Settings) Valid() error {
 // is low, which the store has already warned of once (the event is tried
 // again later either way).
 func logFailure(log *slog.Logger, msg string, err error, args ...any) {
-	log.Log(context.Background(), store.FailureLevel(err), msg, append(args, "err", err)...)
+	log.Log(context.Background(), kv.FailureLevel(err), msg, append(args, "err", err)...)
 }
 
 // Sink takes a signed event: outpost's relay stores and broadcasts it, an

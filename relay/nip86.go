@@ -13,11 +13,11 @@ import (
 	"sync"
 	"unicode/utf8"
 
-	"github.com/dgraph-io/badger/v4"
 	"github.com/nbd-wtf/go-nostr/nip11"
 	"github.com/nbd-wtf/go-nostr/nip86"
 	"github.com/outpost-relay/outpost"
 	"github.com/outpost-relay/outpost/httpapi"
+	"github.com/outpost-relay/outpost/kv"
 	"github.com/outpost-relay/outpost/nip98"
 	"github.com/outpost-relay/outpost/pubkey"
 	"github.com/outpost-relay/outpost/store"
@@ -59,7 +59,7 @@ type Moderation interface {
 	UnblockIP(ctx context.Context, actor, ip string) error
 	ListBlockedIPs(ctx context.Context) ([]nip86.IPReason, error)
 
-	Audit(txn *badger.Txn, actor, action, target string, before, after any) error
+	Audit(txn *kv.Txn, actor, action, target string, before, after any) error
 }
 
 // management serves NIP-86.
@@ -79,7 +79,7 @@ type relayInfo struct {
 	Icon        string `json:"icon,omitempty"`
 }
 
-var relayInfoKey = store.Key(store.PrefixRelay, 0x01)
+var relayInfoKey = kv.Key(kv.PrefixRelay, 0x01)
 
 const (
 	maxNIP86Body     = 64 << 10
@@ -98,8 +98,8 @@ func (r *Relay) EnableManagement(svc Moderation, admins []string) error {
 	for _, a := range admins {
 		m.admins[a] = true
 	}
-	if err := r.store.DB.View(func(txn *badger.Txn) error {
-		_, err := store.GetJSON(txn, relayInfoKey, &m.info)
+	if err := r.store.DB.View(func(txn *kv.Txn) error {
+		_, err := kv.GetJSON(txn, relayInfoKey, &m.info)
 		return err
 	}); err != nil {
 		return err
@@ -302,8 +302,8 @@ func (r *Relay) changeInfo(field string, maxLen int, of func(*relayInfo) *string
 		next := m.info
 		before := *of(&next)
 		*of(&next) = v
-		err = store.Update(r.store.DB, func(txn *badger.Txn) error {
-			if err := store.PutJSON(txn, relayInfoKey, next); err != nil {
+		err = r.store.DB.Update(func(txn *kv.Txn) error {
+			if err := kv.PutJSON(txn, relayInfoKey, next); err != nil {
 				return err
 			}
 			return m.svc.Audit(txn, actor, "relay."+field, "relay", before, v)

@@ -10,8 +10,8 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/dgraph-io/badger/v4"
 	"github.com/nbd-wtf/go-nostr"
+	"github.com/outpost-relay/outpost/kv"
 )
 
 // A backup taken while writers commit holds every write acknowledged
@@ -29,15 +29,15 @@ func TestBackupUnderWriteLoad(t *testing.T) {
 	// the sequence numbers it committed.
 	var stop atomic.Bool
 	var wg sync.WaitGroup
-	prefixes := []byte{PrefixBanlist, PrefixMintdir, PrefixFaucet, PrefixRelay, PrefixWallet}
+	prefixes := []byte{kv.PrefixBanlist, kv.PrefixMintdir, kv.PrefixFaucet, kv.PrefixRelay, kv.PrefixWallet}
 	acked := make([]atomic.Int64, len(prefixes)+1) // the last one counts events
 	sk := nostr.GeneratePrivateKey()
 	var events sync.Map // seq → id
 	for w, p := range prefixes {
 		wg.Go(func() {
 			for i := int64(1); !stop.Load(); i++ {
-				if err := Update(s.DB, func(txn *badger.Txn) error {
-					return PutJSON(txn, Key(p, 1, U64(uint64(i))), i)
+				if err := s.DB.Update(func(txn *kv.Txn) error {
+					return kv.PutJSON(txn, kv.Key(p, 1, kv.U64(uint64(i))), i)
 				}); err != nil {
 					t.Error(err)
 					return
@@ -73,7 +73,7 @@ func TestBackupUnderWriteLoad(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Backup(f, BackupHeader{Version: "test", Files: map[string][]byte{"service.key": []byte("nsec-ish\n")}}); err != nil {
+	if err := s.Backup(f, kv.BackupHeader{Version: "test", Files: map[string][]byte{"service.key": []byte("nsec-ish\n")}}); err != nil {
 		t.Fatal(err)
 	}
 	f.Close()
@@ -81,7 +81,7 @@ func TestBackupUnderWriteLoad(t *testing.T) {
 	wg.Wait()
 
 	dir := filepath.Join(t.TempDir(), "restored")
-	h, err := Restore(path, dir, quiet())
+	h, err := kv.Restore(path, dir, quiet())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,8 +99,8 @@ func TestBackupUnderWriteLoad(t *testing.T) {
 	for w, p := range prefixes {
 		for i := int64(1); i <= before[w]; i++ {
 			var got int64
-			err := r.DB.View(func(txn *badger.Txn) error {
-				found, err := GetJSON(txn, Key(p, 1, U64(uint64(i))), &got)
+			err := r.DB.View(func(txn *kv.Txn) error {
+				found, err := kv.GetJSON(txn, kv.Key(p, 1, kv.U64(uint64(i))), &got)
 				if err == nil && !found {
 					err = errors.New("missing")
 				}
@@ -131,12 +131,12 @@ func TestRestoreRefusesNonEmptyDirAndBadFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := Update(s.DB, func(txn *badger.Txn) error { return PutJSON(txn, Key(PrefixWallet, 1), "proofs") }); err != nil {
+	if err := s.DB.Update(func(txn *kv.Txn) error { return kv.PutJSON(txn, kv.Key(kv.PrefixWallet, 1), "proofs") }); err != nil {
 		t.Fatal(err)
 	}
 	path := filepath.Join(t.TempDir(), "b")
 	f, _ := os.Create(path)
-	if err := s.Backup(f, BackupHeader{}); err != nil {
+	if err := s.Backup(f, kv.BackupHeader{}); err != nil {
 		t.Fatal(err)
 	}
 	f.Close()
@@ -145,7 +145,7 @@ func TestRestoreRefusesNonEmptyDirAndBadFiles(t *testing.T) {
 
 	full := t.TempDir()
 	os.WriteFile(filepath.Join(full, "keep"), []byte("x"), 0o600)
-	if _, err := Restore(path, full, quiet()); err == nil || !strings.Contains(err.Error(), "not empty") {
+	if _, err := kv.Restore(path, full, quiet()); err == nil || !strings.Contains(err.Error(), "not empty") {
 		t.Fatalf("restore into a non-empty dir: %v", err)
 	}
 	if b, _ := os.ReadFile(filepath.Join(full, "keep")); string(b) != "x" {
@@ -165,8 +165,8 @@ func TestRestoreRefusesNonEmptyDirAndBadFiles(t *testing.T) {
 		bad := filepath.Join(t.TempDir(), "bad")
 		os.WriteFile(bad, content, 0o600)
 		dir := filepath.Join(t.TempDir(), "new")
-		if _, err := Restore(bad, dir, quiet()); !errors.Is(err, ErrBadBackup) {
-			t.Errorf("%s: err = %v, want ErrBadBackup", name, err)
+		if _, err := kv.Restore(bad, dir, quiet()); !errors.Is(err, kv.ErrBadBackup) {
+			t.Errorf("%s: err = %v, want kv.ErrBadBackup", name, err)
 		}
 		if entries, _ := os.ReadDir(dir); len(entries) > 0 {
 			t.Errorf("%s: a refused restore left %d files", name, len(entries))
@@ -174,7 +174,7 @@ func TestRestoreRefusesNonEmptyDirAndBadFiles(t *testing.T) {
 	}
 
 	dir := filepath.Join(t.TempDir(), "new")
-	if _, err := Restore(path, dir, quiet()); err != nil {
+	if _, err := kv.Restore(path, dir, quiet()); err != nil {
 		t.Fatal(err)
 	}
 	r, err := Open(dir, quiet())
@@ -183,7 +183,7 @@ func TestRestoreRefusesNonEmptyDirAndBadFiles(t *testing.T) {
 	}
 	defer r.Close()
 	var got string
-	r.DB.View(func(txn *badger.Txn) error { _, err := GetJSON(txn, Key(PrefixWallet, 1), &got); return err })
+	r.DB.View(func(txn *kv.Txn) error { _, err := kv.GetJSON(txn, kv.Key(kv.PrefixWallet, 1), &got); return err })
 	if got != "proofs" {
 		t.Fatalf("wallet record restored as %q", got)
 	}

@@ -5,20 +5,20 @@ import (
 	"errors"
 	"time"
 
-	"github.com/dgraph-io/badger/v4"
+	"github.com/outpost-relay/outpost/kv"
 )
 
 // Replays remembers one-time tokens (NIP-98 authorization event ids) in the
 // database, so a token is used once across restarts too: a replay cache in
 // memory forgets at every restart, and a token stays valid for its whole
-// time window. Each record carries a badger TTL at its expiry: once expired
+// time window. Each record carries a TTL at its expiry: once expired
 // it is invisible, and compaction sweeps it away, with no job of ours.
-type Replays struct{ db *badger.DB }
+type Replays struct{ db *kv.DB }
 
 // NewReplays keeps the used tokens in db.
-func NewReplays(db *badger.DB) *Replays { return &Replays{db: db} }
+func NewReplays(db *kv.DB) *Replays { return &Replays{db: db} }
 
-func replayKey(id string) []byte { return Key(PrefixReplay, 1, []byte(id)) }
+func replayKey(id string) []byte { return kv.Key(kv.PrefixReplay, 1, []byte(id)) }
 
 // Use marks id used until until and reports true, or reports false when id
 // was already used and has not expired at now. Of two concurrent uses of one
@@ -26,7 +26,7 @@ func replayKey(id string) []byte { return Key(PrefixReplay, 1, []byte(id)) }
 func (r *Replays) Use(id string, now, until time.Time) (bool, error) {
 	key := replayKey(id)
 	var fresh bool
-	err := Update(r.db, func(txn *badger.Txn) error {
+	err := r.db.Update(func(txn *kv.Txn) error {
 		fresh = true
 		item, err := txn.Get(key)
 		switch {
@@ -39,13 +39,12 @@ func (r *Replays) Use(id string, now, until time.Time) (bool, error) {
 				fresh = false
 				return nil
 			}
-		case !errors.Is(err, badger.ErrKeyNotFound):
+		case !errors.Is(err, kv.ErrNotFound):
 			return err
 		}
-		// badger's TTL runs on the wall clock, the value's expiry on the
+		// The TTL runs on the wall clock, the value's expiry on the
 		// caller's (tests inject one).
-		e := badger.NewEntry(key, U64(uint64(until.Unix()))).WithTTL(max(until.Sub(now), time.Second))
-		return txn.SetEntry(e)
+		return txn.SetTTL(key, kv.U64(uint64(until.Unix())), max(until.Sub(now), time.Second))
 	})
 	return fresh && err == nil, err
 }

@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dgraph-io/badger/v4"
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/outpost-relay/outpost"
+	"github.com/outpost-relay/outpost/kv"
 	"github.com/outpost-relay/outpost/nip98"
 	"github.com/outpost-relay/outpost/store"
 )
@@ -62,8 +62,8 @@ func TestReplaysSurviveReopen(t *testing.T) {
 
 func countReplays(t *testing.T, st *store.Store) int {
 	n := 0
-	st.DB.View(func(txn *badger.Txn) error {
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{store.PrefixReplay}})
+	st.DB.View(func(txn *kv.Txn) error {
+		it := txn.NewIterator(kv.IteratorOptions{Prefix: []byte{kv.PrefixReplay}})
 		defer it.Close()
 		for it.Rewind(); it.Valid(); it.Next() {
 			n++

@@ -11,11 +11,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dgraph-io/badger/v4"
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/outpost-relay/outpost"
 	"github.com/outpost-relay/outpost/diskspace"
 	"github.com/outpost-relay/outpost/internal/testkit"
+	"github.com/outpost-relay/outpost/kv"
 	"github.com/outpost-relay/outpost/settings"
 )
 
@@ -35,7 +35,7 @@ func TestFullDisk(t *testing.T) {
 	logs := &testkit.LogBuffer{}
 	log := slog.New(slog.NewTextHandler(logs, nil))
 	const min = 32 << 20
-	s, err := Settings{MinFreeSpace: min}.Open(dir, log)
+	s, err := OpenWith(kv.Settings{MinFreeSpace: min}, dir, log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,8 +47,8 @@ func TestFullDisk(t *testing.T) {
 		return ev
 	}
 	record := func(i int) error {
-		return Update(s.DB, func(txn *badger.Txn) error {
-			return txn.Set(Key(PrefixBanlist, 0xEE, U64(uint64(i))), make([]byte, 1000))
+		return s.DB.Update(func(txn *kv.Txn) error {
+			return txn.Set(kv.Key(kv.PrefixBanlist, 0xEE, kv.U64(uint64(i))), make([]byte, 1000))
 		})
 	}
 
@@ -70,16 +70,16 @@ func TestFullDisk(t *testing.T) {
 		}
 		written = i
 	}
-	t.Logf("refused after %d events and records; %v free", written, settings.Bytes(s.gate.space.Status().Free))
-	if !errors.Is(evErr, ErrStorageFull) || !strings.HasPrefix(evErr.Error(), "error: ") {
-		t.Errorf("event refused with %q, want ErrStorageFull with a NIP-01 error: reason", evErr)
+	t.Logf("refused after %d events and records; %v free", written, settings.Bytes(*s.Health(context.Background()).Checks.FreeBytes))
+	if !errors.Is(evErr, kv.ErrStorageFull) || !strings.HasPrefix(evErr.Error(), "error: ") {
+		t.Errorf("event refused with %q, want kv.ErrStorageFull with a NIP-01 error: reason", evErr)
 	}
 	if e := outpost.AsError(recErr); e == nil || e.Kind != outpost.StorageFull || e.Code != "insufficient_storage" {
-		t.Errorf("record refused with %v, want ErrStorageFull", recErr)
+		t.Errorf("record refused with %v, want kv.ErrStorageFull", recErr)
 	}
 	// What records something already done goes ahead all the same.
-	if err := Record(s.DB, func(txn *badger.Txn) error {
-		return txn.Set(Key(PrefixBanlist, 0xEF), []byte("a payment made"))
+	if err := s.DB.Record(func(txn *kv.Txn) error {
+		return txn.Set(kv.Key(kv.PrefixBanlist, 0xEF), []byte("a payment made"))
 	}); err != nil {
 		t.Errorf("Record on a low disk: %v", err)
 	}
@@ -89,7 +89,7 @@ func TestFullDisk(t *testing.T) {
 	if got := queryIDs(t, s, nostr.Filter{IDs: []string{first.ID}}); len(got) != 1 {
 		t.Errorf("the first event cannot be read back: %v", got)
 	}
-	if err := s.DB.View(func(txn *badger.Txn) error { _, err := txn.Get(Key(PrefixBanlist, 0xEE, U64(1))); return err }); err != nil {
+	if err := s.DB.View(func(txn *kv.Txn) error { _, err := txn.Get(kv.Key(kv.PrefixBanlist, 0xEE, kv.U64(1))); return err }); err != nil {
 		t.Errorf("a record cannot be read back: %v", err)
 	}
 	h := s.Health(ctx)
@@ -113,7 +113,7 @@ func TestFullDisk(t *testing.T) {
 	}
 
 	// Reopening with enough space keeps everything; with too little, Open refuses.
-	s, err = Settings{MinFreeSpace: min}.Open(dir, log)
+	s, err = OpenWith(kv.Settings{MinFreeSpace: min}, dir, log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,8 +125,8 @@ func TestFullDisk(t *testing.T) {
 	if err := os.WriteFile(filler, make([]byte, free-min+1<<20), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, err = Settings{MinFreeSpace: min}.Open(dir, log)
-	if !errors.Is(err, ErrStorageFull) || !strings.Contains(err.Error(), "OUTPOST_MIN_FREE_SPACE") || !strings.Contains(err.Error(), "free some space") {
+	_, err = OpenWith(kv.Settings{MinFreeSpace: min}, dir, log)
+	if !errors.Is(err, kv.ErrStorageFull) || !strings.Contains(err.Error(), "OUTPOST_MIN_FREE_SPACE") || !strings.Contains(err.Error(), "free some space") {
 		t.Errorf("open with too little space: %v", err)
 	}
 }
@@ -142,52 +142,4 @@ func queryIDs(t *testing.T, s *Store, f nostr.Filter) []string {
 		ids = append(ids, ev.ID)
 	}
 	return ids
-}
-
-func TestSettingsValid(t *testing.T) {
-	for _, tt := range []struct {
-		min settings.Bytes
-		ok  bool
-	}{{0, true}, {32 << 20, true}, {256 << 20, true}, {16 << 20, false}} {
-		if err := (Settings{MinFreeSpace: tt.min}).Valid(); (err == nil) != tt.ok || (err != nil && !strings.Contains(err.Error(), "OUTPOST_MIN_FREE_SPACE")) {
-			t.Errorf("MinFreeSpace %v: %v", tt.min, err)
-		}
-	}
-}
-
-// Once the data dir is removed under a running outpost, writes of records
-// and events are refused with their own error (not acknowledged into
-// deleted files) and /health says the store is down.
-func TestWritesRefusedOnceTheDataDirIsGone(t *testing.T) {
-	dir := t.TempDir()
-	s, err := Open(dir, quiet())
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.closeWait = 100 * time.Millisecond // badger cannot flush into a removed dir
-	defer s.Close()
-	if err := os.RemoveAll(filepath.Join(dir, "badger")); err != nil {
-		t.Fatal(err)
-	}
-	s.gate.space.Check()
-
-	err = Update(s.DB, func(txn *badger.Txn) error { return txn.Set(Key(PrefixRelay, 1), []byte("x")) })
-	if !errors.Is(err, ErrDataDirGone) {
-		t.Errorf("Update: %v, want ErrDataDirGone", err)
-	}
-	ev := nostr.Event{Kind: 1, CreatedAt: nostr.Now(), Content: "lost?"}
-	if err := ev.Sign(nostr.GeneratePrivateKey()); err != nil {
-		t.Fatal(err)
-	}
-	err = s.Events.SaveEvent(context.Background(), &ev)
-	if !errors.Is(err, ErrDataDirGone) || !strings.HasPrefix(err.Error(), "error: the relay's storage is unavailable") {
-		t.Errorf("SaveEvent: %v, want the relay's refusal wrapping ErrDataDirGone", err)
-	}
-	if Writable(s.DB) {
-		t.Error("Writable after the data dir was removed")
-	}
-	h := s.Health(context.Background())
-	if h.Status != outpost.HealthDown || h.Checks.Writable || !strings.Contains(h.Reason, "restart") {
-		t.Errorf("health %+v, want down, not writable, with the reason", h)
-	}
 }

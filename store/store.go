@@ -1,266 +1,41 @@
-// Package store opens outpost's single badger database. Nostr events and
-// their indexes live under key prefixes 0x40–0x47 (package events; 0–8 and
-// 255 are eventstore v0.17.8's old layout, moved into the new one and
-// deleted at Open); our domain records live under the prefixes below, far
-// from those, so one badger transaction can hold an event and a record
-// together.
+// Package store opens outpost's single database: the event store (package
+// events) and the domain records of every service, each under its key
+// prefixes, on the storage layer both use (package kv).
 package store
 
 import (
-	"cmp"
-	"context"
-	"encoding/binary"
-	"errors"
-	"fmt"
 	"log/slog"
-	"os"
-	"path/filepath"
-	"strings"
-	"time"
 
-	"github.com/dgraph-io/badger/v4"
-	"github.com/outpost-relay/outpost/diskspace"
 	"github.com/outpost-relay/outpost/events"
-	"github.com/outpost-relay/outpost/internal/badgerfix"
-	"github.com/outpost-relay/outpost/settings"
+	"github.com/outpost-relay/outpost/kv"
 )
 
-// Key prefixes of domain records. Each service subdivides its own with a
-// second byte; keep the list here so no two services ever collide.
-//
-//	0x00–0x08, 0xFF  eventstore v0.17.8's events (only until Open moves them)
-//	0x40–0x49        Nostr events and their indexes (events.FirstPrefix–LastPrefix)
-//	0x80 and up      domain records:
-const (
-	PrefixBanlist byte = 0x80
-	PrefixMintdir byte = 0x90
-	PrefixFaucet  byte = 0xA0
-	PrefixRelay   byte = 0xB0 // relay settings changed over NIP-86
-	PrefixWallet  byte = 0xC0 // the faucet's Cashu wallet (package ecash): seed, keysets, counters, proofs, operations
-	PrefixReplay  byte = 0xD0 // one-time tokens already used (NIP-98 event ids), until they expire (Replays)
-)
-
-// ErrLocked is returned by Open when another process holds the database.
-var ErrLocked = errors.New("the database is in use by another outpost process")
-
-// Store is the one badger database: Events is the relay's event store, DB the
-// same database for domain records.
+// Store is the one database: Events is the relay's event store, DB the
+// same database for domain records (and its operation: Close, Health,
+// Backup, ReleasePages).
 type Store struct {
 	Events *events.Store
-	DB     *badger.DB
-
-	gate     gate               // what every write asks first (see space.go)
-	dir      string             // badger's directory as /proc/self/maps names it (see ReleasePages)
-	released releasedMappings   // the mappings ReleasePages gave back
-	stop     context.CancelFunc // stops the watcher and watch
-	watching chan struct{}      // closed when watch has stopped
-
-	closeWait time.Duration // how long Close waits (0: closeWait; tests shorten it)
+	*kv.DB
 }
 
 // Open opens the store in dataDir with the default settings.
 func Open(dataDir string, log *slog.Logger) (*Store, error) {
-	return DefaultSettings().Open(dataDir, log)
+	return OpenWith(kv.DefaultSettings(), dataDir, log)
 }
 
-// Open opens (or creates) <dataDir>/badger and moves events still in
-// eventstore's layout into the event store's. It refuses to when the
-// filesystem has less than MinFreeSpace free: badger writes as it opens, and
-// on a full disk it dies of SIGBUS doing so.
-func (s Settings) Open(dataDir string, log *slog.Logger) (_ *Store, err error) {
-	path := filepath.Join(dataDir, "badger")
-	if err := os.MkdirAll(path, 0o700); err != nil {
-		return nil, err
-	}
-	space, err := diskspace.New(path, int64(s.MinFreeSpace), log.With("component", "diskspace"))
+// OpenWith opens (or creates) the database in dataDir (see kv.Settings.Open)
+// and the event store on it, which moves events still in eventstore's
+// layout into its own.
+func OpenWith(s kv.Settings, dataDir string, log *slog.Logger) (*Store, error) {
+	db, err := s.Open(dataDir, log)
 	if err != nil {
 		return nil, err
-	}
-	defer func() {
-		if err != nil {
-			space.Close()
-		}
-	}()
-	if st := space.Status(); st.Low {
-		return nil, fmt.Errorf("%w: %s has %v free, less than the %v outpost keeps free (--min-free-space, OUTPOST_MIN_FREE_SPACE); free some space and start again",
-			ErrStorageFull, dataDir, settings.Bytes(st.Free), settings.Bytes(st.Min))
-	}
-	if removed, err := badgerfix.RemoveEmptyMemtables(path); err != nil {
-		return nil, fmt.Errorf("open badger at %s: %w", path, err)
-	} else if len(removed) > 0 {
-		log.Info("removed empty memtable logs: made ahead by outpost (see memLogs), or left by a kill while badger made one", "files", removed)
-	}
-	db, err := badger.Open(s.badgerOptions(path, log))
-	if err != nil {
-		if isLockError(err) {
-			return nil, ErrLocked
-		}
-		return nil, fmt.Errorf("open badger at %s: %w", path, err)
-	}
-	g := gate{space: space}
-	var res *reserve
-	if s.MinFreeSpace > 0 { // off means as before: a full disk kills outpost
-		if g.logs, err = openMemLogs(path, 2*memTableSize, space, log.With("component", "memlogs")); err != nil {
-			db.Close()
-			return nil, err
-		}
-		res = newReserve(filepath.Join(dataDir, reserveName), reserveSize, int64(s.MinFreeSpace), log.With("component", "diskspace"))
 	}
 	ev, err := events.Open(db, log.With("component", "events"))
 	if err != nil {
 		db.Close()
 		return nil, err
 	}
-	ev.LimitWrites(func(n int) error {
-		if g.allow(int64(n)) {
-			return nil
-		}
-		return g.eventRefusal()
-	})
-	ev.Cache(s.cacheSize() / 2)
-	gates.Store(db, g)
-	ctx, stop := context.WithCancel(context.Background())
-	go space.Run(ctx, checkEvery)
-	watching := make(chan struct{})
-	go watch(ctx, path, g, res, watching)
-	return &Store{Events: ev, DB: db, gate: g, stop: stop, watching: watching, dir: realPath(path)}, nil
+	ev.Cache(s.EventCache())
+	return &Store{Events: ev, DB: db}, nil
 }
-
-// memTableSize is badger's memtable: 16 MiB instead of its default 64 MiB.
-// badger memory-maps every file it writes (memtable logs, tables, value
-// logs), and a write to a mapping on a full disk is a SIGBUS, so what it
-// may still write after our writes stop must fit in MinFreeSpace: its
-// memtables flushed to tables (at the latest at Close), and the level-0
-// compaction that follows (five tables of a memtable each). With 64 MiB
-// memtables that is some 400 MB; with 16 MiB about 100 MB, for slower
-// sustained ingest (BenchmarkIngest; see README, "Running out of disk").
-const memTableSize = 16 << 20
-
-// numMemtables is how many memtables badger keeps at most: the one being
-// written and two being flushed (badger's default, five, let the heap hold
-// 64 MiB arenas by the five with its default size).
-const numMemtables = 3
-
-// badgerOptions are badger's defaults sized for a relay on a small machine.
-// badger's defaults (64 MiB memtables, five of them, a 256 MiB block cache)
-// let a relay that had taken 200,000 notes hold 520 MiB of anonymous memory:
-// the memtables' arenas and the cache are Go heap, and the collector lets
-// the heap grow to twice what is live. Here: small memtables (see
-// memTableSize), at most numMemtables, half of CacheSize as block cache
-// (the other half caches events: see events.Store.Cache), no metrics
-// (badger's expvar counters cost 6% of a REQ's CPU), and 64 MiB value logs:
-// badger creates each one as a sparse file of twice that size (2 GiB by
-// default), which misleads anyone reading ls or checking quotas, and only
-// values over 1 MiB are written to it.
-func (s Settings) badgerOptions(path string, log *slog.Logger) badger.Options {
-	return badger.DefaultOptions(path).
-		WithLogger(badgerLogger{log.With("component", "badger")}).
-		WithLoggingLevel(badger.WARNING).
-		WithMemTableSize(memTableSize).
-		WithNumMemtables(numMemtables).
-		WithBlockCacheSize(int64(s.cacheSize() / 2)).
-		WithMetricsEnabled(false).
-		WithValueLogFileSize(64 << 20).
-		WithNumCompactors(numCompactors)
-}
-
-// numCompactors is how many compactions badger runs at once: two, not its
-// four. Each holds the tables it writes in memory until they are done, so
-// with four, 16 writers saving 200,000 notes kept up to 370 MiB live, with
-// two 230 MiB, and a relay took about the same events/s on two cores (see cmd/outpost's defaultMemoryLimit).
-const numCompactors = 2
-
-// Close closes the database; call it after everything else has stopped.
-// It waits at most closeWait: badger flushes its memtable to a table as it
-// closes and retries a failed flush every second for ever, so on a data
-// dir deleted, remounted read-only or otherwise unwritable, Close would
-// never return and outpost would ignore SIGTERM until killed. Giving up
-// is what a kill would do: what was not flushed is still in badger's log,
-// which it replays at the next start (if the data dir is there). For the
-// same reason it does not close badger at all when the disk is too full
-// for that table (see closeRoom).
-func (s *Store) Close() error {
-	s.stop()
-	<-s.watching // no log made ahead once badger is closed
-	gates.Delete(s.DB)
-	s.gate.space.Close()
-	if err := s.gate.logs.roomToClose(); err != nil {
-		return err
-	}
-	done := make(chan error, 1)
-	go func() { done <- s.DB.Close() }()
-	wait := cmp.Or(s.closeWait, closeWait)
-	select {
-	case err := <-done:
-		if err == nil {
-			s.gate.logs.Close()
-		}
-		return err
-	case <-time.After(wait):
-		return fmt.Errorf("the database did not close within %v (badger could not write its last table: is %s still there and writable? see the log); "+
-			"what was not written is in its log, which it replays at the next start", wait, s.DB.Opts().Dir)
-	}
-}
-
-// closeWait is how long Close waits for badger: a flush of one memtable
-// (16 MiB) and the end of running compactions take a second or two; a
-// systemd unit's stop timeout (ours: 30 s) comes after the 10 s shutdown.
-const closeWait = 15 * time.Second
-
-// realPath is path made absolute with its symbolic links resolved, or ""
-// if that fails.
-func realPath(path string) string {
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return ""
-	}
-	real, err := filepath.EvalSymlinks(abs)
-	if err != nil {
-		return ""
-	}
-	return real
-}
-
-// Exists reports whether dataDir holds an outpost database.
-func Exists(dataDir string) bool {
-	_, err := os.Stat(filepath.Join(dataDir, "badger", "MANIFEST"))
-	return err == nil
-}
-
-// Check is a cheap liveness probe for /health.
-func (s *Store) Check(ctx context.Context) error {
-	if s.DB.IsClosed() {
-		return errors.New("database closed")
-	}
-	return s.DB.View(func(*badger.Txn) error { return ctx.Err() })
-}
-
-func isLockError(err error) bool {
-	// badger reports a held directory lock only as text.
-	return err != nil && (strings.Contains(err.Error(), "Cannot acquire directory lock") ||
-		strings.Contains(err.Error(), "resource temporarily unavailable"))
-}
-
-// Key joins a prefix byte, a kind byte and parts into one key.
-func Key(prefix, kind byte, parts ...[]byte) []byte {
-	n := 2
-	for _, p := range parts {
-		n += len(p)
-	}
-	k := make([]byte, 2, n)
-	k[0], k[1] = prefix, kind
-	for _, p := range parts {
-		k = append(k, p...)
-	}
-	return k
-}
-
-// U64 encodes v big-endian, so keys sort by number.
-func U64(v uint64) []byte { return binary.BigEndian.AppendUint64(nil, v) }
-
-type badgerLogger struct{ log *slog.Logger }
-
-func (l badgerLogger) Errorf(f string, a ...any)   { l.log.Error(fmt.Sprintf(f, a...)) }
-func (l badgerLogger) Warningf(f string, a ...any) { l.log.Warn(fmt.Sprintf(f, a...)) }
-func (l badgerLogger) Infof(f string, a ...any)    { l.log.Info(fmt.Sprintf(f, a...)) }
-func (l badgerLogger) Debugf(f string, a ...any)   { l.log.Debug(fmt.Sprintf(f, a...)) }

@@ -2,21 +2,16 @@ package store
 
 import (
 	"context"
-	"errors"
+	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"path/filepath"
-	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/dgraph-io/badger/v4"
 	bbackend "github.com/fiatjaf/eventstore/badger"
 	"github.com/nbd-wtf/go-nostr"
-	"github.com/outpost-relay/outpost"
-	"github.com/outpost-relay/outpost/settings"
+	"github.com/outpost-relay/outpost/kv"
 )
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
@@ -43,9 +38,9 @@ func TestEventsAndRecordsSurviveReopen(t *testing.T) {
 		ids = append(ids, ev.ID)
 	}
 	type rec struct{ N int }
-	for _, p := range []byte{PrefixBanlist, PrefixMintdir, PrefixFaucet, PrefixRelay, PrefixWallet} {
-		if err := s.DB.Update(func(txn *badger.Txn) error {
-			return PutJSON(txn, Key(p, 1, []byte("k")), rec{N: int(p)})
+	for _, p := range []byte{kv.PrefixBanlist, kv.PrefixMintdir, kv.PrefixFaucet, kv.PrefixRelay, kv.PrefixWallet} {
+		if err := s.DB.Update(func(txn *kv.Txn) error {
+			return kv.PutJSON(txn, kv.Key(p, 1, []byte("k")), rec{N: int(p)})
 		}); err != nil {
 			t.Fatal(err)
 		}
@@ -75,10 +70,10 @@ func TestEventsAndRecordsSurviveReopen(t *testing.T) {
 	if len(got) != len(ids) {
 		t.Errorf("got %d events, want %d", len(got), len(ids))
 	}
-	for _, p := range []byte{PrefixBanlist, PrefixMintdir, PrefixFaucet, PrefixRelay, PrefixWallet} {
+	for _, p := range []byte{kv.PrefixBanlist, kv.PrefixMintdir, kv.PrefixFaucet, kv.PrefixRelay, kv.PrefixWallet} {
 		var r rec
-		err := s.DB.View(func(txn *badger.Txn) error {
-			found, err := GetJSON(txn, Key(p, 1, []byte("k")), &r)
+		err := s.DB.View(func(txn *kv.Txn) error {
+			found, err := kv.GetJSON(txn, kv.Key(p, 1, []byte("k")), &r)
 			if !found && err == nil {
 				t.Errorf("record under prefix %#x lost after reopen", p)
 			}
@@ -114,8 +109,8 @@ func TestOpenTwiceIsLocked(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if _, err := Open(dir, quiet()); err != ErrLocked {
-		t.Fatalf("second Open: got %v, want ErrLocked", err)
+	if _, err := Open(dir, quiet()); err != kv.ErrLocked {
+		t.Fatalf("second Open: got %v, want kv.ErrLocked", err)
 	}
 }
 
@@ -144,10 +139,10 @@ func TestOpenMovesEventstoreEventsAndKeepsRecords(t *testing.T) {
 		want[ev.ID] = true
 	}
 	type rec struct{ N int }
-	prefixes := []byte{PrefixBanlist, PrefixMintdir, PrefixFaucet, PrefixRelay}
+	prefixes := []byte{kv.PrefixBanlist, kv.PrefixMintdir, kv.PrefixFaucet, kv.PrefixRelay}
 	for _, p := range prefixes {
 		if err := old.DB.Update(func(txn *badger.Txn) error {
-			return PutJSON(txn, Key(p, 1, []byte("k")), rec{N: int(p)})
+			return txn.Set(kv.Key(p, 1, []byte("k")), fmt.Appendf(nil, `{"N":%d}`, p)) // rec as JSON
 		}); err != nil {
 			t.Fatal(err)
 		}
@@ -170,8 +165,8 @@ func TestOpenMovesEventstoreEventsAndKeepsRecords(t *testing.T) {
 	if got != len(want) {
 		t.Fatalf("%d events after the move, want %d", got, len(want))
 	}
-	s.DB.View(func(txn *badger.Txn) error {
-		it := txn.NewIterator(badger.IteratorOptions{})
+	s.DB.View(func(txn *kv.Txn) error {
+		it := txn.NewIterator(kv.IteratorOptions{})
 		defer it.Close()
 		for it.Rewind(); it.Valid(); it.Next() {
 			if k := it.Item().Key(); k[0] <= 8 || k[0] == 255 {
@@ -183,137 +178,12 @@ func TestOpenMovesEventstoreEventsAndKeepsRecords(t *testing.T) {
 	for _, p := range prefixes {
 		var r rec
 		var found bool
-		err := s.DB.View(func(txn *badger.Txn) (err error) {
-			found, err = GetJSON(txn, Key(p, 1, []byte("k")), &r)
+		err := s.DB.View(func(txn *kv.Txn) (err error) {
+			found, err = kv.GetJSON(txn, kv.Key(p, 1, []byte("k")), &r)
 			return err
 		})
 		if err != nil || !found || r.N != int(p) {
 			t.Errorf("record under %#x after the move: %v %v %+v", p, found, err, r)
 		}
-	}
-}
-
-func openTest(t *testing.T) *Store {
-	t.Helper()
-	s, err := Open(t.TempDir(), quiet())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s
-}
-
-// Many writers of one record all land: each conflict is retried, none is
-// lost or answered with an error.
-func TestUpdateRetriesConflicts(t *testing.T) {
-	s := openTest(t)
-	k := Key(PrefixFaucet, 1)
-	const writers = 40
-	var wg sync.WaitGroup
-	errs := make(chan error, writers)
-	for range writers {
-		wg.Go(func() {
-			errs <- Update(s.DB, func(txn *badger.Txn) error {
-				var n int
-				if _, err := GetJSON(txn, k, &n); err != nil {
-					return err
-				}
-				time.Sleep(time.Millisecond) // let the others read the same value
-				return PutJSON(txn, k, n+1)
-			})
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		if err != nil {
-			t.Errorf("Update: %v", err)
-		}
-	}
-	var got int
-	s.DB.View(func(txn *badger.Txn) error { _, err := GetJSON(txn, k, &got); return err })
-	if got != writers {
-		t.Fatalf("counter = %d after %d increments", got, writers)
-	}
-}
-
-func TestUpdateGivesUpWithAConflictError(t *testing.T) {
-	s := openTest(t)
-	defer func(n int) { maxAttempts = n }(maxAttempts)
-	maxAttempts = 3
-	k := Key(PrefixFaucet, 2)
-	attempts := 0
-	err := Update(s.DB, func(txn *badger.Txn) error {
-		attempts++
-		if _, err := txn.Get(k); err != nil && !errors.Is(err, badger.ErrKeyNotFound) {
-			return err
-		}
-		// Another transaction writes what this one read: its commit conflicts.
-		if err := s.DB.Update(func(other *badger.Txn) error { return other.Set(k, []byte("x")) }); err != nil {
-			return err
-		}
-		return txn.Set(k, []byte("y"))
-	})
-	if !outpost.IsKind(err, outpost.Conflict) || outpost.AsError(err).Code != "write_conflict" {
-		t.Fatalf("got %v, want a 409 write_conflict", err)
-	}
-	if attempts != 3 {
-		t.Fatalf("%d attempts, want 3", attempts)
-	}
-	// fn's own errors are returned at once, never retried.
-	attempts = 0
-	want := errors.New("no")
-	if err := Update(s.DB, func(*badger.Txn) error { attempts++; return want }); err != want || attempts != 1 {
-		t.Fatalf("got %v after %d attempts, want %v after 1", err, attempts, want)
-	}
-}
-
-// The settings reach badger: small memtables, half the cache asked for (the
-// other half caches events), two compactors, no metrics (see
-// badgerOptions), whatever badger's own defaults are.
-func TestSettingsSizeBadger(t *testing.T) {
-	for _, cache := range []int64{0, 32 << 20, 300 << 20} {
-		st, err := Settings{CacheSize: settings.Bytes(cache)}.Open(t.TempDir(), quiet())
-		if err != nil {
-			t.Fatal(err)
-		}
-		o := st.DB.Opts()
-		st.Close()
-		if o.MemTableSize != 16<<20 || o.NumMemtables != 3 || o.BlockCacheSize != max(cache, 32<<20)/2 || o.NumCompactors != 2 || o.MetricsEnabled || o.ValueLogFileSize != 64<<20 {
-			t.Errorf("cache %d: badger has memtables %d×%d, block cache %d, %d compactors, metrics %v, value logs %d",
-				cache, o.NumMemtables, o.MemTableSize, o.BlockCacheSize, o.NumCompactors, o.MetricsEnabled, o.ValueLogFileSize)
-		}
-	}
-	if d := DefaultSettings(); d.CacheSize != 32<<20 {
-		t.Errorf("default cache %v, want 32 MiB", d.CacheSize)
-	}
-}
-
-// badger retries a failed flush for ever as it closes; on a data dir that
-// is gone, Close gives up after its wait instead of hanging shutdown.
-func TestCloseGivesUpOnADataDirGone(t *testing.T) {
-	dir := t.TempDir()
-	s, err := Open(dir, quiet())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.DB.Update(func(txn *badger.Txn) error {
-		return txn.Set(Key(PrefixRelay, 1, []byte("k")), []byte("unflushed"))
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.RemoveAll(filepath.Join(dir, "badger")); err != nil {
-		t.Fatal(err)
-	}
-	s.closeWait = 300 * time.Millisecond
-	done := make(chan error, 1)
-	go func() { done <- s.Close() }()
-	select {
-	case err := <-done:
-		if err == nil || !strings.Contains(err.Error(), "did not close within 300ms") {
-			t.Fatalf("Close: %v, want it to give up", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("Close still waiting after 10s")
 	}
 }

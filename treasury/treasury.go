@@ -18,16 +18,15 @@ import (
 	"sync"
 	"time"
 
-	"github.com/dgraph-io/badger/v4"
 	"github.com/outpost-relay/outpost"
 	"github.com/outpost-relay/outpost/ecash"
+	"github.com/outpost-relay/outpost/kv"
 	"github.com/outpost-relay/outpost/minturl"
-	"github.com/outpost-relay/outpost/store"
 )
 
 // Config configures a treasury.
 type Config struct {
-	DB            *badger.DB
+	DB            *kv.DB
 	MintURL       string   // the one mint the wallet holds ecash at
 	AcceptedMints []string // other mints whose tokens are taken in over Lightning
 	// LegacyDir is where an earlier outpost kept its gonuts wallet; on
@@ -406,7 +405,7 @@ func (t *Treasury) CheckMint(ctx context.Context) error {
 	}
 	// A failure of our own (the store's) says nothing about the mint.
 	if ecash.ProblemOf(err) == 0 && !errors.Is(err, context.Canceled) {
-		t.log.Log(ctx, store.FailureLevel(err), "faucet wallet: checking the mint", "mint", t.mintURL, "err", err)
+		t.log.Log(ctx, kv.FailureLevel(err), "faucet wallet: checking the mint", "mint", t.mintURL, "err", err)
 	}
 	return t.Ready()
 }

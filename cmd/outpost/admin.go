@@ -19,6 +19,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/outpost-relay/outpost/kv"
+
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/outpost-relay/outpost"
 	"github.com/outpost-relay/outpost/banlist"
@@ -513,11 +515,11 @@ func adminCLI(group string) func(context.Context, []string, func(string) string,
 			fmt.Fprint(stderr, res.Messages)
 			return err
 		}
-		if !store.Exists(dir) {
+		if !kv.Exists(dir) {
 			return fmt.Errorf("no outpost database in %s: point --data-dir (or OUTPOST_DATA_DIR) at the data dir outpost serves from", dir)
 		}
 		st, err := store.Open(dir, slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
-		if errors.Is(err, store.ErrLocked) {
+		if errors.Is(err, kv.ErrLocked) {
 			return fmt.Errorf("another outpost holds %s and its admin socket does not answer", dir)
 		}
 		if err != nil {

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/outpost-relay/outpost/kv"
+
 	"github.com/outpost-relay/outpost"
 	"github.com/outpost-relay/outpost/store"
 )
@@ -58,7 +60,7 @@ func backupCLI(ctx context.Context, args []string, getenv func(string) string, s
 	if err != nil {
 		return fmt.Errorf("backup of %s: %w", dir, err)
 	}
-	h, err := store.VerifyBackup(tmp.Name())
+	h, err := kv.VerifyBackup(tmp.Name())
 	if err != nil {
 		return fmt.Errorf("backup of %s: the file written does not check out: %w", dir, err)
 	}
@@ -83,7 +85,7 @@ func writeBackup(ctx context.Context, dir string, w io.Writer, stderr io.Writer)
 		return "", fmt.Errorf("no outpost database in %s: point --data-dir (or OUTPOST_DATA_DIR) at the data dir outpost serves from", dir)
 	}
 	st, err := store.Open(dir, slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
-	if errors.Is(err, store.ErrLocked) {
+	if errors.Is(err, kv.ErrLocked) {
 		return "", fmt.Errorf("another outpost holds %s and its admin socket does not answer", dir)
 	}
 	if err != nil {
@@ -99,7 +101,7 @@ func restoreCLI(args []string, getenv func(string) string, stdout, stderr io.Wri
 	if err != nil {
 		return err
 	}
-	h, err := store.Restore(file, dir, slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	h, err := kv.Restore(file, dir, slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	if err != nil {
 		return fmt.Errorf("restore %s: %w", file, err)
 	}
@@ -127,8 +129,8 @@ func parseBackupArgs(cmd, help string, args []string, getenv func(string) string
 }
 
 // backupHeader describes a backup of dataDir taken now, with its files.
-func backupHeader(dataDir string) store.BackupHeader {
-	h := store.BackupHeader{CreatedAt: time.Now().UTC(), Version: outpost.Version, Files: map[string][]byte{}}
+func backupHeader(dataDir string) kv.BackupHeader {
+	h := kv.BackupHeader{CreatedAt: time.Now().UTC(), Version: outpost.Version, Files: map[string][]byte{}}
 	for _, name := range backupFiles {
 		if b, err := os.ReadFile(filepath.Join(dataDir, name)); err == nil {
 			h.Files[name] = b

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dgraph-io/badger/v4"
 	"github.com/nbd-wtf/go-nostr"
+	"github.com/outpost-relay/outpost/kv"
 	"github.com/outpost-relay/outpost/pubkey"
 	"github.com/outpost-relay/outpost/store"
 )
@@ -116,7 +116,7 @@ func TestBackupWhileServingAndRestore(t *testing.T) {
 	if err := run(context.Background(), []string{"restore", file, "--data-dir", restored}, testEnv(restored, nil), nil, io.Discard, io.Discard); err != nil {
 		t.Fatalf("restore: %v", err)
 	}
-	walletKeys := countPrefix(t, restored, store.PrefixWallet)
+	walletKeys := countPrefix(t, restored, kv.PrefixWallet)
 	if walletKeys == 0 {
 		t.Fatal("the restored database has no faucet wallet records")
 	}
@@ -149,7 +149,7 @@ func TestBackupWhileServingAndRestore(t *testing.T) {
 	inst2.done <- nil
 
 	// With outpost stopped, backup reads the data dir itself.
-	walletKeys = countPrefix(t, restored, store.PrefixWallet) // the restored outpost has written since
+	walletKeys = countPrefix(t, restored, kv.PrefixWallet) // the restored outpost has written since
 	out.Reset()
 	file2 := filepath.Join(t.TempDir(), "stopped.backup")
 	if err := run(context.Background(), []string{"backup", "--data-dir", restored, file2}, testEnv(restored, nil), nil, &out, io.Discard); err != nil {
@@ -162,7 +162,7 @@ func TestBackupWhileServingAndRestore(t *testing.T) {
 	if err := run(context.Background(), []string{"restore", file2, "--data-dir", again}, testEnv(again, nil), nil, io.Discard, io.Discard); err != nil {
 		t.Fatal(err)
 	}
-	if n := countPrefix(t, again, store.PrefixWallet); n != walletKeys {
+	if n := countPrefix(t, again, kv.PrefixWallet); n != walletKeys {
 		t.Fatalf("second restore: %d wallet records, want %d", n, walletKeys)
 	}
 	// A data dir without a database is a mistyped --data-dir, not an empty backup.
@@ -181,8 +181,8 @@ func countPrefix(t *testing.T, dir string, prefix byte) int {
 	}
 	defer st.Close()
 	n := 0
-	st.DB.View(func(txn *badger.Txn) error {
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{prefix}})
+	st.DB.View(func(txn *kv.Txn) error {
+		it := txn.NewIterator(kv.IteratorOptions{Prefix: []byte{prefix}})
 		defer it.Close()
 		for it.Rewind(); it.Valid(); it.Next() {
 			n++

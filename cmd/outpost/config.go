@@ -14,6 +14,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/outpost-relay/outpost/kv"
+
 	"github.com/outpost-relay/outpost/banlist"
 	"github.com/outpost-relay/outpost/faucet"
 	"github.com/outpost-relay/outpost/httpapi/banlistapi"
@@ -23,7 +25,6 @@ import (
 	pub "github.com/outpost-relay/outpost/publish"
 	"github.com/outpost-relay/outpost/relay"
 	"github.com/outpost-relay/outpost/settings"
-	"github.com/outpost-relay/outpost/store"
 	"github.com/outpost-relay/outpost/upstream"
 	"github.com/outpost-relay/outpost/web"
 )
@@ -56,7 +57,7 @@ type Config struct {
 	MintdirMount string `flag:"mintdir-mount" usage:"mount path of the mint directory"`
 	FaucetMount  string `flag:"faucet-mount" usage:"mount path of the faucet"`
 
-	Store      store.Settings
+	Store      kv.Settings
 	Banlist    banlist.Settings
 	BanlistAPI banlistapi.Settings
 	Mintdir    mintdir.Settings
@@ -74,7 +75,7 @@ func defaultConfig() *Config {
 		RelayName:        "outpost",
 		RelayDescription: "A community relay with a ban list, a test-sats faucet and a Cashu mint directory",
 		BanlistMount:     "/banlist", MintdirMount: "/mintdir", FaucetMount: "/faucet",
-		MemoryLimit: defaultMemoryLimit, Store: store.DefaultSettings(), Relay: relay.DefaultLimits(), BanlistAPI: banlistapi.DefaultSettings(), Mintdir: mintdir.DefaultSettings(), MintdirAPI: mintdirapi.DefaultSettings(),
+		MemoryLimit: defaultMemoryLimit, Store: kv.DefaultSettings(), Relay: relay.DefaultLimits(), BanlistAPI: banlistapi.DefaultSettings(), Mintdir: mintdir.DefaultSettings(), MintdirAPI: mintdirapi.DefaultSettings(),
 		Faucet: faucet.DefaultSettings(), Upstream: upstream.DefaultSettings(),
 	}
 }
@@ -83,7 +84,7 @@ func defaultConfig() *Config {
 // besides the cache is mostly badger's: up to three 16 MiB memtables, and
 // the table builders of a flush and of compactions, which hold each table
 // they write whole. 16 writers saving 200,000 notes straight into the store
-// kept up to 230 MiB live (store.Settings: two compactors). Under a limit below what is
+// kept up to 230 MiB live (kv.Settings: two compactors). Under a limit below what is
 // live the collector runs all the time: 160 MiB cost 1.4× the CPU per note
 // of no limit, 256 MiB 1.25×, 384 MiB nothing measurable, with 250–300 MiB
 // of anonymous memory afterwards against 630 MiB without a limit. The floor
@@ -176,7 +177,7 @@ func (c *Config) validate() error {
 // validateMemory checks that the memory limit leaves the collector room
 // above the cache and the rest (see memoryOverCache).
 func (c *Config) validateMemory() error {
-	cache := cmp.Or(c.Store.CacheSize, store.DefaultSettings().CacheSize)
+	cache := cmp.Or(c.Store.CacheSize, kv.DefaultSettings().CacheSize)
 	if least := cache + memoryOverCache; c.MemoryLimit != 0 && c.MemoryLimit < least {
 		return settings.Errorf("memory-limit", "must be 0 (none) or at least %v (the cache-size of %v and %v besides), or the garbage collector would run all the time", least, cache, settings.Bytes(memoryOverCache))
 	}

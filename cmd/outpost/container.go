@@ -132,5 +132,5 @@ func (c *Config) fitMemory(memory settings.Bytes, limitSet, cacheSet bool) {
 }
 
 // minFittedCache is the smallest cache fitMemory gives: enough for badger's
-// blocks of indexes and for events to be cached (store.Settings.CacheSize).
+// blocks of indexes and for events to be cached (kv.Settings.CacheSize).
 const minFittedCache settings.Bytes = 4 << 20

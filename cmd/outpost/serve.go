@@ -14,6 +14,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/outpost-relay/outpost/kv"
+
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/outpost-relay/outpost"
 	"github.com/outpost-relay/outpost/httpapi"
@@ -93,8 +95,8 @@ func serve(ctx context.Context, cfg *Config, stdout, stderr io.Writer) (err erro
 		logger.Info("memory sized to the container's limit (set --memory-limit and --cache-size to choose)",
 			"container_memory", cfg.fittedTo.String(), "memory_limit", cfg.MemoryLimit.String(), "cache_size", cfg.Store.CacheSize.String())
 	}
-	st, err := cfg.Store.Open(cfg.DataDir, logger)
-	if errors.Is(err, store.ErrLocked) {
+	st, err := store.OpenWith(cfg.Store, cfg.DataDir, logger)
+	if errors.Is(err, kv.ErrLocked) {
 		return fmt.Errorf("the data dir %s is in use by another outpost process", cfg.DataDir)
 	}
 	if err != nil {

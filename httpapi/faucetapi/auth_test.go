@@ -8,10 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dgraph-io/badger/v4"
 	"github.com/nbd-wtf/go-nostr"
+	"github.com/outpost-relay/outpost/kv"
 	"github.com/outpost-relay/outpost/nip98"
-	"github.com/outpost-relay/outpost/store"
 )
 
 // TestNIP98Failures: every check of the verifier answers 401 naming it,
@@ -149,8 +148,8 @@ func TestNIP98Failures(t *testing.T) {
 
 	// Only the two logins above made users; none of the refused ones did.
 	users := 0
-	e.st.DB.View(func(txn *badger.Txn) error {
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: store.Key(store.PrefixFaucet, 0x03)})
+	e.st.DB.View(func(txn *kv.Txn) error {
+		it := txn.NewIterator(kv.IteratorOptions{Prefix: kv.Key(kv.PrefixFaucet, 0x03)})
 		defer it.Close()
 		for it.Rewind(); it.Valid(); it.Next() {
 			users++

@@ -1,4 +1,4 @@
-package store
+package kv
 
 import (
 	"cmp"
@@ -6,10 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 
-	"github.com/dgraph-io/badger/v4"
 	"github.com/outpost-relay/outpost"
 	"github.com/outpost-relay/outpost/diskspace"
 	"github.com/outpost-relay/outpost/settings"
@@ -28,15 +26,6 @@ var ErrStorageFull = outpost.Errorf(outpost.StorageFull, "insufficient_storage",
 var ErrDataDirGone = outpost.Errorf(outpost.StorageFull, "storage_unavailable",
 	"the server's data directory was removed while it ran; it accepts no writes until it is restarted")
 
-// Refusals of events, as the event store returns them: their text is what
-// the relay answers in the OK message (NIP-01's "error:" prefix), and to a
-// REST handler that publishes an event they are still ErrStorageFull or
-// ErrDataDirGone.
-var (
-	errEventsRefused = refusal{"error: the relay is low on disk space and accepts no new events until space is freed", ErrStorageFull}
-	errEventsGone    = refusal{"error: the relay's storage is unavailable and it accepts no new events until it is restarted", ErrDataDirGone}
-)
-
 // FailureLevel is the level at which background work logs a failed write:
 // Error, except ErrStorageFull, which is expected while the disk is low —
 // the store warned once when writes stopped, work that checked Writable
@@ -49,23 +38,15 @@ func FailureLevel(err error) slog.Level {
 	return slog.LevelError
 }
 
-type refusal struct {
-	msg string
-	err error
-}
-
-func (r refusal) Error() string { return r.msg }
-func (r refusal) Unwrap() error { return r.err }
-
 // gate says whether a write may go ahead: the free-space watcher agrees,
 // and badger's next memtable log is allocated (see memLogs).
 type gate struct {
-	space *diskspace.Watcher
-	logs  *memLogs // nil: allocation ahead is off
+	space *diskspace.Watcher // nil: a database in memory (OpenInMemory)
+	logs  *memLogs           // nil: allocation ahead is off
 }
 
 // allow says whether a write of about n bytes may go ahead.
-func (g gate) allow(n int64) bool { return g.space.Allow(n) && g.logs.Ready() }
+func (g gate) allow(n int64) bool { return (g.space == nil || g.space.Allow(n)) && g.logs.Ready() }
 
 // writeRefusal is why g refuses writes.
 func (g gate) writeRefusal() error {
@@ -75,20 +56,13 @@ func (g gate) writeRefusal() error {
 	return ErrStorageFull
 }
 
-// eventRefusal is writeRefusal as the event store answers: the text of an
-// OK message, the same value every time it means the same.
-func (g gate) eventRefusal() error {
-	if g.space.Status().Gone {
-		return errEventsGone
-	}
-	return errEventsRefused
-}
-
-// Settings are the store's operator settings, bound by cmd/outpost to the
+// Settings are the database's operator settings, bound by cmd/outpost to the
 // flag each tag names and its OUTPOST_* twin. Start from DefaultSettings.
 type Settings struct {
 	MinFreeSpace settings.Bytes `flag:"min-free-space" usage:"free space kept on the data dir's filesystem: below it writes are refused (REST 507, relay OK false) while reads go on; 0 turns the check off, and a full disk then kills outpost (SIGBUS)"`
 	CacheSize    settings.Bytes `flag:"cache-size" usage:"memory for reads: half keeps recently read events, half badger's blocks of indexes, decompressed; more keeps a larger working set of a big relay in memory (at least 1MiB, and 2MiB for events to be cached; 0: the default)"`
+
+	memTable int64 // badger's memtable size (0: memTableSize); only BenchmarkIngest changes it
 }
 
 // DefaultSettings keep 256 MiB free: more than twice what badger may write
@@ -129,25 +103,19 @@ const checkEvery = time.Second
 // it cannot see: more than most domain records take.
 const recordCost = 4 << 10
 
-// gates holds the gate of every database Open opened, so that Update, which
-// is given the *badger.DB every service holds, asks it without each service
-// being handed the gate too.
-var gates sync.Map // *badger.DB → gate
-
-// refused says why the gate of db (if Open opened it) does not let a write
-// of about n bytes go ahead, or nil if it does.
-func refused(db *badger.DB, n int64) error {
-	g, ok := gates.Load(db)
-	if !ok || g.(gate).allow(n) {
+// Refused says why a write of about n bytes may not go ahead now
+// (ErrStorageFull, ErrDataDirGone), or nil if it may.
+func (d *DB) Refused(n int64) error {
+	if d.gate.allow(n) {
 		return nil
 	}
-	return g.(gate).writeRefusal()
+	return d.gate.writeRefusal()
 }
 
-// Writable reports whether db takes writes now, charging nothing against
-// the watcher's budget: background work whose results could not be stored (a mint check, a
-// deposit completed at the mint) waits while it is false.
-func Writable(db *badger.DB) bool { return refused(db, 0) == nil }
+// Writable reports whether d takes writes now, charging nothing against
+// the watcher's budget: background work whose results could not be stored
+// (a mint check, a deposit completed at the mint) waits while it is false.
+func (d *DB) Writable() bool { return d.Refused(0) == nil }
 
 // HealthChecks are the store's part of /health: whether it takes writes,
 // and the free space it last measured.
@@ -168,13 +136,13 @@ func besides(need int64) string {
 // Health reports the watcher's last measurement; it measures nothing
 // itself. It is degraded while writes are refused, down when the database
 // does not answer.
-func (s *Store) Health(ctx context.Context) outpost.Health[HealthChecks] {
-	st := s.gate.space.Status()
-	h := outpost.NewHealth(outpost.Version, HealthChecks{Writable: !st.Low && s.gate.logs.Ready(), MinFreeBytes: st.Min})
+func (d *DB) Health(ctx context.Context) outpost.Health[HealthChecks] {
+	st := d.gate.space.Status()
+	h := outpost.NewHealth(outpost.Version, HealthChecks{Writable: !st.Low && d.gate.logs.Ready(), MinFreeBytes: st.Min})
 	if st.Min > 0 {
 		h.Checks.FreeBytes = &st.Free
 	}
-	switch err := s.Check(ctx); {
+	switch err := d.Check(ctx); {
 	case err != nil:
 		h.Checks.Writable = false
 		h.Fail(outpost.HealthDown, "the database does not answer: "+err.Error())
@@ -189,3 +157,7 @@ func (s *Store) Health(ctx context.Context) outpost.Health[HealthChecks] {
 	}
 	return h
 }
+
+// EventCache is the part of CacheSize for the event store's cache of events
+// (see events.Store.Cache); badger's block cache has the other half.
+func (s Settings) EventCache() int { return s.cacheSize() / 2 }

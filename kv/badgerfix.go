@@ -1,6 +1,7 @@
-// Package badgerfix routes around badger v4 behaviour that would stop
-// outpost from starting; each fix says which version it was seen in.
-package badgerfix
+// badger v4 behaviour routed around, so that it does not stop outpost from
+// starting; each fix says which version it was seen in.
+
+package kv
 
 import (
 	"errors"
@@ -12,7 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// RemoveEmptyMemtables deletes the memtable logs (*.mem) of length 0 in a
+// removeEmptyMemtables deletes the memtable logs (*.mem) of length 0 in a
 // badger directory, before badger opens it. badger creates a memtable's
 // log and then sizes it; a kill -9 between the two leaves an empty one,
 // which holds nothing, and badger v4.8.0 then refuses to open the
@@ -21,7 +22,7 @@ import (
 // looks, so it never touches the log another process is making; when
 // another holds the lock it does nothing (badger.Open will say so). It
 // returns the names it removed.
-func RemoveEmptyMemtables(dir string) ([]string, error) {
+func removeEmptyMemtables(dir string) ([]string, error) {
 	d, err := os.Open(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil

@@ -1,4 +1,4 @@
-package store
+package kv
 
 import (
 	"errors"
@@ -23,24 +23,24 @@ import (
 // Dirty pages stay, for the kernel's own writeback (badger syncs each table
 // it writes; only the memtable log may have some). It returns how many
 // bytes of mappings it advised.
-func (s *Store) ReleasePages() (int64, error) {
-	if s.dir == "" {
+func (d *DB) ReleasePages() (int64, error) {
+	if d.dir == "" {
 		return 0, nil
 	}
 	maps, err := os.ReadFile("/proc/self/maps")
 	if err != nil {
 		return 0, err
 	}
-	s.released.mu.Lock()
-	defer s.released.mu.Unlock()
+	d.released.mu.Lock()
+	defer d.released.mu.Unlock()
 	var advised int64
 	var errs []error
-	for _, m := range s.released.fresh(sharedMappings(maps, s.dir)) {
+	for _, m := range d.released.fresh(sharedMappings(maps, d.dir)) {
 		_, _, e := unix.Syscall(unix.SYS_MADVISE, m.start, m.end-m.start, unix.MADV_PAGEOUT)
 		switch e {
 		case 0:
 			advised += int64(m.end - m.start)
-			s.released.mark(m)
+			d.released.mark(m)
 		case unix.ENOMEM: // badger unmapped it meanwhile
 		default:
 			errs = append(errs, e)

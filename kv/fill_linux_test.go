@@ -1,4 +1,4 @@
-package store
+package kv
 
 import (
 	"bytes"
@@ -32,7 +32,7 @@ func TestMemtableLogOnADiskFilledFromOutside(t *testing.T) {
 		t.Fatal(err)
 	}
 	raw := func(i int) error { // past the gate, as a write in flight is
-		return s.DB.Update(func(txn *badger.Txn) error {
+		return s.db.Update(func(txn *badger.Txn) error {
 			return txn.Set(Key(PrefixRelay, 0xEE, U64(uint64(i))), value(i))
 		})
 	}
@@ -51,10 +51,10 @@ func TestMemtableLogOnADiskFilledFromOutside(t *testing.T) {
 		}
 	}
 	s.gate.space.Check()
-	if err := Update(s.DB, func(txn *badger.Txn) error { return txn.Set(Key(PrefixRelay, 0xEF), []byte("x")) }); !errors.Is(err, ErrStorageFull) {
+	if err := s.Update(func(txn *Txn) error { return txn.Set(Key(PrefixRelay, 0xEF), []byte("x")) }); !errors.Is(err, ErrStorageFull) {
 		t.Errorf("a write through the gate on the full disk: %v, want ErrStorageFull", err)
 	}
-	if err := s.DB.View(func(txn *badger.Txn) error { _, err := txn.Get(Key(PrefixRelay, 0xEE, U64(1))); return err }); err != nil {
+	if err := s.View(func(txn *Txn) error { _, err := txn.Get(Key(PrefixRelay, 0xEE, U64(1))); return err }); err != nil {
 		t.Errorf("a read on the full disk: %v", err)
 	}
 	// Closing flushes the memtable to a table, another write through a
@@ -67,7 +67,7 @@ func TestMemtableLogOnADiskFilledFromOutside(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := s.DB.Close(); err != nil { // what a restart does, in this process
+	if err := s.db.Close(); err != nil { // what a restart does, in this process
 		t.Fatal(err)
 	}
 	s, err = Settings{MinFreeSpace: min}.Open(dir, quiet())
@@ -75,7 +75,7 @@ func TestMemtableLogOnADiskFilledFromOutside(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if err := s.DB.View(func(txn *badger.Txn) error {
+	if err := s.View(func(txn *Txn) error {
 		for i := range 2 * n {
 			item, err := txn.Get(Key(PrefixRelay, 0xEE, U64(uint64(i))))
 			if err != nil {
@@ -103,7 +103,7 @@ func TestMemtableLogsAllocatedAhead(t *testing.T) {
 	}
 	path := filepath.Join(dir, "badger")
 	first, _ := written(path)
-	wb := s.DB.NewWriteBatch()
+	wb := s.db.NewWriteBatch()
 	for i := range 24 << 10 { // 24 MiB: more than a memtable
 		if err := wb.Set(Key(PrefixRelay, 1, U64(uint64(i))), value(i)); err != nil {
 			t.Fatal(err)

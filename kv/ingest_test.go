@@ -1,14 +1,16 @@
-package store
+package kv_test
 
 import (
 	"context"
 	"fmt"
+	"io"
+	"log/slog"
 	"strings"
 	"testing"
 
-	"github.com/dgraph-io/badger/v4"
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/outpost-relay/outpost/events"
+	"github.com/outpost-relay/outpost/kv"
 )
 
 // BenchmarkIngest saves notes one by one into a fresh database with
@@ -16,18 +18,20 @@ import (
 // what the free-space minimum must leave room for (see memTableSize). Run it
 // long enough for many memtables to be flushed:
 //
-//	go test -run '^$' -bench Ingest -benchtime 300000x ./store/
+//	go test -run '^$' -bench Ingest -benchtime 300000x ./kv/
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
 func BenchmarkIngest(b *testing.B) {
 	pk := strings.Repeat("ab", 32)
 	content := strings.Repeat("a note of some length, ", 13)
-	for _, mt := range []int64{memTableSize, 64 << 20} {
+	for _, mt := range []int64{kv.MemTableSize, 64 << 20} {
 		b.Run(fmt.Sprintf("memtable=%dMiB", mt>>20), func(b *testing.B) {
-			db, err := badger.Open(DefaultSettings().badgerOptions(b.TempDir(), quiet()).WithMemTableSize(mt))
+			db, err := kv.Settings{}.WithMemTable(mt).Open(b.TempDir(), quiet)
 			if err != nil {
 				b.Fatal(err)
 			}
 			defer db.Close()
-			ev, err := events.Open(db, quiet())
+			ev, err := events.Open(db, quiet)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -1,7 +1,7 @@
 //go:build !linux
 
-package store
+package kv
 
 // ReleasePages does nothing: reading the process's mappings and
 // MADV_PAGEOUT are Linux's.
-func (s *Store) ReleasePages() (int64, error) { return 0, nil }
+func (d *DB) ReleasePages() (int64, error) { return 0, nil }

@@ -1,4 +1,4 @@
-package store
+package kv
 
 import (
 	"bufio"
@@ -48,7 +48,7 @@ var ErrBadBackup = errors.New("not a complete outpost backup (cut off, damaged, 
 
 // Backup writes a backup of the database to w; it may run while the
 // database serves, and holds every write committed before it started.
-func (s *Store) Backup(w io.Writer, h BackupHeader) error {
+func (d *DB) Backup(w io.Writer, h BackupHeader) error {
 	sum := sha256.New()
 	out := io.MultiWriter(w, sum)
 	head, err := json.Marshal(h)
@@ -62,7 +62,7 @@ func (s *Store) Backup(w io.Writer, h BackupHeader) error {
 		return err
 	}
 	counted := &countingWriter{w: out}
-	if _, err := s.DB.Backup(counted, 0); err != nil {
+	if _, err := d.db.Backup(counted, 0); err != nil {
 		return fmt.Errorf("backup stream: %w", err)
 	}
 	trailer := binary.LittleEndian.AppendUint64(nil, uint64(counted.n))

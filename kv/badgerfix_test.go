@@ -1,4 +1,4 @@
-package badgerfix
+package kv
 
 import (
 	"os"
@@ -34,7 +34,7 @@ func TestRemoveEmptyMemtables(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	removed, err := RemoveEmptyMemtables(dir)
+	removed, err := removeEmptyMemtables(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +55,7 @@ func TestRemoveEmptyMemtables(t *testing.T) {
 	if err := db.View(func(txn *badger.Txn) error { _, err := txn.Get([]byte("k")); return err }); err != nil {
 		t.Errorf("the record written before: %v", err)
 	}
-	if removed, err := RemoveEmptyMemtables(filepath.Join(dir, "missing")); err != nil || removed != nil {
+	if removed, err := removeEmptyMemtables(filepath.Join(dir, "missing")); err != nil || removed != nil {
 		t.Errorf("missing dir: %v, %v", removed, err)
 	}
 }
@@ -73,7 +73,7 @@ func TestRemoveEmptyMemtablesLeavesAnOpenDatabase(t *testing.T) {
 	if err := os.WriteFile(empty, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if removed, err := RemoveEmptyMemtables(dir); err != nil || removed != nil {
+	if removed, err := removeEmptyMemtables(dir); err != nil || removed != nil {
 		t.Fatalf("removed %v (err %v) from a database in use", removed, err)
 	}
 	if _, err := os.Stat(empty); err != nil {

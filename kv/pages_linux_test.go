@@ -1,4 +1,4 @@
-package store
+package kv
 
 import (
 	"bufio"
@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dgraph-io/badger/v4"
 	"golang.org/x/sys/unix"
 )
 
@@ -35,7 +34,7 @@ func TestReleasePages(t *testing.T) {
 
 	// More than a memtable (16 MiB), so badger flushes one to a table.
 	const n = 24 << 10
-	wb := s.DB.NewWriteBatch()
+	wb := s.db.NewWriteBatch()
 	for i := range n {
 		if err := wb.Set(Key(PrefixRelay, 1, U64(uint64(i))), value(i)); err != nil {
 			t.Fatal(err)
@@ -47,7 +46,7 @@ func TestReleasePages(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	// badger lists a table once it is written and synced.
-	for len(s.DB.Tables()) == 0 {
+	for len(s.db.Tables()) == 0 {
 		select {
 		case <-ctx.Done():
 			t.Fatal("badger flushed no table")
@@ -72,7 +71,7 @@ func TestReleasePages(t *testing.T) {
 		t.Errorf("second call advised %d bytes (err %v); want none: each mapping once", again, err)
 	}
 
-	if err := s.DB.View(func(txn *badger.Txn) error {
+	if err := s.View(func(txn *Txn) error {
 		for i := range n {
 			item, err := txn.Get(Key(PrefixRelay, 1, U64(uint64(i))))
 			if err != nil {
