@@ -15,9 +15,8 @@ import (
 // disk is, rather than returned as an error the prober logs on every round
 // while the disk stays full; the store has said once that it is full.
 func TestCheckFinishedOnAFullDiskIsDropped(t *testing.T) {
-	dir := testkit.Tmpfs(t, 128, "")
-	const min = 32 << 20
-	st, err := store.Settings{MinFreeSpace: min}.Open(dir, quiet())
+	disk := testkit.NewFullDisk(t)
+	st, err := store.Settings{MinFreeSpace: disk.Min}.Open(disk.Dir, quiet())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,12 +29,7 @@ func TestCheckFinishedOnAFullDiskIsDropped(t *testing.T) {
 	var fill sync.Once
 	f.misbehave(func(w http.ResponseWriter, r *http.Request) bool {
 		if r.URL.Path == "/v1/info" {
-			fill.Do(func() {
-				testkit.Fill(t, dir, min-4<<20)
-				for deadline := time.Now().Add(5 * time.Second); store.Writable(st.DB) && time.Now().Before(deadline); {
-					time.Sleep(20 * time.Millisecond)
-				}
-			})
+			fill.Do(func() { disk.FillPastMin(t, func() bool { return !store.Writable(st.DB) }) })
 		}
 		return false
 	})
