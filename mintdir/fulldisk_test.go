@@ -27,7 +27,7 @@ func TestCheckFinishedOnAFullDiskIsDropped(t *testing.T) {
 	e.probe(id)
 
 	var fill sync.Once
-	f.misbehave(func(w http.ResponseWriter, r *http.Request) bool {
+	f.Misbehave(func(w http.ResponseWriter, r *http.Request) bool {
 		if r.URL.Path == "/v1/info" {
 			fill.Do(func() { disk.FillPastMin(t, func() bool { return !store.Writable(st.DB) }) })
 		}
