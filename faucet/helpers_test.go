@@ -14,6 +14,7 @@ import (
 	"github.com/outpost-relay/outpost/profiles"
 	"github.com/outpost-relay/outpost/store"
 	"github.com/outpost-relay/outpost/testmint"
+	"github.com/outpost-relay/outpost/testmint/minttest"
 	"github.com/outpost-relay/outpost/treasury"
 )
 
@@ -48,7 +49,7 @@ func newRig(t *testing.T, o rigOptions) *rig {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
 	b.ctx = ctx
-	b.mint, b.other = b.startMint(), b.startMint()
+	b.mint, b.other = minttest.Start(t, testmint.Options{}), minttest.Start(t, testmint.Options{})
 	if o.DataDir == "" {
 		o.DataDir = t.TempDir()
 	}
@@ -83,16 +84,6 @@ func newRig(t *testing.T, o rigOptions) *rig {
 	}
 	t.Cleanup(func() { b.user.Shutdown() })
 	return b
-}
-
-func (b *rig) startMint() *testmint.Mint {
-	b.t.Helper()
-	m, err := testmint.Start(testmint.Options{Dir: b.t.TempDir()})
-	if err != nil {
-		b.t.Fatal(err)
-	}
-	b.t.Cleanup(func() { m.Close() })
-	return m
 }
 
 // invoice is a mint quote of the user's at the other mint: its invoice for

@@ -15,16 +15,12 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/outpost-relay/outpost/internal/testkit"
 	"github.com/outpost-relay/outpost/testmint"
+	"github.com/outpost-relay/outpost/testmint/minttest"
 )
 
 func startTestMint(t *testing.T, dir, addr, name string) *testmint.Mint {
 	t.Helper()
-	m, err := testmint.Start(testmint.Options{Dir: dir, Addr: addr, Name: name, Description: "whole-program test mint"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { m.Close() })
-	return m
+	return minttest.Start(t, testmint.Options{Dir: dir, Addr: addr, Name: name, Description: "whole-program test mint"})
 }
 
 func freeAddr(t *testing.T) string {

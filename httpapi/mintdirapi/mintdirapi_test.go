@@ -28,6 +28,7 @@ import (
 	"github.com/outpost-relay/outpost/relay/relaytest"
 	"github.com/outpost-relay/outpost/store"
 	"github.com/outpost-relay/outpost/testmint"
+	"github.com/outpost-relay/outpost/testmint/minttest"
 )
 
 type env struct {
@@ -137,13 +138,8 @@ func dropVolatile(t *testing.T, r *apitest.Response) []byte {
 
 func startMint(t *testing.T, dir, addr string) *testmint.Mint {
 	t.Helper()
-	m, err := testmint.Start(testmint.Options{Dir: dir, Addr: addr, Name: "API Test Mint", Description: "a real gonuts mint",
+	return minttest.Start(t, testmint.Options{Dir: dir, Addr: addr, Name: "API Test Mint", Description: "a real gonuts mint",
 		LongDescription: "in-process, on 127.0.0.1", Motd: "hello wallets"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { m.Close() })
-	return m
 }
 
 // TestAgainstARealMint walks every endpoint against a real gonuts mint: it
