@@ -9,6 +9,7 @@ import (
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/elnosh/gonuts/wallet"
+	"github.com/outpost-relay/outpost/faucet/faucettest"
 	"github.com/outpost-relay/outpost/internal/testkit"
 	"github.com/outpost-relay/outpost/lnurl"
 	"github.com/outpost-relay/outpost/profiles"
@@ -50,26 +51,15 @@ func newRig(t *testing.T, o rigOptions) *rig {
 	t.Cleanup(cancel)
 	b.ctx = ctx
 	b.mint, b.other = minttest.Start(t, testmint.Options{}), minttest.Start(t, testmint.Options{})
-	if o.DataDir == "" {
-		o.DataDir = t.TempDir()
-	}
-	if o.Store == (store.Settings{}) {
-		o.Store = store.DefaultSettings()
-	}
-	var err error
-	if b.st, err = o.Store.Open(o.DataDir, log); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { b.st.Close() })
+	b.st = faucettest.Store(t, faucettest.Options{Dir: o.DataDir, Store: o.Store, Log: log})
 	mintURL := b.mint.URL
 	if o.Proxy {
 		b.proxy = testkit.NewProxy(t, mintURL[len("http://"):])
 		mintURL = "http://" + b.proxy.Addr()
 	}
-	if b.tr, err = treasury.New(treasury.Config{DB: b.st.DB, MintURL: mintURL, Log: log, Timeout: 2 * time.Second}); err != nil {
-		t.Fatal(err)
-	}
+	b.tr = faucettest.Treasury(t, b.st, mintURL, log, 2*time.Second)
 	t.Cleanup(func() { b.tr.Close(context.Background()) })
+	var err error
 	b.s, err = New(Config{DB: b.st.DB, Treasury: b.tr, LNURL: lnurl.New(lnurl.Options{}), Profiles: &profiles.Fetcher{}, Log: log,
 		Settings: Settings{Enabled: true, MaxFeeSats: 5, DailyBudgetSats: 1000, QuoteTTL: time.Minute, PollInterval: o.Poll},
 		TestMint: &TestMint{Pay: b.mint.Node.PayInvoice}})
