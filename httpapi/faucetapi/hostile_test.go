@@ -20,8 +20,8 @@ import (
 	"github.com/outpost-relay/outpost/faucet"
 	"github.com/outpost-relay/outpost/internal/testkit"
 	"github.com/outpost-relay/outpost/testmint"
-	"github.com/outpost-relay/outpost/testmint/minttest"
 	"github.com/outpost-relay/outpost/testmint/hostile"
+	"github.com/outpost-relay/outpost/testmint/minttest"
 	"github.com/outpost-relay/outpost/testmint/nutshelltest"
 )
 
