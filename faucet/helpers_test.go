@@ -69,10 +69,7 @@ func newRig(t *testing.T, o rigOptions) *rig {
 	if err := b.s.Fund(ctx, 500); err != nil {
 		t.Fatal(err)
 	}
-	if b.user, err = wallet.LoadWallet(wallet.Config{WalletPath: t.TempDir(), CurrentMintURL: b.other.URL}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { b.user.Shutdown() })
+	b.user = minttest.Wallet(t, b.other.URL)
 	return b
 }
 

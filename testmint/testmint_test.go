@@ -16,15 +16,7 @@ import (
 	"github.com/outpost-relay/outpost/testmint/minttest"
 )
 
-func newWallet(t *testing.T, m *testmint.Mint) *wallet.Wallet {
-	t.Helper()
-	w, err := wallet.LoadWallet(wallet.Config{WalletPath: t.TempDir(), CurrentMintURL: m.URL})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { w.Shutdown() })
-	return w
-}
+func newWallet(t *testing.T, m *testmint.Mint) *wallet.Wallet { return minttest.Wallet(t, m.URL) }
 
 func TestMintServesOnLoopbackWithRealInfo(t *testing.T) {
 	m := minttest.Start(t, testmint.Options{Name: "Loopback Mint", Description: "for tests"})

@@ -25,15 +25,7 @@ import (
 
 var quiet = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 
-func userWallet(t *testing.T, m *testmint.Mint) *wallet.Wallet {
-	t.Helper()
-	w, err := wallet.LoadWallet(wallet.Config{WalletPath: t.TempDir(), CurrentMintURL: m.URL})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { w.Shutdown() })
-	return w
-}
+func userWallet(t *testing.T, m *testmint.Mint) *wallet.Wallet { return minttest.Wallet(t, m.URL) }
 
 func openStore(t *testing.T, dir string) *store.Store {
 	t.Helper()

@@ -6,6 +6,7 @@ package minttest
 import (
 	"testing"
 
+	"github.com/elnosh/gonuts/wallet"
 	"github.com/outpost-relay/outpost/testmint"
 )
 
@@ -22,4 +23,16 @@ func Start(t testing.TB, o testmint.Options) *testmint.Mint {
 	}
 	t.Cleanup(func() { m.Close() })
 	return m
+}
+
+// Wallet is a user's gonuts wallet at the mint at mintURL, in a temporary
+// directory; it shuts down when the test ends.
+func Wallet(t testing.TB, mintURL string) *wallet.Wallet {
+	t.Helper()
+	w, err := wallet.LoadWallet(wallet.Config{WalletPath: t.TempDir(), CurrentMintURL: mintURL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Shutdown() })
+	return w
 }
