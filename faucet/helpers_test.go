@@ -14,6 +14,7 @@ import (
 	"github.com/outpost-relay/outpost/lnurl"
 	"github.com/outpost-relay/outpost/profiles"
 	"github.com/outpost-relay/outpost/store"
+	"github.com/outpost-relay/outpost/store/storetest"
 	"github.com/outpost-relay/outpost/testmint"
 	"github.com/outpost-relay/outpost/testmint/minttest"
 	"github.com/outpost-relay/outpost/treasury"
@@ -51,7 +52,7 @@ func newRig(t *testing.T, o rigOptions) *rig {
 	t.Cleanup(cancel)
 	b.ctx = ctx
 	b.mint, b.other = minttest.Start(t, testmint.Options{}), minttest.Start(t, testmint.Options{})
-	b.st = faucettest.Store(t, faucettest.Options{Dir: o.DataDir, Store: o.Store, Log: log})
+	b.st = storetest.Open(t, storetest.Options{Dir: o.DataDir, Settings: o.Store, Log: log})
 	mintURL := b.mint.URL
 	if o.Proxy {
 		b.proxy = testkit.NewProxy(t, mintURL[len("http://"):])

@@ -10,6 +10,7 @@ import (
 	"github.com/outpost-relay/outpost/internal/testkit"
 	"github.com/outpost-relay/outpost/mintdir/mintdirtest"
 	"github.com/outpost-relay/outpost/store"
+	"github.com/outpost-relay/outpost/store/storetest"
 )
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
@@ -24,12 +25,7 @@ type env struct {
 
 func newEnv(t testing.TB, cfg Config) *env {
 	t.Helper()
-	st, err := store.Open(t.TempDir(), quiet())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	return newEnvOn(t, st, cfg)
+	return newEnvOn(t, storetest.Open(t, storetest.Options{}), cfg)
 }
 
 func newEnvOn(t testing.TB, st *store.Store, cfg Config) *env {

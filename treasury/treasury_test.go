@@ -18,6 +18,7 @@ import (
 	"github.com/outpost-relay/outpost"
 	"github.com/outpost-relay/outpost/internal/testkit"
 	"github.com/outpost-relay/outpost/store"
+	"github.com/outpost-relay/outpost/store/storetest"
 	"github.com/outpost-relay/outpost/testmint"
 	"github.com/outpost-relay/outpost/testmint/minttest"
 	"github.com/outpost-relay/outpost/treasury"
@@ -29,12 +30,7 @@ func userWallet(t *testing.T, m *testmint.Mint) *wallet.Wallet { return minttest
 
 func openStore(t *testing.T, dir string) *store.Store {
 	t.Helper()
-	st, err := store.Open(dir, quiet)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	return st
+	return storetest.Open(t, storetest.Options{Dir: dir, Log: quiet})
 }
 
 func newTreasury(t *testing.T, m *testmint.Mint, accepted ...string) *treasury.Treasury {

@@ -21,6 +21,7 @@ import (
 	"github.com/outpost-relay/outpost/ratelimit"
 	"github.com/outpost-relay/outpost/relay"
 	"github.com/outpost-relay/outpost/store"
+	"github.com/outpost-relay/outpost/store/storetest"
 	"github.com/outpost-relay/outpost/web"
 )
 
@@ -52,11 +53,7 @@ func newSite(t testing.TB, o siteOptions) *site {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	t.Cleanup(cancel)
-	st, err := store.Open(t.TempDir(), quiet())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := storetest.Open(t, storetest.Options{})
 	sk := nostr.GeneratePrivateKey()
 	pk, _ := nostr.GetPublicKey(sk)
 	list := policies.NewBanList()

@@ -33,6 +33,7 @@ import (
 	"github.com/outpost-relay/outpost/pubkey"
 	"github.com/outpost-relay/outpost/relay"
 	"github.com/outpost-relay/outpost/store"
+	"github.com/outpost-relay/outpost/store/storetest"
 	"github.com/outpost-relay/outpost/testmint"
 	"github.com/outpost-relay/outpost/treasury"
 )
@@ -115,7 +116,7 @@ func newEnvMint(t *testing.T, public, mintURL string, fundSats int64, mod func(*
 		mod(&e.cfg)
 	}
 	log := slog.New(slog.NewTextHandler(e.log, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	st := faucettest.Store(t, faucettest.Options{Log: log})
+	st := storetest.Open(t, storetest.Options{Log: log})
 	e.st = st
 	srv := httptest.NewUnstartedServer(nil)
 	e.url = "http://" + srv.Listener.Addr().String()
