@@ -45,30 +45,13 @@ func TestMain(m *testing.M) {
 	if err != nil {
 		panic(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	var wg sync.WaitGroup
-	var errA, errB error
-	wg.Go(func() {
-		// FakeWallet pays its own invoices by itself after a delay, long
-		// enough for the tests to pay them first.
-		nutshell, errA = nutshelltest.Start(ctx, nutshelltest.Options{Dir: filepath.Join(dir, "nutshell"), Env: []string{"FAKEWALLET_DELAY_INCOMING_PAYMENT=3"}})
-	})
-	wg.Go(func() {
-		pending, errB = nutshelltest.Start(ctx, nutshelltest.Options{Dir: filepath.Join(dir, "pending"), Name: "pending mint",
-			Env: []string{"FAKEWALLET_PAY_INVOICE_STATE=PENDING"}})
-	})
-	wg.Wait()
-	cancel()
-	noNutshell = errors.Join(errA, errB)
+	nutshells, err := nutshelltest.StartPair(filepath.Join(dir, "nutshell"))
+	nutshell, pending, noNutshell = nutshells.Settle, nutshells.Pending, err
 	if noNutshell != nil && !errors.Is(noNutshell, nutshelltest.ErrNotInstalled) {
 		panic(noNutshell)
 	}
 	code := m.Run()
-	for _, n := range []*nutshelltest.Mint{nutshell, pending} {
-		if n != nil {
-			n.Stop()
-		}
-	}
+	nutshells.Stop()
 	gonutsMint.Close()
 	os.RemoveAll(dir)
 	os.Exit(code)
