@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/outpost-relay/outpost/ecash"
+	"github.com/outpost-relay/outpost/internal/testkit"
 	"github.com/outpost-relay/outpost/store"
 	"github.com/outpost-relay/outpost/testmint"
 	"github.com/outpost-relay/outpost/testmint/nutshelltest"
@@ -454,25 +455,14 @@ func TestConcurrentSends(t *testing.T) {
 			ctx := ctxT(t)
 			e := open(t, m.url, "")
 			fund(t, m, e.w, 2000)
-			var wg sync.WaitGroup
 			var spent atomic.Uint64
-			errs := make(chan error, 12)
-			for i := range 12 {
-				wg.Go(func() {
-					s, err := e.w.Send(ctx, fmt.Sprint("c", i), uint64(5+i), 0)
-					if err == nil {
-						spent.Add(s.Amount + s.Fee)
-					}
-					errs <- err
-				})
-			}
-			wg.Wait()
-			close(errs)
-			for err := range errs {
-				if err != nil {
-					t.Fatal(err)
+			testkit.Concurrently(t, 12, func(i int) error {
+				s, err := e.w.Send(ctx, fmt.Sprint("c", i), uint64(5+i), 0)
+				if err == nil {
+					spent.Add(s.Amount + s.Fee)
 				}
-			}
+				return err
+			})
 			if e.w.Balance() != 2000-spent.Load() {
 				t.Fatalf("balance %d, spent %d", e.w.Balance(), spent.Load())
 			}

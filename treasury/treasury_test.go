@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -158,21 +157,10 @@ func TestPayouts(t *testing.T) {
 
 	t.Run("concurrent use", func(t *testing.T) {
 		before, _ := tr.Balance()
-		var wg sync.WaitGroup
-		errs := make(chan error, 8)
-		for range 8 {
-			wg.Go(func() {
-				_, err := tr.SendToken(ctx, "", 5, 0)
-				errs <- err
-			})
-		}
-		wg.Wait()
-		close(errs)
-		for err := range errs {
-			if err != nil {
-				t.Fatal(err)
-			}
-		}
+		testkit.Concurrently(t, 8, func(int) error {
+			_, err := tr.SendToken(ctx, "", 5, 0)
+			return err
+		})
 		if after, _ := tr.Balance(); after != before-40 {
 			t.Fatalf("balance %d, want %d", after, before-40)
 		}
