@@ -26,7 +26,7 @@ import (
 	"github.com/outpost-relay/outpost/ratelimit"
 	"github.com/outpost-relay/outpost/relay"
 	"github.com/outpost-relay/outpost/relay/relaytest"
-	"github.com/outpost-relay/outpost/store"
+	"github.com/outpost-relay/outpost/store/storetest"
 	"github.com/outpost-relay/outpost/testmint"
 	"github.com/outpost-relay/outpost/testmint/minttest"
 )
@@ -50,10 +50,7 @@ func newEnv(t *testing.T, allowPrivate bool, submitPerHour int) *env {
 func newEnvLimited(t *testing.T, allowPrivate bool, submitPerHour int, limit *ratelimit.Limiter) *env {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	st, err := store.Open(t.TempDir(), log)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := storetest.Open(t, storetest.Options{Log: log})
 	srv := httptest.NewUnstartedServer(nil)
 	base := "http://" + srv.Listener.Addr().String()
 	sk := nostr.GeneratePrivateKey()
@@ -83,7 +80,6 @@ func newEnvLimited(t *testing.T, allowPrivate bool, submitPerHour int, limit *ra
 		rl.CloseClients(shCtx)
 		cancel()
 		<-jobs
-		st.Close()
 	})
 	e.nostr, proxy = relaytest.Dial(t, srv.URL)
 	return e

@@ -1,7 +1,6 @@
 package relaytest
 
 import (
-	"io"
 	"log/slog"
 	"net/http/httptest"
 	"testing"
@@ -9,6 +8,7 @@ import (
 	"github.com/outpost-relay/outpost/policies"
 	"github.com/outpost-relay/outpost/relay"
 	"github.com/outpost-relay/outpost/store"
+	"github.com/outpost-relay/outpost/store/storetest"
 )
 
 // Start serves an outpost relay with default limits on a store of its own,
@@ -16,16 +16,12 @@ import (
 // to talk to. It stops when the test ends.
 func Start(t testing.TB) (*httptest.Server, *store.Store) {
 	t.Helper()
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	st, err := store.Open(t.TempDir(), log)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := storetest.Open(t, storetest.Options{})
 	srv := httptest.NewUnstartedServer(nil)
 	_, pk := NewKey()
-	rl := relay.New(relay.Config{Store: st, BanList: policies.NewBanList(), Log: log,
+	rl := relay.New(relay.Config{Store: st, BanList: policies.NewBanList(), Log: slog.New(slog.DiscardHandler),
 		PublicURL: "http://" + srv.Listener.Addr().String(), ServicePub: pk})
 	srv.Config.Handler = rl
-	Serve(t, srv, rl, st)
+	Serve(t, srv, rl, nil)
 	return srv, st
 }
