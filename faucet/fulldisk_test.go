@@ -42,6 +42,9 @@ func TestPaymentMadeAsTheDiskFillsIsRecorded(t *testing.T) {
 		return lightning.Succeeded
 	})
 	res, err := s.melt(r.ctx, c, inv)
+	if store.Writable(st.DB) {
+		t.Fatal("the store never refused writes")
+	}
 	if err != nil || res.Status != ClaimPaid {
 		t.Fatalf("a payment made as the disk filled: %+v, %v", res, err)
 	}
