@@ -474,10 +474,9 @@ func TestConcurrentSends(t *testing.T) {
 // beforeRotation is a wallet funded with 300 sats at a Nutshell mint of
 // one keyset (old), about to rotate it, and a token of 10 sats of that
 // keyset the wallet sent, held by a user.
-func beforeRotation(t *testing.T) (ctx context.Context, first *nutshelltest.Mint, e *env, old []ecash.Keyset, sent ecash.Sent) {
+func beforeRotation(t *testing.T) (first *nutshelltest.Mint, e *env, old []ecash.Keyset, sent ecash.Sent) {
 	t.Helper()
 	needNutshell(t)
-	ctx = ctxT(t)
 	first = nutshelltest.StartT(t, nutshelltest.Options{Name: "rotating mint"})
 	e = open(t, first.URL, "")
 	fund(t, mintUnderTest{"rotating", first.URL, func(testing.TB, string) {}}, e.w, 300)
@@ -485,22 +484,22 @@ func beforeRotation(t *testing.T) (ctx context.Context, first *nutshelltest.Mint
 	if len(old) != 1 || !strings.HasPrefix(old[0].ID, "01") {
 		t.Fatalf("keysets %+v", old)
 	}
-	sent, err := e.w.Send(ctx, "", 10, 0)
+	sent, err := e.w.Send(ctxT(t), "", 10, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return ctx, first, e, old, sent
+	return first, e, old, sent
 }
 
 // TestRotatedKeyset: the mint retires its keyset for a new one; the wallet
 // learns it, makes new outputs with the new keyset, and moves its proofs
 // of the old one over (NUT-02).
 func TestRotatedKeyset(t *testing.T) {
-	ctx, first, e, old, sent := beforeRotation(t)
+	first, e, old, sent := beforeRotation(t)
 	first.Stop()
 	// A second active keyset first (a new derivation path), then the old one retired.
 	second := nutshelltest.StartT(t, nutshelltest.Options{Dir: first.Dir, Port: first.Port, Env: []string{"MINT_DERIVATION_PATH=m/0'/0'/1'"}})
-	ctx = ctxT(t) // a mint's start may take a while on a busy machine
+	ctx := ctxT(t) // a mint's start may take a while on a busy machine
 	if err := e.w.Refresh(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -583,7 +582,7 @@ func TestLateRequest(t *testing.T) {
 // at once with the new keyset; the wallet's proofs of the old keyset move
 // over with the fee booked as housekeeping, and the books balance.
 func TestRotationWhileRunning(t *testing.T) {
-	ctx, first, e, old, sent := beforeRotation(t)
+	first, e, old, sent := beforeRotation(t)
 	m := mintUnderTest{"rotating", first.URL, func(testing.TB, string) {}}
 	out := sent.Amount + sent.Fee
 	first.Stop()
@@ -591,7 +590,7 @@ func TestRotationWhileRunning(t *testing.T) {
 		t.Fatal(err)
 	}
 	nutshelltest.StartT(t, nutshelltest.Options{Dir: first.Dir, Port: first.Port, Env: []string{"MINT_DERIVATION_PATH=m/0'/0'/1'"}})
-	ctx = ctxT(t)
+	ctx := ctxT(t)
 	s, err := e.w.Send(ctx, "", 21, 0)
 	if err != nil {
 		t.Fatalf("the first send after the rotation: %v", err)
