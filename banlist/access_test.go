@@ -55,10 +55,7 @@ func second[T any](_ T, err error) error { return err }
 // temporary one leaves it there for when the ban lapses. allowpubkey lifts
 // a ban.
 func TestBansAndTheAllowList(t *testing.T) {
-	ctx := context.Background()
-	c := testkit.NewClock(time.Unix(1_700_000_000, 0))
-	svc, st := open(t, t.TempDir(), c)
-	defer st.Close()
+	ctx, c, svc, _ := newService(t)
 	svc.AllowPubKey(ctx, "key:a", pk(1), "")
 	svc.AllowPubKey(ctx, "key:a", pk(2), "")
 	exp := c.Now().Unix() + 60
@@ -88,10 +85,7 @@ func TestBansAndTheAllowList(t *testing.T) {
 }
 
 func TestAccessInput(t *testing.T) {
-	ctx := context.Background()
-	c := testkit.NewClock(time.Unix(1_700_000_000, 0))
-	svc, st := open(t, t.TempDir(), c)
-	defer st.Close()
+	ctx, _, svc, _ := newService(t)
 	tests := []struct {
 		name string
 		err  error

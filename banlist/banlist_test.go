@@ -18,6 +18,16 @@ import (
 
 var serviceKey = nostr.GeneratePrivateKey()
 
+// newService is a ban list on a store of its own, at a clock of the test's,
+// with the context of its calls; the store closes when the test ends.
+func newService(t *testing.T) (context.Context, *testkit.Clock, *Service, *store.Store) {
+	t.Helper()
+	c := testkit.NewClock(time.Unix(1_700_000_000, 0))
+	svc, st := open(t, t.TempDir(), c)
+	t.Cleanup(func() { st.Close() })
+	return context.Background(), c, svc, st
+}
+
 func open(t *testing.T, dir string, c *testkit.Clock) (*Service, *store.Store) {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -83,10 +93,7 @@ func TestBansSurviveRestartAndLapse(t *testing.T) {
 }
 
 func TestRebanReplacesAndAudits(t *testing.T) {
-	ctx := context.Background()
-	c := testkit.NewClock(time.Unix(1_700_000_000, 0))
-	svc, st := open(t, t.TempDir(), c)
-	defer st.Close()
+	ctx, c, svc, _ := newService(t)
 	first, _ := svc.Ban(ctx, "key:a", pk(1), "spam", nil)
 	c.Add(time.Second)
 	second, err := svc.Ban(ctx, "key:b", pk(1), "worse spam", nil)
@@ -122,10 +129,7 @@ func TestRebanReplacesAndAudits(t *testing.T) {
 }
 
 func TestPastExpiryIsRejectedAndWritesNothing(t *testing.T) {
-	ctx := context.Background()
-	c := testkit.NewClock(time.Unix(1_700_000_000, 0))
-	svc, st := open(t, t.TempDir(), c)
-	defer st.Close()
+	ctx, c, svc, _ := newService(t)
 	past := c.Now().Unix()
 	if _, err := svc.Ban(ctx, "key:a", pk(1), "spam", &past); !outpost.IsKind(err, outpost.Invalid) {
 		t.Fatalf("ban expiring now: %v, want invalid", err)
@@ -139,10 +143,7 @@ func TestPastExpiryIsRejectedAndWritesNothing(t *testing.T) {
 }
 
 func TestKeys(t *testing.T) {
-	ctx := context.Background()
-	c := testkit.NewClock(time.Unix(1_700_000_000, 0))
-	svc, st := open(t, t.TempDir(), c)
-	defer st.Close()
+	ctx, _, svc, _ := newService(t)
 	secret, k, err := svc.CreateKey(ctx, "cli", "mod1", RoleModerator)
 	if err != nil {
 		t.Fatal(err)
@@ -172,10 +173,7 @@ func TestKeys(t *testing.T) {
 }
 
 func TestReportsRoundTrip(t *testing.T) {
-	ctx := context.Background()
-	c := testkit.NewClock(time.Unix(1_700_000_000, 0))
-	svc, st := open(t, t.TempDir(), c)
-	defer st.Close()
+	ctx, c, svc, st := newService(t)
 	ev := pk(0xabc)[:64]
 	r1, err := svc.SubmitReport(ctx, NewReport{ReportedPubKey: pk(7), Reason: "Spam", EventIDs: []string{ev}, Comment: "flooding"})
 	if err != nil {
@@ -219,10 +217,7 @@ func TestReportsRoundTrip(t *testing.T) {
 }
 
 func TestConcurrentBansKeepSnapshotInStep(t *testing.T) {
-	ctx := context.Background()
-	c := testkit.NewClock(time.Unix(1_700_000_000, 0))
-	svc, st := open(t, t.TempDir(), c)
-	defer st.Close()
+	ctx, _, svc, _ := newService(t)
 	var wg sync.WaitGroup
 	for i := range 50 {
 		wg.Add(1)

@@ -14,6 +14,7 @@ import (
 	"github.com/elnosh/gonuts/cashu"
 	"github.com/outpost-relay/outpost/ecash"
 	"github.com/outpost-relay/outpost/testmint"
+	"github.com/outpost-relay/outpost/testmint/minttest"
 )
 
 // TestUnreachableMint: nothing listening, or a mint that never answers:
@@ -232,11 +233,7 @@ func TestExactMeltWithoutFeeReturn(t *testing.T) {
 		t.Fatal(err)
 	}
 	node.FeeReserveFn = func(uint64) uint64 { return 3 }
-	m, err := testmint.Start(testmint.Options{Dir: t.TempDir(), Node: node, InputFeePpk: 100})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
+	m := minttest.Start(t, testmint.Options{Node: node, InputFeePpk: 100})
 	defer node.Close()
 	mut := mintUnderTest{"gonuts with fee reserve", m.URL, func(t testing.TB, inv string) {
 		if err := node.PayInvoice(inv); err != nil {

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/outpost-relay/outpost/ecash"
+	"github.com/outpost-relay/outpost/internal/testkit"
 	"github.com/outpost-relay/outpost/store"
 	"github.com/outpost-relay/outpost/testmint"
 	"github.com/outpost-relay/outpost/testmint/nutshelltest"
@@ -45,30 +46,13 @@ func TestMain(m *testing.M) {
 	if err != nil {
 		panic(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	var wg sync.WaitGroup
-	var errA, errB error
-	wg.Go(func() {
-		// FakeWallet pays its own invoices by itself after a delay, long
-		// enough for the tests to pay them first.
-		nutshell, errA = nutshelltest.Start(ctx, nutshelltest.Options{Dir: filepath.Join(dir, "nutshell"), Env: []string{"FAKEWALLET_DELAY_INCOMING_PAYMENT=3"}})
-	})
-	wg.Go(func() {
-		pending, errB = nutshelltest.Start(ctx, nutshelltest.Options{Dir: filepath.Join(dir, "pending"), Name: "pending mint",
-			Env: []string{"FAKEWALLET_PAY_INVOICE_STATE=PENDING"}})
-	})
-	wg.Wait()
-	cancel()
-	noNutshell = errors.Join(errA, errB)
+	nutshells, err := nutshelltest.StartPair(filepath.Join(dir, "nutshell"))
+	nutshell, pending, noNutshell = nutshells.Settle, nutshells.Pending, err
 	if noNutshell != nil && !errors.Is(noNutshell, nutshelltest.ErrNotInstalled) {
 		panic(noNutshell)
 	}
 	code := m.Run()
-	for _, n := range []*nutshelltest.Mint{nutshell, pending} {
-		if n != nil {
-			n.Stop()
-		}
-	}
+	nutshells.Stop()
 	gonutsMint.Close()
 	os.RemoveAll(dir)
 	os.Exit(code)
@@ -471,25 +455,14 @@ func TestConcurrentSends(t *testing.T) {
 			ctx := ctxT(t)
 			e := open(t, m.url, "")
 			fund(t, m, e.w, 2000)
-			var wg sync.WaitGroup
 			var spent atomic.Uint64
-			errs := make(chan error, 12)
-			for i := range 12 {
-				wg.Go(func() {
-					s, err := e.w.Send(ctx, fmt.Sprint("c", i), uint64(5+i), 0)
-					if err == nil {
-						spent.Add(s.Amount + s.Fee)
-					}
-					errs <- err
-				})
-			}
-			wg.Wait()
-			close(errs)
-			for err := range errs {
-				if err != nil {
-					t.Fatal(err)
+			testkit.Concurrently(t, 12, func(i int) error {
+				s, err := e.w.Send(ctx, fmt.Sprint("c", i), uint64(5+i), 0)
+				if err == nil {
+					spent.Add(s.Amount + s.Fee)
 				}
-			}
+				return err
+			})
 			if e.w.Balance() != 2000-spent.Load() {
 				t.Fatalf("balance %d, spent %d", e.w.Balance(), spent.Load())
 			}
@@ -498,28 +471,35 @@ func TestConcurrentSends(t *testing.T) {
 	}
 }
 
+// beforeRotation is a wallet funded with 300 sats at a Nutshell mint of
+// one keyset (old), about to rotate it, and a token of 10 sats of that
+// keyset the wallet sent, held by a user.
+func beforeRotation(t *testing.T) (first *nutshelltest.Mint, e *env, old []ecash.Keyset, sent ecash.Sent) {
+	t.Helper()
+	needNutshell(t)
+	first = nutshelltest.StartT(t, nutshelltest.Options{Name: "rotating mint"})
+	e = open(t, first.URL, "")
+	fund(t, mintUnderTest{"rotating", first.URL, func(testing.TB, string) {}}, e.w, 300)
+	old = e.w.Keysets()
+	if len(old) != 1 || !strings.HasPrefix(old[0].ID, "01") {
+		t.Fatalf("keysets %+v", old)
+	}
+	sent, err := e.w.Send(ctxT(t), "", 10, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return first, e, old, sent
+}
+
 // TestRotatedKeyset: the mint retires its keyset for a new one; the wallet
 // learns it, makes new outputs with the new keyset, and moves its proofs
 // of the old one over (NUT-02).
 func TestRotatedKeyset(t *testing.T) {
-	needNutshell(t)
-	ctx := ctxT(t)
-	first := nutshelltest.StartT(t, nutshelltest.Options{Name: "rotating mint"})
-	m := mintUnderTest{"rotating", first.URL, func(testing.TB, string) {}}
-	e := open(t, first.URL, "")
-	fund(t, m, e.w, 300)
-	old := e.w.Keysets()
-	if len(old) != 1 || !strings.HasPrefix(old[0].ID, "01") {
-		t.Fatalf("keysets %+v", old)
-	}
-	sent, err := e.w.Send(ctx, "", 10, 0) // a token of the old keyset, held by a user
-	if err != nil {
-		t.Fatal(err)
-	}
+	first, e, old, sent := beforeRotation(t)
 	first.Stop()
 	// A second active keyset first (a new derivation path), then the old one retired.
 	second := nutshelltest.StartT(t, nutshelltest.Options{Dir: first.Dir, Port: first.Port, Env: []string{"MINT_DERIVATION_PATH=m/0'/0'/1'"}})
-	ctx = ctxT(t) // a mint's start may take a while on a busy machine
+	ctx := ctxT(t) // a mint's start may take a while on a busy machine
 	if err := e.w.Refresh(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -602,24 +582,15 @@ func TestLateRequest(t *testing.T) {
 // at once with the new keyset; the wallet's proofs of the old keyset move
 // over with the fee booked as housekeeping, and the books balance.
 func TestRotationWhileRunning(t *testing.T) {
-	needNutshell(t)
-	ctx := ctxT(t)
-	first := nutshelltest.StartT(t, nutshelltest.Options{Name: "rotating mint"})
+	first, e, old, sent := beforeRotation(t)
 	m := mintUnderTest{"rotating", first.URL, func(testing.TB, string) {}}
-	e := open(t, first.URL, "")
-	fund(t, m, e.w, 300)
-	old := e.w.Keysets()
-	sent, err := e.w.Send(ctx, "", 10, 0) // a token of the old keyset, held by a user
-	if err != nil {
-		t.Fatal(err)
-	}
 	out := sent.Amount + sent.Fee
 	first.Stop()
 	if err := nutshelltest.SetKeysetActive(first.Dir, old[0].ID, false); err != nil {
 		t.Fatal(err)
 	}
 	nutshelltest.StartT(t, nutshelltest.Options{Dir: first.Dir, Port: first.Port, Env: []string{"MINT_DERIVATION_PATH=m/0'/0'/1'"}})
-	ctx = ctxT(t)
+	ctx := ctxT(t)
 	s, err := e.w.Send(ctx, "", 21, 0)
 	if err != nil {
 		t.Fatalf("the first send after the rotation: %v", err)

@@ -15,9 +15,8 @@ import (
 // wallet's operation and the claim, paid — instead of the claim staying
 // "paying" (its reservations held) until the next start.
 func TestPaymentMadeAsTheDiskFillsIsRecorded(t *testing.T) {
-	dir := testkit.Tmpfs(t, 128, "")
-	const min = 32 << 20
-	r := newRig(t, rigOptions{DataDir: dir, Store: kv.Settings{MinFreeSpace: min}})
+	disk := testkit.NewFullDisk(t)
+	r := newRig(t, rigOptions{DataDir: disk.Dir, Store: kv.Settings{MinFreeSpace: disk.Min}})
 	s, st := r.s, r.st
 	_, invoice := r.invoice(40)
 	inv, err := bolt11.Decode(invoice)
@@ -38,11 +37,13 @@ func TestPaymentMadeAsTheDiskFillsIsRecorded(t *testing.T) {
 
 	// The faucet's mint pays; meanwhile the disk fills, and the store notices.
 	r.mint.Node.SetOutcome(func(string) lightning.State {
-		testkit.Fill(t, dir, min-4<<20)
-		testkit.WaitFor(t, 5*time.Second, "the store to refuse writes", func() bool { return !st.DB.Writable() })
+		disk.FillPastMin(t, func() bool { return !st.DB.Writable() })
 		return lightning.Succeeded
 	})
 	res, err := s.melt(r.ctx, c, inv)
+	if st.DB.Writable() {
+		t.Fatal("the store never refused writes")
+	}
 	if err != nil || res.Status != ClaimPaid {
 		t.Fatalf("a payment made as the disk filled: %+v, %v", res, err)
 	}

@@ -8,12 +8,15 @@ import (
 	"time"
 
 	"github.com/elnosh/gonuts/wallet"
+	"github.com/outpost-relay/outpost/faucet/faucettest"
 	"github.com/outpost-relay/outpost/internal/testkit"
 	"github.com/outpost-relay/outpost/kv"
 	"github.com/outpost-relay/outpost/lnurl"
 	"github.com/outpost-relay/outpost/profiles"
 	"github.com/outpost-relay/outpost/store"
+	"github.com/outpost-relay/outpost/store/storetest"
 	"github.com/outpost-relay/outpost/testmint"
+	"github.com/outpost-relay/outpost/testmint/minttest"
 	"github.com/outpost-relay/outpost/treasury"
 )
 
@@ -48,27 +51,16 @@ func newRig(t *testing.T, o rigOptions) *rig {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
 	b.ctx = ctx
-	b.mint, b.other = b.startMint(), b.startMint()
-	if o.DataDir == "" {
-		o.DataDir = t.TempDir()
-	}
-	if o.Store == (kv.Settings{}) {
-		o.Store = kv.DefaultSettings()
-	}
-	var err error
-	if b.st, err = store.OpenWith(o.Store, o.DataDir, log); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { b.st.Close() })
+	b.mint, b.other = minttest.Start(t, testmint.Options{}), minttest.Start(t, testmint.Options{})
+	b.st = storetest.Open(t, storetest.Options{Dir: o.DataDir, Settings: o.Store, Log: log})
 	mintURL := b.mint.URL
 	if o.Proxy {
 		b.proxy = testkit.NewProxy(t, mintURL[len("http://"):])
 		mintURL = "http://" + b.proxy.Addr()
 	}
-	if b.tr, err = treasury.New(treasury.Config{DB: b.st.DB, MintURL: mintURL, Log: log, Timeout: 2 * time.Second}); err != nil {
-		t.Fatal(err)
-	}
+	b.tr = faucettest.Treasury(t, b.st, mintURL, log, 2*time.Second)
 	t.Cleanup(func() { b.tr.Close(context.Background()) })
+	var err error
 	b.s, err = New(Config{DB: b.st.DB, Treasury: b.tr, LNURL: lnurl.New(lnurl.Options{}), Profiles: &profiles.Fetcher{}, Log: log,
 		Settings: Settings{Enabled: true, MaxFeeSats: 5, DailyBudgetSats: 1000, QuoteTTL: time.Minute, PollInterval: o.Poll},
 		TestMint: &TestMint{Pay: b.mint.Node.PayInvoice}})
@@ -78,21 +70,8 @@ func newRig(t *testing.T, o rigOptions) *rig {
 	if err := b.s.Fund(ctx, 500); err != nil {
 		t.Fatal(err)
 	}
-	if b.user, err = wallet.LoadWallet(wallet.Config{WalletPath: t.TempDir(), CurrentMintURL: b.other.URL}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { b.user.Shutdown() })
+	b.user = minttest.Wallet(t, b.other.URL)
 	return b
-}
-
-func (b *rig) startMint() *testmint.Mint {
-	b.t.Helper()
-	m, err := testmint.Start(testmint.Options{Dir: b.t.TempDir()})
-	if err != nil {
-		b.t.Fatal(err)
-	}
-	b.t.Cleanup(func() { m.Close() })
-	return m
 }
 
 // invoice is a mint quote of the user's at the other mint: its invoice for

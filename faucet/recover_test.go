@@ -7,8 +7,8 @@ import (
 
 	"github.com/elnosh/gonuts/cashu"
 	"github.com/elnosh/gonuts/mint/lightning"
-	"github.com/elnosh/gonuts/wallet"
 	"github.com/outpost-relay/outpost/internal/testkit"
+	"github.com/outpost-relay/outpost/testmint/minttest"
 	"github.com/outpost-relay/outpost/treasury"
 )
 
@@ -50,11 +50,7 @@ func TestCrashRecovery(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	taker, err := wallet.LoadWallet(wallet.Config{WalletPath: t.TempDir(), CurrentMintURL: r.mint.URL})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer taker.Shutdown()
+	taker := minttest.Wallet(t, r.mint.URL)
 	ct, _ := cashu.DecodeToken(tok.Token)
 	if n, err := taker.Receive(ct, false); err != nil || n != 40 {
 		t.Fatalf("redeem: %d %v", n, err)

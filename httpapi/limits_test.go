@@ -21,7 +21,7 @@ import (
 	"github.com/outpost-relay/outpost/policies"
 	"github.com/outpost-relay/outpost/relay"
 	"github.com/outpost-relay/outpost/relay/relaytest"
-	"github.com/outpost-relay/outpost/store"
+	"github.com/outpost-relay/outpost/store/storetest"
 )
 
 // limitsServer serves a real relay and one service through NewServer with
@@ -29,10 +29,7 @@ import (
 func limitsServer(t *testing.T, lim httpapi.ServerLimits) *httptest.Server {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	st, err := store.Open(t.TempDir(), log)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := storetest.Open(t, storetest.Options{Log: log})
 	srv := httptest.NewUnstartedServer(nil)
 	sk := nostr.GeneratePrivateKey()
 	pk, _ := nostr.GetPublicKey(sk)
@@ -50,7 +47,7 @@ func limitsServer(t *testing.T, lim httpapi.ServerLimits) *httptest.Server {
 	}))
 	h := httpapi.New(httpapi.Config{Relay: rl, Log: log, Services: []httpapi.Service{{Name: "svc", Mount: "/svc", Routes: routes}}})
 	srv.Config = httpapi.NewServer(h, lim)
-	relaytest.Serve(t, srv, rl, st)
+	relaytest.Serve(t, srv, rl, nil)
 	return srv
 }
 

@@ -25,8 +25,8 @@ import (
 // reads go on; Close leaves badger open rather than write a table; and
 // everything written is there after a reopen.
 func TestMemtableLogOnADiskFilledFromOutside(t *testing.T) {
-	dir := testkit.Tmpfs(t, 128, "")
-	const min = 32 << 20
+	disk := testkit.NewFullDisk(t)
+	dir, min := disk.Dir, disk.Min
 	s, err := Settings{MinFreeSpace: min}.Open(dir, quiet())
 	if err != nil {
 		t.Fatal(err)

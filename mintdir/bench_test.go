@@ -112,47 +112,40 @@ func loadChecks(b *testing.B, n int) *benchMint {
 // The cost of a 30-day query must not grow with the number of raw checks:
 // both read at most 720 hourly rollups.
 func BenchmarkUptime30d(b *testing.B) {
-	for _, n := range checkCounts() {
-		b.Run(fmt.Sprintf("checks=%d", n), func(b *testing.B) {
-			bm := loadChecks(b, n)
-			b.ReportAllocs()
-			b.ResetTimer()
-			for range b.N {
-				u, err := bm.e.dir.Uptime(bm.e.ctx, bm.m, Window30d)
-				if err != nil || u.TotalChecks < int64(n)*99/100 {
-					b.Fatalf("%+v %v", u, err)
-				}
-			}
-		})
-	}
+	benchChecks(b, func(bm *benchMint, n int) error {
+		u, err := bm.e.dir.Uptime(bm.e.ctx, bm.m, Window30d)
+		if err == nil && u.TotalChecks < int64(n)*99/100 {
+			err = fmt.Errorf("%d checks in 30 days, want %d", u.TotalChecks, n)
+		}
+		return err
+	})
 }
 
 func BenchmarkTimeseries30d(b *testing.B) {
-	for _, n := range checkCounts() {
-		b.Run(fmt.Sprintf("checks=%d", n), func(b *testing.B) {
-			bm := loadChecks(b, n)
-			b.ReportAllocs()
-			b.ResetTimer()
-			for range b.N {
-				pts, err := bm.e.dir.Timeseries(bm.e.ctx, bm.m, Window30d, time.Hour)
-				if err != nil || len(pts) != 721 {
-					b.Fatalf("%d points, %v", len(pts), err)
-				}
-			}
-		})
-	}
+	benchChecks(b, func(bm *benchMint, _ int) error {
+		pts, err := bm.e.dir.Timeseries(bm.e.ctx, bm.m, Window30d, time.Hour)
+		if err == nil && len(pts) != 721 {
+			err = fmt.Errorf("%d points, want 721", len(pts))
+		}
+		return err
+	})
 }
 
 // The summary refreshed after every check: uptime over 24 h, 7 and 30 days,
 // incidents, reviews and trust.
 func BenchmarkRefreshSummary(b *testing.B) {
+	benchChecks(b, func(bm *benchMint, _ int) error { return bm.e.dir.refreshSummary(bm.e.ctx, bm.m.ID, true) })
+}
+
+// benchChecks runs op on a mint with each of checkCounts' numbers of checks.
+func benchChecks(b *testing.B, op func(bm *benchMint, checks int) error) {
 	for _, n := range checkCounts() {
 		b.Run(fmt.Sprintf("checks=%d", n), func(b *testing.B) {
 			bm := loadChecks(b, n)
 			b.ReportAllocs()
 			b.ResetTimer()
 			for range b.N {
-				if err := bm.e.dir.refreshSummary(bm.e.ctx, bm.m.ID, true); err != nil {
+				if err := op(bm, n); err != nil {
 					b.Fatal(err)
 				}
 			}

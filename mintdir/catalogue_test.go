@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/outpost-relay/outpost"
+	"github.com/outpost-relay/outpost/mintdir/mintdirtest"
 	"github.com/outpost-relay/outpost/store"
 )
 
@@ -29,7 +30,7 @@ func TestFailureModesAreRecordedChecks(t *testing.T) {
 		b    func(w http.ResponseWriter, r *http.Request) bool
 		kind string
 	}{
-		{"500", fail(500), "http_error"},
+		{"500", mintdirtest.Fail(500), "http_error"},
 		{"HTML", func(w http.ResponseWriter, r *http.Request) bool {
 			fmt.Fprint(w, "<html>maintenance</html>")
 			return true
@@ -51,7 +52,7 @@ func TestFailureModesAreRecordedChecks(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f.misbehave(tt.b)
+			f.Misbehave(tt.b)
 			e.clock.Add(time.Minute)
 			m := e.probe(id)
 			checks, err := e.dir.Checks(e.ctx, m, e.clock.Now().Add(-time.Second), e.clock.Now().Add(time.Second), 10)
@@ -63,7 +64,7 @@ func TestFailureModesAreRecordedChecks(t *testing.T) {
 			}
 		})
 	}
-	f.misbehave(nil)
+	f.Misbehave(nil)
 	e.clock.Add(time.Minute)
 	if m := e.probe(id); m.Status != StatusOnline {
 		t.Fatalf("back: %s", m.Status)
@@ -88,13 +89,13 @@ func TestMetadataSnapshotsAndHistory(t *testing.T) {
 	}
 
 	// The mint's clock moves on every answer: no new entry.
-	f.set("time", 1700000999)
+	f.Set("time", 1700000999)
 	e.clock.Add(time.Minute)
 	e.probe(id)
-	f.set("name", "Renamed Mint")
+	f.Set("name", "Renamed Mint")
 	e.clock.Add(time.Minute)
 	e.probe(id)
-	f.set("version", "fake/2.0")
+	f.Set("version", "fake/2.0")
 	e.clock.Add(time.Minute)
 	m = e.probe(id)
 
@@ -150,7 +151,7 @@ func TestSameMintUnderTwoURLsBecomesOne(t *testing.T) {
 
 	// URLs the mint advertises in NUT-06 join its list; .onion ones are tor.
 	g := newFakeMint(t, "Other", pk2)
-	f.set("urls", []any{f.URL, g.URL + "/", "http://mintabcdef.onion"})
+	f.Set("urls", []any{f.URL, g.URL + "/", "http://mintabcdef.onion"})
 	e.clock.Add(time.Minute)
 	m := e.probe(a)
 	if len(m.URLs) != 4 || m.URLType("http://mintabcdef.onion") != URLTor {

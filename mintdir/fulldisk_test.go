@@ -6,10 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/outpost-relay/outpost/internal/testkit"
 	"github.com/outpost-relay/outpost/kv"
 	"github.com/outpost-relay/outpost/store"
-
-	"github.com/outpost-relay/outpost/internal/testkit"
 )
 
 // The disk fills while a mint is being checked (the store took writes when
@@ -17,9 +16,8 @@ import (
 // disk is, rather than returned as an error the prober logs on every round
 // while the disk stays full; the store has said once that it is full.
 func TestCheckFinishedOnAFullDiskIsDropped(t *testing.T) {
-	dir := testkit.Tmpfs(t, 128, "")
-	const min = 32 << 20
-	st, err := store.OpenWith(kv.Settings{MinFreeSpace: min}, dir, quiet())
+	disk := testkit.NewFullDisk(t)
+	st, err := store.OpenWith(kv.Settings{MinFreeSpace: disk.Min}, disk.Dir, quiet())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,14 +28,9 @@ func TestCheckFinishedOnAFullDiskIsDropped(t *testing.T) {
 	e.probe(id)
 
 	var fill sync.Once
-	f.misbehave(func(w http.ResponseWriter, r *http.Request) bool {
+	f.Misbehave(func(w http.ResponseWriter, r *http.Request) bool {
 		if r.URL.Path == "/v1/info" {
-			fill.Do(func() {
-				testkit.Fill(t, dir, min-4<<20)
-				for deadline := time.Now().Add(5 * time.Second); st.DB.Writable() && time.Now().Before(deadline); {
-					time.Sleep(20 * time.Millisecond)
-				}
-			})
+			fill.Do(func() { disk.FillPastMin(t, func() bool { return !st.DB.Writable() }) })
 		}
 		return false
 	})

@@ -41,7 +41,7 @@ func TestReviews(t *testing.T) {
 	base := time.Unix(1_800_000_000, 0)
 	alice, bob, carol, dave, op := nostr.GeneratePrivateKey(), nostr.GeneratePrivateKey(), nostr.GeneratePrivateKey(), nostr.GeneratePrivateKey(), nostr.GeneratePrivateKey()
 	opPub, _ := nostr.GetPublicKey(op)
-	f.set("contact", []any{[]any{"nostr", opPub}})
+	f.Set("contact", []any{[]any{"nostr", opPub}})
 	e.clock.Add(time.Minute)
 	m = e.probe(m.ID.String())
 

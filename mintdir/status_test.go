@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"testing"
 	"time"
+
+	"github.com/outpost-relay/outpost/mintdir/mintdirtest"
 )
 
 func TestStatusTransitionsAndIncidents(t *testing.T) {
@@ -20,7 +22,7 @@ func TestStatusTransitionsAndIncidents(t *testing.T) {
 	}
 
 	// Two failures are a blip: still online, no incident.
-	f.misbehave(fail(500))
+	f.Misbehave(mintdirtest.Fail(500))
 	firstFailure := e.clock.Now().Add(time.Minute)
 	for range 2 {
 		e.clock.Add(time.Minute)
@@ -45,14 +47,14 @@ func TestStatusTransitionsAndIncidents(t *testing.T) {
 		t.Fatalf("open incident after 20 min: %s", got)
 	}
 	// A 429 is the mint asking us to slow down, not downtime.
-	f.misbehave(fail(429))
+	f.Misbehave(mintdirtest.Fail(429))
 	before := m.ChecksTotal
 	m = e.probe(id)
 	if m.Status != StatusOffline || m.ChecksTotal != before {
 		t.Fatalf("a 429 changed things: %s, checks %d → %d", m.Status, before, m.ChecksTotal)
 	}
 	// Back up: the incident closes with a severity.
-	f.misbehave(nil)
+	f.Misbehave(nil)
 	e.clock.Add(time.Minute)
 	m = e.probe(id)
 	if m.Status != StatusOnline || m.OpenIncident != nil || m.OfflineSince != nil || m.Failures != 0 {
@@ -68,17 +70,17 @@ func TestStatusTransitionsAndIncidents(t *testing.T) {
 	}
 
 	// Slow answers make it degraded; so does minting disabled.
-	f.misbehave(func(w http.ResponseWriter, r *http.Request) bool { time.Sleep(350 * time.Millisecond); return false })
+	f.Misbehave(func(w http.ResponseWriter, r *http.Request) bool { time.Sleep(350 * time.Millisecond); return false })
 	e.clock.Add(time.Minute)
 	if m = e.probe(id); m.Status != StatusDegraded {
 		t.Fatalf("slow mint: %s (rtt %v)", m.Status, *m.LastRTTMs)
 	}
-	f.misbehave(nil)
+	f.Misbehave(nil)
 	e.clock.Add(time.Minute)
 	if m = e.probe(id); m.Status != StatusOnline {
 		t.Fatalf("fast again: %s", m.Status)
 	}
-	f.set("nuts", map[string]any{"4": map[string]any{"methods": []any{[]any{"bolt11", "sat"}}, "disabled": true},
+	f.Set("nuts", map[string]any{"4": map[string]any{"methods": []any{[]any{"bolt11", "sat"}}, "disabled": true},
 		"5": map[string]any{"methods": []any{[]any{"bolt11", "sat"}}}})
 	e.clock.Add(time.Minute)
 	if m = e.probe(id); m.Status != StatusDegraded || m.Features.SupportsBolt11 {
@@ -86,19 +88,19 @@ func TestStatusTransitionsAndIncidents(t *testing.T) {
 	}
 
 	// Quick outage: minor. Then 30 days offline: abandoned, critical.
-	f.misbehave(fail(502))
+	f.Misbehave(mintdirtest.Fail(502))
 	for range 3 {
 		e.clock.Add(time.Minute)
 		e.probe(id)
 	}
-	f.misbehave(nil)
+	f.Misbehave(nil)
 	e.clock.Add(time.Minute)
 	e.probe(id)
 	incs, _ = e.dir.Incidents(e.ctx, m, time.Time{}, 10)
 	if len(incs) != 2 || incs[0].Severity != SeverityMinor || incs[0].Duration(e.clock.Now()) != 3*time.Minute {
 		t.Fatalf("short outage: %+v", incs)
 	}
-	f.misbehave(fail(503))
+	f.Misbehave(mintdirtest.Fail(503))
 	for range 3 {
 		e.clock.Add(time.Hour)
 		m = e.probe(id)
@@ -112,7 +114,7 @@ func TestStatusTransitionsAndIncidents(t *testing.T) {
 	if m = e.probe(id); m.Status != StatusAbandoned {
 		t.Fatalf("30 days offline: %s", m.Status)
 	}
-	f.misbehave(nil)
+	f.Misbehave(nil)
 	if m = e.probe(id); m.Status == StatusAbandoned || m.Status == StatusOffline {
 		t.Fatalf("any success returns: %s", m.Status)
 	}
@@ -129,7 +131,7 @@ func TestStatusTransitionsAndIncidents(t *testing.T) {
 func TestAMintNeverUpGoesOfflineWithoutAnIncident(t *testing.T) {
 	e := newEnv(t, Config{})
 	f := newFakeMint(t, "Never", pk1)
-	f.misbehave(fail(500))
+	f.Misbehave(mintdirtest.Fail(500))
 	id := e.submit(f.URL)
 	var m *Mint
 	for range 3 {

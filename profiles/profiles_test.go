@@ -3,8 +3,6 @@ package profiles_test
 import (
 	"context"
 	"encoding/json"
-	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -14,28 +12,9 @@ import (
 
 	"github.com/fasthttp/websocket"
 	"github.com/nbd-wtf/go-nostr"
-	"github.com/outpost-relay/outpost/policies"
 	"github.com/outpost-relay/outpost/profiles"
-	"github.com/outpost-relay/outpost/relay"
 	"github.com/outpost-relay/outpost/relay/relaytest"
-	"github.com/outpost-relay/outpost/store"
 )
-
-// startRelay serves an outpost relay on its own store.
-func startRelay(t *testing.T) (*httptest.Server, *store.Store) {
-	t.Helper()
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	st, err := store.Open(t.TempDir(), log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewUnstartedServer(nil)
-	rl := relay.New(relay.Config{Store: st, BanList: policies.NewBanList(), Log: log,
-		PublicURL: "http://" + srv.Listener.Addr().String(), ServicePub: strings.Repeat("0", 63) + "1"})
-	srv.Config.Handler = rl
-	relaytest.Serve(t, srv, rl, st)
-	return srv, st
-}
 
 func signAt(t *testing.T, sk string, kind int, content string, at time.Time) nostr.Event {
 	t.Helper()
@@ -58,8 +37,8 @@ func publish(t *testing.T, srv *httptest.Server, evs ...nostr.Event) {
 }
 
 func TestLocalAndRemote(t *testing.T) {
-	local, localStore := startRelay(t)
-	remote, _ := startRelay(t)
+	local, localStore := relaytest.Start(t)
+	remote, _ := relaytest.Start(t)
 	sk := nostr.GeneratePrivateKey()
 	pk, _ := nostr.GetPublicKey(sk)
 	now := time.Now()

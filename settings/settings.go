@@ -30,6 +30,29 @@ func EnvName(flagName string) string {
 	return "OUTPOST_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
 }
 
+// FromEnv sets each flag of the parsed fs that was not given on the command
+// line from its environment twin, when twin names one ("" for a flag
+// without) and the environment sets it. It returns the flags given either
+// way, and every bad value, each naming its variable.
+func FromEnv(fs *flag.FlagSet, getenv func(string) string, twin func(flagName string) string) (given map[string]bool, err error) {
+	given = map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { given[fl.Name] = true })
+	var errs []error
+	fs.VisitAll(func(fl *flag.Flag) {
+		env := twin(fl.Name)
+		if given[fl.Name] || env == "" {
+			return
+		}
+		if v := getenv(env); v != "" {
+			given[fl.Name] = true
+			if err := fl.Value.Set(v); err != nil {
+				errs = append(errs, fmt.Errorf("%s=%s: %v", env, v, err))
+			}
+		}
+	})
+	return given, errors.Join(errs...)
+}
+
 // Error is a bad value of one setting; it names the flag and its twin.
 type Error struct {
 	Flag    string

@@ -135,3 +135,29 @@ func TestBytes(t *testing.T) {
 		}
 	}
 }
+
+// A flag given on the command line wins over its twin; a flag without a
+// twin reads nothing; every bad value is named by its variable.
+func TestFromEnv(t *testing.T) {
+	s := example{Name: "x"}
+	fs := flag.NewFlagSet("t", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	settings.Bind(fs, &s)
+	if err := fs.Parse([]string{"--n", "4"}); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"OUTPOST_N": "5", "OUTPOST_NAME": "y", "OUTPOST_ON": "true", "OUTPOST_WAIT": "soon", "OUTPOST_BIG": "many"}
+	twin := func(name string) string {
+		if name == "on" {
+			return ""
+		}
+		return settings.EnvName(name)
+	}
+	given, err := settings.FromEnv(fs, func(k string) string { return env[k] }, twin)
+	if s.N != 4 || s.Name != "y" || s.On || !given["n"] || !given["name"] || given["on"] || given["list"] {
+		t.Errorf("settings %+v, given %v", s, given)
+	}
+	if err == nil || !strings.Contains(err.Error(), "OUTPOST_WAIT=soon") || !strings.Contains(err.Error(), "OUTPOST_BIG=many") {
+		t.Errorf("bad values: %v, want both named", err)
+	}
+}

@@ -27,14 +27,14 @@ import (
 // once space is freed. The database closes (flushing its memtable) and
 // opens again; a start with too little space is refused in words.
 func TestFullDisk(t *testing.T) {
-	dir := testkit.Tmpfs(t, 128, "")
+	disk := testkit.NewFullDisk(t)
+	dir, min := disk.Dir, disk.Min
 	filler := filepath.Join(dir, "filler") // leaves 40 MiB once badger's logs are allocated
 	if err := os.WriteFile(filler, make([]byte, 24<<20), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	logs := &testkit.LogBuffer{}
 	log := slog.New(slog.NewTextHandler(logs, nil))
-	const min = 32 << 20
 	s, err := OpenWith(kv.Settings{MinFreeSpace: min}, dir, log)
 	if err != nil {
 		t.Fatal(err)
@@ -83,7 +83,7 @@ func TestFullDisk(t *testing.T) {
 	}); err != nil {
 		t.Errorf("Record on a low disk: %v", err)
 	}
-	if free, _ := diskspace.Free(dir); free < min/2 {
+	if free, _ := diskspace.Free(dir); free < int64(min)/2 {
 		t.Errorf("only %v left when writes stopped, want most of the %v kept free", settings.Bytes(free), settings.Bytes(min))
 	}
 	if got := queryIDs(t, s, nostr.Filter{IDs: []string{first.ID}}); len(got) != 1 {
@@ -122,7 +122,7 @@ func TestFullDisk(t *testing.T) {
 	}
 	s.Close()
 	free, _ := diskspace.Free(dir)
-	if err := os.WriteFile(filler, make([]byte, free-min+1<<20), 0o600); err != nil {
+	if err := os.WriteFile(filler, make([]byte, free-int64(min)+1<<20), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	_, err = OpenWith(kv.Settings{MinFreeSpace: min}, dir, log)

@@ -1,4 +1,4 @@
-package testmint
+package testmint_test
 
 import (
 	"encoding/json"
@@ -12,33 +12,14 @@ import (
 	"github.com/elnosh/gonuts/mint/lightning"
 	"github.com/elnosh/gonuts/wallet"
 	decodepay "github.com/nbd-wtf/ln-decodepay"
+	"github.com/outpost-relay/outpost/testmint"
+	"github.com/outpost-relay/outpost/testmint/minttest"
 )
 
-func startMint(t *testing.T, opt Options) *Mint {
-	t.Helper()
-	if opt.Dir == "" {
-		opt.Dir = t.TempDir()
-	}
-	m, err := Start(opt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { m.Close() })
-	return m
-}
-
-func newWallet(t *testing.T, m *Mint) *wallet.Wallet {
-	t.Helper()
-	w, err := wallet.LoadWallet(wallet.Config{WalletPath: t.TempDir(), CurrentMintURL: m.URL})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { w.Shutdown() })
-	return w
-}
+func newWallet(t *testing.T, m *testmint.Mint) *wallet.Wallet { return minttest.Wallet(t, m.URL) }
 
 func TestMintServesOnLoopbackWithRealInfo(t *testing.T) {
-	m := startMint(t, Options{Name: "Loopback Mint", Description: "for tests"})
+	m := minttest.Start(t, testmint.Options{Name: "Loopback Mint", Description: "for tests"})
 	if !strings.HasPrefix(m.URL, "http://127.0.0.1:") {
 		t.Fatalf("URL %s is not on 127.0.0.1", m.URL)
 	}
@@ -58,7 +39,7 @@ func TestMintServesOnLoopbackWithRealInfo(t *testing.T) {
 }
 
 func TestInvoicesStartUnpaid(t *testing.T) {
-	m := startMint(t, Options{})
+	m := minttest.Start(t, testmint.Options{})
 	w := newWallet(t, m)
 	q, err := w.RequestMint(100, m.URL)
 	if err != nil {
@@ -76,7 +57,7 @@ func TestInvoicesStartUnpaid(t *testing.T) {
 }
 
 func TestTokensAndMeltsAcrossMints(t *testing.T) {
-	a, b := startMint(t, Options{}), startMint(t, Options{})
+	a, b := minttest.Start(t, testmint.Options{}), minttest.Start(t, testmint.Options{})
 	alice, bob := newWallet(t, a), newWallet(t, b)
 	if err := a.Fund(alice, 500); err != nil {
 		t.Fatal(err)
@@ -113,13 +94,13 @@ func TestTokensAndMeltsAcrossMints(t *testing.T) {
 
 func TestOutcomeAndRestart(t *testing.T) {
 	dir := t.TempDir()
-	m := startMint(t, Options{Dir: dir})
+	m := minttest.Start(t, testmint.Options{Dir: dir})
 	w := newWallet(t, m)
 	if err := m.Fund(w, 100); err != nil {
 		t.Fatal(err)
 	}
 	m.Node.SetOutcome(func(string) lightning.State { return lightning.Failed })
-	other := startMint(t, Options{})
+	other := minttest.Start(t, testmint.Options{})
 	q, _ := newWallet(t, other).RequestMint(10, other.URL)
 	mq, err := w.RequestMeltQuote(q.Request, m.URL)
 	if err != nil {
@@ -132,7 +113,7 @@ func TestOutcomeAndRestart(t *testing.T) {
 	m.Close()
 
 	// Same dir: same URL, same keys, and the ecash minted before still spends.
-	m2, err := Start(Options{Dir: dir})
+	m2, err := testmint.Start(testmint.Options{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,9 +135,9 @@ func TestOutcomeAndRestart(t *testing.T) {
 
 func TestKeptPortTakenIsAnError(t *testing.T) {
 	dir := t.TempDir()
-	m := startMint(t, Options{Dir: dir})
+	m := minttest.Start(t, testmint.Options{Dir: dir})
 	// The first mint still holds the port kept in dir.
-	if _, err := Start(Options{Dir: dir}); err == nil || !strings.Contains(err.Error(), "taken") {
+	if _, err := testmint.Start(testmint.Options{Dir: dir}); err == nil || !strings.Contains(err.Error(), "taken") {
 		t.Fatalf("a second mint on the same dir: %v", err)
 	}
 	m.Close()
@@ -166,7 +147,7 @@ func TestKeptPortTakenIsAnError(t *testing.T) {
 // does. The node used to give gonuts an absolute time where it expects
 // seconds from now: quotes expired in the year 2083.
 func TestMintQuoteExpiresInAnHour(t *testing.T) {
-	m := startMint(t, Options{})
+	m := minttest.Start(t, testmint.Options{})
 	resp, err := http.Post(m.URL+"/v1/mint/quote/bolt11", "application/json", strings.NewReader(`{"amount":100,"unit":"sat"}`))
 	if err != nil {
 		t.Fatal(err)
@@ -188,27 +169,5 @@ func TestMintQuoteExpiresInAnHour(t *testing.T) {
 	}
 	if d := q.Expiry - int64(inv.CreatedAt+inv.Expiry); d < -2 || d > 2 {
 		t.Errorf("the quote expires at %d, its invoice at %d", q.Expiry, inv.CreatedAt+inv.Expiry)
-	}
-}
-
-// An expired invoice cannot be paid, as on the real network.
-func TestExpiredInvoiceCannotBePaid(t *testing.T) {
-	nd, err := NewNode("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nd.Close()
-	inv, err := nd.CreateInvoice(21)
-	if err != nil {
-		t.Fatal(err)
-	}
-	nd.mu.Lock()
-	nd.invoices[inv.PaymentHash].Expiry = time.Now().Add(-time.Second).Unix()
-	nd.mu.Unlock()
-	if st, _ := nd.InvoiceStatus(inv.PaymentHash); st.Expiry != 0 {
-		t.Errorf("an expired invoice has %d seconds left", st.Expiry)
-	}
-	if err := nd.PayInvoice(inv.PaymentRequest); err == nil || !strings.Contains(err.Error(), "expired") {
-		t.Errorf("paying an expired invoice: %v", err)
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/elnosh/gonuts/wallet"
 	"github.com/elnosh/gonuts/wallet/storage"
 	"github.com/outpost-relay/outpost/testmint"
+	"github.com/outpost-relay/outpost/testmint/minttest"
 	"github.com/outpost-relay/outpost/treasury"
 )
 
@@ -99,7 +100,7 @@ func signBehindTheWallet(t *testing.T, m *testmint.Mint, dir string, sats uint64
 // wallet had signed but never counted. Nothing is lost, nothing is spent
 // twice, the old directory is moved aside, and payouts go on.
 func TestMigrateGonutsWallet(t *testing.T) {
-	m, elsewhere := startMint(t), startMint(t)
+	m, elsewhere := minttest.Start(t, testmint.Options{}), minttest.Start(t, testmint.Options{})
 	ctx := context.Background()
 	data := t.TempDir()
 	legacy := filepath.Join(data, "faucet", "wallet")

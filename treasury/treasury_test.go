@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,40 +17,19 @@ import (
 	"github.com/outpost-relay/outpost"
 	"github.com/outpost-relay/outpost/internal/testkit"
 	"github.com/outpost-relay/outpost/store"
+	"github.com/outpost-relay/outpost/store/storetest"
 	"github.com/outpost-relay/outpost/testmint"
+	"github.com/outpost-relay/outpost/testmint/minttest"
 	"github.com/outpost-relay/outpost/treasury"
 )
 
 var quiet = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 
-func startMint(t *testing.T) *testmint.Mint {
-	t.Helper()
-	m, err := testmint.Start(testmint.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { m.Close() })
-	return m
-}
-
-func userWallet(t *testing.T, m *testmint.Mint) *wallet.Wallet {
-	t.Helper()
-	w, err := wallet.LoadWallet(wallet.Config{WalletPath: t.TempDir(), CurrentMintURL: m.URL})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { w.Shutdown() })
-	return w
-}
+func userWallet(t *testing.T, m *testmint.Mint) *wallet.Wallet { return minttest.Wallet(t, m.URL) }
 
 func openStore(t *testing.T, dir string) *store.Store {
 	t.Helper()
-	st, err := store.Open(dir, quiet)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	return st
+	return storetest.Open(t, storetest.Options{Dir: dir, Log: quiet})
 }
 
 func newTreasury(t *testing.T, m *testmint.Mint, accepted ...string) *treasury.Treasury {
@@ -93,7 +71,7 @@ func code(err error) string {
 }
 
 func TestPayouts(t *testing.T) {
-	m := startMint(t)
+	m := minttest.Start(t, testmint.Options{})
 	tr := newTreasury(t, m)
 	ctx := context.Background()
 	if b, _ := tr.Balance(); b != 0 {
@@ -139,7 +117,7 @@ func TestPayouts(t *testing.T) {
 
 	// Invoices of the same mint are settled inside it, without Lightning;
 	// failures and delays need an invoice from elsewhere on the network.
-	elsewhere := startMint(t)
+	elsewhere := minttest.Start(t, testmint.Options{})
 	outsider := userWallet(t, elsewhere)
 	t.Run("melt failed and pending", func(t *testing.T) {
 		before, _ := tr.Balance()
@@ -179,21 +157,10 @@ func TestPayouts(t *testing.T) {
 
 	t.Run("concurrent use", func(t *testing.T) {
 		before, _ := tr.Balance()
-		var wg sync.WaitGroup
-		errs := make(chan error, 8)
-		for range 8 {
-			wg.Go(func() {
-				_, err := tr.SendToken(ctx, "", 5, 0)
-				errs <- err
-			})
-		}
-		wg.Wait()
-		close(errs)
-		for err := range errs {
-			if err != nil {
-				t.Fatal(err)
-			}
-		}
+		testkit.Concurrently(t, 8, func(int) error {
+			_, err := tr.SendToken(ctx, "", 5, 0)
+			return err
+		})
 		if after, _ := tr.Balance(); after != before-40 {
 			t.Fatalf("balance %d, want %d", after, before-40)
 		}
@@ -201,7 +168,7 @@ func TestPayouts(t *testing.T) {
 }
 
 func TestRedeem(t *testing.T) {
-	m, other, stranger := startMint(t), startMint(t), startMint(t)
+	m, other, stranger := minttest.Start(t, testmint.Options{}), minttest.Start(t, testmint.Options{}), minttest.Start(t, testmint.Options{})
 	tr := newTreasury(t, m, other.URL)
 	ctx := context.Background()
 	fund(t, m, tr, 100) // loads the wallet
@@ -325,7 +292,7 @@ func FuzzParseToken(f *testing.F) {
 }
 
 func TestMintDown(t *testing.T) {
-	m := startMint(t)
+	m := minttest.Start(t, testmint.Options{})
 	url := m.URL
 	m.Close()
 	tr, err := treasury.New(treasury.Config{DB: openStore(t, t.TempDir()).DB, MintURL: url, Log: quiet, Timeout: time.Second})
@@ -352,7 +319,7 @@ func TestMintDown(t *testing.T) {
 // A check that fails for a reason of our own (here the database is closed)
 // says nothing about the mint, which stays ok, but is logged, not dropped.
 func TestCheckMintOwnFailureIsLogged(t *testing.T) {
-	m := startMint(t)
+	m := minttest.Start(t, testmint.Options{})
 	st, err := store.Open(t.TempDir(), quiet)
 	if err != nil {
 		t.Fatal(err)

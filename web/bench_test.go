@@ -4,6 +4,8 @@ import (
 	"io"
 	"net/http"
 	"testing"
+
+	"github.com/outpost-relay/outpost/mintdir/mintdirtest"
 )
 
 // BenchmarkMintPage renders a mint's page (15 in-process API calls, two SVG
@@ -46,7 +48,7 @@ func BenchmarkMintPageAPICalls(b *testing.B) {
 // benchSite is a site with one mint checked a few times.
 func benchSite(b *testing.B) (*site, string) {
 	s := newSite(b, siteOptions{})
-	m := newFakeMint(b, map[string]any{"name": "Bench Mint", "description": "A mint."})
+	m := mintdirtest.NewFakeMint(b, map[string]any{"name": "Bench Mint", "description": "A mint."})
 	id := s.addMint(m.URL)
 	for range 5 {
 		if err := s.dir.Probe(s.ctx, id); err != nil {

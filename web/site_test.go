@@ -2,15 +2,12 @@ package web_test
 
 import (
 	"context"
-	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -24,6 +21,7 @@ import (
 	"github.com/outpost-relay/outpost/ratelimit"
 	"github.com/outpost-relay/outpost/relay"
 	"github.com/outpost-relay/outpost/store"
+	"github.com/outpost-relay/outpost/store/storetest"
 	"github.com/outpost-relay/outpost/web"
 )
 
@@ -55,11 +53,7 @@ func newSite(t testing.TB, o siteOptions) *site {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	t.Cleanup(cancel)
-	st, err := store.Open(t.TempDir(), quiet())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := storetest.Open(t, storetest.Options{})
 	sk := nostr.GeneratePrivateKey()
 	pk, _ := nostr.GetPublicKey(sk)
 	list := policies.NewBanList()
@@ -151,63 +145,4 @@ func (s *site) addMint(u string) string {
 		s.t.Fatalf("probe: %v", err)
 	}
 	return id
-}
-
-// fakeMint serves a NUT-06 info document and whatever else a test adds. It
-// stands for a mint run by someone else, so its content is hostile at will.
-type fakeMint struct {
-	*httptest.Server
-	mu    sync.Mutex
-	info  map[string]any
-	files map[string]file // path → body served as is
-	hits  atomic.Int64    // requests for files
-	down  atomic.Bool
-}
-
-type file struct {
-	ctype string
-	body  []byte
-}
-
-func newFakeMint(t testing.TB, info map[string]any) *fakeMint {
-	m := &fakeMint{info: info, files: map[string]file{}}
-	base := map[string]any{"pubkey": "02" + strings.Repeat("ab", 32), "version": "fake/1.0",
-		"nuts": map[string]any{"4": map[string]any{"methods": []any{map[string]any{"method": "bolt11", "unit": "sat"}}, "disabled": false}}}
-	for k, v := range base {
-		if _, ok := m.info[k]; !ok {
-			m.info[k] = v
-		}
-	}
-	m.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if m.down.Load() {
-			http.Error(w, "down", http.StatusServiceUnavailable)
-			return
-		}
-		m.mu.Lock()
-		defer m.mu.Unlock()
-		switch r.URL.Path {
-		case "/v1/info":
-			json.NewEncoder(w).Encode(m.info)
-		case "/v1/keysets":
-			io.WriteString(w, `{"keysets":[{"id":"00ab","unit":"sat","active":true}]}`)
-		default:
-			f, ok := m.files[r.URL.Path]
-			if !ok {
-				http.NotFound(w, r)
-				return
-			}
-			m.hits.Add(1)
-			w.Header().Set("Content-Type", f.ctype)
-			w.Write(f.body)
-		}
-	}))
-	t.Cleanup(m.Close)
-	return m
-}
-
-func (m *fakeMint) serve(path, ctype string, body []byte) string {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.files[path] = file{ctype, body}
-	return m.URL + path
 }

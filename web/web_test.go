@@ -17,6 +17,7 @@ import (
 
 	"github.com/fasthttp/websocket"
 	"github.com/nbd-wtf/go-nostr"
+	"github.com/outpost-relay/outpost/mintdir/mintdirtest"
 	"github.com/outpost-relay/outpost/web"
 )
 
@@ -59,7 +60,7 @@ func checkPage(t *testing.T, path string, r response, status int) {
 
 func TestPagesRenderWithCSPAndNoInlineCode(t *testing.T) {
 	s := newSite(t, siteOptions{})
-	m := newFakeMint(t, map[string]any{"name": "Good Mint", "description": "A mint.", "motd": "All fine."})
+	m := mintdirtest.NewFakeMint(t, map[string]any{"name": "Good Mint", "description": "A mint.", "motd": "All fine."})
 	id := s.addMint(m.URL)
 	if _, err := s.bans.Ban(s.ctx, "test", strings.Repeat("ab", 32), "spam", nil); err != nil {
 		t.Fatal(err)
@@ -150,7 +151,7 @@ func sameJSON(a, b string) bool {
 
 func TestMintTextIsEscaped(t *testing.T) {
 	s := newSite(t, siteOptions{allowPrivateIcons: true})
-	m := newFakeMint(t, map[string]any{
+	m := mintdirtest.NewFakeMint(t, map[string]any{
 		"name":             `<script>alert("name")</script>`,
 		"description":      `<img src=x onerror=alert(1)>`,
 		"description_long": `</p><script>alert("long")</script>`,
@@ -245,7 +246,7 @@ func TestIconProxy(t *testing.T) {
 		dataURL     bool
 		private     bool // the site may not fetch from loopback
 		served      bool // the image, else the placeholder
-		wantFetches int64
+		wantFetches int
 	}{
 		{name: "png", ctype: "image/png", body: small, served: true, wantFetches: 1},
 		{name: "png said to be html", ctype: "text/html", body: small, served: true, wantFetches: 1},
@@ -260,12 +261,12 @@ func TestIconProxy(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			s := newSite(t, siteOptions{allowPrivateIcons: !c.private})
-			m := newFakeMint(t, map[string]any{"name": "Icon Mint"})
-			icon := m.serve("/icon", c.ctype, c.body)
+			m := mintdirtest.NewFakeMint(t, map[string]any{"name": "Icon Mint"})
+			icon := m.Serve("/icon", c.ctype, c.body)
 			if c.dataURL {
 				icon = "data:image/png;base64," + base64.StdEncoding.EncodeToString(c.body)
 			}
-			m.info["icon_url"] = icon
+			m.Set("icon_url", icon)
 			id := s.addMint(m.URL)
 
 			page := s.get("/mintdir/mint/"+id, browserAccept).body
@@ -285,7 +286,7 @@ func TestIconProxy(t *testing.T) {
 					t.Errorf("icon: got %s %q, want the placeholder", r.header.Get("Content-Type"), r.body)
 				}
 			}
-			if got := m.hits.Load(); got != c.wantFetches {
+			if got := m.Hits("/icon"); got != c.wantFetches {
 				t.Errorf("the icon was fetched %d times, want %d", got, c.wantFetches)
 			}
 		})
@@ -300,7 +301,7 @@ func TestIconProxy(t *testing.T) {
 
 func TestSubmitForm(t *testing.T) {
 	s := newSite(t, siteOptions{submitPerHour: 3})
-	m := newFakeMint(t, map[string]any{"name": "Form Mint"})
+	m := mintdirtest.NewFakeMint(t, map[string]any{"name": "Form Mint"})
 
 	r := s.submitForm(m.URL)
 	if r.status != http.StatusSeeOther || !strings.HasSuffix(r.header.Get("Location"), "?submitted=queued") {
@@ -333,7 +334,7 @@ func TestSubmitForm(t *testing.T) {
 
 func TestErrorPages(t *testing.T) {
 	s := newSite(t, siteOptions{rateLimit: 3})
-	m := newFakeMint(t, map[string]any{"name": "Some Mint"})
+	m := mintdirtest.NewFakeMint(t, map[string]any{"name": "Some Mint"})
 	id := s.addMint(m.URL)
 
 	missing := s.get("/mintdir/mint/00000000-0000-4000-8000-000000000000", browserAccept)
@@ -362,9 +363,9 @@ func TestErrorPages(t *testing.T) {
 
 func TestIncidentShownAfterMintStops(t *testing.T) {
 	s := newSite(t, siteOptions{})
-	m := newFakeMint(t, map[string]any{"name": "Flaky Mint"})
+	m := mintdirtest.NewFakeMint(t, map[string]any{"name": "Flaky Mint"})
 	id := s.addMint(m.URL)
-	m.down.Store(true)
+	m.Misbehave(mintdirtest.Fail(http.StatusServiceUnavailable))
 	for range 3 {
 		if err := s.dir.Probe(s.ctx, id); err != nil {
 			t.Fatal(err)
@@ -376,7 +377,7 @@ func TestIncidentShownAfterMintStops(t *testing.T) {
 			t.Errorf("offline mint's page lacks %q", want)
 		}
 	}
-	m.down.Store(false)
+	m.Misbehave(nil)
 	if err := s.dir.Probe(s.ctx, id); err != nil {
 		t.Fatal(err)
 	}

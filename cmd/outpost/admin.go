@@ -241,55 +241,55 @@ var adminCommands = map[string]adminCommand{
 	},
 }
 
-// parseAdmin parses "<group> <sub> ..." (adminCommands) into an operation. It
-// accepts --data-dir so the same arguments work locally and over the
-// socket. --help prints the command's usage on stdout (flag.ErrHelp).
-func parseAdmin(args []string, stdout io.Writer) (adminOp, error) {
+// parseAdmin parses "<group> <sub> ..." (adminCommands) into an operation
+// and the data dir it is for (--data-dir, else its twin in getenv). The same
+// arguments work locally and over the socket, which ignores the data dir.
+// --help prints the command's usage on stdout (flag.ErrHelp).
+func parseAdmin(args []string, getenv func(string) string, stdout io.Writer) (adminOp, string, error) {
 	group := args[0]
 	if len(args) < 2 || strings.HasPrefix(args[1], "-") {
 		if len(args) >= 2 && isHelp(args[1]) {
 			fmt.Fprint(stdout, groupUsage(group))
-			return nil, flag.ErrHelp
+			return nil, "", flag.ErrHelp
 		}
-		return nil, usageErrorf(group, "%s needs a subcommand: %s", group, strings.Join(subcommands(group), ", "))
+		return nil, "", usageErrorf(group, "%s needs a subcommand: %s", group, strings.Join(subcommands(group), ", "))
 	}
 	name := group + " " + args[1]
 	cmd, ok := adminCommands[name]
 	if !ok {
-		return nil, usageErrorf(group, "unknown command %q; %s has %s", name, group, strings.Join(subcommands(group), ", "))
+		return nil, "", usageErrorf(group, "unknown command %q; %s has %s", name, group, strings.Join(subcommands(group), ", "))
 	}
 	fs := newFlagSet(name)
-	fs.String("data-dir", "./data", "data directory of the outpost to administer")
+	dir := defaultDataDir
+	settings.Bind(fs, &dir)
 	var a adminArgs
 	if cmd.flags != nil {
 		cmd.flags(fs, &a)
 	}
 	fs.Usage = func() {
-		usage(fs, cmd.synopsis, func(flag string) string {
-			if flag == "data-dir" {
-				return settings.EnvName(flag)
-			}
-			return "" // the other flags are the command's own: no environment twins
-		})
+		usage(fs, cmd.synopsis, dataDirTwin)
 	}
 	if err := parseFlags(fs, name, reorder(args[2:]), stdout); err != nil {
-		return nil, err
+		return nil, "", err
+	}
+	if _, err := settings.FromEnv(fs, getenv, dataDirTwin); err != nil {
+		return nil, "", err
 	}
 	switch {
 	case cmd.arg != "" && fs.NArg() != 1:
-		return nil, usageErrorf(name, "%s takes one argument (%s), got %d", name, cmd.arg, fs.NArg())
+		return nil, "", usageErrorf(name, "%s takes one argument (%s), got %d", name, cmd.arg, fs.NArg())
 	case cmd.arg == "" && fs.NArg() > 0:
-		return nil, usageErrorf(name, "%s takes no arguments, got %q", name, strings.Join(fs.Args(), " "))
+		return nil, "", usageErrorf(name, "%s takes no arguments, got %q", name, strings.Join(fs.Args(), " "))
 	}
 	a.arg = fs.Arg(0)
 	if cmd.check != nil {
 		if err := cmd.check(&a); err != nil {
-			return nil, err
+			return nil, "", err
 		}
 	}
 	return func(ctx context.Context, svc *banlist.Service, out, msgs io.Writer) error {
 		return cmd.run(ctx, svc, a, out, msgs)
-	}, nil
+	}, dir.DataDir, nil
 }
 
 func isHelp(arg string) bool { return arg == "-h" || arg == "-help" || arg == "--help" }
@@ -479,22 +479,6 @@ func isBoolFlag(a string) bool { return isHelp(a) }
 
 func unixTime(t int64) string { return time.Unix(t, 0).UTC().Format(time.RFC3339) }
 
-// dataDirOf finds --data-dir in args, else OUTPOST_DATA_DIR, else ./data.
-func dataDirOf(args []string, getenv func(string) string) string {
-	for i, a := range args {
-		if v, ok := strings.CutPrefix(a, "--data-dir="); ok {
-			return v
-		}
-		if (a == "--data-dir" || a == "-data-dir") && i+1 < len(args) {
-			return args[i+1]
-		}
-	}
-	if v := getenv("OUTPOST_DATA_DIR"); v != "" {
-		return v
-	}
-	return "./data"
-}
-
 // adminCLI is the admin command group: it runs a command in the running
 // outpost that owns the data dir (so the relay sees the change at once), or
 // opens the data dir itself. It never creates one: a data dir without a
@@ -502,11 +486,11 @@ func dataDirOf(args []string, getenv func(string) string) string {
 func adminCLI(group string) func(context.Context, []string, func(string) string, io.Reader, io.Writer, io.Writer) error {
 	return func(ctx context.Context, args []string, getenv func(string) string, _ io.Reader, stdout, stderr io.Writer) error {
 		full := append([]string{group}, args...)
-		op, err := parseAdmin(full, stdout)
+		op, dir, err := parseAdmin(full, getenv, stdout)
 		if err != nil {
 			return err
 		}
-		dir, _ := filepath.Abs(dataDirOf(args, getenv))
+		dir, _ = filepath.Abs(dir)
 		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
 
@@ -526,7 +510,7 @@ func adminCLI(group string) func(context.Context, []string, func(string) string,
 			return err
 		}
 		defer st.Close()
-		sk, err := serviceKey(getenv("OUTPOST_SECRET_KEY"), dir)
+		sk, err := serviceKey(getenv(settings.EnvName("secret-key")), dir)
 		if err != nil {
 			return err
 		}
@@ -563,6 +547,10 @@ type execResult struct {
 	Error    string `json:"error,omitempty"`
 }
 
+// noEnv is the environment of a command run over the admin socket: the
+// client resolved its arguments in its own.
+func noEnv(string) string { return "" }
+
 // listenAdmin serves admin commands on <dataDir>/outpost.sock (mode 0600:
 // whoever can read the data dir may administer it).
 func listenAdmin(dataDir string, svc *banlist.Service, st *store.Store, log *slog.Logger) (io.Closer, error) {
@@ -587,7 +575,7 @@ func listenAdmin(dataDir string, svc *banlist.Service, st *store.Store, log *slo
 		}
 		var out, msgs bytes.Buffer
 		res := execResult{}
-		op, err := parseAdmin(req.Args, &msgs)
+		op, _, err := parseAdmin(req.Args, noEnv, &msgs)
 		if err == nil {
 			err = op(r.Context(), svc, &out, &msgs)
 		}

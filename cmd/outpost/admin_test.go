@@ -15,15 +15,20 @@ import (
 	"github.com/outpost-relay/outpost/pubkey"
 )
 
-// With no outpost running, admin commands open the data dir themselves, and
-// a server started afterwards sees what they did.
-func TestAdminCLIWithoutServer(t *testing.T) {
-	dir := newDataDir(t)
-	cli := func(args ...string) (string, error) {
+// cliOn runs outpost's commands on the data dir dir, returning their stdout.
+func cliOn(dir string) func(args ...string) (string, error) {
+	return func(args ...string) (string, error) {
 		var out bytes.Buffer
 		err := run(context.Background(), append(args, "--data-dir", dir), os.Getenv, nil, &out, io.Discard)
 		return out.String(), err
 	}
+}
+
+// With no outpost running, admin commands open the data dir themselves, and
+// a server started afterwards sees what they did.
+func TestAdminCLIWithoutServer(t *testing.T) {
+	dir := newDataDir(t)
+	cli := cliOn(dir)
 	out, err := cli("apikey", "create", "--name", "ops", "--role", "admin")
 	if err != nil || !strings.HasPrefix(out, "opk_") {
 		t.Fatalf("create: %v %q", err, out)
@@ -91,11 +96,7 @@ func toStrings(v any) []string {
 // socket, where each change applies at once.
 func TestAdminCLIAccessLists(t *testing.T) {
 	dir := newDataDir(t)
-	cli := func(args ...string) (string, error) {
-		var out bytes.Buffer
-		err := run(context.Background(), append(args, "--data-dir", dir), os.Getenv, nil, &out, io.Discard)
-		return out.String(), err
-	}
+	cli := cliOn(dir)
 	must := func(want string, args ...string) {
 		t.Helper()
 		if out, err := cli(args...); err != nil || !strings.Contains(out, want) {

@@ -16,6 +16,7 @@ import (
 	"github.com/outpost-relay/outpost/kv"
 
 	"github.com/outpost-relay/outpost"
+	"github.com/outpost-relay/outpost/settings"
 	"github.com/outpost-relay/outpost/store"
 )
 
@@ -113,18 +114,18 @@ func restoreCLI(args []string, getenv func(string) string, stdout, stderr io.Wri
 func parseBackupArgs(cmd, help string, args []string, getenv func(string) string, stdout io.Writer) (file, dir string, err error) {
 	fs := newFlagSet(cmd)
 	fs.Usage = func() { fmt.Fprint(fs.Output(), help) }
-	dirFlag := fs.String("data-dir", "", "the data dir")
+	d := defaultDataDir
+	settings.Bind(fs, &d)
 	if err := parseFlags(fs, cmd, reorder(args), stdout); err != nil {
 		return "", "", err
 	}
 	if fs.NArg() != 1 {
 		return "", "", usageErrorf(cmd, "%s takes one FILE", cmd)
 	}
-	dir = *dirFlag
-	if dir == "" {
-		dir = dataDirOf(nil, getenv)
+	if _, err := settings.FromEnv(fs, getenv, dataDirTwin); err != nil {
+		return "", "", err
 	}
-	dir, err = filepath.Abs(dir)
+	dir, err = filepath.Abs(d.DataDir)
 	return fs.Arg(0), dir, err
 }
 

@@ -34,13 +34,14 @@ import (
 // wins. The services' settings are declared, defaulted and checked in their
 // own packages; this file only binds them.
 type Config struct {
+	dataDirSetting // --data-dir
+	logSetting     // --log-level
+
 	Addr            string         `flag:"addr" usage:"listen address (host:port)"`
-	DataDir         string         `flag:"data-dir" usage:"directory for the database and the service key"`
 	PublicURL       string         `flag:"public-url" usage:"external base URL, e.g. https://outpost.example (default: http://<addr>)"`
 	SecretKey       string         `flag:"secret-key" usage:"the service's Nostr secret key, hex or nsec (default: generated and kept in the data dir)"`
 	AdminPubKeys    []string       `flag:"admin-pubkeys" usage:"public keys (npub or hex, comma-separated) allowed to use NIP-86 relay management"`
 	RateLimit       int            `flag:"rate-limit" usage:"requests per minute per client IP on the REST services; 0 disables"`
-	LogLevel        logLevel       `flag:"log-level" usage:"debug, info, warn or error"`
 	TrustedProxies  []string       `flag:"trusted-proxies" usage:"CIDRs of reverse proxies whose X-Forwarded-For is trusted (comma-separated)"`
 	ShutdownTimeout time.Duration  `flag:"shutdown-timeout" usage:"how long shutdown waits for requests and clients"`
 	MetricsAddr     string         `flag:"metrics-addr" usage:"serve Prometheus /metrics on this address (e.g. 127.0.0.1:9464) instead of the main listener; off: nowhere"`
@@ -69,9 +70,33 @@ type Config struct {
 	fittedTo settings.Bytes // the container's memory, when MemoryLimit or CacheSize were sized to it (fitMemory)
 }
 
+// The settings more than one command takes, each declared once here.
+type (
+	// dataDirSetting is serve's data dir, and that of every command that
+	// opens one: the admin commands, backup and restore.
+	dataDirSetting struct {
+		DataDir string `flag:"data-dir" usage:"directory for the database, the service key and the admin socket"`
+	}
+	// logSetting is the level of serve's logs and strfry-policy's.
+	logSetting struct {
+		LogLevel logLevel `flag:"log-level" usage:"debug, info, warn or error"`
+	}
+)
+
+var defaultDataDir = dataDirSetting{DataDir: "./data"}
+
+// dataDirTwin is the environment twin of the commands that take only the
+// data dir from the environment: their other flags are their own.
+func dataDirTwin(flagName string) string {
+	if flagName == "data-dir" {
+		return settings.EnvName(flagName)
+	}
+	return ""
+}
+
 func defaultConfig() *Config {
 	return &Config{
-		Addr: "127.0.0.1:8080", DataDir: "./data", RateLimit: 120, ShutdownTimeout: 10 * time.Second,
+		Addr: "127.0.0.1:8080", dataDirSetting: defaultDataDir, RateLimit: 120, ShutdownTimeout: 10 * time.Second,
 		RelayName:        "outpost",
 		RelayDescription: "A community relay with a ban list, a test-sats faucet and a Cashu mint directory",
 		BanlistMount:     "/banlist", MintdirMount: "/mintdir", FaucetMount: "/faucet",
@@ -103,7 +128,7 @@ type configFlags struct {
 
 func newConfigFlags(fs *flag.FlagSet) *configFlags {
 	c := defaultConfig()
-	for _, s := range []any{c, &c.Store, &c.Relay, &c.Banlist, &c.BanlistAPI, &c.Mintdir, &c.MintdirAPI, &c.Faucet, &c.Upstream, &c.Publish} {
+	for _, s := range []any{c, &c.dataDirSetting, &c.logSetting, &c.Store, &c.Relay, &c.Banlist, &c.BanlistAPI, &c.Mintdir, &c.MintdirAPI, &c.Faucet, &c.Upstream, &c.Publish} {
 		settings.Bind(fs, s)
 	}
 	return &configFlags{fs: fs, c: c, container: func() settings.Bytes { return containerMemory(os.DirFS("/")) }}
@@ -113,22 +138,9 @@ func newConfigFlags(fs *flag.FlagSet) *configFlags {
 // (parsed already), sizes what memory the operator left to the defaults to
 // the container outpost runs in, and validates.
 func (f *configFlags) resolve(getenv func(string) string) (*Config, error) {
-	given := map[string]bool{}
-	f.fs.Visit(func(fl *flag.Flag) { given[fl.Name] = true })
-	var errs []error
-	f.fs.VisitAll(func(fl *flag.Flag) {
-		if given[fl.Name] {
-			return
-		}
-		if v := getenv(settings.EnvName(fl.Name)); v != "" {
-			given[fl.Name] = true
-			if err := fl.Value.Set(v); err != nil {
-				errs = append(errs, fmt.Errorf("%s=%s: %v", settings.EnvName(fl.Name), v, err))
-			}
-		}
-	})
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
+	given, err := settings.FromEnv(f.fs, getenv, settings.EnvName)
+	if err != nil {
+		return nil, err
 	}
 	f.c.fitMemory(f.container(), given["memory-limit"] || getenv("GOMEMLIMIT") != "", given["cache-size"])
 	return f.c, f.c.validate()

@@ -41,8 +41,7 @@ func settingsTable(fs *flag.FlagSet) string {
 // The settings tables in docs/configuration.md are what the code declares;
 // -update-docs rewrites them.
 func TestConfigurationDoc(t *testing.T) {
-	strfry := newFlagSet("strfry-policy")
-	settings.Bind(strfry, &strfryConfig{})
+	strfry, _ := newStrfryFlags()
 	tables := []struct{ name, table string }{
 		{"outpost serve", settingsTable(newConfigFlags(newFlagSet("serve")).fs)},
 		{"outpost strfry-policy", settingsTable(strfry)},
@@ -76,8 +75,7 @@ func TestConfigurationDoc(t *testing.T) {
 // a setting renamed or removed in the code cannot live on in the prose.
 func TestDocsNameRealSettings(t *testing.T) {
 	known := slices.Clone(otherVariables)
-	strfry := newFlagSet("strfry-policy")
-	settings.Bind(strfry, &strfryConfig{})
+	strfry, _ := newStrfryFlags()
 	for _, fs := range []*flag.FlagSet{newConfigFlags(newFlagSet("serve")).fs, strfry} {
 		fs.VisitAll(func(f *flag.Flag) { known = append(known, settings.EnvName(f.Name)) })
 	}

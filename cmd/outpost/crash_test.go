@@ -8,6 +8,7 @@ import (
 	"github.com/outpost-relay/outpost/ecash/ecashtest"
 	"github.com/outpost-relay/outpost/internal/testkit"
 	"github.com/outpost-relay/outpost/testmint"
+	"github.com/outpost-relay/outpost/testmint/minttest"
 )
 
 type claimant struct {
@@ -25,16 +26,8 @@ type claimant struct {
 // Nutshell mint, both outside the killed process.
 func TestFaucetCrash(t *testing.T) {
 	t.Run("gonuts", func(t *testing.T) {
-		m, err := testmint.Start(testmint.Options{Dir: t.TempDir(), InputFeePpk: 100})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer m.Close()
-		other, err := testmint.Start(testmint.Options{Dir: t.TempDir()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer other.Close()
+		m := minttest.Start(t, testmint.Options{InputFeePpk: 100})
+		other := minttest.Start(t, testmint.Options{})
 		crash(t, m.URL, "signet", func(inv string) {
 			if err := m.Node.PayInvoice(inv); err != nil {
 				t.Fatal(err)

@@ -21,8 +21,7 @@ var otherVariables = []string{
 // without a word. Each warning names the closest setting when one is close.
 func unknownVariables(environ []string) []string {
 	known := slices.Clone(otherVariables)
-	strfry := newFlagSet("strfry-policy")
-	settings.Bind(strfry, &strfryConfig{})
+	strfry, _ := newStrfryFlags()
 	for _, fs := range []*flag.FlagSet{newConfigFlags(newFlagSet("serve")).fs, strfry} {
 		fs.VisitAll(func(f *flag.Flag) { known = append(known, settings.EnvName(f.Name)) })
 	}

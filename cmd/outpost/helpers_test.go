@@ -19,6 +19,7 @@ import (
 
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/outpost-relay/outpost/internal/testkit"
+	"github.com/outpost-relay/outpost/nip98"
 	"github.com/outpost-relay/outpost/relay/relaytest"
 )
 
@@ -285,6 +286,16 @@ func tryCall(method, url string, body any, headers ...string) (int, map[string]a
 	var m map[string]any
 	json.Unmarshal(b, &m)
 	return resp.StatusCode, m, nil
+}
+
+// nip86 calls a NIP-86 method of the relay at url, signed (NIP-98) by
+// signer, as call does.
+func nip86(t *testing.T, url, signer, method string, params ...any) (int, map[string]any) {
+	t.Helper()
+	body := map[string]any{"method": method, "params": params}
+	b, _ := json.Marshal(body) // as call marshals it: the payload signed
+	auth, _ := nip98.Sign(signer, "POST", url, b, time.Now())
+	return call(t, "POST", url+"/", body, "Content-Type", "application/nostr+json+rpc", "Authorization", auth)
 }
 
 func admin() []string { return []string{"Authorization", "Bearer " + testAdminKey} }

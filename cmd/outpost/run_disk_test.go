@@ -23,9 +23,9 @@ import (
 // /health says why, the low space is logged once, writes resume when space
 // is freed, and a start on a full disk is refused in words.
 func TestFullDisk(t *testing.T) {
-	dir := testkit.Tmpfs(t, 128, "")
-	const min = 32 << 20
-	env := map[string]string{"OUTPOST_MIN_FREE_SPACE": "32MiB",
+	disk := testkit.NewFullDisk(t)
+	dir, min := disk.Dir, disk.Min
+	env := map[string]string{"OUTPOST_MIN_FREE_SPACE": fmt.Sprint(min),
 		// Background work that writes goes on all the time: a mint probed
 		// every second, the faucet's job every 100 ms.
 		"OUTPOST_PROBE_ALLOW_PRIVATE": "true", "OUTPOST_PROBE_INTERVAL": "1s", "OUTPOST_FAUCET_POLL_INTERVAL": "100ms",
@@ -36,7 +36,7 @@ func TestFullDisk(t *testing.T) {
 	if code, body := call(t, "POST", inst.url+"/mintdir/mints/submit", map[string]string{"mint_url": mint.URL}); code != 201 && code != 202 {
 		t.Fatalf("submitting a mint: %d %v", code, body)
 	}
-	filler := testkit.Fill(t, dir, min+12<<20) // after outpost's own start-up writes: 12 MiB to fill
+	filler := testkit.Fill(t, dir, int64(min)+12<<20) // after outpost's own start-up writes: 12 MiB to fill
 	rl := connect(t, inst)
 	sk := nostr.GeneratePrivateKey()
 	// Random, so that badger's compression of its tables cannot make room.
@@ -131,7 +131,7 @@ func TestFullDisk(t *testing.T) {
 	inst.done <- nil
 
 	// A start with too little space says so and exits.
-	testkit.Fill(t, dir, min-4<<20)
+	testkit.Fill(t, dir, int64(min)-4<<20)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	err := run(ctx, nil, testEnv(dir, env), strings.NewReader(""), &strings.Builder{}, &strings.Builder{})

@@ -19,6 +19,7 @@ import (
 	"github.com/outpost-relay/outpost/nip98"
 	"github.com/outpost-relay/outpost/nostrclient"
 	"github.com/outpost-relay/outpost/pubkey"
+	"github.com/outpost-relay/outpost/testmint/minttest"
 )
 
 // publishWS sends ev to the instance's relay on a websocket of its own and
@@ -87,14 +88,7 @@ func TestFaucetEmbeddedMint(t *testing.T) {
 	if code, h := call(t, "GET", inst.url+"/health", nil); code != 200 || h["checks"].(map[string]any)["faucet"].(map[string]any)["status"] != "ok" {
 		t.Fatalf("health %d %v", code, h)
 	}
-	userWallet := func() *wallet.Wallet {
-		w, err := wallet.LoadWallet(wallet.Config{WalletPath: t.TempDir(), CurrentMintURL: mintURL})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { w.Shutdown() })
-		return w
-	}
+	userWallet := func() *wallet.Wallet { return minttest.Wallet(t, mintURL) }
 
 	// A NIP-98 login made with "outpost nip98 sign", then a token claim.
 	sk := nostr.GeneratePrivateKey()

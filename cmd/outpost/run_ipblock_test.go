@@ -1,16 +1,12 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"net/http"
 	"testing"
 	"time"
 
 	"github.com/fasthttp/websocket"
 	"github.com/nbd-wtf/go-nostr"
-	"github.com/outpost-relay/outpost/nip98"
 )
 
 // TestWideIPBlockLocksNoAdminOut: blocking a range wider than a /16 needs
@@ -39,22 +35,7 @@ func TestWideIPBlockLocksNoAdminOut(t *testing.T) {
 	}
 
 	rpc := func(signer, method string, params ...any) (int, map[string]any) {
-		t.Helper()
-		body, _ := json.Marshal(map[string]any{"method": method, "params": params})
-		auth, _ := nip98.Sign(signer, "POST", inst.url, body, time.Now())
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		req, _ := http.NewRequestWithContext(ctx, "POST", inst.url+"/", bytes.NewReader(body))
-		req.Header.Set("Content-Type", "application/nostr+json+rpc")
-		req.Header.Set("Authorization", auth)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		var m map[string]any
-		json.NewDecoder(resp.Body).Decode(&m)
-		return resp.StatusCode, m
+		return nip86(t, inst.url, signer, method, params...)
 	}
 	if code, m := rpc(adminSK, "blockip", "::/0", "oops"); code != 400 {
 		t.Fatalf("NIP-86 blockip ::/0 unconfirmed: %d %v, want 400", code, m)

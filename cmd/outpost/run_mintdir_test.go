@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -17,16 +16,12 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/outpost-relay/outpost/internal/testkit"
 	"github.com/outpost-relay/outpost/testmint"
+	"github.com/outpost-relay/outpost/testmint/minttest"
 )
 
 func startTestMint(t *testing.T, dir, addr, name string) *testmint.Mint {
 	t.Helper()
-	m, err := testmint.Start(testmint.Options{Dir: dir, Addr: addr, Name: name, Description: "whole-program test mint"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { m.Close() })
-	return m
+	return minttest.Start(t, testmint.Options{Dir: dir, Addr: addr, Name: name, Description: "whole-program test mint"})
 }
 
 func freeAddr(t *testing.T) string {
@@ -113,14 +108,11 @@ func TestMintDirectory(t *testing.T) {
 
 	t.Run("announcements and reviews over Nostr", func(t *testing.T) {
 		sk := nostr.GeneratePrivateKey()
-		resp, _ := http.Get(other.URL + "/v1/info")
-		var info struct{ Pubkey string }
-		json.NewDecoder(resp.Body).Decode(&info)
-		resp.Body.Close()
-		if err := publish(t, rl, note(t, sk, "", 38172, nostr.Tag{"d", info.Pubkey}, nostr.Tag{"u", other.URL}, nostr.Tag{"n", "mainnet"})); err != nil {
+		mintPK := mintPubkey(t, other.URL)
+		if err := publish(t, rl, note(t, sk, "", 38172, nostr.Tag{"d", mintPK}, nostr.Tag{"u", other.URL}, nostr.Tag{"n", "mainnet"})); err != nil {
 			t.Fatal(err)
 		}
-		if err := publish(t, rl, note(t, sk, "", 38172, nostr.Tag{"d", info.Pubkey})); err == nil || !strings.Contains(err.Error(), "invalid:") {
+		if err := publish(t, rl, note(t, sk, "", 38172, nostr.Tag{"d", mintPK})); err == nil || !strings.Contains(err.Error(), "invalid:") {
 			t.Fatalf("an announcement without a URL: %v", err)
 		}
 		var announced string
@@ -141,7 +133,7 @@ func TestMintDirectory(t *testing.T) {
 		for _, ev := range []nostr.Event{
 			note(t, a, "[5/5] flawless", 38000, k, nostr.Tag{"d", mintPub}, nostr.Tag{"u", mint.URL}),
 			note(t, b, "fine", 38000, k, nostr.Tag{"d", mintPub}, nostr.Tag{"rating", "3"}),
-			note(t, b, "another mint", 38000, k, nostr.Tag{"d", info.Pubkey}, nostr.Tag{"u", other.URL}),
+			note(t, b, "another mint", 38000, k, nostr.Tag{"d", mintPK}, nostr.Tag{"u", other.URL}),
 		} {
 			if err := publish(t, rl, ev); err != nil {
 				t.Fatal(err)

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -28,10 +27,10 @@ import (
 // one whose Lightning payments settle at once, one whose payments stay
 // pending until asked about.
 var nutshells struct {
-	once         sync.Once
-	dir          string
-	settle, pend *nutshelltest.Mint
-	err          error
+	once sync.Once
+	dir  string
+	nutshelltest.Pair
+	err error
 }
 
 func sharedNutshells(t *testing.T) (settle, pend *nutshelltest.Mint) {
@@ -43,21 +42,7 @@ func sharedNutshells(t *testing.T) (settle, pend *nutshelltest.Mint) {
 			return
 		}
 		nutshells.dir = dir
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-		defer cancel()
-		var wg sync.WaitGroup
-		var errA, errB error
-		wg.Go(func() {
-			// FakeWallet pays its own invoices by itself after a delay,
-			// long enough for the tests to pay them first.
-			nutshells.settle, errA = nutshelltest.Start(ctx, nutshelltest.Options{Dir: filepath.Join(dir, "a"), Env: []string{"FAKEWALLET_DELAY_INCOMING_PAYMENT=3"}})
-		})
-		wg.Go(func() {
-			nutshells.pend, errB = nutshelltest.Start(ctx, nutshelltest.Options{Dir: filepath.Join(dir, "p"), Name: "pending mint",
-				Env: []string{"FAKEWALLET_PAY_INVOICE_STATE=PENDING"}})
-		})
-		wg.Wait()
-		nutshells.err = errors.Join(errA, errB)
+		nutshells.Pair, nutshells.err = nutshelltest.StartPair(dir)
 	})
 	if errors.Is(nutshells.err, nutshelltest.ErrNotInstalled) {
 		t.Skipf("Nutshell mint not available: %v", nutshells.err)
@@ -65,16 +50,12 @@ func sharedNutshells(t *testing.T) (settle, pend *nutshelltest.Mint) {
 	if nutshells.err != nil {
 		t.Fatal(nutshells.err)
 	}
-	return nutshells.settle, nutshells.pend
+	return nutshells.Settle, nutshells.Pending
 }
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	for _, n := range []*nutshelltest.Mint{nutshells.settle, nutshells.pend} {
-		if n != nil {
-			n.Stop()
-		}
-	}
+	nutshells.Stop()
 	if nutshells.dir != "" {
 		os.RemoveAll(nutshells.dir)
 	}

@@ -17,7 +17,6 @@ import (
 	"github.com/fasthttp/websocket"
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/outpost-relay/outpost/internal/testkit"
-	"github.com/outpost-relay/outpost/nip98"
 	"github.com/outpost-relay/outpost/pubkey"
 )
 
@@ -130,20 +129,8 @@ func TestWholeProgram(t *testing.T) {
 	t.Run("NIP-86 only for admins", func(t *testing.T) {
 		sk := nostr.GeneratePrivateKey()
 		pk, _ := nostr.GetPublicKey(sk)
-		rpc := func(signer string, method string, params ...any) (int, map[string]any) {
-			body, _ := json.Marshal(map[string]any{"method": method, "params": params})
-			auth, _ := nip98.Sign(signer, "POST", inst.url, body, time.Now())
-			req, _ := http.NewRequest("POST", inst.url+"/", bytes.NewReader(body))
-			req.Header.Set("Content-Type", "application/nostr+json+rpc")
-			req.Header.Set("Authorization", auth)
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer resp.Body.Close()
-			var m map[string]any
-			json.NewDecoder(resp.Body).Decode(&m)
-			return resp.StatusCode, m
+		rpc := func(signer, method string, params ...any) (int, map[string]any) {
+			return nip86(t, inst.url, signer, method, params...)
 		}
 		if code, m := rpc(goodSK, "banpubkey", pk, "nope"); code != 403 || m["error"] == nil {
 			t.Fatalf("non-admin banpubkey: %d %v", code, m)

@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"flag"
-	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -22,31 +21,28 @@ type strfryConfig struct {
 	From     string        `flag:"from" usage:"the outpost whose ban list to follow: its base URL (https://outpost.example) or its ban list's (https://outpost.example/banlist)"`
 	Cache    string        `flag:"cache" usage:"file the list is kept in, so the plugin starts offline (default: in the user's cache dir)"`
 	Interval time.Duration `flag:"interval" usage:"how often the ban list is asked for changes"`
-	LogLevel slog.Level    `flag:"log-level" usage:"debug, info, warn or error (logs go to stderr, into strfry's log)"`
+	logSetting
+}
+
+// newStrfryFlags binds the strfry-policy command's settings to a new flag set.
+func newStrfryFlags() (*flag.FlagSet, *strfryConfig) {
+	fs := newFlagSet("strfry-policy")
+	c := &strfryConfig{Interval: 30 * time.Second}
+	settings.Bind(fs, c)
+	settings.Bind(fs, &c.logSetting)
+	return fs, c
 }
 
 // strfryCLI runs the strfry write-policy plugin on stdin/stdout.
 func strfryCLI(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
-	fs := newFlagSet("strfry-policy")
-	c := &strfryConfig{Interval: 30 * time.Second, LogLevel: slog.LevelInfo}
-	settings.Bind(fs, c)
+	fs, c := newStrfryFlags()
 	fs.Usage = func() {
-		usage(fs, "outpost strfry-policy --from <outpost URL> (in strfry.conf: relay.writePolicy.plugin)", settings.EnvName)
+		usage(fs, "outpost strfry-policy --from <outpost URL> (in strfry.conf: relay.writePolicy.plugin; logs go to stderr, into strfry's log)", settings.EnvName)
 	}
 	if err := parseFlags(fs, "strfry-policy", args, stdout); err != nil {
 		return err
 	}
-	given := map[string]bool{}
-	fs.Visit(func(fl *flag.Flag) { given[fl.Name] = true })
-	var err error
-	fs.VisitAll(func(fl *flag.Flag) {
-		if v := getenv(settings.EnvName(fl.Name)); v != "" && !given[fl.Name] && err == nil {
-			if e := fl.Value.Set(v); e != nil {
-				err = fmt.Errorf("%s: invalid value %q: %v", settings.EnvName(fl.Name), v, e)
-			}
-		}
-	})
-	if err != nil {
+	if _, err := settings.FromEnv(fs, getenv, settings.EnvName); err != nil {
 		return err
 	}
 	if !strings.HasPrefix(c.From, "http://") && !strings.HasPrefix(c.From, "https://") {
@@ -63,6 +59,6 @@ func strfryCLI(ctx context.Context, args []string, getenv func(string) string, s
 		sum := sha256.Sum256([]byte(c.From))
 		c.Cache = filepath.Join(dir, "outpost", "strfry-policy-"+hex.EncodeToString(sum[:6])+".json")
 	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: c.LogLevel}))
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.Level(c.LogLevel)}))
 	return strfry.Run(ctx, strfry.Options{From: c.From, Cache: c.Cache, Interval: c.Interval, Log: log}, stdin, stdout)
 }

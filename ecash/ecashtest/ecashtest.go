@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/outpost-relay/outpost/ecash"
-	"github.com/outpost-relay/outpost/store"
+	"github.com/outpost-relay/outpost/store/storetest"
 )
 
 // Payee is a user's wallet at one mint.
@@ -25,11 +25,7 @@ type Payee struct {
 func NewPayee(t testing.TB, mint string) *Payee {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	st, err := store.Open(t.TempDir(), log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := storetest.Open(t, storetest.Options{Log: log})
 	w, err := ecash.Open(ecash.Config{DB: st.DB, MintURL: mint, Log: log})
 	if err != nil {
 		t.Fatal(err)

@@ -22,6 +22,7 @@ import (
 	"github.com/outpost-relay/outpost/pubkey"
 	"github.com/outpost-relay/outpost/ratelimit"
 	"github.com/outpost-relay/outpost/store"
+	"github.com/outpost-relay/outpost/store/storetest"
 )
 
 const adminKey = "bootstrap-admin-key-for-tests-0123456789"
@@ -43,11 +44,7 @@ type options struct {
 func newEnv(t *testing.T, o options) *env {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	st, err := store.Open(t.TempDir(), log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := storetest.Open(t, storetest.Options{Log: log})
 	c := testkit.NewClock(time.Now().Truncate(time.Second))
 	svc, err := banlist.New(banlist.Config{
 		DB: st.DB, Events: st.Events, List: policies.NewBanList(), SecretKey: nostr.GeneratePrivateKey(),

@@ -13,18 +13,14 @@ import (
 	"github.com/outpost-relay/outpost/httpapi"
 	"github.com/outpost-relay/outpost/httpapi/banlistapi"
 	"github.com/outpost-relay/outpost/policies"
-	"github.com/outpost-relay/outpost/store"
+	"github.com/outpost-relay/outpost/store/storetest"
 )
 
 // benchHandler is the whole root handler with n bans in the snapshot.
 func benchHandler(b *testing.B, n int) (http.Handler, string) {
 	b.Helper()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	st, err := store.Open(b.TempDir(), log)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { st.Close() })
+	st := storetest.Open(b, storetest.Options{Log: log})
 	list := policies.NewBanList()
 	svc, err := banlist.New(banlist.Config{DB: st.DB, Events: st.Events, List: list, SecretKey: nostr.GeneratePrivateKey(), Log: log})
 	if err != nil {

@@ -19,6 +19,7 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/outpost-relay/outpost/bolt11"
 	"github.com/outpost-relay/outpost/faucet"
+	"github.com/outpost-relay/outpost/faucet/faucettest"
 	"github.com/outpost-relay/outpost/httpapi"
 	"github.com/outpost-relay/outpost/httpapi/apitest"
 	"github.com/outpost-relay/outpost/httpapi/faucetapi"
@@ -32,6 +33,7 @@ import (
 	"github.com/outpost-relay/outpost/pubkey"
 	"github.com/outpost-relay/outpost/relay"
 	"github.com/outpost-relay/outpost/store"
+	"github.com/outpost-relay/outpost/store/storetest"
 	"github.com/outpost-relay/outpost/testmint"
 	"github.com/outpost-relay/outpost/treasury"
 )
@@ -114,10 +116,7 @@ func newEnvMint(t *testing.T, public, mintURL string, fundSats int64, mod func(*
 		mod(&e.cfg)
 	}
 	log := slog.New(slog.NewTextHandler(e.log, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	st, err := store.Open(t.TempDir(), log)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := storetest.Open(t, storetest.Options{Log: log})
 	e.st = st
 	srv := httptest.NewUnstartedServer(nil)
 	e.url = "http://" + srv.Listener.Addr().String()
@@ -137,7 +136,6 @@ func newEnvMint(t *testing.T, public, mintURL string, fundSats int64, mod func(*
 		srv.Close()
 		rl.CloseClients(ctx)
 		e.stop()
-		st.Close()
 		if t.Failed() {
 			t.Logf("faucet logs:\n%s", e.log)
 		}
@@ -156,10 +154,7 @@ func newEnvMint(t *testing.T, public, mintURL string, fundSats int64, mod func(*
 // build makes the faucet (again, for a restart) on the env's store and wallet.
 func (e *env) build(rl *relay.Relay, log *slog.Logger) {
 	t := e.t
-	tr, err := treasury.New(treasury.Config{DB: e.st.DB, MintURL: e.mintURL, AcceptedMints: nil, Log: log, Timeout: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tr := faucettest.Treasury(t, e.st, e.mintURL, log, 5*time.Second)
 	cfg := e.cfg
 	cfg.DB, cfg.Treasury, cfg.Log, cfg.Now = e.st.DB, tr, log, e.clock.Now
 	cfg.LNURL = lnurl.New(lnurl.Options{AllowHTTP: true, AllowPrivate: true, Timeout: 2 * time.Second})

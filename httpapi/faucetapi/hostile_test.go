@@ -21,6 +21,7 @@ import (
 	"github.com/outpost-relay/outpost/internal/testkit"
 	"github.com/outpost-relay/outpost/testmint"
 	"github.com/outpost-relay/outpost/testmint/hostile"
+	"github.com/outpost-relay/outpost/testmint/minttest"
 	"github.com/outpost-relay/outpost/testmint/nutshelltest"
 )
 
@@ -45,11 +46,7 @@ type hostileMint struct {
 }
 
 func gonutsAt(t *testing.T, ppk uint) hostileMint {
-	m, err := testmint.Start(testmint.Options{Dir: filepath.Join(t.TempDir(), "mint"), Name: fmt.Sprintf("gonuts %d ppk", ppk), InputFeePpk: ppk})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { m.Close() })
+	m := minttest.Start(t, testmint.Options{Name: fmt.Sprintf("gonuts %d ppk", ppk), InputFeePpk: ppk})
 	return hostileMint{name: fmt.Sprintf("gonuts-%dppk", ppk), url: m.URL, network: bolt11.Signet, pay: m.Node.PayInvoice,
 		payee: func(t *testing.T) *ecashtest.Payee { return ecashtest.NewPayee(t, elsewhere.URL) }}
 }

@@ -1,9 +1,6 @@
 package faucetapi_test
 
 import (
-	"io"
-	"log/slog"
-	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
@@ -11,11 +8,8 @@ import (
 
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/outpost-relay/outpost/faucet"
-	"github.com/outpost-relay/outpost/policies"
 	"github.com/outpost-relay/outpost/profiles"
-	"github.com/outpost-relay/outpost/relay"
 	"github.com/outpost-relay/outpost/relay/relaytest"
-	"github.com/outpost-relay/outpost/store"
 )
 
 // claim quotes and confirms a cashu claim and fails the test unless it is paid.
@@ -117,15 +111,7 @@ func TestBudgetAndBalance(t *testing.T) {
 // startRelay serves another relay on its own store, as a profile relay.
 func startRelay(t *testing.T) (url string, publish func(nostr.Event)) {
 	t.Helper()
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	st, err := store.Open(t.TempDir(), log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewUnstartedServer(nil)
-	rl := relay.New(relay.Config{Store: st, BanList: policies.NewBanList(), Log: log, PublicURL: "http://" + srv.Listener.Addr().String(), ServicePub: strings.Repeat("0", 63) + "2"})
-	srv.Config.Handler = rl
-	relaytest.Serve(t, srv, rl, st)
+	srv, _ := relaytest.Start(t)
 	return "ws" + strings.TrimPrefix(srv.URL, "http"), func(ev nostr.Event) {
 		t.Helper()
 		if err := publishTo(srv.URL, ev); err != nil {

@@ -9,9 +9,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -31,32 +29,14 @@ var (
 )
 
 func startNutshells(dir string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	var wg sync.WaitGroup
-	var errA, errB error
-	// FakeWallet pays its own invoices by itself after a delay, long
-	// enough for the tests to pay them first.
-	wg.Go(func() {
-		nutshell, errA = nutshelltest.Start(ctx, nutshelltest.Options{Dir: filepath.Join(dir, "a"), Env: []string{"FAKEWALLET_DELAY_INCOMING_PAYMENT=3"}})
-	})
-	wg.Go(func() {
-		pendingMint, errB = nutshelltest.Start(ctx, nutshelltest.Options{Dir: filepath.Join(dir, "p"), Name: "pending mint",
-			Env: []string{"FAKEWALLET_PAY_INVOICE_STATE=PENDING"}})
-	})
-	wg.Wait()
-	if noNutshell = errors.Join(errA, errB); noNutshell != nil && !errors.Is(noNutshell, nutshelltest.ErrNotInstalled) {
+	nutshells, err := nutshelltest.StartPair(dir)
+	nutshell, pendingMint, noNutshell = nutshells.Settle, nutshells.Pending, err
+	if noNutshell != nil && !errors.Is(noNutshell, nutshelltest.ErrNotInstalled) {
 		panic(noNutshell)
 	}
 }
 
-func stopNutshells() {
-	for _, m := range []*nutshelltest.Mint{nutshell, pendingMint} {
-		if m != nil {
-			m.Stop()
-		}
-	}
-}
+func stopNutshells() { nutshelltest.Pair{Settle: nutshell, Pending: pendingMint}.Stop() }
 
 func needNutshell(t *testing.T) {
 	t.Helper()

@@ -26,8 +26,9 @@ import (
 	"github.com/outpost-relay/outpost/ratelimit"
 	"github.com/outpost-relay/outpost/relay"
 	"github.com/outpost-relay/outpost/relay/relaytest"
-	"github.com/outpost-relay/outpost/store"
+	"github.com/outpost-relay/outpost/store/storetest"
 	"github.com/outpost-relay/outpost/testmint"
+	"github.com/outpost-relay/outpost/testmint/minttest"
 )
 
 type env struct {
@@ -49,10 +50,7 @@ func newEnv(t *testing.T, allowPrivate bool, submitPerHour int) *env {
 func newEnvLimited(t *testing.T, allowPrivate bool, submitPerHour int, limit *ratelimit.Limiter) *env {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	st, err := store.Open(t.TempDir(), log)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := storetest.Open(t, storetest.Options{Log: log})
 	srv := httptest.NewUnstartedServer(nil)
 	base := "http://" + srv.Listener.Addr().String()
 	sk := nostr.GeneratePrivateKey()
@@ -82,7 +80,6 @@ func newEnvLimited(t *testing.T, allowPrivate bool, submitPerHour int, limit *ra
 		rl.CloseClients(shCtx)
 		cancel()
 		<-jobs
-		st.Close()
 	})
 	e.nostr, proxy = relaytest.Dial(t, srv.URL)
 	return e
@@ -137,13 +134,8 @@ func dropVolatile(t *testing.T, r *apitest.Response) []byte {
 
 func startMint(t *testing.T, dir, addr string) *testmint.Mint {
 	t.Helper()
-	m, err := testmint.Start(testmint.Options{Dir: dir, Addr: addr, Name: "API Test Mint", Description: "a real gonuts mint",
+	return minttest.Start(t, testmint.Options{Dir: dir, Addr: addr, Name: "API Test Mint", Description: "a real gonuts mint",
 		LongDescription: "in-process, on 127.0.0.1", Motd: "hello wallets"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { m.Close() })
-	return m
 }
 
 // TestAgainstARealMint walks every endpoint against a real gonuts mint: it

@@ -42,6 +42,23 @@ func WaitFor(t testing.TB, timeout time.Duration, what string, cond func() bool)
 	}
 }
 
+// Concurrently runs f(0) … f(n-1) side by side and, once all have
+// returned, fails the test with the first error any returned.
+func Concurrently(t testing.TB, n int, f func(i int) error) {
+	t.Helper()
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := range n {
+		wg.Go(func() { errs[i] = f(i) })
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // LogBuffer collects what loggers write, from any goroutine.
 type LogBuffer struct {
 	mu sync.Mutex

@@ -195,7 +195,8 @@ type Relay interface {
 
 // Serve starts srv (created unstarted, its handler set) with rl tracking
 // its connections, and when the test ends closes the server, then the
-// relay's websocket clients, then db, the store under the relay.
+// relay's websocket clients, then db, the store under the relay, unless
+// nil (a store storetest opened closes itself after that).
 func Serve(t testing.TB, srv *httptest.Server, rl Relay, db io.Closer) {
 	t.Helper()
 	srv.Config.ConnState = rl.TrackConn
@@ -205,6 +206,8 @@ func Serve(t testing.TB, srv *httptest.Server, rl Relay, db io.Closer) {
 		defer cancel()
 		srv.Close()
 		rl.CloseClients(ctx)
-		db.Close()
+		if db != nil {
+			db.Close()
+		}
 	})
 }

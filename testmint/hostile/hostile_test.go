@@ -14,6 +14,7 @@ import (
 
 	"github.com/elnosh/gonuts/cashu"
 	"github.com/outpost-relay/outpost/testmint"
+	"github.com/outpost-relay/outpost/testmint/minttest"
 )
 
 // cannedMint answers /v1/swap with three signatures and /v1/keysets with
@@ -134,11 +135,7 @@ func TestSelected(t *testing.T) {
 // gonutsMint starts the embedded test mint and returns it with a proxy in
 // front, its keyset, and proofs of 8 sat (enough for one swap per fault).
 func gonutsMint(t *testing.T, ctx context.Context) (*testmint.Mint, *Proxy, keyset, cashu.Proofs) {
-	m, err := testmint.Start(testmint.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { m.Close() })
+	m := minttest.Start(t, testmint.Options{})
 	k := activeKeyset(t, ctx, m.URL)
 	proofs := fund(t, ctx, m.URL, k, m.Node.PayInvoice, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8)
 	return m, New(t, m.URL), k, proofs

@@ -230,3 +230,38 @@ func (l *logBuffer) Write(p []byte) (int, error) {
 }
 
 func (l *logBuffer) String() string { l.mu.Lock(); defer l.mu.Unlock(); return l.b.String() }
+
+// Pair is the two Nutshell mints that the wallet's, the faucet's and the
+// whole program's tests share: Settle, whose FakeWallet pays its own
+// invoices by itself after a delay (long enough for a test to pay them
+// first), and Pending, whose Lightning payments stay pending until asked
+// about.
+type Pair struct{ Settle, Pending *Mint }
+
+// StartPair starts both mints at once in directories under dir. An error
+// (ErrNotInstalled where the bundle is absent) says what did not start;
+// Stop stops what did.
+func StartPair(dir string) (Pair, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	var p Pair
+	var wg sync.WaitGroup
+	var errA, errB error
+	wg.Go(func() {
+		p.Settle, errA = Start(ctx, Options{Dir: filepath.Join(dir, "a"), Env: []string{"FAKEWALLET_DELAY_INCOMING_PAYMENT=3"}})
+	})
+	wg.Go(func() {
+		p.Pending, errB = Start(ctx, Options{Dir: filepath.Join(dir, "p"), Name: "pending mint", Env: []string{"FAKEWALLET_PAY_INVOICE_STATE=PENDING"}})
+	})
+	wg.Wait()
+	return p, errors.Join(errA, errB)
+}
+
+// Stop stops the mints that started.
+func (p Pair) Stop() {
+	for _, m := range []*Mint{p.Settle, p.Pending} {
+		if m != nil {
+			m.Stop()
+		}
+	}
+}
