@@ -54,19 +54,7 @@ func (i Incident) SeverityAt(now time.Time) string {
 // Incidents returns a mint's incidents that started before `before` (zero:
 // any), newest first, at most limit.
 func (d *Directory) Incidents(ctx context.Context, m *Mint, before time.Time, limit int) ([]Incident, error) {
-	var out []Incident
-	id := m.ID
-	var seek []byte
-	if !before.IsZero() {
-		seek = timeKey(kIncident, id, before.Add(-time.Millisecond))
-	}
-	err := d.db.View(func(txn *kv.Txn) error {
-		return kv.EachJSON(txn, perMintPrefix(kIncident, id), seek, true, func(_ []byte, inc Incident) (bool, error) {
-			out = append(out, inc)
-			return len(out) < limit, nil
-		})
-	})
-	return out, err
+	return newestBefore[Incident](d, kIncident, m.ID, before, limit)
 }
 
 // countIncidents counts incidents started since each of the given times.

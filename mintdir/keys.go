@@ -87,6 +87,23 @@ func scheduleKey(id ID) []byte              { return key(kSchedule, id[:]) }
 func metaKey(id ID) []byte                  { return key(kMeta, id[:]) }
 func perMintPrefix(kind byte, id ID) []byte { return key(kind, id[:]) }
 
+// newestBefore reads a mint's records of a kind keyed by time (incidents,
+// history) from before `before` (zero: any), newest first, at most limit.
+func newestBefore[T any](d *Directory, kind byte, id ID, before time.Time, limit int) ([]T, error) {
+	var out []T
+	var seek []byte
+	if !before.IsZero() {
+		seek = timeKey(kind, id, before.Add(-time.Millisecond))
+	}
+	err := d.db.View(func(txn *kv.Txn) error {
+		return kv.EachJSON(txn, perMintPrefix(kind, id), seek, true, func(_ []byte, v T) (bool, error) {
+			out = append(out, v)
+			return len(out) < limit, nil
+		})
+	})
+	return out, err
+}
+
 func timeKey(kind byte, id ID, t time.Time) []byte {
 	return key(kind, id[:], kv.U64(uint64(t.UnixMilli())))
 }

@@ -198,17 +198,5 @@ func (d *Directory) Metadata(ctx context.Context, m *Mint) (meta Metadata, info 
 // History returns metadata history entries fetched before `before` (zero:
 // any), newest first, at most limit.
 func (d *Directory) History(ctx context.Context, m *Mint, before time.Time, limit int) ([]HistoryEntry, error) {
-	var out []HistoryEntry
-	id := m.ID
-	var seek []byte
-	if !before.IsZero() {
-		seek = timeKey(kHistory, id, before.Add(-time.Millisecond))
-	}
-	err := d.db.View(func(txn *kv.Txn) error {
-		return kv.EachJSON(txn, perMintPrefix(kHistory, id), seek, true, func(_ []byte, e HistoryEntry) (bool, error) {
-			out = append(out, e)
-			return len(out) < limit, nil
-		})
-	})
-	return out, err
+	return newestBefore[HistoryEntry](d, kHistory, m.ID, before, limit)
 }
