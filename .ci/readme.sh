@@ -15,7 +15,12 @@ if curl -s -o /dev/null http://127.0.0.1:8080/; then
 fi
 copy=$(mktemp -d)
 group=
-trap '[ -n "$group" ] && kill -- -"$group" 2>/dev/null; wait; rm -rf "$copy"' EXIT
+cleanup() { # the script's own status stands, whatever the cleanup meets
+	if [ -n "$group" ]; then kill -- -"$group" 2>/dev/null || true; fi
+	wait || true
+	rm -rf "$copy"
+}
+trap cleanup EXIT
 git ls-files -z | tar --null -T - -c | tar -x -C "$copy"
 
 run=$(block '## Run it')
