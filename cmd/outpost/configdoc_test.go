@@ -74,11 +74,7 @@ func TestConfigurationDoc(t *testing.T) {
 // Every OUTPOST_* variable the README and docs/ name is one outpost reads:
 // a setting renamed or removed in the code cannot live on in the prose.
 func TestDocsNameRealSettings(t *testing.T) {
-	known := slices.Clone(otherVariables)
-	strfry, _ := newStrfryFlags()
-	for _, fs := range []*flag.FlagSet{newConfigFlags(newFlagSet("serve")).fs, strfry} {
-		fs.VisitAll(func(f *flag.Flag) { known = append(known, settings.EnvName(f.Name)) })
-	}
+	known := knownVariables()
 	files, _ := os.ReadDir("../../docs")
 	paths := []string{"../../README.md"}
 	for _, f := range files {

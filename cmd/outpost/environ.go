@@ -16,15 +16,22 @@ var otherVariables = []string{
 	"OUTPOST_NUTSHELL_DIR", "OUTPOST_BIN", "OUTPOST_BENCH_PPROF", // the test suites and the benchmarks
 }
 
-// unknownVariables warns of each OUTPOST_* variable in environ that names no
-// setting: a misspelt one (OUTPOST_RATE_LIMT=5) would otherwise be ignored
-// without a word. Each warning names the closest setting when one is close.
-func unknownVariables(environ []string) []string {
+// knownVariables are the OUTPOST_* names outpost reads: the environment
+// twins of serve's and strfry-policy's settings, and otherVariables.
+func knownVariables() []string {
 	known := slices.Clone(otherVariables)
 	strfry, _ := newStrfryFlags()
 	for _, fs := range []*flag.FlagSet{newConfigFlags(newFlagSet("serve")).fs, strfry} {
 		fs.VisitAll(func(f *flag.Flag) { known = append(known, settings.EnvName(f.Name)) })
 	}
+	return known
+}
+
+// unknownVariables warns of each OUTPOST_* variable in environ that names no
+// setting: a misspelt one (OUTPOST_RATE_LIMT=5) would otherwise be ignored
+// without a word. Each warning names the closest setting when one is close.
+func unknownVariables(environ []string) []string {
+	known := knownVariables()
 	var warnings []string
 	for _, kv := range environ {
 		name, _, _ := strings.Cut(kv, "=")
