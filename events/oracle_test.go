@@ -236,8 +236,8 @@ func checkAgainstModel(t *testing.T, seed uint64, events, queries int) {
 			if got := queryIDs(t, s, f); !slices.Equal(got, want) {
 				t.Fatalf("seed %d, filter %v:\n got %v\nwant %v", seed, f, got, want)
 			}
-			if MatchesNothing(f) && len(want) > 0 {
-				t.Fatalf("seed %d, filter %v: MatchesNothing, yet it matches %v", seed, f, want)
+			if matchesNothing(f) && len(want) > 0 {
+				t.Fatalf("seed %d, filter %v: matchesNothing, yet it matches %v", seed, f, want)
 			}
 
 			filters := []nostr.Filter{f, g.filter(), g.filter()}[:1+g.r.IntN(3)]

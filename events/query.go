@@ -494,14 +494,6 @@ func (s *Store) Query(ctx context.Context, f nostr.Filter, skip func(Meta) bool,
 	return err
 }
 
-// MatchesNothing reports whether Query yields nothing for f whatever the
-// store holds: "limit":0, a search, a condition on a tag name longer than
-// one letter, or a list of ids, authors, kinds or tag values none of which
-// can match. Callers may skip the query (and the transaction) then.
-func MatchesNothing(f nostr.Filter) bool {
-	return f.LimitZero || newPlan(f).none
-}
-
 // Count counts the distinct stored events matching any of filters, leaving out those skip drops.
 // Limits are ignored; expired events are not counted.
 func (s *Store) Count(ctx context.Context, filters []nostr.Filter, skip func(Meta) bool) (int64, error) {
