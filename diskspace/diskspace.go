@@ -23,6 +23,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/outpost-relay/outpost/internal/tick"
 	"github.com/outpost-relay/outpost/settings"
 )
 
@@ -90,16 +91,7 @@ func New(dir string, min int64, log *slog.Logger) (*Watcher, error) {
 
 // Run checks every interval until ctx ends.
 func (w *Watcher) Run(ctx context.Context, interval time.Duration) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			w.Check()
-		}
-	}
+	tick.Every(ctx, interval, func() bool { w.Check(); return true })
 }
 
 // Allow says whether a write of about n bytes may go ahead. It is false

@@ -10,6 +10,7 @@ import (
 
 	"github.com/fiatjaf/eventstore"
 	"github.com/nbd-wtf/go-nostr"
+	"github.com/outpost-relay/outpost/internal/tick"
 	"github.com/outpost-relay/outpost/kv"
 )
 
@@ -272,9 +273,7 @@ func (s *Store) DeleteExpired(ctx context.Context, now nostr.Timestamp) (int, er
 // SweepExpired runs DeleteExpired every interval (and once at the start)
 // until ctx ends.
 func (s *Store) SweepExpired(ctx context.Context, every time.Duration) {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
+	tick.Now(ctx, every, func() bool {
 		n, err := s.DeleteExpired(ctx, nostr.Timestamp(s.now().Unix()))
 		switch {
 		case errors.As(err, new(refusal)):
@@ -284,12 +283,8 @@ func (s *Store) SweepExpired(ctx context.Context, every time.Duration) {
 		case n > 0:
 			s.log.Info("expired events deleted", "events", n)
 		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
+		return true
+	})
 }
 
 // SaveEvent stores ev like Save, for khatru's StoreEvent hook and eventstore

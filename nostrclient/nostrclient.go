@@ -22,6 +22,7 @@ import (
 
 	"github.com/fasthttp/websocket"
 	"github.com/nbd-wtf/go-nostr"
+	"github.com/outpost-relay/outpost/internal/tick"
 	"github.com/tidwall/gjson"
 )
 
@@ -183,19 +184,13 @@ func (c *Conn) read(ctx context.Context) {
 
 // keepalive pings; the read deadline hangs up on a relay that does not answer.
 func (c *Conn) keepalive(ctx context.Context) {
-	t := time.NewTicker(c.opt.PingEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if c.ws.WriteControl(websocket.PingMessage, nil, time.Now().Add(c.opt.WriteTimeout)) != nil {
-				c.ws.Close()
-				return
-			}
+	tick.Every(ctx, c.opt.PingEvery, func() bool {
+		if c.ws.WriteControl(websocket.PingMessage, nil, time.Now().Add(c.opt.WriteTimeout)) != nil {
+			c.ws.Close()
+			return false
 		}
-	}
+		return true
+	})
 }
 
 // A Message is one relay message (NIP-01, NIP-42, NIP-77). Label is its

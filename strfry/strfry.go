@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/nbd-wtf/go-nostr"
+	"github.com/outpost-relay/outpost/internal/tick"
 	"github.com/outpost-relay/outpost/policies"
 	"github.com/tidwall/gjson"
 )
@@ -176,9 +177,7 @@ func Run(ctx context.Context, o Options, in io.Reader, out io.Writer) error {
 // keepCache saves the list whenever it changed.
 func keepCache(ctx context.Context, l *policies.BanList, path string, log *slog.Logger) {
 	saved := ^uint64(0)
-	t := time.NewTicker(time.Second)
-	defer t.Stop()
-	for {
+	tick.Now(ctx, time.Second, func() bool {
 		if v := l.Version(); v != saved {
 			if err := SaveCache(l, path); err != nil {
 				log.Warn("strfry-policy: saving the cache", "err", err)
@@ -186,10 +185,6 @@ func keepCache(ctx context.Context, l *policies.BanList, path string, log *slog.
 				saved = v
 			}
 		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
+		return true
+	})
 }
