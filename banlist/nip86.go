@@ -7,6 +7,7 @@ import (
 
 	"github.com/nbd-wtf/go-nostr/nip86"
 	"github.com/outpost-relay/outpost/kv"
+	"github.com/outpost-relay/outpost/policies"
 )
 
 // Management is the ban list as NIP-86 relay management sees it (the
@@ -25,104 +26,79 @@ func (m Management) BanPubKey(ctx context.Context, actor, pubkey, reason string)
 	if strings.TrimSpace(reason) == "" {
 		reason = nip86Ban
 	}
-	_, err := m.s.Ban(ctx, actor, pubkey, reason, nil)
-	return err
+	return errOf(m.s.Ban(ctx, actor, pubkey, reason, nil))
 }
 
 func (m Management) UnbanPubKey(ctx context.Context, actor, pubkey string) error {
-	_, err := m.s.Unban(ctx, actor, pubkey)
-	return err
+	return errOf(m.s.Unban(ctx, actor, pubkey))
 }
 
 func (m Management) ListBannedPubKeys(context.Context) ([]nip86.PubKeyReason, error) {
-	bans := m.s.ActiveBans()
-	out := make([]nip86.PubKeyReason, len(bans))
-	for i, b := range bans {
-		out[i] = nip86.PubKeyReason{PubKey: b.PubKey, Reason: b.Reason}
-	}
-	return out, nil
+	return each(func(b policies.Ban) nip86.PubKeyReason {
+		return nip86.PubKeyReason{PubKey: b.PubKey, Reason: b.Reason}
+	})(m.s.ActiveBans(), nil)
 }
 
 func (m Management) AllowPubKey(ctx context.Context, actor, pubkey, reason string) error {
-	_, err := m.s.AllowPubKey(ctx, actor, pubkey, reason)
-	return err
+	return errOf(m.s.AllowPubKey(ctx, actor, pubkey, reason))
 }
 
 func (m Management) UnallowPubKey(ctx context.Context, actor, pubkey string) error {
-	_, err := m.s.UnallowPubKey(ctx, actor, pubkey)
-	return err
+	return errOf(m.s.UnallowPubKey(ctx, actor, pubkey))
 }
 
 func (m Management) ListAllowedPubKeys(ctx context.Context) ([]nip86.PubKeyReason, error) {
-	keys, err := m.s.AllowedPubKeys(ctx)
-	out := make([]nip86.PubKeyReason, len(keys))
-	for i, k := range keys {
-		out[i] = nip86.PubKeyReason{PubKey: k.PubKey, Reason: k.Reason}
-	}
-	return out, err
+	return each(func(k AllowedPubKey) nip86.PubKeyReason {
+		return nip86.PubKeyReason{PubKey: k.PubKey, Reason: k.Reason}
+	})(m.s.AllowedPubKeys(ctx))
 }
 
 func (m Management) BanEvent(ctx context.Context, actor, id, reason string) error {
-	_, err := m.s.BanEvent(ctx, actor, id, reason)
-	return err
+	return errOf(m.s.BanEvent(ctx, actor, id, reason))
 }
 
 func (m Management) UnbanEvent(ctx context.Context, actor, id string) error {
-	_, err := m.s.UnbanEvent(ctx, actor, id)
-	return err
+	return errOf(m.s.UnbanEvent(ctx, actor, id))
 }
 
 func (m Management) AllowEvent(ctx context.Context, actor, id, reason string) error {
-	_, err := m.s.AllowEvent(ctx, actor, id, reason)
-	return err
+	return errOf(m.s.AllowEvent(ctx, actor, id, reason))
 }
 
 func (m Management) UnallowEvent(ctx context.Context, actor, id string) error {
-	_, err := m.s.UnallowEvent(ctx, actor, id)
-	return err
+	return errOf(m.s.UnallowEvent(ctx, actor, id))
 }
 
 func (m Management) ListBannedEvents(ctx context.Context) ([]nip86.IDReason, error) {
-	evs, err := m.s.BannedEvents(ctx)
-	out := make([]nip86.IDReason, len(evs))
-	for i, e := range evs {
-		out[i] = nip86.IDReason{ID: e.ID, Reason: e.Reason}
-	}
-	return out, err
+	return each(func(e BannedEvent) nip86.IDReason {
+		return nip86.IDReason{ID: e.ID, Reason: e.Reason}
+	})(m.s.BannedEvents(ctx))
 }
 
 func (m Management) ListAllowedEvents(ctx context.Context) ([]nip86.IDReason, error) {
-	evs, err := m.s.AllowedEvents(ctx)
-	out := make([]nip86.IDReason, len(evs))
-	for i, e := range evs {
-		out[i] = nip86.IDReason{ID: e.ID, Reason: e.Reason}
-	}
-	return out, err
+	return each(func(e AllowedEvent) nip86.IDReason {
+		return nip86.IDReason{ID: e.ID, Reason: e.Reason}
+	})(m.s.AllowedEvents(ctx))
 }
 
 // ListEventsNeedingModeration gives each reported event's reasons, and how
 // many reports name it when more than one does.
 func (m Management) ListEventsNeedingModeration(ctx context.Context) ([]nip86.IDReason, error) {
-	evs, err := m.s.EventsNeedingModeration(ctx)
-	out := make([]nip86.IDReason, len(evs))
-	for i, e := range evs {
+	return each(func(e ReportedEvent) nip86.IDReason {
 		reason := strings.Join(e.Reasons, ", ")
 		if e.Reports > 1 {
 			reason += " (" + strconv.Itoa(e.Reports) + " reports)"
 		}
-		out[i] = nip86.IDReason{ID: e.ID, Reason: reason}
-	}
-	return out, err
+		return nip86.IDReason{ID: e.ID, Reason: reason}
+	})(m.s.EventsNeedingModeration(ctx))
 }
 
 func (m Management) AllowKind(ctx context.Context, actor string, kind int) error {
-	_, err := m.s.AllowKind(ctx, actor, kind)
-	return err
+	return errOf(m.s.AllowKind(ctx, actor, kind))
 }
 
 func (m Management) DisallowKind(ctx context.Context, actor string, kind int) error {
-	_, err := m.s.DisallowKind(ctx, actor, kind)
-	return err
+	return errOf(m.s.DisallowKind(ctx, actor, kind))
 }
 
 func (m Management) ListAllowedKinds(ctx context.Context) ([]int, error) {
@@ -138,26 +114,37 @@ func (m Management) ListDisallowedKinds(ctx context.Context) ([]int, error) {
 }
 
 func (m Management) BlockIP(ctx context.Context, actor, ip, reason string, confirmWide bool) error {
-	_, err := m.s.BlockIP(ctx, actor, ip, reason, confirmWide)
-	return err
+	return errOf(m.s.BlockIP(ctx, actor, ip, reason, confirmWide))
 }
 
 func (m Management) UnblockIP(ctx context.Context, actor, ip string) error {
-	_, err := m.s.UnblockIP(ctx, actor, ip)
-	return err
+	return errOf(m.s.UnblockIP(ctx, actor, ip))
 }
 
 func (m Management) ListBlockedIPs(ctx context.Context) ([]nip86.IPReason, error) {
-	ips, err := m.s.BlockedIPs(ctx)
-	out := make([]nip86.IPReason, len(ips))
-	for i, b := range ips {
-		out[i] = nip86.IPReason{IP: b.IP, Reason: b.Reason}
-	}
-	return out, err
+	return each(func(b BlockedIP) nip86.IPReason {
+		return nip86.IPReason{IP: b.IP, Reason: b.Reason}
+	})(m.s.BlockedIPs(ctx))
 }
 
 // Audit writes an audit entry for a change the relay makes itself (its
 // NIP-11 name, description, icon) in the transaction that makes it.
 func (m Management) Audit(txn *kv.Txn, actor, action, target string, before, after any) error {
 	return m.s.audit(txn, actor, action, target, before, after)
+}
+
+// errOf keeps a service call's error: a NIP-86 method answers only whether
+// it worked.
+func errOf[T any](_ T, err error) error { return err }
+
+// each maps a service listing to its NIP-86 form with f, passing its error
+// on: each(f)(m.s.Listing(ctx)).
+func each[T, U any](f func(T) U) func([]T, error) ([]U, error) {
+	return func(xs []T, err error) ([]U, error) {
+		out := make([]U, len(xs))
+		for i, x := range xs {
+			out[i] = f(x)
+		}
+		return out, err
+	}
 }
