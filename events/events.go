@@ -59,8 +59,11 @@
 // # Reading
 //
 // A filter is answered from one index: its ids (looked up one by one), else
-// its authors (with its kinds: author-kind), else its tag condition with the
-// fewest values, else its kinds, else time alone. Every other condition is
+// the addresses of its authors when all its kinds are replaceable (looked up
+// one by one), else its authors (with its kinds: author-kind), else its tag
+// condition with the fewest values, else its kinds, else time alone. Of an
+// author or author-kind range, only those that may hold an event newer than
+// the merge has reached are read (see newest). Every other condition is
 // checked on each event found, from its header and, for tags, by looking up
 // the event's key in the tag index. Events past their NIP-40 expiration are
 // never read out or counted; DeleteExpired removes them. The values of events
@@ -74,6 +77,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"log/slog"
 	"math"
 	"time"
@@ -129,19 +133,23 @@ type Store struct {
 	log *slog.Logger
 	now func() time.Time
 
-	cache *cache // see Cache; nil: none
+	cache  *cache // see Cache; nil: none
+	newest newest
 }
 
 // Open returns the event store on db, first moving any events eventstore
 // v0.17.8's badger backend left in it into this store's layout, and
 // bringing data of an older format up to this one (see upgrade).
 func Open(db *kv.DB, log *slog.Logger) (*Store, error) {
-	s := &Store{db: db, log: log, now: time.Now}
+	s := &Store{db: db, log: log, now: time.Now, newest: newest{seed: maphash.MakeSeed()}}
 	if err := s.migrate(); err != nil {
 		return nil, fmt.Errorf("move events from eventstore's layout: %w", err)
 	}
 	if err := s.upgrade(); err != nil {
 		return nil, err
+	}
+	if err := s.newest.load(db); err != nil {
+		return nil, fmt.Errorf("read the newest event of each author: %w", err)
 	}
 	return s, nil
 }
@@ -229,6 +237,10 @@ func meta(id []byte, val []byte) (Meta, error) {
 // encodeTS encodes created_at so that newer timestamps sort first.
 func encodeTS(b []byte, ts nostr.Timestamp) []byte {
 	return binary.BigEndian.AppendUint64(b, ^(uint64(ts) ^ 1<<63))
+}
+
+func decodeTS(b []byte) nostr.Timestamp {
+	return nostr.Timestamp(^binary.BigEndian.Uint64(b) ^ 1<<63)
 }
 
 // appendValue appends a tag value's prefix-free encoding; hashed reports

@@ -412,15 +412,15 @@ func TestManyAuthorsAndKinds(t *testing.T) {
 			m.save(ev)
 		}
 	}
-	f := nostr.Filter{Authors: authors[:150], Kinds: []int{1, 7}}
-	if p := newPlan(f); len(p.scans) != 150 || p.covered {
+	f := nostr.Filter{Authors: authors, Kinds: []int{1, 7, 2, 4, 5, 8}} // 1,200 pairs
+	if p := newPlan(f); len(p.scans) != 200 || p.covered {
 		t.Fatalf("plan: %d scans, covered %v; want one per author, not covering", len(p.scans), p.covered)
 	}
 	if got, want := queryIDs(t, s, f), m.query(f); !slices.Equal(got, want) {
 		t.Fatalf("got %d events, want %d", len(got), len(want))
 	}
-	if got, _ := s.Count(context.Background(), []nostr.Filter{f}, nil); got != 300 {
-		t.Fatalf("count: %d, want 300", got)
+	if got, _ := s.Count(context.Background(), []nostr.Filter{f}, nil); got != 400 {
+		t.Fatalf("count: %d, want 400", got)
 	}
 }
 

@@ -14,8 +14,16 @@ import (
 
 // maxAuthorKindScans is how many (author, kind) pairs a filter may have for
 // the store to scan the author-kind index; beyond it, it scans by author and
-// checks the kind.
-const maxAuthorKindScans = 256
+// reads each event to check its kind. Ranges past the limit'th result are
+// never opened (see newest), so a home feed's 300 follows × 2 kinds cost
+// seeks only for the follows that posted lately.
+const maxAuthorKindScans = 1024
+
+// maxAddressLookups is how many addresses a filter may name for the store
+// to look each one up (two point reads) rather than scan an index: a point
+// read costs a fraction of an index scan's seek, which visits every level
+// of badger's tree (see chooseScans).
+const maxAddressLookups = 4096
 
 // plan is how one filter is answered: which index ranges to scan (or which
 // ids to look up) and which conditions to check on each candidate.
@@ -24,6 +32,7 @@ type plan struct {
 	none    bool     // the filter cannot match anything
 	scans   [][]byte // index prefixes; every key below one ends with ts and id
 	ids     [][]byte // instead of scans: the ids to look up
+	addrs   [][]byte // instead of scans: the address keys to look up
 	kinds   map[uint16]bool
 	authors map[[32]byte]bool
 	idSet   map[[32]byte]bool
@@ -63,8 +72,33 @@ func newPlan(f nostr.Filter) *plan {
 	if p.none || p.ids != nil {
 		return p
 	}
-	p.chooseScans(authors)
+	if p.addrs = p.addresses(authors); p.addrs == nil {
+		p.chooseScans(authors)
+	}
 	return p
+}
+
+// addresses lists the address keys of every event the filter can match,
+// or nil when it cannot tell: it can when it names authors and only
+// replaceable kinds (profiles, contact lists, relay lists), which the store
+// keeps one of per author and kind. Reading those finds every candidate
+// (the other conditions are checked on each as usual) without a scan.
+// Addressable kinds are not looked up by #d: an event with two d tags
+// matches either, but its address is its first.
+func (p *plan) addresses(authors [][]byte) [][]byte {
+	if authors == nil || p.kinds == nil || len(authors)*len(p.kinds) > maxAddressLookups {
+		return nil
+	}
+	var keys [][]byte
+	for k := range p.kinds {
+		if !nostr.IsReplaceableKind(int(k)) {
+			return nil
+		}
+		for _, a := range authors {
+			keys = append(keys, addressKey(k, a, ""))
+		}
+	}
+	return keys
 }
 
 func (p *plan) takeIDs() {
@@ -153,7 +187,7 @@ func (p *plan) chooseScans(authors [][]byte) {
 	}
 	slices.Sort(kinds)
 	switch {
-	case authors != nil && kinds != nil && len(authors)*len(kinds) <= max(len(authors), maxAuthorKindScans):
+	case authors != nil && kinds != nil && len(authors)*len(kinds) <= maxAuthorKindScans:
 		for _, a := range authors {
 			for _, k := range kinds {
 				p.scans = append(p.scans, binary.BigEndian.AppendUint16(join(prefixAuthorKind, a), k))
@@ -235,9 +269,26 @@ type cursor struct {
 	prefix  []byte
 	stop    []byte   // encoded since, or nil
 	tails   [][]byte // for id lookups, instead of it
+	until   []byte   // encoded until, or nil: where it starts
 	plan    int
 	tail    [tailLen]byte
 	expires bool // the event has a NIP-40 expiration (flagExpires)
+	// lazy: not open yet; tail holds the range's bound (see newest) and the
+	// lowest id, which sorts before every event the range can hold.
+	lazy bool
+}
+
+// open starts the cursor's iterator at its first candidate; false when the
+// range has none.
+func (c *cursor) open(txn *kv.Txn) bool {
+	c.lazy = false
+	c.it = txn.NewIterator(kv.IteratorOptions{Prefix: c.prefix})
+	if c.until != nil {
+		c.it.Seek(append(slices.Clip(c.prefix), c.until...))
+	} else {
+		c.it.Seek(c.prefix)
+	}
+	return c.next(true)
 }
 
 // next moves to the next key in range; false when there is none.
@@ -314,6 +365,16 @@ func (s *Store) scan(ctx context.Context, txn *kv.Txn, plans []*plan, values boo
 				return err
 			}
 		}
+		if h[0].lazy { // the merge has reached its bound: open it
+			ok := h[0].open(txn)
+			its = append(its, h[0].it)
+			if ok {
+				heap.Fix(&h, 0)
+			} else {
+				heap.Pop(&h)
+			}
+			continue
+		}
 		// Every range that reached this event is at the same tail now.
 		group = append(group[:0], heap.Pop(&h).(*cursor))
 		for len(h) > 0 && h[0].tail == group[0].tail {
@@ -356,9 +417,15 @@ func (s *Store) openCursors(txn *kv.Txn, plans []*plan) (h cursorHeap, its []*kv
 		if p.none {
 			continue
 		}
-		if p.ids != nil {
+		if p.ids != nil || p.addrs != nil {
+			ids, err := p.lookUp(txn)
+			if err != nil {
+				return h, its, err
+			}
 			c := &cursor{plan: i}
-			for _, id := range p.ids {
+			for _, id := range ids {
+				// The cache may keep events since deleted: the store says
+				// which exist.
 				item, err := txn.Get(eventKey(id))
 				if errors.Is(err, kv.ErrNotFound) {
 					continue
@@ -371,6 +438,7 @@ func (s *Store) openCursors(txn *kv.Txn, plans []*plan) (h cursorHeap, its []*kv
 						return err
 					}
 					tail = append(encodeTS(tail, nostr.Timestamp(binary.BigEndian.Uint64(val[3:]))), id...)
+					s.cache.put(id, val) // visit reads it next
 					return nil
 				}); err != nil {
 					return h, its, err
@@ -384,20 +452,51 @@ func (s *Store) openCursors(txn *kv.Txn, plans []*plan) (h cursorHeap, its []*kv
 			continue
 		}
 		for _, prefix := range p.scans {
-			c := &cursor{prefix: prefix, stop: p.since, plan: i}
-			c.it = txn.NewIterator(kv.IteratorOptions{Prefix: prefix})
-			its = append(its, c.it)
-			if p.until != nil {
-				c.it.Seek(append(slices.Clip(prefix), p.until...))
-			} else {
-				c.it.Seek(prefix)
+			c := &cursor{prefix: prefix, stop: p.since, until: p.until, plan: i}
+			if ts, ok, known := s.newest.bound(prefix); known {
+				if !ok || p.f.Since != nil && ts < int64(*p.f.Since) {
+					continue // nothing in range
+				}
+				if p.f.Until != nil {
+					ts = min(ts, int64(*p.f.Until))
+				}
+				encodeTS(c.tail[:0], nostr.Timestamp(ts))
+				c.lazy = true
+				h = append(h, c)
+				continue
 			}
-			if c.next(true) {
+			ok := c.open(txn)
+			its = append(its, c.it)
+			if ok {
 				h = append(h, c)
 			}
 		}
 	}
 	return h, its, nil
+}
+
+// lookUp gives the ids of an id plan, or those its address keys hold.
+func (p *plan) lookUp(txn *kv.Txn) ([][]byte, error) {
+	if p.addrs == nil {
+		return p.ids, nil
+	}
+	ids := make([][]byte, 0, len(p.addrs))
+	for _, k := range p.addrs {
+		item, err := txn.Get(k)
+		if errors.Is(err, kv.ErrNotFound) {
+			continue
+		} else if err != nil {
+			return nil, err
+		}
+		id, err := item.ValueCopy(nil)
+		if err != nil {
+			return nil, err
+		}
+		if len(id) == 32 {
+			ids = append(ids, id)
+		}
+	}
+	return ids, nil
 }
 
 // scanBufs are a scan's buffers, reused from one candidate to the next:

@@ -112,6 +112,7 @@ func (s *Store) put(txn *kv.Txn, d *decodedEvent, val []byte, keys [][]byte, add
 	if err := txn.Set(ek, val); err != nil {
 		return 0, err
 	}
+	s.newest.raise(d.pubkey[:], d.kind, int64(d.createdAt))
 	var flags byte
 	if d.expiration != 0 {
 		flags = flagExpires
