@@ -135,8 +135,18 @@ func (s Settings) badgerOptions(path string, log *slog.Logger) badger.Options {
 		WithBlockCacheSize(int64(s.cacheSize() / 2)).
 		WithMetricsEnabled(false).
 		WithValueLogFileSize(64 << 20).
-		WithNumCompactors(numCompactors)
+		WithNumCompactors(numCompactors).
+		WithNumLevelZeroTables(levelZeroTables)
 }
+
+// levelZeroTables is how many tables badger's level 0 may hold before it
+// compacts them into the levels below: one, not its five. Every level-0
+// table spans the whole key range, so a reader's seek visits each of them
+// besides one table per level below; a home feed seeks up to a few hundred
+// index ranges, and with five level-0 tables those seeks cost 3–7× what
+// they cost on a compacted tree (BenchmarkMix in package events). The price
+// is more frequent, smaller compactions while ingesting.
+const levelZeroTables = 1
 
 // numCompactors is how many compactions badger runs at once: two, not its
 // four. Each holds the tables it writes in memory until they are done, so
