@@ -34,14 +34,18 @@ const (
 	// vantageSkew is how far in the future an event's times may be before
 	// the event is ignored (clocks differ a little, never by minutes).
 	vantageSkew = 2 * time.Minute
+	// maxRTTMs: a larger rtt tag is nonsense and left out.
+	maxRTTMs = 10 * 60 * 1000
+)
+
+// Variables so that a test can lower them.
+var (
 	// maxVantagesPerMonitor caps the vantages kept per monitor: at most one
 	// per known mint (newest wins), and never more than this.
 	maxVantagesPerMonitor = 5000
 	// vantageEventsPerHour bounds how many of one monitor's events are
 	// processed: a republication of every mint, twice over, per hour.
-	vantageEventsPerHour = 2 * maxVantagesPerMonitor
-	// maxRTTMs: a larger rtt tag is nonsense and left out.
-	maxRTTMs = 10 * 60 * 1000
+	vantageEventsPerHour = 10_000
 )
 
 // Observation is what one vantage sees of a mint: its own checks' status,

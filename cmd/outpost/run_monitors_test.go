@@ -1,0 +1,142 @@
+package main
+
+import (
+	"io"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nbd-wtf/go-nostr"
+	"github.com/outpost-relay/outpost/internal/testkit"
+	"github.com/outpost-relay/outpost/pubkey"
+	"github.com/outpost-relay/outpost/relay/relaytest"
+)
+
+// statusEvent is another monitor's kind-38166 event, as outpost signs its own.
+func statusEvent(t *testing.T, sk, mintURL, status string, at nostr.Timestamp) nostr.Event {
+	t.Helper()
+	tags := nostr.Tags{{"d", mintURL}, {"u", mintURL}, {"status", status}, {"last_check", strconv.FormatInt(int64(at), 10)},
+		{"consensus", "online", "1", "1"}}
+	if status == "offline" {
+		tags = append(tags, nostr.Tag{"offline_since", strconv.FormatInt(int64(at)-60, 10)})
+	} else {
+		tags = append(tags, nostr.Tag{"rtt", "80"})
+	}
+	ev := nostr.Event{Kind: 38166, CreatedAt: at, Tags: tags}
+	if err := ev.Sign(sk); err != nil {
+		t.Fatal(err)
+	}
+	return ev
+}
+
+// TestFollowedMonitors runs outpost following three other monitors
+// (OUTPOST_MONITORS): one publishes its signed status events to outpost's
+// own relay, one to an upstream relay outpost syncs from (a real outpost
+// relay), and one is banned here. The mint answers outpost's own checks
+// throughout; when the two others see it offline, the mint is offline by
+// consensus, and outpost's own status event still says what it sees
+// itself. When one of them sees it up again, its dissent is listed but the
+// mint is online.
+func TestFollowedMonitors(t *testing.T) {
+	upSrv, _ := relaytest.Start(t)
+	upstreamRelay, _ := relaytest.Dial(t, upSrv.URL)
+	a, b, banned := nostr.GeneratePrivateKey(), nostr.GeneratePrivateKey(), nostr.GeneratePrivateKey()
+	aPK, _ := nostr.GetPublicKey(a)
+	bPK, _ := nostr.GetPublicKey(b)
+	bannedPK, _ := nostr.GetPublicKey(banned)
+
+	mint := startTestMint(t, t.TempDir(), "", "Watched Mint")
+	inst := start(t, t.TempDir(), map[string]string{
+		"OUTPOST_MONITORS":            pubkey.NPub(aPK) + "," + bPK + "," + pubkey.NPub(bannedPK),
+		"OUTPOST_UPSTREAM_RELAYS":     "ws" + strings.TrimPrefix(upSrv.URL, "http"),
+		"OUTPOST_PROBE_ALLOW_PRIVATE": "true", "OUTPOST_PROBE_INTERVAL": "1s", "OUTPOST_PROBE_TIMEOUT": "500ms"})
+	md := inst.url + "/mintdir"
+	_, idx := call(t, "GET", inst.url+"/", nil)
+	self := idx["pubkey"].(string)
+	selfPK, _ := pubkey.Parse(self)
+	if code, body := call(t, "POST", inst.url+"/banlist/admin/ban", map[string]any{"pubkey": bannedPK, "reason": "a monitor gone bad"}, admin()...); code != 200 {
+		t.Fatalf("ban: %d %v", code, body)
+	}
+	_, sub := call(t, "POST", md+"/mints/submit", map[string]any{"mint_url": mint.URL})
+	id, _ := sub["mint_id"].(string)
+	statusOf := func() map[string]any {
+		_, s := call(t, "GET", md+"/mints/"+id+"/status", nil)
+		return s
+	}
+	testkit.WaitFor(t, 15*time.Second, "the mint online", func() bool { return statusOf()["status"] == "online" })
+
+	// Two followed monitors see it offline: one says so on our relay, the
+	// other on the upstream relay. The banned one's word is refused.
+	now := nostr.Now()
+	r := connect(t, inst)
+	if err := publish(t, r, statusEvent(t, a, mint.URL, "offline", now)); err != nil {
+		t.Fatal(err)
+	}
+	if err := relaytest.Publish(t, upstreamRelay, statusEvent(t, b, mint.URL, "offline", now)); err != nil {
+		t.Fatal(err)
+	}
+	wantBlocked(t, publish(t, r, statusEvent(t, banned, mint.URL, "online", now)), "")
+	testkit.WaitFor(t, 15*time.Second, "the mint offline by consensus", func() bool { return statusOf()["status"] == "offline" })
+
+	vantages := func(s map[string]any) map[string]map[string]any {
+		out := map[string]map[string]any{}
+		vs, _ := s["vantages"].([]any)
+		for _, v := range vs {
+			v := v.(map[string]any)
+			out[v["monitor"].(string)] = v
+		}
+		return out
+	}
+	s := statusOf()
+	vs := vantages(s)
+	if len(vs) != 3 || vs[self]["self"] != true || vs[self]["status"] != "online" || vs[self]["rtt_ms"] == nil ||
+		vs[pubkey.NPub(aPK)]["status"] != "offline" || vs[pubkey.NPub(aPK)]["self"] != false || vs[pubkey.NPub(aPK)]["offline_since"] == nil ||
+		vs[pubkey.NPub(bPK)]["status"] != "offline" || s["offline_since"] == nil {
+		t.Fatalf("status with vantages: %v", s)
+	}
+	if _, byURL := call(t, "GET", md+"/mints/by-url/status?url="+mint.URL, nil); len(vantages(byURL)) != 3 {
+		t.Fatalf("by url: %v", byURL)
+	}
+	_, incs := call(t, "GET", md+"/mints/"+id+"/incidents", nil)
+	list, _ := incs["incidents"].([]any)
+	if len(list) != 1 {
+		t.Fatalf("incidents: %v", incs)
+	}
+	seen := list[0].(map[string]any)["seen_by"].([]any)
+	if !slices.Contains(seen, any(pubkey.NPub(aPK))) || !slices.Contains(seen, any(pubkey.NPub(bPK))) || slices.Contains(seen, any(self)) {
+		t.Fatalf("incident seen by %v", seen)
+	}
+
+	// Our own status event says what we see, and the consensus apart.
+	testkit.WaitFor(t, 10*time.Second, "our status event with the consensus", func() bool {
+		evs := query(t, r, nostr.Filter{Kinds: []int{38166}, Authors: []string{selfPK}, Tags: nostr.TagMap{"d": {mint.URL}}})
+		return len(evs) == 1 && tagValue(evs[0], "status") == "online" &&
+			slices.Equal(evs[0].Tags.Find("consensus"), nostr.Tag{"consensus", "offline", "2", "3"})
+	})
+
+	// b sees it up again: a's dissent is listed, the mint is online, the
+	// incident closed.
+	if err := relaytest.Publish(t, upstreamRelay, statusEvent(t, b, mint.URL, "online", now+1)); err != nil {
+		t.Fatal(err)
+	}
+	testkit.WaitFor(t, 15*time.Second, "the mint online again", func() bool { return statusOf()["status"] == "online" })
+	if vs := vantages(statusOf()); vs[pubkey.NPub(aPK)]["status"] != "offline" || vs[pubkey.NPub(bPK)]["status"] != "online" {
+		t.Fatalf("vantages with a dissenter: %v", vs)
+	}
+
+	// The page shows them.
+	resp, err := http.Get(md + "/mint/" + id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{"Seen from", "this outpost", pubkey.NPub(aPK), "Seen by"} {
+		if !strings.Contains(string(page), want) {
+			t.Fatalf("the mint page lacks %q", want)
+		}
+	}
+}
