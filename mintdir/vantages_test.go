@@ -60,14 +60,7 @@ func newMonitor() monitor {
 
 // status is the monitor's status event for the mint at u, as of at.
 func (mo monitor) status(t *testing.T, u, status string, at time.Time, extra ...nostr.Tag) *nostr.Event {
-	tags := append(nostr.Tags{{"d", u}, {"u", u}, {"status", status}, {"last_check", strconv.FormatInt(at.Unix(), 10)}}, extra...)
-	if status == StatusOffline {
-		tags = append(tags, nostr.Tag{"offline_since", strconv.FormatInt(at.Add(-3*time.Minute).Unix(), 10)})
-	} else {
-		tags = append(tags, nostr.Tag{"rtt", "120"})
-	}
-	tags = append(tags, nostr.Tag{"consensus", StatusOnline, "3", "3"}) // never read: each monitor's own word counts
-	return signed(t, mo.sk, KindMintStatus, at, "", tags...)
+	return mintdirtest.StatusEvent(mo.sk, u, status, at, extra...)
 }
 
 func vantageOf(vs []Vantage, pk string) *Vantage {

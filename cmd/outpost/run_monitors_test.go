@@ -4,32 +4,20 @@ import (
 	"io"
 	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/outpost-relay/outpost/internal/testkit"
+	"github.com/outpost-relay/outpost/mintdir/mintdirtest"
 	"github.com/outpost-relay/outpost/pubkey"
 	"github.com/outpost-relay/outpost/relay/relaytest"
 )
 
-// statusEvent is another monitor's kind-38166 event, as outpost signs its own.
-func statusEvent(t *testing.T, sk, mintURL, status string, at nostr.Timestamp) nostr.Event {
-	t.Helper()
-	tags := nostr.Tags{{"d", mintURL}, {"u", mintURL}, {"status", status}, {"last_check", strconv.FormatInt(int64(at), 10)},
-		{"consensus", "online", "1", "1"}}
-	if status == "offline" {
-		tags = append(tags, nostr.Tag{"offline_since", strconv.FormatInt(int64(at)-60, 10)})
-	} else {
-		tags = append(tags, nostr.Tag{"rtt", "80"})
-	}
-	ev := nostr.Event{Kind: 38166, CreatedAt: at, Tags: tags}
-	if err := ev.Sign(sk); err != nil {
-		t.Fatal(err)
-	}
-	return ev
+// statusEvent is another monitor's status event for the mint at mintURL.
+func statusEvent(sk, mintURL, status string, at time.Time) nostr.Event {
+	return *mintdirtest.StatusEvent(sk, mintURL, status, at)
 }
 
 // TestFollowedMonitors runs outpost following three other monitors
@@ -70,15 +58,15 @@ func TestFollowedMonitors(t *testing.T) {
 
 	// Two followed monitors see it offline: one says so on our relay, the
 	// other on the upstream relay. The banned one's word is refused.
-	now := nostr.Now()
+	now := time.Now()
 	r := connect(t, inst)
-	if err := publish(t, r, statusEvent(t, a, mint.URL, "offline", now)); err != nil {
+	if err := publish(t, r, statusEvent(a, mint.URL, "offline", now)); err != nil {
 		t.Fatal(err)
 	}
-	if err := relaytest.Publish(t, upstreamRelay, statusEvent(t, b, mint.URL, "offline", now)); err != nil {
+	if err := relaytest.Publish(t, upstreamRelay, statusEvent(b, mint.URL, "offline", now)); err != nil {
 		t.Fatal(err)
 	}
-	wantBlocked(t, publish(t, r, statusEvent(t, banned, mint.URL, "online", now)), "")
+	wantBlocked(t, publish(t, r, statusEvent(banned, mint.URL, "online", now)), "")
 	testkit.WaitFor(t, 15*time.Second, "the mint offline by consensus", func() bool { return statusOf()["status"] == "offline" })
 
 	vantages := func(s map[string]any) map[string]map[string]any {
@@ -119,7 +107,7 @@ func TestFollowedMonitors(t *testing.T) {
 
 	// b sees it up again: a's dissent is listed, the mint is online, the
 	// incident closed.
-	if err := relaytest.Publish(t, upstreamRelay, statusEvent(t, b, mint.URL, "online", now+1)); err != nil {
+	if err := relaytest.Publish(t, upstreamRelay, statusEvent(b, mint.URL, "online", now.Add(time.Second))); err != nil {
 		t.Fatal(err)
 	}
 	testkit.WaitFor(t, 15*time.Second, "the mint online again", func() bool { return statusOf()["status"] == "online" })
