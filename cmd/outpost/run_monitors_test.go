@@ -4,6 +4,7 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -126,5 +127,81 @@ func TestFollowedMonitors(t *testing.T) {
 		if !strings.Contains(string(page), want) {
 			t.Fatalf("the mint page lacks %q", want)
 		}
+	}
+}
+
+// TestThreeMonitors runs three outposts that follow each other as
+// monitors, each the others' upstream relay, and one test mint. All three
+// see it online, 3 of 3; when it stops all three agree it is offline, and
+// when it is back online again. Each node holds one status event per
+// monitor for the mint: nothing loops or multiplies.
+func TestThreeMonitors(t *testing.T) {
+	mintDir, mintAddr := t.TempDir(), freeAddr(t)
+	mint := startTestMint(t, mintDir, mintAddr, "Shared Mint")
+	type node struct {
+		sk, pk, addr string
+		inst         *instance
+		id           string
+	}
+	nodes := make([]*node, 3)
+	var npubs []string
+	for i := range nodes {
+		sk := nostr.GeneratePrivateKey()
+		pk, _ := nostr.GetPublicKey(sk)
+		nodes[i] = &node{sk: sk, pk: pk, addr: freeAddr(t)}
+		npubs = append(npubs, pubkey.NPub(pk))
+	}
+	for i, n := range nodes {
+		var others []string
+		for j, o := range nodes {
+			if j != i {
+				others = append(others, "ws://"+o.addr)
+			}
+		}
+		n.inst = start(t, t.TempDir(), map[string]string{
+			"OUTPOST_ADDR": n.addr, "OUTPOST_SECRET_KEY": n.sk,
+			"OUTPOST_MONITORS":            strings.Join(npubs, ","), // its own key too: the same list on every node
+			"OUTPOST_UPSTREAM_RELAYS":     strings.Join(others, ","),
+			"OUTPOST_PROBE_ALLOW_PRIVATE": "true", "OUTPOST_PROBE_INTERVAL": "1s", "OUTPOST_PROBE_TIMEOUT": "500ms"})
+		_, sub := call(t, "POST", n.inst.url+"/mintdir/mints/submit", map[string]any{"mint_url": mint.URL})
+		n.id, _ = sub["mint_id"].(string)
+	}
+	agree := func(status string) {
+		t.Helper()
+		for i, n := range nodes {
+			testkit.WaitFor(t, 30*time.Second, "node "+strconv.Itoa(i)+": "+status+", 3 vantages agreeing", func() bool {
+				_, s := call(t, "GET", n.inst.url+"/mintdir/mints/"+n.id+"/status", nil)
+				vs, _ := s["vantages"].([]any)
+				if s["status"] != status || len(vs) != 3 {
+					return false
+				}
+				for _, v := range vs {
+					if v.(map[string]any)["status"] != status {
+						return false
+					}
+				}
+				return true
+			})
+		}
+	}
+	agree("online")
+	mint.Close()
+	agree("offline")
+	mint = startTestMint(t, mintDir, mintAddr, "Shared Mint")
+	agree("online")
+
+	for i, n := range nodes {
+		r := connect(t, n.inst)
+		testkit.WaitFor(t, 10*time.Second, "node "+strconv.Itoa(i)+": one status event per monitor, 3 of 3 agreeing", func() bool {
+			evs := query(t, r, nostr.Filter{Kinds: []int{38166}, Tags: nostr.TagMap{"d": {mint.URL}}})
+			authors := map[string]bool{}
+			for _, ev := range evs {
+				authors[ev.PubKey] = true
+				if tagValue(ev, "status") != "online" || !slices.Equal(ev.Tags.Find("consensus"), nostr.Tag{"consensus", "online", "3", "3"}) {
+					return false
+				}
+			}
+			return len(evs) == 3 && len(authors) == 3
+		})
 	}
 }
