@@ -146,11 +146,11 @@ func consensus(votes []Observation, at time.Time) (Observation, Consensus) {
 
 var errStatusEvent = errors.New("not a mint status event")
 
-// ParseStatusEvent reads a kind-38166 event as a vantage on the mint its d
+// parseStatusEvent reads a kind-38166 event as a vantage on the mint its d
 // tag names (normalised), or fails. Times beyond now plus a small skew
 // fail it; a malformed optional tag (rtt, last_check, offline_since) is
 // left out.
-func ParseStatusEvent(ev *nostr.Event, now time.Time) (mintURL string, v Vantage, err error) {
+func parseStatusEvent(ev *nostr.Event, now time.Time) (mintURL string, v Vantage, err error) {
 	if ev.Kind != KindMintStatus {
 		return "", v, errStatusEvent
 	}
@@ -212,7 +212,7 @@ func (d *Directory) follows(pk string) bool {
 // malformed, from the future, or over the monitor's rate: checked here, so
 // a flood never fills the work queue.
 func (d *Directory) takeStatusEvent(ev *nostr.Event) {
-	u, v, err := ParseStatusEvent(ev, d.now())
+	u, v, err := parseStatusEvent(ev, d.now())
 	if err != nil {
 		d.log.Debug("mintdir: a monitor's status event ignored", "event", ev.ID, "monitor", ev.PubKey, "err", err)
 		return
@@ -221,9 +221,12 @@ func (d *Directory) takeStatusEvent(ev *nostr.Event) {
 		d.log.Debug("mintdir: a monitor over its rate; status event ignored", "event", ev.ID, "monitor", ev.PubKey)
 		return
 	}
-	d.enqueue(func(context.Context) {
-		if err := d.addVantage(u, v); err != nil {
-			d.log.Log(context.Background(), kv.FailureLevel(err), "mintdir: a monitor's status", "monitor", v.Monitor, "url", u, "err", err)
+	d.enqueue(func(ctx context.Context) {
+		switch err := d.addVantage(u, v); {
+		case errors.Is(err, errTooManyVantages):
+			d.log.Debug("mintdir: a monitor's status event ignored", "monitor", v.Monitor, "url", u, "err", err)
+		case err != nil:
+			d.log.Log(ctx, kv.FailureLevel(err), "mintdir: a monitor's status", "monitor", v.Monitor, "url", u, "err", err)
 		}
 	})
 }
@@ -429,7 +432,7 @@ func (d *Directory) loadVantages(ctx context.Context) {
 		if !d.follows(ev.PubKey) {
 			continue
 		}
-		u, v, err := ParseStatusEvent(ev, d.now())
+		u, v, err := parseStatusEvent(ev, d.now())
 		if err == nil {
 			err = d.addVantage(u, v)
 		}

@@ -262,7 +262,7 @@ func FuzzParseStatusEvent(f *testing.F) {
 	f.Fuzz(func(t *testing.T, d, status, rtt, lastCheck, offlineSince string) {
 		ev := &nostr.Event{Kind: KindMintStatus, CreatedAt: nostr.Timestamp(now.Unix()), PubKey: pk1[2:],
 			Tags: nostr.Tags{{"d", d}, {"status", status}, {"rtt", rtt}, {"last_check", lastCheck}, {"offline_since", offlineSince}, {status}}}
-		u, v, err := ParseStatusEvent(ev, now)
+		u, v, err := parseStatusEvent(ev, now)
 		if err != nil {
 			return
 		}
