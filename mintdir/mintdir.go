@@ -1,6 +1,7 @@
 // Package mintdir is the Cashu mint directory: a catalogue of mints with a
 // stable id independent of their URLs, the record of every check the prober
-// makes, status and incidents, metadata snapshots with a change history,
+// makes, status (by consensus with the other monitors it follows) and
+// incidents, metadata snapshots with a change history,
 // uptime rolled up as checks are written, reviews read from the relay's
 // event store (NIP-87), trust scores, derived features, views and stats.
 //
