@@ -1,9 +1,9 @@
 // Package mintdir is the Cashu mint directory: a catalogue of mints with a
 // stable id independent of their URLs, the record of every check the prober
 // makes, status (by consensus with the other monitors it follows) and
-// incidents, metadata snapshots with a change history,
-// uptime rolled up as checks are written, reviews read from the relay's
-// event store (NIP-87), trust scores, derived features, views and stats.
+// incidents, metadata snapshots with a change history, uptime rolled up as
+// checks are written, reviews read from the relay's event store (NIP-87),
+// trust scores, derived features, views and stats.
 //
 // Everything lives in the shared badger database under kv.PrefixMintdir;
 // the second key byte says what a record is (see keys.go).
