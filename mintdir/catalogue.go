@@ -47,18 +47,20 @@ type Mint struct {
 	Features        *Features  `json:"features,omitempty"`  // nil until the first successful check
 	Operators       []string   `json:"operators,omitempty"` // hex pubkeys of nostr contacts: their reviews don't count
 
-	Status         string     `json:"status"`
-	OfflineSince   *time.Time `json:"offline_since,omitempty"`
-	FirstCheckedAt *time.Time `json:"first_checked_at,omitempty"`
-	LastCheckedAt  *time.Time `json:"last_checked_at,omitempty"`
-	LastSuccessAt  *time.Time `json:"last_success_at,omitempty"`
-	LastFailureAt  *time.Time `json:"last_failure_at,omitempty"`
-	LastRTTMs      *int       `json:"last_rtt_ms,omitempty"` // of the last check, when it succeeded
-	LastError      string     `json:"last_error,omitempty"`
-	Failures       int        `json:"failures,omitempty"` // consecutive failed checks
-	FailingSince   *time.Time `json:"failing_since,omitempty"`
-	ChecksTotal    int64      `json:"checks_total"`
-	OpenIncident   *time.Time `json:"open_incident,omitempty"` // its start
+	Status         string       `json:"status"` // by consensus of the vantages (see consensus)
+	OfflineSince   *time.Time   `json:"offline_since,omitempty"`
+	Consensus      *Consensus   `json:"consensus,omitempty"` // nil in records from before monitors were followed
+	Self           *Observation `json:"self,omitempty"`      // what this outpost's own checks see; see Own
+	FirstCheckedAt *time.Time   `json:"first_checked_at,omitempty"`
+	LastCheckedAt  *time.Time   `json:"last_checked_at,omitempty"`
+	LastSuccessAt  *time.Time   `json:"last_success_at,omitempty"`
+	LastFailureAt  *time.Time   `json:"last_failure_at,omitempty"`
+	LastRTTMs      *int         `json:"last_rtt_ms,omitempty"` // of the last check, when it succeeded
+	LastError      string       `json:"last_error,omitempty"`
+	Failures       int          `json:"failures,omitempty"` // consecutive failed checks
+	FailingSince   *time.Time   `json:"failing_since,omitempty"`
+	ChecksTotal    int64        `json:"checks_total"`
+	OpenIncident   *time.Time   `json:"open_incident,omitempty"` // its start
 
 	MetaHash         string     `json:"meta_hash,omitempty"`
 	MetaFetchedAt    *time.Time `json:"meta_fetched_at,omitempty"`

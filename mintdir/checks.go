@@ -142,16 +142,11 @@ func (d *Directory) recordTxn(txn *kv.Txn, m *Mint, c *Check, info *Info, body, 
 	if info != nil {
 		disabled = info.Features().MintingDisabled
 	}
-	opened, closed := d.apply(m, c, disabled)
-	if opened != nil || closed != nil {
-		inc := opened
-		if closed != nil {
-			inc = closed
-		}
-		if err := kv.PutJSON(txn, timeKey(kIncident, id, inc.StartedAt), inc); err != nil {
-			return err
-		}
+	d.apply(m, c, disabled)
+	if err := d.settle(txn, m, c.At); err != nil {
+		return err
 	}
+	c.Status = m.Status
 	if err := kv.PutJSON(txn, timeKey(kCheck, id, c.At), c); err != nil {
 		return err
 	}
@@ -199,21 +194,23 @@ func addToRollup(txn *kv.Txn, id ID, level byte, c *Check, gap time.Duration) er
 	return txn.Set(k, r.encode())
 }
 
-// apply moves the mint's status with one check:
+// apply moves this outpost's own observation of the mint (m.Own) with one
+// check; settle then makes the mint's status of it and the other vantages:
 //
 //   - a success makes it online, or degraded when slower than SlowRTT or with
-//     minting/melting disabled, and closes an open incident;
+//     minting/melting disabled;
 //   - a failure counts; the third in a row makes it offline (offline_since is
-//     the first of them) and, if it was up, opens an incident;
+//     the first of them);
 //   - offline for 30 days makes it abandoned;
 //   - a 429 changes nothing.
-func (d *Directory) apply(m *Mint, c *Check, disabled bool) (opened, closed *Incident) {
+func (d *Directory) apply(m *Mint, c *Check, disabled bool) {
 	at := c.At
 	m.LastCheckedAt = &at
 	if c.Skipped {
-		c.Status = m.Status
-		return nil, nil
+		return
 	}
+	own := m.Own()
+	defer func() { m.Self = &own }()
 	m.ChecksTotal++
 	if m.FirstCheckedAt == nil {
 		m.FirstCheckedAt = &at
@@ -221,38 +218,25 @@ func (d *Directory) apply(m *Mint, c *Check, disabled bool) (opened, closed *Inc
 	if c.OK {
 		rtt := c.RTTMs
 		m.LastSuccessAt, m.LastRTTMs, m.LastError = &at, &rtt, ""
-		m.Failures, m.FailingSince, m.OfflineSince = 0, nil, nil
-		m.Status = StatusOnline
+		m.Failures, m.FailingSince = 0, nil
+		own = Observation{Status: StatusOnline}
 		if time.Duration(rtt)*time.Millisecond > d.cfg.SlowRTT || disabled {
-			m.Status = StatusDegraded
+			own.Status = StatusDegraded
 		}
-		if m.OpenIncident != nil {
-			closed = &Incident{StartedAt: *m.OpenIncident, ResolvedAt: &at}
-			closed.Severity = severity(at.Sub(closed.StartedAt))
-			m.OpenIncident = nil
-		}
-		c.Status = m.Status
-		return nil, closed
+		return
 	}
 	m.LastFailureAt, m.LastRTTMs, m.LastError = &at, nil, c.ErrKind
 	m.Failures++
 	if m.FailingSince == nil {
 		m.FailingSince = &at
 	}
-	if m.Failures >= offlineAfter && m.Status != StatusOffline && m.Status != StatusAbandoned {
-		wasUp := m.Status == StatusOnline || m.Status == StatusDegraded
+	if m.Failures >= offlineAfter && !down(own.Status) {
 		since := *m.FailingSince
-		m.Status, m.OfflineSince = StatusOffline, &since
-		if wasUp {
-			m.OpenIncident = &since
-			opened = &Incident{StartedAt: since}
-		}
+		own = Observation{Status: StatusOffline, OfflineSince: &since}
 	}
-	if m.Status == StatusOffline && m.OfflineSince != nil && at.Sub(*m.OfflineSince) >= abandonedAfter {
-		m.Status = StatusAbandoned
+	if own.Status == StatusOffline && own.OfflineSince != nil && at.Sub(*own.OfflineSince) >= abandonedAfter {
+		own.Status = StatusAbandoned
 	}
-	c.Status = m.Status
-	return opened, nil
 }
 
 // --- raw checks ---

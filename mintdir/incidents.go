@@ -13,7 +13,8 @@ import (
 type Incident struct {
 	StartedAt  time.Time  `json:"started_at"`
 	ResolvedAt *time.Time `json:"resolved_at"`
-	Severity   string     `json:"severity"` // set when resolved; open ones are rated on read
+	Severity   string     `json:"severity"`          // set when resolved; open ones are rated on read
+	SeenBy     []string   `json:"seen_by,omitempty"` // hex keys of the monitors that saw the mint offline during it
 }
 
 // Severities.
@@ -54,7 +55,13 @@ func (i Incident) SeverityAt(now time.Time) string {
 // Incidents returns a mint's incidents that started before `before` (zero:
 // any), newest first, at most limit.
 func (d *Directory) Incidents(ctx context.Context, m *Mint, before time.Time, limit int) ([]Incident, error) {
-	return newestBefore[Incident](d, kIncident, m.ID, before, limit)
+	out, err := newestBefore[Incident](d, kIncident, m.ID, before, limit)
+	for i := range out {
+		if out[i].SeenBy == nil && d.cfg.Self != "" {
+			out[i].SeenBy = []string{d.cfg.Self} // from before monitors were followed: ours alone
+		}
+	}
+	return out, err
 }
 
 // countIncidents counts incidents started since each of the given times.

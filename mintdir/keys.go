@@ -26,6 +26,7 @@ const (
 	kViewDay   byte = 0x0B // + id + unix day → viewDay (JSON)
 	kSession   byte = 0x0C // + id + unix day + session hash → nothing
 	kReviewURL byte = 0x0D // + normalised URL + 0 + u tag as written → nothing
+	kVantage   byte = 0x0E // + monitor pubkey (32 bytes) + id → Vantage (JSON): a followed monitor's latest
 )
 
 // perMint lists the record kinds that belong to one mint id, for deleting a
@@ -80,12 +81,13 @@ func ParseID(s string) (ID, error) {
 
 func key(kind byte, parts ...[]byte) []byte { return kv.Key(kv.PrefixMintdir, kind, parts...) }
 
-func mintKey(id ID) []byte                  { return key(kMint, id[:]) }
-func urlKey(u string) []byte                { return key(kURL, []byte(u)) }
-func pubKeyKey(pk string) []byte            { return key(kPubKey, []byte(pk)) }
-func scheduleKey(id ID) []byte              { return key(kSchedule, id[:]) }
-func metaKey(id ID) []byte                  { return key(kMeta, id[:]) }
-func perMintPrefix(kind byte, id ID) []byte { return key(kind, id[:]) }
+func mintKey(id ID) []byte                    { return key(kMint, id[:]) }
+func urlKey(u string) []byte                  { return key(kURL, []byte(u)) }
+func pubKeyKey(pk string) []byte              { return key(kPubKey, []byte(pk)) }
+func scheduleKey(id ID) []byte                { return key(kSchedule, id[:]) }
+func metaKey(id ID) []byte                    { return key(kMeta, id[:]) }
+func perMintPrefix(kind byte, id ID) []byte   { return key(kind, id[:]) }
+func vantageKey(monitor []byte, id ID) []byte { return key(kVantage, monitor, id[:]) }
 
 // newestBefore reads a mint's records of a kind keyed by time (incidents,
 // history) from before `before` (zero: any), newest first, at most limit.

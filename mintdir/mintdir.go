@@ -1,8 +1,9 @@
 // Package mintdir is the Cashu mint directory: a catalogue of mints with a
 // stable id independent of their URLs, the record of every check the prober
-// makes, status and incidents, metadata snapshots with a change history,
-// uptime rolled up as checks are written, reviews read from the relay's
-// event store (NIP-87), trust scores, derived features, views and stats.
+// makes, status (by consensus with the other monitors it follows) and
+// incidents, metadata snapshots with a change history, uptime rolled up as
+// checks are written, reviews read from the relay's event store (NIP-87),
+// trust scores, derived features, views and stats.
 //
 // Everything lives in the shared badger database under kv.PrefixMintdir;
 // the second key byte says what a record is (see keys.go).
@@ -23,6 +24,7 @@ import (
 	"github.com/outpost-relay/outpost"
 	"github.com/outpost-relay/outpost/kv"
 	"github.com/outpost-relay/outpost/probe"
+	"github.com/outpost-relay/outpost/pubkey"
 	"github.com/outpost-relay/outpost/ratelimit"
 	"github.com/outpost-relay/outpost/settings"
 )
@@ -42,6 +44,7 @@ type Settings struct {
 	ProbeConcurrency int           `flag:"probe-concurrency" usage:"checks in flight at once, over all mints"`
 	SlowRTT          time.Duration `flag:"probe-slow-ms,ms" usage:"a reachable mint slower than this (ms) is degraded"`
 	AllowPrivate     bool          `flag:"probe-allow-private" usage:"allow mints on private, loopback and link-local addresses (local tests only)"`
+	Monitors         []string      `flag:"monitors" usage:"other monitors (npub or hex, comma-separated) whose kind-38166 mint status events count as vantages in each mint's status"`
 }
 
 // DefaultSettings are the design's defaults. The probe timeout is left
@@ -77,6 +80,16 @@ func (s *Settings) Valid() error {
 	if s.SlowRTT < time.Millisecond {
 		errs = append(errs, settings.Errorf("probe-slow-ms", "must be at least 1"))
 	}
+	for i, m := range s.Monitors {
+		pk, err := pubkey.Parse(m)
+		if err != nil {
+			errs = append(errs, settings.Errorf("monitors", "%q is not a public key", m))
+		}
+		s.Monitors[i] = pk
+	}
+	if len(s.Monitors) > maxMonitors {
+		errs = append(errs, settings.Errorf("monitors", "at most %d, got %d", maxMonitors, len(s.Monitors)))
+	}
 	return errors.Join(errs...)
 }
 
@@ -92,6 +105,10 @@ type Config struct {
 	// OnCheck is told about every stored check (for metrics): ok, skipped
 	// (a 429), and the error kind of a failed one. It must not block.
 	OnCheck func(ok, skipped bool, errKind string)
+	// Self is this outpost's own monitor key (hex), under which its own
+	// vantage is listed; its own status events are never read as another
+	// monitor's.
+	Self string
 	// Own are the URLs of mints this outpost runs itself (the faucet's
 	// embedded test mint): listed from the first start, so a fresh outpost's
 	// directory shows a real mint, and checked although they are on this
@@ -100,6 +117,7 @@ type Config struct {
 }
 
 const (
+	maxMonitors    = 100                 // followed monitors: each is a read per mint per status change
 	offlineAfter   = 3                   // consecutive failed checks
 	abandonedAfter = 30 * 24 * time.Hour // offline that long
 	keysetsEvery   = time.Hour
@@ -119,7 +137,8 @@ type Directory struct {
 	stats  statsCache
 	list   listCache
 
-	announcers *ratelimit.Limiter // new mints per announcement author
+	announcers    *ratelimit.Limiter // new mints per announcement author
+	monitorEvents *ratelimit.Limiter // status events processed per followed monitor
 
 	reviewsSeen atomic.Int64 // bumped when a review is saved; invalidates cached stats
 	mergeMu     sync.Mutex   // one merge at a time keeps two merges from crossing
@@ -157,6 +176,7 @@ func New(cfg Config) *Directory {
 		work:   make(chan func(context.Context), 1024)}
 	d.views = newViewCounter(cfg.Now)
 	d.announcers = ratelimit.New(announcedMintsPerHour, time.Hour, cfg.Now)
+	d.monitorEvents = ratelimit.New(vantageEventsPerHour, time.Hour, cfg.Now)
 	d.prober = probe.New(probe.Config{
 		Interval:    cfg.ProbeInterval,
 		Deadline:    3*cfg.ProbeTimeout + 5*time.Second, // info, keysets and the writes
@@ -173,6 +193,7 @@ func New(cfg Config) *Directory {
 // ends; it returns after a last flush, so the database can close after it.
 func (d *Directory) Run(ctx context.Context) {
 	d.listOwn()
+	d.loadVantages(ctx)
 	var wg sync.WaitGroup
 	wg.Go(func() { d.prober.Run(ctx) })
 	wg.Go(func() { d.runWork(ctx) })

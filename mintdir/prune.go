@@ -16,10 +16,13 @@ const (
 	keepViewDay  = 35 * 24 * time.Hour
 )
 
-// Prune deletes raw checks and 5-minute rollups older than 35 days, and view
-// counters no query reads any more.
+// Prune deletes raw checks and 5-minute rollups older than 35 days, view
+// counters no query reads any more, and vantages no longer fresh.
 func (d *Directory) Prune(ctx context.Context) error {
 	now := d.now()
+	if err := d.pruneVantages(ctx); err != nil {
+		return err
+	}
 	targets, err := d.targets(ctx)
 	if err != nil {
 		return err

@@ -18,7 +18,8 @@ type Catalogue interface {
 }
 
 // Mints publishes a kind-38166 status event for every mint the directory
-// has checked, replaced whenever its status changes and at least every
+// has checked, replaced whenever its status (own or by consensus) changes
+// and at least every
 // Refresh, and a kind-18166 monitor announcement saying how it checks.
 type Mints struct {
 	Directory Catalogue
@@ -109,7 +110,7 @@ func (m *Mints) publish(ctx context.Context, sg *signer, last map[string]*nostr.
 
 // sameStatus: the tags that make a change worth pushing at once are equal.
 func sameStatus(a, b nostr.Tags) bool {
-	for _, name := range []string{"status", "offline_since", "trust"} {
+	for _, name := range []string{"status", "consensus", "offline_since", "trust"} {
 		x, y := a.Find(name), b.Find(name)
 		if (x == nil) != (y == nil) || (x != nil && !sameTags(nostr.Tags{x}, nostr.Tags{y})) {
 			return false
@@ -118,14 +119,20 @@ func sameStatus(a, b nostr.Tags) bool {
 	return true
 }
 
-// StatusTags are a mint's status event's tags.
+// StatusTags are a mint's status event's tags. Its status and
+// offline_since are this outpost's own observation, so that monitors that
+// follow each other never count each other's consensus; the consensus tag
+// has the mint's status by consensus and how many vantages agreed, of how
+// many voted.
 func StatusTags(mint *mintdir.Mint) nostr.Tags {
 	unix := func(t *time.Time) string { return strconv.FormatInt(t.Unix(), 10) }
 	tags := nostr.Tags{{"d", mint.CanonicalURL}}
 	for _, u := range mint.URLs {
 		tags = append(tags, nostr.Tag{"u", u.URL})
 	}
-	tags = append(tags, nostr.Tag{"status", mint.Status})
+	own, agreed := mint.Own(), mint.Agreement()
+	tags = append(tags, nostr.Tag{"status", own.Status},
+		nostr.Tag{"consensus", mint.Status, strconv.Itoa(agreed.Agreeing), strconv.Itoa(agreed.Voting)})
 	if mint.Name != "" {
 		tags = append(tags, nostr.Tag{"name", mint.Name})
 	}
@@ -150,8 +157,8 @@ func StatusTags(mint *mintdir.Mint) nostr.Tags {
 	if mint.LastSuccessAt != nil {
 		tags = append(tags, nostr.Tag{"last_success", unix(mint.LastSuccessAt)})
 	}
-	if mint.OfflineSince != nil {
-		tags = append(tags, nostr.Tag{"offline_since", unix(mint.OfflineSince)})
+	if own.OfflineSince != nil {
+		tags = append(tags, nostr.Tag{"offline_since", unix(own.OfflineSince)})
 	}
 	if mint.Features != nil {
 		for _, n := range mint.Features.SupportedNuts {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/outpost-relay/outpost/events"
+	"github.com/outpost-relay/outpost/mintdir"
 	"github.com/outpost-relay/outpost/settings"
 	"github.com/outpost-relay/outpost/upstream"
 )
@@ -27,10 +28,10 @@ import (
 // are outpost's own, numbered after NIP-66's relay kinds (30166, 10166)
 // in the NIP-87 range.
 const (
-	KindBanPage      = 30000 // NIP-51 follow set: one page of banned keys
-	KindMuteList     = 10000 // NIP-51 mute list: the blocked words
-	KindMintStatus   = 38166 // one mint's status, d = its canonical URL
-	KindMintMonitor  = 18166 // how the monitor checks
+	KindBanPage      = 30000                  // NIP-51 follow set: one page of banned keys
+	KindMuteList     = 10000                  // NIP-51 mute list: the blocked words
+	KindMintStatus   = mintdir.KindMintStatus // one mint's status, d = its canonical URL
+	KindMintMonitor  = 18166                  // how the monitor checks
 	banPagePrefix    = "outpost-bans-"
 	maxEventsPerLoad = 10_000
 )

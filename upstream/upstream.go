@@ -1,11 +1,12 @@
 // Package upstream keeps outpost's event store in step with other relays
 // for the kinds its services read: NIP-87 mint reviews and announcements
-// for the directory, and the kind-0 profiles of the faucet's users. Each
-// upstream relay gets its own connection: a catch-up (NIP-77 negentropy
-// where the relay speaks it, else REQ with since, paged), then a live
-// subscription, redone every Resync and after every reconnect (with
-// back-off). Every event goes through the relay's own checks (Ingest) and
-// counts against a per-relay and a total budget.
+// and the followed monitors' mint status events for the directory, and the
+// kind-0 profiles of the faucet's users. Each upstream relay gets its own
+// connection: a catch-up (NIP-77 negentropy where the relay speaks it, else
+// REQ with since, paged), then a live subscription, redone every Resync and
+// after every reconnect (with back-off). Every event goes through the
+// relay's own checks (Ingest) and counts against a per-relay and a total
+// budget.
 //
 // Upstream relays are named by the operator, not by users, so they are not
 // dialled through netguard: a relay on a private address is the operator's
@@ -41,7 +42,7 @@ const (
 // Settings are the upstream settings, bound by cmd/outpost to the flags
 // their tags name and those flags' OUTPOST_* twins.
 type Settings struct {
-	Relays      []string `flag:"upstream-relays" usage:"relays (ws:// or wss://, comma-separated) whose mint reviews, mint announcements and faucet users' profiles are kept in sync here"`
+	Relays      []string `flag:"upstream-relays" usage:"relays (ws:// or wss://, comma-separated) whose mint reviews, mint announcements, followed monitors' (--monitors) mint status events and faucet users' profiles are kept in sync here"`
 	RelayBudget int      `flag:"upstream-relay-budget" usage:"events taken in from one upstream relay per 24 h (bursts up to it); 0: no limit"`
 	Budget      int      `flag:"upstream-budget" usage:"events taken in from all upstream relays together per 24 h; 0: no limit"`
 }
@@ -93,8 +94,11 @@ type Config struct {
 	// Authors lists the pubkeys whose kind-0 profiles are followed (the
 	// faucet's users); nil: none.
 	Authors func(ctx context.Context) []string
-	Log     *slog.Logger
-	Now     func() time.Time
+	// Follow are more filters to follow: the status events of the
+	// monitors the directory follows.
+	Follow []nostr.Filter
+	Log    *slog.Logger
+	Now    func() time.Time
 
 	// REQOnly never tries NIP-77 (to compare the two, or for a relay known
 	// to mishandle it).
@@ -172,12 +176,15 @@ func (s *Syncer) follow(ctx context.Context, r *relayState) {
 	}
 }
 
-// filters are what is followed: reviews and announcements, and the
-// profiles of the faucet's users (in chunks a relay will take).
+// filters are what is followed: reviews and announcements, Config.Follow,
+// and the profiles of the faucet's users (in chunks a relay will take).
 func (s *Syncer) filters(ctx context.Context) []nostr.Filter {
 	fs := []nostr.Filter{
 		{Kinds: []int{kindAnnouncement}},
 		{Kinds: []int{kindReview}, Tags: nostr.TagMap{"k": {strconv.Itoa(kindAnnouncement)}}},
+	}
+	for _, f := range s.cfg.Follow {
+		fs = append(fs, f.Clone())
 	}
 	if s.cfg.Authors == nil {
 		return fs

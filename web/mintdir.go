@@ -134,6 +134,7 @@ type mintView struct {
 	URLs        resource.URLs
 	Submitted   string // "queued" or "exists" after the submit form
 	Icon        bool
+	SelfMonitor string // this outpost's npub among the vantages, to name it in incidents
 }
 
 func (p *Pages) handleMint(w http.ResponseWriter, r *http.Request) {
@@ -200,5 +201,10 @@ func (p *Pages) handleMint(w http.ResponseWriter, r *http.Request) {
 	v.RTTChart = newRTTChart(series.Points, v.Window, bucket)
 	v.History, v.Incidents = history.History, incidents.Incidents
 	v.Icon = v.Core.IconURL != nil
+	for _, vt := range v.Status.Vantages {
+		if vt.Self {
+			v.SelfMonitor = vt.Monitor
+		}
+	}
 	p.render(w, r, http.StatusOK, "mint", view{Title: v.Core.Title() + " · mint directory", Section: "mintdir", Main: v})
 }

@@ -251,6 +251,7 @@ func TestMintdirBadConfigNamesTheSetting(t *testing.T) {
 		"OUTPOST_MINTDIR_MOUNT":             {"OUTPOST_MINTDIR_MOUNT": "/banlist"},
 		"OUTPOST_MINTDIR_SUBMIT_RATE_LIMIT": {"OUTPOST_MINTDIR_SUBMIT_RATE_LIMIT": "-1"},
 		"OUTPOST_PROBE_ALLOW_PRIVATE":       {"OUTPOST_PROBE_ALLOW_PRIVATE": "maybe"},
+		"OUTPOST_MONITORS":                  {"OUTPOST_MONITORS": "npub1notakey"},
 	} {
 		err := run(context.Background(), nil, testEnv(dir, want), nil, io.Discard, io.Discard)
 		if err == nil || !strings.Contains(err.Error(), env) {

@@ -52,6 +52,9 @@ type component struct {
 	// authors lists pubkeys whose kind-0 profiles the component reads
 	// (followed on upstream relays).
 	authors func(ctx context.Context) []string
+	// follow are more events the component reads (followed on upstream
+	// relays).
+	follow []nostr.Filter
 }
 
 // expirySweep is how often events past their NIP-40 expiration are deleted;

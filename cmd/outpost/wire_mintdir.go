@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 
+	"github.com/nbd-wtf/go-nostr"
 	"github.com/outpost-relay/outpost/httpapi"
 	"github.com/outpost-relay/outpost/httpapi/mintdirapi"
 	"github.com/outpost-relay/outpost/mintdir"
@@ -10,8 +11,9 @@ import (
 )
 
 // wireMintdir wires the mint directory: the catalogue and its prober on the
-// shared store, the relay hooks that take in NIP-87 reviews and mint
-// announcements, the REST API, and each mint's status as a signed event.
+// shared store, the relay hooks that take in NIP-87 reviews, mint
+// announcements and the followed monitors' status events (also followed
+// upstream), the REST API, and each mint's status as a signed event.
 func wireMintdir(ctx context.Context, d deps) (*component, error) {
 	log := d.log.With("service", "mintdir")
 	var own []string
@@ -19,14 +21,19 @@ func wireMintdir(ctx context.Context, d deps) (*component, error) {
 		own = []string{d.embedded.URL}
 	}
 	dir := mintdir.New(mintdir.Config{Settings: d.cfg.Mintdir, DB: d.store.DB, Events: d.store.Events, Log: log,
-		OnCheck: d.metrics.MintCheck, Own: own})
+		OnCheck: d.metrics.MintCheck, Own: own, Self: d.pubKey})
 	d.metrics.WatchMintdir(dir, log)
 	d.relay.RejectEvent = append(d.relay.RejectEvent, mintdir.RejectInvalidNIP87)
 	d.relay.OnEventSaved = append(d.relay.OnEventSaved, dir.OnEventSaved)
 	d.relay.Info.AddSupportedNIP(87)
 	api := mintdirapi.Config{Settings: d.cfg.MintdirAPI, Directory: dir, Log: log}
+	var follow []nostr.Filter
+	if len(d.cfg.Mintdir.Monitors) > 0 {
+		follow = []nostr.Filter{{Kinds: []int{mintdir.KindMintStatus}, Authors: d.cfg.Mintdir.Monitors}}
+	}
 	return &component{
-		api: httpapi.Service{Name: "mintdir", Mount: d.cfg.MintdirMount, Routes: mintdirapi.Routes(api), Health: httpapi.ReportHealth(dir.Health)},
+		follow: follow,
+		api:    httpapi.Service{Name: "mintdir", Mount: d.cfg.MintdirMount, Routes: mintdirapi.Routes(api), Health: httpapi.ReportHealth(dir.Health)},
 		jobs: []func(context.Context){dir.Run, (&pub.Mints{Directory: dir, Events: d.store.Events, Sink: d.sink, SecretKey: d.secretKey,
 			Interval: d.cfg.Mintdir.ProbeInterval, Timeout: d.cfg.Mintdir.ProbeTimeout, Log: log}).Run},
 	}, nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 
+	"github.com/nbd-wtf/go-nostr"
 	"github.com/outpost-relay/outpost/httpapi"
 	"github.com/outpost-relay/outpost/upstream"
 )
@@ -17,12 +18,14 @@ func wireUpstream(d deps, components []component) *component {
 		return nil
 	}
 	var authors []func(context.Context) []string
+	var follow []nostr.Filter
 	for _, c := range components {
 		if c.authors != nil {
 			authors = append(authors, c.authors)
 		}
+		follow = append(follow, c.follow...)
 	}
-	s := upstream.New(upstream.Config{Settings: d.cfg.Upstream, Events: d.store.Events, Ingest: d.relay.Ingest,
+	s := upstream.New(upstream.Config{Settings: d.cfg.Upstream, Events: d.store.Events, Ingest: d.relay.Ingest, Follow: follow,
 		Log: d.log.With("service", "upstream"), Authors: func(ctx context.Context) []string {
 			var all []string
 			for _, f := range authors {

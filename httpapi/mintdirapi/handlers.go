@@ -87,8 +87,11 @@ func handleHistory(d *mintdir.Directory) mintHandler {
 	}
 }
 
-func handleStatus() mintHandler {
-	return func(r *http.Request, m *mintdir.Mint) (any, error) { return resource.StatusOf(m), nil }
+func handleStatus(d *mintdir.Directory) mintHandler {
+	return func(r *http.Request, m *mintdir.Mint) (any, error) {
+		vantages, err := d.Vantages(r.Context(), m)
+		return resource.StatusOf(m, vantages), err
+	}
 }
 
 func handleUptime(d *mintdir.Directory) mintHandler {

@@ -21,6 +21,7 @@ import (
 	"github.com/outpost-relay/outpost/httpapi/mintdirapi"
 	"github.com/outpost-relay/outpost/internal/testkit"
 	"github.com/outpost-relay/outpost/mintdir"
+	"github.com/outpost-relay/outpost/mintdir/mintdirtest"
 	"github.com/outpost-relay/outpost/policies"
 	"github.com/outpost-relay/outpost/pubkey"
 	"github.com/outpost-relay/outpost/ratelimit"
@@ -46,8 +47,9 @@ func newEnv(t *testing.T, allowPrivate bool, submitPerHour int) *env {
 	return newEnvLimited(t, allowPrivate, submitPerHour, nil)
 }
 
-// newEnvLimited is newEnv with the program-wide per-client limit.
-func newEnvLimited(t *testing.T, allowPrivate bool, submitPerHour int, limit *ratelimit.Limiter) *env {
+// newEnvLimited is newEnv with the program-wide per-client limit, and
+// other monitors followed.
+func newEnvLimited(t *testing.T, allowPrivate bool, submitPerHour int, limit *ratelimit.Limiter, monitors ...string) *env {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	st := storetest.Open(t, storetest.Options{Log: log})
@@ -57,7 +59,7 @@ func newEnvLimited(t *testing.T, allowPrivate bool, submitPerHour int, limit *ra
 	pk, _ := nostr.GetPublicKey(sk)
 	rl := relay.New(relay.Config{Store: st, BanList: policies.NewBanList(), Log: log, PublicURL: base, ServicePub: pk, Name: "test"})
 	dir := mintdir.New(mintdir.Config{DB: st.DB, Events: st.Events, Log: log,
-		Settings: mintdir.Settings{ProbeInterval: time.Hour, ProbeTimeout: 2 * time.Second, AllowPrivate: allowPrivate}})
+		Settings: mintdir.Settings{ProbeInterval: time.Hour, ProbeTimeout: 2 * time.Second, AllowPrivate: allowPrivate, Monitors: monitors}})
 	rl.RejectEvent = append(rl.RejectEvent, mintdir.RejectInvalidNIP87)
 	rl.OnEventSaved = append(rl.OnEventSaved, dir.OnEventSaved)
 	cfg := mintdirapi.Config{Directory: dir, Log: log, Settings: mintdirapi.Settings{SubmitPerHour: submitPerHour}}
@@ -130,6 +132,45 @@ func dropVolatile(t *testing.T, r *apitest.Response) []byte {
 		delete(m, k)
 	}
 	return []byte(fmt.Sprint(m))
+}
+
+// TestVantages: two followed monitors publish their status events to the
+// relay; the status lists them (all four forms alike, every answer valid by
+// the document), their majority makes the mint offline, and the incident
+// names them.
+func TestVantages(t *testing.T) {
+	a, b := nostr.GeneratePrivateKey(), nostr.GeneratePrivateKey()
+	aPK, _ := nostr.GetPublicKey(a)
+	bPK, _ := nostr.GetPublicKey(b)
+	e := newEnvLimited(t, true, 100, nil, aPK, bPK)
+	mint := startMint(t, t.TempDir(), "")
+	id := e.api.Do("POST", "/mints/submit", map[string]string{"mint_url": mint.URL}).Map(t)["mint_id"].(string)
+	testkit.WaitFor(t, 15*time.Second, "the first check", func() bool {
+		return e.api.Do("GET", "/mints/"+id+"/status", nil).Map(t)["status"] == "online"
+	})
+	for _, sk := range []string{a, b} {
+		if err := relaytest.Publish(t, e.nostr, *mintdirtest.StatusEvent(sk, mint.URL, "offline", time.Now())); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testkit.WaitFor(t, 15*time.Second, "offline by consensus", func() bool {
+		return e.api.Do("GET", "/mints/"+id+"/status", nil).Map(t)["status"] == "offline"
+	})
+	all := e.getAll(t, id, mint.URL)
+	vs := all["/status"]["vantages"].([]any)
+	if len(vs) != 3 || vs[0].(map[string]any)["self"] != true || vs[0].(map[string]any)["status"] != "online" {
+		t.Fatalf("vantages: %v", vs)
+	}
+	for i, pk := range []string{aPK, bPK} {
+		v := vs[i+1].(map[string]any)
+		if v["monitor"] != pubkey.NPub(pk) || v["self"] != false || v["status"] != "offline" || v["offline_since"] == nil || v["last_checked_at"] == nil {
+			t.Fatalf("vantage %d: %v", i+1, v)
+		}
+	}
+	incs := all["/incidents"]["incidents"].([]any)
+	if len(incs) != 1 || fmt.Sprint(incs[0].(map[string]any)["seen_by"]) != fmt.Sprint([]any{pubkey.NPub(aPK), pubkey.NPub(bPK)}) {
+		t.Fatalf("incidents: %v", incs)
+	}
 }
 
 func startMint(t *testing.T, dir, addr string) *testmint.Mint {

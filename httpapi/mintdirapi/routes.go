@@ -55,7 +55,7 @@ func mintEndpoints(cfg Config) []struct {
 		{"/urls", handleURLs()},
 		{"/metadata", handleMetadata(d)},
 		{"/metadata/history", handleHistory(d)},
-		{"/status", handleStatus()},
+		{"/status", handleStatus(d)},
 		{"/uptime", handleUptime(d)},
 		{"/uptime/timeseries", handleTimeseries(d)},
 		{"/incidents", handleIncidents(d, cfg.Now)},

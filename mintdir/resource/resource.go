@@ -150,19 +150,37 @@ type History struct {
 	History []HistoryEntry `json:"history"`
 }
 
-// Status is GET /mints/{mint_id}/status.
+// Status is GET /mints/{mint_id}/status: the status by consensus of the
+// vantages, this outpost's own last check, and every fresh vantage.
 type Status struct {
 	Status        string     `json:"status"`
 	OfflineSince  *time.Time `json:"offline_since"`
 	LastCheckedAt *time.Time `json:"last_checked_at"`
 	CurrentRTTMs  *int       `json:"current_rtt_ms"`
 	LastError     *string    `json:"last_error"`
+	Vantages      []Vantage  `json:"vantages"`
 }
 
-// StatusOf is m's status.
-func StatusOf(m *mintdir.Mint) Status {
-	return Status{Status: m.Status, OfflineSince: atPtr(m.OfflineSince), LastCheckedAt: atPtr(m.LastCheckedAt),
-		CurrentRTTMs: m.LastRTTMs, LastError: strOrNil(m.LastError)}
+// Vantage is what one monitor sees of the mint: this outpost's own checks
+// (self) or a followed monitor's latest fresh status event.
+type Vantage struct {
+	Monitor       string     `json:"monitor"` // npub
+	Self          bool       `json:"self"`
+	Status        string     `json:"status"`
+	LastCheckedAt *time.Time `json:"last_checked_at"`
+	RTTMs         *int       `json:"rtt_ms"`
+	OfflineSince  *time.Time `json:"offline_since"`
+}
+
+// StatusOf is m's status with its vantages.
+func StatusOf(m *mintdir.Mint, vantages []mintdir.Vantage) Status {
+	out := Status{Status: m.Status, OfflineSince: atPtr(m.OfflineSince), LastCheckedAt: atPtr(m.LastCheckedAt),
+		CurrentRTTMs: m.LastRTTMs, LastError: strOrNil(m.LastError), Vantages: make([]Vantage, len(vantages))}
+	for i, v := range vantages {
+		out.Vantages[i] = Vantage{Monitor: pubkey.NPub(v.Monitor), Self: v.Self, Status: v.Status,
+			LastCheckedAt: atPtr(v.LastCheckedAt), RTTMs: v.RTTMs, OfflineSince: atPtr(v.OfflineSince)}
+	}
+	return out
 }
 
 // Uptime is GET /mints/{mint_id}/uptime.
@@ -208,12 +226,17 @@ type Incident struct {
 	ResolvedAt      *time.Time `json:"resolved_at"`
 	DurationSeconds int64      `json:"duration_seconds"`
 	Severity        string     `json:"severity"`
+	SeenBy          []string   `json:"seen_by"` // npubs of the monitors that saw the mint offline
 }
 
 // IncidentOf is i as of now.
 func IncidentOf(i mintdir.Incident, now time.Time) Incident {
-	return Incident{StartedAt: at(i.StartedAt), ResolvedAt: atPtr(i.ResolvedAt),
-		DurationSeconds: int64(i.Duration(now).Seconds()), Severity: i.SeverityAt(now)}
+	out := Incident{StartedAt: at(i.StartedAt), ResolvedAt: atPtr(i.ResolvedAt),
+		DurationSeconds: int64(i.Duration(now).Seconds()), Severity: i.SeverityAt(now), SeenBy: make([]string, 0, len(i.SeenBy))}
+	for _, pk := range i.SeenBy {
+		out.SeenBy = append(out.SeenBy, pubkey.NPub(pk))
+	}
+	return out
 }
 
 // Incidents is GET /mints/{mint_id}/incidents, newest first.
