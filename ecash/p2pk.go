@@ -95,5 +95,6 @@ func (w *Wallet) Locked(ctx context.Context, ref string) (LockedSend, error) {
 	if op.State != OpDone || op.SentAmount == 0 {
 		return LockedSend{Fee: op.cost()}, nil
 	}
-	return LockedSend{Made: true, Proofs: op.Sent, Amount: op.SentAmount, Fee: op.cost()}, nil
+	// Made: its fee is what Send reported, the receiver's input fee included.
+	return LockedSend{Made: true, Proofs: op.Sent, Amount: op.SentAmount, Fee: op.Fee}, nil
 }

@@ -112,6 +112,9 @@ func (c Claim) result(token string) ConfirmResult {
 	r := ConfirmResult{ClaimID: c.ID, QuoteID: c.QuoteID, Status: c.State, AmountSats: c.AmountSats,
 		Token: strOrNil(token), PaymentHash: strOrNil(c.PaymentHash), Preimage: strOrNil(c.Preimage),
 		PaidAt: intOrNil(c.PaidAt), NextClaimAt: intOrNil(c.NextClaimAt), Nutzap: c.Nutzap.result()}
+	if c.State == ClaimPaying {
+		r.Status = ClaimPending // its outcome is settled in the background
+	}
 	if c.State == ClaimPaid {
 		fee := c.FeeSats
 		r.FeeSats = &fee

@@ -174,7 +174,17 @@ func (s *Service) payNutzap(ctx context.Context, c Claim) (ConfirmResult, error)
 	}
 	l, err := s.tr.SendLocked(ctx, c.ID, c.AmountSats, s.cfg.MinBalanceSats, c.Nutzap.Key)
 	if err != nil {
-		return ConfirmResult{}, paymentError(c, s.failCost(c, err, l.FeeSats))
+		// A swap whose answer was lost may have been made: its proofs are
+		// then the user's. Only one the wallet knows was not made fails.
+		made, lerr := s.tr.LockedBy(ctx, c.ID)
+		switch {
+		case lerr != nil:
+			s.log.Info("faucet nutzap: outcome not known yet; the background job settles it", "claim", c.ID, "err", err)
+			return c.result(""), nil // paying: answered as pending, the nutzap arrives by itself
+		case !made.Made:
+			return ConfirmResult{}, paymentError(c, s.failCost(c, err, max(l.FeeSats, made.FeeSats)))
+		}
+		l = made
 	}
 	c, err = s.recordNutzap(c, l)
 	if err != nil {
@@ -217,7 +227,8 @@ func (s *Service) recordNutzap(c Claim, l treasury.Locked) (Claim, error) {
 		if err != nil || !found || cur.Nutzap == nil || cur.Nutzap.Sent != nil {
 			return err
 		}
-		cur.Nutzap.Sent = &Nutzap{Event: raw, FeeSats: l.FeeSats, NextAt: s.now().Unix()}
+		// The caller sends it now; the background job once it is due.
+		cur.Nutzap.Sent = &Nutzap{Event: raw, FeeSats: l.FeeSats, NextAt: s.now().Add(nutzapRetryFirst).Unix()}
 		if err := s.putClaim(txn, cur); err != nil {
 			return err
 		}
@@ -255,7 +266,9 @@ func (s *Service) settleNutzap(ctx context.Context, c Claim) {
 	default:
 		if _, err := s.recordNutzap(c, l); err != nil {
 			s.log.Error("faucet reconcile: nutzap event not recorded", "claim", c.ID, "err", err)
+			return
 		}
+		s.sendNutzap(ctx, c.ID)
 	}
 }
 
@@ -270,11 +283,13 @@ func (s *Service) SendNutzaps(ctx context.Context) {
 		})
 	})
 	for _, id := range ids {
-		c, err := s.claimByID(id)
-		if err != nil || c.Nutzap == nil || c.Nutzap.Sent == nil || s.now().Unix() < c.Nutzap.Sent.NextAt {
+		if ctx.Err() != nil || !s.paying.take(id) { // a confirm is sending it
 			continue
 		}
-		s.sendNutzap(ctx, id)
+		if c, err := s.claimByID(id); err == nil && c.Nutzap != nil && c.Nutzap.Sent != nil && s.now().Unix() >= c.Nutzap.Sent.NextAt {
+			s.sendNutzap(ctx, id)
+		}
+		s.paying.drop(id)
 	}
 }
 
