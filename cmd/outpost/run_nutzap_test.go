@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/hex"
 	"encoding/json"
-	"net"
 	"net/http/httptest"
 	"slices"
 	"strings"
@@ -39,13 +38,7 @@ func TestFaucetNutzap(t *testing.T) {
 	other, _ := relaytest.Start(t)
 	otherWS := "ws" + strings.TrimPrefix(other.URL, "http")
 	dir := t.TempDir()
-	// One address for both runs: users' 10019s name its relay.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := freeAddr(t) // one address for both runs: users' 10019s name its relay
 	env := mintEnv(proxy.URL, map[string]string{"OUTPOST_FAUCET_FIXED_SATS": "21", "OUTPOST_FAUCET_NETWORK": "signet",
 		"OUTPOST_FAUCET_NUTZAP_ALLOW_PRIVATE": "true", "OUTPOST_ADDR": addr})
 	c := startChild(t, dir, env)
@@ -117,7 +110,7 @@ func TestFaucetNutzap(t *testing.T) {
 	if ev.ID != nz["event_id"] || len(queryAt(t, otherWS, nostr.Filter{IDs: []string{ev.ID}})) != 1 {
 		t.Fatalf("event %s, answered %v", ev.ID, nz["event_id"])
 	}
-	if ev.Tags.GetFirst([]string{"u"}).Value() != proxy.URL+"/" || ev.Tags.GetFirst([]string{"e"}).Value() != strings.Repeat("ab", 32) {
+	if u, e := ev.Tags.Find("u"), ev.Tags.Find("e"); u[1] != proxy.URL+"/" || e == nil || e[1] != strings.Repeat("ab", 32) {
 		t.Fatalf("tags %v", ev.Tags)
 	}
 	redeem(t, m.URL, ev, key, xonly)
@@ -179,15 +172,11 @@ func startRefusingRelay(t *testing.T) string {
 	return "ws" + strings.TrimPrefix(srv.URL, "http")
 }
 
+// publishTo sends ev to the relay at url on a websocket of its own and
+// waits for the OK.
 func publishTo(t *testing.T, url string, ev nostr.Event) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	c, err := nostrclient.Dial(ctx, url, nostrclient.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	ctx, c := dialWS(t, url)
 	if ok, reason, err := c.Publish(ctx, &ev); err != nil || !ok {
 		t.Fatalf("relay refused the event: %s %v", reason, err)
 	}
@@ -196,13 +185,7 @@ func publishTo(t *testing.T, url string, ev nostr.Event) {
 // queryAt returns the stored events of url matching f.
 func queryAt(t *testing.T, url string, f nostr.Filter) []*nostr.Event {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	c, err := nostrclient.Dial(ctx, url, nostrclient.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	ctx, c := dialWS(t, url)
 	if err := c.Req(ctx, "q", f); err != nil {
 		t.Fatal(err)
 	}
@@ -219,6 +202,19 @@ func queryAt(t *testing.T, url string, f nostr.Filter) []*nostr.Event {
 			return out
 		}
 	}
+}
+
+// dialWS connects to the relay at url for 10 s at most, until the test ends.
+func dialWS(t *testing.T, url string) (context.Context, *nostrclient.Conn) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	t.Cleanup(cancel)
+	c, err := nostrclient.Dial(ctx, url, nostrclient.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return ctx, c
 }
 
 // oneNutzap is the one nutzap to pk on url, signed by outpost.
