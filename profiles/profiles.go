@@ -1,7 +1,9 @@
 // Package profiles finds a Nostr user's profile (the newest valid kind-0
 // event) and the earliest event of theirs we can see, in the relay's own
 // store and on other relays. The faucet uses the profile's lud16 for npub
-// logins and the earliest event as the account's age.
+// logins and the earliest event as the account's age; Latest finds a
+// user's newest event of a replaceable kind, such as the kind 10019 of a
+// nutzap payout, also on the relays of the user's own kind 10002.
 package profiles
 
 import (

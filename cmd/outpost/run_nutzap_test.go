@@ -52,6 +52,9 @@ func TestFaucetNutzap(t *testing.T) {
 	if !slices.Contains(anyStrings(cfg["payout_methods"]), "nutzap") {
 		t.Fatalf("the mint supports NUT-11, yet /config offers %v", cfg["payout_methods"])
 	}
+	if _, _, page := fetchPage(t, "GET", f+"/", browserAccept); !strings.Contains(page, `value="nutzap"`) || !strings.Contains(page, "kind-10019") {
+		t.Fatal("the faucet page does not offer nutzaps")
+	}
 
 	// The refusals, in turn, as the user's 10019 gets better.
 	sk, bearer := login(t, f)
