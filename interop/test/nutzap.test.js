@@ -9,7 +9,6 @@ import assert from 'node:assert/strict'
 import { generateSecretKey, getPublicKey, finalizeEvent, verifyEvent } from 'nostr-tools/pure'
 import { Relay } from 'nostr-tools/relay'
 import * as nip98 from 'nostr-tools/nip98'
-import { bytesToHex } from '@noble/hashes/utils.js'
 import { Wallet } from '@cashu/cashu-ts'
 import { start, api, withTimeout, sleep, nutshellRunMint, startNutshell } from './harness.js'
 
@@ -87,7 +86,7 @@ test('8. a nutzap claim arrives on the relay and only the P2PK key redeems it', 
     const wallet = new Wallet(mint.url)
     await withTimeout(wallet.loadMint(), 10000, 'cashu-ts to load the mint')
     await assert.rejects(wallet.receive(proofs), 'redeemed without the P2PK key')
-    const received = await withTimeout(wallet.receive(proofs, { privkey: bytesToHex(lockSk), requireDleq: true }), 10000, 'cashu-ts to receive the nutzap')
+    const received = await withTimeout(wallet.receive(proofs, { privkey: Buffer.from(lockSk).toString('hex'), requireDleq: true }), 10000, 'cashu-ts to receive the nutzap')
     assert.equal(received.reduce((s, p) => s + Number(p.amount), 0), 21)
   } finally {
     relay.close()
