@@ -179,7 +179,8 @@ func startRefusingRelay(t *testing.T) string {
 // waits for the OK.
 func publishTo(t *testing.T, url string, ev nostr.Event) {
 	t.Helper()
-	ctx, c := dialWS(t, url)
+	ctx, c, done := dialWS(t, url)
+	defer done()
 	if ok, reason, err := c.Publish(ctx, &ev); err != nil || !ok {
 		t.Fatalf("relay refused the event: %s %v", reason, err)
 	}
@@ -188,7 +189,8 @@ func publishTo(t *testing.T, url string, ev nostr.Event) {
 // queryAt returns the stored events of url matching f.
 func queryAt(t *testing.T, url string, f nostr.Filter) []*nostr.Event {
 	t.Helper()
-	ctx, c := dialWS(t, url)
+	ctx, c, done := dialWS(t, url)
+	defer done()
 	if err := c.Req(ctx, "q", f); err != nil {
 		t.Fatal(err)
 	}
@@ -207,17 +209,16 @@ func queryAt(t *testing.T, url string, f nostr.Filter) []*nostr.Event {
 	}
 }
 
-// dialWS connects to the relay at url for 10 s at most, until the test ends.
-func dialWS(t *testing.T, url string) (context.Context, *nostrclient.Conn) {
+// dialWS connects to the relay at url for 10 s at most; done hangs up.
+func dialWS(t *testing.T, url string) (ctx context.Context, c *nostrclient.Conn, done func()) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	t.Cleanup(cancel)
 	c, err := nostrclient.Dial(ctx, url, nostrclient.Options{})
 	if err != nil {
+		cancel()
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { c.Close() })
-	return ctx, c
+	return ctx, c, func() { c.Close(); cancel() }
 }
 
 // oneNutzap is the one nutzap to pk on url, signed by outpost.
