@@ -1,7 +1,8 @@
 // Package ecash is the faucet's own Cashu wallet: keysets with v1 and v2
 // ids checked by derivation (NUT-01/02), minting (NUT-04), swaps and tokens
 // (NUT-00/03), melting with fee return (NUT-05/08), proof states (NUT-07),
-// restore (NUT-09), DLEQ checks (NUT-12) and deterministic secrets (NUT-13).
+// restore (NUT-09), DLEQ checks (NUT-12), deterministic secrets (NUT-13)
+// and sends locked to a key (NUT-10/11, p2pk.go).
 // gonuts supplies the protocol types and the BDHKE/DLEQ primitives; the
 // state around them is kept here.
 //

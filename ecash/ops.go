@@ -19,6 +19,7 @@ const (
 	kindMelt = "melt" // NUT-05: inputs (and blank outputs) for a Lightning payment
 
 	forSend    = "send"    // part of the outputs becomes a token
+	forLock    = "lock"    // part of the outputs, locked to a key (NUT-11), is handed out
 	forReceive = "receive" // someone else's proofs become the wallet's
 	forSplit   = "split"   // exact proofs for a melt
 	forRotate  = "rotate"  // proofs of inactive keysets move to an active one

@@ -99,6 +99,7 @@ type Output struct {
 	Counter uint32 `json:"c"`
 	Amount  uint64 `json:"a"`
 	Send    bool   `json:"s,omitempty"` // part of a token handed out
+	Lock    string `json:"l,omitempty"` // the P2PK key (NUT-11) its secret is locked to
 }
 
 type blinded struct {
@@ -116,6 +117,9 @@ func (s *secrets) blind(outs []Output) ([]blinded, cashu.BlindedMessages, error)
 		secret, r, err := s.derive(o.Keyset, o.Counter)
 		if err != nil {
 			return nil, nil, err
+		}
+		if o.Lock != "" {
+			secret = lockedSecret(secret, o.Lock)
 		}
 		B_, _, err := crypto.BlindMessage(secret, r)
 		if err != nil {

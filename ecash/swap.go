@@ -25,6 +25,11 @@ type Sent struct {
 // with fresh keysets when the mint's changed), a few times. On an error,
 // Sent.Fee is what the failed attempts cost.
 func (w *Wallet) Send(ctx context.Context, ref string, amount, keep uint64) (Sent, error) {
+	return w.sendAll(ctx, ref, amount, keep, "")
+}
+
+// sendAll is Send, its outputs locked to lock (a P2PK key) when it is set.
+func (w *Wallet) sendAll(ctx context.Context, ref string, amount, keep uint64, lock string) (Sent, error) {
 	if amount == 0 {
 		return Sent{}, errors.New("ecash: nothing to send")
 	}
@@ -33,7 +38,7 @@ func (w *Wallet) Send(ctx context.Context, ref string, amount, keep uint64) (Sen
 	}
 	var spent uint64
 	for attempt := 1; ; attempt++ {
-		s, err := w.send(ctx, ref, amount, keep)
+		s, err := w.send(ctx, ref, amount, keep, lock)
 		s.Fee += spent
 		if err == nil || attempt == maxAttempts || !w.retryable(ctx, err) {
 			return s, err
@@ -47,7 +52,7 @@ func (w *Wallet) Send(ctx context.Context, ref string, amount, keep uint64) (Sen
 // the mint refused its proofs or keysets.
 const maxAttempts = 4
 
-func (w *Wallet) send(ctx context.Context, ref string, amount, keep uint64) (Sent, error) {
+func (w *Wallet) send(ctx context.Context, ref string, amount, keep uint64, lock string) (Sent, error) {
 	ks, err := w.activeKeyset()
 	if err != nil {
 		return Sent{}, err
@@ -61,6 +66,9 @@ func (w *Wallet) send(ctx context.Context, ref string, amount, keep uint64) (Sen
 		value += a
 	}
 	op := Op{Kind: kindSwap, Purpose: forSend, Ref: ref}
+	if lock != "" {
+		op.Purpose = forLock
+	}
 	err = w.withFunds(ctx, &op, func(txn *kv.Txn, op *Op) error {
 		free, inflight, err := w.spendable(txn)
 		if err != nil {
@@ -81,6 +89,9 @@ func (w *Wallet) send(ctx context.Context, ref string, amount, keep uint64) (Sen
 		}
 		if err := takeOutputs(txn, op, ks, parts, true); err != nil {
 			return err
+		}
+		for i := range op.Outputs {
+			op.Outputs[i].Lock = lock
 		}
 		return takeOutputs(txn, op, ks, change, false)
 	})
@@ -141,6 +152,10 @@ func (w *Wallet) commitSwap(op *Op, proofs []cashu.Proof) error {
 			out.hold = append(out.hold, p)
 		case op.Outputs[i].Send && whole:
 			out.sent = append(out.sent, p)
+		case op.Outputs[i].Lock != "":
+			// Locked to the receiver, so never the wallet's; not handed
+			// out either, as the rest of the payout did not verify.
+			op.Lost += p.Amount
 		default:
 			out.keep = append(out.keep, p)
 			op.Received += p.Amount
@@ -160,7 +175,7 @@ func (w *Wallet) commitSwap(op *Op, proofs []cashu.Proof) error {
 	if err := w.commit(op, out); err != nil {
 		return err
 	}
-	if !whole && (op.Purpose == forSend || op.Purpose == forSplit) {
+	if !whole && (op.Purpose == forSend || op.Purpose == forSplit || op.Purpose == forLock) {
 		return &MintError{Problem: Faulty, Mint: w.mint, Path: "/v1/swap", Detail: "the mint's signatures on the token did not verify (NUT-12); nothing was handed out"}
 	}
 	return nil
@@ -203,7 +218,7 @@ func (w *Wallet) settleSwap(ctx context.Context, op *Op, cause error) error {
 		if err := w.keepRestored(ctx, op, got, &out); err != nil {
 			return w.stayPending(op, cause, err)
 		}
-		out.hold = nil
+		out.hold, out.sent = nil, nil
 		op.Surplus = op.Received
 	}
 	if spent > 0 && op.Own {
@@ -246,6 +261,12 @@ func (w *Wallet) happened(ctx context.Context, op *Op, got map[int]cashu.Proof, 
 	}
 	out.spent, out.release = append(out.spent, out.release...), nil
 	op.State, op.Reason = OpDone, "recovered from the mint (NUT-09)"
+	if op.Purpose == forLock {
+		// Outputs locked to the receiver are theirs whatever the caller
+		// saw: the payout was made, and is handed out from op.Sent.
+		op.SentAmount = out.sent.Amount()
+		return w.commit(op, out)
+	}
 	op.SentAmount = 0 // no token was made: its outputs are the wallet's
 	if err := w.commit(op, out); err != nil {
 		return err
@@ -330,6 +351,8 @@ func (w *Wallet) keepRestored(ctx context.Context, op *Op, got map[int]cashu.Pro
 		p := got[i]
 		switch {
 		case states[j] != Unspent:
+		case op.Outputs[i].Lock != "":
+			out.sent = append(out.sent, p) // only its receiver can spend it
 		case op.Outputs[i].Send && op.HoldFor != "":
 			out.hold = append(out.hold, p)
 		default:

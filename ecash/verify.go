@@ -86,7 +86,9 @@ func (w *Wallet) repair(ctx context.Context, op *Op, sigs cashu.BlindedSignature
 			amount = sigs[i].Amount // a blank output: the mint said what it was worth
 		}
 		lost += amount
-		op.owed = append(op.owed, owedRecord{Output: op.Outputs[i], Sats: amount, Op: op.ID, Why: bad[i].Error()})
+		if op.Outputs[i].Lock == "" { // a locked output would be its receiver's, never the wallet's
+			op.owed = append(op.owed, owedRecord{Output: op.Outputs[i], Sats: amount, Op: op.ID, Why: bad[i].Error()})
+		}
 		w.log.Error("ecash: a signature of the mint does not verify and could not be restored; its sats are booked lost to the mint until a restore brings them back",
 			"op", op.ID, "output", i, "sats", amount, "why", bad[i])
 	}

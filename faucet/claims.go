@@ -33,6 +33,8 @@ type Quote struct {
 	ExpiresAt   int64  `json:"expires_at"`
 	State       string `json:"state"`
 	ClaimID     string `json:"claim_id,omitempty"`
+	// Nutzap is where a nutzap quote pays, from the user's 10019.
+	Nutzap *NutzapTarget `json:"nutzap,omitempty"`
 }
 
 // QuoteResult is the API's view of a quote.
@@ -80,6 +82,7 @@ type Claim struct {
 	Bolt11      string              `json:"bolt11,omitempty"`
 	PaymentHash string              `json:"payment_hash,omitempty"`
 	MeltQuote   *treasury.MeltQuote `json:"melt_quote,omitempty"`
+	Nutzap      *NutzapTarget       `json:"nutzap,omitempty"` // and, once made, its event
 	Unsure      bool                `json:"unsure,omitempty"`
 	Preimage    string              `json:"preimage,omitempty"`
 	Reason      string              `json:"reason,omitempty"`
@@ -101,12 +104,17 @@ type ConfirmResult struct {
 	Preimage    *string `json:"preimage"`
 	PaidAt      *int64  `json:"paid_at"`
 	NextClaimAt *int64  `json:"next_claim_at"`
+	// Nutzap is the kind-9321 event of a nutzap payout; null otherwise.
+	Nutzap *NutzapResult `json:"nutzap"`
 }
 
 func (c Claim) result(token string) ConfirmResult {
 	r := ConfirmResult{ClaimID: c.ID, QuoteID: c.QuoteID, Status: c.State, AmountSats: c.AmountSats,
 		Token: strOrNil(token), PaymentHash: strOrNil(c.PaymentHash), Preimage: strOrNil(c.Preimage),
-		PaidAt: intOrNil(c.PaidAt), NextClaimAt: intOrNil(c.NextClaimAt)}
+		PaidAt: intOrNil(c.PaidAt), NextClaimAt: intOrNil(c.NextClaimAt), Nutzap: c.Nutzap.result()}
+	if c.State == ClaimPaying {
+		r.Status = ClaimPending // its outcome is settled in the background
+	}
 	if c.State == ClaimPaid {
 		fee := c.FeeSats
 		r.FeeSats = &fee
@@ -206,7 +214,8 @@ func (s *Service) checkAge(u User) error {
 // Quote makes (or returns) the user's quote for method. Checks run in the
 // design's order: enabled, session rights, eligibility, cooldowns, budget
 // and balance, Lightning address.
-func (s *Service) Quote(ctx context.Context, sess Session, ip, method, address string) (QuoteResult, error) {
+// note, for a nutzap, is the event the claim answers (its e tag).
+func (s *Service) Quote(ctx context.Context, sess Session, ip, method, address, note string) (QuoteResult, error) {
 	if !s.cfg.Enabled {
 		return QuoteResult{}, errDisabled()
 	}
@@ -217,6 +226,13 @@ func (s *Service) Quote(ctx context.Context, sess Session, ip, method, address s
 	dest, err := s.destination(sess, u, method, address)
 	if err != nil {
 		return QuoteResult{}, err
+	}
+	nutzap, err := s.nutzapQuote(ctx, sess.PubKey, method, note)
+	if err != nil {
+		return QuoteResult{}, err
+	}
+	if nutzap != nil {
+		dest = nutzap.Key
 	}
 	if err := s.checkAge(u); err != nil {
 		return QuoteResult{}, err
@@ -260,7 +276,7 @@ func (s *Service) Quote(ctx context.Context, sess Session, ip, method, address s
 		}
 	}
 	q := Quote{ID: newID("q_"), PubKey: sess.PubKey, Method: method, Destination: dest, AmountSats: amount,
-		CreatedAt: now.Unix(), ExpiresAt: now.Add(s.cfg.QuoteTTL).Unix(), State: QuoteOpen}
+		CreatedAt: now.Unix(), ExpiresAt: now.Add(s.cfg.QuoteTTL).Unix(), State: QuoteOpen, Nutzap: nutzap}
 	if q, err = s.storeQuote(q, now); err != nil {
 		return QuoteResult{}, err
 	}
@@ -386,7 +402,7 @@ func (s *Service) Confirm(ctx context.Context, sess Session, ip, quoteID, invoic
 	if err := s.checkBalance(q.AmountSats); err != nil {
 		return ConfirmResult{}, err
 	}
-	c := Claim{ID: newID("c_"), QuoteID: q.ID, PubKey: sess.PubKey, Method: q.Method, Destination: q.Destination, AmountSats: q.AmountSats,
+	c := Claim{ID: newID("c_"), QuoteID: q.ID, PubKey: sess.PubKey, Method: q.Method, Destination: q.Destination, AmountSats: q.AmountSats, Nutzap: q.Nutzap,
 		FeeReserveSats: s.cfg.MaxFeeSats, State: ClaimPaying, IPHash: s.ipHash(ip), Day: day(now), Run: s.run,
 		CreatedAt: now.Unix(), NextClaimAt: now.Add(s.cfg.Cooldown).Unix()}
 	// Held before it is written, until the call is done with it: the
@@ -501,6 +517,8 @@ func (s *Service) pay(ctx context.Context, c Claim, inv bolt11.Invoice) (Confirm
 			return ConfirmResult{}, err
 		}
 		return c.result(tok.Token), nil
+	case MethodNutzap:
+		return s.payNutzap(ctx, c)
 	case MethodLightningAddress:
 		a, err := lnurl.ParseAddress(c.Destination)
 		if err == nil {

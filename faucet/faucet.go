@@ -8,6 +8,7 @@
 package faucet
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
@@ -16,9 +17,11 @@ import (
 	"fmt"
 	"log/slog"
 	mrand "math/rand/v2"
+	"net"
 	"sync"
 	"time"
 
+	"github.com/nbd-wtf/go-nostr"
 	"github.com/outpost-relay/outpost/kv"
 	"github.com/outpost-relay/outpost/lnurl"
 	"github.com/outpost-relay/outpost/profiles"
@@ -34,10 +37,11 @@ const (
 	MethodCashu            = "cashu"
 	MethodBolt11           = "bolt11"
 	MethodLightningAddress = "lightning_address"
+	MethodNutzap           = "nutzap" // NIP-61: locked ecash in a kind-9321 event
 )
 
 // Methods lists the payout methods.
-var Methods = []string{MethodCashu, MethodBolt11, MethodLightningAddress}
+var Methods = []string{MethodCashu, MethodBolt11, MethodLightningAddress, MethodNutzap}
 
 // Login methods.
 const (
@@ -70,6 +74,15 @@ type Config struct {
 	ProfileRefresh time.Duration // at most one /user/refresh-profile per pubkey per this
 	ProfileMaxAge  time.Duration // a login refetches a profile older than this
 	NIP98Window    time.Duration // reported in /config
+
+	// Nutzaps (NIP-61): SecretKey (the service key, hex) signs them,
+	// Publish puts them in outpost's relay (RelayURL, as the relays of a
+	// user's 10019 may name it), NetDial (netguard-guarded) reaches the
+	// relays users name. Without SecretKey and Publish there are none.
+	SecretKey string
+	Publish   func(ctx context.Context, ev *nostr.Event) error
+	RelayURL  string
+	NetDial   func(ctx context.Context, network, addr string) (net.Conn, error)
 
 	// OnClaim is told each time a claim reaches paid, pending or failed
 	// (for metrics). It must not block.
@@ -183,6 +196,7 @@ const (
 	kindDeposit     byte = 0x0E // deposit id → Deposit
 	kindOpenDeposit byte = 0x0F // deposit id → deposit id, while its invoice may be paid
 	kindRedeemed    byte = 0x10 // Y of a redeemed proof → deposit id
+	kindNutzapOut   byte = 0x11 // claim id → claim id, while relays have not all answered its nutzap
 )
 
 func key(kind byte, parts ...string) []byte {

@@ -1,5 +1,7 @@
 package faucet
 
+import "slices"
+
 // PublicConfig is GET /config: everything a client needs to know to claim.
 type PublicConfig struct {
 	Version       string        `json:"version"`
@@ -75,7 +77,7 @@ func (s *Service) PublicConfig() PublicConfig {
 	secs := func(d interface{ Seconds() float64 }) int64 { return int64(d.Seconds()) }
 	return PublicConfig{
 		Version: Version, Network: string(c.Network), InvoicePrefix: c.Network.Prefix(), MintURL: s.tr.MintURL(),
-		TestMint: c.TestMint != nil, Enabled: c.Enabled, PayoutMethods: Methods,
+		TestMint: c.TestMint != nil, Enabled: c.Enabled, PayoutMethods: s.methods(),
 		Amounts: AmountConfig{FixedSats: positiveOrNil(c.FixedSats), Buckets: buckets},
 		Limits: LimitConfig{
 			CooldownSeconds: secs(c.Cooldown),
@@ -90,6 +92,15 @@ func (s *Service) PublicConfig() PublicConfig {
 		NPubLogin:   NPubConfig{Enabled: c.NPubLogin, PayoutMethods: []string{MethodLightningAddress}, Destination: "profile_lud16"},
 		Deposits:    DepositConfig{AcceptedMints: s.tr.AcceptedMints(), Lightning: c.lightningDeposits(), Ecash: c.ecashDeposits()},
 	}
+}
+
+// methods are the payout methods on offer: nutzaps only while they can be
+// paid (see nutzapsAvailable).
+func (s *Service) methods() []string {
+	if s.nutzapsAvailable() {
+		return Methods
+	}
+	return slices.DeleteFunc(slices.Clone(Methods), func(m string) bool { return m == MethodNutzap })
 }
 
 // NIP98Window is the clock tolerance of NIP-98 events.

@@ -63,6 +63,7 @@ func (s *Service) tick(ctx context.Context, kicked bool) {
 		return
 	}
 	s.ReconcileClaims(ctx)
+	s.SendNutzaps(ctx)
 	s.completeDeposits(ctx, kicked)
 	s.TopUp(ctx)
 	if time.Since(s.tidied) >= tidyEvery {
@@ -146,6 +147,8 @@ func (s *Service) reconcile(ctx context.Context, id string) {
 	case !found || (c.State != ClaimPaying && c.State != ClaimPending):
 	case c.Method == MethodCashu && c.State == ClaimPaying:
 		s.settleToken(ctx, c)
+	case c.Method == MethodNutzap && c.State == ClaimPaying:
+		s.settleNutzap(ctx, c)
 	case c.MeltQuote == nil:
 		// No melt was recorded, so none was made: an invoice lookup
 		// was cut short.

@@ -40,6 +40,7 @@ type Settings struct {
 	LoginLimit      int            `flag:"faucet-login-limit" usage:"logins (POST /auth/login and /auth/login-npub together) per client IP per minute, on top of --rate-limit; 0 disables, and so does --rate-limit 0"`
 	LNURLAllowHTTP  bool           `flag:"faucet-lnurl-allow-http" usage:"fetch Lightning addresses at IP literals/localhost over plain http (tests and demos only)"`
 	LNURLAllowPriv  bool           `flag:"faucet-lnurl-allow-private" usage:"let Lightning addresses point to loopback and private networks (tests and demos only)"`
+	NutzapAllowPriv bool           `flag:"faucet-nutzap-allow-private" usage:"let the relays of users' kind-10019 and kind-10002 events (nutzaps) be on loopback and private networks (tests and demos only)"`
 	DepositMinSats  int64          `flag:"faucet-deposit-min" usage:"smallest deposit invoice, sats"`
 	DepositMaxSats  int64          `flag:"faucet-deposit-max" usage:"largest deposit invoice, sats"`
 	MaxTokenSats    int64          `flag:"faucet-max-token" usage:"largest ecash token taken as a deposit, sats; 0 for no cap"`

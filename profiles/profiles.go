@@ -1,13 +1,16 @@
 // Package profiles finds a Nostr user's profile (the newest valid kind-0
 // event) and the earliest event of theirs we can see, in the relay's own
 // store and on other relays. The faucet uses the profile's lud16 for npub
-// logins and the earliest event as the account's age.
+// logins and the earliest event as the account's age; Latest finds a
+// user's newest event of a replaceable kind, such as the kind 10019 of a
+// nutzap payout, also on the relays of the user's own kind 10002.
 package profiles
 
 import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"net"
 	"strings"
 	"sync"
 	"time"
@@ -43,6 +46,10 @@ type Fetcher struct {
 	Local   Store
 	Relays  []string      // ws:// or wss:// URLs
 	Timeout time.Duration // for the remote part; default 4s
+	// NetDial dials relays a user named (in a kind-10002 event): a
+	// netguard-guarded dialer, so no user sends us to a private address.
+	// Nil: a plain dialer.
+	NetDial func(ctx context.Context, network, addr string) (net.Conn, error)
 	Log     *slog.Logger
 	Now     func() time.Time
 }
@@ -57,10 +64,6 @@ const maxFuture = 15 * time.Minute
 // enough to be eligible is found even when it has many newer events.
 // Failures of single relays are reported in Result.Failed, never fatal.
 func (f *Fetcher) Fetch(ctx context.Context, pubkey string, ageCutoff time.Time) Result {
-	now := time.Now
-	if f.Now != nil {
-		now = f.Now
-	}
 	filters := nostr.Filters{
 		{Kinds: []int{0}, Authors: []string{pubkey}, Limit: 1},
 		{Authors: []string{pubkey}, Limit: 100},
@@ -75,16 +78,17 @@ func (f *Fetcher) Fetch(ctx context.Context, pubkey string, ageCutoff time.Time)
 			events = append(events, queryLocal(ctx, f.Local, flt)...)
 		}
 	}
-	remote, failed := f.fetchRemote(ctx, pubkey, filters)
-	res := summarize(append(events, remote...), pubkey, nostr.Timestamp(now().Add(maxFuture).Unix()))
+	remote, failed := f.fetchRemote(ctx, f.Relays, nil, pubkey, filters)
+	res := summarize(append(events, remote...), pubkey, nostr.Timestamp(f.now().Add(maxFuture).Unix()))
 	res.Failed = failed
 	return res
 }
 
 // fetchRemote asks every relay at once, within the timeout; what each
 // relay sends is verified event by event, and kept even when it fails later.
-func (f *Fetcher) fetchRemote(ctx context.Context, pubkey string, filters nostr.Filters) (events []*nostr.Event, failed []string) {
-	if len(f.Relays) == 0 {
+func (f *Fetcher) fetchRemote(ctx context.Context, relays []string, dial func(context.Context, string, string) (net.Conn, error),
+	pubkey string, filters nostr.Filters) (events []*nostr.Event, failed []string) {
+	if len(relays) == 0 {
 		return nil, nil
 	}
 	timeout := f.Timeout
@@ -95,9 +99,9 @@ func (f *Fetcher) fetchRemote(ctx context.Context, pubkey string, filters nostr.
 	defer cancel()
 	var mu sync.Mutex
 	var wg sync.WaitGroup
-	for _, url := range f.Relays {
+	for _, url := range relays {
 		wg.Go(func() {
-			evs, err := queryRelay(ctx, url, filters)
+			evs, err := queryRelay(ctx, url, dial, filters)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/outpost-relay/outpost/nostrclient"
@@ -17,8 +18,9 @@ const (
 
 // queryRelay sends one REQ and collects events until EOSE, CLOSED or ctx
 // ends. Events are returned unverified.
-func queryRelay(ctx context.Context, url string, filters nostr.Filters) (events []*nostr.Event, err error) {
-	c, err := nostrclient.Dial(ctx, url, nostrclient.Options{ReadLimit: maxMessage})
+func queryRelay(ctx context.Context, url string, dial func(context.Context, string, string) (net.Conn, error),
+	filters nostr.Filters) (events []*nostr.Event, err error) {
+	c, err := nostrclient.Dial(ctx, url, nostrclient.Options{ReadLimit: maxMessage, NetDial: dial})
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package web
 
 import (
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/outpost-relay/outpost/faucet"
@@ -15,6 +16,7 @@ type faucetView struct {
 	UpdatedAt time.Time
 	// OtherMints are the mints besides the faucet's own whose tokens it takes.
 	OtherMints []string
+	Nutzaps    bool // the nutzap method is on offer
 }
 
 // handleFaucet renders what anyone may know about the faucet; signing in,
@@ -26,6 +28,7 @@ func (p *Pages) handleFaucet(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v.UpdatedAt = time.Unix(v.Stats.UpdatedAt, 0)
+	v.Nutzaps = slices.Contains(v.Config.PayoutMethods, faucet.MethodNutzap)
 	for _, m := range v.Config.Deposits.AcceptedMints {
 		if m != v.Config.MintURL {
 			v.OtherMints = append(v.OtherMints, m)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"net"
 	"testing"
 	"time"
 
@@ -48,12 +47,7 @@ func TestFaucetLoginLimit(t *testing.T) {
 // address, and so the URL the token signs, stays the same).
 func TestFaucetLoginReplayAcrossRestart(t *testing.T) {
 	dir := t.TempDir()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := freeAddr(t)
 	env := map[string]string{"OUTPOST_ADDR": addr}
 	header, err := nip98.Sign(nostr.GeneratePrivateKey(), "POST", "http://"+addr+"/faucet/auth/login", nil, time.Now())
 	if err != nil {

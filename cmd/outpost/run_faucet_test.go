@@ -17,7 +17,6 @@ import (
 	"github.com/outpost-relay/outpost/internal/testkit"
 	"github.com/outpost-relay/outpost/lnurl/lnurltest"
 	"github.com/outpost-relay/outpost/nip98"
-	"github.com/outpost-relay/outpost/nostrclient"
 	"github.com/outpost-relay/outpost/pubkey"
 	"github.com/outpost-relay/outpost/testmint/minttest"
 )
@@ -29,16 +28,7 @@ import (
 // long-lived client.
 func publishWS(t *testing.T, inst *instance, ev nostr.Event) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	c, err := nostrclient.Dial(ctx, inst.ws, nostrclient.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if ok, reason, err := c.Publish(ctx, &ev); err != nil || !ok {
-		t.Fatalf("relay refused the event: %s %v", reason, err)
-	}
+	publishTo(t, inst.ws, ev)
 }
 
 // signedCall calls the faucet with a NIP-98 header for this request.

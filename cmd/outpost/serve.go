@@ -200,12 +200,15 @@ func publicURL(configured string, addr net.Addr) (url, warning string) {
 		"which only this machine reaches; set --public-url (OUTPOST_PUBLIC_URL) to the URL clients use, e.g. https://outpost.example", addr, url)
 }
 
+// relayURL is the relay's websocket URL at the public URL.
+func relayURL(publicURL string) string { return "ws" + strings.TrimPrefix(publicURL, "http") }
+
 // newServer is the one HTTP server: the relay at /, each component's
 // service at its mount, an index for plain HTTP clients at GET /, and the
 // pages for browsers in front of them all.
 func newServer(d deps, components []component) (*http.Server, index, error) {
 	idx := index{Name: d.cfg.RelayName, Version: outpost.Version, PubKey: pubkey.NPub(d.pubKey),
-		Relay: "ws" + strings.TrimPrefix(d.publicURL, "http"), Services: map[string]string{}}
+		Relay: relayURL(d.publicURL), Services: map[string]string{}}
 	var services []httpapi.Service
 	for _, c := range components {
 		if c.api.Name == "" {

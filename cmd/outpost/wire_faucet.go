@@ -2,17 +2,23 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"path/filepath"
 	"time"
 
+	"github.com/fiatjaf/eventstore"
+	"github.com/nbd-wtf/go-nostr"
 	"github.com/outpost-relay/outpost/faucet"
 	"github.com/outpost-relay/outpost/httpapi"
 	"github.com/outpost-relay/outpost/httpapi/faucetapi"
 	"github.com/outpost-relay/outpost/lnurl"
+	"github.com/outpost-relay/outpost/netguard"
 	"github.com/outpost-relay/outpost/nip98"
 	"github.com/outpost-relay/outpost/profiles"
+	"github.com/outpost-relay/outpost/relay"
 	"github.com/outpost-relay/outpost/store"
 	"github.com/outpost-relay/outpost/testmint"
 	"github.com/outpost-relay/outpost/treasury"
@@ -40,11 +46,18 @@ func wireFaucet(ctx context.Context, d deps) (comp *component, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("faucet wallet: %w", err)
 	}
+	// Relays users name (kind 10002, 10019) are dialled through the SSRF guard.
+	userDial := (&net.Dialer{Control: netguard.Control}).DialContext
+	if c.NutzapAllowPriv {
+		userDial = (&net.Dialer{}).DialContext
+	}
 	svc, err := faucet.New(faucet.Config{
 		Settings: c, DB: d.store.DB, Treasury: tr, TestMint: test, Log: log,
-		LNURL:       lnurl.New(lnurl.Options{AllowHTTP: c.LNURLAllowHTTP, AllowPrivate: c.LNURLAllowPriv}),
-		Profiles:    &profiles.Fetcher{Local: d.store.Events, Relays: profileRelays(c.ProfileRelays, d.cfg.Upstream.Relays), Timeout: 4 * time.Second, Log: log},
+		LNURL: lnurl.New(lnurl.Options{AllowHTTP: c.LNURLAllowHTTP, AllowPrivate: c.LNURLAllowPriv}),
+		Profiles: &profiles.Fetcher{Local: d.store.Events, Relays: profileRelays(c.ProfileRelays, d.cfg.Upstream.Relays), Timeout: 4 * time.Second,
+			NetDial: userDial, Log: log},
 		NIP98Window: nip98.DefaultWindow, OnClaim: d.metrics.FaucetClaim,
+		SecretKey: d.secretKey, Publish: publishOwn(d.relay), RelayURL: relayURL(d.publicURL), NetDial: userDial,
 	})
 	if err != nil {
 		tr.Close(ctx)
@@ -70,6 +83,17 @@ func wireFaucet(ctx context.Context, d deps) (comp *component, err error) {
 			closeWallet(tr, log) // requests are done by now; serve closes the embedded mint after this
 		}, tr.Watch},
 	}, nil
+}
+
+// publishOwn stores an event the service signed in outpost's relay; one it
+// holds already counts as taken.
+func publishOwn(rl *relay.Relay) func(context.Context, *nostr.Event) error {
+	return func(ctx context.Context, ev *nostr.Event) error {
+		if err := rl.Publish(ctx, ev); err != nil && !errors.Is(err, eventstore.ErrDupEvent) {
+			return err
+		}
+		return nil
+	}
 }
 
 // closeWallet closes the faucet's wallet.

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/nbd-wtf/go-nostr"
 	"github.com/outpost-relay/outpost"
 	"github.com/outpost-relay/outpost/faucet"
 	"github.com/outpost-relay/outpost/httpapi"
@@ -186,9 +187,13 @@ func handleMe(svc *faucet.Service) http.HandlerFunc {
 type quoteRequest struct {
 	Method           string  `json:"method"`
 	LightningAddress *string `json:"lightning_address"`
+	EventID          *string `json:"event_id"` // nutzap: the note the claim answers
 }
 
 func (q *quoteRequest) Valid() error {
+	if q.EventID != nil && !nostr.IsValid32ByteHex(*q.EventID) {
+		return outpost.Errorf(outpost.Invalid, "invalid_request", "event_id must be an event id (64 lower-case hex characters)").With("field", "event_id")
+	}
 	for _, m := range faucet.Methods {
 		if q.Method == m {
 			return nil
@@ -208,7 +213,11 @@ func handleQuote(svc *faucet.Service) http.HandlerFunc {
 		if req.LightningAddress != nil {
 			addr = *req.LightningAddress
 		}
-		q, err := svc.Quote(r.Context(), sessionFromContext(r.Context()), httpapi.ClientIP(r), req.Method, addr)
+		note := ""
+		if req.EventID != nil {
+			note = *req.EventID
+		}
+		q, err := svc.Quote(r.Context(), sessionFromContext(r.Context()), httpapi.ClientIP(r), req.Method, addr, note)
 		if err != nil {
 			return err
 		}

@@ -32,6 +32,10 @@ const messages = {
   account_too_new: 'Your Nostr key is too new for this faucet: it must have been seen on Nostr for a while first.',
   npub_session_restricted: 'With an npub sign-in you can only be paid to the Lightning address in your Nostr profile. Sign in with a Nostr extension to use ecash or an invoice.',
   no_lightning_address: 'Your Nostr profile has no Lightning address (lud16). Add one in your Nostr client and reload your profile, or enter one here.',
+  no_nutzap_info: 'No Nostr wallet of yours was found: nutzaps need a kind-10019 event (a NIP-60 wallet publishes it) naming this faucet’s mint, your relays and your wallet’s key.',
+  nutzap_mint_not_accepted: 'Your Nostr wallet (kind 10019) does not list this faucet’s mint. Add the mint to your wallet and try again.',
+  invalid_p2pk_key: 'The key in your Nostr wallet’s kind-10019 event is not a valid public key. Set your wallet up again.',
+  nutzap_unavailable: 'This faucet cannot pay nutzaps right now. Choose another way to be paid.',
   faucet_disabled: 'The faucet is switched off at the moment.',
   budget_exhausted: 'Today’s budget is spent. The faucet pays again after midnight UTC.',
   insufficient_funds: 'The faucet has run dry. Come back later, or give some sats back.',
@@ -102,4 +106,4 @@ export function describe(err, context) {
 const precise = new Set(['invoice_amount_mismatch', 'wrong_network', 'mint_not_accepted', 'token_too_large',
   'amount_out_of_range', 'deposit_refused', 'invoice_not_payable', 'forbidden', 'invalid_pubkey', 'invalid_word',
   'invalid_expires_at', 'invalid_request', 'invalid_json', 'request_too_large', 'lightning_address_unreachable',
-  'amount_not_accepted', 'invalid_lightning_address', 'account_too_new'])
+  'amount_not_accepted', 'invalid_lightning_address', 'account_too_new', 'nutzap_mint_not_accepted'])

@@ -230,7 +230,8 @@ function showResult(c, status) {
   const pending = status === 202 || c.status === 'pending'
   $('claim-status').textContent = pending
     ? `Your ${sats(c.amount_sats)} are on their way: the payment is still in flight and will settle by itself.`
-    : c.token ? `Here are your ${sats(c.amount_sats)} as Cashu ecash.` : `Paid ${sats(c.amount_sats)}.`
+    : c.token ? `Here are your ${sats(c.amount_sats)} as Cashu ecash.`
+      : c.nutzap ? `Sent ${sats(c.amount_sats)} as a nutzap: your Nostr wallet redeems it when it sees it.` : `Paid ${sats(c.amount_sats)}.`
   $('token-box').hidden = !c.token
   if (c.token) {
     $('token').value = c.token
@@ -245,6 +246,15 @@ function showResult(c, status) {
     add('Payment hash', c.payment_hash && h('code', { class: 'wrap' }, c.payment_hash))
     add('Preimage (proof of payment)', c.preimage && h('code', { class: 'wrap' }, c.preimage))
   }
+  const nz = c.nutzap
+  if (nz) {
+    add('Nutzap event', h('code', { class: 'wrap' }, nz.event_id))
+    add('Relays that have it', nz.relays.join(', ') || null)
+    add('Refused by', Object.entries(nz.refused).map(([r, why]) => `${r} (${why})`).join(', ') || null)
+    add('Sent again later to', nz.pending.join(', ') || null)
+  }
+  $('nutzap-box').hidden = !nz
+  $('nutzap-event').textContent = nz ? JSON.stringify(nz.event, null, 2) : ''
   add('Next claim', c.next_claim_at ? `${time(c.next_claim_at)} (${within(c.next_claim_at)})` : null)
   facts.hidden = !facts.childElementCount
 }
