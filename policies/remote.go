@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/outpost-relay/outpost/internal/tick"
 	"github.com/outpost-relay/outpost/pubkey"
 )
 
@@ -88,18 +89,12 @@ func newSyncer(baseURL string, m Mirror, opt SyncOptions) *syncer {
 
 // run polls until ctx ends.
 func (s *syncer) run(ctx context.Context) {
-	t := time.NewTicker(s.opt.Interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if err := s.sync(ctx); err != nil && ctx.Err() == nil {
-				s.opt.Log.Warn("ban list sync failed; keeping the last lists", "url", s.base, "err", err)
-			}
+	tick.Every(ctx, s.opt.Interval, func() bool {
+		if err := s.sync(ctx); err != nil && ctx.Err() == nil {
+			s.opt.Log.Warn("ban list sync failed; keeping the last lists", "url", s.base, "err", err)
 		}
-	}
+		return true
+	})
 }
 
 type syncer struct {
