@@ -112,10 +112,10 @@ func (p *proxied) target(ctx context.Context, addr string) (string, error) {
 			break
 		}
 	}
-	return netip.AddrPortFrom(ip, mustPort(port)).String(), nil
+	return netip.AddrPortFrom(ip, port16(port)).String(), nil
 }
 
-func mustPort(s string) uint16 {
+func port16(s string) uint16 { // SplitHostPort of a dialled address: a valid port
 	n, _ := strconv.ParseUint(s, 10, 16)
 	return uint16(n)
 }
