@@ -3,6 +3,7 @@ package mintdir
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/outpost-relay/outpost"
 	"github.com/outpost-relay/outpost/probe/probetest"
@@ -36,7 +37,7 @@ func TestOnionMintThroughProxy(t *testing.T) {
 		t.Fatalf("listed without a proxy: %v", err)
 	}
 	for range 3 {
-		bare.clock.Add(10 * 60e9)
+		bare.clock.Add(10 * time.Minute)
 		if m := bare.probe(id); m.Status != StatusOnline || m.ChecksTotal != 1 {
 			t.Fatalf("without a proxy: status %q, %d checks", m.Status, m.ChecksTotal)
 		}
