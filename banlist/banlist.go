@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -48,12 +49,18 @@ type Events interface {
 // to the flag its tag names and that flag's OUTPOST_* environment twin.
 type Settings struct {
 	AdminKey string `flag:"admin-api-key" usage:"a bootstrap admin API key for the ban-list admin API"`
+	Follow   string `flag:"banlist-follow" usage:"mirror the ban list (bans, temporary bans, blocked words) of another outpost, e.g. https://primary.example/banlist; changes to them are then made there (409 here)"`
 }
 
 // Valid checks the settings, naming a bad one.
 func (s *Settings) Valid() error {
 	if s.AdminKey != "" && len(s.AdminKey) < 16 {
 		return settings.Errorf("admin-api-key", "must be at least 16 characters")
+	}
+	if s.Follow != "" {
+		if err := ValidFollow(s.Follow); err != nil {
+			return settings.Errorf("banlist-follow", "%s", outpost.AsError(err).Message)
+		}
 	}
 	return nil
 }
@@ -84,6 +91,7 @@ type Service struct {
 	log       *slog.Logger
 	now       func() time.Time
 	adminHash *[32]byte
+	primary   string    // the ban list this one mirrors (Settings.Follow)
 	loadedAt  time.Time // bans that lapsed before are not held (see Changes)
 
 	// writes serializes changes so the snapshot is updated in commit order.
@@ -107,6 +115,7 @@ func New(cfg Config) (*Service, error) {
 	s := &Service{
 		db: cfg.DB, events: cfg.Events, list: cfg.List, publish: cfg.Publish,
 		secretKey: cfg.SecretKey, pubKey: pk, log: cfg.Log, now: cfg.Now,
+		primary: strings.TrimSuffix(cfg.Follow, "/"),
 	}
 	if cfg.AdminKey != "" {
 		h := hashKey(cfg.AdminKey)

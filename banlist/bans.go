@@ -98,6 +98,9 @@ func validReason(reason string) error {
 // banpubkey); a temporary one leaves it there, to apply again once the ban
 // lapses.
 func (s *Service) Ban(ctx context.Context, actor, pk, reason string, expiresAt *int64) (Ban, error) {
+	if err := s.writable(actor); err != nil {
+		return Ban{}, err
+	}
 	if err := validReason(reason); err != nil {
 		return Ban{}, err
 	}
@@ -151,6 +154,9 @@ func (s *Service) Ban(ctx context.Context, actor, pk, reason string, expiresAt *
 
 // Unban lifts pk's active ban; without one it fails with ban_not_found.
 func (s *Service) Unban(ctx context.Context, actor, pk string) (Ban, error) {
+	if err := s.writable(actor); err != nil {
+		return Ban{}, err
+	}
 	now := s.now().Unix()
 	var ban Ban
 	err := s.update(func(txn *kv.Txn) error {
@@ -225,6 +231,9 @@ func wordKey(w string) []byte {
 
 // AddWord blocks word; a word with the same normal form conflicts.
 func (s *Service) AddWord(ctx context.Context, actor, word string) (Word, error) {
+	if err := s.writable(actor); err != nil {
+		return Word{}, err
+	}
 	if policies.NormalizeText(word) == "" {
 		return Word{}, outpost.Errorf(outpost.Invalid, "invalid_word", "word must contain a letter or digit")
 	}
@@ -256,6 +265,9 @@ func (s *Service) AddWord(ctx context.Context, actor, word string) (Word, error)
 
 // RemoveWord unblocks word (matched by its normal form).
 func (s *Service) RemoveWord(ctx context.Context, actor, word string) (Word, error) {
+	if err := s.writable(actor); err != nil {
+		return Word{}, err
+	}
 	s.writes.Lock()
 	defer s.writes.Unlock()
 	var removed Word

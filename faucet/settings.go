@@ -46,6 +46,7 @@ type Settings struct {
 	MaxTokenSats    int64          `flag:"faucet-max-token" usage:"largest ecash token taken as a deposit, sats; 0 for no cap"`
 	TestMintFunding int64          `flag:"faucet-test-mint-funding" usage:"with the embedded test mint: top the wallet up to this many sats when it falls below the minimum balance plus a day's budget"`
 	PollInterval    time.Duration  `flag:"faucet-poll-interval" usage:"how often pending payments and deposit invoices are checked"`
+	Primary         string         `flag:"faucet-primary" usage:"the URL of the faucet of the outpost that runs it (https://primary.example/faucet), when this one is another node of the same service: the faucet's wallet has one writer, so this node runs none and answers /faucet/... with 503 faucet_elsewhere naming it"`
 	MintWithoutDLEQ bool           `flag:"faucet-mint-without-dleq" usage:"use a mint that does not advertise DLEQ proofs (NUT-12): its signatures cannot be checked, so a bad one is found out only when spent; /faucet/health says degraded"`
 }
 
@@ -62,7 +63,21 @@ func DefaultSettings() Settings {
 
 // Valid checks every setting, naming each bad one, and gives mint URLs
 // their one spelling (minturl).
-func (s *Settings) Valid() error { return errors.Join(s.validPeers(), s.validLimits()) }
+func (s *Settings) Valid() error {
+	if s.Primary != "" {
+		return validPrimary(s.Primary) // the rest is the primary's business
+	}
+	return errors.Join(s.validPeers(), s.validLimits())
+}
+
+// validPrimary checks --faucet-primary: an http(s) URL, no credentials.
+func validPrimary(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
+		return settings.Errorf("faucet-primary", "want the http(s) URL of the faucet that runs elsewhere, like https://primary.example/faucet")
+	}
+	return nil
+}
 
 // validPeers checks the network and whom the faucet talks to.
 func (s *Settings) validPeers() error {

@@ -223,12 +223,12 @@ func (d *Directory) checkURL(ctx context.Context, raw string) (string, error) {
 	if err != nil {
 		return "", outpost.Errorf(outpost.Invalid, "invalid_mint_url", "mint_url: %v", err).With("field", "mint_url")
 	}
-	if IsOnion(u) {
-		return "", outpost.Errorf(outpost.Invalid, "invalid_mint_url", "mint_url: .onion mints cannot be probed; submit a clearnet URL (its NUT-06 urls list the others)").With("field", "mint_url")
-	}
 	p, err := url.Parse(u)
 	if err != nil { // never: minturl's spellings parse back
 		return "", outpost.Errorf(outpost.Invalid, "invalid_mint_url", "mint_url: the URL does not parse").With("field", "mint_url")
+	}
+	if IsOnion(u) {
+		return u, d.checkOnion(p.Hostname())
 	}
 	if d.own(u) {
 		return u, nil
@@ -243,6 +243,18 @@ func (d *Directory) checkURL(ctx context.Context, raw string) (string, error) {
 		return "", outpost.Errorf(outpost.Invalid, "invalid_mint_url", "%s", msg).With("field", "mint_url")
 	}
 	return u, nil
+}
+
+// checkOnion admits an onion mint only when there is a proxy to check it
+// through, and only by a well-formed onion service name.
+func (d *Directory) checkOnion(host string) error {
+	if d.cfg.ProbeProxy == "" {
+		return outpost.Errorf(outpost.Invalid, "invalid_mint_url", "mint_url: .onion mints are checked only through a proxy, and this directory has none; submit a clearnet URL (its NUT-06 urls list the others)").With("field", "mint_url")
+	}
+	if netguard.CheckOnion(host) != nil {
+		return outpost.Errorf(outpost.Invalid, "invalid_mint_url", "mint_url: not a valid onion service name").With("field", "mint_url")
+	}
+	return nil
 }
 
 // own reports whether the normalised URL u is one of this outpost's own mints.

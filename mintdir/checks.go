@@ -49,6 +49,14 @@ func (d *Directory) probe(ctx context.Context, id string) error {
 	if m.ID.String() != id {
 		return nil // merged; the surviving record is probed on its own
 	}
+	if IsOnion(m.CanonicalURL) && d.cfg.ProbeProxy == "" {
+		// Listed while there was a proxy: not checked, and not marked down
+		// for it, until there is one again.
+		if _, said := d.unproxied.LoadOrStore(id, true); !said {
+			d.log.Warn("mintdir: an onion mint is not checked: set --probe-proxy to check it", "mint_id", id, "url", m.CanonicalURL)
+		}
+		return nil
+	}
 	res, info := d.fetchInfo(ctx, m)
 	if !res.OK && ctx.Err() != nil {
 		return ctx.Err() // we are shutting down: not the mint's fault

@@ -44,6 +44,7 @@ type Settings struct {
 	ProbeConcurrency int           `flag:"probe-concurrency" usage:"checks in flight at once, over all mints"`
 	SlowRTT          time.Duration `flag:"probe-slow-ms,ms" usage:"a reachable mint slower than this (ms) is degraded"`
 	AllowPrivate     bool          `flag:"probe-allow-private" usage:"allow mints on private, loopback and link-local addresses (local tests only)"`
+	ProbeProxy       string        `flag:"probe-proxy" usage:"check mints through this proxy: socks5://host:port (Tor's SOCKS port: .onion mints are checked only through one) or http://host:port (CONNECT); what it is asked for is still refused when private"`
 	Monitors         []string      `flag:"monitors" usage:"other monitors (npub or hex, comma-separated) whose kind-38166 mint status events count as vantages in each mint's status"`
 }
 
@@ -76,6 +77,9 @@ func (s *Settings) Valid() error {
 	}
 	if s.ProbeConcurrency < 1 || s.ProbeConcurrency > 1000 {
 		errs = append(errs, settings.Errorf("probe-concurrency", "must be from 1 to 1000"))
+	}
+	if _, err := probe.ParseProxy(s.ProbeProxy); err != nil {
+		errs = append(errs, settings.Errorf("probe-proxy", "%v", err))
 	}
 	if s.SlowRTT < time.Millisecond {
 		errs = append(errs, settings.Errorf("probe-slow-ms", "must be at least 1"))
@@ -142,6 +146,7 @@ type Directory struct {
 
 	reviewsSeen atomic.Int64 // bumped when a review is saved; invalidates cached stats
 	mergeMu     sync.Mutex   // one merge at a time keeps two merges from crossing
+	unproxied   sync.Map     // onion mints said once to be unchecked for want of a proxy
 }
 
 // New returns a Directory; Run starts its prober and background work.
@@ -171,8 +176,9 @@ func New(cfg Config) *Directory {
 			own = append(own, u.Host)
 		}
 	}
+	proxy, _ := probe.ParseProxy(cfg.ProbeProxy) // Valid has said
 	d := &Directory{db: cfg.DB, events: cfg.Events, log: cfg.Log, now: cfg.Now, cfg: cfg,
-		client: probe.NewClient(probe.ClientOptions{Timeout: cfg.ProbeTimeout, AllowPrivate: cfg.AllowPrivate, Allow: own}),
+		client: probe.NewClient(probe.ClientOptions{Timeout: cfg.ProbeTimeout, AllowPrivate: cfg.AllowPrivate, Allow: own, Proxy: proxy}),
 		work:   make(chan func(context.Context), 1024)}
 	d.views = newViewCounter(cfg.Now)
 	d.announcers = ratelimit.New(announcedMintsPerHour, time.Hour, cfg.Now)

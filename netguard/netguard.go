@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"strings"
 	"syscall"
 )
 
@@ -113,29 +114,60 @@ func ControlExcept(addrs ...string) func(network, address string, c syscall.RawC
 // addresses is not Public, unless allowPrivate. A host that does not resolve
 // is an error either way.
 func CheckHost(ctx context.Context, resolver *net.Resolver, host string, allowPrivate bool) error {
+	_, err := Resolve(ctx, resolver, host, allowPrivate)
+	return err
+}
+
+// Resolve is CheckHost returning the addresses: host's own when it is an IP
+// address, else what it resolves to. A proxied dial asks the proxy for one
+// of them, so the proxy never resolves a name to an address not judged here.
+func Resolve(ctx context.Context, resolver *net.Resolver, host string, allowPrivate bool) ([]netip.Addr, error) {
 	if ip, err := netip.ParseAddr(host); err == nil {
 		if !allowPrivate && !Public(ip) {
-			return fmt.Errorf("%w: %s is not a public address", ErrBlocked, ip.Unmap())
+			return nil, fmt.Errorf("%w: %s is not a public address", ErrBlocked, ip.Unmap())
 		}
-		return nil
+		return []netip.Addr{ip.Unmap()}, nil
+	}
+	if Onion(host) {
+		return nil, fmt.Errorf("%w: %s is an onion service, reached only through a proxy", ErrBlocked, host)
 	}
 	if resolver == nil {
 		resolver = net.DefaultResolver
 	}
 	addrs, err := resolver.LookupNetIP(ctx, "ip", host)
 	if err != nil {
-		return fmt.Errorf("resolve %s: %w", host, err)
+		return nil, fmt.Errorf("resolve %s: %w", host, err)
 	}
 	if len(addrs) == 0 {
-		return fmt.Errorf("resolve %s: no addresses", host)
+		return nil, fmt.Errorf("resolve %s: no addresses", host)
 	}
-	if allowPrivate {
-		return nil
-	}
-	for _, ip := range addrs {
-		if !Public(ip) {
-			return fmt.Errorf("%w: %s resolves to %s", ErrBlocked, host, ip.Unmap())
+	for i, ip := range addrs {
+		if !allowPrivate && !Public(ip) {
+			return nil, fmt.Errorf("%w: %s resolves to %s", ErrBlocked, host, ip.Unmap())
 		}
+		addrs[i] = ip.Unmap()
+	}
+	return addrs, nil
+}
+
+// Onion reports whether host is in .onion (RFC 7686): a Tor onion service,
+// which no resolver may look up and only a proxy (Tor's SOCKS port) reaches.
+func Onion(host string) bool {
+	return strings.HasSuffix(strings.ToLower(strings.TrimSuffix(host, ".")), ".onion")
+}
+
+// CheckOnion is the rule for a name a proxy resolves itself, which the guard
+// cannot judge by address: only a well-formed onion service name (v3: 56
+// base32 characters; v2: 16), optionally under a subdomain, is let through,
+// so the proxy is never asked for "localhost" or a name of its own network.
+func CheckOnion(host string) error {
+	labels := strings.Split(strings.ToLower(strings.TrimSuffix(host, ".")), ".")
+	if len(labels) < 2 || labels[len(labels)-1] != "onion" {
+		return fmt.Errorf("%w: %s is not an onion service name", ErrBlocked, host)
+	}
+	id := labels[len(labels)-2]
+	if len(id) != 56 && len(id) != 16 || strings.Trim(id, "abcdefghijklmnopqrstuvwxyz234567") != "" {
+		return fmt.Errorf("%w: %s is not a valid onion service name", ErrBlocked, host)
 	}
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/outpost-relay/outpost/internal/tick"
 	"github.com/outpost-relay/outpost/pubkey"
 )
 
@@ -28,6 +29,16 @@ type SyncOptions struct {
 // maxListBytes caps a fetched list (100,000 bans are about 15 MB of JSON).
 const maxListBytes = 64 << 20
 
+// Mirror is what a followed ban list is applied to: a BanList, or a store
+// that keeps one (package banlist, whose follower mirrors a primary's list).
+type Mirror interface {
+	Ban(b Ban)
+	Unban(pubkey string)
+	SetBans(bans []Ban)
+	Words() []string
+	SetWords(words []string)
+}
+
 // SyncBanList returns a BanList that follows the public ban list of a remote
 // outpost, e.g. SyncBanList(ctx, "https://outpost.example/banlist", ...); the
 // outpost's own base URL ("https://outpost.example") works too: its index
@@ -37,6 +48,33 @@ const maxListBytes = 64 << 20
 // gives no cursor), keeping the last good lists when the remote is
 // unreachable.
 func SyncBanList(ctx context.Context, baseURL string, opt SyncOptions) (*BanList, error) {
+	list := opt.List
+	if list == nil {
+		list = NewBanList()
+	}
+	s := newSyncer(baseURL, list, opt)
+	if err := s.sync(ctx); err != nil {
+		if opt.List == nil {
+			return nil, err
+		}
+		s.opt.Log.Warn("ban list sync failed; keeping the list given", "url", s.base, "err", err)
+	}
+	go s.run(ctx)
+	return list, nil
+}
+
+// Follow applies the remote ban list to m as SyncBanList does, until ctx
+// ends: the whole list first, then its changes. A remote that cannot be
+// reached is tried again each interval, m keeping what it holds.
+func Follow(ctx context.Context, baseURL string, m Mirror, opt SyncOptions) {
+	s := newSyncer(baseURL, m, opt)
+	if err := s.sync(ctx); err != nil && ctx.Err() == nil {
+		s.opt.Log.Warn("ban list sync failed; keeping the last lists", "url", s.base, "err", err)
+	}
+	s.run(ctx)
+}
+
+func newSyncer(baseURL string, m Mirror, opt SyncOptions) *syncer {
 	if opt.Interval <= 0 {
 		opt.Interval = 30 * time.Second
 	}
@@ -46,37 +84,23 @@ func SyncBanList(ctx context.Context, baseURL string, opt SyncOptions) (*BanList
 	if opt.Log == nil {
 		opt.Log = slog.Default()
 	}
-	s := &syncer{base: strings.TrimSuffix(baseURL, "/"), opt: opt, list: opt.List}
-	if s.list == nil {
-		s.list = NewBanList()
-	}
-	if err := s.sync(ctx); err != nil {
-		if opt.List == nil {
-			return nil, err
+	return &syncer{base: strings.TrimSuffix(baseURL, "/"), opt: opt, list: m}
+}
+
+// run polls until ctx ends.
+func (s *syncer) run(ctx context.Context) {
+	tick.Every(ctx, s.opt.Interval, func() bool {
+		if err := s.sync(ctx); err != nil && ctx.Err() == nil {
+			s.opt.Log.Warn("ban list sync failed; keeping the last lists", "url", s.base, "err", err)
 		}
-		opt.Log.Warn("ban list sync failed; keeping the list given", "url", s.base, "err", err)
-	}
-	go func() {
-		t := time.NewTicker(opt.Interval)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				if err := s.sync(ctx); err != nil && ctx.Err() == nil {
-					s.opt.Log.Warn("ban list sync failed; keeping the last lists", "url", s.base, "err", err)
-				}
-			}
-		}
-	}()
-	return s.list, nil
+		return true
+	})
 }
 
 type syncer struct {
 	base                  string
 	opt                   SyncOptions
-	list                  *BanList
+	list                  Mirror
 	pubkeysETag, wordsTag string
 	// Cursors of the last answers: with them, polls ask only for changes
 	// (?since=); empty when the remote gives none (an older outpost).

@@ -18,6 +18,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"syscall"
 	"time"
@@ -43,6 +44,7 @@ const (
 	KindInvalidInfo      = "invalid_info"
 	KindTooLarge         = "body_too_large"
 	KindNetwork          = "network_error"
+	KindNeedsProxy       = "needs_proxy" // an onion service, and no proxy to reach it
 )
 
 // Defaults of ClientOptions.
@@ -59,6 +61,9 @@ type ClientOptions struct {
 	AllowPrivate bool          // allow loopback/private/link-local addresses (tests, local mints)
 	Allow        []string      // exact addresses ("127.0.0.1:3338") allowed anyway: mints outpost runs itself
 	UserAgent    string
+	// Proxy, when set, is dialled for every mint (ParseProxy); the guard
+	// then judges what the proxy is asked for, not the proxy itself.
+	Proxy *url.URL
 }
 
 // Client fetches from mints. It is safe for concurrent use.
@@ -85,9 +90,13 @@ func NewClient(o ClientOptions) *Client {
 	if !o.AllowPrivate {
 		dialer.Control = netguard.ControlExcept(o.Allow...)
 	}
+	dial := direct(dialer)
+	if o.Proxy != nil {
+		dial = newProxied(o.Proxy, o, dialer).DialContext
+	}
 	tr := &http.Transport{
-		Proxy:                  nil, // a proxy would dial for us, past the guard
-		DialContext:            dialer.DialContext,
+		Proxy:                  nil, // the transport's proxy would dial for us, past the guard: ours is in dial
+		DialContext:            dial,
 		ForceAttemptHTTP2:      true,
 		TLSHandshakeTimeout:    o.Timeout,
 		ResponseHeaderTimeout:  o.Timeout,
@@ -251,6 +260,8 @@ func classify(err error) string {
 	switch {
 	case errors.Is(err, netguard.ErrBlocked):
 		return KindBlocked
+	case errors.Is(err, errNeedsProxy):
+		return KindNeedsProxy
 	case errors.Is(err, errRedirectLoop):
 		return KindRedirectLoop
 	case errors.Is(err, errTooManyRedirects), errors.Is(err, errRedirectScheme):

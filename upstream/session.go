@@ -145,7 +145,7 @@ func (ss *session) event(ctx context.Context, sub string, ev *nostr.Event) error
 // catchUp brings every filter up to date: by NIP-77 while the relay speaks
 // it, else by REQ pages since the last catch-up.
 func (ss *session) catchUp(ctx context.Context) error {
-	for _, f := range ss.s.filters(ctx) {
+	for _, f := range ss.s.filters(ctx, ss.r) {
 		if ss.r.negMode() != negNo {
 			ids, err := ss.reconcile(ctx, f)
 			switch {
@@ -335,7 +335,7 @@ func (ss *session) query(ctx context.Context, f nostr.Filter) (pageStats, error)
 // sends them before EOSE, which is awaited, so they are held when the
 // catch-up looks.
 func (ss *session) subscribe(ctx context.Context, start time.Time) error {
-	filters := ss.s.filters(ctx)
+	filters := ss.s.filters(ctx, ss.r)
 	key, _ := json.Marshal(filters)
 	if string(key) == ss.live {
 		return nil

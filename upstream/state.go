@@ -17,6 +17,7 @@ type Counters struct {
 // RelayHealth is one relay's state in /health.
 type RelayHealth struct {
 	URL         string   `json:"url"`
+	Peer        bool     `json:"peer"` // another node of this service: every event, no budget
 	Connected   bool     `json:"connected"`
 	Method      *string  `json:"method"` // "negentropy" or "req", once known
 	LastSyncAt  *string  `json:"last_sync_at"`
@@ -36,7 +37,8 @@ const (
 
 // relayState is what the syncer knows of one relay.
 type relayState struct {
-	url string
+	url  string
+	peer bool // another node of this service (Settings.Peers)
 
 	mu         sync.Mutex
 	connected  bool
@@ -116,7 +118,7 @@ func (r *relayState) pausedUntil() time.Time {
 func (r *relayState) health() RelayHealth {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	h := RelayHealth{URL: r.url, Connected: r.connected, Reconnects: r.reconnects, Events: r.counters,
+	h := RelayHealth{URL: r.url, Peer: r.peer, Connected: r.connected, Reconnects: r.reconnects, Events: r.counters,
 		LastSyncAt: isoOrNil(r.lastSync), LastErrorAt: isoOrNil(r.lastErrAt), PausedUntil: isoOrNil(r.paused)}
 	if r.lastErr != "" {
 		e := r.lastErr

@@ -43,6 +43,7 @@ const (
 // their tags name and those flags' OUTPOST_* twins.
 type Settings struct {
 	Relays      []string `flag:"upstream-relays" usage:"relays (ws:// or wss://, comma-separated) whose mint reviews, mint announcements, followed monitors' (--monitors) mint status events and faucet users' profiles are kept in sync here"`
+	Peers       []string `flag:"upstream-peers" usage:"the other nodes of this service (their relays, ws:// or wss://, comma-separated): every event they hold is kept in sync here, without budgets; each node lists the others"`
 	RelayBudget int      `flag:"upstream-relay-budget" usage:"events taken in from one upstream relay per 24 h (bursts up to it); 0: no limit"`
 	Budget      int      `flag:"upstream-budget" usage:"events taken in from all upstream relays together per 24 h; 0: no limit"`
 }
@@ -60,6 +61,13 @@ func (s *Settings) Valid() error {
 			errs = append(errs, settings.Errorf("upstream-relays", "%v", err))
 		}
 		s.Relays[i] = u
+	}
+	for i, r := range s.Peers {
+		u, err := ValidRelayURL(r)
+		if err != nil {
+			errs = append(errs, settings.Errorf("upstream-peers", "%v", err))
+		}
+		s.Peers[i] = u
 	}
 	if s.RelayBudget < 0 {
 		errs = append(errs, settings.Errorf("upstream-relay-budget", "must be 0 or more"))
@@ -130,8 +138,13 @@ func New(cfg Config) *Syncer {
 	cfg.Timeout = cmp.Or(cfg.Timeout, 30*time.Second)
 	s := &Syncer{cfg: cfg, total: ratelimit.New(cfg.Budget, 24*time.Hour, cfg.Now),
 		each: ratelimit.New(cfg.RelayBudget, 24*time.Hour, cfg.Now), seen: refusedSet{m: map[string]time.Time{}}}
-	for _, u := range cfg.Relays {
-		r := &relayState{url: u, negentropy: negUnknown}
+	seen := map[string]bool{}
+	for i, u := range slices.Concat(cfg.Peers, cfg.Relays) { // a peer listed as a relay too is a peer
+		if seen[u] {
+			continue
+		}
+		seen[u] = true
+		r := &relayState{url: u, peer: i < len(cfg.Peers), negentropy: negUnknown}
 		if cfg.REQOnly {
 			r.negentropy = negNo
 		}
@@ -176,9 +189,15 @@ func (s *Syncer) follow(ctx context.Context, r *relayState) {
 	}
 }
 
-// filters are what is followed: reviews and announcements, Config.Follow,
-// and the profiles of the faucet's users (in chunks a relay will take).
-func (s *Syncer) filters(ctx context.Context) []nostr.Filter {
+// filters are what is followed from r, a new slice each time (the caller
+// may change it). From a peer, another node of this service, everything
+// (reviews, reports, announcements, status, notes), as strfry's sync does;
+// from another relay reviews and announcements, Config.Follow, and the
+// profiles of the faucet's users (in chunks a relay will take).
+func (s *Syncer) filters(ctx context.Context, r *relayState) []nostr.Filter {
+	if r.peer {
+		return []nostr.Filter{{}}
+	}
 	fs := []nostr.Filter{
 		{Kinds: []int{kindAnnouncement}},
 		{Kinds: []int{kindReview}, Tags: nostr.TagMap{"k": {strconv.Itoa(kindAnnouncement)}}},
@@ -212,13 +231,8 @@ func (s *Syncer) take(ctx context.Context, r *relayState, ev *nostr.Event) error
 		r.count(func(c *Counters) { c.Duplicate++ })
 		return nil
 	}
-	if ok, wait := s.each.Allow(r.url); !ok {
-		r.overBudget(s.cfg.Now().Add(wait))
-		return errOverBudget
-	}
-	if ok, wait := s.total.Allow(""); !ok {
-		r.overBudget(s.cfg.Now().Add(wait))
-		return errOverBudget
+	if err := s.budget(r); err != nil {
+		return err
 	}
 	ok, reason := s.cfg.Ingest(ctx, ev)
 	switch {
@@ -232,6 +246,23 @@ func (s *Syncer) take(ctx context.Context, r *relayState, ev *nostr.Event) error
 		s.seen.add(ev.ID, s.cfg.Now())
 		r.count(func(c *Counters) { c.Skipped++ })
 		s.cfg.Log.Debug("upstream: event refused", "relay", r.url, "id", ev.ID, "kind", ev.Kind, "reason", reason)
+	}
+	return nil
+}
+
+// budget counts an event against r's budget and the total; a peer's events
+// count against neither: the node is ours, and must hold all it holds.
+func (s *Syncer) budget(r *relayState) error {
+	if r.peer {
+		return nil
+	}
+	if ok, wait := s.each.Allow(r.url); !ok {
+		r.overBudget(s.cfg.Now().Add(wait))
+		return errOverBudget
+	}
+	if ok, wait := s.total.Allow(""); !ok {
+		r.overBudget(s.cfg.Now().Add(wait))
+		return errOverBudget
 	}
 	return nil
 }

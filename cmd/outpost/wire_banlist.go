@@ -34,6 +34,10 @@ func wireBanlist(ctx context.Context, d deps) (*component, error) {
 	// The list as signed NIP-51 events, on our relay and the publish relays.
 	events := &pub.BanList{List: d.banList, Events: d.store.Events, Sink: d.sink, SecretKey: d.secretKey, Log: log}
 	c.jobs = append(c.jobs, events.Run)
+	if p := bl.Following(); p != "" {
+		log.Info("banlist: mirroring the primary's bans and blocked words; changes to them are made there", "primary", p)
+		c.jobs = append(c.jobs, bl.Follow) // OUTPOST_BANLIST_FOLLOW
+	}
 	admin, err := listenAdmin(d.cfg.DataDir, bl, d.store, d.log)
 	if err != nil {
 		d.log.Warn("admin socket unavailable; admin commands need outpost stopped", "err", err)

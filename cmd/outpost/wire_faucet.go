@@ -30,6 +30,12 @@ import (
 func wireFaucet(ctx context.Context, d deps) (comp *component, err error) {
 	c := d.cfg.Faucet
 	log := d.log.With("service", "faucet")
+	if c.Primary != "" {
+		// Another node runs the faucet: no wallet here, and no /health
+		// check for a service this node does not run.
+		log.Info("faucet: runs on another node; /faucet answers 503 faucet_elsewhere", "faucet", c.Primary)
+		return &component{api: httpapi.Service{Name: "faucet", Mount: d.cfg.FaucetMount, Routes: faucetapi.Elsewhere(c.Primary, log)}}, nil
+	}
 	dir := filepath.Join(d.cfg.DataDir, "faucet")
 	if err := ensureDir(dir); err != nil {
 		return nil, err
@@ -110,7 +116,7 @@ func closeWallet(tr *treasury.Treasury, log *slog.Logger) {
 // stays valid), unless the faucet pays from a mint of the operator's (nil).
 // The faucet pays from it and the directory lists it.
 func startEmbeddedMint(c *Config) (*testmint.Mint, error) {
-	if c.Faucet.MintURL != "" {
+	if c.Faucet.MintURL != "" || c.Faucet.Primary != "" {
 		return nil, nil
 	}
 	dir := filepath.Join(c.DataDir, "faucet")

@@ -9,12 +9,13 @@ import (
 	"github.com/outpost-relay/outpost/upstream"
 )
 
-// wireUpstream follows OUTPOST_UPSTREAM_RELAYS (nil without any): their
+// wireUpstream follows OUTPOST_UPSTREAM_RELAYS and OUTPOST_UPSTREAM_PEERS
+// (nil without any): their
 // events go through the relay's own checks into the store, the profiles
 // followed are those the components read, and each relay's state is part of
 // /health (as "upstream").
 func wireUpstream(d deps, components []component) *component {
-	if len(d.cfg.Upstream.Relays) == 0 {
+	if len(d.cfg.Upstream.Relays)+len(d.cfg.Upstream.Peers) == 0 {
 		return nil
 	}
 	var authors []func(context.Context) []string

@@ -39,6 +39,7 @@ type options struct {
 	reportsPublic bool
 	ratePerMin    int
 	reportsPerMin int
+	follow        string // OUTPOST_BANLIST_FOLLOW
 }
 
 func newEnv(t *testing.T, o options) *env {
@@ -48,7 +49,7 @@ func newEnv(t *testing.T, o options) *env {
 	c := testkit.NewClock(time.Now().Truncate(time.Second))
 	svc, err := banlist.New(banlist.Config{
 		DB: st.DB, Events: st.Events, List: policies.NewBanList(), SecretKey: nostr.GeneratePrivateKey(),
-		Log: log, Now: c.Now, Settings: banlist.Settings{AdminKey: adminKey},
+		Log: log, Now: c.Now, Settings: banlist.Settings{AdminKey: adminKey, Follow: o.follow},
 		Publish: func(ctx context.Context, ev *nostr.Event) error { return st.Events.SaveEvent(ctx, ev) },
 	})
 	if err != nil {

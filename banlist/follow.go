@@ -1,0 +1,141 @@
+package banlist
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/outpost-relay/outpost"
+	"github.com/outpost-relay/outpost/policies"
+)
+
+// followInterval is how often a follower asks its primary for changes: a
+// ban made there is enforced here within seconds. An empty delta is cheap
+// for both (banlist.md: GET /blocked/pubkeys?since=).
+const followInterval = 2 * time.Second
+
+// ValidFollow checks an OUTPOST_BANLIST_FOLLOW value: an http(s) URL
+// without credentials, query or fragment.
+func ValidFollow(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		return outpost.Errorf(outpost.Invalid, "invalid_url", "want the http(s) URL of another outpost's ban list, like https://outpost.example/banlist")
+	}
+	return nil
+}
+
+// Following is the primary this ban list mirrors; "" when it is its own.
+func (s *Service) Following() string { return s.primary }
+
+// followActor names the mirror in the audit log.
+func (s *Service) followActor() string { return "follow:" + s.primary }
+
+// writable refuses a change to the mirrored lists (bans and words) by
+// anyone but the mirror itself, when this ban list follows a primary: a
+// change made here would be undone by the next full fetch, and would never
+// reach the other nodes. The error names where to make it.
+func (s *Service) writable(actor string) error {
+	if s.primary == "" || actor == s.followActor() {
+		return nil
+	}
+	return outpost.Errorf(outpost.Conflict, "read_only",
+		"this ban list mirrors %s; change bans and blocked words there", s.primary).With("primary", s.primary)
+}
+
+// Follow mirrors the primary's bans (temporary ones with their expiry) and
+// blocked words into this ban list until ctx ends: the whole list first,
+// then its changes every followInterval, each applied as a change of this
+// service (stored, audited as "follow:<primary>", enforced at once). The
+// primary is the operator's, so it is dialled without the SSRF guard.
+func (s *Service) Follow(ctx context.Context) {
+	if s.primary == "" {
+		return
+	}
+	policies.Follow(ctx, s.primary, mirror{s, ctx}, policies.SyncOptions{Interval: followInterval,
+		Client: &http.Client{Timeout: 10 * time.Second}, Log: s.log})
+}
+
+// mirror applies a primary's list to the service (policies.Mirror).
+type mirror struct {
+	s   *Service
+	ctx context.Context
+}
+
+// mirroredReason is the reason of a primary's ban that gives none.
+const mirroredReason = "banned on the primary"
+
+func (m mirror) Ban(b policies.Ban) {
+	now := m.s.now().Unix()
+	reason := strings.TrimSpace(b.Reason)
+	if reason == "" {
+		reason = mirroredReason
+	}
+	if cur, ok := m.s.list.Banned(b.PubKey, now); ok && cur.Reason == reason && cur.ExpiresAt == b.ExpiresAt {
+		return // already so: no new record, no audit entry
+	}
+	var expires *int64
+	if b.ExpiresAt != 0 {
+		if b.ExpiresAt <= now {
+			return // lapsed in transit (or the clocks differ): nothing to enforce
+		}
+		expires = &b.ExpiresAt
+	}
+	if _, err := m.s.Ban(m.ctx, m.s.followActor(), b.PubKey, reason, expires); err != nil {
+		m.s.log.Warn("ban list follow: a ban of the primary not mirrored", "pubkey", b.PubKey, "err", err)
+	}
+}
+
+func (m mirror) Unban(pk string) {
+	if _, ok := m.s.list.Banned(pk, m.s.now().Unix()); !ok {
+		return // not banned here, or lapsed here too
+	}
+	if _, err := m.s.Unban(m.ctx, m.s.followActor(), pk); err != nil {
+		m.s.log.Warn("ban list follow: an unban of the primary not mirrored", "pubkey", pk, "err", err)
+	}
+}
+
+// SetBans makes the active bans those given: new and changed ones banned,
+// the rest lifted.
+func (m mirror) SetBans(bans []policies.Ban) {
+	want := make(map[string]bool, len(bans))
+	for _, b := range bans {
+		want[b.PubKey] = true
+		m.Ban(b)
+	}
+	for _, b := range m.s.ActiveBans() {
+		if !want[b.PubKey] {
+			m.Unban(b.PubKey)
+		}
+	}
+}
+
+func (m mirror) Words() []string { return m.s.list.Words() }
+
+// SetWords makes the blocked words those given, by their normal form.
+func (m mirror) SetWords(words []string) {
+	want := make(map[string]string, len(words))
+	for _, w := range words {
+		want[policies.NormalizeText(w)] = w
+	}
+	have := map[string]bool{}
+	for _, w := range m.s.list.Words() {
+		n := policies.NormalizeText(w)
+		have[n] = true
+		if _, ok := want[n]; !ok {
+			m.word(m.s.RemoveWord(m.ctx, m.s.followActor(), w))
+		}
+	}
+	for n, w := range want {
+		if !have[n] && n != "" {
+			m.word(m.s.AddWord(m.ctx, m.s.followActor(), w))
+		}
+	}
+}
+
+func (m mirror) word(_ Word, err error) {
+	if err != nil {
+		m.s.log.Warn("ban list follow: a blocked word of the primary not mirrored", "err", err)
+	}
+}
