@@ -21,6 +21,7 @@ type mixOptions struct {
 	rounds int
 	khatru bool // bare khatru too (always when there is no strfry)
 	ws     bool // load strfry's bulk over websocket too, not with strfry import
+	cold   bool // drop the OS page cache before each relay's round
 }
 
 // A query shape of the mix: what clients send when they open a home feed,
@@ -277,6 +278,11 @@ func (b *bench) mixRound(r *mixRelay, round int, files map[string]string) error 
 	if err != nil {
 		return err
 	}
+	if b.mix.cold {
+		if err := dropPageCache(); err != nil {
+			return err
+		}
+	}
 	srv, err := r.start(r.dir, prof.env()...)
 	if err != nil {
 		return err
@@ -326,6 +332,18 @@ func (b *bench) mixRound(r *mixRelay, round int, files map[string]string) error 
 	return nil
 }
 
+// dropPageCache writes the dirty pages out and drops the clean ones, so a
+// relay reads its store from the disk (Linux, as root).
+func dropPageCache() error {
+	if out, err := exec.Command("sync").CombinedOutput(); err != nil {
+		return fmt.Errorf("sync: %v: %s", err, out)
+	}
+	if err := os.WriteFile("/proc/sys/vm/drop_caches", []byte("1\n"), 0o200); err != nil {
+		return fmt.Errorf("-mix-cold: %w", err)
+	}
+	return nil
+}
+
 // mismatches counts the REQs two relays answered with different numbers of
 // events in their first rounds (the same filters in the same order), and
 // names the first.
@@ -349,8 +367,12 @@ func mismatches(a, c []loadResult) (n int, first string) {
 // against strfry.
 func (b *bench) mixRows(rs []*mixRelay) []row {
 	p := planMix(b.mix.events)
+	cache := "the OS page cache not dropped (warm after the first round)"
+	if b.mix.cold {
+		cache = "after the OS page cache was dropped (-mix-cold)"
+	}
 	rows := []row{{measure: "data", value: fmt.Sprintf("%d events: %d authors (Zipf s=%.1f activity), %d profiles, %d contact lists of %d", b.mix.events, p.authors, zipfS, p.authors, p.active, p.follows),
-		baseline: fmt.Sprintf("keys of every REQ drawn from the data's distribution (%d filters per shape, seed %d); each relay restarted on its data every round (OS page cache not dropped)", mixFiltersPerShape(b.smoke), b.mix.seed)}}
+		baseline: fmt.Sprintf("keys of every REQ drawn from the data's distribution (%d filters per shape, seed %d); each relay restarted on its data every round, %s", mixFiltersPerShape(b.smoke), b.mix.seed, cache)}}
 	for _, base := range rs[1:] {
 		rows = append(rows, b.mixVersus(rs[0], base, base.strfry != "" && !b.smoke)...)
 	}
