@@ -154,6 +154,7 @@ func mixScenario(b *bench) ([]row, error) {
 	}
 	for round := range b.mix.rounds {
 		for _, r := range rs {
+			step(fmt.Sprintf("round %d of %d: %s", round+1, b.mix.rounds, r.name))
 			if err := b.mixRound(r, round, files); err != nil {
 				return nil, fmt.Errorf("%s: %w", r.name, err)
 			}
