@@ -309,7 +309,7 @@ func (b *bench) mixRound(r *mixRelay, round int, files map[string]string) error 
 	}
 	requests, load := 200, b.LoadTime
 	if b.smoke {
-		requests, load = 20, time.Second
+		requests, load = 10, 500*time.Millisecond
 	}
 	for _, s := range mixShapes {
 		var lat, tput loadResult
