@@ -10,6 +10,11 @@
 //	go run ./bench -only 9 -previous '' -before ''
 //	                        publishing under hostile subscriptions alone,
 //	                        against the relay before the subscription index
+//	go run ./bench -only mix -strfry ../shared/tools/strfry/strfry -mix-keep /var/tmp/mix
+//	                        the query mix of issue 27 alone, against strfry,
+//	                        keeping the loaded stores: a second run with the
+//	                        same -mix-keep queries a new build without
+//	                        loading again
 //	go run ./bench -only 8 -strfry /path/to/strfry
 //	                        the read path against strfry too (optional;
 //	                        bench/strfry.sh builds it from its source, CI
@@ -53,6 +58,10 @@ func main() {
 		err = khatruMain(args)
 	case "reqload":
 		err = reqloadMain(args)
+	case "mixgen":
+		err = mixGenMain(args)
+	case "mixpublish":
+		err = mixPublishMain(args)
 	case "hostile":
 		err = hostileMain(args)
 	default:
@@ -79,14 +88,15 @@ type sizes struct {
 	Sustain                    time.Duration // the sustained REQ load (-sustain)
 	HostileConns, HostileSubs  int           // issue 25's load: connections of REQs of 20 filters × 190 values
 	HostileEvents              int           // published under it
+	MixEvents                  int           // the query mix's store (-mix-events)
 }
 
 var full = sizes{Bans: 100_000, Words: 1_000, Events: 1_000_000, Mints: 1_000, IngestEvents: 20_000, Rounds: 3, StallEvents: 10_000, HangUpWait: 5 * time.Second, Wrk: 10 * time.Second, BenchTime: "1s", Count: 5,
 	ReadEvents: 200_000, ReadRounds: 3, LoadTime: 10 * time.Second, Settle: 30 * time.Second, Sustain: 5 * time.Minute,
-	HostileConns: 20, HostileSubs: 50, HostileEvents: 1000}
+	HostileConns: 20, HostileSubs: 50, HostileEvents: 1000, MixEvents: 1_000_000}
 var short = sizes{Bans: 1_000, Words: 100, Events: 2_000, Mints: 20, IngestEvents: 500, Rounds: 1, StallEvents: 300, HangUpWait: time.Second, Wrk: time.Second, BenchTime: "50ms", Count: 1,
 	ReadEvents: 3_000, ReadRounds: 1, LoadTime: 3 * time.Second, Settle: time.Second, Sustain: 3 * time.Second,
-	HostileConns: 2, HostileSubs: 5, HostileEvents: 100}
+	HostileConns: 2, HostileSubs: 5, HostileEvents: 100, MixEvents: 5_000}
 
 // bench holds what the scenarios share.
 type bench struct {
@@ -98,7 +108,8 @@ type bench struct {
 	before, beforeRev       string // outpost before the read-path work, for the read path ("": none)
 	unindexed, unindexedRev string // outpost before issue 25's subscription index ("": none)
 	profileDir              string // where CPU profiles of the read path go ("": none taken)
-	strfry                  string // a strfry binary the read path is also measured against ("": none)
+	strfry                  string // a strfry binary the read path and the mix are also measured against ("": none)
+	mix                     mixOptions
 	smoke                   bool   // -short: too little data for some targets
 	seeded                  string // a data dir with Bans bans and Words words
 	banned                  string // a banned key in it
@@ -175,7 +186,15 @@ func runMain(args []string) error {
 	unindexed := fs.String("unindexed", "b318367", "also measure publishing under hostile subscriptions at this git revision (b318367: before issue 25's subscription index); empty: don't")
 	sustain := fs.Duration("sustain", full.Sustain, "how long the sustained REQ load runs (0: not at all; -short: 3s)")
 	profile := fs.String("cpuprofile", "", "write CPU profiles of each relay under the read-path REQ loads to this directory")
-	strfry := fs.String("strfry", "", "also measure the read path of this strfry binary (bench/strfry.sh builds one); empty: don't")
+	strfry := fs.String("strfry", "", "also measure the read path and the query mix against this strfry binary (bench/strfry.sh builds one); empty: don't")
+	mixEvents := fs.Int("mix-events", 0, "events in the query mix's store (0: 1,000,000; -short: 5,000)")
+	mixSeed := fs.Uint64("mix-seed", 1, "seed of the query mix's data and of its queries' keys")
+	mixCache := fs.String("mix-cache", defaultMixCache(), "where the query mix's signed events are kept between runs")
+	mixKeep := fs.String("mix-keep", "", "keep each relay's loaded data dir of the query mix here, and reuse it when it holds the same events (to measure a new build without loading again)")
+	mixRounds := fs.Int("mix-rounds", 3, "interleaved rounds of the query mix (-short: 1)")
+	mixKhatru := fs.Bool("mix-khatru", false, "measure bare khatru in the query mix too (always when there is no -strfry)")
+	mixWS := fs.Bool("mix-ws", false, "load strfry's whole store over websocket (default: its two ingest samples over websocket, the rest with strfry import)")
+	mixCold := fs.Bool("mix-cold", false, "drop the OS page cache before each relay's round of the query mix (root only; slows everything else on the machine for a moment)")
 	fs.Parse(args)
 
 	b := &bench{sizes: full, smoke: *smoke}
@@ -190,10 +209,15 @@ func runMain(args []string) error {
 	}
 	if *smoke {
 		b.sizes = short
+		*mixRounds = 1
 	} else {
 		b.prevRev, b.beforeRev, b.unindexedRev = *prev, *before, *unindexed
 		b.Sustain = *sustain
 	}
+	if *mixEvents > 0 {
+		b.MixEvents = *mixEvents
+	}
+	b.mix = mixOptions{events: b.MixEvents, seed: *mixSeed, cache: *mixCache, keep: *mixKeep, rounds: *mixRounds, khatru: *mixKhatru, ws: *mixWS, cold: *mixCold}
 	if *profile != "" {
 		var err error
 		if b.profileDir, err = filepath.Abs(*profile); err != nil {

@@ -79,6 +79,41 @@ func freeAddr() (string, error) {
 	return ln.Addr().String(), nil
 }
 
+// profiler takes CPU profiles of one server under load: servers started
+// with its env serve pprof on its address.
+type profiler struct{ addr string }
+
+// newProfiler is a profiler when on, else nil (whose methods do nothing).
+func newProfiler(on bool) (*profiler, error) {
+	if !on {
+		return nil, nil
+	}
+	addr, err := freeAddr()
+	return &profiler{addr}, err
+}
+
+func (p *profiler) env() []string {
+	if p == nil {
+		return nil
+	}
+	return []string{pprofEnv + "=" + p.addr}
+}
+
+// during profiles the CPU into path for a load of d about to start (a
+// second in, to a second before its end); the channel gets the outcome.
+func (p *profiler) during(d time.Duration, path string) <-chan error {
+	done := make(chan error, 1)
+	if p == nil {
+		done <- nil
+		return done
+	}
+	go func() {
+		time.Sleep(time.Second)
+		done <- cpuProfile(p.addr, d-2*time.Second, path)
+	}()
+	return done
+}
+
 // cpuProfile fetches a CPU profile of d from the pprof server at addr into path.
 func cpuProfile(addr string, d time.Duration, path string) error {
 	client := &http.Client{Timeout: d + time.Minute}

@@ -146,17 +146,11 @@ func (b *bench) readRound(r *reader, round int) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	var env []string
-	profiling := b.profileDir != "" && round == 0 && !r.foreign
-	pprofAddr := ""
-	if profiling {
-		var err error
-		if pprofAddr, err = freeAddr(); err != nil {
-			return err
-		}
-		env = append(env, pprofEnv+"="+pprofAddr)
+	prof, err := newProfiler(b.profileDir != "" && round == 0 && !r.foreign)
+	if err != nil {
+		return err
 	}
-	srv, err := r.start(dir, env...)
+	srv, err := r.start(dir, prof.env()...)
 	if err != nil {
 		return err
 	}
@@ -174,16 +168,7 @@ func (b *bench) readRound(r *reader, round int) error {
 		r.lat[s.name] = append(r.lat[s.name], lat)
 
 		var tput loadResult
-		profiled := make(chan error, 1)
-		if profiling {
-			path := filepath.Join(b.profileDir, fmt.Sprintf("%s-%s.pprof", strings.ReplaceAll(r.name, " ", "-"), s.name))
-			go func() {
-				time.Sleep(time.Second)
-				profiled <- cpuProfile(pprofAddr, b.LoadTime-2*time.Second, path)
-			}()
-		} else {
-			profiled <- nil
-		}
+		profiled := prof.during(b.LoadTime, filepath.Join(b.profileDir, fmt.Sprintf("%s-%s.pprof", strings.ReplaceAll(r.name, " ", "-"), s.name)))
 		if err := runJSON(&tput, b.self, "reqload", "-url", srv.ws(), "-filter", s.filter, "-conns", "16",
 			"-duration", b.LoadTime.String(), "-expect", fmt.Sprint(b.expected(s))); err != nil {
 			return err

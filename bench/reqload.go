@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -24,6 +25,7 @@ type loadResult struct {
 	PerSec   float64 `json:"per_sec"`
 	P50ms    float64 `json:"p50_ms"`
 	P99ms    float64 `json:"p99_ms"`
+	Counts   []int   `json:"counts,omitempty"` // with -filters on one connection: the events of each REQ, in order
 }
 
 // reqloadMain sends one REQ after another on each of several connections
@@ -31,6 +33,8 @@ type loadResult struct {
 // it reads frames and counts the EVENTs of its subscription, so the figures
 // are the relay's; the first answer of the first connection is decoded and
 // checked in full (every event matches, signatures hold, newest first).
+// With -filters, the REQs take their filters in turn from a file, each
+// connection starting at its own place in it; Returned is then the mean.
 func reqloadMain(args []string) error {
 	fs := flag.NewFlagSet("reqload", flag.ExitOnError)
 	url := fs.String("url", "", "relay ws:// URL")
@@ -38,11 +42,12 @@ func reqloadMain(args []string) error {
 	conns := fs.Int("conns", 1, "connections, each sending one REQ at a time")
 	d := fs.Duration("duration", 0, "run this long (0: -requests per connection)")
 	requests := fs.Int("requests", 100, "REQs per connection when -duration is 0")
-	expect := fs.Int("expect", -1, "events every REQ must return (-1: any, all the same)")
+	expect := fs.Int("expect", -1, "events every REQ must return (-1: any, all the same; with -filters: not checked)")
+	file := fs.String("filters", "", "a file of filters, one a line, the REQs take in turn (instead of -filter)")
 	fs.Parse(args)
-	var f nostr.Filter
-	if err := json.Unmarshal([]byte(*filter), &f); err != nil {
-		return fmt.Errorf("reqload: -filter: %w", err)
+	l := &reqLoad{returned: *expect, same: *file == "", requests: *requests, timed: *d > 0}
+	if err := l.readFilters(*filter, *file); err != nil {
+		return err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *d+10*time.Minute)
 	defer cancel()
@@ -55,61 +60,115 @@ func reqloadMain(args []string) error {
 		defer ws.Close()
 		wss[i] = ws
 	}
-	var (
-		mu       sync.Mutex
-		took     []time.Duration
-		returned = *expect
-		firstErr error
-		wg       sync.WaitGroup
-	)
-	end := time.Now().Add(*d)
+	l.conns = len(wss)
+	l.end = time.Now().Add(*d)
 	start := time.Now()
+	var wg sync.WaitGroup
 	for i, ws := range wss {
-		wg.Go(func() {
-			var mine []time.Duration
-			var err error
-			for n := 0; ; n++ {
-				if *d > 0 && !time.Now().Before(end) || *d == 0 && n == *requests {
-					break
-				}
-				var got int
-				var t time.Duration
-				if got, t, err = oneREQ(ws, fmt.Sprintf("q%d", n), *filter, f, i == 0 && n == 0); err != nil {
-					break
-				}
-				mu.Lock()
-				if returned == -1 {
-					returned = got
-				}
-				if got != returned {
-					err = fmt.Errorf("a REQ returned %d events, another %d", got, returned)
-				}
-				mu.Unlock()
-				if err != nil {
-					break
-				}
-				mine = append(mine, t)
-			}
-			mu.Lock()
-			took = append(took, mine...)
-			if err != nil && firstErr == nil {
-				firstErr = err
-			}
-			mu.Unlock()
-		})
+		wg.Go(func() { l.connection(i, ws) })
 	}
 	wg.Wait()
 	secs := time.Since(start).Seconds()
-	if firstErr != nil {
-		return firstErr
+	if l.firstErr != nil {
+		return l.firstErr
 	}
-	if len(took) == 0 {
+	if len(l.took) == 0 {
 		return fmt.Errorf("reqload: no REQ completed")
 	}
+	if !l.same {
+		l.returned = l.total / l.answered
+	}
+	took := l.took
 	slices.Sort(took)
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-	return json.NewEncoder(os.Stdout).Encode(loadResult{Requests: len(took), Returned: returned, Seconds: secs,
-		PerSec: float64(len(took)) / secs, P50ms: ms(took[len(took)/2]), P99ms: ms(took[len(took)*99/100])})
+	return json.NewEncoder(os.Stdout).Encode(loadResult{Requests: len(took), Returned: l.returned, Seconds: secs,
+		PerSec: float64(len(took)) / secs, P50ms: ms(took[len(took)/2]), P99ms: ms(took[len(took)*99/100]), Counts: l.counts})
+}
+
+// reqLoad is one run of reqload: its filters, and what its connections
+// measured.
+type reqLoad struct {
+	raw      []string // the filters, as sent
+	filters  []nostr.Filter
+	same     bool // one filter: every REQ must return as many events
+	conns    int
+	requests int // per connection, unless timed
+	timed    bool
+	end      time.Time
+
+	mu              sync.Mutex
+	took            []time.Duration
+	counts          []int // the events of each REQ, on one connection
+	total, answered int
+	returned        int
+	firstErr        error
+}
+
+// readFilters takes the filters from file, or the one filter when file is "".
+func (l *reqLoad) readFilters(filter, file string) error {
+	l.raw = []string{filter}
+	if file != "" {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return err
+		}
+		l.raw = strings.Fields(string(b))
+	}
+	l.filters = make([]nostr.Filter, len(l.raw))
+	for i := range l.raw {
+		if err := json.Unmarshal([]byte(l.raw[i]), &l.filters[i]); err != nil {
+			return fmt.Errorf("reqload: filter %d: %w", i, err)
+		}
+	}
+	return nil
+}
+
+// connection sends REQs on ws, connection i, until the run is over.
+func (l *reqLoad) connection(i int, ws *websocket.Conn) {
+	var mine []time.Duration
+	var err error
+	for n := 0; l.timed && time.Now().Before(l.end) || !l.timed && n < l.requests; n++ {
+		k := (i*len(l.raw)/l.conns + n) % len(l.raw)
+		checked := i == 0 && n == 0
+		var got int
+		var t time.Duration
+		if got, t, err = oneREQ(ws, fmt.Sprintf("q%d", n), l.raw[k], l.filters[k], checked); err != nil {
+			break
+		}
+		if err = l.tally(got); err != nil {
+			break
+		}
+		// The checked REQ's time is mostly this client verifying signatures.
+		if !checked || l.conns*l.requests == 1 && !l.timed {
+			mine = append(mine, t)
+		}
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.took = append(l.took, mine...)
+	if err != nil && l.firstErr == nil {
+		l.firstErr = err
+	}
+}
+
+// tally counts one REQ's events.
+func (l *reqLoad) tally(got int) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.total, l.answered = l.total+got, l.answered+1
+	if l.conns == 1 {
+		l.counts = append(l.counts, got)
+	}
+	if !l.same {
+		return nil
+	}
+	if l.returned == -1 {
+		l.returned = got
+	}
+	if got != l.returned {
+		return fmt.Errorf("a REQ returned %d events, another %d", got, l.returned)
+	}
+	return nil
 }
 
 // oneREQ sends a REQ, reads to its EOSE and closes the subscription; it

@@ -26,6 +26,7 @@ var scenarios = []scenario{
 	{"7. relay with slow subscribers", stallScenario},
 	{"8. relay reads against bare khatru", readScenario},
 	{"9. relay publishing under hostile subscriptions", hostileScenario},
+	{"10. the query mix of issue 27 (home feed, profiles, threads, notifications)", mixScenario},
 }
 
 // 1. The policy as a Go benchmark, against verifying the event's signature,

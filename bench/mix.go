@@ -1,0 +1,445 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// mixOptions are the query mix's flags.
+type mixOptions struct {
+	events int    // events in the store
+	seed   uint64 // of the data and of the queries' keys
+	cache  string // where the signed events are kept between runs
+	keep   string // where the relays' loaded data dirs are kept between runs ("": a temporary dir)
+	rounds int
+	khatru bool // bare khatru too (always when there is no strfry)
+	ws     bool // load strfry's bulk over websocket too, not with strfry import
+	cold   bool // drop the OS page cache before each relay's round
+}
+
+// A query shape of the mix: what clients send when they open a home feed,
+// the profiles in it, one author, a thread, their notifications, the
+// global feed. Each REQ draws its keys from the data's distribution.
+type mixShape struct {
+	name, filter string
+	draw         func(q *mixDraw) string
+}
+
+var mixShapes = []mixShape{
+	{"home feed", `{"authors":[300 follows],"kinds":[1,6],"limit":500}`, func(q *mixDraw) string {
+		return q.filter(map[string]any{"authors": q.follows(), "kinds": []int{1, 6}, "limit": 500})
+	}},
+	{"profiles", `{"kinds":[0],"authors":[300]}`, func(q *mixDraw) string {
+		return q.filter(map[string]any{"kinds": []int{0}, "authors": q.follows()})
+	}},
+	{"one author", `{"authors":[1],"limit":100}`, func(q *mixDraw) string {
+		return q.filter(map[string]any{"authors": []string{q.author()}, "limit": 100})
+	}},
+	{"thread", `{"#e":[root],"kinds":[1,7],"limit":500}`, func(q *mixDraw) string {
+		return q.filter(map[string]any{"#e": []string{q.keys.Threads[q.r.IntN(len(q.keys.Threads))]}, "kinds": []int{1, 7}, "limit": 500})
+	}},
+	{"notifications", `{"#p":[1],"limit":100}`, func(q *mixDraw) string {
+		return q.filter(map[string]any{"#p": []string{q.author()}, "limit": 100})
+	}},
+	{"global", `{"kinds":[1],"limit":500}`, func(*mixDraw) string { return `{"kinds":[1],"limit":500}` }},
+}
+
+// mixDraw draws the queries' keys as the data drew them: authors by
+// activity (Zipf), contact lists of active authors, thread roots as often
+// as replies name them.
+type mixDraw struct {
+	keys   *mixKeys
+	r      *rand.Rand
+	author func() string
+}
+
+func newMixDraw(keys *mixKeys, seed uint64) *mixDraw {
+	r := rand.New(rand.NewPCG(seed, 27))
+	z := rand.NewZipf(r, zipfS, 1, uint64(len(keys.Authors)-1))
+	return &mixDraw{keys: keys, r: r, author: func() string { return keys.Authors[z.Uint64()] }}
+}
+
+// follows is the contact list of an active author drawn at random.
+func (q *mixDraw) follows() []string {
+	f := q.keys.Follows[q.r.IntN(len(q.keys.Follows))]
+	out := make([]string, len(f))
+	for i, a := range f {
+		out[i] = q.keys.Authors[a]
+	}
+	return out
+}
+
+func (q *mixDraw) filter(f map[string]any) string {
+	b, _ := json.Marshal(f)
+	return string(b)
+}
+
+// mixRelay is one relay the mix measures, on the data dir it loaded.
+type mixRelay struct {
+	name    string
+	start   func(dir string, env ...string) (*server, error)
+	foreign bool   // not built here: no pprof endpoint
+	strfry  string // strfry's binary, for its import command ("": not strfry)
+	dir     string
+	loaded  mixLoad
+	lat     map[string][]loadResult // by shape
+	tput    map[string][]loadResult
+	serving mem // the most it held while serving the mix (by RSS), over the rounds
+}
+
+// mixLoad is what loading a relay measured; it is kept in the data dir so
+// a run that reuses the dir (-mix-keep) still reports it.
+type mixLoad struct {
+	Data       string       `json:"data"` // the events file it holds
+	One        ingestResult `json:"one"`  // the first sample from 1 connection
+	Sixteen    ingestResult `json:"sixteen"`
+	All        ingestResult `json:"all"` // every event over websocket ({} when the bulk was imported)
+	Imported   bool         `json:"imported"`
+	AfterLoad  mem          `json:"after_load"` // a second after the last event
+	PeakLoad   int64        `json:"peak_load"`  // the most it held while ingesting (VmHWM)
+	Disk       int64        `json:"disk"`
+	LoadedWhen time.Time    `json:"loaded"`
+}
+
+const mixLoadedFile = "mix-loaded.json"
+
+func (b *bench) mixRelays() []*mixRelay {
+	rs := []*mixRelay{{name: "outpost", start: func(dir string, env ...string) (*server, error) {
+		return startServer(b.outpost, nil, append(append(outpostEnv(dir), limitsLifted...), env...)...)
+	}}}
+	if b.strfry != "" {
+		rs = append(rs, &mixRelay{name: "strfry", foreign: true, strfry: b.strfry, start: func(dir string, _ ...string) (*server, error) {
+			return startStrfry(b.strfry, dir)
+		}})
+	}
+	if b.mix.khatru || b.strfry == "" {
+		rs = append(rs, &mixRelay{name: "bare khatru", start: func(dir string, env ...string) (*server, error) {
+			return startServer(b.self, []string{"khatru", "-dir", filepath.Join(dir, "badger")}, env...)
+		}})
+	}
+	return rs
+}
+
+// 10. The query mix of issue 27: every relay loads the same signed
+// population over websocket (strfry's bulk with strfry import unless
+// -mix-ws), is restarted on what it stored, and answers the six shapes in
+// interleaved rounds, each REQ with keys of its own drawn from the data's
+// distribution: latency from 1 connection, REQs/s from 16.
+func mixScenario(b *bench) ([]row, error) {
+	events, keys, err := ensureMix(b.mix.cache, b.mix.seed, b.mix.events)
+	if err != nil {
+		return nil, err
+	}
+	root := b.mix.keep
+	if root == "" {
+		root = filepath.Join(b.tmp, "mix")
+	}
+	rs := b.mixRelays()
+	for _, r := range rs {
+		r.dir = filepath.Join(root, strings.ReplaceAll(r.name, " ", "-"))
+		if err := b.loadMix(r, events); err != nil {
+			return nil, fmt.Errorf("%s: %w", r.name, err)
+		}
+	}
+	files, err := b.mixFilterFiles(keys)
+	if err != nil {
+		return nil, err
+	}
+	for round := range b.mix.rounds {
+		for _, r := range rs {
+			step(fmt.Sprintf("round %d of %d: %s", round+1, b.mix.rounds, r.name))
+			if err := b.mixRound(r, round, files); err != nil {
+				return nil, fmt.Errorf("%s: %w", r.name, err)
+			}
+		}
+	}
+	return b.mixRows(rs), nil
+}
+
+// loadMix fills r's data dir with the events unless it holds them already.
+func (b *bench) loadMix(r *mixRelay, events string) error {
+	if raw, err := os.ReadFile(filepath.Join(r.dir, mixLoadedFile)); err == nil {
+		if err := json.Unmarshal(raw, &r.loaded); err == nil && r.loaded.Data == filepath.Base(events) {
+			step(fmt.Sprintf("%s: reusing %s, loaded %s", r.name, r.dir, r.loaded.LoadedWhen.Format(time.RFC3339)))
+			return nil
+		}
+	}
+	if err := os.RemoveAll(r.dir); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(r.dir, 0o700); err != nil {
+		return err
+	}
+	n := b.mix.events
+	one, sixteen := min(5_000, n/20), min(20_000, n/5)
+	bulk := r.strfry != "" && !b.mix.ws
+	step(fmt.Sprintf("%s: loading %d events", r.name, n))
+	srv, err := r.start(r.dir)
+	if err != nil {
+		return err
+	}
+	l := mixLoad{Data: filepath.Base(events), Imported: bulk}
+	publish := func(res *ingestResult, from, to, conns int) error {
+		if err != nil {
+			return err
+		}
+		if err := runJSON(res, b.self, "mixpublish", "-url", srv.ws(), "-file", events, "-from", fmt.Sprint(from), "-to", fmt.Sprint(to), "-conns", fmt.Sprint(conns)); err != nil {
+			return err
+		}
+		if res.Rejected > 0 {
+			return fmt.Errorf("%d of %d events were refused", res.Rejected, res.Events)
+		}
+		return nil
+	}
+	err = publish(&l.One, 0, one, 1)
+	err = publish(&l.Sixteen, one, one+sixteen, 16)
+	if !bulk {
+		err = publish(&l.All, one+sixteen, n, 16)
+		l.All = ingestResult{Events: n, Seconds: l.One.Seconds + l.Sixteen.Seconds + l.All.Seconds}
+		l.All.PerSec = float64(n) / l.All.Seconds
+	}
+	time.Sleep(time.Second)
+	l.AfterLoad = srv.mem()
+	l.PeakLoad = l.AfterLoad.Peak
+	srv.stop()
+	if err != nil {
+		return err
+	}
+	if bulk {
+		step(fmt.Sprintf("%s: strfry import of the other %d", r.name, n-one-sixteen))
+		if err := strfryImport(r.strfry, r.dir, events, one+sixteen); err != nil {
+			return err
+		}
+	}
+	l.Disk = diskUsage(r.dir)
+	l.LoadedWhen = time.Now().UTC()
+	r.loaded = l
+	raw, _ := json.Marshal(l)
+	return os.WriteFile(filepath.Join(r.dir, mixLoadedFile), raw, 0o600)
+}
+
+// strfryImport adds the events from line skip on to the strfry in dir with
+// its own bulk loader, which checks signatures as its relay does.
+func strfryImport(bin, dir, events string, skip int) error {
+	f, err := os.Open(events)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	in := bufio.NewReaderSize(f, 1<<20)
+	for range skip {
+		if _, err := in.ReadSlice('\n'); err != nil && err != bufio.ErrBufferFull {
+			return err
+		}
+	}
+	cmd := exec.Command(bin, "--config="+filepath.Join(dir, "strfry.conf"), "import")
+	cmd.Dir, cmd.Stdin = dir, in
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("strfry import: %v\n%s", err, out)
+	}
+	return nil
+}
+
+// mixFilterFiles writes, per shape, the filters the REQs take in turn.
+func (b *bench) mixFilterFiles(keys *mixKeys) (map[string]string, error) {
+	q := newMixDraw(keys, b.mix.seed)
+	per := mixFiltersPerShape(b.smoke)
+	files := map[string]string{}
+	for _, s := range mixShapes {
+		var sb strings.Builder
+		for range per {
+			sb.WriteString(s.draw(q) + "\n")
+		}
+		files[s.name] = filepath.Join(b.tmp, "mix-"+strings.ReplaceAll(s.name, " ", "-")+".filters")
+		if err := os.WriteFile(files[s.name], []byte(sb.String()), 0o644); err != nil {
+			return nil, err
+		}
+	}
+	return files, nil
+}
+
+func mixFiltersPerShape(smoke bool) int {
+	if smoke {
+		return 50
+	}
+	return 1000
+}
+
+// mixRound restarts r on its data and measures every shape once, sampling
+// its memory meanwhile.
+func (b *bench) mixRound(r *mixRelay, round int, files map[string]string) error {
+	prof, err := newProfiler(b.profileDir != "" && round == 0 && !r.foreign)
+	if err != nil {
+		return err
+	}
+	if b.mix.cold {
+		if err := dropPageCache(); err != nil {
+			return err
+		}
+	}
+	srv, err := r.start(r.dir, prof.env()...)
+	if err != nil {
+		return err
+	}
+	defer srv.stop()
+	stop, sampled := make(chan struct{}), make(chan mem)
+	go func() {
+		var top mem
+		for {
+			if m := srv.mem(); m.RSS > top.RSS {
+				top = m
+			}
+			select {
+			case <-stop:
+				sampled <- top
+				return
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+	}()
+	if r.lat == nil {
+		r.lat, r.tput = map[string][]loadResult{}, map[string][]loadResult{}
+	}
+	requests, load := 200, b.LoadTime
+	if b.smoke {
+		requests, load = 10, 500*time.Millisecond
+	}
+	for _, s := range mixShapes {
+		var lat, tput loadResult
+		if err := runJSON(&lat, b.self, "reqload", "-url", srv.ws(), "-filters", files[s.name], "-conns", "1", "-requests", fmt.Sprint(requests)); err != nil {
+			return err
+		}
+		slug := strings.ReplaceAll(r.name+"-"+s.name, " ", "-")
+		profiled := prof.during(load, filepath.Join(b.profileDir, "mix-"+slug+".pprof"))
+		if err := runJSON(&tput, b.self, "reqload", "-url", srv.ws(), "-filters", files[s.name], "-conns", "16", "-duration", load.String()); err != nil {
+			return err
+		}
+		if err := <-profiled; err != nil {
+			return fmt.Errorf("profile: %w", err)
+		}
+		r.lat[s.name], r.tput[s.name] = append(r.lat[s.name], lat), append(r.tput[s.name], tput)
+	}
+	close(stop)
+	if m := <-sampled; m.RSS > r.serving.RSS {
+		r.serving = m
+	}
+	return nil
+}
+
+// dropPageCache writes the dirty pages out and drops the clean ones, so a
+// relay reads its store from the disk (Linux, as root).
+func dropPageCache() error {
+	if out, err := exec.Command("sync").CombinedOutput(); err != nil {
+		return fmt.Errorf("sync: %v: %s", err, out)
+	}
+	if err := os.WriteFile("/proc/sys/vm/drop_caches", []byte("1\n"), 0o200); err != nil {
+		return fmt.Errorf("-mix-cold: %w", err)
+	}
+	return nil
+}
+
+// mismatches counts the REQs two relays answered with different numbers of
+// events in their first rounds (the same filters in the same order), and
+// names the first.
+func mismatches(a, c []loadResult) (n int, first string) {
+	if len(a) == 0 || len(c) == 0 {
+		return 0, ""
+	}
+	x, y := a[0].Counts, c[0].Counts
+	for i := range min(len(x), len(y)) {
+		if x[i] != y[i] {
+			if n == 0 {
+				first = fmt.Sprintf("REQ %d: %d vs %d", i, x[i], y[i])
+			}
+			n++
+		}
+	}
+	return n, first
+}
+
+// mixRows compares outpost with every other relay, with issue 27's targets
+// against strfry.
+func (b *bench) mixRows(rs []*mixRelay) []row {
+	p := planMix(b.mix.events)
+	cache := "the OS page cache not dropped (warm after the first round)"
+	if b.mix.cold {
+		cache = "after the OS page cache was dropped (-mix-cold)"
+	}
+	rows := []row{{measure: "data", value: fmt.Sprintf("%d events: %d authors (Zipf s=%.1f activity), %d profiles, %d contact lists of %d", b.mix.events, p.authors, zipfS, p.authors, p.active, p.follows),
+		baseline: fmt.Sprintf("keys of every REQ drawn from the data's distribution (%d filters per shape, seed %d); each relay restarted on its data every round, %s", mixFiltersPerShape(b.smoke), b.mix.seed, cache)}}
+	for _, base := range rs[1:] {
+		rows = append(rows, b.mixVersus(rs[0], base, base.strfry != "" && !b.smoke)...)
+	}
+	return rows
+}
+
+// mixVersus is outpost against one other relay on every figure.
+func (b *bench) mixVersus(out, base *mixRelay, targets bool) []row {
+	var rows []row
+	vs := fmt.Sprintf(" (%s)", base.name)
+	target := func(rw row, text string, holds bool) row {
+		if targets {
+			rw.target, rw.holds = text, ptr(holds)
+		}
+		return rw
+	}
+	for _, s := range mixShapes {
+		for _, q := range []struct {
+			label string
+			f     func(loadResult) float64
+		}{{"p50", p50}, {"p99", p99}} {
+			v, bv := median(out.lat[s.name], q.f), median(base.lat[s.name], q.f)
+			rows = append(rows, target(row{measure: fmt.Sprintf("%s %s, %s (1 connection)", s.name, s.filter, q.label), value: msText(v), baseline: msText(bv) + vs, ratio: v / bv}, "≤ 1×", v <= bv))
+		}
+		v, bv := median(out.tput[s.name], perSec), median(base.tput[s.name], perSec)
+		rows = append(rows, target(row{measure: fmt.Sprintf("%s, REQs/s from 16 connections", s.name), value: fmt.Sprintf("%.0f", v), baseline: fmt.Sprintf("%.0f", bv) + vs, ratio: v / bv}, "≥ 1×", v >= bv))
+		n, first := mismatches(out.lat[s.name], base.lat[s.name])
+		rw := row{measure: fmt.Sprintf("%s, events per REQ (mean); REQs answered with another count", s.name),
+			value:    fmt.Sprintf("%d; %d of %d", out.lat[s.name][0].Returned, n, len(out.lat[s.name][0].Counts)),
+			baseline: fmt.Sprintf("%d", base.lat[s.name][0].Returned) + vs}
+		if n > 0 {
+			rw.baseline += "; first: " + first
+		}
+		rows = append(rows, target(rw, "0 differ", n == 0))
+	}
+	ol, bl := out.loaded, base.loaded
+	for _, ing := range []struct {
+		label   string
+		o, base ingestResult
+	}{{fmt.Sprintf("EVENTs/s accepted, first %d from 1 connection", ol.One.Events), ol.One, bl.One},
+		{fmt.Sprintf("EVENTs/s accepted, next %d from 16 connections", ol.Sixteen.Events), ol.Sixteen, bl.Sixteen}} {
+		rows = append(rows, target(row{measure: ing.label, value: fmt.Sprintf("%.0f", ing.o.PerSec), baseline: fmt.Sprintf("%.0f", ing.base.PerSec) + vs, ratio: ing.o.PerSec / ing.base.PerSec}, "≥ 1×", ing.o.PerSec >= ing.base.PerSec))
+	}
+	all := row{measure: fmt.Sprintf("EVENTs/s accepted, all %d over websocket", b.mix.events), value: fmt.Sprintf("%.0f", ol.All.PerSec), baseline: "– (strfry imported the bulk)"}
+	if !bl.Imported {
+		all.baseline, all.ratio = fmt.Sprintf("%.0f", bl.All.PerSec)+vs, ol.All.PerSec/bl.All.PerSec
+		if base.name == "bare khatru" && !b.smoke {
+			all.target, all.holds = "≥ 1×", ptr(ol.All.PerSec >= bl.All.PerSec)
+		}
+	}
+	rows = append(rows, all)
+	perEvent := func(l mixLoad) float64 { return float64(l.Disk) / float64(b.mix.events) }
+	rows = append(rows, target(row{measure: "disk per event", value: fmt.Sprintf("%.0f B", perEvent(ol)), baseline: fmt.Sprintf("%.0f B", perEvent(bl)) + vs, ratio: perEvent(ol) / perEvent(bl)}, "≤ 1×", ol.Disk <= bl.Disk))
+	memTarget := func(rw row, m mem) row {
+		if targets {
+			rw.target, rw.holds = "≤ 512 MiB", ptr(m.RSS <= 512<<20)
+		}
+		return rw
+	}
+	if !bl.Imported {
+		rows = append(rows,
+			memTarget(row{measure: "peak RSS while ingesting", value: mb(ol.PeakLoad), baseline: mb(bl.PeakLoad) + vs, ratio: float64(ol.PeakLoad) / float64(bl.PeakLoad)}, mem{RSS: ol.PeakLoad}),
+			row{measure: "RSS a second after ingesting", value: memText(ol.AfterLoad), baseline: memText(bl.AfterLoad) + vs, ratio: float64(ol.AfterLoad.RSS) / float64(bl.AfterLoad.RSS)})
+	} else {
+		rows = append(rows, memTarget(row{measure: "peak RSS while ingesting", value: mb(ol.PeakLoad), baseline: "– (strfry imported the bulk)"}, mem{RSS: ol.PeakLoad}))
+	}
+	rows = append(rows, memTarget(row{measure: "highest RSS sampled while serving the mix", value: memText(out.serving), baseline: memText(base.serving) + vs, ratio: float64(out.serving.RSS) / float64(base.serving.RSS)}, out.serving))
+	return rows
+}
