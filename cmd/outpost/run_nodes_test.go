@@ -138,9 +138,12 @@ func TestSeveralNodes(t *testing.T) {
 		r, s, d := quiet(n)
 		held := len(query(t, n.relay(t), nostr.Filter{Limit: 500}))
 		t.Logf("%s: received %v, stored %v, duplicate %v; holds %d", n.addr, r, s, d, held)
-		// Each event it holds came at most once from each of its two
-		// peers, and was stored at most once.
-		if r != s+d || s > float64(held) || r > 2*float64(held) {
+		// Each event came at most once from each of its two peers and was
+		// stored at most once. Not exactly 2× what it holds: a status
+		// event (18166, 38166) republished while the test ran reached it
+		// in each version, and only the newest is held. A loop would not
+		// stand still (quiet) and would pass any bound.
+		if r != s+d || s > float64(held) || r > 3*float64(held) {
 			t.Errorf("%s: received %v, stored %v, duplicate %v, for %d events held", n.addr, r, s, d, held)
 		}
 	}
