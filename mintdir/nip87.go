@@ -54,7 +54,8 @@ func RejectInvalidNIP87(_ context.Context, ev *nostr.Event) (reject bool, msg st
 
 // OnEventSaved is a khatru OnEventSaved hook: a saved review refreshes the
 // reviewed mint's summary, a mint announcement adds its URLs to the
-// catalogue, and a followed monitor's status event is a vantage. The work is queued: the relay must not wait for it.
+// catalogue, and a followed monitor's status event is a vantage. The work
+// is queued: the relay must not wait for it.
 func (d *Directory) OnEventSaved(_ context.Context, ev *nostr.Event) {
 	switch {
 	case isMintReview(ev):
