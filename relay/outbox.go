@@ -22,6 +22,7 @@ const (
 type frame struct {
 	op               byte
 	head, body, tail []byte
+	done             *[]byte // a batchBufs buffer to give back once this frame is encoded
 }
 
 func (f frame) size() int { return len(f.head) + len(f.body) + len(f.tail) }
@@ -58,38 +59,28 @@ func (o *outbox) signal() {
 
 // push queues a frame without waiting; false when the outbox is closed or
 // the frame would take it over its limit.
-func (o *outbox) push(f frame) bool { return o.queue(f, false) }
+func (o *outbox) push(f frame) bool { return o.queue(false, f) }
+
+// pushAll is push for several frames at once: all or none.
+func (o *outbox) pushAll(fs []frame) bool { return o.queue(false, fs...) }
 
 // send queues an answer, waiting while the outbox is more than half full so
 // that room is left for broadcasts; false once the outbox is closed.
-func (o *outbox) send(f frame) bool { return o.queue(f, true) }
-
-func (o *outbox) queue(f frame, wait bool) bool {
-	o.mu.Lock()
-	for wait && !o.closed && o.queued > 0 && o.queued+f.size() > o.limit/2 {
-		o.room.Wait()
-	}
-	if o.closed || (!wait && o.queued+f.size() > o.limit) {
-		o.mu.Unlock()
-		return false
-	}
-	o.append(f)
-	o.mu.Unlock()
-	o.signal()
-	return true
-}
+func (o *outbox) send(f frame) bool { return o.queue(true, f) }
 
 // sendAll is send for several frames at once, woken writer included.
-func (o *outbox) sendAll(fs []frame) bool {
+func (o *outbox) sendAll(fs []frame) bool { return o.queue(true, fs...) }
+
+func (o *outbox) queue(wait bool, fs ...frame) bool {
 	size := 0
 	for _, f := range fs {
 		size += f.size()
 	}
 	o.mu.Lock()
-	for !o.closed && o.queued > 0 && o.queued+size > o.limit/2 {
+	for wait && !o.closed && o.crowded(size) {
 		o.room.Wait()
 	}
-	if o.closed {
+	if o.closed || (!wait && o.queued+size > o.limit) {
 		o.mu.Unlock()
 		return false
 	}
@@ -100,6 +91,21 @@ func (o *outbox) sendAll(fs []frame) bool {
 	o.signal()
 	return true
 }
+
+// awaitRoom waits until send would queue size bytes without waiting; false
+// once the outbox is closed.
+func (o *outbox) awaitRoom(size int) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for !o.closed && o.crowded(size) {
+		o.room.Wait()
+	}
+	return !o.closed
+}
+
+// crowded says that size more bytes would take the queue over half its
+// limit (a frame alone is always let in). Under o.mu.
+func (o *outbox) crowded(size int) bool { return o.queued > 0 && o.queued+size > o.limit/2 }
 
 func (o *outbox) append(f frame) {
 	if o.first > 0 && len(o.data) == cap(o.data) {
@@ -203,6 +209,10 @@ func writeFrames(c net.Conn, frames []frame, timeout time.Duration) (dataBytes i
 		buf = append(buf, f.head...)
 		buf = append(buf, f.body...)
 		buf = append(buf, f.tail...)
+		if f.done != nil { // the last frame of a stored batch: the batch is encoded
+			*f.done = (*f.done)[:0]
+			batchBufs.Put(f.done)
+		}
 		if f.op == opText {
 			dataBytes += f.size()
 		}

@@ -3,6 +3,7 @@ package relay
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/nbd-wtf/go-nostr"
@@ -122,38 +123,49 @@ func (c *conn) sendStored(s *sub, filters nostr.Filters) bool {
 			return false
 		}
 	}
-	stored.flush()
-	s.goLive(&sent)
+	// The last batch goes with EOSE, so a small answer is one write.
+	if !c.out.awaitRoom(stored.size) {
+		return false
+	}
+	s.goLive(&sent, stored.kept())
 	return true
 }
 
 // storedFrames queues a REQ's stored events about batchBytes at a time:
 // one lock and one wake-up of the writer per batch, which then writes it
 // in one piece, rather than per event. The events' JSON (raw is valid only
-// during Query's yield) is copied into shared chunks, one allocation per
-// chunkSize bytes; a chunk lives until the last frame in it is written.
+// during Query's yield) is copied into one pooled buffer per batch, which
+// the writer gives back once it has encoded the batch's last frame (see
+// frame.done): a REQ answered with two events no longer allocates and
+// clears a 64 KiB chunk, which was a tenth of a #p REQ's CPU at 1M events.
 type storedFrames struct {
 	out    *outbox
 	head   []byte
-	chunk  []byte
+	buf    *[]byte // the batch's copies of the events' JSON
 	frames []frame
 	size   int
 }
 
-const (
-	batchBytes = 32 << 10
-	chunkSize  = 64 << 10
-)
+const batchBytes = 32 << 10
+
+// batchBufs are storedFrames' buffers: a batch holds under batchBytes and
+// one more event, so most events fit in twice that.
+var batchBufs = sync.Pool{New: func() any { b := make([]byte, 0, 2*batchBytes); return &b }}
 
 // add queues raw's frame, or keeps it for the next batch; false once the
 // outbox is closed.
 func (b *storedFrames) add(raw []byte) bool {
-	if len(raw) > cap(b.chunk)-len(b.chunk) {
-		b.chunk = make([]byte, 0, max(chunkSize, len(raw)))
+	if b.buf == nil {
+		b.buf = batchBufs.Get().(*[]byte)
 	}
-	start := len(b.chunk)
-	b.chunk = append(b.chunk, raw...)
-	f := eventFrame(b.head, b.chunk[start:len(b.chunk):len(b.chunk)])
+	var body []byte
+	if buf := *b.buf; len(raw) <= cap(buf)-len(buf) {
+		*b.buf = append(buf, raw...)
+		body = (*b.buf)[len(buf):len(*b.buf):len(*b.buf)]
+	} else { // a huge event: a copy of its own
+		body = append([]byte(nil), raw...)
+	}
+	f := eventFrame(b.head, body)
 	b.frames = append(b.frames, f)
 	if b.size += f.size(); b.size < batchBytes {
 		return true
@@ -161,14 +173,27 @@ func (b *storedFrames) add(raw []byte) bool {
 	return b.flush()
 }
 
+// kept hands over the frames kept for the next batch, the last of them
+// carrying the batch's buffer, and starts a new batch.
+func (b *storedFrames) kept() []frame {
+	fs := b.frames
+	if len(fs) > 0 {
+		fs[len(fs)-1].done = b.buf
+		b.buf = nil
+	}
+	b.frames, b.size = fs[len(fs):], 0
+	return fs
+}
+
 // flush queues the frames kept; false once the outbox is closed.
 func (b *storedFrames) flush() bool {
-	if len(b.frames) == 0 {
+	fs := b.kept()
+	if len(fs) == 0 {
 		return true
 	}
-	ok := b.out.sendAll(b.frames)
-	clear(b.frames)
-	b.frames, b.size = b.frames[:0], 0
+	ok := b.out.sendAll(fs)
+	clear(fs)
+	b.frames = fs[:0]
 	return ok
 }
 

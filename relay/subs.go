@@ -67,15 +67,16 @@ func (s *sub) deliver(id [32]byte, body []byte) {
 	}
 }
 
-// goLive sends EOSE and what arrived meanwhile, and makes the subscription
-// live; sent holds the ids of the stored events sent.
-func (s *sub) goLive(sent *sentIDs) {
+// goLive sends the last stored frames, EOSE and what arrived meanwhile,
+// and makes the subscription live; sent holds the ids of the stored events
+// sent.
+func (s *sub) goLive(sent *sentIDs, last []frame) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		return
 	}
-	ok := s.c.out.push(eoseMessage(s.id))
+	ok := s.c.out.pushAll(append(last, eoseMessage(s.id)))
 	for _, p := range s.pending {
 		if ok && !sent.has(p.id) {
 			ok = s.c.out.push(p.f)
