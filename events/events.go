@@ -287,7 +287,9 @@ func addressKey(kind uint16, pubkey []byte, d string) []byte {
 }
 
 func tagKey(name byte, value string) (k []byte, hashed bool) {
-	return appendValue([]byte{prefixTag, name}, value)
+	k = make([]byte, 2, 3+min(len(value), maxInline)) // room for any encoding of value
+	k[0], k[1] = prefixTag, name
+	return appendValue(k, value)
 }
 
 // hasAddress reports whether kind is replaceable or addressable, and so

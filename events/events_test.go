@@ -458,3 +458,28 @@ func TestDanglingAddressIsTaken(t *testing.T) {
 		t.Fatalf("the address holds %v", got)
 	}
 }
+
+// A filter of authors and replaceable kinds reads the events its address
+// keys name from the cache when it can; an event replaced or deleted after
+// it was cached must not come back from there.
+func TestAddressedReadsServeNoGoneEvent(t *testing.T) {
+	s := testStore(t, t0)
+	pk := testPubs[0]
+	f := nostr.Filter{Authors: []string{pk}, Kinds: []int{0, 3}}
+	a := mkEvent(pk, 0, 100, "a")
+	mustSave(t, s, a)
+	if got := queryIDs(t, s, f); !slices.Equal(got, []string{a.ID}) {
+		t.Fatalf("first read %v, want %v", got, []string{a.ID})
+	}
+	b := mkEvent(pk, 0, 101, "b")
+	mustSave(t, s, b)
+	if got := queryIDs(t, s, f); !slices.Equal(got, []string{b.ID}) {
+		t.Fatalf("after the replacement %v, want %v", got, []string{b.ID})
+	}
+	if deleted, err := s.Delete(context.Background(), b.ID); err != nil || !deleted {
+		t.Fatalf("delete: %v %v", deleted, err)
+	}
+	if got := queryIDs(t, s, f); len(got) != 0 {
+		t.Fatalf("after the deletion %v, want none", got)
+	}
+}

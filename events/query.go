@@ -423,27 +423,20 @@ func (s *Store) openCursors(txn *kv.Txn, plans []*plan) (h cursorHeap, its []*kv
 				return h, its, err
 			}
 			c := &cursor{plan: i}
+			var buf []byte
 			for _, id := range ids {
-				// The cache may keep events since deleted: the store says
-				// which exist.
-				item, err := txn.Get(eventKey(id))
-				if errors.Is(err, kv.ErrNotFound) {
+				val, err := s.present(txn, id, p.addrs != nil, &buf)
+				if err != nil {
+					return h, its, err
+				}
+				if val == nil {
 					continue
-				} else if err != nil {
+				}
+				if _, err := meta(id, val); err != nil {
 					return h, its, err
 				}
 				tail := make([]byte, 0, tailLen)
-				if err := item.Value(func(val []byte) error {
-					if _, err := meta(id, val); err != nil {
-						return err
-					}
-					tail = append(encodeTS(tail, nostr.Timestamp(binary.BigEndian.Uint64(val[3:]))), id...)
-					s.cache.put(id, val) // visit reads it next
-					return nil
-				}); err != nil {
-					return h, its, err
-				}
-				c.tails = append(c.tails, tail)
+				c.tails = append(c.tails, append(encodeTS(tail, nostr.Timestamp(binary.BigEndian.Uint64(val[3:]))), id...))
 			}
 			slices.SortFunc(c.tails, bytes.Compare)
 			if c.next(true) {
@@ -537,6 +530,11 @@ func (s *Store) value(txn *kv.Txn, id []byte, buf *[]byte) ([]byte, error) {
 		*buf = val
 		return val, nil
 	}
+	return s.read(txn, id, buf)
+}
+
+// read is value without the cache, which it fills.
+func (s *Store) read(txn *kv.Txn, id []byte, buf *[]byte) ([]byte, error) {
 	item, err := txn.Get(eventKey(id))
 	if errors.Is(err, kv.ErrNotFound) {
 		return nil, nil
@@ -550,6 +548,19 @@ func (s *Store) value(txn *kv.Txn, id []byte, buf *[]byte) ([]byte, error) {
 	*buf = val
 	s.cache.put(id, val)
 	return val, nil
+}
+
+// present is value for an event that a filter names by id, or that an
+// address key named (addressed). The cache may keep an event since
+// deleted, so only the store says whether one named by id exists; an
+// address key and its event are written and removed together (see put and
+// remove), so the one an address names is in this snapshot, and the
+// cache's copy of it (an event never changes) will do.
+func (s *Store) present(txn *kv.Txn, id []byte, addressed bool, buf *[]byte) ([]byte, error) {
+	if addressed {
+		return s.value(txn, id, buf)
+	}
+	return s.read(txn, id, buf)
 }
 
 // Query calls yield for each stored event matching f exactly, newest first, stopping after
