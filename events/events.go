@@ -67,7 +67,10 @@
 // checked on each event found, from its header and, for tags, by looking up
 // the event's key in the tag index. Events past their NIP-40 expiration are
 // never read out or counted; DeleteExpired removes them. The values of events
-// read are kept in a cache (see Cache), so a hot event costs no lookup.
+// read are kept in a cache (see Cache), so a hot event costs no lookup; only
+// an event a filter names by id is always looked up, because the cache may
+// keep one since deleted (an address key, written and removed with its
+// event, already says that the event it names exists).
 package events
 
 import (
