@@ -32,7 +32,7 @@ func TestMixData(t *testing.T) {
 	if !slices.Equal(ids, readMixIDs(t, events2, keys)) {
 		t.Error("the same seed made other events")
 	}
-	if q := newMixDraw(keys, 5); len(q.follows()) != planMix(n).follows {
+	if q := newMixDraw(keys, 5, 0); len(q.follows()) != planMix(n).follows {
 		t.Errorf("a contact list of %d, want %d", len(q.follows()), planMix(n).follows)
 	}
 }
