@@ -179,9 +179,8 @@ func (b *storedFrames) kept() []frame {
 	fs := b.frames
 	if len(fs) > 0 {
 		fs[len(fs)-1].done = b.buf
-		b.buf = nil
 	}
-	b.frames, b.size = fs[len(fs):], 0
+	b.frames, b.buf, b.size = nil, nil, 0
 	return fs
 }
 
