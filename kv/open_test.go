@@ -1,8 +1,10 @@
 package kv
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dgraph-io/badger/v4"
+	"github.com/dgraph-io/badger/v4/options"
 	"github.com/outpost-relay/outpost"
 	"github.com/outpost-relay/outpost/settings"
 )
@@ -66,13 +70,97 @@ func TestSettingsSizeBadger(t *testing.T) {
 		}
 		o := st.db.Opts()
 		st.Close()
-		if o.MemTableSize != 16<<20 || o.NumMemtables != 3 || o.BlockCacheSize != max(cache, 32<<20)/2 || o.NumCompactors != 2 || o.MetricsEnabled || o.ValueLogFileSize != 64<<20 {
-			t.Errorf("cache %d: badger has memtables %d×%d, block cache %d, %d compactors, metrics %v, value logs %d",
-				cache, o.NumMemtables, o.MemTableSize, o.BlockCacheSize, o.NumCompactors, o.MetricsEnabled, o.ValueLogFileSize)
+		if o.MemTableSize != 16<<20 || o.NumMemtables != 3 || o.BlockCacheSize != 0 || o.Compression != options.None || o.NumCompactors != 2 || o.MetricsEnabled || o.ValueLogFileSize != 64<<20 {
+			t.Errorf("cache %d: badger has memtables %d×%d, block cache %d, compression %v, %d compactors, metrics %v, value logs %d",
+				cache, o.NumMemtables, o.MemTableSize, o.BlockCacheSize, o.Compression, o.NumCompactors, o.MetricsEnabled, o.ValueLogFileSize)
 		}
 	}
 	if d := DefaultSettings(); d.CacheSize != 32<<20 {
 		t.Errorf("default cache %v, want 32 MiB", d.CacheSize)
+	}
+}
+
+// A data dir whose tables an older outpost wrote compressed, with a block
+// cache, still reads whole without one; the tables written from then on
+// are not compressed.
+func TestCompressedTablesReadWithoutBlockCache(t *testing.T) {
+	dir := t.TempDir()
+	key := func(i int) []byte { return Key(PrefixRelay, 1, U64(uint64(i))) }
+	val := func(i int) []byte { return []byte(strings.Repeat(fmt.Sprintf("value %d ", i), 40)) }
+	old, err := badger.Open(badger.DefaultOptions(filepath.Join(dir, "badger")).WithLogger(nil).
+		WithCompression(options.Snappy).WithBlockCacheSize(8 << 20))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 3000
+	wb := old.NewWriteBatch()
+	for i := range n {
+		if err := wb.Set(key(i), val(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := wb.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := old.Close(); err != nil { // flushes the memtable to a compressed table
+		t.Fatal(err)
+	}
+	compressed := func(db *DB) (in, out int) {
+		for _, ti := range db.db.Tables() {
+			if ti.OnDiskSize*2 < ti.UncompressedSize {
+				in++
+			} else {
+				out++
+			}
+		}
+		return in, out
+	}
+
+	db, err := Settings{}.Open(dir, quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in, _ := compressed(db); in == 0 {
+		t.Fatal("the older store has no compressed table: the test proves nothing")
+	}
+	read := func(db *DB, from, to int) {
+		t.Helper()
+		if err := db.View(func(txn *Txn) error {
+			for i := from; i < to; i++ {
+				item, err := txn.Get(key(i))
+				if err != nil {
+					return fmt.Errorf("key %d: %w", i, err)
+				}
+				if got, _ := item.ValueCopy(nil); !bytes.Equal(got, val(i)) {
+					return fmt.Errorf("key %d: %.20q, want %.20q", i, got, val(i))
+				}
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	read(db, 0, n)
+	if err := db.Update(func(txn *Txn) error {
+		for i := n; i < 2*n; i++ {
+			if err := txn.Set(key(i), val(i)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if db, err = (Settings{}).Open(dir, quiet()); err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	read(db, 0, 2*n)
+	if _, out := compressed(db); out == 0 {
+		t.Error("no table written uncompressed")
 	}
 }
 

@@ -60,7 +60,7 @@ func (g gate) writeRefusal() error {
 // flag each tag names and its OUTPOST_* twin. Start from DefaultSettings.
 type Settings struct {
 	MinFreeSpace settings.Bytes `flag:"min-free-space" usage:"free space kept on the data dir's filesystem: below it writes are refused (REST 507, relay OK false) while reads go on; 0 turns the check off, and a full disk then kills outpost (SIGBUS)"`
-	CacheSize    settings.Bytes `flag:"cache-size" usage:"memory for reads: half keeps recently read events, half badger's blocks of indexes, decompressed; more keeps a larger working set of a big relay in memory (at least 1MiB, and 2MiB for events to be cached; 0: the default)"`
+	CacheSize    settings.Bytes `flag:"cache-size" usage:"memory for reads: recently read events, served again without a database lookup; more keeps a larger working set of a big relay in memory (at least 1MiB; 0: the default)"`
 
 	memTable int64 // badger's memtable size (0: memTableSize); only BenchmarkIngest changes it
 }
@@ -73,7 +73,7 @@ func DefaultSettings() Settings {
 }
 
 // defaultCacheSize is CacheSize when it is not set (0, as in a Settings
-// literal): badger refuses to open compressed tables without a block cache.
+// literal).
 const defaultCacheSize = 32 << 20
 
 // cacheSize is CacheSize, or its default when unset.
@@ -158,6 +158,7 @@ func (d *DB) Health(ctx context.Context) outpost.Health[HealthChecks] {
 	return h
 }
 
-// EventCache is the part of CacheSize for the event store's cache of events
-// (see events.Store.Cache); badger's block cache has the other half.
-func (s Settings) EventCache() int { return s.cacheSize() / 2 }
+// EventCache is the size of the event store's cache of events (see
+// events.Store.Cache): all of CacheSize, badger having no block cache (see
+// badgerOptions).
+func (s Settings) EventCache() int { return s.cacheSize() }

@@ -131,6 +131,6 @@ func (c *Config) fitMemory(memory settings.Bytes, limitSet, cacheSet bool) {
 	}
 }
 
-// minFittedCache is the smallest cache fitMemory gives: enough for badger's
-// blocks of indexes and for events to be cached (kv.Settings.CacheSize).
+// minFittedCache is the smallest cache of events fitMemory gives
+// (kv.Settings.CacheSize).
 const minFittedCache settings.Bytes = 4 << 20
