@@ -84,7 +84,9 @@ func (s Settings) Open(dataDir string, log *slog.Logger) (_ *DB, err error) {
 	go space.Run(ctx, checkEvery)
 	watching := make(chan struct{})
 	go watch(ctx, path, g, res, watching)
-	return &DB{db: db, gate: g, stop: stop, watching: watching, dir: realPath(path)}, nil
+	d := &DB{db: db, gate: g, stop: stop, watching: watching, dir: realPath(path)}
+	d.keepOpened()
+	return d, nil
 }
 
 // OpenInMemory opens a database held in memory only, for the tests of the

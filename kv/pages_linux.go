@@ -16,6 +16,9 @@ import (
 // given back once: pages read again afterwards are what the relay reads,
 // and stay for the kernel to manage.
 //
+// The files badger mapped as it opened are not given back (see keepOpened):
+// only what this process wrote.
+//
 // It uses MADV_PAGEOUT, not MADV_DONTNEED: a table badger unmaps between
 // our reading /proc/self/maps and the madvise may leave its addresses to
 // a new mapping, and MADV_DONTNEED would zero a private one (Go's own
@@ -47,4 +50,27 @@ func (d *DB) ReleasePages() (int64, error) {
 		}
 	}
 	return advised, errors.Join(errs...)
+}
+
+// keepOpened counts the mappings badger made as it opened the store as
+// given back already, so ReleasePages leaves them: they are the store as
+// it was, of which only what was read (the tables' indexes and bloom
+// filters, read at open, and then what REQs read) is resident, and
+// MADV_PAGEOUT drops a file's pages from the page cache, not only from
+// outpost's mappings. Without this, the first quiet moment after a start
+// took 627 MB of a 1M-event store's 941 MB of tables out of the page cache
+// (fincore), and the next reads went to the disk.
+func (d *DB) keepOpened() {
+	if d.dir == "" {
+		return
+	}
+	maps, err := os.ReadFile("/proc/self/maps")
+	if err != nil {
+		return // ReleasePages will fail the same way
+	}
+	d.released.mu.Lock()
+	defer d.released.mu.Unlock()
+	for _, m := range sharedMappings(maps, d.dir) {
+		d.released.mark(m)
+	}
 }

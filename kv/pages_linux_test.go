@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -69,9 +70,10 @@ func TestReleasePages(t *testing.T) {
 		t.Errorf("tables resident: %d bytes before, %d after; want most given back", before, after)
 	}
 	// A second call advises only tables written since: with one level-0
-	// table allowed, badger may be compacting the one it flushed.
+	// table allowed, badger may be compacting the one it flushed, and maps
+	// each table it writes before it lists it.
 	for {
-		tables := tableIDs(s)
+		tables, mapped := tableIDs(s), mappings(t, s.dir)
 		if _, err := s.ReleasePages(); err != nil {
 			t.Fatal(err)
 		}
@@ -79,7 +81,7 @@ func TestReleasePages(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if slices.Equal(tableIDs(s), tables) {
+		if slices.Equal(tableIDs(s), tables) && slices.Equal(mappings(t, s.dir), mapped) {
 			if again != 0 {
 				t.Errorf("second call advised %d bytes; want none: each mapping once", again)
 			}
@@ -108,6 +110,59 @@ func TestReleasePages(t *testing.T) {
 		return nil
 	}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// The tables a store had when it opened are never given back: only what
+// this process wrote since.
+func TestReleasePagesLeavesTheStoreAsOpened(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(dir, quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	wb := s.db.NewWriteBatch()
+	for i := range 4 << 10 {
+		if err := wb.Set(Key(PrefixRelay, 1, U64(uint64(i))), value(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := wb.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil { // writes the memtable to a table
+		t.Fatal(err)
+	}
+	before, err := filepath.Glob(filepath.Join(dir, "badger", "*.sst"))
+	if err != nil || len(before) == 0 {
+		t.Fatalf("no table written (%v): nothing to test", err)
+	}
+	if s, err = Open(dir, quiet()); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	maps, err := os.ReadFile("/proc/self/maps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.released.mu.Lock()
+	fresh := s.released.fresh(sharedMappings(maps, s.dir))
+	s.released.mu.Unlock()
+	for _, m := range fresh {
+		for _, f := range before {
+			if strings.HasSuffix(m.key, "/"+filepath.Base(f)) {
+				t.Errorf("%s, mapped as the store opened, would be given back", filepath.Base(f))
+			}
+		}
+	}
+	mapped := 0
+	for _, m := range sharedMappings(maps, s.dir) {
+		if strings.HasSuffix(m.key, ".sst") {
+			mapped++
+		}
+	}
+	if mapped == 0 {
+		t.Error("no table mapped after open: nothing tested")
 	}
 }
 
@@ -144,6 +199,20 @@ func residentTables(t *testing.T, dir string) int64 {
 		}
 	}
 	return total
+}
+
+// mappings names the shared mappings of files under dir.
+func mappings(t *testing.T, dir string) []string {
+	t.Helper()
+	maps, err := os.ReadFile("/proc/self/maps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for _, m := range sharedMappings(maps, dir) {
+		keys = append(keys, m.key)
+	}
+	return keys
 }
 
 func tableIDs(s *DB) []uint64 {
