@@ -27,10 +27,7 @@ import (
 // it writes; only the memtable log may have some). It returns how many
 // bytes of mappings it advised.
 func (d *DB) ReleasePages() (int64, error) {
-	if d.dir == "" {
-		return 0, nil
-	}
-	maps, err := os.ReadFile("/proc/self/maps")
+	mapped, err := d.mappings()
 	if err != nil {
 		return 0, err
 	}
@@ -38,7 +35,7 @@ func (d *DB) ReleasePages() (int64, error) {
 	defer d.released.mu.Unlock()
 	var advised int64
 	var errs []error
-	for _, m := range d.released.fresh(sharedMappings(maps, d.dir)) {
+	for _, m := range d.released.fresh(mapped) {
 		_, _, e := unix.Syscall(unix.SYS_MADVISE, m.start, m.end-m.start, unix.MADV_PAGEOUT)
 		switch e {
 		case 0:
@@ -61,16 +58,26 @@ func (d *DB) ReleasePages() (int64, error) {
 // took 627 MB of a 1M-event store's 941 MB of tables out of the page cache
 // (fincore), and the next reads went to the disk.
 func (d *DB) keepOpened() {
-	if d.dir == "" {
-		return
-	}
-	maps, err := os.ReadFile("/proc/self/maps")
+	mapped, err := d.mappings()
 	if err != nil {
 		return // ReleasePages will fail the same way
 	}
 	d.released.mu.Lock()
 	defer d.released.mu.Unlock()
-	for _, m := range sharedMappings(maps, d.dir) {
+	for _, m := range mapped {
 		d.released.mark(m)
 	}
+}
+
+// mappings are this process's shared mappings of badger's files (none
+// when its directory is unknown).
+func (d *DB) mappings() ([]mapping, error) {
+	if d.dir == "" {
+		return nil, nil
+	}
+	maps, err := os.ReadFile("/proc/self/maps")
+	if err != nil {
+		return nil, err
+	}
+	return sharedMappings(maps, d.dir), nil
 }

@@ -73,7 +73,7 @@ func TestReleasePages(t *testing.T) {
 	// table allowed, badger may be compacting the one it flushed, and maps
 	// each table it writes before it lists it.
 	for {
-		tables, mapped := tableIDs(s), mappings(t, s.dir)
+		tables, mapped := tableIDs(s), mappingKeys(t, s)
 		if _, err := s.ReleasePages(); err != nil {
 			t.Fatal(err)
 		}
@@ -81,7 +81,7 @@ func TestReleasePages(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if slices.Equal(tableIDs(s), tables) && slices.Equal(mappings(t, s.dir), mapped) {
+		if slices.Equal(tableIDs(s), tables) && slices.Equal(mappingKeys(t, s), mapped) {
 			if again != 0 {
 				t.Errorf("second call advised %d bytes; want none: each mapping once", again)
 			}
@@ -141,12 +141,15 @@ func TestReleasePagesLeavesTheStoreAsOpened(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	maps, err := os.ReadFile("/proc/self/maps")
+	mapped, err := s.mappings()
 	if err != nil {
 		t.Fatal(err)
 	}
+	if !slices.ContainsFunc(mapped, func(m mapping) bool { return strings.HasSuffix(m.key, ".sst") }) {
+		t.Fatal("no table mapped after open: nothing to test")
+	}
 	s.released.mu.Lock()
-	fresh := s.released.fresh(sharedMappings(maps, s.dir))
+	fresh := s.released.fresh(mapped)
 	s.released.mu.Unlock()
 	for _, m := range fresh {
 		for _, f := range before {
@@ -154,15 +157,6 @@ func TestReleasePagesLeavesTheStoreAsOpened(t *testing.T) {
 				t.Errorf("%s, mapped as the store opened, would be given back", filepath.Base(f))
 			}
 		}
-	}
-	mapped := 0
-	for _, m := range sharedMappings(maps, s.dir) {
-		if strings.HasSuffix(m.key, ".sst") {
-			mapped++
-		}
-	}
-	if mapped == 0 {
-		t.Error("no table mapped after open: nothing tested")
 	}
 }
 
@@ -201,15 +195,15 @@ func residentTables(t *testing.T, dir string) int64 {
 	return total
 }
 
-// mappings names the shared mappings of files under dir.
-func mappings(t *testing.T, dir string) []string {
+// mappingKeys names s's shared mappings of badger's files.
+func mappingKeys(t *testing.T, s *DB) []string {
 	t.Helper()
-	maps, err := os.ReadFile("/proc/self/maps")
+	mapped, err := s.mappings()
 	if err != nil {
 		t.Fatal(err)
 	}
 	var keys []string
-	for _, m := range sharedMappings(maps, dir) {
+	for _, m := range mapped {
 		keys = append(keys, m.key)
 	}
 	return keys
