@@ -22,7 +22,7 @@
 //	0x42 kind       kind(2) ts id                         → empty
 //	0x43 author     pubkey(32) ts id                      → empty
 //	0x44 authorkind pubkey(32) kind(2) ts id              → empty
-//	0x45 tag        name(1) value(v) ts id                → empty; for e tags: header | JSON
+//	0x45 tag        name(1) value(v) ts id                → empty
 //	0x46 address    kind(2) pubkey(32) d(v)               → id
 //	0x47 expiry     expiration(8, ascending) id(32)       → empty
 //	0x48 deletion   target id(32) pubkey(32)              → (deletion id(32) expiration(8))…
@@ -30,12 +30,6 @@
 //
 // The index keys of an event with a NIP-40 expiration carry the badger user
 // meta flagExpires.
-//
-// An e tag's index key holds a copy of its event's value (when that is at
-// most maxCovered bytes; else it is empty, like the other index keys): a
-// thread ({"#e":[root]}) is then one range scan, where an empty key costs a
-// point read of its event in the tables' random order. A reply or reaction
-// names one or two events, so the copies cost a fraction of what they save.
 //
 // header is version(1) kind(2) created_at(8) expiration(8) pubkey(32).
 //
@@ -120,10 +114,6 @@ const (
 	// with a NIP-40 expiration: counting by an index that covers a filter
 	// reads the event only when it could have expired.
 	flagExpires byte = 1
-
-	// coveredTag and maxCovered: which index keys hold their event's value.
-	coveredTag = 'e'
-	maxCovered = 2 << 10
 
 	hexValue    = 0xFE
 	hashedValue = 0xFF
@@ -349,15 +339,6 @@ func (d *decodedEvent) indexKeys() [][]byte {
 		keys = append(keys, join(prefixExpiry, binary.BigEndian.AppendUint64(nil, uint64(d.expiration)), d.id[:]))
 	}
 	return keys
-}
-
-// covered is what index key k of an event holds: a copy of the event's
-// value val for an e tag (see maxCovered), else nothing.
-func covered(k, val []byte) []byte {
-	if len(k) > 1 && k[0] == prefixTag && k[1] == coveredTag && len(val) <= maxCovered {
-		return val
-	}
-	return nil
 }
 
 func join(prefix byte, parts ...[]byte) []byte {

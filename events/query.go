@@ -272,8 +272,7 @@ type cursor struct {
 	until   []byte   // encoded until, or nil: where it starts
 	plan    int
 	tail    [tailLen]byte
-	expires bool   // the event has a NIP-40 expiration (flagExpires)
-	val     []byte // the event's value when its index key holds it (see covered)
+	expires bool // the event has a NIP-40 expiration (flagExpires)
 	// lazy: not open yet; tail holds the range's bound (see newest) and the
 	// lowest id, which sorts before every event the range can hold.
 	lazy bool
@@ -303,7 +302,6 @@ func (c *cursor) next(first bool) bool {
 		}
 		copy(c.tail[:], c.tails[0])
 		c.expires = true // unknown: look
-		c.val = c.val[:0]
 		return true
 	}
 	if !first {
@@ -319,16 +317,7 @@ func (c *cursor) next(first bool) bool {
 			return false
 		}
 		copy(c.tail[:], t)
-		item := c.it.Item()
-		c.expires = item.Meta()&flagExpires != 0
-		c.val = c.val[:0]
-		if item.ValueSize() > 0 {
-			// A value in the key's own table cannot fail to read; if it
-			// did, visit would read the event instead.
-			if v, err := item.ValueCopy(c.val); err == nil {
-				c.val = v
-			}
-		}
+		c.expires = c.it.Item().Meta()&flagExpires != 0
 		return true
 	}
 	return false
@@ -403,7 +392,7 @@ func (s *Store) scan(ctx context.Context, txn *kv.Txn, plans []*plan, values boo
 		if !values && !group[0].expires && slices.ContainsFunc(matched, func(i int) bool { return plans[i].covered }) {
 			more = fn(tail[8:], nil)
 		} else {
-			more, err = s.visit(txn, plans, matched, tail[:], heldValue(group), now, &bufs, fn)
+			more, err = s.visit(txn, plans, matched, tail[:], now, &bufs, fn)
 		}
 		if err != nil {
 			return err
@@ -507,27 +496,13 @@ func (p *plan) lookUp(txn *kv.Txn) ([][]byte, error) {
 // its stored value, and index keys to look up.
 type scanBufs struct{ val, key []byte }
 
-// heldValue is the candidate's value when one of the index keys that
-// found it holds it (see covered), else nil.
-func heldValue(group []*cursor) []byte {
-	for _, c := range group {
-		if len(c.val) > 0 {
-			return c.val
-		}
-	}
-	return nil
-}
-
-// visit reads one candidate, unless an index key held its value val, and
-// hands it to fn when it is live and one of the plans that found it
-// accepts it.
-func (s *Store) visit(txn *kv.Txn, plans []*plan, found []int, tail, val []byte, now int64, bufs *scanBufs, fn func(id, val []byte) bool) (bool, error) {
+// visit reads one candidate and hands it to fn when it is live and one of
+// the plans that found it accepts it.
+func (s *Store) visit(txn *kv.Txn, plans []*plan, found []int, tail []byte, now int64, bufs *scanBufs, fn func(id, val []byte) bool) (bool, error) {
 	id := tail[8:]
-	if val == nil {
-		var err error
-		if val, err = s.value(txn, id, &bufs.val); val == nil || err != nil {
-			return err == nil, err // no value: an index key without its event, nothing to serve
-		}
+	val, err := s.value(txn, id, &bufs.val)
+	if val == nil || err != nil {
+		return err == nil, err // no value: an index key without its event, nothing to serve
 	}
 	if len(val) < headerLen || val[0] != headerVersion {
 		_, err := meta(id, val)

@@ -51,7 +51,7 @@ func (s *Store) Save(ctx context.Context, ev *nostr.Event) (Outcome, error) {
 	}
 	cost := len(val) + tombstoneCost(ev.Kind, ev.Tags)
 	for _, k := range keys {
-		cost += len(k) + len(covered(k, val)) + entryOverhead
+		cost += len(k) + entryOverhead
 	}
 	var out Outcome
 	err = s.update(cost, func(txn *kv.Txn) (err error) {
@@ -118,7 +118,7 @@ func (s *Store) put(txn *kv.Txn, d *decodedEvent, val []byte, keys [][]byte, add
 		flags = flagExpires
 	}
 	for _, k := range keys {
-		if err := txn.SetMeta(k, covered(k, val), flags); err != nil {
+		if err := txn.SetMeta(k, nil, flags); err != nil {
 			return 0, err
 		}
 	}

@@ -13,13 +13,11 @@ import (
 //
 //	1 (no format key)  the layout without deletion keys
 //	2                  deletion keys (NIP-09 tombstones)
-//	3                  e tags' index keys hold their event's value (see covered)
-const formatVersion = 3
+const formatVersion = 2
 
 var formatKey = []byte{prefixFormat}
 
-// upgradeBatch is how many deletion requests, or index keys, an upgrade
-// step reads at once.
+// upgradeBatch is how many deletion requests upgrade reads at once.
 const upgradeBatch = 256
 
 // upgrade brings the data written by an older outpost to formatVersion. Each
@@ -52,23 +50,10 @@ func (s *Store) upgrade() error {
 	case version == formatVersion:
 		return nil
 	}
-	if version < 2 {
-		if err := s.writeTombstones(); err != nil {
-			return fmt.Errorf("write the tombstones of stored deletion requests: %w", err)
-		}
+	if err := s.writeTombstones(); err != nil {
+		return fmt.Errorf("write the tombstones of stored deletion requests: %w", err)
 	}
-	reached := formatVersion
-	switch err := s.coverTags(); {
-	case errors.Is(err, kv.ErrStorageFull):
-		// Readers take an e tag's key with or without its event's copy, so
-		// a store short of space serves at format 2 and copies them at a
-		// later Open rather than not starting.
-		s.log.Warn("the event store stays at format 2 until the disk has space to copy events into their e tags' index keys; threads are read more slowly until then", "err", err)
-		reached = 2
-	case err != nil:
-		return fmt.Errorf("copy events into their e tags' index keys: %w", err)
-	}
-	return s.db.Record(func(txn *kv.Txn) error { return txn.Set(formatKey, []byte{byte(reached)}) })
+	return s.db.Record(func(txn *kv.Txn) error { return txn.Set(formatKey, []byte{formatVersion}) })
 }
 
 // writeTombstones lists every stored deletion request under the ids it
@@ -121,70 +106,6 @@ func (s *Store) writeTombstones() error {
 	}
 	if total > 0 {
 		s.log.Info("tombstones written for the stored deletion requests", "requests", total)
-	}
-	return nil
-}
-
-// coverTags copies each event into its e tags' index keys (format 2 to 3),
-// upgradeBatch keys a transaction. Keys that already hold it (written since,
-// or by a run cut short) are passed over.
-func (s *Store) coverTags() error {
-	prefix := []byte{prefixTag, coveredTag}
-	seek := prefix
-	total := 0
-	for done := false; !done; {
-		var keys [][]byte
-		var metas []byte
-		err := s.db.View(func(txn *kv.Txn) error {
-			it := txn.NewIterator(kv.IteratorOptions{Prefix: prefix})
-			defer it.Close()
-			for it.Seek(seek); len(keys) < upgradeBatch; it.Next() {
-				if !it.ValidForPrefix(prefix) {
-					done = true
-					break
-				}
-				item := it.Item()
-				k := item.KeyCopy(nil)
-				seek = append(k, 0) // the smallest key after this one
-				if item.ValueSize() == 0 && len(k) >= 2+tailLen {
-					keys, metas = append(keys, k), append(metas, item.Meta())
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-		if len(keys) == 0 {
-			continue
-		}
-		err = s.update(len(keys)*(maxCovered+entryOverhead), func(txn *kv.Txn) error {
-			for i, k := range keys {
-				item, err := txn.Get(eventKey(k[len(k)-32:]))
-				if errors.Is(err, kv.ErrNotFound) {
-					continue // an index key without its event
-				} else if err != nil {
-					return err
-				}
-				val, err := item.ValueCopy(nil)
-				if err != nil {
-					return err
-				}
-				if v := covered(k, val); v != nil {
-					if err := txn.SetMeta(k, v, metas[i]); err != nil {
-						return err
-					}
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-		total += len(keys)
-	}
-	if total > 0 {
-		s.log.Info("events copied into their e tags' index keys", "keys", total)
 	}
 	return nil
 }
