@@ -29,7 +29,8 @@
 //	0x49 format     (the key alone)                       → version(1)
 //
 // The index keys of an event with a NIP-40 expiration carry the badger user
-// meta flagExpires.
+// meta flagExpires; those written since flagKind was also carry six bits of
+// a hash of the event's kind (see kindMeta).
 //
 // header is version(1) kind(2) created_at(8) expiration(8) pubkey(32).
 //
@@ -114,6 +115,12 @@ const (
 	// with a NIP-40 expiration: counting by an index that covers a filter
 	// reads the event only when it could have expired.
 	flagExpires byte = 1
+	// flagKind says that the user meta's upper six bits hold a hash of the
+	// event's kind: a scan of a tag or author range for some kinds passes
+	// over most events of other kinds (a contact list among a pubkey's
+	// mentions, a repost in a thread) without reading them. Keys written
+	// before it have it clear, and their events are read.
+	flagKind byte = 2
 
 	hexValue    = 0xFE
 	hashedValue = 0xFF
@@ -339,6 +346,13 @@ func (d *decodedEvent) indexKeys() [][]byte {
 		keys = append(keys, join(prefixExpiry, binary.BigEndian.AppendUint64(nil, uint64(d.expiration)), d.id[:]))
 	}
 	return keys
+}
+
+// kindMeta is the user meta bits of an index key that say its event's kind:
+// flagKind and a 6-bit hash of the kind (Fibonacci hashing, so that the
+// kinds clients ask for together rarely share one).
+func kindMeta(kind uint16) byte {
+	return flagKind | byte(uint32(kind)*2654435761>>26)<<2
 }
 
 func join(prefix byte, parts ...[]byte) []byte {

@@ -34,6 +34,7 @@ type plan struct {
 	ids     [][]byte // instead of scans: the ids to look up
 	addrs   [][]byte // instead of scans: the address keys to look up
 	kinds   map[uint16]bool
+	kindSet uint64 // bit h set for each kind whose kindMeta hash is h
 	authors map[[32]byte]bool
 	idSet   map[[32]byte]bool
 	tags    []tagCond // tag conditions the scan does not guarantee
@@ -124,6 +125,7 @@ func (p *plan) takeKinds() {
 	for _, k := range p.f.Kinds {
 		if k >= 0 && k <= 0xFFFF {
 			p.kinds[uint16(k)] = true
+			p.kindSet |= 1 << (kindMeta(uint16(k)) >> 2)
 		}
 	}
 	p.none = p.none || len(p.kinds) == 0
@@ -220,6 +222,12 @@ func (p *plan) chooseScans(authors [][]byte) {
 	}
 }
 
+// mayAccept is false when meta, an index key's user meta, says that the
+// event's kind is none the plan asks for; true when it may be.
+func (p *plan) mayAccept(meta byte) bool {
+	return p.kinds == nil || meta&flagKind == 0 || p.kindSet&(1<<(meta>>2)) != 0
+}
+
 // accepts checks a candidate the plan's scan found against the rest of the
 // filter. tail is its ts and id, val its stored value.
 func (p *plan) accepts(txn *kv.Txn, tail, val []byte, buf *[]byte) (bool, error) {
@@ -265,14 +273,14 @@ func (p *plan) accepts(txn *kv.Txn, tail, val []byte, buf *[]byte) (bool, error)
 
 // cursor walks one index range (or a sorted list of tails), newest first.
 type cursor struct {
-	it      *kv.Iterator
-	prefix  []byte
-	stop    []byte   // encoded since, or nil
-	tails   [][]byte // for id lookups, instead of it
-	until   []byte   // encoded until, or nil: where it starts
-	plan    int
-	tail    [tailLen]byte
-	expires bool // the event has a NIP-40 expiration (flagExpires)
+	it     *kv.Iterator
+	prefix []byte
+	stop   []byte   // encoded since, or nil
+	tails  [][]byte // for id lookups, instead of it
+	until  []byte   // encoded until, or nil: where it starts
+	plan   int
+	tail   [tailLen]byte
+	meta   byte // the key's user meta (flagExpires, flagKind)
 	// lazy: not open yet; tail holds the range's bound (see newest) and the
 	// lowest id, which sorts before every event the range can hold.
 	lazy bool
@@ -301,7 +309,7 @@ func (c *cursor) next(first bool) bool {
 			return false
 		}
 		copy(c.tail[:], c.tails[0])
-		c.expires = true // unknown: look
+		c.meta = flagExpires // unknown: look
 		return true
 	}
 	if !first {
@@ -317,7 +325,7 @@ func (c *cursor) next(first bool) bool {
 			return false
 		}
 		copy(c.tail[:], t)
-		c.expires = c.it.Item().Meta()&flagExpires != 0
+		c.meta = c.it.Item().Meta()
 		return true
 	}
 	return false
@@ -387,11 +395,14 @@ func (s *Store) scan(ctx context.Context, txn *kv.Txn, plans []*plan, values boo
 				matched = append(matched, c.plan)
 			}
 		}
-		var more bool
+		more, meta := true, group[0].meta // an event's index keys share their meta
 		var err error
-		if !values && !group[0].expires && slices.ContainsFunc(matched, func(i int) bool { return plans[i].covered }) {
+		switch {
+		case !slices.ContainsFunc(matched, func(i int) bool { return plans[i].mayAccept(meta) }):
+			// of a kind no plan asks for: not read
+		case !values && meta&flagExpires == 0 && slices.ContainsFunc(matched, func(i int) bool { return plans[i].covered }):
 			more = fn(tail[8:], nil)
-		} else {
+		default:
 			more, err = s.visit(txn, plans, matched, tail[:], now, &bufs, fn)
 		}
 		if err != nil {

@@ -113,9 +113,9 @@ func (s *Store) put(txn *kv.Txn, d *decodedEvent, val []byte, keys [][]byte, add
 		return 0, err
 	}
 	s.newest.raise(d.pubkey[:], d.kind, int64(d.createdAt))
-	var flags byte
+	flags := kindMeta(d.kind)
 	if d.expiration != 0 {
-		flags = flagExpires
+		flags |= flagExpires
 	}
 	for _, k := range keys {
 		if err := txn.SetMeta(k, nil, flags); err != nil {
