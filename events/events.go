@@ -29,8 +29,9 @@
 //	0x49 format     (the key alone)                       → version(1)
 //
 // The index keys of an event with a NIP-40 expiration carry the badger user
-// meta flagExpires; those written since flagKind was also carry six bits of
-// a hash of the event's kind (see kindMeta).
+// meta flagExpires. Index keys carry flagKind and six bits of a hash of the
+// event's kind too (see kindMeta), except those an outpost older than
+// flagKind wrote.
 //
 // header is version(1) kind(2) created_at(8) expiration(8) pubkey(32).
 //
@@ -66,12 +67,13 @@
 // author or author-kind range, only those that may hold an event newer than
 // the merge has reached are read (see newest). Every other condition is
 // checked on each event found, from its header and, for tags, by looking up
-// the event's key in the tag index. Events past their NIP-40 expiration are
-// never read out or counted; DeleteExpired removes them. The values of events
-// read are kept in a cache (see Cache), so a hot event costs no lookup; only
-// an event a filter names by id is always looked up, because the cache may
-// keep one since deleted (an address key, written and removed with its
-// event, already says that the event it names exists).
+// the event's key in the tag index; an index key's kind hash lets a scan for
+// some kinds pass over most others unread. Events past their NIP-40
+// expiration are never read out or counted; DeleteExpired removes them. The
+// values of events read are kept in a cache (see Cache), so a hot event costs
+// no lookup; only an event a filter names by id is always looked up, because
+// the cache may keep one since deleted (an address key, written and removed
+// with its event, already says that the event it names exists).
 package events
 
 import (
