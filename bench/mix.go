@@ -182,7 +182,11 @@ func (b *bench) loadMix(r *mixRelay, events string) error {
 	one, sixteen := min(5_000, n/20), min(20_000, n/5)
 	bulk := r.strfry != "" && !b.mix.ws
 	step(fmt.Sprintf("%s: loading %d events", r.name, n))
-	srv, err := r.start(r.dir)
+	prof, err := newProfiler(b.profileDir != "" && !r.foreign && !bulk)
+	if err != nil {
+		return err
+	}
+	srv, err := r.start(r.dir, prof.env()...)
 	if err != nil {
 		return err
 	}
@@ -203,7 +207,13 @@ func (b *bench) loadMix(r *mixRelay, events string) error {
 	err = publish(&l.One, 0, one, 1)
 	err = publish(&l.Sixteen, one, one+sixteen, 16)
 	if !bulk {
+		// A minute of the bulk, a minute in: the store is past its first
+		// tables and compactions have started.
+		profiled := prof.after(time.Minute, time.Minute, filepath.Join(b.profileDir, "mix-load-"+strings.ReplaceAll(r.name, " ", "-")+".pprof"))
 		err = publish(&l.All, one+sixteen, n, 16)
+		if perr := <-profiled; err == nil && perr != nil {
+			err = fmt.Errorf("profile: %w", perr)
+		}
 		l.All = ingestResult{Events: n, Seconds: l.One.Seconds + l.Sixteen.Seconds + l.All.Seconds}
 		l.All.PerSec = float64(n) / l.All.Seconds
 	}
