@@ -24,11 +24,14 @@ const RATE_LIMIT = 6
 // outpost's listener, nginx listens on 127.0.0.1 and ::1 without TLS.
 function nginxConfig(dir, upstream, port) {
   let recipe = readFileSync(join(repo, 'deploy', 'nginx', 'outpost.conf'), 'utf8')
-  recipe = recipe.replace(/server 127\.0\.0\.1:8080;/, `server ${upstream};`)
-  recipe = recipe.replace(/^\s*listen 443 ssl;$/m, `    listen 127.0.0.1:${port};`)
-  recipe = recipe.replace(/^\s*listen \[::\]:443 ssl;$/m, `    listen [::1]:${port};`)
+  recipe = recipe.replace(/^\s*listen 443 ssl;$/m, '    listen LISTEN4;')
+  recipe = recipe.replace(/^\s*listen \[::\]:443 ssl;$/m, '    listen LISTEN6;')
   recipe = recipe.replace(/^\s*ssl_certificate.*$/gm, '')
+  // Checked before the addresses go in: a random port may hold "443".
   assert.doesNotMatch(recipe, /443|ssl/, 'the recipe changed: teach nginxConfig its new TLS lines')
+  recipe = recipe.replace(/server 127\.0\.0\.1:8080;/, `server ${upstream};`)
+  recipe = recipe.replace('listen LISTEN4;', `listen 127.0.0.1:${port};`)
+  recipe = recipe.replace('listen LISTEN6;', `listen [::1]:${port};`)
   const temp = name => { const d = join(dir, name); mkdirSync(d, { recursive: true }); return d }
   return `
 ${process.getuid?.() === 0 ? 'user root;' : ''}
