@@ -208,9 +208,12 @@ func (b *bench) loadMix(r *mixRelay, events string) error {
 	err = publish(&l.Sixteen, one, one+sixteen, 16)
 	if !bulk {
 		// A minute of the bulk, a minute in: the store is past its first
-		// tables and compactions have started.
-		profiled := prof.after(time.Minute, time.Minute, filepath.Join(b.profileDir, "mix-load-"+strings.ReplaceAll(r.name, " ", "-")+".pprof"))
+		// tables and compactions have started. A bulk over before then
+		// gets no profile.
+		ended := make(chan struct{})
+		profiled := prof.after(ended, time.Minute, time.Minute, filepath.Join(b.profileDir, "mix-load-"+strings.ReplaceAll(r.name, " ", "-")+".pprof"))
 		err = publish(&l.All, one+sixteen, n, 16)
+		close(ended)
 		if perr := <-profiled; err == nil && perr != nil {
 			err = fmt.Errorf("profile: %w", perr)
 		}

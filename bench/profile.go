@@ -102,20 +102,25 @@ func (p *profiler) env() []string {
 // during profiles the CPU into path for a load of d about to start (a
 // second in, to a second before its end); the channel gets the outcome.
 func (p *profiler) during(d time.Duration, path string) <-chan error {
-	return p.after(time.Second, d-2*time.Second, path)
+	return p.after(nil, time.Second, d-2*time.Second, path)
 }
 
-// after profiles the CPU into path for d, starting after wait; the channel
-// gets the outcome.
-func (p *profiler) after(wait, d time.Duration, path string) <-chan error {
+// after profiles the CPU into path for d, starting after wait unless
+// cancel is closed first (then it takes none); the channel gets the
+// outcome.
+func (p *profiler) after(cancel <-chan struct{}, wait, d time.Duration, path string) <-chan error {
 	done := make(chan error, 1)
 	if p == nil {
 		done <- nil
 		return done
 	}
 	go func() {
-		time.Sleep(wait)
-		done <- cpuProfile(p.addr, d, path)
+		select {
+		case <-time.After(wait):
+			done <- cpuProfile(p.addr, d, path)
+		case <-cancel:
+			done <- nil
+		}
 	}()
 	return done
 }
