@@ -19,13 +19,14 @@ import (
 
 // loadResult is what one REQ load measured.
 type loadResult struct {
-	Requests int     `json:"requests"`
-	Returned int     `json:"returned"` // events per REQ
-	Seconds  float64 `json:"seconds"`
-	PerSec   float64 `json:"per_sec"`
-	P50ms    float64 `json:"p50_ms"`
-	P99ms    float64 `json:"p99_ms"`
-	Counts   []int   `json:"counts,omitempty"` // with -filters on one connection: the events of each REQ, in order
+	Requests int       `json:"requests"`
+	Returned int       `json:"returned"` // events per REQ
+	Seconds  float64   `json:"seconds"`
+	PerSec   float64   `json:"per_sec"`
+	P50ms    float64   `json:"p50_ms"`
+	P99ms    float64   `json:"p99_ms"`
+	Counts   []int     `json:"counts,omitempty"`  // with -filters on one connection: the events of each REQ, in order
+	TookMs   []float64 `json:"took_ms,omitempty"` // and the time of each (the first includes checking its events)
 }
 
 // reqloadMain sends one REQ after another on each of several connections
@@ -82,7 +83,7 @@ func reqloadMain(args []string) error {
 	slices.Sort(took)
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 	return json.NewEncoder(os.Stdout).Encode(loadResult{Requests: len(took), Returned: l.returned, Seconds: secs,
-		PerSec: float64(len(took)) / secs, P50ms: ms(took[len(took)/2]), P99ms: ms(took[len(took)*99/100]), Counts: l.counts})
+		PerSec: float64(len(took)) / secs, P50ms: ms(took[len(took)/2]), P99ms: ms(took[len(took)*99/100]), Counts: l.counts, TookMs: l.tookMs})
 }
 
 // reqLoad is one run of reqload: its filters, and what its connections
@@ -98,7 +99,8 @@ type reqLoad struct {
 
 	mu              sync.Mutex
 	took            []time.Duration
-	counts          []int // the events of each REQ, on one connection
+	counts          []int     // the events of each REQ, on one connection
+	tookMs          []float64 // and the time of each
 	total, answered int
 	returned        int
 	firstErr        error
@@ -135,7 +137,7 @@ func (l *reqLoad) connection(i int, ws *websocket.Conn) {
 		if got, t, err = oneREQ(ws, fmt.Sprintf("q%d", n), l.raw[k], l.filters[k], checked); err != nil {
 			break
 		}
-		if err = l.tally(got); err != nil {
+		if err = l.tally(got, t); err != nil {
 			break
 		}
 		// The checked REQ's time is mostly this client verifying signatures.
@@ -151,13 +153,14 @@ func (l *reqLoad) connection(i int, ws *websocket.Conn) {
 	}
 }
 
-// tally counts one REQ's events.
-func (l *reqLoad) tally(got int) error {
+// tally counts one REQ's events, which took t.
+func (l *reqLoad) tally(got int, t time.Duration) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.total, l.answered = l.total+got, l.answered+1
 	if l.conns == 1 {
 		l.counts = append(l.counts, got)
+		l.tookMs = append(l.tookMs, float64(t.Microseconds())/1000)
 	}
 	if !l.same {
 		return nil
