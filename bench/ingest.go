@@ -132,6 +132,5 @@ func reqMain(args []string) error {
 		got = len(evs)
 	}
 	slices.Sort(took)
-	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-	return json.NewEncoder(os.Stdout).Encode(reqResult{Returned: got, P50ms: ms(took[len(took)/2]), P99ms: ms(took[len(took)*99/100])})
+	return json.NewEncoder(os.Stdout).Encode(reqResult{Returned: got, P50ms: millis(took[len(took)/2]), P99ms: millis(took[len(took)*99/100])})
 }

@@ -81,10 +81,12 @@ func reqloadMain(args []string) error {
 	}
 	took := l.took
 	slices.Sort(took)
-	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 	return json.NewEncoder(os.Stdout).Encode(loadResult{Requests: len(took), Returned: l.returned, Seconds: secs,
-		PerSec: float64(len(took)) / secs, P50ms: ms(took[len(took)/2]), P99ms: ms(took[len(took)*99/100]), Counts: l.counts, TookMs: l.tookMs})
+		PerSec: float64(len(took)) / secs, P50ms: millis(took[len(took)/2]), P99ms: millis(took[len(took)*99/100]), Counts: l.counts, TookMs: l.tookMs})
 }
+
+// millis is d in milliseconds, to the microsecond, as the results report times.
+func millis(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // reqLoad is one run of reqload: its filters, and what its connections
 // measured.
@@ -160,7 +162,7 @@ func (l *reqLoad) tally(got int, t time.Duration) error {
 	l.total, l.answered = l.total+got, l.answered+1
 	if l.conns == 1 {
 		l.counts = append(l.counts, got)
-		l.tookMs = append(l.tookMs, float64(t.Microseconds())/1000)
+		l.tookMs = append(l.tookMs, millis(t))
 	}
 	if !l.same {
 		return nil

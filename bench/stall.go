@@ -128,11 +128,10 @@ func summarize(all []time.Duration, n int, deadline time.Duration) stallResult {
 	for len(all) < n {
 		all = append(all, deadline)
 	}
-	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 	if res.OKs > 0 {
-		res.P50ms = ms(all[len(all)/2])
+		res.P50ms = millis(all[len(all)/2])
 	}
-	res.P99ms, res.MaxMs = ms(all[len(all)*99/100]), ms(all[len(all)-1])
+	res.P99ms, res.MaxMs = millis(all[len(all)*99/100]), millis(all[len(all)-1])
 	for _, d := range all {
 		if d > time.Second {
 			res.Over1s++
