@@ -132,7 +132,8 @@ func (b *bench) mixRelays() []*mixRelay {
 // population over websocket (strfry's bulk with strfry import unless
 // -mix-ws), is restarted on what it stored, and answers the six shapes in
 // interleaved rounds, each REQ with keys of its own drawn from the data's
-// distribution: latency from 1 connection, REQs/s from 16.
+// distribution: latency from 1 connection, REQs/s from 16. Last, outpost
+// alone under all six shapes at once for -sustain, its memory sampled.
 func mixScenario(b *bench) ([]row, error) {
 	events, keys, err := ensureMix(b.mix.cache, b.mix.seed, b.mix.events)
 	if err != nil {
@@ -161,8 +162,47 @@ func mixScenario(b *bench) ([]row, error) {
 			}
 		}
 	}
-	return b.mixRows(rs), nil
+	rows := b.mixRows(rs)
+	if b.Sustain > 0 {
+		step(fmt.Sprintf("outpost under the mix for %s", b.Sustain))
+		sustained, err := b.mixSustained(rs[0], keys)
+		if err != nil {
+			return nil, fmt.Errorf("outpost: %w", err)
+		}
+		rows = append(rows, sustained...)
+	}
+	return rows, nil
 }
+
+// mixSustained restarts outpost on its data and sends it every shape of
+// the mix at once, from mixSustainConns connections a shape, for
+// b.Sustain, sampling its memory (see sustain). The filters are a draw of
+// their own; each connection takes them in turn, so keys come round again
+// after a shape's 1,000 filters: its REQs/s are not a figure to compare.
+func (b *bench) mixSustained(r *mixRelay, keys *mixKeys) ([]row, error) {
+	files, err := b.mixFilterFiles(keys, b.mix.rounds)
+	if err != nil {
+		return nil, err
+	}
+	srv, err := r.start(r.dir)
+	if err != nil {
+		return nil, err
+	}
+	defer srv.stop()
+	var loads [][]string
+	for _, s := range mixShapes {
+		loads = append(loads, []string{"-filters", files[s.name], "-conns", fmt.Sprint(mixSustainConns)})
+	}
+	run, err := b.sustain(srv, loads)
+	if err != nil {
+		return nil, err
+	}
+	return run.rows(fmt.Sprintf("the mix's six shapes at once, %d connections each", mixSustainConns), b.smoke), nil
+}
+
+// mixSustainConns is how many connections send each shape in mixSustained:
+// 18 in all, near the 16 of the REQs/s figures.
+const mixSustainConns = 3
 
 // loadMix fills r's data dir with the events unless it holds them already.
 func (b *bench) loadMix(r *mixRelay, events string) error {

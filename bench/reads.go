@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"io/fs"
 	"os"
@@ -285,7 +286,7 @@ func maxMem(ms []mem) mem {
 
 // sustainedLoad runs both query shapes from 8 connections each against
 // outpost for b.Sustain, sampling its memory, and reports whether it stays
-// flat: the last sample against the one taken once the first fifth is over.
+// flat (see sustain).
 func (b *bench) sustainedLoad(r *reader) ([]row, error) {
 	dir := r.dir + "-sustain"
 	if err := copyDir(r.dir, dir); err != nil {
@@ -297,39 +298,70 @@ func (b *bench) sustainedLoad(r *reader) ([]row, error) {
 		return nil, err
 	}
 	defer srv.stop()
-	results := make([]loadResult, 2)
-	errs := make(chan error, 2)
-	for i, s := range readShapes(r.ingest.Author) {
+	var loads [][]string
+	for _, s := range readShapes(r.ingest.Author) {
+		loads = append(loads, []string{"-filter", s.filter, "-conns", "8", "-expect", fmt.Sprint(b.expected(s))})
+	}
+	run, err := b.sustain(srv, loads)
+	if err != nil {
+		return nil, err
+	}
+	return run.rows("REQs from 16 connections", b.smoke), nil
+}
+
+// sustained is what a sustained load measured.
+type sustained struct {
+	d       time.Duration
+	every   time.Duration // between samples
+	results []loadResult  // one per load
+	samples []mem
+	warm    mem // the sample taken once the first fifth was over
+}
+
+// sustain runs the reqload loads (each its arguments besides -url and
+// -duration) against srv at once for b.Sustain, sampling srv's memory 60
+// times (at most once a second). Flat means the last sample against the
+// one taken once the first fifth is over: by then the caches have filled.
+func (b *bench) sustain(srv *server, loads [][]string) (sustained, error) {
+	run := sustained{d: b.Sustain, every: max(time.Second, b.Sustain/60), results: make([]loadResult, len(loads))}
+	errs := make(chan error, len(loads))
+	for i, args := range loads {
 		go func() {
-			errs <- runJSON(&results[i], b.self, "reqload", "-url", srv.ws(), "-filter", s.filter, "-conns", "8",
-				"-duration", b.Sustain.String(), "-expect", fmt.Sprint(b.expected(s)))
+			errs <- runJSON(&run.results[i], b.self, append([]string{"reqload", "-url", srv.ws(), "-duration", b.Sustain.String()}, args...)...)
 		}()
 	}
 	start := time.Now()
-	var samples []mem
-	var warm mem
-	every := max(time.Second, b.Sustain/60)
 	for time.Since(start) < b.Sustain {
-		time.Sleep(every)
+		time.Sleep(run.every)
 		m := srv.mem()
-		samples = append(samples, m)
-		if warm.RSS == 0 && time.Since(start) >= b.Sustain/5 {
-			warm = m
+		run.samples = append(run.samples, m)
+		if run.warm.RSS == 0 && time.Since(start) >= b.Sustain/5 {
+			run.warm = m
 		}
 	}
-	for range 2 {
-		if err := <-errs; err != nil {
-			return nil, err
-		}
+	var err error
+	for range loads {
+		err = cmp.Or(err, <-errs)
 	}
-	last, top := samples[len(samples)-1], maxMem(samples)
-	growth := float64(last.RSS) / float64(warm.RSS)
-	rw := row{measure: fmt.Sprintf("RSS at the end of %s of REQs from 16 connections (%.0f REQs/s)", b.Sustain, results[0].PerSec+results[1].PerSec),
-		value: mb(last.RSS), baseline: mb(warm.RSS) + fmt.Sprintf(" (after %s)", (b.Sustain/5).Round(time.Second)), ratio: growth}
-	if !b.smoke {
+	return run, err
+}
+
+// rows report a sustained load of what (with its REQs/s): RSS at the end
+// against the warm sample, with the target of ≤ 1.1× unless smoke, then
+// the highest sample.
+func (run sustained) rows(what string, smoke bool) []row {
+	var perSec float64
+	for _, r := range run.results {
+		perSec += r.PerSec
+	}
+	last, top := run.samples[len(run.samples)-1], maxMem(run.samples)
+	growth := float64(last.RSS) / float64(run.warm.RSS)
+	rw := row{measure: fmt.Sprintf("RSS at the end of %s of %s (%.0f REQs/s)", run.d, what, perSec),
+		value: memText(last), baseline: memText(run.warm) + fmt.Sprintf(" (after %s)", (run.d/5).Round(time.Second)), ratio: growth}
+	if !smoke {
 		rw.target, rw.holds = "≤ 1.1×", ptr(growth <= 1.1)
 	}
-	return []row{rw, {measure: "highest RSS sampled in that run", value: mb(top.RSS), baseline: fmt.Sprintf("%d samples, one every %s", len(samples), every)}}, nil
+	return []row{rw, {measure: "highest RSS sampled in that run", value: memText(top), baseline: fmt.Sprintf("%d samples, one every %s", len(run.samples), run.every)}}
 }
 
 // diskUsage is the space the files under dir take on disk (sparse files
