@@ -424,6 +424,51 @@ func TestManyAuthorsAndKinds(t *testing.T) {
 	}
 }
 
+// Filters naming hundreds of ids or addresses (the profiles of a home
+// feed) get the model's answer, newest first, with the events named but
+// deleted, replaced or never stored left out.
+func TestManyLookUps(t *testing.T) {
+	s := testStore(t, t0)
+	m := &model{events: map[string]*nostr.Event{}, now: nostr.Timestamp(t0.Unix())}
+	var authors, ids []string
+	for i := range 300 {
+		pk := fmt.Sprintf("%064x", i+1)
+		authors = append(authors, pk)
+		if i%10 == 9 {
+			continue // no profile
+		}
+		for j := range 1 + i%3 { // replaced once or twice
+			ev := mkEvent(pk, 0, nostr.Timestamp(100+(i*7)%50+j), fmt.Sprint("profile ", i, j))
+			mustSave(t, s, ev)
+			m.save(ev)
+		}
+		note := mkEvent(pk, 1, nostr.Timestamp(200+i%40), fmt.Sprint("note ", i))
+		mustSave(t, s, note)
+		m.save(note)
+		ids = append(ids, note.ID, fmt.Sprintf("%064x", 1<<20+i)) // and one never stored
+	}
+	for _, id := range ids[:40] {
+		if deleted, err := s.Delete(context.Background(), id); err != nil {
+			t.Fatal(err)
+		} else if deleted {
+			delete(m.events, id)
+		}
+	}
+	for _, f := range []nostr.Filter{
+		{Kinds: []int{0}, Authors: authors},
+		{Kinds: []int{0}, Authors: authors, Limit: 50},
+		{IDs: ids},
+		{IDs: ids, Limit: 10},
+	} {
+		if got, want := queryIDs(t, s, f), m.query(f); !slices.Equal(got, want) {
+			t.Fatalf("%d ids, %d authors, limit %d: got %d events, want %d", len(f.IDs), len(f.Authors), f.Limit, len(got), len(want))
+		}
+		if got, _ := s.Count(context.Background(), []nostr.Filter{f}, nil); got != m.count([]nostr.Filter{f}) {
+			t.Fatalf("count: %d, want %d", got, m.count([]nostr.Filter{f}))
+		}
+	}
+}
+
 func TestSweepExpired(t *testing.T) {
 	s := testStore(t, t0)
 	mustSave(t, s, mkEvent(testPubs[0], 1, 100, "gone", nostr.Tag{"expiration", strconv.FormatInt(t0.Unix(), 10)}))
