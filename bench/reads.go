@@ -319,8 +319,8 @@ type sustained struct {
 }
 
 // sustain runs the reqload loads (each its arguments besides -url and
-// -duration) against srv at once for b.Sustain, sampling srv's memory 60
-// times (at most once a second). Flat means the last sample against the
+// -duration) against srv at once for b.Sustain, sampling srv's memory every
+// sixtieth of it (at most once a second). Flat means the last sample against the
 // one taken once the first fifth is over: by then the caches have filled.
 func (b *bench) sustain(srv *server, loads [][]string) (sustained, error) {
 	run := sustained{d: b.Sustain, every: max(time.Second, b.Sustain/60), results: make([]loadResult, len(loads))}
