@@ -30,6 +30,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 )
@@ -119,9 +120,9 @@ type bench struct {
 // which is about half of linking's time.
 const stripped = "-ldflags=-s -w"
 
-// prepare installs wrk when missing, builds the two outposts and seeds the
-// data dir the scenarios copy; the caller removes b.tmp.
-func (b *bench) prepare() error {
+// prepare installs wrk when missing, builds the two outposts and, when
+// seed, seeds the data dir the scenarios copy; the caller removes b.tmp.
+func (b *bench) prepare(seed bool) error {
 	var err error
 	if b.repo, err = repoRoot(); err != nil {
 		return err
@@ -164,6 +165,9 @@ func (b *bench) prepare() error {
 		if b.unindexed, err = b.buildRevision(b.unindexedRev); err != nil {
 			return err
 		}
+	}
+	if !seed {
+		return nil
 	}
 	step(fmt.Sprintf("seeding %d bans and %d blocked words", b.Bans, b.Words))
 	b.seeded = filepath.Join(b.tmp, "seeded")
@@ -227,7 +231,8 @@ func runMain(args []string) error {
 			return err
 		}
 	}
-	if err := b.prepare(); err != nil {
+	seed := slices.ContainsFunc(scenarios, func(sc scenario) bool { return sc.seeded && strings.Contains(sc.name, *only) })
+	if err := b.prepare(seed); err != nil {
 		return err
 	}
 	defer os.RemoveAll(b.tmp)

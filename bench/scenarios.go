@@ -12,21 +12,22 @@ import (
 )
 
 type scenario struct {
-	name string
-	run  func(b *bench) ([]row, error)
+	name   string
+	run    func(b *bench) ([]row, error)
+	seeded bool // copies the seeded data dir (b.seeded), which prepare makes only when one does
 }
 
 var scenarios = []scenario{
-	{"1. ban policy per event", policyScenario},
-	{"2. relay ingest and REQ", ingestScenario},
-	{"3. ban status check", statusScenario},
-	{"4. full ban list", listScenario},
-	{"5. mint directory", mintdirScenario},
-	{"6. memory", memoryScenario},
-	{"7. relay with slow subscribers", stallScenario},
-	{"8. relay reads against bare khatru", readScenario},
-	{"9. relay publishing under hostile subscriptions", hostileScenario},
-	{"10. the query mix of issue 27 (home feed, profiles, threads, notifications)", mixScenario},
+	{"1. ban policy per event", policyScenario, false},
+	{"2. relay ingest and REQ", ingestScenario, true},
+	{"3. ban status check", statusScenario, true},
+	{"4. full ban list", listScenario, true},
+	{"5. mint directory", mintdirScenario, false},
+	{"6. memory", memoryScenario, true},
+	{"7. relay with slow subscribers", stallScenario, true},
+	{"8. relay reads against bare khatru", readScenario, false},
+	{"9. relay publishing under hostile subscriptions", hostileScenario, true},
+	{"10. the query mix of issue 27 (home feed, profiles, threads, notifications)", mixScenario, false},
 }
 
 // 1. The policy as a Go benchmark, against verifying the event's signature,
