@@ -86,7 +86,7 @@ type sizes struct {
 	ReadEvents, ReadRounds     int           // the read-path scenario's notes, and its rounds
 	LoadTime                   time.Duration // each REQs/s measurement
 	Settle                     time.Duration // how long after ingesting memory is measured again
-	Sustain                    time.Duration // the sustained REQ load (-sustain)
+	Sustain                    time.Duration // the sustained REQ loads (-sustain)
 	HostileConns, HostileSubs  int           // issue 25's load: connections of REQs of 20 filters × 190 values
 	HostileEvents              int           // published under it
 	MixEvents                  int           // the query mix's store (-mix-events)
@@ -188,7 +188,7 @@ func runMain(args []string) error {
 	prev := fs.String("previous", "a3ccd4a", "also measure the relay at this git revision (a3ccd4a: the exact store behind khatru's own websocket loop); empty: don't")
 	before := fs.String("before", "13d3e47", "also measure the read path at this git revision (13d3e47: before issue 16's work); empty: don't")
 	unindexed := fs.String("unindexed", "b318367", "also measure publishing under hostile subscriptions at this git revision (b318367: before issue 25's subscription index); empty: don't")
-	sustain := fs.Duration("sustain", full.Sustain, "how long the sustained REQ load runs (0: not at all; -short: 3s)")
+	sustain := fs.Duration("sustain", full.Sustain, "how long the sustained REQ loads run, of the read path (8) and of the query mix (10) (0: not at all; -short: 3s)")
 	profile := fs.String("cpuprofile", "", "write CPU profiles of each relay under the read-path REQ loads to this directory")
 	strfry := fs.String("strfry", "", "also measure the read path and the query mix against this strfry binary (bench/strfry.sh builds one); empty: don't")
 	mixEvents := fs.Int("mix-events", 0, "events in the query mix's store (0: 1,000,000; -short: 5,000)")
