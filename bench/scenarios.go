@@ -12,22 +12,21 @@ import (
 )
 
 type scenario struct {
-	name   string
-	run    func(b *bench) ([]row, error)
-	seeded bool // copies the seeded data dir (b.seeded), which prepare makes only when one does
+	name string
+	run  func(b *bench) ([]row, error)
 }
 
 var scenarios = []scenario{
-	{"1. ban policy per event", policyScenario, false},
-	{"2. relay ingest and REQ", ingestScenario, true},
-	{"3. ban status check", statusScenario, true},
-	{"4. full ban list", listScenario, true},
-	{"5. mint directory", mintdirScenario, false},
-	{"6. memory", memoryScenario, true},
-	{"7. relay with slow subscribers", stallScenario, true},
-	{"8. relay reads against bare khatru", readScenario, false},
-	{"9. relay publishing under hostile subscriptions", hostileScenario, true},
-	{"10. the query mix of issue 27 (home feed, profiles, threads, notifications)", mixScenario, false},
+	{"1. ban policy per event", policyScenario},
+	{"2. relay ingest and REQ", ingestScenario},
+	{"3. ban status check", statusScenario},
+	{"4. full ban list", listScenario},
+	{"5. mint directory", mintdirScenario},
+	{"6. memory", memoryScenario},
+	{"7. relay with slow subscribers", stallScenario},
+	{"8. relay reads against bare khatru", readScenario},
+	{"9. relay publishing under hostile subscriptions", hostileScenario},
+	{"10. the query mix of issue 27 (home feed, profiles, threads, notifications)", mixScenario},
 }
 
 // 1. The policy as a Go benchmark, against verifying the event's signature,
@@ -79,7 +78,7 @@ func ingestScenario(b *bench) ([]row, error) {
 	for round := range b.Rounds {
 		for _, v := range vs {
 			dir := filepath.Join(b.tmp, fmt.Sprintf("ingest-%d-%s", round, filepath.Base(v.bin)))
-			if err := copyDir(b.seeded, dir); err != nil {
+			if err := b.copySeeded(dir); err != nil {
 				return nil, err
 			}
 			srv, err := startServer(v.bin, nil, append(outpostEnv(dir), v.env...)...)
@@ -135,7 +134,7 @@ func msText(v float64) string { return fmt.Sprintf("%.2f ms", v) }
 // into res, and returns the server's peak RSS.
 func (b *bench) onSeededCopy(name, bin string, env []string, res any, args func(*server) []string) (int64, error) {
 	dir := filepath.Join(b.tmp, name)
-	if err := copyDir(b.seeded, dir); err != nil {
+	if err := b.copySeeded(dir); err != nil {
 		return 0, err
 	}
 	defer os.RemoveAll(dir)
@@ -203,7 +202,7 @@ func yesNo(v bool) string {
 // withSeeded runs fn against an outpost on a copy of the seeded data dir.
 func withSeeded(b *bench, name string, fn func(srv *server) ([]row, error)) ([]row, error) {
 	dir := filepath.Join(b.tmp, name)
-	if err := copyDir(b.seeded, dir); err != nil {
+	if err := b.copySeeded(dir); err != nil {
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
@@ -385,7 +384,7 @@ func thousands(n int) string {
 // against the same binary on an empty data dir.
 func memoryScenario(b *bench) ([]row, error) {
 	dir := filepath.Join(b.tmp, "memory")
-	if err := copyDir(b.seeded, dir); err != nil {
+	if err := b.copySeeded(dir); err != nil {
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
