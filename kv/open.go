@@ -29,6 +29,7 @@ type DB struct {
 	released releasedMappings   // the mappings ReleasePages gave back
 	stop     context.CancelFunc // stops the watcher and watch
 	watching chan struct{}      // closed when watch has stopped
+	warming  chan struct{}      // closed when warmStore has stopped (nil: never started)
 
 	closeWait time.Duration // how long Close waits (0: closeWait; tests shorten it)
 }
@@ -84,8 +85,14 @@ func (s Settings) Open(dataDir string, log *slog.Logger) (_ *DB, err error) {
 	go space.Run(ctx, checkEvery)
 	watching := make(chan struct{})
 	go watch(ctx, path, g, res, watching)
-	d := &DB{db: db, gate: g, stop: stop, watching: watching, dir: realPath(path)}
+	d := &DB{db: db, gate: g, stop: stop, watching: watching, dir: realPath(path), warming: make(chan struct{})}
 	d.keepOpened()
+	go func() {
+		defer close(d.warming)
+		if s.WarmStore {
+			d.warmStore(ctx, s.warmBudget(), log.With("component", "badger"))
+		}
+	}()
 	return d, nil
 }
 
@@ -187,6 +194,9 @@ const numCompactors = 2
 func (d *DB) Close() error {
 	d.stop()
 	<-d.watching // no log made ahead once badger is closed
+	if d.warming != nil {
+		<-d.warming
+	}
 	if d.gate.space != nil {
 		d.gate.space.Close()
 	}

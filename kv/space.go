@@ -62,14 +62,20 @@ type Settings struct {
 	MinFreeSpace settings.Bytes `flag:"min-free-space" usage:"free space kept on the data dir's filesystem: below it writes are refused (REST 507, relay OK false) while reads go on; 0 turns the check off, and a full disk then kills outpost (SIGBUS)"`
 	CacheSize    settings.Bytes `flag:"cache-size" usage:"memory for reads: recently read events, served again without a database lookup; more keeps a larger working set of a big relay in memory (at least 1MiB; 0: the default)"`
 
+	WarmStore bool `flag:"warm-store" usage:"as outpost starts, read the database's tables into memory in the background, upper levels first, up to half the memory available then (a quarter of the container's limit), so that the first reads after a restart need not wait for the disk; the kernel takes these pages back under memory pressure like any cached file"`
+
+	// Container is the memory limit of the container outpost runs in (0:
+	// none); WarmStore reads a quarter of it at most. cmd/outpost finds it.
+	Container settings.Bytes
+
 	memTable int64 // badger's memtable size (0: memTableSize); only BenchmarkIngest changes it
 }
 
 // DefaultSettings keep 256 MiB free: more than twice what badger may write
 // once writes stop (see memTableSize), and little on any disk outpost is
-// likely to be given.
+// likely to be given. They warm the store as it opens (see warmStore).
 func DefaultSettings() Settings {
-	return Settings{MinFreeSpace: 256 << 20, CacheSize: defaultCacheSize}
+	return Settings{MinFreeSpace: 256 << 20, CacheSize: defaultCacheSize, WarmStore: true}
 }
 
 // defaultCacheSize is CacheSize when it is not set (0, as in a Settings

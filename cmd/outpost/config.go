@@ -142,7 +142,9 @@ func (f *configFlags) resolve(getenv func(string) string) (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	f.c.fitMemory(f.container(), given["memory-limit"] || getenv("GOMEMLIMIT") != "", given["cache-size"])
+	container := f.container()
+	f.c.fitMemory(container, given["memory-limit"] || getenv("GOMEMLIMIT") != "", given["cache-size"])
+	f.c.Store.Container = container
 	return f.c, f.c.validate()
 }
 

@@ -1,0 +1,102 @@
+package kv
+
+import (
+	"bufio"
+	"bytes"
+	"cmp"
+	"context"
+	"errors"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/dgraph-io/badger/v4"
+	"github.com/dgraph-io/badger/v4/table"
+	"golang.org/x/sys/unix"
+)
+
+// warm is warmStore's work: read, of total bytes of tables mapped, in
+// tables tables.
+func (d *DB) warm(ctx context.Context, budget int64) (read int64, tables int, total int64, err error) {
+	mapped, err := d.mappings()
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	byFile := make(map[string]mapping, len(mapped))
+	for _, m := range mapped {
+		_, path, _ := strings.Cut(m.key, " ")
+		byFile[path[strings.LastIndexByte(path, '/')+1:]] = m
+	}
+	infos := d.db.Tables()
+	slices.SortStableFunc(infos, func(a, b badger.TableInfo) int { return cmp.Compare(a.Level, b.Level) })
+	for _, t := range infos {
+		m, ok := byFile[table.IDToFilename(t.ID)]
+		if !ok {
+			continue
+		}
+		size := int64(m.end - m.start)
+		total += size
+		if read+size > budget {
+			continue
+		}
+		switch err := populate(ctx, m); {
+		case err == errUnmapped: // compacted away meanwhile
+		case err != nil:
+			return read, tables, total, err
+		default:
+			read += size
+			tables++
+		}
+	}
+	return read, tables, total, ctx.Err()
+}
+
+var errUnmapped = errors.New("no longer mapped")
+
+// populateChunk is how much one madvise reads at most: a cancelled warm
+// (outpost stopping) waits for one chunk, not a table.
+const populateChunk = 8 << 20
+
+// populate faults every page of m into this process's page tables
+// (MADV_POPULATE_READ, Linux 5.14), reading from the disk what is not
+// cached. It never changes what is mapped, so a range badger unmapped
+// meanwhile, or that a new mapping took, comes to no harm.
+func populate(ctx context.Context, m mapping) error {
+	for at := m.start; at < m.end; at += populateChunk {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		_, _, e := unix.Syscall(unix.SYS_MADVISE, at, min(populateChunk, m.end-at), unix.MADV_POPULATE_READ)
+		switch e {
+		case 0:
+		case unix.ENOMEM:
+			return errUnmapped
+		case unix.EINVAL:
+			return errors.New("this kernel cannot populate mappings (MADV_POPULATE_READ: Linux 5.14 or later)")
+		default:
+			return e
+		}
+	}
+	return nil
+}
+
+// memAvailable is the kernel's estimate of the memory available for new
+// work without swapping (MemAvailable), or 0 when it cannot be read.
+func memAvailable() int64 {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		if v, ok := bytes.CutPrefix(sc.Bytes(), []byte("MemAvailable:")); ok {
+			kb, err := strconv.ParseInt(string(bytes.TrimSpace(bytes.TrimSuffix(v, []byte("kB")))), 10, 64)
+			if err != nil {
+				return 0
+			}
+			return kb << 10
+		}
+	}
+	return 0
+}

@@ -1,0 +1,108 @@
+package kv
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// tablesOnDisk writes more than a memtable of records and closes the
+// store, so its data dir holds tables for the next open to map; it
+// returns their size.
+func tablesOnDisk(t *testing.T, dir string) int64 {
+	t.Helper()
+	s, err := Open(dir, quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 24 << 10 // of 1 KiB: more than a memtable (16 MiB)
+	wb := s.db.NewWriteBatch()
+	for i := range n {
+		if err := wb.Set(Key(PrefixRelay, 1, U64(uint64(i))), value(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := wb.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	files, err := filepath.Glob(filepath.Join(dir, "badger", "*.sst"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no table written (%v): nothing to test", err)
+	}
+	var size int64
+	for _, f := range files {
+		fi, err := os.Stat(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		size += fi.Size()
+	}
+	return size
+}
+
+// Opened with WarmStore, the store's tables end up resident in outpost's
+// mappings; without it, only what badger read as it opened them is.
+func TestWarmStore(t *testing.T) {
+	dir := t.TempDir()
+	size := tablesOnDisk(t, dir)
+	for _, warm := range []bool{false, true} {
+		settings := DefaultSettings()
+		settings.WarmStore = warm
+		s, err := settings.Open(dir, quiet())
+		if err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-s.warming:
+		case <-time.After(30 * time.Second):
+			t.Fatal("warming did not end within 30 s")
+		}
+		resident := residentTables(t, s.dir)
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case warm && resident < size*9/10:
+			t.Errorf("warmed: %d of %d bytes of tables resident; want all", resident, size)
+		case !warm && resident > size/2:
+			t.Errorf("not warmed: %d of %d bytes of tables resident; want few, or this test shows nothing", resident, size)
+		}
+	}
+}
+
+// warm reads no table that would take it past its budget, and stops when
+// its context ends.
+func TestWarmBudget(t *testing.T) {
+	dir := t.TempDir()
+	tablesOnDisk(t, dir)
+	settings := DefaultSettings()
+	settings.WarmStore = false
+	s, err := settings.Open(dir, quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	read, tables, total, err := s.warm(ctx, 1<<40)
+	if err != nil || read != total || tables != len(s.db.Tables()) || total == 0 {
+		t.Fatalf("no budget to speak of: read %d of %d bytes in %d tables (badger has %d), %v; want all", read, total, tables, len(s.db.Tables()), err)
+	}
+	if read, tables, _, err := s.warm(ctx, total-1); err != nil || read >= total || tables == len(s.db.Tables()) {
+		t.Errorf("budget of %d: read %d bytes in %d tables, %v; want less than all", total-1, read, tables, err)
+	}
+	if read, tables, _, err := s.warm(ctx, 0); err != nil || read != 0 || tables != 0 {
+		t.Errorf("budget of 0: read %d bytes in %d tables, %v; want none", read, tables, err)
+	}
+	ended, stop := context.WithCancel(ctx)
+	stop()
+	if _, _, _, err := s.warm(ended, 1<<40); err != context.Canceled {
+		t.Errorf("context ended: %v; want context.Canceled", err)
+	}
+}
