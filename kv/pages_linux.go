@@ -51,8 +51,8 @@ func (d *DB) ReleasePages() (int64, error) {
 
 // keepOpened counts the mappings badger made as it opened the store as
 // given back already, so ReleasePages leaves them: they are the store as
-// it was, of which only what was read (the tables' indexes and bloom
-// filters, read at open, and then what REQs read) is resident, and
+// it was, which warmStore reads into them (or, without it, what was read:
+// the tables' indexes and bloom filters at open, then what REQs read), and
 // MADV_PAGEOUT drops a file's pages from the page cache, not only from
 // outpost's mappings. Without this, the first quiet moment after a start
 // took 627 MB of a 1M-event store's 941 MB of tables out of the page cache
