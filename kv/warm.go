@@ -7,16 +7,13 @@ import (
 )
 
 // warmStore reads the tables of the store as it opened into outpost's
-// mappings of them, in the background (see Settings.WarmStore): a
-// restarted relay otherwise reads each page of them from the disk the
-// first time a REQ needs it, if the kernel has let it go while no process
-// had it mapped (on the 2-core VM of BENCHMARKS.md, 1 GB of a 1M-event
-// store's tables of which 28 MB were still cached after five minutes
-// stopped). Read in order, the store comes back at the disk's speed.
-//
-// Upper levels go first: they are small and hold the newest events, which
-// most REQs want. A table that would take the tables read past budget is
-// left out.
+// mappings of them, in the background (see Settings.WarmStore), and logs
+// what it read. A restarted relay otherwise reads each page of them from
+// the disk the first time a REQ needs it, once the kernel has let the page
+// cache go while no process had the tables mapped (on the VM of
+// BENCHMARKS.md, 28 MB of a 1M-event store's 1.1 GB of tables were still
+// cached five minutes after the relay stopped). Read in order, the store
+// comes back at the disk's speed.
 func (d *DB) warmStore(ctx context.Context, budget int64, log *slog.Logger) {
 	start := time.Now()
 	read, tables, total, err := d.warm(ctx, budget)

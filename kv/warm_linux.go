@@ -16,8 +16,11 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// warm is warmStore's work: read, of total bytes of tables mapped, in
-// tables tables.
+// warm populates outpost's mappings of the tables within budget bytes and
+// returns how many bytes it read, in how many tables, of total bytes of
+// tables mapped. Upper levels go first: they are small and hold the
+// newest events, which most REQs want. A table that would take what was
+// read past budget is passed over.
 func (d *DB) warm(ctx context.Context, budget int64) (read int64, tables int, total int64, err error) {
 	mapped, err := d.mappings()
 	if err != nil {

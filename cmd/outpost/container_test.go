@@ -59,6 +59,7 @@ func TestContainerMemory(t *testing.T) {
 
 // Below about 600 MB, what the operator left to the defaults is sized to
 // the container; what they set stays, and the result always validates.
+// The store knows the container's memory whatever its size.
 func TestFitMemory(t *testing.T) {
 	const mib = 1 << 20
 	cases := []struct {
@@ -86,6 +87,9 @@ func TestFitMemory(t *testing.T) {
 		}
 		if cfg.MemoryLimit != c.limit || cfg.Store.CacheSize != c.cache || (cfg.fittedTo != 0) != c.fitted {
 			t.Errorf("%s: memory limit %v, cache %v, fitted to %v; want %v, %v, fitted %v", c.name, cfg.MemoryLimit, cfg.Store.CacheSize, cfg.fittedTo, c.limit, c.cache, c.fitted)
+		}
+		if cfg.Store.Container != c.container { // what bounds warming the store
+			t.Errorf("%s: the store was told of a container of %v", c.name, cfg.Store.Container)
 		}
 	}
 }
