@@ -36,15 +36,7 @@ func TestReleasePages(t *testing.T) {
 
 	// More than a memtable (16 MiB), so badger flushes one to a table.
 	const n = 24 << 10
-	wb := s.db.NewWriteBatch()
-	for i := range n {
-		if err := wb.Set(Key(PrefixRelay, 1, U64(uint64(i))), value(i)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := wb.Flush(); err != nil {
-		t.Fatal(err)
-	}
+	writeRecords(t, s, n)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	// badger lists a table once it is written and synced.
@@ -121,15 +113,7 @@ func TestReleasePagesLeavesTheStoreAsOpened(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wb := s.db.NewWriteBatch()
-	for i := range 4 << 10 {
-		if err := wb.Set(Key(PrefixRelay, 1, U64(uint64(i))), value(i)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := wb.Flush(); err != nil {
-		t.Fatal(err)
-	}
+	writeRecords(t, s, 4<<10)
 	if err := s.Close(); err != nil { // writes the memtable to a table
 		t.Fatal(err)
 	}
@@ -157,6 +141,20 @@ func TestReleasePagesLeavesTheStoreAsOpened(t *testing.T) {
 				t.Errorf("%s, mapped as the store opened, would be given back", filepath.Base(f))
 			}
 		}
+	}
+}
+
+// writeRecords writes records 0 to n-1, each value(i), in one batch.
+func writeRecords(t *testing.T, s *DB, n int) {
+	t.Helper()
+	wb := s.db.NewWriteBatch()
+	for i := range n {
+		if err := wb.Set(Key(PrefixRelay, 1, U64(uint64(i))), value(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := wb.Flush(); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -17,16 +17,7 @@ func tablesOnDisk(t *testing.T, dir string) int64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const n = 24 << 10 // of 1 KiB: more than a memtable (16 MiB)
-	wb := s.db.NewWriteBatch()
-	for i := range n {
-		if err := wb.Set(Key(PrefixRelay, 1, U64(uint64(i))), value(i)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := wb.Flush(); err != nil {
-		t.Fatal(err)
-	}
+	writeRecords(t, s, 24<<10) // of 1 KiB: more than a memtable (16 MiB)
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
