@@ -87,12 +87,15 @@ func (s Settings) Open(dataDir string, log *slog.Logger) (_ *DB, err error) {
 	go watch(ctx, path, g, res, watching)
 	d := &DB{db: db, gate: g, stop: stop, watching: watching, dir: realPath(path), warming: make(chan struct{})}
 	d.keepOpened()
-	go func() {
-		defer close(d.warming)
-		if s.WarmStore {
-			d.warmStore(ctx, s.warmBudget(), log.With("component", "badger"))
-		}
-	}()
+	if s.WarmStore {
+		plan := d.planWarm(s.warmBudget())
+		go func() {
+			defer close(d.warming)
+			d.warmStore(ctx, plan, log.With("component", "badger"))
+		}()
+	} else {
+		close(d.warming)
+	}
 	return d, nil
 }
 

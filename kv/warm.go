@@ -1,30 +1,60 @@
 package kv
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
 	"time"
 )
 
-// warmStore reads the tables of the store as it opened into outpost's
-// mappings of them, in the background (see Settings.WarmStore), and logs
-// what it read. A restarted relay otherwise reads each page of them from
-// the disk the first time a REQ needs it, once the kernel has let the page
-// cache go while no process had the tables mapped (on the VM of
-// BENCHMARKS.md, 28 MB of a 1M-event store's 1.1 GB of tables were still
-// cached five minutes after the relay stopped). Read in order, the store
-// comes back at the disk's speed.
-func (d *DB) warmStore(ctx context.Context, budget int64, log *slog.Logger) {
+// warmPlan is what warmStore reads: outpost's mappings of the tables the
+// store had as it opened (see planWarm), and what they add up to.
+type warmPlan struct {
+	tables []mapping
+	bytes  int64 // of tables
+	total  int64 // bytes of all the tables mapped
+	budget int64
+	err    error // the mappings could not be read
+}
+
+// warmStore reads the tables of p into outpost's mappings of them, in the
+// background (see Settings.WarmStore), and logs what it read. A restarted
+// relay otherwise reads each page of them from the disk the first time a
+// REQ needs it, once the kernel has let the page cache go while no process
+// had the tables mapped (on the VM of BENCHMARKS.md, 28 MB of a 1M-event
+// store's 1.1 GB of tables were still cached five minutes after the relay
+// stopped). Read in order, the store comes back at the disk's speed.
+//
+// The plan is made as the store opens: a table written since is what this
+// process wrote, which ReleasePages gives back, and warming it would undo
+// that.
+func (d *DB) warmStore(ctx context.Context, p warmPlan, log *slog.Logger) {
 	start := time.Now()
-	read, tables, total, err := d.warm(ctx, budget)
+	read, tables, err := p.read(ctx)
 	if ctx.Err() != nil {
 		return // outpost is stopping
 	}
-	if err != nil {
+	if err = cmp.Or(p.err, err); err != nil {
 		log.Warn("could not read the store's tables into memory at start: the first reads go to the disk", "err", err)
 		return
 	}
-	log.Info("read the store's tables into memory", "bytes", read, "tables", tables, "of_bytes", total, "budget", budget, "took", time.Since(start).Round(time.Millisecond))
+	log.Info("read the store's tables into memory", "bytes", read, "tables", tables, "of_bytes", p.total, "budget", p.budget, "took", time.Since(start).Round(time.Millisecond))
+}
+
+// read populates the plan's mappings and returns how many bytes it read, in
+// how many tables: those compacted away meanwhile are not counted.
+func (p warmPlan) read(ctx context.Context) (read int64, tables int, err error) {
+	for _, m := range p.tables {
+		switch err := populate(ctx, m); {
+		case err == errUnmapped:
+		case err != nil:
+			return read, tables, err
+		default:
+			read += int64(m.end - m.start)
+			tables++
+		}
+	}
+	return read, tables, nil
 }
 
 // warmBudget is how much of the store WarmStore reads at most: half the

@@ -16,15 +16,16 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// warm populates outpost's mappings of the tables within budget bytes and
-// returns how many bytes it read, in how many tables, of total bytes of
-// tables mapped. Upper levels go first: they are small and hold the
-// newest events, which most REQs want. A table that would take what was
-// read past budget is passed over.
-func (d *DB) warm(ctx context.Context, budget int64) (read int64, tables int, total int64, err error) {
+// planWarm lists outpost's mappings of the store's tables to read within
+// budget bytes. Upper levels go first: they are small and hold the newest
+// events, which most REQs want. A table that would take the plan past
+// budget is passed over.
+func (d *DB) planWarm(budget int64) warmPlan {
+	p := warmPlan{budget: budget}
 	mapped, err := d.mappings()
 	if err != nil {
-		return 0, 0, 0, err
+		p.err = err
+		return p
 	}
 	byFile := make(map[string]mapping, len(mapped))
 	for _, m := range mapped {
@@ -39,20 +40,13 @@ func (d *DB) warm(ctx context.Context, budget int64) (read int64, tables int, to
 			continue
 		}
 		size := int64(m.end - m.start)
-		total += size
-		if read+size > budget {
-			continue
-		}
-		switch err := populate(ctx, m); {
-		case err == errUnmapped: // compacted away meanwhile
-		case err != nil:
-			return read, tables, total, err
-		default:
-			read += size
-			tables++
+		p.total += size
+		if p.bytes+size <= budget {
+			p.tables = append(p.tables, m)
+			p.bytes += size
 		}
 	}
-	return read, tables, total, ctx.Err()
+	return p
 }
 
 var errUnmapped = errors.New("no longer mapped")

@@ -66,8 +66,8 @@ func TestWarmStore(t *testing.T) {
 	}
 }
 
-// warm reads no table that would take it past its budget, and stops when
-// its context ends.
+// A plan holds no table that would take it past its budget, and reading
+// one stops when its context ends.
 func TestWarmBudget(t *testing.T) {
 	dir := t.TempDir()
 	tablesOnDisk(t, dir)
@@ -81,19 +81,22 @@ func TestWarmBudget(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 
-	read, tables, total, err := s.warm(ctx, 1<<40)
-	if err != nil || read != total || tables != len(s.db.Tables()) || total == 0 {
-		t.Fatalf("no budget to speak of: read %d of %d bytes in %d tables (badger has %d), %v; want all", read, total, tables, len(s.db.Tables()), err)
+	all := s.planWarm(1 << 40)
+	if all.err != nil || all.bytes != all.total || len(all.tables) != len(s.db.Tables()) || all.total == 0 {
+		t.Fatalf("no budget to speak of: %d of %d bytes in %d tables (badger has %d), %v; want all", all.bytes, all.total, len(all.tables), len(s.db.Tables()), all.err)
 	}
-	if read, tables, _, err := s.warm(ctx, total-1); err != nil || read >= total || tables == len(s.db.Tables()) {
-		t.Errorf("budget of %d: read %d bytes in %d tables, %v; want less than all", total-1, read, tables, err)
+	if read, tables, err := all.read(ctx); err != nil || read != all.bytes || tables != len(all.tables) {
+		t.Errorf("read %d bytes in %d tables, %v; want %d in %d", read, tables, err, all.bytes, len(all.tables))
 	}
-	if read, tables, _, err := s.warm(ctx, 0); err != nil || read != 0 || tables != 0 {
-		t.Errorf("budget of 0: read %d bytes in %d tables, %v; want none", read, tables, err)
+	for _, budget := range []int64{0, all.total / 2, all.total - 1} {
+		p := s.planWarm(budget)
+		if p.bytes > budget || p.bytes == all.total || len(p.tables) == len(all.tables) {
+			t.Errorf("budget of %d: %d bytes in %d tables; want at most the budget", budget, p.bytes, len(p.tables))
+		}
 	}
 	ended, stop := context.WithCancel(ctx)
 	stop()
-	if _, _, _, err := s.warm(ended, 1<<40); err != context.Canceled {
+	if _, _, err := all.read(ended); err != context.Canceled {
 		t.Errorf("context ended: %v; want context.Canceled", err)
 	}
 }

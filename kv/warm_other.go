@@ -2,12 +2,17 @@
 
 package kv
 
-import "context"
+import (
+	"context"
+	"errors"
+)
 
-// warm reads nothing: reading the process's mappings and populating them
-// are Linux's.
-func (d *DB) warm(context.Context, int64) (read int64, tables int, total int64, err error) {
-	return 0, 0, 0, nil
-}
+var errUnmapped = errors.New("no longer mapped")
+
+// planWarm plans nothing: reading the process's mappings and populating
+// them are Linux's.
+func (d *DB) planWarm(budget int64) warmPlan { return warmPlan{budget: budget} }
+
+func populate(context.Context, mapping) error { return nil }
 
 func memAvailable() int64 { return 0 }
