@@ -18,9 +18,14 @@ type Store struct {
 	*kv.DB
 }
 
-// Open opens the store in dataDir with the default settings.
+// Open opens the store in dataDir with the default settings, less reading
+// its tables into memory: for the commands (backup, the admin ones) and
+// tests that open it for a moment. outpost serve opens it with its
+// settings (OpenWith), which warm it.
 func Open(dataDir string, log *slog.Logger) (*Store, error) {
-	return OpenWith(kv.DefaultSettings(), dataDir, log)
+	s := kv.DefaultSettings()
+	s.WarmStore = false
+	return OpenWith(s, dataDir, log)
 }
 
 // OpenWith opens (or creates) the database in dataDir (see kv.Settings.Open)
