@@ -91,7 +91,7 @@ func (s Settings) Open(dataDir string, log *slog.Logger) (_ *DB, err error) {
 		plan := d.planWarm(s.warmBudget())
 		go func() {
 			defer close(d.warming)
-			d.warmStore(ctx, plan, log.With("component", "badger"))
+			warmStore(ctx, plan, log.With("component", "badger"))
 		}()
 	} else {
 		close(d.warming)

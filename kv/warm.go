@@ -28,7 +28,7 @@ type warmPlan struct {
 // The plan is made as the store opens: a table written since is what this
 // process wrote, which ReleasePages gives back, and warming it would undo
 // that.
-func (d *DB) warmStore(ctx context.Context, p warmPlan, log *slog.Logger) {
+func warmStore(ctx context.Context, p warmPlan, log *slog.Logger) {
 	start := time.Now()
 	read, tables, err := p.read(ctx)
 	if ctx.Err() != nil {
