@@ -29,7 +29,7 @@ type DB struct {
 	released releasedMappings   // the mappings ReleasePages gave back
 	stop     context.CancelFunc // stops the watcher and watch
 	watching chan struct{}      // closed when watch has stopped
-	warming  chan struct{}      // closed when warmStore has stopped (nil: never started)
+	warming  chan struct{}      // closed when warmStore has stopped, or at once without it
 
 	closeWait time.Duration // how long Close waits (0: closeWait; tests shorten it)
 }
@@ -108,9 +108,9 @@ func OpenInMemory() (*DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	watching := make(chan struct{})
-	close(watching)
-	return &DB{db: db, stop: func() {}, watching: watching}, nil
+	stopped := make(chan struct{}) // nothing watches or warms a database in memory
+	close(stopped)
+	return &DB{db: db, stop: func() {}, watching: stopped, warming: stopped}, nil
 }
 
 // memTableSize is badger's memtable: 16 MiB instead of its default 64 MiB.
@@ -197,9 +197,7 @@ const numCompactors = 2
 func (d *DB) Close() error {
 	d.stop()
 	<-d.watching // no log made ahead once badger is closed
-	if d.warming != nil {
-		<-d.warming
-	}
+	<-d.warming
 	if d.gate.space != nil {
 		d.gate.space.Close()
 	}

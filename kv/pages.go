@@ -11,6 +11,7 @@ import (
 // mapping is one range of /proc/self/maps.
 type mapping struct {
 	start, end uintptr
+	path       string // the file mapped
 	key        string // its address range and file: a file mapped again is a new mapping
 }
 
@@ -36,7 +37,7 @@ func sharedMappings(maps []byte, dir string) []mapping {
 		if !ok || err1 != nil || err2 != nil || end <= start {
 			continue
 		}
-		out = append(out, mapping{uintptr(start), uintptr(end), f[0] + " " + path})
+		out = append(out, mapping{uintptr(start), uintptr(end), path, f[0] + " " + path})
 	}
 	return out
 }

@@ -3,9 +3,14 @@ package kv
 import (
 	"cmp"
 	"context"
+	"errors"
 	"log/slog"
 	"time"
 )
+
+// errUnmapped: a table's mapping went away while it was read (compacted
+// away meanwhile).
+var errUnmapped = errors.New("no longer mapped")
 
 // warmPlan is what warmStore reads: outpost's mappings of the tables the
 // store had as it opened (see planWarm), and what they add up to.

@@ -7,9 +7,9 @@ import (
 	"context"
 	"errors"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/dgraph-io/badger/v4/table"
@@ -29,8 +29,7 @@ func (d *DB) planWarm(budget int64) warmPlan {
 	}
 	byFile := make(map[string]mapping, len(mapped))
 	for _, m := range mapped {
-		_, path, _ := strings.Cut(m.key, " ")
-		byFile[path[strings.LastIndexByte(path, '/')+1:]] = m
+		byFile[filepath.Base(m.path)] = m
 	}
 	infos := d.db.Tables()
 	slices.SortStableFunc(infos, func(a, b badger.TableInfo) int { return cmp.Compare(a.Level, b.Level) })
@@ -48,8 +47,6 @@ func (d *DB) planWarm(budget int64) warmPlan {
 	}
 	return p
 }
-
-var errUnmapped = errors.New("no longer mapped")
 
 // populateChunk is how much one madvise reads at most: a cancelled warm
 // (outpost stopping) waits for one chunk, not a table.

@@ -2,12 +2,7 @@
 
 package kv
 
-import (
-	"context"
-	"errors"
-)
-
-var errUnmapped = errors.New("no longer mapped")
+import "context"
 
 // planWarm plans nothing: reading the process's mappings and populating
 // them are Linux's.
