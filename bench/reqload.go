@@ -21,6 +21,7 @@ import (
 type loadResult struct {
 	Requests int       `json:"requests"`
 	Returned int       `json:"returned"` // events per REQ
+	Bytes    int       `json:"bytes"`    // of EVENT messages per REQ (mean)
 	Seconds  float64   `json:"seconds"`
 	PerSec   float64   `json:"per_sec"`
 	P50ms    float64   `json:"p50_ms"`
@@ -81,7 +82,7 @@ func reqloadMain(args []string) error {
 	}
 	took := l.took
 	slices.Sort(took)
-	return json.NewEncoder(os.Stdout).Encode(loadResult{Requests: len(took), Returned: l.returned, Seconds: secs,
+	return json.NewEncoder(os.Stdout).Encode(loadResult{Requests: len(took), Returned: l.returned, Bytes: int(l.bytes / int64(l.answered)), Seconds: secs,
 		PerSec: float64(len(took)) / secs, P50ms: millis(took[len(took)/2]), P99ms: millis(took[len(took)*99/100]), Counts: l.counts, TookMs: l.tookMs})
 }
 
@@ -104,6 +105,7 @@ type reqLoad struct {
 	counts          []int     // the events of each REQ, on one connection
 	tookMs          []float64 // and the time of each
 	total, answered int
+	bytes           int64 // of EVENT messages
 	returned        int
 	firstErr        error
 }
@@ -134,12 +136,12 @@ func (l *reqLoad) connection(i int, ws *websocket.Conn) {
 	for n := 0; l.timed && time.Now().Before(l.end) || !l.timed && n < l.requests; n++ {
 		k := (i*len(l.raw)/l.conns + n) % len(l.raw)
 		checked := i == 0 && n == 0
-		var got int
+		var got, size int
 		var t time.Duration
-		if got, t, err = oneREQ(ws, fmt.Sprintf("q%d", n), l.raw[k], l.filters[k], checked); err != nil {
+		if got, size, t, err = oneREQ(ws, fmt.Sprintf("q%d", n), l.raw[k], l.filters[k], checked); err != nil {
 			break
 		}
-		if err = l.tally(got, t); err != nil {
+		if err = l.tally(got, size, t); err != nil {
 			break
 		}
 		// The checked REQ's time is mostly this client verifying signatures.
@@ -155,11 +157,11 @@ func (l *reqLoad) connection(i int, ws *websocket.Conn) {
 	}
 }
 
-// tally counts one REQ's events, which took t.
-func (l *reqLoad) tally(got int, t time.Duration) error {
+// tally counts one REQ's events, size bytes of messages, which took t.
+func (l *reqLoad) tally(got, size int, t time.Duration) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.total, l.answered = l.total+got, l.answered+1
+	l.total, l.answered, l.bytes = l.total+got, l.answered+1, l.bytes+int64(size)
 	if l.conns == 1 {
 		l.counts = append(l.counts, got)
 		l.tookMs = append(l.tookMs, millis(t))
@@ -177,43 +179,42 @@ func (l *reqLoad) tally(got int, t time.Duration) error {
 }
 
 // oneREQ sends a REQ, reads to its EOSE and closes the subscription; it
-// returns the events received and the time to EOSE. check decodes and
-// checks every event against f.
-func oneREQ(ws *websocket.Conn, id, rawFilter string, f nostr.Filter, check bool) (int, time.Duration, error) {
+// returns the events received, the bytes of their messages and the time to
+// EOSE. check decodes and checks every event against f.
+func oneREQ(ws *websocket.Conn, id, rawFilter string, f nostr.Filter, check bool) (n, size int, took time.Duration, err error) {
 	evPrefix := []byte(`["EVENT","` + id + `",`)
 	eose := []byte(`["EOSE","` + id + `"]`)
 	start := time.Now()
 	if err := ws.WriteMessage(websocket.TextMessage, []byte(`["REQ","`+id+`",`+rawFilter+`]`)); err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
 	var buf bytes.Buffer
 	var last *nostr.Event
-	n := 0
 	for {
 		_, r, err := ws.NextReader()
 		if err != nil {
-			return n, 0, err
+			return n, size, 0, err
 		}
 		buf.Reset()
 		if _, err := buf.ReadFrom(r); err != nil && err != io.EOF {
-			return n, 0, err
+			return n, size, 0, err
 		}
 		msg := bytes.TrimRight(buf.Bytes(), " \t\r\n") // khatru ends frames with a newline
 		switch {
 		case bytes.HasPrefix(msg, evPrefix):
-			n++
+			n, size = n+1, size+len(msg)
 			if check {
 				ev, err := checkEvent(msg[len(evPrefix):len(msg)-1], f, last)
 				if err != nil {
-					return n, 0, err
+					return n, size, 0, err
 				}
 				last = ev
 			}
 		case bytes.Equal(msg, eose):
 			took := time.Since(start)
-			return n, took, ws.WriteMessage(websocket.TextMessage, []byte(`["CLOSE","`+id+`"]`))
+			return n, size, took, ws.WriteMessage(websocket.TextMessage, []byte(`["CLOSE","`+id+`"]`))
 		case bytes.HasPrefix(msg, []byte(`["CLOSED"`)):
-			return n, 0, fmt.Errorf("REQ refused: %s", msg)
+			return n, size, 0, fmt.Errorf("REQ refused: %s", msg)
 		}
 	}
 }
