@@ -211,8 +211,7 @@ func oneREQ(ws *websocket.Conn, id, rawFilter string, f nostr.Filter, check bool
 				last = ev
 			}
 		case bytes.Equal(msg, eose):
-			took := time.Since(start)
-			return n, size, took, ws.WriteMessage(websocket.TextMessage, []byte(`["CLOSE","`+id+`"]`))
+			return n, size, time.Since(start), ws.WriteMessage(websocket.TextMessage, []byte(`["CLOSE","`+id+`"]`))
 		case bytes.HasPrefix(msg, []byte(`["CLOSED"`)):
 			return n, size, 0, fmt.Errorf("REQ refused: %s", msg)
 		}
