@@ -147,8 +147,11 @@ test('a mint whose name is <script> markup renders as text', { timeout: 60000 },
     assert.equal(await page.locator('h1').textContent(), name)
     assert.equal(await page.title(), `${name} · mint directory`)
     assert.match(await page.locator('.motd').textContent(), /"><svg onload=/)
-    await page.goto(directory.url + '/mintdir/?sort=name')
-    await page.getByRole('link', { name }).waitFor()
+    // The list may be a couple of seconds behind the mints' records.
+    await poll('the hostile mint listed', async () => {
+      await page.goto(directory.url + '/mintdir/?sort=name')
+      return (await page.getByRole('link', { name }).count()) === 1
+    })
     assert.equal(await page.evaluate(() => window.pwned), undefined)
     noProblems(assert, page)
     await page.context().close()
