@@ -472,6 +472,11 @@ func (b *bench) mixVersus(out, base *mixRelay, targets bool) []row {
 			v, bv := median(out.lat[s.name], q.f), median(base.lat[s.name], q.f)
 			rows = append(rows, target(row{measure: fmt.Sprintf("%s %s, %s (1 connection)", s.name, s.filter, q.label), value: msText(v), baseline: msText(bv) + vs, ratio: v / bv}, "≤ 1×", v <= bv))
 		}
+		if len(out.lat[s.name]) > 1 {
+			// The median hides which draw a shape lost on.
+			rows = append(rows, row{measure: fmt.Sprintf("%s, p50 / p99 of each round (1 connection)", s.name),
+				value: roundsText(out.lat[s.name]), baseline: roundsText(base.lat[s.name]) + vs})
+		}
 		v, bv := median(out.tput[s.name], perSec), median(base.tput[s.name], perSec)
 		rows = append(rows, target(row{measure: fmt.Sprintf("%s, REQs/s from 16 connections", s.name), value: fmt.Sprintf("%.0f", v), baseline: fmt.Sprintf("%.0f", bv) + vs, ratio: v / bv}, "≥ 1×", v >= bv))
 		n, first := mismatches(out.lat[s.name], base.lat[s.name])
@@ -523,4 +528,13 @@ func (b *bench) mixVersus(out, base *mixRelay, targets bool) []row {
 	}
 	rows = append(rows, memTarget(row{measure: "highest RSS sampled while serving the mix", value: memText(out.serving), baseline: memText(base.serving) + vs, ratio: float64(out.serving.RSS) / float64(base.serving.RSS)}, out.serving))
 	return rows
+}
+
+// roundsText is each round's p50 / p99 in ms, in the order they ran.
+func roundsText(rs []loadResult) string {
+	var parts []string
+	for _, r := range rs {
+		parts = append(parts, fmt.Sprintf("%.2f / %.2f", r.P50ms, r.P99ms))
+	}
+	return strings.Join(parts, "; ")
 }
