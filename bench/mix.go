@@ -307,15 +307,20 @@ func strfryImport(bin, dir, events string, skip int) error {
 // not one draw's: which 1,000 keys were drawn moved a shape's p99 more than
 // the relays differed.
 func (b *bench) mixFilterFiles(keys *mixKeys, round int) (map[string]string, error) {
-	q := newMixDraw(keys, b.mix.seed, uint64(round))
-	per := mixFiltersPerShape(b.smoke)
+	return writeMixFilters(keys, b.mix.seed, round, mixFiltersPerShape(b.smoke), b.tmp)
+}
+
+// writeMixFilters writes per filters of each shape, round's draw, into dir
+// and returns their paths by shape.
+func writeMixFilters(keys *mixKeys, seed uint64, round, per int, dir string) (map[string]string, error) {
+	q := newMixDraw(keys, seed, uint64(round))
 	files := map[string]string{}
 	for _, s := range mixShapes {
 		var sb strings.Builder
 		for range per {
 			sb.WriteString(s.draw(q) + "\n")
 		}
-		files[s.name] = filepath.Join(b.tmp, fmt.Sprintf("mix-%s-%d.filters", strings.ReplaceAll(s.name, " ", "-"), round))
+		files[s.name] = filepath.Join(dir, fmt.Sprintf("mix-%s-%d.filters", strings.ReplaceAll(s.name, " ", "-"), round))
 		if err := os.WriteFile(files[s.name], []byte(sb.String()), 0o644); err != nil {
 			return nil, err
 		}

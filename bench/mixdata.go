@@ -350,12 +350,26 @@ func mixGenMain(args []string) error {
 	n := fs.Int("events", 1_000_000, "events")
 	seed := fs.Uint64("seed", 1, "seed")
 	cache := fs.String("cache", defaultMixCache(), "cache dir")
+	filters := fs.String("filters", "", "also write the filters of the first -rounds rounds into this dir, as a run draws them (mix-<shape>-<round>.filters)")
+	rounds := fs.Int("rounds", 3, "rounds of filters, with -filters")
 	fs.Parse(args)
-	events, _, err := ensureMix(*cache, *seed, *n)
-	if err == nil {
-		fmt.Println(events)
+	events, keys, err := ensureMix(*cache, *seed, *n)
+	if err != nil {
+		return err
 	}
-	return err
+	fmt.Println(events)
+	if *filters == "" {
+		return nil
+	}
+	if err := os.MkdirAll(*filters, 0o755); err != nil {
+		return err
+	}
+	for round := range *rounds {
+		if _, err := writeMixFilters(keys, *seed, round, mixFiltersPerShape(false), *filters); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // defaultMixCache is the user's cache dir's outpost-bench.
