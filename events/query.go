@@ -546,14 +546,10 @@ func (s *Store) value(txn *kv.Txn, id []byte, buf *[]byte) ([]byte, error) {
 
 // read is value without the cache, which it fills.
 func (s *Store) read(txn *kv.Txn, id []byte, buf *[]byte) ([]byte, error) {
-	item, err := txn.Get(eventKey(id))
+	val, err := txn.AppendValue(eventKey(id), (*buf)[:0])
 	if errors.Is(err, kv.ErrNotFound) {
 		return nil, nil
 	} else if err != nil {
-		return nil, err
-	}
-	val, err := item.ValueCopy((*buf)[:0])
-	if err != nil {
 		return nil, err
 	}
 	*buf = val

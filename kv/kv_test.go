@@ -41,3 +41,73 @@ func TestUpdateGivesUpWithAConflictError(t *testing.T) {
 }
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// AppendValue answers as Get and ValueCopy do, for records in the memtable
+// and in tables, overwritten, deleted, written in the same transaction, and
+// for keys that are a prefix of another or have one.
+func TestAppendValue(t *testing.T) {
+	dir := t.TempDir()
+	d, err := Open(dir, quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, longer, gone, short := []byte{PrefixFaucet, 1}, []byte{PrefixFaucet, 1, 0}, []byte{PrefixFaucet, 2}, []byte{PrefixFaucet}
+	for _, w := range []func(*Txn) error{
+		func(txn *Txn) error { return txn.Set(k, []byte("v1")) },
+		func(txn *Txn) error { return txn.Set(k, []byte("v2")) },
+		func(txn *Txn) error { return txn.Set(longer, []byte("x")) },
+		func(txn *Txn) error { return txn.Set(gone, []byte("g")) },
+		func(txn *Txn) error { return txn.Delete(gone) },
+	} {
+		if err := d.Update(w); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := map[string]string{string(k): "v2", string(longer): "x", string(gone): "", string(short): "", string([]byte{PrefixFaucet, 3}): ""}
+	check := func(txn *Txn, want map[string]string) {
+		t.Helper()
+		for key, w := range want {
+			got, err := txn.AppendValue([]byte(key), []byte("pre:"))
+			item, gerr := txn.Get([]byte(key))
+			switch {
+			case w == "":
+				if !errors.Is(err, ErrNotFound) || !errors.Is(gerr, ErrNotFound) {
+					t.Errorf("%x: AppendValue %q, %v; Get %v; want not found", key, got, err, gerr)
+				}
+			case err != nil || string(got) != "pre:"+w:
+				t.Errorf("%x: AppendValue %q, %v; want %q", key, got, err, "pre:"+w)
+			default:
+				if v, _ := item.ValueCopy(nil); string(v) != w {
+					t.Errorf("%x: Get says %q, want %q", key, v, w)
+				}
+			}
+		}
+	}
+	if err := d.View(func(txn *Txn) error { check(txn, want); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	// Writes of the transaction itself, not yet committed.
+	if err := d.Update(func(txn *Txn) error {
+		if err := txn.Set(k, []byte("v3")); err != nil {
+			return err
+		}
+		if err := txn.Delete(longer); err != nil {
+			return err
+		}
+		check(txn, map[string]string{string(k): "v3", string(longer): ""})
+		return errors.New("roll back")
+	}); err == nil {
+		t.Fatal("the update was not rolled back")
+	}
+	// From tables: closing flushes the memtable.
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if d, err = Open(dir, quiet()); err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if err := d.View(func(txn *Txn) error { check(txn, want); return nil }); err != nil {
+		t.Fatal(err)
+	}
+}
