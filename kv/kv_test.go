@@ -76,6 +76,8 @@ func TestAppendValue(t *testing.T) {
 				}
 			case err != nil || string(got) != "pre:"+w:
 				t.Errorf("%x: AppendValue %q, %v; want %q", key, got, err, "pre:"+w)
+			case gerr != nil:
+				t.Errorf("%x: Get: %v, want %q", key, gerr, w)
 			default:
 				if v, _ := item.ValueCopy(nil); string(v) != w {
 					t.Errorf("%x: Get says %q, want %q", key, v, w)
