@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"time"
 
@@ -30,6 +31,7 @@ type DB struct {
 	stop     context.CancelFunc // stops the watcher and watch
 	watching chan struct{}      // closed when watch has stopped
 	warming  chan struct{}      // closed when warmStore has stopped, or at once without it
+	bounding chan struct{}      // closed when boundRSS has stopped, or at once without it
 
 	closeWait time.Duration // how long Close waits (0: closeWait; tests shorten it)
 }
@@ -85,16 +87,25 @@ func (s Settings) Open(dataDir string, log *slog.Logger) (_ *DB, err error) {
 	go space.Run(ctx, checkEvery)
 	watching := make(chan struct{})
 	go watch(ctx, path, g, res, watching)
-	d := &DB{db: db, gate: g, stop: stop, watching: watching, dir: realPath(path), warming: make(chan struct{})}
+	d := &DB{db: db, gate: g, stop: stop, watching: watching, dir: realPath(path), warming: make(chan struct{}), bounding: make(chan struct{})}
 	d.keepOpened()
 	if s.WarmStore {
 		plan := d.planWarm(s.warmBudget())
+		plan.cacheOnly = s.RSSLimit > 0
 		go func() {
 			defer close(d.warming)
 			warmStore(ctx, plan, log.With("component", "badger"))
 		}()
 	} else {
 		close(d.warming)
+	}
+	if s.RSSLimit > 0 && runtime.GOOS == "linux" {
+		go func() {
+			defer close(d.bounding)
+			d.boundRSS(ctx, int64(s.RSSLimit), boundEvery, log.With("component", "badger"))
+		}()
+	} else {
+		close(d.bounding)
 	}
 	return d, nil
 }
@@ -110,7 +121,7 @@ func OpenInMemory() (*DB, error) {
 	}
 	stopped := make(chan struct{}) // nothing watches or warms a database in memory
 	close(stopped)
-	return &DB{db: db, stop: func() {}, watching: stopped, warming: stopped}, nil
+	return &DB{db: db, stop: func() {}, watching: stopped, warming: stopped, bounding: stopped}, nil
 }
 
 // memTableSize is badger's memtable: 16 MiB instead of its default 64 MiB.
@@ -198,6 +209,7 @@ func (d *DB) Close() error {
 	d.stop()
 	<-d.watching // no log made ahead once badger is closed
 	<-d.warming
+	<-d.bounding // badger's Close unmaps its tables, whatever an iterator holds
 	if d.gate.space != nil {
 		d.gate.space.Close()
 	}

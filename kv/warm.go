@@ -8,8 +8,7 @@ import (
 	"time"
 )
 
-// errUnmapped: a table's mapping went away while it was read (compacted
-// away meanwhile).
+// errUnmapped: a table was compacted away before warmStore read it all.
 var errUnmapped = errors.New("no longer mapped")
 
 // warmPlan is what warmStore reads: outpost's mappings of the tables the
@@ -20,9 +19,14 @@ type warmPlan struct {
 	total  int64 // bytes of all the tables mapped
 	budget int64
 	err    error // the mappings could not be read
+
+	// cacheOnly reads the tables into the page cache, not outpost's
+	// mappings of them (see Settings.RSSLimit).
+	cacheOnly bool
 }
 
-// warmStore reads the tables of p into outpost's mappings of them, in the
+// warmStore reads the tables of p into outpost's mappings of them (or the
+// page cache only, with p.cacheOnly), in the
 // background (see Settings.WarmStore), and logs what it read. A restarted
 // relay otherwise reads each page of them from the disk the first time a
 // REQ needs it, once the kernel has let the page cache go while no process
@@ -46,11 +50,15 @@ func warmStore(ctx context.Context, p warmPlan, log *slog.Logger) {
 	log.Info("read the store's tables into memory", "bytes", read, "tables", tables, "of_bytes", p.total, "budget", p.budget, "took", time.Since(start).Round(time.Millisecond))
 }
 
-// read populates the plan's mappings and returns how many bytes it read, in
+// read reads the plan's tables and returns how many bytes it read, in
 // how many tables: those compacted away meanwhile are not counted.
 func (p warmPlan) read(ctx context.Context) (read int64, tables int, err error) {
+	warm := populate
+	if p.cacheOnly {
+		warm = readFile
+	}
 	for _, m := range p.tables {
-		switch err := populate(ctx, m); {
+		switch err := warm(ctx, m); {
 		case err == errUnmapped:
 		case err != nil:
 			return read, tables, err

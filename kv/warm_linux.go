@@ -6,6 +6,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -73,6 +74,37 @@ func populate(ctx context.Context, m mapping) error {
 		}
 	}
 	return nil
+}
+
+// readChunk is how much readFile reads at once.
+const readChunk = 1 << 20
+
+// readFile reads m's file into the page cache, from the disk what is not
+// cached, and not into outpost's mappings, where boundRSS would unmap it: a
+// page counts in outpost's RSS once a REQ reads it. A table compacted away
+// meanwhile is errUnmapped.
+func readFile(ctx context.Context, m mapping) error {
+	f, err := os.Open(m.path)
+	if errors.Is(err, os.ErrNotExist) {
+		return errUnmapped
+	}
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	buf := make([]byte, readChunk)
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		_, err := f.Read(buf)
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
 }
 
 // memAvailable is the kernel's estimate of the memory available for new

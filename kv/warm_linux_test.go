@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // tablesOnDisk writes more than a memtable of records and closes the
@@ -98,5 +100,49 @@ func TestWarmBudget(t *testing.T) {
 	stop()
 	if _, _, err := all.read(ended); err != context.Canceled {
 		t.Errorf("context ended: %v; want context.Canceled", err)
+	}
+}
+
+// With an RSS limit, the warm reads the tables into the page cache and not
+// into outpost's mappings, where boundRSS would unmap them.
+func TestWarmStoreCacheOnly(t *testing.T) {
+	dir := t.TempDir()
+	tablesOnDisk(t, dir)
+	files, err := filepath.Glob(filepath.Join(dir, "badger", "*.sst"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range files {
+		f, err := os.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED)
+		f.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if cached, size := pageCached(t, filepath.Join(dir, "badger")); cached > size/2 {
+		t.Skipf("%d of %d bytes of tables still in the page cache after FADV_DONTNEED (tmpfs?): nothing to test", cached, size)
+	}
+	settings := DefaultSettings()
+	settings.RSSLimit = 1 << 40 // boundRSS runs and never unmaps
+	s, err := settings.Open(dir, quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	select {
+	case <-s.warming:
+	case <-time.After(30 * time.Second):
+		t.Fatal("warming did not end within 30 s")
+	}
+	cached, size := pageCached(t, s.dir)
+	if cached < size*9/10 {
+		t.Errorf("%d of %d bytes of tables in the page cache after the warm; want nearly all", cached, size)
+	}
+	if resident := residentTables(t, s.dir); resident > size/2 {
+		t.Errorf("%d of %d bytes of tables resident in outpost's mappings; want few", resident, size)
 	}
 }
