@@ -3,6 +3,7 @@ package kv
 import (
 	"cmp"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -88,28 +89,31 @@ func (d *DB) unmapTables(ends blockEnds, more func() bool) error {
 	}
 	page := uintptr(os.Getpagesize())
 	var batch uintptr
+	var errs []error
 	for _, t := range tables {
 		if batch == 0 && !more() {
-			return nil
+			break
 		}
 		for _, m := range byFile[table.IDToFilename(t.ID)] {
 			end, err := ends.of(t.ID, m.path)
 			if err != nil {
-				return err
+				errs = append(errs, err)
+				continue
 			}
 			n := min(uintptr(end), m.end-m.start) &^ (page - 1)
 			if n == 0 {
 				continue
 			}
 			if _, _, e := unix.Syscall(unix.SYS_MADVISE, m.start, n, unix.MADV_DONTNEED); e != 0 {
-				return fmt.Errorf("madvise %s: %w", m.path, e)
+				errs = append(errs, fmt.Errorf("madvise %s: %w", m.path, e))
+				continue
 			}
 			if batch += n; batch >= unmapBatch {
 				batch = 0
 			}
 		}
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // unmapBatch is how many bytes of mappings unmapTables drops before it
