@@ -25,13 +25,13 @@ type warmPlan struct {
 	cacheOnly bool
 }
 
-// warmStore reads the tables of p into outpost's mappings of them (or the
-// page cache only, with p.cacheOnly), in the
-// background (see Settings.WarmStore), and logs what it read. A restarted
-// relay otherwise reads each page of them from the disk the first time a
-// REQ needs it, once the kernel has let the page cache go while no process
-// had the tables mapped (on the VM of BENCHMARKS.md, 28 MB of a 1M-event
-// store's 1.1 GB of tables were still cached five minutes after the relay
+// warmStore reads the tables of p into outpost's mappings of them (into
+// the page cache only, with p.cacheOnly), in the background (see
+// Settings.WarmStore), and logs what it read. A restarted relay otherwise
+// reads each page of them from the disk the first time a REQ needs it,
+// once the kernel has let the page cache go while no process had the
+// tables mapped (on the VM of BENCHMARKS.md, 28 MB of a 1M-event store's
+// 1.1 GB of tables were still cached five minutes after the relay
 // stopped). Read in order, the store comes back at the disk's speed.
 //
 // The plan is made as the store opens: a table written since is what this
