@@ -55,8 +55,10 @@ func (s *statm) resident() (rss, file int64, err error) {
 // file mapping keeps its contents: the next read maps the pages again, from
 // the page cache while the kernel keeps them there. Each table's index and
 // bloom filter, at its end, stay mapped: badger reads them in place for
-// every lookup in the table, and unmapped they made one author's and
-// thread REQs cost 1.7× the CPU.
+// every lookup in the table (badger maps each table whole, from its
+// start). On the 1M-event store of BENCHMARKS.md one author's REQs took
+// 545–654 µs of CPU with them mapped and 681–691 without, thread REQs
+// the same (two starts each).
 //
 // MADV_DONTNEED zeroes a private mapping, so it must never land on a range
 // badger unmapped meanwhile and something else mapped (Go's own memory).
