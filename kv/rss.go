@@ -10,7 +10,7 @@ import (
 // reading it takes about 1.5 µs, and REQs from 16 connections mapped 184
 // MiB of tables in 65 ms (each page fault maps the pages around it too), so
 // every 100 ms let RSS pass a limit of 448 MiB by 170 MiB, every 10 ms by
-// up to 73 (on a 5M-event store).
+// up to 88 (on a 5M-event store).
 const boundEvery = 10 * time.Millisecond
 
 // boundRSS keeps outpost's resident memory under limit as far as the
