@@ -23,13 +23,7 @@ func openResident(t *testing.T) (*DB, int64) {
 	t.Helper()
 	dir := t.TempDir()
 	tablesOnDisk(t, dir)
-	settings := DefaultSettings()
-	settings.WarmStore = false
-	s, err := settings.Open(dir, quiet())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s := openUnwarmed(t, dir)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if _, _, err := s.planWarm(1 << 40).read(ctx); err != nil {
@@ -214,14 +208,7 @@ func pageCached(t *testing.T, dir string) (cached, size int64) {
 // and corrupts no memory: MADV_DONTNEED on a range badger had unmapped and
 // Go had mapped again would zero Go's own memory.
 func TestBoundRSSWhileCompacting(t *testing.T) {
-	dir := t.TempDir()
-	settings := DefaultSettings()
-	settings.WarmStore = false
-	s, err := settings.Open(dir, quiet())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openUnwarmed(t, t.TempDir())
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	done := make(chan struct{})

@@ -38,6 +38,20 @@ func tablesOnDisk(t *testing.T, dir string) int64 {
 	return size
 }
 
+// openUnwarmed opens the store in dir without warming it, until the test
+// ends.
+func openUnwarmed(t *testing.T, dir string) *DB {
+	t.Helper()
+	settings := DefaultSettings()
+	settings.WarmStore = false
+	s, err := settings.Open(dir, quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
 // Opened with WarmStore, the store's tables end up resident in outpost's
 // mappings; without it, only what badger read as it opened them is.
 func TestWarmStore(t *testing.T) {
@@ -73,13 +87,7 @@ func TestWarmStore(t *testing.T) {
 func TestWarmBudget(t *testing.T) {
 	dir := t.TempDir()
 	tablesOnDisk(t, dir)
-	settings := DefaultSettings()
-	settings.WarmStore = false
-	s, err := settings.Open(dir, quiet())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openUnwarmed(t, dir)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 
