@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"time"
 
@@ -99,7 +98,7 @@ func (s Settings) Open(dataDir string, log *slog.Logger) (_ *DB, err error) {
 	} else {
 		close(d.warming)
 	}
-	if s.RSSLimit > 0 && runtime.GOOS == "linux" {
+	if s.RSSLimit > 0 {
 		go func() {
 			defer close(d.bounding)
 			d.boundRSS(ctx, int64(s.RSSLimit), boundEvery, log.With("component", "badger"))

@@ -2,18 +2,80 @@ package kv
 
 import (
 	"cmp"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
+	"time"
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/dgraph-io/badger/v4/table"
 	"golang.org/x/sys/unix"
 )
+
+// boundRSS keeps outpost's resident memory under limit as far as the
+// store's mapped tables make it up (Settings.RSSLimit): badger reads its
+// tables through shared memory maps, and every page a read or a compaction
+// touches stays mapped, counted in RSS, until the process unmaps it: a
+// relay serving 1M events held 1.1 GB of them (BENCHMARKS.md, scenario
+// 10). Once RSS passes limit, unmapTables drops outpost's mappings of
+// table blocks, the deepest (oldest) level's first, until RSS is an eighth
+// under limit. The pages stay in the kernel's page cache, so a read maps
+// them again without the disk, at the cost of a page fault. What it cannot
+// lower (the Go heap: see cmd/outpost's memory limit) it leaves, and tries
+// again once the file-backed part has grown by an eighth of limit since.
+func (d *DB) boundRSS(ctx context.Context, limit int64, every time.Duration, log *slog.Logger) {
+	cannotRead := func(err error) {
+		log.Warn("cannot read outpost's resident memory: the store's mapped pages are left to the kernel", "err", err)
+	}
+	stat, err := openStatm()
+	if err != nil {
+		cannotRead(err)
+		return
+	}
+	defer stat.Close()
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	target := limit - limit/8
+	var floor int64 // file-backed RSS a trim could not take under target; 0: none
+	ends := blockEnds{}
+	warned := false // once: it would say so every 10 ms
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		rss, file, err := stat.resident()
+		if err != nil {
+			cannotRead(err)
+			return
+		}
+		if rss <= limit || (floor > 0 && file < floor+limit/8) {
+			continue
+		}
+		err = d.unmapTables(ends, func() bool {
+			rss, _, err := stat.resident()
+			return err == nil && rss > target
+		})
+		if err != nil && !warned {
+			log.Warn("could not unmap some of the store's tables: RSS may stay over --rss-limit", "err", err)
+			warned = true
+		}
+		if rss, file, err = stat.resident(); err != nil {
+			continue // the next look says why
+		}
+		floor = 0
+		if rss > target {
+			floor = file
+		}
+	}
+}
 
 // statm reads this process's RSS from /proc/self/statm, kept open: read
 // again from the start, the kernel writes it anew, in about 1.5 µs where
