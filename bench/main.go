@@ -203,6 +203,7 @@ func runMain(args []string) error {
 	mixRounds := fs.Int("mix-rounds", 3, "interleaved rounds of the query mix (-short: 1)")
 	mixKhatru := fs.Bool("mix-khatru", false, "measure bare khatru in the query mix too (always when there is no -strfry)")
 	mixWS := fs.Bool("mix-ws", false, "load strfry's whole store over websocket (default: its two ingest samples over websocket, the rest with strfry import)")
+	mixMore := fs.Bool("mix-more", false, "the query mix also sends other queries clients send (ids, reactions, replies, notifications by kind, pages back through history, since, profile and lists; see moreShapes), with the same targets")
 	mixCold := fs.Bool("mix-cold", false, "drop the OS page cache before each relay's round of the query mix (root only; slows everything else on the machine for a moment)")
 	fs.Parse(args)
 
@@ -226,7 +227,7 @@ func runMain(args []string) error {
 	if *mixEvents > 0 {
 		b.MixEvents = *mixEvents
 	}
-	b.mix = mixOptions{events: b.MixEvents, seed: *mixSeed, cache: *mixCache, keep: *mixKeep, rounds: *mixRounds, khatru: *mixKhatru, ws: *mixWS, cold: *mixCold}
+	b.mix = mixOptions{events: b.MixEvents, seed: *mixSeed, cache: *mixCache, keep: *mixKeep, rounds: *mixRounds, khatru: *mixKhatru, ws: *mixWS, cold: *mixCold, more: *mixMore}
 	if *profile != "" {
 		var err error
 		if b.profileDir, err = filepath.Abs(*profile); err != nil {

@@ -19,9 +19,11 @@ type mixOptions struct {
 	cache  string // where the signed events are kept between runs
 	keep   string // where the relays' loaded data dirs are kept between runs ("": a temporary dir)
 	rounds int
-	khatru bool // bare khatru too (always when there is no strfry)
-	ws     bool // load strfry's bulk over websocket too, not with strfry import
-	cold   bool // drop the OS page cache before each relay's round
+	khatru bool       // bare khatru too (always when there is no strfry)
+	ws     bool       // load strfry's bulk over websocket too, not with strfry import
+	cold   bool       // drop the OS page cache before each relay's round
+	more   bool       // moreShapes too
+	sample *mixSample // of the data, drawn from for moreShapes when more
 }
 
 // A query shape of the mix: what clients send when they open a home feed,
@@ -56,6 +58,7 @@ var mixShapes = []mixShape{
 // as replies name them.
 type mixDraw struct {
 	keys   *mixKeys
+	sample *mixSample // for moreShapes
 	r      *rand.Rand
 	author func() string
 }
@@ -138,6 +141,11 @@ func mixScenario(b *bench) ([]row, error) {
 	events, keys, err := ensureMix(b.mix.cache, b.mix.seed, b.mix.events)
 	if err != nil {
 		return nil, err
+	}
+	if b.mix.more {
+		if b.mix.sample, err = sampleMix(events, b.mix.events, b.mix.seed); err != nil {
+			return nil, err
+		}
 	}
 	root := b.mix.keep
 	if root == "" {
@@ -307,15 +315,16 @@ func strfryImport(bin, dir, events string, skip int) error {
 // not one draw's: which 1,000 keys were drawn moved a shape's p99 more than
 // the relays differed.
 func (b *bench) mixFilterFiles(keys *mixKeys, round int) (map[string]string, error) {
-	return writeMixFilters(keys, b.mix.seed, round, mixFiltersPerShape(b.smoke), b.tmp)
+	return writeMixFilters(keys, b.mix.sample, b.mix.seed, round, mixFiltersPerShape(b.smoke), b.tmp)
 }
 
-// writeMixFilters writes per filters of each shape, round's draw, into dir
-// and returns their paths by shape.
-func writeMixFilters(keys *mixKeys, seed uint64, round, per int, dir string) (map[string]string, error) {
+// writeMixFilters writes per filters of each shape (moreShapes too, with a
+// sample), round's draw, into dir and returns their paths by shape.
+func writeMixFilters(keys *mixKeys, sample *mixSample, seed uint64, round, per int, dir string) (map[string]string, error) {
 	q := newMixDraw(keys, seed, uint64(round))
+	q.sample = sample
 	files := map[string]string{}
-	for _, s := range mixShapes {
+	for _, s := range mixShapesWith(sample) {
 		var sb strings.Builder
 		for range per {
 			sb.WriteString(s.draw(q) + "\n")
@@ -362,7 +371,7 @@ func (b *bench) mixRound(r *mixRelay, round int, files map[string]string) error 
 	if b.smoke {
 		requests, load = 10, 500*time.Millisecond
 	}
-	for _, s := range mixShapes {
+	for _, s := range mixShapesWith(b.mix.sample) {
 		var lat, tput loadResult
 		if err := runJSON(&lat, b.self, "reqload", "-url", srv.ws(), "-filters", files[s.name], "-conns", "1", "-requests", fmt.Sprint(requests)); err != nil {
 			return err
@@ -469,7 +478,7 @@ func (b *bench) mixVersus(out, base *mixRelay, targets bool) []row {
 		}
 		return rw
 	}
-	for _, s := range mixShapes {
+	for _, s := range mixShapesWith(b.mix.sample) {
 		for _, q := range []struct {
 			label string
 			f     func(loadResult) float64

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"os"
 	"slices"
@@ -96,5 +97,58 @@ func TestMismatches(t *testing.T) {
 	c := []loadResult{{Counts: []int{5, 4, 499}}}
 	if n, first := mismatches(a, c); n != 2 || first != "REQ 1: 3 vs 4" {
 		t.Errorf("%d %q", n, first)
+	}
+}
+
+// Each filter of the other shapes is valid, and most find events in the
+// data they were drawn from.
+func TestMoreShapes(t *testing.T) {
+	const n = 3000
+	events, keys, err := ensureMix(t.TempDir(), 5, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sample, err := sampleMix(events, n, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := writeMixFilters(keys, sample, 5, 0, 20, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) != len(mixShapes)+len(moreShapes) {
+		t.Fatalf("%d files, want %d", len(files), len(mixShapes)+len(moreShapes))
+	}
+	b, err := os.ReadFile(events)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var evs []*nostr.Event
+	for line := range bytes.Lines(b) {
+		ev := &nostr.Event{}
+		if err := json.Unmarshal(line, ev); err != nil {
+			t.Fatal(err)
+		}
+		evs = append(evs, ev)
+	}
+	for _, shape := range moreShapes {
+		b, err := os.ReadFile(files[shape.name])
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines, found := 0, 0
+		for line := range bytes.Lines(b) {
+			var f nostr.Filter
+			if err := json.Unmarshal(line, &f); err != nil {
+				t.Fatalf("%s: %v", shape.name, err)
+			}
+			lines++
+			if slices.ContainsFunc(evs, f.Matches) {
+				found++
+			}
+		}
+		if lines != 20 || found < lines*4/5 {
+			t.Errorf("%s: %d of %d filters find events", shape.name, found, lines)
+		}
 	}
 }

@@ -352,6 +352,7 @@ func mixGenMain(args []string) error {
 	cache := fs.String("cache", defaultMixCache(), "cache dir")
 	filters := fs.String("filters", "", "also write the filters of the first -rounds rounds into this dir, as a run draws them (mix-<shape>-<round>.filters)")
 	rounds := fs.Int("rounds", 3, "rounds of filters, with -filters")
+	more := fs.Bool("more", false, "with -filters, the other queries clients send too (see moreShapes)")
 	fs.Parse(args)
 	events, keys, err := ensureMix(*cache, *seed, *n)
 	if err != nil {
@@ -364,8 +365,14 @@ func mixGenMain(args []string) error {
 	if err := os.MkdirAll(*filters, 0o755); err != nil {
 		return err
 	}
+	var sample *mixSample
+	if *more {
+		if sample, err = sampleMix(events, *n, *seed); err != nil {
+			return err
+		}
+	}
 	for round := range *rounds {
-		if _, err := writeMixFilters(keys, *seed, round, mixFiltersPerShape(false), *filters); err != nil {
+		if _, err := writeMixFilters(keys, sample, *seed, round, mixFiltersPerShape(false), *filters); err != nil {
 			return err
 		}
 	}
