@@ -460,8 +460,12 @@ func (b *bench) mixRows(rs []*mixRelay) []row {
 	if b.mix.cold {
 		cache = "after the OS page cache was dropped (-mix-cold)"
 	}
+	more := ""
+	if s := b.mix.sample; s != nil {
+		more = fmt.Sprintf("; the keys of the shapes after global from an even sample of %d of its events", len(s.events))
+	}
 	rows := []row{{measure: "data", value: fmt.Sprintf("%d events: %d authors (Zipf s=%.1f activity), %d profiles, %d contact lists of %d", b.mix.events, p.authors, zipfS, p.authors, p.active, p.follows),
-		baseline: fmt.Sprintf("keys of every REQ drawn from the data's distribution (%d filters per shape, drawn anew each round, seed %d); each relay restarted on its data every round, %s", mixFiltersPerShape(b.smoke), b.mix.seed, cache)}}
+		baseline: fmt.Sprintf("keys of every REQ drawn from the data's distribution (%d filters per shape, drawn anew each round, seed %d%s); each relay restarted on its data every round, %s", mixFiltersPerShape(b.smoke), b.mix.seed, more, cache)}}
 	for _, base := range rs[1:] {
 		rows = append(rows, b.mixVersus(rs[0], base, base.strfry != "" && !b.smoke)...)
 	}
