@@ -12,26 +12,34 @@
 // All keys start with a byte from 0x40 to 0x49, apart from eventstore
 // v0.17.8's (0–8 and 255, migrated away by Open) and outpost's domain
 // records (0x80 and up). ts is created_at encoded so that keys sort newest
-// first; the keys of the indexes 0x41–0x45 end with ts and the id, so one
-// forward scan of an index range yields its events in NIP-01 order
+// first; the keys of the events and the indexes 0x41–0x45 end with ts and
+// the id, so one forward scan of a range yields its events in NIP-01 order
 // (created_at descending, then the lowest id first) and several ranges merge
 // by comparing those 40 bytes, dropping repeats, and stop at the limit.
 //
-//	0x40 event      id(32)                                → header | JSON
-//	0x41 time       ts(8) id(32)                          → empty
+//	0x40 id         id(32)                                → ts(8)
+//	0x41 event      ts(8) id(32)                          → header | JSON
 //	0x42 kind       kind(2) ts id                         → empty
 //	0x43 author     pubkey(32) ts id                      → empty
 //	0x44 authorkind pubkey(32) kind(2) ts id              → empty
 //	0x45 tag        name(1) value(v) ts id                → empty
-//	0x46 address    kind(2) pubkey(32) d(v)               → id
+//	0x46 address    kind(2) pubkey(32) d(v)               → ts id
 //	0x47 expiry     expiration(8, ascending) id(32)       → empty
 //	0x48 deletion   target id(32) pubkey(32)              → (deletion id(32) expiration(8))…
 //	0x49 format     (the key alone)                       → version(1)
 //
-// The index keys of an event with a NIP-40 expiration carry the badger user
-// meta flagExpires. Index keys carry flagKind and six bits of a hash of the
-// event's kind too (see kindMeta), except those an outpost older than
-// flagKind wrote.
+// Events are stored in time order, so the events a scan of any index finds
+// lie near each other in the store: a page back through the global feed, a
+// thread or a pubkey's notifications read a few neighbouring tables' blocks
+// rather than one random place per event, as keying them by id did (format
+// 2, which upgrade.go moves to this one). The event range is also the index
+// by time. What looks an event up by id alone (ids filters, duplicates,
+// deletions, expiry) reads its ts from the id key first.
+//
+// The event keys and index keys of an event with a NIP-40 expiration carry
+// the badger user meta flagExpires. They carry flagKind and six bits of a
+// hash of the event's kind too (see kindMeta), except index keys an outpost
+// older than flagKind wrote.
 //
 // header is version(1) kind(2) created_at(8) expiration(8) pubkey(32).
 //
@@ -71,9 +79,10 @@
 // some kinds pass over most others unread. Events past their NIP-40
 // expiration are never read out or counted; DeleteExpired removes them. The
 // values of events read are kept in a cache (see Cache), so a hot event costs
-// no lookup; only an event a filter names by id is always looked up, because
-// the cache may keep one since deleted (an address key, written and removed
-// with its event, already says that the event it names exists).
+// no lookup; the cache may keep an event since deleted, so whether an event
+// a filter names by id exists is read from its id key (an address key,
+// written and removed with its event, already says that the event it names
+// exists).
 package events
 
 import (
@@ -96,8 +105,8 @@ import (
 // Key prefixes, one per index (see the package documentation), within kv's
 // range for events.
 const (
-	prefixEvent      byte = kv.PrefixEventsFirst
-	prefixTime       byte = 0x41
+	prefixID         byte = kv.PrefixEventsFirst
+	prefixEvent      byte = 0x41
 	prefixKind       byte = 0x42
 	prefixAuthor     byte = 0x43
 	prefixAuthorKind byte = 0x44
@@ -111,7 +120,7 @@ const (
 const (
 	headerVersion = 1
 	headerLen     = 1 + 2 + 8 + 8 + 32
-	tailLen       = 8 + 32 // ts and id at the end of the keys of the indexes 0x41–0x45
+	tailLen       = 8 + 32 // ts and id at the end of the keys 0x41–0x45
 
 	// flagExpires is the badger user meta of the index keys of an event
 	// with a NIP-40 expiration: counting by an index that covers a filter
@@ -149,16 +158,17 @@ type Store struct {
 	newest newest
 }
 
-// Open returns the event store on db, first moving any events eventstore
-// v0.17.8's badger backend left in it into this store's layout, and
-// bringing data of an older format up to this one (see upgrade).
+// Open returns the event store on db, first bringing data of an older
+// format up to this one (see upgrade), and then moving any events eventstore
+// v0.17.8's badger backend left in it into this store's layout: the move
+// saves them, so it must find the store in the format it writes.
 func Open(db *kv.DB, log *slog.Logger) (*Store, error) {
 	s := &Store{db: db, log: log, now: time.Now, newest: newest{seed: maphash.MakeSeed()}}
-	if err := s.migrate(); err != nil {
-		return nil, fmt.Errorf("move events from eventstore's layout: %w", err)
-	}
 	if err := s.upgrade(); err != nil {
 		return nil, err
+	}
+	if err := s.migrate(); err != nil {
+		return nil, fmt.Errorf("move events from eventstore's layout: %w", err)
 	}
 	if err := s.newest.load(db); err != nil {
 		return nil, fmt.Errorf("read the newest event of each author: %w", err)
@@ -289,7 +299,14 @@ func parseHex32(s string, out *[32]byte) bool {
 	return true
 }
 
-func eventKey(id []byte) []byte { return append([]byte{prefixEvent}, id...) }
+func eventKey(tail []byte) []byte { return join(prefixEvent, tail) }
+
+func idKey(id []byte) []byte { return join(prefixID, id) }
+
+// tail is the ts and id that end the event's keys.
+func (d *decodedEvent) tail() []byte {
+	return append(encodeTS(make([]byte, 0, tailLen), d.createdAt), d.id[:]...)
+}
 
 func addressKey(kind uint16, pubkey []byte, d string) []byte {
 	k := binary.BigEndian.AppendUint16([]byte{prefixAddress}, kind)
@@ -319,18 +336,15 @@ func address(kind int, tags nostr.Tags) string {
 	return ""
 }
 
-// indexKeys lists every index key of an event (not the event key and not the
-// address key). Saving and deleting both derive the keys from it.
+// indexKeys lists every index key of an event (not its event, id and
+// address keys). Saving and deleting both derive the keys from it.
 func (d *decodedEvent) indexKeys() [][]byte {
-	var tail [tailLen]byte
-	encodeTS(tail[:0], d.createdAt)
-	copy(tail[8:], d.id[:])
+	tail := d.tail()
 	kind := binary.BigEndian.AppendUint16(nil, d.kind)
 	keys := [][]byte{
-		join(prefixTime, tail[:]),
-		join(prefixKind, kind, tail[:]),
-		join(prefixAuthor, d.pubkey[:], tail[:]),
-		join(prefixAuthorKind, d.pubkey[:], kind, tail[:]),
+		join(prefixKind, kind, tail),
+		join(prefixAuthor, d.pubkey[:], tail),
+		join(prefixAuthorKind, d.pubkey[:], kind, tail),
 	}
 	seen := map[string]bool{}
 	for _, t := range d.tags {
@@ -338,7 +352,7 @@ func (d *decodedEvent) indexKeys() [][]byte {
 			continue
 		}
 		k, _ := tagKey(t[0][0], t[1])
-		k = append(k, tail[:]...)
+		k = append(k, tail...)
 		if !seen[string(k)] {
 			seen[string(k)] = true
 			keys = append(keys, k)
@@ -348,6 +362,14 @@ func (d *decodedEvent) indexKeys() [][]byte {
 		keys = append(keys, join(prefixExpiry, binary.BigEndian.AppendUint64(nil, uint64(d.expiration)), d.id[:]))
 	}
 	return keys
+}
+
+// keyMeta is the user meta of the event's event and index keys.
+func (d *decodedEvent) keyMeta() byte {
+	if d.expiration != 0 {
+		return kindMeta(d.kind) | flagExpires
+	}
+	return kindMeta(d.kind)
 }
 
 // kindMeta is the user meta bits of an index key that say its event's kind:

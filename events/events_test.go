@@ -131,6 +131,11 @@ func mustID(ev *nostr.Event) []byte {
 	return id[:]
 }
 
+// mustTail is the ts and id that end ev's keys.
+func mustTail(ev *nostr.Event) []byte {
+	return append(encodeTS(nil, ev.CreatedAt), mustID(ev)...)
+}
+
 // khatru compares the error with ==: duplicates and superseded versions
 // both answer OK true without a broadcast.
 func TestSaveEventErrDupEventUnwrapped(t *testing.T) {
@@ -489,18 +494,22 @@ func TestSweepExpired(t *testing.T) {
 // An address key left pointing at no event (data damaged outside the store)
 // does not block the address forever.
 func TestDanglingAddressIsTaken(t *testing.T) {
-	s := testStore(t, t0)
-	ev := mkEvent(testPubs[0], 30000, 100, "a", nostr.Tag{"d", "x"})
-	if err := s.db.Update(func(txn *kv.Txn) error {
-		return txn.Set(addressKey(30000, mustID(&nostr.Event{ID: ev.PubKey}), "x"), make([]byte, 32))
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if out := mustSave(t, s, ev); out != Stored {
-		t.Fatalf("save: %v", out)
-	}
-	if got, _ := s.Address(context.Background(), 30000, ev.PubKey, "x"); got == nil || got.ID != ev.ID {
-		t.Fatalf("the address holds %v", got)
+	for _, size := range []int{tailLen, 32} { // no such event; not even a ts and id
+		s := testStore(t, t0)
+		ev := mkEvent(testPubs[0], 30000, 100, "a", nostr.Tag{"d", "x"})
+		ak := addressKey(30000, mustID(&nostr.Event{ID: ev.PubKey}), "x")
+		if err := s.db.Update(func(txn *kv.Txn) error { return txn.Set(ak, make([]byte, size)) }); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := s.Address(context.Background(), 30000, ev.PubKey, "x"); got != nil || err != nil {
+			t.Fatalf("a dangling address of %d bytes holds %v, %v", size, got, err)
+		}
+		if out := mustSave(t, s, ev); out != Stored {
+			t.Fatalf("save: %v", out)
+		}
+		if got, _ := s.Address(context.Background(), 30000, ev.PubKey, "x"); got == nil || got.ID != ev.ID {
+			t.Fatalf("the address holds %v", got)
+		}
 	}
 }
 

@@ -23,7 +23,7 @@ func notificationsStore(t *testing.T) (s *Store, me string, reply, reaction *nos
 	for _, ev := range []*nostr.Event{reply, reaction, follows} {
 		mustSave(t, s, ev)
 	}
-	if err := s.db.Update(func(txn *kv.Txn) error { return txn.Set(eventKey(mustID(follows)), []byte{0xEE}) }); err != nil {
+	if err := s.db.Update(func(txn *kv.Txn) error { return txn.Set(eventKey(mustTail(follows)), []byte{0xEE}) }); err != nil {
 		t.Fatal(err)
 	}
 	s.Cache(1 << 20) // a fresh cache: the contact list's value is not in it
@@ -87,7 +87,7 @@ func TestKindHashCollision(t *testing.T) {
 	}
 }
 
-// stripKinds clears flagKind from every n-th index key (0x41–0x45), as
+// stripKinds clears flagKind from every n-th index key (0x42–0x45), as
 // outpost wrote them before it.
 func stripKinds(t testing.TB, db *kv.DB, n int) {
 	t.Helper()
@@ -96,7 +96,7 @@ func stripKinds(t testing.TB, db *kv.DB, n int) {
 	if err := db.View(func(txn *kv.Txn) error {
 		it := txn.NewIterator(kv.IteratorOptions{})
 		defer it.Close()
-		for it.Seek([]byte{prefixTime}); it.Valid() && it.Item().Key()[0] <= prefixTag; it.Next() {
+		for it.Seek([]byte{prefixKind}); it.Valid() && it.Item().Key()[0] <= prefixTag; it.Next() {
 			keys, metas = append(keys, it.Item().KeyCopy(nil)), append(metas, it.Item().Meta())
 		}
 		return nil

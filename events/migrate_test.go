@@ -296,7 +296,8 @@ func TestMigrationChild(t *testing.T) {
 }
 
 // deletionStore writes into dir a store holding deletion requests as
-// outpost wrote them before format 2: without tombstones or a format key.
+// outpost wrote them before format 2: events keyed by id, without
+// tombstones or a format key.
 // It returns each deleted event with how many requests name it.
 func deletionStore(t *testing.T, dir string, requests int) map[*nostr.Event]int {
 	t.Helper()
@@ -318,6 +319,7 @@ func deletionStore(t *testing.T, dir string, requests int) map[*nostr.Event]int 
 	}
 	// A stranger's request counts for nothing.
 	mustSave(t, s, mkEvent(testPubs[3], 5, 1_700_000_000, "", nostr.Tag{"e", notes[0].ID}))
+	toFormat2(t, db)
 	if err := db.DropPrefix([]byte{prefixDeletion}, []byte{prefixFormat}); err != nil {
 		t.Fatal(err)
 	}

@@ -222,9 +222,9 @@ func (g *gen) filter() nostr.Filter {
 // checkAgainstModel writes n random events (and some deletions) into a fresh
 // store and the model, then compares queries and counts: halfway through
 // too, so that events read (and cached) before they are deleted or replaced
-// must not be served after. halfOld clears flagKind from every other index
-// key halfway through, as keys written before it have it.
-func checkAgainstModel(t *testing.T, seed uint64, events, queries int, halfOld bool) {
+// must not be served after. Halfway through, old leaves the store as an
+// older outpost would have.
+func checkAgainstModel(t *testing.T, seed uint64, events, queries int, old modelOld) {
 	g := newGen(seed)
 	now := g.base + 20
 	s := testStore(t, time.Unix(int64(now), 0))
@@ -270,8 +270,19 @@ func checkAgainstModel(t *testing.T, seed uint64, events, queries int, halfOld b
 	}
 	for i := range events {
 		if i == events/2 {
-			if halfOld {
+			switch old {
+			case modelNoKinds:
 				stripKinds(t, s.db, 2)
+			case modelFormat2:
+				toFormat2(t, s.db)
+				upgraded, err := Open(s.db, quiet())
+				if err != nil {
+					t.Fatal(err)
+				}
+				checkFormat3(t, s.db)
+				upgraded.Cache(1 << 20)
+				upgraded.now = s.now
+				s = upgraded
 			}
 			compare(queries / 2)
 			deletions()
@@ -297,9 +308,18 @@ func checkAgainstModel(t *testing.T, seed uint64, events, queries int, halfOld b
 	deletions()
 }
 
+// modelOld is what checkAgainstModel does to the store halfway.
+type modelOld int
+
+const (
+	modelNew     modelOld = iota // nothing
+	modelNoKinds                 // clear flagKind from every other index key, as keys written before it have it
+	modelFormat2                 // rewrite it in format 2 and open it again (see upgrade)
+)
+
 func TestQueriesMatchTheModel(t *testing.T) {
 	for seed := range uint64(40) {
-		t.Run(fmt.Sprint(seed), func(t *testing.T) { checkAgainstModel(t, seed, 150, 150, seed%2 == 1) })
+		t.Run(fmt.Sprint(seed), func(t *testing.T) { checkAgainstModel(t, seed, 150, 150, modelOld(seed%2)) })
 	}
 }
 
@@ -311,6 +331,6 @@ func FuzzQueriesMatchTheModel(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var seed [8]byte
 		copy(seed[:], b)
-		checkAgainstModel(t, binary.BigEndian.Uint64(seed[:]), 60, 60, seed[7]%2 == 1)
+		checkAgainstModel(t, binary.BigEndian.Uint64(seed[:]), 60, 60, modelOld(seed[7]%3))
 	})
 }

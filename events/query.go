@@ -217,7 +217,7 @@ func (p *plan) chooseScans(authors [][]byte) {
 		}
 		p.covered = true
 	default:
-		p.scans = [][]byte{{prefixTime}}
+		p.scans = [][]byte{{prefixEvent}}
 		p.covered = true
 	}
 }
@@ -429,25 +429,9 @@ func (s *Store) openCursors(txn *kv.Txn, plans []*plan) (h cursorHeap, its []*kv
 			continue
 		}
 		if p.ids != nil || p.addrs != nil {
-			ids, err := p.lookUp(txn)
-			if err != nil {
-				return h, its, err
-			}
 			c := &cursor{plan: i}
-			var buf []byte
-			for _, id := range ids {
-				val, err := s.present(txn, id, p.addrs != nil, &buf)
-				if err != nil {
-					return h, its, err
-				}
-				if val == nil {
-					continue
-				}
-				if _, err := meta(id, val); err != nil {
-					return h, its, err
-				}
-				tail := make([]byte, 0, tailLen)
-				c.tails = append(c.tails, append(encodeTS(tail, nostr.Timestamp(binary.BigEndian.Uint64(val[3:]))), id...))
+			if c.tails, err = p.lookUp(txn); err != nil {
+				return h, its, err
 			}
 			slices.SortFunc(c.tails, bytes.Compare)
 			if c.next(true) {
@@ -479,12 +463,19 @@ func (s *Store) openCursors(txn *kv.Txn, plans []*plan) (h cursorHeap, its []*kv
 	return h, its, nil
 }
 
-// lookUp gives the ids of an id plan, or those its address keys hold.
+// lookUp gives the ts and id of each stored event an id plan names, from
+// their id keys, or of those its address keys name.
 func (p *plan) lookUp(txn *kv.Txn) ([][]byte, error) {
-	if p.addrs == nil {
-		return p.ids, nil
+	var tails [][]byte
+	for _, id := range p.ids {
+		tail, err := findTail(txn, id)
+		if err != nil {
+			return nil, err
+		}
+		if tail != nil {
+			tails = append(tails, tail)
+		}
 	}
-	ids := make([][]byte, 0, len(p.addrs))
 	for _, k := range p.addrs {
 		item, err := txn.Get(k)
 		if errors.Is(err, kv.ErrNotFound) {
@@ -492,15 +483,15 @@ func (p *plan) lookUp(txn *kv.Txn) ([][]byte, error) {
 		} else if err != nil {
 			return nil, err
 		}
-		id, err := item.ValueCopy(nil)
+		tail, err := item.ValueCopy(nil)
 		if err != nil {
 			return nil, err
 		}
-		if len(id) == 32 {
-			ids = append(ids, id)
+		if len(tail) == tailLen {
+			tails = append(tails, tail)
 		}
 	}
-	return ids, nil
+	return tails, nil
 }
 
 // scanBufs are a scan's buffers, reused from one candidate to the next:
@@ -511,7 +502,7 @@ type scanBufs struct{ val, key []byte }
 // the plans that found it accepts it.
 func (s *Store) visit(txn *kv.Txn, plans []*plan, found []int, tail []byte, now int64, bufs *scanBufs, fn func(id, val []byte) bool) (bool, error) {
 	id := tail[8:]
-	val, err := s.value(txn, id, &bufs.val)
+	val, err := s.value(txn, tail, &bufs.val)
 	if val == nil || err != nil {
 		return err == nil, err // no value: an index key without its event, nothing to serve
 	}
@@ -534,40 +525,25 @@ func (s *Store) visit(txn *kv.Txn, plans []*plan, found []int, tail []byte, now 
 	return true, nil
 }
 
-// value reads the stored value of the event id into *buf, from the cache
-// when it is there; nil when the event is not stored.
-func (s *Store) value(txn *kv.Txn, id []byte, buf *[]byte) ([]byte, error) {
+// value reads the stored value of the event at tail into *buf, from the
+// cache when it is there; nil when the event is not stored. It may be in
+// the cache and deleted since: the caller knows from an index, id or
+// address key of its snapshot that it is stored.
+func (s *Store) value(txn *kv.Txn, tail []byte, buf *[]byte) ([]byte, error) {
+	id := tail[8:]
 	if val, ok := s.cache.get(id, (*buf)[:0]); ok {
 		*buf = val
 		return val, nil
 	}
-	return s.read(txn, id, buf)
-}
-
-// read is value without the cache, which it fills.
-func (s *Store) read(txn *kv.Txn, id []byte, buf *[]byte) ([]byte, error) {
-	val, err := txn.AppendValue(eventKey(id), (*buf)[:0])
-	if errors.Is(err, kv.ErrNotFound) {
-		return nil, nil
+	val, err := txn.AppendValue(eventKey(tail), (*buf)[:0])
+	if errors.Is(err, kv.ErrNotFound) || err == nil && len(val) == 0 {
+		return nil, nil // none, or format 2's time index key of an event it did not have
 	} else if err != nil {
 		return nil, err
 	}
 	*buf = val
 	s.cache.put(id, val)
 	return val, nil
-}
-
-// present is value for an event that a filter names by id, or that an
-// address key named (addressed). The cache may keep an event since
-// deleted, so only the store says whether one named by id exists; an
-// address key and its event are written and removed together (see put and
-// remove), so the one an address names is in this snapshot, and the
-// cache's copy of it (an event never changes) will do.
-func (s *Store) present(txn *kv.Txn, id []byte, addressed bool, buf *[]byte) ([]byte, error) {
-	if addressed {
-		return s.value(txn, id, buf)
-	}
-	return s.read(txn, id, buf)
 }
 
 // Query calls yield for each stored event matching f exactly, newest first, stopping after
@@ -667,16 +643,21 @@ func (s *Store) Address(ctx context.Context, kind int, pubkey, d string) (*nostr
 		} else if err != nil {
 			return err
 		}
-		id, err := item.ValueCopy(nil)
+		tail, err := item.ValueCopy(nil)
 		if err != nil {
 			return err
 		}
-		item, err = txn.Get(eventKey(id))
-		if err != nil {
+		if len(tail) != tailLen {
+			return nil // damaged: see put
+		}
+		item, err = txn.Get(eventKey(tail))
+		if errors.Is(err, kv.ErrNotFound) {
+			return nil
+		} else if err != nil {
 			return err
 		}
 		return item.Value(func(val []byte) error {
-			m, err := meta(id, val)
+			m, err := meta(tail[8:], val)
 			if err != nil {
 				return err
 			}

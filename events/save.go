@@ -66,22 +66,23 @@ func (s *Store) Save(ctx context.Context, ev *nostr.Event) (Outcome, error) {
 
 // put writes one event in txn.
 func (s *Store) put(txn *kv.Txn, d *decodedEvent, val []byte, keys [][]byte, addr string, replaceable bool) (Outcome, error) {
-	ek := eventKey(d.id[:])
-	if _, err := txn.Get(ek); err == nil {
-		return Duplicate, nil
-	} else if !errors.Is(err, kv.ErrNotFound) {
-		return 0, err
+	if found, err := txn.Has(idKey(d.id[:])); err != nil || found {
+		return Duplicate, err
 	}
+	tail := d.tail()
 	if replaceable {
 		ak := addressKey(d.kind, d.pubkey[:], addr)
 		item, err := txn.Get(ak)
 		switch {
 		case err == nil:
-			oldID, err := item.ValueCopy(nil)
+			oldTail, err := item.ValueCopy(nil)
 			if err != nil {
 				return 0, err
 			}
-			old, err := txn.Get(eventKey(oldID))
+			if len(oldTail) != tailLen {
+				break // damaged: take it
+			}
+			old, err := txn.Get(eventKey(oldTail))
 			if errors.Is(err, kv.ErrNotFound) {
 				break // an address left pointing at nothing: take it
 			} else if err != nil {
@@ -89,15 +90,15 @@ func (s *Store) put(txn *kv.Txn, d *decodedEvent, val []byte, keys [][]byte, add
 			}
 			var superseded bool
 			err = old.Value(func(oldVal []byte) error {
-				m, err := meta(oldID, oldVal)
+				m, err := meta(oldTail[8:], oldVal)
 				if err != nil {
 					return err
 				}
-				if !newer(d.createdAt, d.id[:], m.CreatedAt, oldID) {
+				if !newer(d.createdAt, d.id[:], m.CreatedAt, m.ID[:]) {
 					superseded = true
 					return nil
 				}
-				return s.remove(txn, oldID, oldVal)
+				return s.remove(txn, oldTail, oldVal)
 			})
 			if err != nil || superseded {
 				return Superseded, err
@@ -105,18 +106,18 @@ func (s *Store) put(txn *kv.Txn, d *decodedEvent, val []byte, keys [][]byte, add
 		case !errors.Is(err, kv.ErrNotFound):
 			return 0, err
 		}
-		if err := txn.Set(ak, d.id[:]); err != nil {
+		if err := txn.Set(ak, tail); err != nil {
 			return 0, err
 		}
 	}
-	if err := txn.Set(ek, val); err != nil {
+	flags := d.keyMeta()
+	if err := txn.SetMeta(eventKey(tail), val, flags); err != nil {
+		return 0, err
+	}
+	if err := txn.Set(idKey(d.id[:]), tail[:8]); err != nil {
 		return 0, err
 	}
 	s.newest.raise(d.pubkey[:], d.kind, int64(d.createdAt))
-	flags := kindMeta(d.kind)
-	if d.expiration != 0 {
-		flags |= flagExpires
-	}
 	for _, k := range keys {
 		if err := txn.SetMeta(k, nil, flags); err != nil {
 			return 0, err
@@ -128,10 +129,10 @@ func (s *Store) put(txn *kv.Txn, d *decodedEvent, val []byte, keys [][]byte, add
 	return Stored, nil
 }
 
-// remove deletes a stored event and every key derived from it in txn,
-// a deletion request's tombstones too.
-func (s *Store) remove(txn *kv.Txn, id, val []byte) error {
-	d, ev, err := decodeStored(id, val)
+// remove deletes a stored event, its value val at tail, and every key
+// derived from it in txn, a deletion request's tombstones too.
+func (s *Store) remove(txn *kv.Txn, tail, val []byte) error {
+	d, ev, err := decodeStored(tail[8:], val)
 	if err != nil {
 		return err
 	}
@@ -147,7 +148,7 @@ func (s *Store) remove(txn *kv.Txn, id, val []byte) error {
 		ak := addressKey(d.kind, d.pubkey[:], address(ev.Kind, ev.Tags))
 		if item, err := txn.Get(ak); err == nil {
 			if err := item.Value(func(cur []byte) error {
-				if bytes.Equal(cur, id) {
+				if bytes.Equal(cur, tail) {
 					return txn.Delete(ak)
 				}
 				return nil
@@ -158,7 +159,10 @@ func (s *Store) remove(txn *kv.Txn, id, val []byte) error {
 			return err
 		}
 	}
-	return txn.Delete(eventKey(id))
+	if err := txn.Delete(idKey(tail[8:])); err != nil {
+		return err
+	}
+	return txn.Delete(eventKey(tail))
 }
 
 // Delete removes the event with this id; deleted is false when there was none.
@@ -218,13 +222,32 @@ func (s *Store) update(cost int, fn func(txn *kv.Txn) error) error {
 }
 
 func (s *Store) deleteTxn(txn *kv.Txn, id []byte) (bool, error) {
-	item, err := txn.Get(eventKey(id))
+	tail, err := findTail(txn, id)
+	if tail == nil || err != nil {
+		return false, err
+	}
+	item, err := txn.Get(eventKey(tail))
 	if errors.Is(err, kv.ErrNotFound) {
 		return false, nil
 	} else if err != nil {
 		return false, err
 	}
-	return true, item.Value(func(val []byte) error { return s.remove(txn, id, val) })
+	return true, item.Value(func(val []byte) error { return s.remove(txn, tail, val) })
+}
+
+// findTail reads the ts and id that end the keys of the stored event id
+// from its id key; nil when there is no such event.
+func findTail(txn *kv.Txn, id []byte) ([]byte, error) {
+	tail, err := txn.AppendValue(idKey(id), make([]byte, 0, tailLen))
+	switch {
+	case errors.Is(err, kv.ErrNotFound):
+		return nil, nil
+	case err != nil:
+		return nil, err
+	case len(tail) != 8:
+		return nil, fmt.Errorf("id key of %x holds %x", id, tail)
+	}
+	return append(tail, id...), nil
 }
 
 // DeleteExpired deletes the events whose NIP-40 expiration is at or before

@@ -1,0 +1,186 @@
+package events
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/nbd-wtf/go-nostr"
+	"github.com/outpost-relay/outpost/kv"
+)
+
+// toFormat2 rewrites the events of db into the layout outpost's format 2
+// kept them in: each event's value at 0x40 id, its key 0x41 ts id (the time
+// index) with no value, its address key holding its id, and the format key
+// 2. Every other key was the same.
+func toFormat2(t testing.TB, db *kv.DB) {
+	t.Helper()
+	type stored struct {
+		key, val []byte
+		meta     byte
+	}
+	var events, addrs []stored
+	if err := db.View(func(txn *kv.Txn) error {
+		for _, p := range []byte{prefixEvent, prefixAddress} {
+			it := txn.NewIterator(kv.IteratorOptions{Prefix: []byte{p}})
+			for it.Rewind(); it.Valid(); it.Next() {
+				val, err := it.Item().ValueCopy(nil)
+				if err != nil {
+					return err
+				}
+				e := stored{it.Item().KeyCopy(nil), val, it.Item().Meta()}
+				if p == prefixEvent {
+					events = append(events, e)
+				} else {
+					addrs = append(addrs, e)
+				}
+			}
+			it.Close()
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for start := 0; start < len(events) || start < len(addrs); start += 128 {
+		if err := db.Update(func(txn *kv.Txn) error {
+			for _, e := range events[min(start, len(events)):min(start+128, len(events))] {
+				if err := txn.Set(append([]byte{prefixID}, e.key[9:]...), e.val); err != nil {
+					return err
+				}
+				if err := txn.SetMeta(e.key, nil, e.meta); err != nil {
+					return err
+				}
+			}
+			for _, a := range addrs[min(start, len(addrs)):min(start+128, len(addrs))] {
+				if err := txn.Set(a.key, a.val[8:]); err != nil {
+					return err
+				}
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Update(func(txn *kv.Txn) error { return txn.Set(formatKey, []byte{2}) }); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// checkFormat3 checks that no key of db is left in format 2's layout.
+func checkFormat3(t testing.TB, db *kv.DB) {
+	t.Helper()
+	if err := db.View(func(txn *kv.Txn) error {
+		sizes := map[byte]int64{prefixID: 8, prefixAddress: tailLen}
+		for p, size := range sizes {
+			it := txn.NewIterator(kv.IteratorOptions{Prefix: []byte{p}})
+			for it.Rewind(); it.Valid(); it.Next() {
+				if got := it.Item().ValueSize(); got != size {
+					t.Errorf("key %x holds %d bytes, want %d", it.Item().Key(), got, size)
+				}
+			}
+			it.Close()
+		}
+		it := txn.NewIterator(kv.IteratorOptions{Prefix: []byte{prefixEvent}})
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			if it.Item().ValueSize() < headerLen || it.Item().Meta()&flagKind == 0 {
+				t.Errorf("event key %x: %d bytes, meta %x", it.Item().Key(), it.Item().ValueSize(), it.Item().Meta())
+			}
+		}
+		item, err := txn.Get(formatKey)
+		if err != nil {
+			return err
+		}
+		return item.Value(func(v []byte) error {
+			if !slices.Equal(v, []byte{formatVersion}) {
+				t.Errorf("format key holds %x", v)
+			}
+			return nil
+		})
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A store of format 2 is brought to format 3 at Open and answers every
+// query as before: the model check, with the store rewritten in format 2
+// and opened again halfway (see checkAgainstModel).
+func TestUpgradeToTimeOrderMatchesTheModel(t *testing.T) {
+	for seed := range uint64(12) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) { checkAgainstModel(t, seed, 200, 120, modelFormat2) })
+	}
+}
+
+// A move into time order killed at any moment (kill -9) is finished by the
+// next Open, and every event is where format 3 keeps it.
+func TestUpgradeToTimeOrderSurvivesKill(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kills child processes")
+	}
+	dir := t.TempDir()
+	s, db := openAt(t, dir)
+	for i := range 40_000 {
+		pk := testPubs[i%len(testPubs)]
+		var ev *nostr.Event
+		switch i % 4 {
+		case 0:
+			ev = mkEvent(pk, 30023, nostr.Timestamp(1_700_000_000+i), "article", nostr.Tag{"d", fmt.Sprint(i % 1000)})
+		default:
+			ev = mkEvent(pk, 1, nostr.Timestamp(1_700_000_000+i), fmt.Sprint("note ", i), nostr.Tag{"p", testPubs[(i+1)%len(testPubs)]})
+		}
+		mustSave(t, s, ev)
+	}
+	want, wantAddrs := queryIDs(t, s, nostr.Filter{}), addresses(t, s)
+	toFormat2(t, db)
+	db.Close()
+	killOpens(t, dir, 500*time.Millisecond, func(db *kv.DB) string {
+		moved := 0
+		db.View(func(txn *kv.Txn) error {
+			it := txn.NewIterator(kv.IteratorOptions{Prefix: []byte{prefixID}})
+			defer it.Close()
+			for it.Rewind(); it.Valid(); it.Next() {
+				if it.Item().ValueSize() == 8 {
+					moved++
+				}
+			}
+			return nil
+		})
+		return fmt.Sprintf("%d of %d events moved", moved, countKeys(t, db, prefixID))
+	})
+	s, db = openAt(t, dir)
+	defer db.Close()
+	checkFormat3(t, db)
+	if got := queryIDs(t, s, nostr.Filter{}); !slices.Equal(got, want) {
+		t.Fatalf("%d events after the kills, want %d", len(got), len(want))
+	}
+	for _, id := range want[:100] {
+		if got := queryIDs(t, s, nostr.Filter{IDs: []string{id}}); len(got) != 1 {
+			t.Fatalf("event %s not found by id", id)
+		}
+	}
+	if got := addresses(t, s); !maps.Equal(got, wantAddrs) {
+		t.Fatalf("%d addresses hold an event after the kills, want %d", len(got), len(wantAddrs))
+	}
+}
+
+// addresses are the ids of the events at the addresses of kind 30023 that
+// TestUpgradeToTimeOrderSurvivesKill writes.
+func addresses(t *testing.T, s *Store) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, pk := range testPubs {
+		for d := range 1000 {
+			ev, err := s.Address(context.Background(), 30023, pk, fmt.Sprint(d))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ev != nil {
+				out[pk+fmt.Sprint(d)] = ev.ID
+			}
+		}
+	}
+	return out
+}
