@@ -184,3 +184,44 @@ func addresses(t *testing.T, s *Store) map[string]string {
 	}
 	return out
 }
+
+// An event of format 2 whose header cannot be read stays where it was, and
+// an address key naming no stored event is dropped; the rest moves.
+func TestUpgradeToTimeOrderKeepsWhatItCannotRead(t *testing.T) {
+	dir := t.TempDir()
+	s, db := openAt(t, dir)
+	note := mkEvent(testPubs[0], 1, 1_700_000_000, "kept")
+	profile := mkEvent(testPubs[1], 0, 1_700_000_001, "{}")
+	mustSave(t, s, note)
+	mustSave(t, s, profile)
+	toFormat2(t, db)
+	garbage := append([]byte{prefixID}, make([]byte, 32)...)
+	dangling := addressKey(10002, mustID(&nostr.Event{ID: testPubs[2]}), "")
+	if err := db.Update(func(txn *kv.Txn) error {
+		if err := txn.Set(garbage, []byte("\x07 not an event header at all, and long enough to look like one")); err != nil {
+			return err
+		}
+		return txn.Set(dangling, mustID(&nostr.Event{ID: testPubs[3]}))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+
+	s, db = openAt(t, dir)
+	defer db.Close()
+	if got := queryIDs(t, s, nostr.Filter{}); !slices.Equal(got, []string{profile.ID, note.ID}) {
+		t.Fatalf("events after the upgrade: %v", got)
+	}
+	if ev, err := s.Address(context.Background(), 0, testPubs[1], ""); err != nil || ev == nil || ev.ID != profile.ID {
+		t.Fatalf("the profile's address holds %v, %v", ev, err)
+	}
+	db.View(func(txn *kv.Txn) error {
+		if item, err := txn.Get(garbage); err != nil || item.ValueSize() < headerLen {
+			t.Errorf("the unreadable event: %v", err)
+		}
+		if _, err := txn.Get(dangling); err != kv.ErrNotFound {
+			t.Errorf("the dangling address key: %v", err)
+		}
+		return nil
+	})
+}

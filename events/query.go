@@ -367,6 +367,9 @@ func (s *Store) scan(ctx context.Context, txn *kv.Txn, plans []*plan, values boo
 		matched = make([]int, 0, len(plans))
 		group   []*cursor
 	)
+	defer bufs.events.close()
+	// Events named one by one are far apart: look each up.
+	bufs.events.lookup = !slices.ContainsFunc(plans, func(p *plan) bool { return p.ids == nil && p.addrs == nil })
 	for n := 0; len(h) > 0; n++ {
 		if n%256 == 0 {
 			if err := ctx.Err(); err != nil {
@@ -495,14 +498,80 @@ func (p *plan) lookUp(txn *kv.Txn) ([][]byte, error) {
 }
 
 // scanBufs are a scan's buffers, reused from one candidate to the next:
-// its stored value, and index keys to look up.
-type scanBufs struct{ val, key []byte }
+// its stored value, and index keys to look up; and its reader of events.
+type scanBufs struct {
+	val, key []byte
+	events   eventReader
+}
+
+// eventReader reads the values of a scan's events in the order the scan
+// meets them, which is the order of their keys: events are stored in time
+// order, so the next one a scan of kinds or of a busy tag wants is most
+// often a few records on. It walks there with one iterator, where a point
+// lookup would build an iterator of its own and seek every table that may
+// hold the key. When the next event is further than maxSteps records twice
+// in a row (one author's events, a rare tag), it falls back to point
+// lookups for the rest of the scan.
+type eventReader struct {
+	it     *kv.Iterator // over the event range; nil until the first read
+	key    []byte
+	far    int  // reads in a row that the walk did not reach
+	lookup bool // point lookups from now on
+}
+
+const maxSteps = 16
+
+// read appends the value of the event at tail to dst; found is false when
+// there is no such event.
+func (r *eventReader) read(txn *kv.Txn, tail, dst []byte) (val []byte, found bool, err error) {
+	r.key = append(append(r.key[:0], prefixEvent), tail...)
+	if r.lookup {
+		val, err = txn.AppendValue(r.key, dst)
+		if errors.Is(err, kv.ErrNotFound) {
+			return dst, false, nil
+		}
+		return val, err == nil, err
+	}
+	prefix := r.key[:1]
+	if r.it == nil {
+		r.it = txn.NewIterator(kv.IteratorOptions{Prefix: prefix})
+		r.it.Seek(r.key)
+	} else {
+		steps := 0
+		for ; steps < maxSteps && r.it.ValidForPrefix(prefix) && bytes.Compare(r.it.Item().Key(), r.key) < 0; steps++ {
+			r.it.Next()
+		}
+		if r.it.ValidForPrefix(prefix) && bytes.Compare(r.it.Item().Key(), r.key) < 0 {
+			r.it.Seek(r.key)
+			if r.far++; r.far == 2 {
+				r.lookup = true
+			}
+		} else {
+			r.far = 0
+		}
+	}
+	if !r.it.ValidForPrefix(prefix) || !bytes.Equal(r.it.Item().Key(), r.key) {
+		return dst, false, nil
+	}
+	err = r.it.Item().Value(func(v []byte) error {
+		val = append(dst, v...)
+		return nil
+	})
+	return val, err == nil, err
+}
+
+// close closes the reader's iterator, if it opened one.
+func (r *eventReader) close() {
+	if r.it != nil {
+		r.it.Close()
+	}
+}
 
 // visit reads one candidate and hands it to fn when it is live and one of
 // the plans that found it accepts it.
 func (s *Store) visit(txn *kv.Txn, plans []*plan, found []int, tail []byte, now int64, bufs *scanBufs, fn func(id, val []byte) bool) (bool, error) {
 	id := tail[8:]
-	val, err := s.value(txn, tail, &bufs.val)
+	val, err := s.value(txn, tail, &bufs.val, &bufs.events)
 	if val == nil || err != nil {
 		return err == nil, err // no value: an index key without its event, nothing to serve
 	}
@@ -526,20 +595,18 @@ func (s *Store) visit(txn *kv.Txn, plans []*plan, found []int, tail []byte, now 
 }
 
 // value reads the stored value of the event at tail into *buf, from the
-// cache when it is there; nil when the event is not stored. It may be in
-// the cache and deleted since: the caller knows from an index, id or
-// address key of its snapshot that it is stored.
-func (s *Store) value(txn *kv.Txn, tail []byte, buf *[]byte) ([]byte, error) {
+// cache when it is there, else with r; nil when the event is not stored.
+// It may be in the cache and deleted since: the caller knows from an
+// index, id or address key of its snapshot that it is stored.
+func (s *Store) value(txn *kv.Txn, tail []byte, buf *[]byte, r *eventReader) ([]byte, error) {
 	id := tail[8:]
 	if val, ok := s.cache.get(id, (*buf)[:0]); ok {
 		*buf = val
 		return val, nil
 	}
-	val, err := txn.AppendValue(eventKey(tail), (*buf)[:0])
-	if errors.Is(err, kv.ErrNotFound) || err == nil && len(val) == 0 {
-		return nil, nil // none, or format 2's time index key of an event it did not have
-	} else if err != nil {
-		return nil, err
+	val, found, err := r.read(txn, tail, (*buf)[:0])
+	if !found || len(val) == 0 || err != nil {
+		return nil, err // none, or format 2's time index key of an event it did not have
 	}
 	*buf = val
 	s.cache.put(id, val)
