@@ -40,6 +40,7 @@ type plan struct {
 	tags    []tagCond // tag conditions the scan does not guarantee
 	verify  bool      // a tag value was hashed: compare the decoded event too
 	covered bool      // the scanned ranges hold only events matching the whole filter
+	dense   bool      // the scanned ranges are kinds or time: their events lie close together
 	since   []byte    // encoded since: scans stop past it
 	until   []byte    // encoded until: scans start there
 }
@@ -215,10 +216,10 @@ func (p *plan) chooseScans(authors [][]byte) {
 		for _, k := range kinds {
 			p.scans = append(p.scans, binary.BigEndian.AppendUint16([]byte{prefixKind}, k))
 		}
-		p.covered = true
+		p.covered, p.dense = true, true
 	default:
 		p.scans = [][]byte{{prefixEvent}}
-		p.covered = true
+		p.covered, p.dense = true, true
 	}
 }
 
@@ -346,7 +347,8 @@ func (h *cursorHeap) Pop() any {
 
 // scan calls fn with each distinct live event that one of plans matches,
 // newest first (ties: lowest id first), until fn returns false. It holds
-// one iterator per index range and one event at a time. When values is
+// one iterator per index range, one over the events (see eventReader) and
+// one event at a time. When values is
 // false, fn may get a nil val: for events that a covering plan found and
 // that cannot expire, it is not read.
 func (s *Store) scan(ctx context.Context, txn *kv.Txn, plans []*plan, values bool, fn func(id, val []byte) bool) error {
@@ -368,8 +370,7 @@ func (s *Store) scan(ctx context.Context, txn *kv.Txn, plans []*plan, values boo
 		group   []*cursor
 	)
 	defer bufs.events.close()
-	// Events named one by one are far apart: look each up.
-	bufs.events.lookup = !slices.ContainsFunc(plans, func(p *plan) bool { return p.ids == nil && p.addrs == nil })
+	bufs.events.lookup = !slices.ContainsFunc(plans, func(p *plan) bool { return p.dense })
 	for n := 0; len(h) > 0; n++ {
 		if n%256 == 0 {
 			if err := ctx.Err(); err != nil {
@@ -505,20 +506,20 @@ type scanBufs struct {
 }
 
 // eventReader reads the values of a scan's events in the order the scan
-// meets them, which is the order of their keys: events are stored in time
-// order, so the next one a scan of kinds or of a busy tag wants is most
-// often a few records on. It walks there with one iterator, where a point
-// lookup would build an iterator of its own and seek every table that may
-// hold the key. When the next event is further than maxSteps records twice
-// in a row (one author's events, a rare tag), it falls back to point
-// lookups for the rest of the scan.
+// meets them, which is the order of their keys. Events are stored in time
+// order, so the next one a scan of common kinds or of time alone wants is
+// most often a few records on: the reader walks there with one iterator,
+// where a point lookup builds an iterator of its own and seeks every table
+// that may hold the key. The events of an author, a tag or an id list are
+// far apart, and looked up one by one; so are a kind's, from the first
+// that is further than maxSteps records on (a rare kind).
 type eventReader struct {
-	it     *kv.Iterator // over the event range; nil until the first read
+	it     *kv.Iterator // over the event range; nil until the first walk
 	key    []byte
-	far    int  // reads in a row that the walk did not reach
-	lookup bool // point lookups from now on
+	lookup bool // point lookups
 }
 
+// maxSteps is how many records the iterator walks to the next read.
 const maxSteps = 16
 
 // read appends the value of the event at tail to dst; found is false when
@@ -537,17 +538,13 @@ func (r *eventReader) read(txn *kv.Txn, tail, dst []byte) (val []byte, found boo
 		r.it = txn.NewIterator(kv.IteratorOptions{Prefix: prefix})
 		r.it.Seek(r.key)
 	} else {
-		steps := 0
-		for ; steps < maxSteps && r.it.ValidForPrefix(prefix) && bytes.Compare(r.it.Item().Key(), r.key) < 0; steps++ {
+		before := func() bool { return r.it.ValidForPrefix(prefix) && bytes.Compare(r.it.Item().Key(), r.key) < 0 }
+		for steps := 0; steps < maxSteps && before(); steps++ {
 			r.it.Next()
 		}
-		if r.it.ValidForPrefix(prefix) && bytes.Compare(r.it.Item().Key(), r.key) < 0 {
-			r.it.Seek(r.key)
-			if r.far++; r.far == 2 {
-				r.lookup = true
-			}
-		} else {
-			r.far = 0
+		if before() {
+			r.lookup = true
+			return r.read(txn, tail, dst)
 		}
 	}
 	if !r.it.ValidForPrefix(prefix) || !bytes.Equal(r.it.Item().Key(), r.key) {
