@@ -77,7 +77,9 @@
 // checked on each event found, from its header and, for tags, by looking up
 // the event's key in the tag index; an index key's kind hash lets a scan for
 // some kinds pass over most others unread. Events past their NIP-40
-// expiration are never read out or counted; DeleteExpired removes them. The
+// expiration are never read out or counted; DeleteExpired removes them. A
+// scan of kinds or time reads its events' values walking the event range,
+// others look each one up (see eventReader). The
 // values of events read are kept in a cache (see Cache), so a hot event costs
 // no lookup; the cache may keep an event since deleted, so whether an event
 // a filter names by id exists is read from its id key (an address key,

@@ -2,13 +2,17 @@ package events
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
+	"os"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/nbd-wtf/go-nostr"
+	"github.com/outpost-relay/outpost/internal/testkit"
 	"github.com/outpost-relay/outpost/kv"
 )
 
@@ -224,4 +228,47 @@ func TestUpgradeToTimeOrderKeepsWhatItCannotRead(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// A move into time order on a disk below the free space kept stops with the
+// free-space error and loses nothing; once there is room, the next Open
+// makes it. (A move cut short halfway is TestUpgradeToTimeOrderSurvivesKill.)
+// The store of format 2 is written on an ordinary disk and copied onto a
+// small one, so that the move alone meets the full disk.
+func TestUpgradeToTimeOrderOnAFullDisk(t *testing.T) {
+	src := t.TempDir()
+	s, db := openAt(t, src)
+	for i := range 5000 {
+		mustSave(t, s, mkEvent(testPubs[i%len(testPubs)], 1, nostr.Timestamp(1_700_000_000+i), strings.Repeat("x", 2000)+fmt.Sprint(i)))
+	}
+	want := queryIDs(t, s, nostr.Filter{})
+	toFormat2(t, db)
+	db.Close()
+
+	disk := testkit.NewFullDisk(t)
+	if err := os.CopyFS(disk.Dir, os.DirFS(src)); err != nil {
+		t.Fatal(err)
+	}
+	db, err := kv.Settings{MinFreeSpace: disk.Min}.Open(disk.Dir, quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	filler := disk.FillPastMin(t, func() bool { return !db.Writable() })
+	if _, err := Open(db, quiet()); !errors.Is(err, kv.ErrStorageFull) {
+		t.Fatalf("Open on a full disk: %v, want kv.ErrStorageFull", err)
+	}
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); !db.Writable() && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if s, err = Open(db, quiet()); err != nil {
+		t.Fatalf("Open with room again: %v", err)
+	}
+	checkFormat3(t, db)
+	if got := queryIDs(t, s, nostr.Filter{}); !slices.Equal(got, want) {
+		t.Fatalf("%d events after the full disk, want %d", len(got), len(want))
+	}
 }
