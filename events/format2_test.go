@@ -190,7 +190,8 @@ func addresses(t *testing.T, s *Store) map[string]string {
 }
 
 // An event of format 2 whose header cannot be read stays where it was, and
-// an address key naming no stored event is dropped; the rest moves.
+// an address key naming no stored event, or that one, is dropped; the rest
+// moves.
 func TestUpgradeToTimeOrderKeepsWhatItCannotRead(t *testing.T) {
 	dir := t.TempDir()
 	s, db := openAt(t, dir)
@@ -201,8 +202,12 @@ func TestUpgradeToTimeOrderKeepsWhatItCannotRead(t *testing.T) {
 	toFormat2(t, db)
 	garbage := append([]byte{prefixID}, make([]byte, 32)...)
 	dangling := addressKey(10002, mustID(&nostr.Event{ID: testPubs[2]}), "")
+	unreadable := addressKey(3, mustID(&nostr.Event{ID: testPubs[2]}), "") // names the garbage
 	if err := db.Update(func(txn *kv.Txn) error {
 		if err := txn.Set(garbage, []byte("\x07 not an event header at all, and long enough to look like one")); err != nil {
+			return err
+		}
+		if err := txn.Set(unreadable, garbage[1:]); err != nil {
 			return err
 		}
 		return txn.Set(dangling, mustID(&nostr.Event{ID: testPubs[3]}))
@@ -223,8 +228,10 @@ func TestUpgradeToTimeOrderKeepsWhatItCannotRead(t *testing.T) {
 		if item, err := txn.Get(garbage); err != nil || item.ValueSize() < headerLen {
 			t.Errorf("the unreadable event: %v", err)
 		}
-		if _, err := txn.Get(dangling); err != kv.ErrNotFound {
-			t.Errorf("the dangling address key: %v", err)
+		for _, k := range [][]byte{dangling, unreadable} {
+			if _, err := txn.Get(k); err != kv.ErrNotFound {
+				t.Errorf("the address key %x naming no readable event: %v", k, err)
+			}
 		}
 		return nil
 	})
