@@ -118,7 +118,7 @@ func openBoth(tb testing.TB) (*Store, *bbackend.BadgerBackend) {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	ours, err := Open(db, quiet())
+	ours, err := Open(context.Background(), db, quiet())
 	if err != nil {
 		tb.Fatal(err)
 	}

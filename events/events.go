@@ -89,6 +89,7 @@ package events
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
@@ -163,13 +164,15 @@ type Store struct {
 // Open returns the event store on db, first bringing data of an older
 // format up to this one (see upgrade), and then moving any events eventstore
 // v0.17.8's badger backend left in it into this store's layout: the move
-// saves them, so it must find the store in the format it writes.
-func Open(db *kv.DB, log *slog.Logger) (*Store, error) {
+// saves them, so it must find the store in the format it writes. Either
+// move can take minutes on a large store; once ctx ends, it stops between
+// two batches and Open returns ctx's error, and the next Open resumes it.
+func Open(ctx context.Context, db *kv.DB, log *slog.Logger) (*Store, error) {
 	s := &Store{db: db, log: log, now: time.Now, newest: newest{seed: maphash.MakeSeed()}}
-	if err := s.upgrade(); err != nil {
+	if err := s.upgrade(ctx); err != nil {
 		return nil, err
 	}
-	if err := s.migrate(); err != nil {
+	if err := s.migrate(ctx); err != nil {
 		return nil, fmt.Errorf("move events from eventstore's layout: %w", err)
 	}
 	if err := s.newest.load(db); err != nil {

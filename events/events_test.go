@@ -89,7 +89,7 @@ func TestReplacementTieKeepsLowestID(t *testing.T) {
 // Many writers racing on one address leave exactly its newest version, and
 // nothing else of it.
 func TestConcurrentReplacement(t *testing.T) {
-	s, err := Open(testDB(t, t.TempDir()), quiet())
+	s, err := Open(context.Background(), testDB(t, t.TempDir()), quiet())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -94,19 +94,31 @@ func checkFormat3(t testing.TB, db *kv.DB) {
 				t.Errorf("event key %x: %d bytes, meta %x", it.Item().Key(), it.Item().ValueSize(), it.Item().Meta())
 			}
 		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if v := formatOf(t, db); v != formatVersion {
+		t.Errorf("format %d, want %d", v, formatVersion)
+	}
+}
+
+// formatOf is the format db's format key holds.
+func formatOf(t testing.TB, db *kv.DB) int {
+	t.Helper()
+	var v []byte
+	err := db.View(func(txn *kv.Txn) error {
 		item, err := txn.Get(formatKey)
 		if err != nil {
 			return err
 		}
-		return item.Value(func(v []byte) error {
-			if !slices.Equal(v, []byte{formatVersion}) {
-				t.Errorf("format key holds %x", v)
-			}
-			return nil
-		})
-	}); err != nil {
-		t.Fatal(err)
+		v, err = item.ValueCopy(nil)
+		return err
+	})
+	if err != nil || len(v) != 1 {
+		t.Fatalf("format key: %x, %v", v, err)
 	}
+	return int(v[0])
 }
 
 // A store of format 2 is brought to format 3 at Open and answers every
@@ -141,18 +153,7 @@ func TestUpgradeToTimeOrderSurvivesKill(t *testing.T) {
 	toFormat2(t, db)
 	db.Close()
 	killOpens(t, dir, 500*time.Millisecond, func(db *kv.DB) string {
-		moved := 0
-		db.View(func(txn *kv.Txn) error {
-			it := txn.NewIterator(kv.IteratorOptions{Prefix: []byte{prefixID}})
-			defer it.Close()
-			for it.Rewind(); it.Valid(); it.Next() {
-				if it.Item().ValueSize() == 8 {
-					moved++
-				}
-			}
-			return nil
-		})
-		return fmt.Sprintf("%d of %d events moved", moved, countKeys(t, db, prefixID))
+		return fmt.Sprintf("%d of %d events moved", movedEvents(t, db), countKeys(t, db, prefixID))
 	})
 	s, db = openAt(t, dir)
 	defer db.Close()
@@ -167,6 +168,89 @@ func TestUpgradeToTimeOrderSurvivesKill(t *testing.T) {
 	}
 	if got := addresses(t, s); !maps.Equal(got, wantAddrs) {
 		t.Fatalf("%d addresses hold an event after the kills, want %d", len(got), len(wantAddrs))
+	}
+}
+
+// movedEvents counts the events of db stored in time order: their id keys
+// hold only their time.
+func movedEvents(t testing.TB, db *kv.DB) int {
+	t.Helper()
+	moved := 0
+	err := db.View(func(txn *kv.Txn) error {
+		it := txn.NewIterator(kv.IteratorOptions{Prefix: []byte{prefixID}})
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			if it.Item().ValueSize() == 8 {
+				moved++
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return moved
+}
+
+// stopsAfter is a context that ends at its look (Err) after the first n,
+// so that a move stops between two batches chosen by the test.
+type stopsAfter struct {
+	context.Context
+	n, looks int
+}
+
+func (c *stopsAfter) Err() error {
+	if c.looks++; c.looks > c.n {
+		return context.Canceled
+	}
+	return nil
+}
+
+// A move into time order stops between two batches once Open's context
+// ends, with Open returning the context's error and the format left as it
+// was; the next Open finishes it, and every event and address is as before.
+func TestUpgradeToTimeOrderStopsWhenAsked(t *testing.T) {
+	dir := t.TempDir()
+	s, db := openAt(t, dir)
+	for i := range 5 * upgradeBatch {
+		pk := testPubs[i%len(testPubs)]
+		ev := mkEvent(pk, 1, nostr.Timestamp(1_700_000_000+i), fmt.Sprint("note ", i))
+		if i%5 == 0 {
+			ev = mkEvent(pk, 30023, nostr.Timestamp(1_700_000_000+i), "article", nostr.Tag{"d", fmt.Sprint(i % 100)})
+		}
+		mustSave(t, s, ev)
+	}
+	want, wantAddrs := queryIDs(t, s, nostr.Filter{}), addresses(t, s)
+	events := len(want) // fewer than saved: articles replace one another
+	if events <= 4*upgradeBatch || events > 5*upgradeBatch {
+		t.Fatalf("%d events stored: the stops below want five batches", events)
+	}
+	toFormat2(t, db)
+	defer db.Close()
+	// Before the first batch; after two; after the last three and the look
+	// that finds no more, at readdress's first.
+	for _, stop := range []struct{ looks, moved int }{{0, 0}, {2, 2 * upgradeBatch}, {4, events}} {
+		_, err := Open(&stopsAfter{Context: context.Background(), n: stop.looks}, db, quiet())
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("stopped after %d looks: Open returned %v, want context.Canceled", stop.looks, err)
+		}
+		if v := formatOf(t, db); v != 2 {
+			t.Fatalf("stopped after %d looks: format %d, want 2 until the move is done", stop.looks, v)
+		}
+		if moved := movedEvents(t, db); moved != stop.moved {
+			t.Fatalf("stopped after %d looks: %d events moved, want %d", stop.looks, moved, stop.moved)
+		}
+	}
+	s, err := Open(context.Background(), db, quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkFormat3(t, db)
+	if got := queryIDs(t, s, nostr.Filter{}); !slices.Equal(got, want) {
+		t.Fatalf("%d events after the stops, want %d", len(got), len(want))
+	}
+	if got := addresses(t, s); !maps.Equal(got, wantAddrs) {
+		t.Fatalf("%d addresses hold an event after the stops, want %d", len(got), len(wantAddrs))
 	}
 }
 
@@ -262,7 +346,7 @@ func TestUpgradeToTimeOrderOnAFullDisk(t *testing.T) {
 	}
 	defer db.Close()
 	filler := disk.FillPastMin(t, func() bool { return !db.Writable() })
-	if _, err := Open(db, quiet()); !errors.Is(err, kv.ErrStorageFull) {
+	if _, err := Open(context.Background(), db, quiet()); !errors.Is(err, kv.ErrStorageFull) {
 		t.Fatalf("Open on a full disk: %v, want kv.ErrStorageFull", err)
 	}
 	if err := os.Remove(filler); err != nil {
@@ -271,7 +355,7 @@ func TestUpgradeToTimeOrderOnAFullDisk(t *testing.T) {
 	for deadline := time.Now().Add(5 * time.Second); !db.Writable() && time.Now().Before(deadline); {
 		time.Sleep(20 * time.Millisecond)
 	}
-	if s, err = Open(db, quiet()); err != nil {
+	if s, err = Open(context.Background(), db, quiet()); err != nil {
 		t.Fatalf("Open with room again: %v", err)
 	}
 	checkFormat3(t, db)

@@ -34,7 +34,7 @@ func testDB(t testing.TB, dir string) *kv.DB {
 // the smallest there is, so that the tests read through it, evicting too.
 func testStore(t testing.TB, now time.Time) *Store {
 	t.Helper()
-	s, err := Open(testDB(t, ""), quiet())
+	s, err := Open(context.Background(), testDB(t, ""), quiet())
 	if err != nil {
 		t.Fatal(err)
 	}

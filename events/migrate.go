@@ -24,15 +24,18 @@ const (
 // finds the ones saved before as duplicates), counted, and only when every
 // one is accounted for are the old keys deleted, the events first, so that a
 // crash at any point leaves every event readable in one layout or the other.
-func (s *Store) migrate() error {
+func (s *Store) migrate(stop context.Context) error {
 	if !s.anyKey([]byte{oldEventPrefix}) {
 		return s.dropOldIndexes()
 	}
 	s.log.Info("moving events from eventstore's layout into outpost's")
-	ctx := context.Background()
+	ctx := context.Background() // a batch begun is finished: stop is looked at between two
 	var total, stored, duplicate, superseded, failed int
 	var seek []byte
 	for {
+		if err := stop.Err(); err != nil {
+			return err
+		}
 		ids, next, unreadable, err := s.oldIDs(seek)
 		if err != nil {
 			return err

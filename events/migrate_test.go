@@ -72,7 +72,7 @@ func openAt(t *testing.T, dir string) (*Store, *kv.DB) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := Open(db, quiet())
+	s, err := Open(context.Background(), db, quiet())
 	if err != nil {
 		db.Close()
 		t.Fatal(err)
@@ -376,7 +376,7 @@ func TestNewerFormatIsRefused(t *testing.T) {
 	if err := db.Update(func(txn *kv.Txn) error { return txn.Set(formatKey, []byte{formatVersion + 1}) }); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Open(db, quiet()); err == nil || !strings.Contains(err.Error(), "newer") {
+	if _, err := Open(context.Background(), db, quiet()); err == nil || !strings.Contains(err.Error(), "newer") {
 		t.Fatalf("Open of a newer format: %v", err)
 	}
 	db.Close()

@@ -81,7 +81,7 @@ func mixSeed(b testing.TB) *mixData {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if d.st, err = Open(db, quiet()); err != nil {
+		if d.st, err = Open(context.Background(), db, quiet()); err != nil {
 			b.Fatal(err)
 		}
 		d.st.Cache(set.EventCache()) // as outpost serves

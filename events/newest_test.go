@@ -16,7 +16,7 @@ import (
 func TestRangesPastTheirBoundStayClosed(t *testing.T) {
 	dir := t.TempDir()
 	ctx := context.Background()
-	s, err := Open(testDB(t, dir), quiet())
+	s, err := Open(context.Background(), testDB(t, dir), quiet())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,7 +33,7 @@ func TestRangesPastTheirBoundStayClosed(t *testing.T) {
 	s.db.Close()
 
 	db := testDB(t, dir)
-	s, err = Open(db, quiet())
+	s, err = Open(context.Background(), db, quiet())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -275,7 +275,7 @@ func checkAgainstModel(t *testing.T, seed uint64, events, queries int, old model
 				stripKinds(t, s.db, 2)
 			case modelFormat2:
 				toFormat2(t, s.db)
-				upgraded, err := Open(s.db, quiet())
+				upgraded, err := Open(context.Background(), s.db, quiet())
 				if err != nil {
 					t.Fatal(err)
 				}

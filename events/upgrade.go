@@ -1,6 +1,7 @@
 package events
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -28,10 +29,10 @@ const (
 
 // upgrade brings the data written by an older outpost to formatVersion.
 // Each step is idempotent, and the format key is written after them all: a
-// step cut short (a crash, kill -9) runs again at the next Open, passing
-// over what it did. A store of a newer format is refused rather than
-// written in a layout it does not follow.
-func (s *Store) upgrade() error {
+// step cut short (a crash, kill -9, ctx ending) runs again at the next Open,
+// passing over what it did. A store of a newer format is refused rather
+// than written in a layout it does not follow.
+func (s *Store) upgrade(ctx context.Context) error {
 	version := 1
 	err := s.db.View(func(txn *kv.Txn) error {
 		item, err := txn.Get(formatKey)
@@ -56,14 +57,14 @@ func (s *Store) upgrade() error {
 	case version == formatVersion:
 		return nil
 	}
-	if err := s.moveEvents(); err != nil {
+	if err := s.moveEvents(ctx); err != nil {
 		return fmt.Errorf("store events in time order: %w", err)
 	}
-	if err := s.readdress(); err != nil {
+	if err := s.readdress(ctx); err != nil {
 		return fmt.Errorf("point address keys at events in time order: %w", err)
 	}
 	if version < 2 {
-		if err := s.writeTombstones(); err != nil {
+		if err := s.writeTombstones(ctx); err != nil {
 			return fmt.Errorf("write the tombstones of stored deletion requests: %w", err)
 		}
 	}
@@ -76,11 +77,14 @@ func (s *Store) upgrade() error {
 // value), and its id key keeps only the ts: 8 bytes, which a re-run passes
 // over. An event whose header cannot be read stays where it is, and is
 // logged.
-func (s *Store) moveEvents() error {
+func (s *Store) moveEvents(ctx context.Context) error {
 	type stored struct{ id, val []byte }
 	seek := []byte{prefixID}
 	moved, unreadable := 0, 0
 	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		var batch []stored
 		size := 0
 		err := s.db.View(func(txn *kv.Txn) error {
@@ -148,9 +152,12 @@ func (s *Store) moveEvents() error {
 
 // readdress rewrites each address key that names an event by its id alone
 // (format 2) to its ts and id, and deletes one that names no stored event.
-func (s *Store) readdress() error {
+func (s *Store) readdress(ctx context.Context) error {
 	seek := []byte{prefixAddress}
 	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		type address struct{ key, id []byte }
 		var batch []address
 		err := s.db.View(func(txn *kv.Txn) error {
@@ -203,11 +210,14 @@ func (s *Store) readdress() error {
 // names (format 1 to 2), in format 3's layout, one request per transaction:
 // a request's tombstones are fewer keys than its own save wrote, so they
 // always fit.
-func (s *Store) writeTombstones() error {
+func (s *Store) writeTombstones(ctx context.Context) error {
 	prefix := binary.BigEndian.AppendUint16([]byte{prefixKind}, uint16(nostr.KindDeletion))
 	seek := prefix
 	total := 0
 	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		var tails [][]byte
 		err := s.db.View(func(txn *kv.Txn) error {
 			it := txn.NewIterator(kv.IteratorOptions{Prefix: prefix})

@@ -31,7 +31,7 @@ func BenchmarkIngest(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer db.Close()
-			ev, err := events.Open(db, quiet)
+			ev, err := events.Open(context.Background(), db, quiet)
 			if err != nil {
 				b.Fatal(err)
 			}

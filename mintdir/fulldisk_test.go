@@ -1,6 +1,7 @@
 package mintdir
 
 import (
+	"context"
 	"net/http"
 	"sync"
 	"testing"
@@ -17,7 +18,7 @@ import (
 // while the disk stays full; the store has said once that it is full.
 func TestCheckFinishedOnAFullDiskIsDropped(t *testing.T) {
 	disk := testkit.NewFullDisk(t)
-	st, err := store.OpenWith(kv.Settings{MinFreeSpace: disk.Min}, disk.Dir, quiet())
+	st, err := store.OpenWith(context.Background(), kv.Settings{MinFreeSpace: disk.Min}, disk.Dir, quiet())
 	if err != nil {
 		t.Fatal(err)
 	}

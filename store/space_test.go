@@ -35,7 +35,7 @@ func TestFullDisk(t *testing.T) {
 	}
 	logs := &testkit.LogBuffer{}
 	log := slog.New(slog.NewTextHandler(logs, nil))
-	s, err := OpenWith(kv.Settings{MinFreeSpace: min}, dir, log)
+	s, err := OpenWith(context.Background(), kv.Settings{MinFreeSpace: min}, dir, log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +113,7 @@ func TestFullDisk(t *testing.T) {
 	}
 
 	// Reopening with enough space keeps everything; with too little, Open refuses.
-	s, err = OpenWith(kv.Settings{MinFreeSpace: min}, dir, log)
+	s, err = OpenWith(context.Background(), kv.Settings{MinFreeSpace: min}, dir, log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +125,7 @@ func TestFullDisk(t *testing.T) {
 	if err := os.WriteFile(filler, make([]byte, free-int64(min)+1<<20), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, err = OpenWith(kv.Settings{MinFreeSpace: min}, dir, log)
+	_, err = OpenWith(context.Background(), kv.Settings{MinFreeSpace: min}, dir, log)
 	if !errors.Is(err, kv.ErrStorageFull) || !strings.Contains(err.Error(), "OUTPOST_MIN_FREE_SPACE") || !strings.Contains(err.Error(), "free some space") {
 		t.Errorf("open with too little space: %v", err)
 	}

@@ -4,6 +4,7 @@
 package store
 
 import (
+	"context"
 	"log/slog"
 
 	"github.com/outpost-relay/outpost/events"
@@ -25,18 +26,19 @@ type Store struct {
 func Open(dataDir string, log *slog.Logger) (*Store, error) {
 	s := kv.DefaultSettings()
 	s.WarmStore = false
-	return OpenWith(s, dataDir, log)
+	return OpenWith(context.Background(), s, dataDir, log)
 }
 
 // OpenWith opens (or creates) the database in dataDir (see kv.Settings.Open)
-// and the event store on it, which moves events still in eventstore's
-// layout into its own.
-func OpenWith(s kv.Settings, dataDir string, log *slog.Logger) (*Store, error) {
+// and the event store on it, which brings events of an older layout into
+// its own (see events.Open): once ctx ends, that stops and OpenWith returns
+// ctx's error.
+func OpenWith(ctx context.Context, s kv.Settings, dataDir string, log *slog.Logger) (*Store, error) {
 	db, err := s.Open(dataDir, log)
 	if err != nil {
 		return nil, err
 	}
-	ev, err := events.Open(db, log.With("component", "events"))
+	ev, err := events.Open(ctx, db, log.With("component", "events"))
 	if err != nil {
 		db.Close()
 		return nil, err

@@ -98,9 +98,15 @@ func serve(ctx context.Context, cfg *Config, stdout, stderr io.Writer) (err erro
 		logger.Info("memory sized to the container's limit (set --memory-limit and --cache-size to choose)",
 			"container_memory", cfg.fittedTo.String(), "memory_limit", cfg.MemoryLimit.String(), "cache_size", cfg.Store.CacheSize.String())
 	}
-	st, err := store.OpenWith(cfg.Store, cfg.DataDir, logger)
+	st, err := store.OpenWith(ctx, cfg.Store, cfg.DataDir, logger)
 	if errors.Is(err, kv.ErrLocked) {
 		return fmt.Errorf("the data dir %s is in use by another outpost process", cfg.DataDir)
+	}
+	if err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		// Stopped while the store was brought to this version's layout:
+		// what is done stays done, and the next start goes on from there.
+		logger.Info("stopped while moving stored events into this version's layout; the next start resumes the move", "err", err)
+		return nil
 	}
 	if err != nil {
 		return err

@@ -5,6 +5,7 @@
 package storetest
 
 import (
+	"context"
 	"io"
 	"log/slog"
 	"testing"
@@ -32,7 +33,7 @@ func Open(t testing.TB, o Options) *store.Store {
 	if o.Log == nil {
 		o.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	st, err := store.OpenWith(o.Settings, o.Dir, o.Log)
+	st, err := store.OpenWith(context.Background(), o.Settings, o.Dir, o.Log)
 	if err != nil {
 		t.Fatal(err)
 	}
