@@ -77,6 +77,26 @@ func newLogger(w io.Writer, level slog.Level) *slog.Logger {
 	return log
 }
 
+// errStoppedOpening: ctx ended while the store moved its events into this
+// version's layout.
+var errStoppedOpening = errors.New("stopped while opening the store")
+
+// openStore opens the store in cfg's data dir. A move of stored events into
+// this version's layout can take minutes: once ctx ends (SIGTERM, Ctrl-C),
+// it stops between two batches, what it did stays done, and the next start
+// goes on from there.
+func openStore(ctx context.Context, cfg *Config, logger *slog.Logger) (*store.Store, error) {
+	st, err := store.OpenWith(ctx, cfg.Store, cfg.DataDir, logger)
+	switch {
+	case errors.Is(err, kv.ErrLocked):
+		return nil, fmt.Errorf("the data dir %s is in use by another outpost process", cfg.DataDir)
+	case err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()):
+		logger.Info("stopped while moving stored events into this version's layout; the next start resumes the move", "err", err)
+		return nil, errStoppedOpening
+	}
+	return st, err
+}
+
 // serve runs outpost until ctx ends, then shuts it down (see shutdown).
 // What a setting can make fail (the port, the data dir, the free space)
 // fails before anything is written.
@@ -98,14 +118,8 @@ func serve(ctx context.Context, cfg *Config, stdout, stderr io.Writer) (err erro
 		logger.Info("memory sized to the container's limit (set --memory-limit and --cache-size to choose)",
 			"container_memory", cfg.fittedTo.String(), "memory_limit", cfg.MemoryLimit.String(), "cache_size", cfg.Store.CacheSize.String())
 	}
-	st, err := store.OpenWith(ctx, cfg.Store, cfg.DataDir, logger)
-	if errors.Is(err, kv.ErrLocked) {
-		return fmt.Errorf("the data dir %s is in use by another outpost process", cfg.DataDir)
-	}
-	if err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
-		// Stopped while the store was brought to this version's layout:
-		// what is done stays done, and the next start goes on from there.
-		logger.Info("stopped while moving stored events into this version's layout; the next start resumes the move", "err", err)
+	st, err := openStore(ctx, cfg, logger)
+	if errors.Is(err, errStoppedOpening) {
 		return nil
 	}
 	if err != nil {
