@@ -2,6 +2,7 @@ package events
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -171,6 +172,32 @@ func TestMigrationResumes(t *testing.T) {
 	db.Close()
 
 	_, db = openMoved(t, dir, want, "after the resumed move")
+	db.Close()
+}
+
+// A move out of eventstore's layout stops between two batches once Open's
+// context ends, deleting no old key; the next Open finishes it.
+func TestMigrationStopsWhenAsked(t *testing.T) {
+	dir := t.TempDir()
+	want := oldStore(t, dir)
+	db, err := kv.Settings{}.Open(dir, quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Three looks for upgrade's steps (nothing to do), one for the first batch.
+	_, err = Open(&stopsAfter{Context: context.Background(), n: 4}, db, quiet())
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Open returned %v, want context.Canceled", err)
+	}
+	if moved := countKeys(t, db, prefixID); moved == 0 || moved >= len(want) {
+		t.Fatalf("%d of %d events moved before the stop, want one batch", moved, len(want))
+	}
+	if n := oldKeys(t, db); n == 0 {
+		t.Fatal("the old keys were deleted before the move was done")
+	}
+	db.Close()
+
+	_, db = openMoved(t, dir, want, "after the stopped move")
 	db.Close()
 }
 
