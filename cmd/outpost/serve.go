@@ -90,7 +90,7 @@ func openStore(ctx context.Context, cfg *Config, logger *slog.Logger) (*store.St
 	switch {
 	case errors.Is(err, kv.ErrLocked):
 		return nil, fmt.Errorf("the data dir %s is in use by another outpost process", cfg.DataDir)
-	case err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()):
+	case ctx.Err() != nil && errors.Is(err, ctx.Err()):
 		logger.Info("stopped while moving stored events into this version's layout; the next start resumes the move", "err", err)
 		return nil, errStoppedOpening
 	}
