@@ -183,10 +183,11 @@ func mixScenario(b *bench) ([]row, error) {
 }
 
 // mixSustained restarts outpost on its data and sends it every shape of
-// the mix at once, from mixSustainConns connections a shape, for
-// b.Sustain, sampling its memory (see sustain). The filters are a draw of
-// their own; each connection takes them in turn, so keys come round again
-// after a shape's 1,000 filters: its REQs/s are not a figure to compare.
+// the mix at once, from mixSustainConns connections a shape (and, with
+// -mix-more, each of moreShapes from one), for b.Sustain, sampling its
+// memory (see sustain). The filters are a draw of their own; each
+// connection takes them in turn, so keys come round again after a shape's
+// 1,000 filters: its REQs/s are not a figure to compare.
 func (b *bench) mixSustained(r *mixRelay, keys *mixKeys) ([]row, error) {
 	files, err := b.mixFilterFiles(keys, b.mix.rounds)
 	if err != nil {
@@ -198,18 +199,26 @@ func (b *bench) mixSustained(r *mixRelay, keys *mixKeys) ([]row, error) {
 	}
 	defer srv.stop()
 	var loads [][]string
-	for _, s := range mixShapes {
-		loads = append(loads, []string{"-filters", files[s.name], "-conns", fmt.Sprint(mixSustainConns)})
+	for i, s := range mixShapesWith(b.mix.sample) {
+		conns := mixSustainConns
+		if i >= len(mixShapes) {
+			conns = 1
+		}
+		loads = append(loads, []string{"-filters", files[s.name], "-conns", fmt.Sprint(conns)})
 	}
 	run, err := b.sustain(srv, loads)
 	if err != nil {
 		return nil, err
 	}
-	return run.rows(fmt.Sprintf("the mix's six shapes at once, %d connections each", mixSustainConns), b.smoke), nil
+	what := fmt.Sprintf("the mix's six shapes at once, %d connections each", mixSustainConns)
+	if b.mix.sample != nil {
+		what += fmt.Sprintf(", and the %d more from 1 each", len(moreShapes))
+	}
+	return run.rows(what, b.smoke), nil
 }
 
-// mixSustainConns is how many connections send each shape in mixSustained:
-// 18 in all, near the 16 of the REQs/s figures.
+// mixSustainConns is how many connections send each of the six shapes in
+// mixSustained: 18 in all, near the 16 of the REQs/s figures.
 const mixSustainConns = 3
 
 // loadMix fills r's data dir with the events unless it holds them already.
