@@ -66,6 +66,18 @@ func oldStore(t *testing.T, dir string) (want []string) {
 	return want
 }
 
+// openOld makes a store in eventstore's layout in dir (see oldStore) and
+// opens its database, moving nothing yet; want is its events' ids.
+func openOld(t *testing.T, dir string) (db *kv.DB, want []string) {
+	t.Helper()
+	want = oldStore(t, dir)
+	db, err := kv.Settings{}.Open(dir, quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return db, want
+}
+
 // openAt opens the event store on the database in dir.
 func openAt(t *testing.T, dir string) (*Store, *kv.DB) {
 	t.Helper()
@@ -156,11 +168,7 @@ func TestMigrationFromEventstore(t *testing.T) {
 // Open, without duplicates.
 func TestMigrationResumes(t *testing.T) {
 	dir := t.TempDir()
-	want := oldStore(t, dir)
-	db, err := kv.Settings{}.Open(dir, quiet())
-	if err != nil {
-		t.Fatal(err)
-	}
+	db, want := openOld(t, dir)
 	half := &Store{db: db, log: quiet(), now: time.Now}
 	ids, _, _, err := half.oldIDs(nil)
 	if err != nil {
@@ -179,13 +187,9 @@ func TestMigrationResumes(t *testing.T) {
 // context ends, deleting no old key; the next Open finishes it.
 func TestMigrationStopsWhenAsked(t *testing.T) {
 	dir := t.TempDir()
-	want := oldStore(t, dir)
-	db, err := kv.Settings{}.Open(dir, quiet())
-	if err != nil {
-		t.Fatal(err)
-	}
+	db, want := openOld(t, dir)
 	// Three looks for upgrade's steps (nothing to do), one for the first batch.
-	_, err = Open(&stopsAfter{Context: context.Background(), n: 4}, db, quiet())
+	_, err := Open(&stopsAfter{Context: context.Background(), n: 4}, db, quiet())
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("Open returned %v, want context.Canceled", err)
 	}
@@ -205,11 +209,7 @@ func TestMigrationStopsWhenAsked(t *testing.T) {
 // the two deletions), Open deletes the rest.
 func TestMigrationDropsLeftoverIndexes(t *testing.T) {
 	dir := t.TempDir()
-	oldStore(t, dir)
-	db, err := kv.Settings{}.Open(dir, quiet())
-	if err != nil {
-		t.Fatal(err)
-	}
+	db, _ := openOld(t, dir)
 	if err := db.DropPrefix([]byte{oldEventPrefix}); err != nil {
 		t.Fatal(err)
 	}
@@ -228,11 +228,7 @@ func TestMigrationDropsLeftoverIndexes(t *testing.T) {
 // others are moved, nothing is deleted, and the next Open tries again.
 func TestMigrationKeepsWhatItCannotMove(t *testing.T) {
 	dir := t.TempDir()
-	want := oldStore(t, dir)
-	db, err := kv.Settings{}.Open(dir, quiet())
-	if err != nil {
-		t.Fatal(err)
-	}
+	db, want := openOld(t, dir)
 	garbage := append([]byte{oldEventPrefix}, 0xFF, 0xFF, 0xFF, 0xF0)
 	if err := db.Update(func(txn *kv.Txn) error {
 		return txn.Set(garbage, []byte(strings.Repeat("\x07", 200)))
