@@ -64,7 +64,7 @@ type Settings struct {
 
 	WarmStore bool `flag:"warm-store" usage:"as outpost starts, read the database's tables into memory in the background, upper levels first, up to half the memory available then (a quarter of the container's limit), so that the first reads after a restart need not wait for the disk; the kernel takes these pages back under memory pressure like any cached file"`
 
-	RSSLimit settings.Bytes `flag:"rss-limit" usage:"resident memory (RSS) above which outpost unmaps the pages of the database's tables it has mapped, the deepest level's first, until RSS is an eighth under the limit (it looks every 10 ms); the pages stay in the kernel's page cache and a read maps them again without the disk, at more CPU per read (1.3–3× for REQs that read little, on stores of 1M–5M events; docs/operating.md); it cannot lower the rest of RSS (the Go heap: see --memory-limit); 0: off, table pages stay mapped once read, for the kernel to reclaim under memory pressure like any page cache"`
+	RSSLimit settings.Bytes `flag:"rss-limit" usage:"resident memory (RSS) above which outpost unmaps the pages of the database's tables it has mapped, the deepest level's first, until RSS is an eighth under the limit (it looks every 10 ms); the pages stay in the kernel's page cache and a read maps them again without the disk, at more CPU per read (how much more: docs/operating.md#memory); it cannot lower the rest of RSS (the Go heap: see --memory-limit); 0: off, table pages stay mapped once read, for the kernel to reclaim under memory pressure like any page cache"`
 
 	// Container is the memory limit of the container outpost runs in (0:
 	// none); WarmStore reads a quarter of it at most. cmd/outpost finds it.

@@ -128,10 +128,33 @@ type configFlags struct {
 
 func newConfigFlags(fs *flag.FlagSet) *configFlags {
 	c := defaultConfig()
-	for _, s := range []any{c, &c.dataDirSetting, &c.logSetting, &c.Store, &c.Relay, &c.Banlist, &c.BanlistAPI, &c.Mintdir, &c.MintdirAPI, &c.Faucet, &c.Upstream, &c.Publish} {
-		settings.Bind(fs, s)
+	for _, g := range c.settingGroups() {
+		for _, s := range g.settings {
+			settings.Bind(fs, s)
+		}
 	}
 	return &configFlags{fs: fs, c: c, container: func() settings.Bytes { return containerMemory(os.DirFS("/")) }}
+}
+
+// settingGroup is a part of serve's settings: docs/configuration.md has a
+// table of each, under its title.
+type settingGroup struct {
+	title    string
+	settings []any // structs of tagged fields, for settings.Bind
+}
+
+// settingGroups are all of c's settings, by the part of outpost they tune.
+func (c *Config) settingGroups() []settingGroup {
+	return []settingGroup{
+		{"Server, relay information and mount paths", []any{c, &c.dataDirSetting, &c.logSetting}},
+		{"Storage and memory", []any{&c.Store}},
+		{"Relay limits", []any{&c.Relay}},
+		{"Ban list", []any{&c.Banlist, &c.BanlistAPI}},
+		{"Mint directory", []any{&c.Mintdir, &c.MintdirAPI}},
+		{"Faucet", []any{&c.Faucet}},
+		{"Upstream relays", []any{&c.Upstream}},
+		{"Published events", []any{&c.Publish}},
+	}
 }
 
 // resolve reads the environment for the flags not given on the command line
@@ -264,11 +287,18 @@ func usage(fs *flag.FlagSet, synopsis string, twin func(flag string) string) {
 			env = "  [" + t + "]"
 		}
 		def := ""
-		if fl.DefValue != "" && fl.DefValue != "false" && !strings.Contains(fl.Usage, "(default") {
+		if fl.DefValue != "" && fl.DefValue != "false" && !statesDefault(fl.Usage) {
 			def = fmt.Sprintf(" (default %s)", fl.DefValue)
 		}
 		fmt.Fprintf(w, "  --%s%s\n      %s%s\n", fl.Name, env, fl.Usage, def)
 	})
+}
+
+// statesDefault reports whether a help text says its default itself, as in
+// "(default: generated)" or "(default 10s, or …)", so that no second one is
+// added; "(default_limit)", a name, is not one.
+func statesDefault(usage string) bool {
+	return strings.Contains(usage, "(default ") || strings.Contains(usage, "(default:")
 }
 
 // ensureDir creates the data dir (or a directory in it) with private
