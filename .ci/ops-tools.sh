@@ -2,7 +2,8 @@
 # The operators' tools the deployment tests run against: nginx and caddy
 # (the reverse-proxy recipes, interop/test/proxy.test.js), promtool from
 # Debian's prometheus package (`promtool check metrics` on a real scrape,
-# `promtool check rules` on the README's alert rules).
+# `promtool check rules` on deploy/prometheus/alerts.yml, docs/operating.md's
+# alert rules).
 # Idempotent; without apt-get it says so and the tests that need the tools
 # skip with a message.
 set -euo pipefail

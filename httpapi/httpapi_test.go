@@ -348,7 +348,7 @@ func TestMethods(t *testing.T) {
 
 // A malformed escape in the query is our JSON 400 (r.URL.Query would drop
 // the pair silently); one in the path is refused by net/http before any
-// handler runs, with its own plain-text 400, as the README says.
+// handler runs, with its own plain-text 400, as docs/configuration.md says.
 func TestMalformedEscapes(t *testing.T) {
 	srv := methodsServer(t)
 	for _, q := range []string{"q=%zz", "q=%", "%zz=1", "q=a;b"} {
@@ -375,6 +375,6 @@ func TestMalformedEscapes(t *testing.T) {
 		t.Fatal(err)
 	}
 	if resp.StatusCode != 400 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/plain") {
-		t.Errorf("a malformed path escape: %d %v; the README says net/http answers it in plain text", resp.StatusCode, resp.Header)
+		t.Errorf("a malformed path escape: %d %v; docs/configuration.md says net/http answers it in plain text", resp.StatusCode, resp.Header)
 	}
 }

@@ -130,7 +130,7 @@ func OpenInMemory() (*DB, error) {
 // memtables flushed to tables (at the latest at Close), and the level-0
 // compaction that follows (five tables of a memtable each). With 64 MiB
 // memtables that is some 400 MB; with 16 MiB about 100 MB, for slower
-// sustained ingest (BenchmarkIngest; see README, "Running out of disk").
+// sustained ingest (BenchmarkIngest; see docs/operating.md, "Running out of disk").
 const memTableSize = 16 << 20
 
 // numMemtables is how many memtables badger keeps at most: the one being

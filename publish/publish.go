@@ -4,7 +4,7 @@
 // NIP-66. Events go to outpost's own relay (its subscribers get them
 // pushed) and, with OUTPOST_PUBLISH_RELAYS, to other relays (Outbox).
 //
-// The kinds and tags are a small spec of their own, in the README
+// The kinds and tags are a small spec of their own, in docs/network.md
 // ("Published events").
 package publish
 

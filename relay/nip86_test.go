@@ -68,7 +68,7 @@ func (e *env) refused(t *testing.T, a relaytest.Admin, status int, method string
 	return r
 }
 
-// A token is good for 60 seconds either way, as the README says; older or
+// A token is good for 60 seconds either way, as docs/banlist.md says; older or
 // newer ones are 401 with a JSON error, and nothing happens.
 func TestNIP86TimeWindow(t *testing.T) {
 	e := newEnv(t)

@@ -3,7 +3,8 @@
 // stdin ({"type":"new","event":{...},"receivedAt":...,"sourceType":"IP4",
 // "sourceInfo":"1.2.3.4"}) and reads one line back per event
 // ({"id":...,"action":"accept"} or {"id":...,"action":"reject","msg":
-// "blocked: ..."}), in order (docs/plugins.md in strfry's repository).
+// "blocked: ..."}), in order
+// (https://github.com/hoytech/strfry/blob/master/docs/plugins.md).
 //
 // The list is followed with policies.SyncBanList (changes since the last
 // answer, polled) and kept in a cache file, so the plugin starts and

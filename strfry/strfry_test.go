@@ -14,7 +14,8 @@ import (
 	"github.com/outpost-relay/outpost/strfry"
 )
 
-// The pubkey of the whitelist example in strfry's docs/plugins.md.
+// The pubkey of the whitelist example in strfry's plugin documentation
+// (https://github.com/hoytech/strfry/blob/master/docs/plugins.md).
 const docPubKey = "003ba9b2c5bd8afeed41a4ce362a8b7fc3ab59c25b6a1359cae9093f296dac01"
 
 // input is a line as strfry's PluginEventSifter writes it: tao::json

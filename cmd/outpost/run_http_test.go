@@ -73,7 +73,7 @@ func TestHTTPEdges(t *testing.T) {
 		}
 	}
 
-	// Before any handler: net/http's plain-text answers, as the README says.
+	// Before any handler: net/http's plain-text answers, as docs/configuration.md says.
 	if resp, _ := send("GET", "/banlist/blocked/words", "", "X-Padding", strings.Repeat("p", 80<<10)); resp.StatusCode != 431 {
 		t.Errorf("an 80 KiB header: %d, want 431", resp.StatusCode)
 	}

@@ -1,4 +1,4 @@
-// Package banlistapi serves the ban-list REST interface (seed: banlist.md).
+// Package banlistapi serves the ban-list REST interface (docs/banlist.md).
 package banlistapi
 
 import (

@@ -1,5 +1,5 @@
-// Package faucetapi serves the test-sats faucet's REST interface (seed:
-// faucet.md; contract: design/faucet.md).
+// Package faucetapi serves the test-sats faucet's REST interface
+// (docs/faucet.md).
 package faucetapi
 
 import (

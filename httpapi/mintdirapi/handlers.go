@@ -194,7 +194,7 @@ func handleFeatures() mintHandler {
 
 // --- paging ---
 
-// Paged like every list (design/mintdir.md): 50 entries by default, 500 at
+// Paged like every list (docs/mintdir.md): 50 entries by default, 500 at
 // most; per-mint lists newest first with ?before=, the catalogue with ?offset=.
 var (
 	paging     = httpapi.Paging{Default: 50, Max: 500, Cursor: httpapi.Before}

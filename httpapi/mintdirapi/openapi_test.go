@@ -204,7 +204,7 @@ func schemas() obj {
 			"max_amount":                 nint(),
 			"has_tor_endpoint":           boolean(),
 			"has_multiple_urls":          boolean(),
-			"feature_completeness_score": desc(nnum(), "0–1; see the README for the formula"),
+			"feature_completeness_score": desc(nnum(), "0–1; docs/mintdir.md (Features) gives the formula"),
 		}),
 		"SubmitResult": object(obj{"mint_id": obj{"type": "string", "format": "uuid"}, "status": enum("queued", "exists"), "message": str()}),
 		"Health": desc(obj{"type": "object", "additionalProperties": false, "required": []string{"status", "version", "checks"}, "properties": obj{
@@ -289,7 +289,7 @@ func mintResources() []struct {
 			qparam("bucket", "Default 5m for 24h, 1h for 7d and 30d", enum("5m", "15m", "1h"), false),
 			pLimit, pBefore}},
 		{"/incidents", "MintIncidents", "Incidents, newest first", "Outages, newest first: when each began and ended, how long it lasted, its severity (minor under 15 minutes, major under 4 hours, critical beyond; an open one is rated by its length so far), and which monitors saw it. Paged with limit and before.", "", []obj{pLimit, pBefore}},
-		{"/trust", "MintTrust", "Trust score with its breakdown", "The trust score (0-100) and level, with its breakdown (uptime, speed, reviews, identity, penalties) and the inputs each used; the README gives the formula.", "Trust", nil},
+		{"/trust", "MintTrust", "Trust score with its breakdown", "The trust score (0-100) and level, with its breakdown (uptime, speed, reviews, identity, penalties) and the inputs each used; docs/mintdir.md (Trust score) gives the formula.", "Trust", nil},
 		{"/reviews", "MintReviews", "NIP-87 reviews (kind 38000, k=38172), newest first, one per author", "NIP-87 reviews published to this relay that name one of the mint's URLs or its pubkey: one per author (the newest), the operator's own left out; rating from a rating tag or a leading [N/5], else null. With a summary. Paged with limit and before.", "", []obj{pLimit, pBefore}},
 		{"/views", "MintViews", "View counts of the core record", "How often the core record was read in 24 hours, 7 and 30 days, distinct visitors in 30 days (salted daily hashes; no IP is kept), and the view velocity.", "Views", nil},
 		{"/features", "MintFeatures", "Features derived from the metadata", "Features derived from the latest info: supported NUTs, bolt11 minting and melting, amount limits, a Tor endpoint, several URLs, and a completeness score (0-1).", "Features", nil},

@@ -1,5 +1,5 @@
-// Package mintdirapi serves the mint directory's REST interface (seed:
-// mintdir.md, choices: design/mintdir.md).
+// Package mintdirapi serves the mint directory's REST interface
+// (docs/mintdir.md).
 package mintdirapi
 
 import (

@@ -1,4 +1,4 @@
-// The README's reverse-proxy recipes (deploy/nginx/outpost.conf,
+// The reverse-proxy recipes of docs/operating.md and docs/deployment.md (deploy/nginx/outpost.conf,
 // deploy/caddy/Caddyfile) with Debian's nginx and Caddy on 127.0.0.1 in
 // front of outpost: a nostr-tools client publishes through each, a NIP-98
 // login through it succeeds, and the rate limit counts the client's
