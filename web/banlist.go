@@ -7,9 +7,10 @@ import (
 )
 
 type consoleView struct {
-	Mount string
-	Bans  banlist.BlockedPubKeys
-	Words banlist.BlockedWords
+	Mount        string
+	BootstrapKey bool
+	Bans         banlist.BlockedPubKeys
+	Words        banlist.BlockedWords
 }
 
 // handleConsole renders the public ban list and blocked words; the
@@ -17,7 +18,7 @@ type consoleView struct {
 // audit log) is console.js against the API, with the key kept in the tab's
 // sessionStorage only.
 func (p *Pages) handleConsole(w http.ResponseWriter, r *http.Request) {
-	v := consoleView{Mount: p.cfg.Banlist.Mount}
+	v := consoleView{Mount: p.cfg.Banlist.Mount, BootstrapKey: p.cfg.BootstrapKey}
 	if err := p.banlist.getAll(r, into{"/blocked/pubkeys", &v.Bans}, into{"/blocked/words", &v.Words}); err != nil {
 		p.fail(w, r, err)
 		return

@@ -49,7 +49,11 @@ type Config struct {
 	// AllowPrivateIcons lets the icon proxy fetch from loopback and private
 	// addresses (OUTPOST_PROBE_ALLOW_PRIVATE, for local tests).
 	AllowPrivateIcons bool
-	Now               func() time.Time
+	// BootstrapKey says the ban list has a bootstrap admin key
+	// (OUTPOST_ADMIN_API_KEY), which its API does not list with the issued
+	// keys: the console shows it.
+	BootstrapKey bool
+	Now          func() time.Time
 }
 
 // Pages serves the pages.

@@ -248,7 +248,8 @@ func newServer(d deps, components []component) (*http.Server, index, error) {
 	})
 	pages, err := web.New(web.Config{Log: d.log.With("service", "web"), PublicURL: d.publicURL, RelayURL: idx.Relay,
 		Banlist: pageService(services, "banlist"), Faucet: pageService(services, "faucet"), Mintdir: pageService(services, "mintdir"),
-		RateLimit: limit, TrustedProxies: d.cfg.TrustedProxies, BlockedIP: blocked, AllowPrivateIcons: d.cfg.Mintdir.AllowPrivate})
+		RateLimit: limit, TrustedProxies: d.cfg.TrustedProxies, BlockedIP: blocked, AllowPrivateIcons: d.cfg.Mintdir.AllowPrivate,
+		BootstrapKey: d.cfg.Banlist.AdminKey != ""})
 	if err != nil {
 		return nil, idx, err
 	}

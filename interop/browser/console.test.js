@@ -59,11 +59,29 @@ test('the console bans a reported key and the relay then refuses its note', { ti
   await assert.rejects(withTimeout(relay.publish(note(spammer, 'buy now, again')), 10000, 'an answer from the relay'),
     err => /^blocked: .*spam, reported/.test(String(err.message ?? err)))
 
+  // Lifting the ban replaces the ban's "The relay refuses its notes", untrue from then on.
+  page.once('dialog', d => d.accept())
+  await page.locator('#bans tbody tr').filter({ hasText: npub }).getByRole('button', { name: `Unban ${npub}` }).click()
+  await page.getByText(`Lifted the ban of ${npub}. The relay accepts its notes again.`).waitFor()
+  assert.doesNotMatch(await page.locator('#ban-status').textContent(), /refuses/)
+  await withTimeout(relay.publish(note(spammer, 'sorry')), 10000, 'the relay to accept a note after the unban')
+
+  // Signed in with the bootstrap key (OUTPOST_ADMIN_API_KEY), the console lists it, and marks it.
+  const bootstrapKey = page.locator('#keys tbody tr').filter({ hasText: 'bootstrap' })
+  assert.match(await bootstrapKey.textContent(), /bootstrap signed in with it\s*admin/)
+  assert.equal(await page.locator('#keys').getByText('No keys.').count(), 0)
+
   await page.getByLabel('Word or phrase').fill('buy now')
   await page.getByRole('button', { name: 'Block' }).click()
   await page.locator('#words li').filter({ hasText: 'buy now' }).waitFor()
   await page.getByRole('link', { name: 'Audit log' }).click()
   await page.locator('#audit tbody tr').filter({ hasText: 'ban' }).first().waitFor()
+  // Before and after are fields, not JSON: the unban's after is who lifted the ban, and when.
+  const unbanned = page.locator('#audit tbody tr').filter({ has: page.locator('td[data-label=What]', { hasText: /^unban$/ }) })
+  assert.match(await unbanned.locator('td[data-label=After] dl.fields').textContent(), /^lifted at.*lifted bykey:bootstrap$/)
+  for (const cell of await page.locator('#audit td[data-label=Before], #audit td[data-label=After]').allTextContents()) {
+    assert.doesNotMatch(cell, /[{}"]/, 'raw JSON in the audit log')
+  }
   await snap(page, 'banlist', { docs: true, at: 'main' })
   noProblems(assert, page)
   await page.context().close()
@@ -72,6 +90,19 @@ test('the console bans a reported key and the relay then refuses its note', { ti
 test('a viewer key reads bans and reports, and is told it may not ban', { timeout: 60000 }, async () => {
   const page = await newPage(browser, { viewport: { width: 390, height: 844 } })
   await signIn(page, ADMIN_KEY)
+  // Each role's name fits its dropdown on a phone. A select's scrollWidth is
+  // its clientWidth however much of its text is cut off, so the width its
+  // options want is measured on a copy left to size itself.
+  const { wants, has } = await page.getByLabel('Role').evaluate(el => {
+    const free = el.cloneNode(true)
+    free.removeAttribute('id')
+    free.style.cssText = 'position: absolute; visibility: hidden; width: auto; max-width: none'
+    el.after(free)
+    const wants = free.offsetWidth
+    free.remove()
+    return { wants, has: el.offsetWidth }
+  })
+  assert.ok(wants <= has, `the roles are cut off: their dropdown wants ${wants} px, and has ${has} px`)
   await page.getByLabel('Name (who will use it)').fill('reader')
   await page.getByLabel('Role').selectOption('viewer')
   await page.getByRole('button', { name: 'Create key' }).click()

@@ -112,14 +112,15 @@ test('lists and mint pages work without JavaScript', { timeout: 60000 }, async (
   await page.context().close()
 })
 
-// fakeMint serves a NUT-06 info document chosen by the test: a mint run by
-// someone who wants to run script in the directory's visitors' browsers.
+// fakeMint serves a NUT-06 info document chosen by the test (under any
+// path): a mint run by someone who wants to run script in the directory's
+// visitors' browsers, say.
 function fakeMint(info) {
   return new Promise(resolve => {
     const srv = createServer((req, res) => {
       res.setHeader('Content-Type', 'application/json')
-      if (req.url === '/v1/info') return res.end(JSON.stringify(info))
-      if (req.url === '/v1/keysets') return res.end('{"keysets":[]}')
+      if (req.url.endsWith('/v1/info')) return res.end(JSON.stringify(info))
+      if (req.url.endsWith('/v1/keysets')) return res.end('{"keysets":[]}')
       res.statusCode = 404
       res.end('{}')
     })
@@ -153,6 +154,34 @@ test('a mint whose name is <script> markup renders as text', { timeout: 60000 },
       return (await page.getByRole('link', { name }).count()) === 1
     })
     assert.equal(await page.evaluate(() => window.pwned), undefined)
+    noProblems(assert, page)
+    await page.context().close()
+  } finally {
+    mint.close()
+  }
+})
+
+test('beside a mint with a long name and URL, each of the directory\'s headers is one line at 1280 px', { timeout: 60000 }, async () => {
+  const name = 'The community mint of a village with a long name, run by volunteers'
+  const mint = await fakeMint({ name, pubkey: '02' + 'cd'.repeat(32), version: 'x/1', nuts: { 4: { methods: [{ method: 'bolt11', unit: 'sat' }], disabled: false } } })
+  try {
+    const sub = await api(directory.url, 'POST', '/mintdir/mints/submit', { body: { mint_url: mint.url + '/a/rather/long/path/to/the/mint' } })
+    assert.equal(sub.status, 202, JSON.stringify(sub.body))
+    const page = await newPage(browser)
+    await poll('the long-named mint listed', async () => {
+      await page.goto(directory.url + '/mintdir/?sort=name')
+      return (await page.getByRole('link', { name }).count()) === 1
+    })
+    // A header's text is one line high: less than two lines' height.
+    for (const th of await page.locator('table.mints thead th').all()) {
+      const { text, height, line } = await th.evaluate(el => {
+        const text = document.createRange()
+        text.selectNodeContents(el)
+        return { text: el.textContent, height: text.getBoundingClientRect().height, line: parseFloat(getComputedStyle(el).lineHeight) }
+      })
+      assert.ok(height < 1.5 * line, `the header ${text} wraps: ${height} px high, lines of ${line} px`)
+    }
+    await snap(page, 'mintdir-long-name')
     noProblems(assert, page)
     await page.context().close()
   } finally {

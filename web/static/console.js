@@ -201,6 +201,8 @@ async function unban(b) {
   showError($('bans-error'))
   try {
     await call('POST', '/admin/unban', { pubkey: b.pubkey_hex })
+    // Replaces what the ban said, "The relay refuses its notes", now untrue.
+    show($('ban-status'), `Lifted the ban of ${b.pubkey}. The relay accepts its notes again.`)
     await loadBans()
     changed()
   } catch (e) {
@@ -266,15 +268,37 @@ async function unblock(word) {
 
 // --- API keys (admins) ---
 
+// The bootstrap key (--admin-api-key) is a setting, not an issued key: the
+// API does not list it, so the page says whether it is set (data-bootstrap),
+// and it gets a row of its own that cannot be revoked here.
+const bootstrap = root.dataset.bootstrap === 'set'
+
+// keyID is the id the API gives a key (the first 6 bytes of its SHA-256, in
+// hex), so the console can mark the key it is signed in with; null where
+// the browser has no WebCrypto (a page not served over HTTPS).
+async function keyID(secret) {
+  if (!crypto.subtle) return null
+  const sum = new Uint8Array(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(secret)))
+  return Array.from(sum.slice(0, 6), b => b.toString(16).padStart(2, '0')).join('')
+}
+
 async function loadKeys() {
   showError($('keys-error'))
   try {
-    const { keys } = (await call('GET', '/admin/keys')).body
-    $('keys').replaceChildren(table(['Name', 'Role', 'Created', 'By', 'Revoked', ''], keys.map(k => [
-      k.name, k.role, when(k.created_at), k.created_by,
+    const [{ keys }, mine] = await Promise.all([call('GET', '/admin/keys').then(r => r.body), keyID(key)])
+    // An admin key that is no issued one is the bootstrap key.
+    const onBootstrap = mine !== null && !keys.some(k => k.id === mine)
+    const you = yes => yes ? h('span', { class: 'badge' }, 'signed in with it') : ''
+    const rows = keys.map(k => [
+      h('span', {}, k.name, ' ', you(k.id === mine)), k.role, when(k.created_at), k.created_by,
       k.revoked_at ? h('span', {}, when(k.revoked_at), ' by ', k.revoked_by) : '–',
       k.revoked_at ? '' : h('button', { type: 'button', class: 'danger small', 'aria-label': `Revoke the key “${k.name}”`, onclick: ev => busy(ev.currentTarget, () => revoke(k)) }, 'Revoke'),
-    ]), 'No keys.'))
+    ])
+    if (bootstrap) {
+      rows.unshift([h('span', {}, 'bootstrap ', you(onBootstrap)), 'admin', 'at start', 'the setting --admin-api-key (OUTPOST_ADMIN_API_KEY)',
+        h('span', { class: 'muted' }, 'unset the setting and restart to revoke'), ''])
+    }
+    $('keys').replaceChildren(table(['Name', 'Role', 'Created', 'By', 'Revoked', ''], rows, 'No keys.'))
   } catch (e) {
     showError($('keys-error'), e, 'console')
   }
@@ -315,13 +339,32 @@ async function loadAudit(more) {
   showError($('audit-error'))
   try {
     await audit.load(more)
-    const json = v => v === null || v === undefined ? '–' : h('code', { class: 'wrap' }, JSON.stringify(v))
     $('audit').replaceChildren(table(['When', 'Who', 'What', 'Target', 'Before', 'After'],
-      audit.items.map(a => [when(a.at), a.actor, a.action, code(a.target), json(a.before), json(a.after)]), 'Nothing yet.'))
+      audit.items.map(a => [when(a.at), a.actor, a.action, code(a.target), fields(a.before, a.target), fields(a.after, a.target, a.before)]), 'Nothing yet.'))
     $('audit-more').hidden = !audit.more
   } catch (e) {
     showError($('audit-error'), e, 'console')
   }
+}
+
+// fields shows a record of the audit log (a ban, a word, a key) as a list
+// of its fields, times as dates, but for the entry's target, shown beside
+// it; given the record before, only what changed.
+function fields(v, target, before) {
+  if (v === null || v === undefined) return '–'
+  if (typeof v !== 'object') return String(v)
+  const shown = Object.entries(v).filter(([k, x]) => x !== null && x !== '' && x !== target && !(before && sameValue(before[k], x)))
+  if (!shown.length) return '–'
+  return h('dl', { class: 'fields' }, shown.flatMap(([k, x]) => [h('dt', {}, k.replaceAll('_', ' ')), h('dd', {}, field(k, x))]))
+}
+
+const sameValue = (a, b) => JSON.stringify(a) === JSON.stringify(b)
+
+function field(name, x) {
+  if (typeof x === 'number' && name.endsWith('_at')) return when(x)
+  if (Array.isArray(x)) return x.length ? x.map(String).join(', ') : '–'
+  if (typeof x === 'object') return fields(x)
+  return name === 'pubkey' || name === 'id' ? code(String(x)) : String(x)
 }
 
 // --- wiring ---
