@@ -145,7 +145,7 @@ func TestDocsNameRealSettings(t *testing.T) {
 
 // A default is shown unless the help text states it itself: a name in
 // parentheses that starts with "default" is no such statement.
-func TestSettingsTableDefaults(t *testing.T) {
+func TestConfigurationDocDefaults(t *testing.T) {
 	fs := newFlagSet("test")
 	fs.Int("default-limit", 100, "events a filter without a limit gets (default_limit)")
 	fs.String("mint-url", "http://127.0.0.1:3338", "a mint (default: an embedded one)")
