@@ -102,7 +102,8 @@ func (s *Service) readLimits(txn *kv.Txn, pk, ipHash string, now time.Time) (lim
 }
 
 // check refuses a claim of amountSats that a limit forbids, in the order
-// the design lists them: cooldown, client IP, site-wide, budget.
+// docs/faucet.md ("Claims") lists them: cooldown, client IP, site-wide,
+// budget.
 func (s *Service) check(l limits, amountSats int64, now time.Time) error {
 	if until := time.Unix(l.cooldown.Until, 0); now.Before(until) {
 		return limited("cooldown", until, now, "one claim per %s; the next one is possible at %s",

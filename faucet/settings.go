@@ -50,7 +50,7 @@ type Settings struct {
 	MintWithoutDLEQ bool           `flag:"faucet-mint-without-dleq" usage:"use a mint that does not advertise DLEQ proofs (NUT-12): its signatures cannot be checked, so a bad one is found out only when spent; /faucet/health says degraded"`
 }
 
-// DefaultSettings are the design's defaults.
+// DefaultSettings are the defaults docs/configuration.md lists.
 func DefaultSettings() Settings {
 	return Settings{
 		Enabled: true, Network: bolt11.Signet, Buckets: Buckets{{10, 50}, {25, 30}, {50, 15}, {100, 5}},

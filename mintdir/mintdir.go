@@ -48,7 +48,7 @@ type Settings struct {
 	Monitors         []string      `flag:"monitors" usage:"other monitors (npub or hex, comma-separated) whose kind-38166 mint status events count as vantages in each mint's status"`
 }
 
-// DefaultSettings are the design's defaults. The probe timeout is left
+// DefaultSettings are the defaults docs/configuration.md lists. The probe timeout is left
 // zero: it follows the interval (see probeTimeout).
 func DefaultSettings() Settings {
 	return Settings{ProbeInterval: 5 * time.Minute, ProbeConcurrency: 16, SlowRTT: 2 * time.Second}

@@ -21,7 +21,7 @@ type Settings struct {
 	ReportsPerMin int  `flag:"reports-rate-limit" usage:"POST /banlist/reports per minute per client IP; 0 disables"`
 }
 
-// DefaultSettings are the design's defaults.
+// DefaultSettings are the defaults docs/configuration.md lists.
 func DefaultSettings() Settings { return Settings{ReportsPerMin: 10} }
 
 // Valid checks the settings, naming a bad one.

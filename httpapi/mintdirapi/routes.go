@@ -21,7 +21,7 @@ type Settings struct {
 	SubmitPerHour int `flag:"mintdir-submit-rate-limit" usage:"POST /mintdir/mints/submit per hour per client IP; 0 disables"`
 }
 
-// DefaultSettings are the design's defaults.
+// DefaultSettings are the defaults docs/configuration.md lists.
 func DefaultSettings() Settings { return Settings{SubmitPerHour: 10} }
 
 // Valid checks the settings, naming a bad one.
