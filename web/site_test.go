@@ -47,6 +47,7 @@ type siteOptions struct {
 	allowPrivateIcons bool
 	rateLimit         int // pages per minute per client; 0: none
 	submitPerHour     int
+	bootstrapKey      bool // the ban list's bootstrap key is shown as set
 }
 
 func newSite(t testing.TB, o siteOptions) *site {
@@ -77,7 +78,7 @@ func newSite(t testing.TB, o siteOptions) *site {
 	}
 	pages, err := web.New(web.Config{Log: quiet(), PublicURL: "http://outpost.test", RelayURL: "ws://outpost.test",
 		Banlist: web.Service{Mount: "/banlist", API: services[0].Routes}, Mintdir: web.Service{Mount: "/mintdir", API: services[1].Routes},
-		RateLimit: limit, AllowPrivateIcons: o.allowPrivateIcons})
+		RateLimit: limit, AllowPrivateIcons: o.allowPrivateIcons, BootstrapKey: o.bootstrapKey})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -190,6 +190,18 @@ func TestMintTextIsEscaped(t *testing.T) {
 	}
 }
 
+// The console lists the bootstrap key, which the API does not, only when
+// one is set.
+func TestConsoleKnowsTheBootstrapKey(t *testing.T) {
+	for _, set := range []bool{false, true} {
+		r := newSite(t, siteOptions{bootstrapKey: set}).get("/banlist/", browserAccept)
+		checkPage(t, "/banlist/", r, http.StatusOK)
+		if got := strings.Contains(r.body, `data-bootstrap="set"`); got != set {
+			t.Errorf("with a bootstrap key %v, the page says it is set: %v", set, got)
+		}
+	}
+}
+
 func TestConsoleTextIsEscaped(t *testing.T) {
 	s := newSite(t, siteOptions{})
 	if _, err := s.bans.Ban(s.ctx, "test", strings.Repeat("cd", 32), `<script>alert("ban")</script>`, nil); err != nil {
