@@ -1,0 +1,94 @@
+package probe_test
+
+import (
+	"context"
+	"flag"
+	"os"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/outpost-relay/outpost/probe"
+	"github.com/outpost-relay/outpost/probe/probetest"
+)
+
+var leakFor = flag.Duration("leakfor", 5*time.Minute, "how long TestHostileProxiesLeakNothing checks through its proxies")
+
+// Slack over the first round's counts: what one round's checks may still
+// be letting go of when the next sample is taken (both ends of six
+// connections, the proxies' goroutines between their writes).
+const (
+	fdSlack        = 16
+	goroutineSlack = 40
+)
+
+// A proxy that hangs, one that trickles a byte a second and one that floods,
+// each as a SOCKS5 and as an HTTP CONNECT proxy, all checked through at once,
+// round after round: every check fails, and descriptors and goroutines stay
+// flat, because each dial ends with its check, not when the proxy lets go.
+func TestHostileProxiesLeakNothing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs for -leakfor (5 minutes) to show descriptors and goroutines stay flat; CI runs it without -short")
+	}
+	var clients []*probe.Client
+	for _, scheme := range []string{"socks5", "http"} {
+		for _, b := range []probetest.Behaviour{probetest.Hang, probetest.Trickle, probetest.Flood} {
+			px := probetest.Hostile(t, scheme, b)
+			clients = append(clients, probe.NewClient(probe.ClientOptions{Timeout: 300 * time.Millisecond, Proxy: proxyURL(t, px.URL)}))
+		}
+	}
+	checkAll(t, clients) // the first round allocates what the runtime keeps
+	fds0, g0 := openFDs(t), runtime.NumGoroutine()
+	rounds := 0
+	for end := time.Now().Add(*leakFor); time.Now().Before(end); rounds++ {
+		checkAll(t, clients)
+		settled(t, rounds, fds0, g0)
+	}
+	t.Logf("%d rounds: %d descriptors and %d goroutines after the first, %d and %d now",
+		rounds, fds0, g0, openFDs(t), runtime.NumGoroutine())
+}
+
+// checkAll checks a mint through every client at once; none may get through.
+func checkAll(t *testing.T, clients []*probe.Client) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	for _, c := range clients {
+		wg.Go(func() {
+			if res := c.Info(ctx, "http://"+onion, time.Now); res.OK {
+				t.Errorf("a hostile proxy got a check through")
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// settled waits until the descriptors and goroutines are back within the
+// slack of fds0 and g0; what a check let go of may take a moment to close,
+// what it leaked never does.
+func settled(t *testing.T, round, fds0, g0 int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for {
+		fds, g := openFDs(t), runtime.NumGoroutine()
+		if fds <= fds0+fdSlack && g <= g0+goroutineSlack {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("round %d: %d descriptors and %d goroutines, from %d and %d after the first round", round, fds, g, fds0, g0)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+func openFDs(t *testing.T) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(ents)
+}
