@@ -3,25 +3,22 @@ package probe_test
 import (
 	"context"
 	"flag"
-	"os"
 	"runtime"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/outpost-relay/outpost/internal/testkit"
 	"github.com/outpost-relay/outpost/probe"
 	"github.com/outpost-relay/outpost/probe/probetest"
 )
 
 var leakFor = flag.Duration("leakfor", 5*time.Minute, "how long TestHostileProxiesLeakNothing checks through its proxies")
 
-// Slack over the first round's counts: what one round's checks may still
-// be letting go of when the next sample is taken (both ends of six
+// slack over the first round's counts is what one round's checks may
+// still be letting go of when the next sample is taken (both ends of six
 // connections, the proxies' goroutines between their writes).
-const (
-	fdSlack        = 16
-	goroutineSlack = 40
-)
+const slack = 40
 
 // A proxy that hangs, one that trickles a byte a second and one that floods,
 // each as a SOCKS5 and as an HTTP CONNECT proxy, all checked through at once,
@@ -39,14 +36,14 @@ func TestHostileProxiesLeakNothing(t *testing.T) {
 		}
 	}
 	checkAll(t, clients) // the first round allocates what the runtime keeps
-	fds0, g0 := openFDs(t), runtime.NumGoroutine()
+	fds0, g0 := testkit.OpenFDs(t), runtime.NumGoroutine()
 	rounds := 0
 	for end := time.Now().Add(*leakFor); time.Now().Before(end); rounds++ {
 		checkAll(t, clients)
-		settled(t, rounds, fds0, g0)
+		testkit.Flat(t, 30*time.Second, fds0, g0, slack)
 	}
 	t.Logf("%d rounds: %d descriptors and %d goroutines after the first, %d and %d now",
-		rounds, fds0, g0, openFDs(t), runtime.NumGoroutine())
+		rounds, fds0, g0, testkit.OpenFDs(t), runtime.NumGoroutine())
 }
 
 // checkAll checks a mint through every client at once; none may get through.
@@ -62,33 +59,4 @@ func checkAll(t *testing.T, clients []*probe.Client) {
 		})
 	}
 	wg.Wait()
-}
-
-// settled waits until the descriptors and goroutines are back within the
-// slack of fds0 and g0; what a check let go of may take a moment to close,
-// what it leaked never does.
-func settled(t *testing.T, round, fds0, g0 int) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	for {
-		fds, g := openFDs(t), runtime.NumGoroutine()
-		if fds <= fds0+fdSlack && g <= g0+goroutineSlack {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("round %d: %d descriptors and %d goroutines, from %d and %d after the first round", round, fds, g, fds0, g0)
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
-}
-
-func openFDs(t *testing.T) int {
-	t.Helper()
-	ents, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return len(ents)
 }
