@@ -81,29 +81,40 @@ func TestRunOnceProbesEveryTargetWithinTheCap(t *testing.T) {
 	}
 }
 
+// While a target's probe runs, neither a tick, nor Trigger, nor RunOnce
+// starts another of it; once it ends, Trigger does.
 func TestOneProbeInFlightPerTarget(t *testing.T) {
 	c := newCounter()
-	release := make(chan struct{})
-	p := New(Config{Concurrency: 8, Interval: time.Hour, Log: quiet(), Targets: targets(1), Probe: func(ctx context.Context, id string) error {
+	entered, release := make(chan struct{}, 1), make(chan struct{})
+	s := runStepped(t, Config{Concurrency: 8, Interval: time.Minute, Targets: targets(1), Probe: func(ctx context.Context, id string) error {
 		c.enter(id)
 		defer c.exit(id)
+		entered <- struct{}{}
 		<-release
 		return nil
 	}})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { p.Run(ctx); close(done) }()
-	for range 20 {
-		p.Trigger("m0")
-		go p.RunOnce(ctx)
-		time.Sleep(2 * time.Millisecond)
+	<-entered // never checked: probed at once
+	for range 5 {
+		s.Trigger("m0")
+		if n := s.RunOnce(s.ctx); n != 0 {
+			t.Fatalf("RunOnce started %d probes of a target in flight", n)
+		}
+		s.clock.Add(time.Hour)
+		for range 2 { // the second tick is taken once the first is handled
+			if err := s.ticks.Tick(s.ctx, s.clock.Now()); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if n := c.count("m0"); n != 1 {
+		t.Fatalf("%d probes of one target started", n)
 	}
 	close(release)
-	time.Sleep(50 * time.Millisecond)
-	cancel()
-	<-done
-	if c.perPeak != 1 {
-		t.Fatalf("%d probes of one target ran at once", c.perPeak)
+	s.step(t, 0) // the probe has ended
+	s.Trigger("m0")
+	<-entered
+	if c.count("m0") != 2 || c.perPeak != 1 {
+		t.Fatalf("%d probes, %d at once", c.count("m0"), c.perPeak)
 	}
 }
 
