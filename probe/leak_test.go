@@ -3,6 +3,9 @@ package probe_test
 import (
 	"context"
 	"flag"
+	"io"
+	"log"
+	"os"
 	"runtime"
 	"sync"
 	"testing"
@@ -28,6 +31,8 @@ func TestHostileProxiesLeakNothing(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs for -leakfor (5 minutes) to show descriptors and goroutines stay flat; CI runs it without -short")
 	}
+	log.SetOutput(io.Discard) // net/http logs the flood that follows a SOCKS5 handshake, each round
+	t.Cleanup(func() { log.SetOutput(os.Stderr) })
 	var clients []*probe.Client
 	for _, scheme := range []string{"socks5", "http"} {
 		for _, b := range []probetest.Behaviour{probetest.Hang, probetest.Trickle, probetest.Flood} {
