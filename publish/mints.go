@@ -150,7 +150,7 @@ func (m *Mints) publish(ctx context.Context, sg *signer, last map[string]*nostr.
 type pending struct {
 	mu  sync.Mutex
 	ids map[string]bool
-	w   chan struct{} // has a value while ids has some
+	w   chan struct{} // signalled when an id is added
 }
 
 func (p *pending) add(id string) {
