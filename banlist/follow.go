@@ -2,12 +2,12 @@ package banlist
 
 import (
 	"context"
-	"net/http"
 	"net/url"
 	"strings"
 	"time"
 
 	"github.com/outpost-relay/outpost"
+	"github.com/outpost-relay/outpost/internal/outbound"
 	"github.com/outpost-relay/outpost/policies"
 )
 
@@ -54,7 +54,7 @@ func (s *Service) Follow(ctx context.Context) {
 		return
 	}
 	policies.Follow(ctx, s.primary, mirror{s, ctx}, policies.SyncOptions{Interval: followInterval,
-		Client: &http.Client{Timeout: 10 * time.Second}, Log: s.log})
+		Client: outbound.Client(10 * time.Second), Log: s.log})
 }
 
 // mirror applies a primary's list to the service (policies.Mirror).

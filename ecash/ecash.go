@@ -35,6 +35,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/outpost-relay/outpost/internal/outbound"
 	"github.com/outpost-relay/outpost/kv"
 	"github.com/tyler-smith/go-bip39"
 )
@@ -103,7 +104,7 @@ func Open(cfg Config) (*Wallet, error) {
 		cfg.MeltTimeout = 60 * time.Second
 	}
 	if cfg.HTTP == nil {
-		cfg.HTTP = &http.Client{}
+		cfg.HTTP = &http.Client{Transport: outbound.Transport(max(cfg.Timeout, cfg.MeltTimeout))} // each request has its own deadline
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now

@@ -137,6 +137,9 @@ func (d *Directory) record(id ID, c *Check, info *Info, body, keysets []byte) (c
 		changed = m.MetaHash != hash
 		return nil
 	})
+	if err == nil {
+		d.changed(id)
+	}
 	return changed, err
 }
 

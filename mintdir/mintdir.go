@@ -109,6 +109,11 @@ type Config struct {
 	// OnCheck is told about every stored check (for metrics): ok, skipped
 	// (a 429), and the error kind of a failed one. It must not block.
 	OnCheck func(ok, skipped bool, errKind string)
+	// OnChange is told the id of a mint whose record changed (a check, a
+	// summary, another monitor's status), once the change is stored, so a
+	// publisher republishes that mint instead of polling the catalogue. It
+	// must not block.
+	OnChange func(id string)
 	// Self is this outpost's own monitor key (hex), under which its own
 	// vantage is listed; its own status events are never read as another
 	// monitor's.

@@ -228,7 +228,7 @@ func (d *Directory) refreshSummary(ctx context.Context, id ID, readReviews bool)
 		sum := summarizeReviews(reviews)
 		rs = &sum
 	}
-	return d.db.Update(func(txn *kv.Txn) error {
+	err = d.db.Update(func(txn *kv.Txn) error {
 		m, err := getMint(txn, id)
 		if err != nil || m == nil || !m.MergedInto.IsZero() {
 			return err
@@ -242,6 +242,10 @@ func (d *Directory) refreshSummary(ctx context.Context, id ID, readReviews bool)
 		}
 		return kv.PutJSON(txn, mintKey(id), m)
 	})
+	if err == nil {
+		d.changed(id)
+	}
+	return err
 }
 
 // summarize fills m.Summary: 24 h from the 5-minute rollups, 7 and 30 days

@@ -245,7 +245,9 @@ func (d *Directory) addVantage(u string, v Vantage) error {
 	if now.Sub(v.EventAt) >= VantageMaxAge {
 		return nil
 	}
-	return d.db.Update(func(txn *kv.Txn) error {
+	var stored ID // the mint whose record the vantage changed
+	err = d.db.Update(func(txn *kv.Txn) error {
+		stored = ID{}
 		id, ok, err := lookupID(txn, urlKey(u))
 		if err != nil || !ok {
 			return err
@@ -272,8 +274,13 @@ func (d *Directory) addVantage(u string, v Vantage) error {
 		if err := kv.PutJSON(txn, k, v); err != nil {
 			return err
 		}
+		stored = m.ID
 		return d.settleAndStore(txn, m, now)
 	})
+	if err == nil && !stored.IsZero() {
+		d.changed(stored)
+	}
+	return err
 }
 
 // settleAndStore settles m's status and stores it, with a fresh summary

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/outpost-relay/outpost/internal/outbound"
 	"github.com/outpost-relay/outpost/internal/tick"
 	"github.com/outpost-relay/outpost/pubkey"
 )
@@ -79,7 +80,7 @@ func newSyncer(baseURL string, m Mirror, opt SyncOptions) *syncer {
 		opt.Interval = 30 * time.Second
 	}
 	if opt.Client == nil {
-		opt.Client = &http.Client{Timeout: 10 * time.Second}
+		opt.Client = outbound.Client(10 * time.Second)
 	}
 	if opt.Log == nil {
 		opt.Log = slog.Default()

@@ -96,7 +96,7 @@ func NewClient(o ClientOptions) *Client {
 	}
 	tr := &http.Transport{
 		Proxy:                  nil, // the transport's proxy would dial for us, past the guard: ours is in dial
-		DialContext:            dial,
+		DialContext:            bounded(dial, o.Timeout),
 		ForceAttemptHTTP2:      true,
 		TLSHandshakeTimeout:    o.Timeout,
 		ResponseHeaderTimeout:  o.Timeout,
@@ -106,6 +106,30 @@ func NewClient(o ClientOptions) *Client {
 	}
 	c := &http.Client{Transport: tr, CheckRedirect: checkRedirect}
 	return &Client{http: c, timeout: o.Timeout, maxBody: o.MaxBodyBytes, ua: o.UserAgent}
+}
+
+// checkKey is the context value that carries a check's own context to the
+// dial: net/http dials under a context detached from the request's (with
+// its values but neither its deadline nor its cancellation), so that a
+// later request may use the connection. Ours are never reused, and a dial
+// that outlives its check is a connection held open on a counterpart's say.
+type checkKey struct{}
+
+func withCheck(ctx context.Context) context.Context { return context.WithValue(ctx, checkKey{}, ctx) }
+
+// bounded makes every dial, a proxy's handshake included, end when the
+// check that asked for it ends, and within timeout in any case: a proxy
+// that accepts and never answers, or answers a byte a second, cannot hold
+// a descriptor and a goroutine past the check.
+func bounded(dial func(ctx context.Context, network, addr string) (net.Conn, error), timeout time.Duration) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		ctx, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
+		if check, ok := ctx.Value(checkKey{}).(context.Context); ok {
+			defer context.AfterFunc(check, cancel)()
+		}
+		return dial(ctx, network, addr)
+	}
 }
 
 var (
@@ -198,7 +222,7 @@ func (c *Client) get(ctx context.Context, url string) (status int, body []byte, 
 func (c *Client) Fetch(ctx context.Context, url, accept string) (status int, body []byte, err error) {
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	req, err := http.NewRequestWithContext(withCheck(ctx), http.MethodGet, url, nil)
 	if err != nil {
 		return 0, nil, err
 	}

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/outpost-relay/outpost/internal/tick"
 )
 
 // Target is something to probe: an id and when it was last checked (zero
@@ -25,6 +27,7 @@ type Config struct {
 	Concurrency int           // probes in flight at once, over all targets; default 16
 	Jitter      float64       // ± this fraction of Interval, default 0.1
 	Now         func() time.Time
+	Tick        tick.Ticker // the scheduler's ticker, as Now is its clock; default a time.Ticker
 	Log         *slog.Logger
 
 	// Targets lists what to probe; Probe probes one target. Probe owns its
@@ -77,16 +80,15 @@ func New(cfg Config) *Prober {
 
 // Run probes due targets until ctx ends, then waits for probes in flight.
 func (p *Prober) Run(ctx context.Context) {
-	tick := min(max(p.cfg.Interval/20, 20*time.Millisecond), 5*time.Second)
-	t := time.NewTicker(tick)
-	defer t.Stop()
+	ticks, stop := p.cfg.Tick.Start(min(max(p.cfg.Interval/20, 20*time.Millisecond), 5*time.Second))
+	defer stop()
 	defer p.wg.Wait()
 	for {
 		p.tick(ctx)
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-ticks:
 		case <-p.wake:
 		}
 	}

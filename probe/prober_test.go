@@ -5,10 +5,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/outpost-relay/outpost/internal/testkit"
+	"github.com/outpost-relay/outpost/internal/tick"
 )
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
@@ -77,29 +81,40 @@ func TestRunOnceProbesEveryTargetWithinTheCap(t *testing.T) {
 	}
 }
 
+// While a target's probe runs, neither a tick, nor Trigger, nor RunOnce
+// starts another of it; once it ends, Trigger does.
 func TestOneProbeInFlightPerTarget(t *testing.T) {
 	c := newCounter()
-	release := make(chan struct{})
-	p := New(Config{Concurrency: 8, Interval: time.Hour, Log: quiet(), Targets: targets(1), Probe: func(ctx context.Context, id string) error {
+	entered, release := make(chan struct{}, 1), make(chan struct{})
+	s := runStepped(t, Config{Concurrency: 8, Interval: time.Minute, Targets: targets(1), Probe: func(ctx context.Context, id string) error {
 		c.enter(id)
 		defer c.exit(id)
+		entered <- struct{}{}
 		<-release
 		return nil
 	}})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { p.Run(ctx); close(done) }()
-	for range 20 {
-		p.Trigger("m0")
-		go p.RunOnce(ctx)
-		time.Sleep(2 * time.Millisecond)
+	<-entered // never checked: probed at once
+	for range 5 {
+		s.Trigger("m0")
+		if n := s.RunOnce(s.ctx); n != 0 {
+			t.Fatalf("RunOnce started %d probes of a target in flight", n)
+		}
+		s.clock.Add(time.Hour)
+		for range 2 { // the second tick is taken once the first is handled
+			if err := s.ticks.Tick(s.ctx, s.clock.Now()); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if n := c.count("m0"); n != 1 {
+		t.Fatalf("%d probes of one target started", n)
 	}
 	close(release)
-	time.Sleep(50 * time.Millisecond)
-	cancel()
-	<-done
-	if c.perPeak != 1 {
-		t.Fatalf("%d probes of one target ran at once", c.perPeak)
+	s.step(t, 0) // the probe has ended
+	s.Trigger("m0")
+	<-entered
+	if c.count("m0") != 2 || c.perPeak != 1 {
+		t.Fatalf("%d probes, %d at once", c.count("m0"), c.perPeak)
 	}
 }
 
@@ -122,52 +137,100 @@ func TestPanicsAreRecovered(t *testing.T) {
 	}
 }
 
-func TestRunFollowsTheIntervalAndTheLastCheck(t *testing.T) {
-	now := time.Now()
-	c := newCounter()
-	ts := []Target{{ID: "new"}, {ID: "recent", LastChecked: now}, {ID: "old", LastChecked: now.Add(-time.Hour)}}
-	p := New(Config{Interval: 300 * time.Millisecond, Log: quiet(),
-		Targets: func(context.Context) ([]Target, error) { return ts, nil },
-		Probe:   func(ctx context.Context, id string) error { c.enter(id); c.exit(id); return nil }})
-	ctx, cancel := context.WithCancel(context.Background())
+// stepped is a Prober on a test clock and a manual ticker, running until
+// the test ends.
+type stepped struct {
+	*Prober
+	clock *testkit.Clock
+	ticks *tick.Manual
+	ctx   context.Context
+}
+
+// t0 is when a stepped prober starts.
+var t0 = time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+
+func runStepped(t *testing.T, cfg Config) *stepped {
+	s := &stepped{clock: testkit.NewClock(t0), ticks: &tick.Manual{}}
+	cfg.Now, cfg.Tick, cfg.Log = s.clock.Now, s.ticks.Start, quiet()
+	s.Prober = New(cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	s.ctx = ctx
 	done := make(chan struct{})
-	go func() { p.Run(ctx); close(done) }()
-	time.Sleep(150 * time.Millisecond)
-	if c.count("new") != 1 || c.count("old") != 1 || c.count("recent") != 0 {
-		t.Fatalf("after 150ms: new %d old %d recent %d, want 1 1 0", c.count("new"), c.count("old"), c.count("recent"))
-	}
-	time.Sleep(1500 * time.Millisecond)
-	cancel()
-	<-done
-	for _, id := range []string{"new", "recent", "old"} {
-		// 1.65 s at 300 ms ± 10%: about 5 probes.
-		if n := c.count(id); n < 3 || n > 7 {
-			t.Errorf("%s probed %d times in 1.65 s at a 300 ms interval", id, n)
+	go func() { s.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return s
+}
+
+// step moves the clock by d and ticks; it returns once that tick's probes
+// have all ended (the tick after it is taken only when the loop is done
+// with this one, and every probe it started is then in flight).
+func (s *stepped) step(t *testing.T, d time.Duration) {
+	t.Helper()
+	s.clock.Add(d)
+	for range 2 {
+		if err := s.ticks.Tick(s.ctx, s.clock.Now()); err != nil {
+			t.Fatal(err)
 		}
 	}
-	if last, lag := p.Status(); time.Since(last) > time.Second || lag > 200*time.Millisecond {
-		t.Errorf("status: last cycle %v ago, lag %v", time.Since(last), lag)
+	testkit.WaitFor(t, 10*time.Second, "the probes to end", func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return len(s.inflight) == 0
+	})
+}
+
+func (c *counter) counts(ids ...string) []int {
+	var n []int
+	for _, id := range ids {
+		n = append(n, c.count(id))
+	}
+	return n
+}
+
+// A target never checked is due at once, one checked an hour ago too, one
+// checked just now only an interval (± 10 %) later; then each comes round
+// once per interval.
+func TestRunFollowsTheIntervalAndTheLastCheck(t *testing.T) {
+	c := newCounter()
+	ts := []Target{{ID: "new"}, {ID: "recent", LastChecked: t0}, {ID: "old", LastChecked: t0.Add(-time.Hour)}}
+	s := runStepped(t, Config{Interval: time.Minute, Targets: func(context.Context) ([]Target, error) { return ts, nil },
+		Probe: func(ctx context.Context, id string) error { c.enter(id); c.exit(id); return nil }})
+	ids := []string{"new", "recent", "old"}
+	for _, want := range []struct {
+		step time.Duration
+		n    []int
+	}{
+		{0, []int{1, 0, 1}},
+		{53 * time.Second, []int{1, 0, 1}}, // before the earliest jitter (54 s)
+		{14 * time.Second, []int{2, 1, 2}}, // 67 s: after the latest (66 s)
+		{53 * time.Second, []int{2, 1, 2}}, // 53 s after those probes
+		{14 * time.Second, []int{3, 2, 3}},
+		{10 * time.Minute, []int{4, 3, 4}}, // a long gap is one probe, not one per missed interval
+	} {
+		s.step(t, want.step)
+		if got := c.counts(ids...); !slices.Equal(got, want.n) {
+			t.Fatalf("after %v more: probes of %v = %v, want %v", want.step, ids, got, want.n)
+		}
+		if last, lag := s.Status(); !last.Equal(s.clock.Now()) || lag != 0 {
+			t.Fatalf("status: last cycle %v (now %v), lag %v", last, s.clock.Now(), lag)
+		}
 	}
 }
 
+// Trigger makes a target due at once, without waiting for a tick.
 func TestTriggerProbesAtOnce(t *testing.T) {
 	probed := make(chan string, 10)
-	ts := []Target{{ID: "a", LastChecked: time.Now()}}
-	p := New(Config{Interval: time.Hour, Log: quiet(),
-		Targets: func(context.Context) ([]Target, error) { return ts, nil },
+	s := runStepped(t, Config{Interval: time.Hour,
+		Targets: func(context.Context) ([]Target, error) { return []Target{{ID: "a", LastChecked: t0}}, nil },
 		Probe:   func(ctx context.Context, id string) error { probed <- id; return nil }})
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go p.Run(ctx)
-	select {
-	case id := <-probed:
-		t.Fatalf("%s probed before it was due", id)
-	case <-time.After(100 * time.Millisecond):
+	s.step(t, time.Minute)
+	if len(probed) != 0 {
+		t.Fatal("probed before it was due")
 	}
-	p.Trigger("a")
+	s.Trigger("a")
 	select {
 	case <-probed:
-	case <-time.After(2 * time.Second):
+	case <-s.ctx.Done():
 		t.Fatal("Trigger did not probe")
 	}
 }

@@ -3,24 +3,33 @@ package publish
 import (
 	"cmp"
 	"context"
+	"errors"
 	"log/slog"
+	"maps"
+	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/outpost-relay/outpost/events"
+	"github.com/outpost-relay/outpost/internal/tick"
 	"github.com/outpost-relay/outpost/mintdir"
 )
 
 // Catalogue is the part of the directory the mint publisher reads.
 type Catalogue interface {
 	Mints(ctx context.Context) ([]*mintdir.Mint, error)
+	Get(ctx context.Context, id string) (*mintdir.Mint, error)
 }
 
 // Mints publishes a kind-38166 status event for every mint the directory
 // has checked, replaced whenever its status (own or by consensus) changes
-// and at least every
-// Refresh, and a kind-18166 monitor announcement saying how it checks.
+// and about every Refresh, and a kind-18166 monitor announcement saying how
+// it checks. The directory calls Changed with each mint whose record it
+// stores (mintdir.Config.OnChange), and that mint alone is read; the whole
+// catalogue is read at the start and every Refresh, for mints no longer
+// checked.
 type Mints struct {
 	Directory Catalogue
 	Events    *events.Store
@@ -29,10 +38,16 @@ type Mints struct {
 	Interval  time.Duration // the prober's interval, announced
 	Timeout   time.Duration // the prober's timeout, announced
 	Refresh   time.Duration // default 1h
-	Every     time.Duration // how often the catalogue is read; default 2s
 	Log       *slog.Logger
 	Now       func() time.Time
+	Tick      tick.Ticker // the refresh ticker; default a time.Ticker
+
+	changes pending
 }
+
+// Changed tells the publisher that mint id's record changed; it never
+// blocks, and changes of one mint made before Run reads them are one.
+func (m *Mints) Changed(id string) { m.changes.add(id) }
 
 // Run publishes until ctx ends.
 func (m *Mints) Run(ctx context.Context) {
@@ -59,15 +74,33 @@ func (m *Mints) Run(ctx context.Context) {
 			m.sink(ctx, ev, log)
 		}
 	}
-	t := time.NewTicker(cmp.Or(m.Every, 2*time.Second))
-	defer t.Stop()
+	refresh, stop := m.Tick.Start(cmp.Or(m.Refresh, time.Hour))
+	defer stop()
+	m.publishAll(ctx, sg, last, now(), log)
 	for {
-		m.publish(ctx, sg, last, now(), log)
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-m.changes.wake():
+			m.publishChanged(ctx, sg, last, now(), log)
+		case <-refresh:
+			m.changes.take() // the whole catalogue is read: the changes too
+			m.publishAll(ctx, sg, last, now(), log)
 		}
+	}
+}
+
+// publishChanged publishes the mints the directory said changed.
+func (m *Mints) publishChanged(ctx context.Context, sg *signer, last map[string]*nostr.Event, at time.Time, log *slog.Logger) {
+	for _, id := range m.changes.take() {
+		mint, err := m.Directory.Get(ctx, id)
+		if err != nil {
+			if ctx.Err() == nil && !errors.Is(err, mintdir.ErrNotFound) {
+				log.Error("publish: reading a mint", "mint_id", id, "err", err)
+			}
+			continue
+		}
+		m.publish(ctx, sg, last, mint, at, log)
 	}
 }
 
@@ -81,9 +114,8 @@ func (m *Mints) sink(ctx context.Context, ev *nostr.Event, log *slog.Logger) boo
 	return true
 }
 
-// publish signs a status event for each checked mint whose status moved,
-// or whose last one is older than Refresh.
-func (m *Mints) publish(ctx context.Context, sg *signer, last map[string]*nostr.Event, at time.Time, log *slog.Logger) {
+// publishAll publishes every mint of the catalogue that needs it.
+func (m *Mints) publishAll(ctx context.Context, sg *signer, last map[string]*nostr.Event, at time.Time, log *slog.Logger) {
 	mints, err := m.Directory.Mints(ctx)
 	if err != nil {
 		if ctx.Err() == nil {
@@ -91,21 +123,69 @@ func (m *Mints) publish(ctx context.Context, sg *signer, last map[string]*nostr.
 		}
 		return
 	}
-	refresh := nostr.Timestamp(cmp.Or(m.Refresh, time.Hour) / time.Second)
 	for _, mint := range mints {
-		if mint.LastCheckedAt == nil {
-			continue
-		}
-		tags := StatusTags(mint)
-		prev := last[mint.CanonicalURL]
-		if prev != nil && sameStatus(prev.Tags, tags) && nostr.Timestamp(at.Unix())-prev.CreatedAt < refresh {
-			continue
-		}
-		ev, err := sg.sign(KindMintStatus, mint.CanonicalURL, tags, "", nostr.Timestamp(at.Unix()))
-		if err == nil && m.sink(ctx, ev, log) {
-			last[mint.CanonicalURL] = ev
-		}
+		m.publish(ctx, sg, last, mint, at, log)
 	}
+}
+
+// publish signs a status event for a checked mint whose status moved, or
+// whose last one is older than Refresh.
+func (m *Mints) publish(ctx context.Context, sg *signer, last map[string]*nostr.Event, mint *mintdir.Mint, at time.Time, log *slog.Logger) {
+	if mint.LastCheckedAt == nil {
+		return
+	}
+	refresh := nostr.Timestamp(cmp.Or(m.Refresh, time.Hour) / time.Second)
+	tags := StatusTags(mint)
+	prev := last[mint.CanonicalURL]
+	if prev != nil && sameStatus(prev.Tags, tags) && nostr.Timestamp(at.Unix())-prev.CreatedAt < refresh {
+		return
+	}
+	ev, err := sg.sign(KindMintStatus, mint.CanonicalURL, tags, "", nostr.Timestamp(at.Unix()))
+	if err == nil && m.sink(ctx, ev, log) {
+		last[mint.CanonicalURL] = ev
+	}
+}
+
+// pending are the ids of mints changed since the publisher last looked.
+type pending struct {
+	mu  sync.Mutex
+	ids map[string]bool
+	w   chan struct{} // signalled when an id is added
+}
+
+func (p *pending) add(id string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ids == nil {
+		p.ids = map[string]bool{}
+	}
+	p.ids[id] = true
+	select {
+	case p.wakeLocked() <- struct{}{}:
+	default:
+	}
+}
+
+func (p *pending) wake() <-chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.wakeLocked()
+}
+
+func (p *pending) wakeLocked() chan struct{} {
+	if p.w == nil {
+		p.w = make(chan struct{}, 1)
+	}
+	return p.w
+}
+
+// take returns the pending ids, in order, and forgets them.
+func (p *pending) take() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	ids := slices.Sorted(maps.Keys(p.ids))
+	p.ids = nil
+	return ids
 }
 
 // sameStatus: the tags that make a change worth pushing at once are equal.

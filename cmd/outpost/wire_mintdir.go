@@ -20,8 +20,11 @@ func wireMintdir(ctx context.Context, d deps) (*component, error) {
 	if d.embedded != nil {
 		own = []string{d.embedded.URL}
 	}
+	status := &pub.Mints{Events: d.store.Events, Sink: d.sink, SecretKey: d.secretKey,
+		Interval: d.cfg.Mintdir.ProbeInterval, Timeout: d.cfg.Mintdir.ProbeTimeout, Log: log}
 	dir := mintdir.New(mintdir.Config{Settings: d.cfg.Mintdir, DB: d.store.DB, Events: d.store.Events, Log: log,
-		OnCheck: d.metrics.MintCheck, Own: own, Self: d.pubKey})
+		OnCheck: d.metrics.MintCheck, OnChange: status.Changed, Own: own, Self: d.pubKey})
+	status.Directory = dir
 	d.metrics.WatchMintdir(dir, log)
 	d.relay.RejectEvent = append(d.relay.RejectEvent, mintdir.RejectInvalidNIP87)
 	d.relay.OnEventSaved = append(d.relay.OnEventSaved, dir.OnEventSaved)
@@ -34,7 +37,6 @@ func wireMintdir(ctx context.Context, d deps) (*component, error) {
 	return &component{
 		follow: follow,
 		api:    httpapi.Service{Name: "mintdir", Mount: d.cfg.MintdirMount, Routes: mintdirapi.Routes(api), Health: httpapi.ReportHealth(dir.Health)},
-		jobs: []func(context.Context){dir.Run, (&pub.Mints{Directory: dir, Events: d.store.Events, Sink: d.sink, SecretKey: d.secretKey,
-			Interval: d.cfg.Mintdir.ProbeInterval, Timeout: d.cfg.Mintdir.ProbeTimeout, Log: log}).Run},
+		jobs:   []func(context.Context){dir.Run, status.Run},
 	}, nil
 }

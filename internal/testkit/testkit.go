@@ -5,6 +5,8 @@ package testkit
 
 import (
 	"bytes"
+	"os"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -73,3 +75,32 @@ func (l *LogBuffer) Write(p []byte) (int, error) {
 
 // String is everything written so far.
 func (l *LogBuffer) String() string { l.mu.Lock(); defer l.mu.Unlock(); return l.b.String() }
+
+// OpenFDs is how many descriptors the process has open (Linux).
+func OpenFDs(t testing.TB) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(ents)
+}
+
+// Flat waits until the process's open descriptors and goroutines are
+// back within slack of fds0 and g0 (what a finished call let go of may take
+// a moment to close; what it leaked never does), and fails the test with
+// the counts when they are not within timeout.
+func Flat(t testing.TB, timeout time.Duration, fds0, g0, slack int) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		fds, g := OpenFDs(t), runtime.NumGoroutine()
+		if fds <= fds0+slack && g <= g0+slack {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d descriptors and %d goroutines, from %d and %d", fds, g, fds0, g0)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

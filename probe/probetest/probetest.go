@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -159,3 +160,82 @@ func (p *Proxy) connect(c net.Conn) (net.Conn, error) {
 	_, err = io.WriteString(c, "HTTP/1.1 200 Connection established\r\n\r\n")
 	return up, err
 }
+
+// Behaviour is how a hostile proxy (Hostile) treats whoever dials it.
+type Behaviour int
+
+const (
+	Hang    Behaviour = iota // accept, read what comes, never answer
+	Trickle                  // answer a byte a second, an answer that never ends
+	Flood                    // answer as fast as the client reads, an answer that never ends
+)
+
+// Hostile starts a proxy of scheme "socks5" or "http" that never lets a
+// dial through. Its endless answer is a well-formed start (SOCKS5's
+// handshake and success, or "HTTP/1.1 200") and then header lines forever,
+// so a client parsing it keeps reading for as long as it lets the proxy
+// talk. The proxy closes its end when the client closes its own, so a
+// client that leaks holds two descriptors per dial, and one that does not,
+// none.
+func Hostile(t testing.TB, scheme string, b Behaviour) *Proxy {
+	ln := listen(t)
+	p := &Proxy{URL: scheme + "://" + ln.Addr().String()}
+	start := "HTTP/1.1 200 Connection established\r\n"
+	if scheme == "socks5" {
+		start = "\x05\x00" + "\x05\x00\x00\x01\x00\x00\x00\x00\x00\x00" + "HTTP/1.1 200 OK\r\n"
+	}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go p.misbehave(c, b, start)
+		}
+	}()
+	return p
+}
+
+// misbehave answers c as b says until the client goes away.
+func (p *Proxy) misbehave(c net.Conn, b Behaviour, start string) {
+	defer c.Close()
+	if b == Hang {
+		io.Copy(io.Discard, c) // until the client closes
+		return
+	}
+	go func() { io.Copy(io.Discard, c); c.Close() }() // the request; its end is the client's going
+	answer := endless(start)
+	one := make([]byte, 1)
+	for {
+		var err error
+		if b == Trickle {
+			one[0], _ = answer.ReadByte()
+			_, err = c.Write(one)
+			time.Sleep(time.Second)
+		} else {
+			_, err = io.CopyN(c, answer, 4096)
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// endless reads start, then "X-Pad: aaaa…\r\n" lines forever.
+func endless(start string) *bufio.Reader {
+	line := []byte("X-Pad: " + strings.Repeat("a", 64) + "\r\n")
+	var i int
+	return bufio.NewReader(io.MultiReader(strings.NewReader(start), readerFunc(func(b []byte) (int, error) {
+		n := 0
+		for n < len(b) {
+			c := copy(b[n:], line[i:])
+			n += c
+			i = (i + c) % len(line)
+		}
+		return n, nil
+	})))
+}
+
+type readerFunc func([]byte) (int, error)
+
+func (f readerFunc) Read(b []byte) (int, error) { return f(b) }
