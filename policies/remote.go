@@ -43,11 +43,14 @@ type Mirror interface {
 // SyncBanList returns a BanList that follows the public ban list of a remote
 // outpost, e.g. SyncBanList(ctx, "https://outpost.example/banlist", ...); the
 // outpost's own base URL ("https://outpost.example") works too: its index
-// names the ban list's mount (see locate). It fetches GET /blocked/pubkeys and GET /blocked/words once, failing if that
-// does not work, then polls both until ctx ends for the changes since the
-// last answer (?since=<cursor>; with If-None-Match against a remote that
-// gives no cursor), keeping the last good lists when the remote is
-// unreachable.
+// names the ban list's mount (see locate). It fetches GET /blocked/pubkeys
+// and GET /blocked/words once, failing if that does not work, then polls
+// both until ctx ends for the changes since the last answer
+// (?since=<cursor>; with If-None-Match against a remote that gives no
+// cursor). It keeps the last good lists while the remote is unreachable or
+// answers what is not a ban list, polling less often meanwhile (backoff),
+// and starts over from the whole lists when another server (Identity)
+// answers at the URL.
 func SyncBanList(ctx context.Context, baseURL string, opt SyncOptions) (*BanList, error) {
 	list := opt.List
 	if list == nil {
