@@ -43,10 +43,13 @@ type Issuer struct {
 	Epoch         string `json:"epoch"`
 }
 
-// IssuerOf is the issuer of an answer made by s at t.
+// IssuerOf is the issuer of an answer made by s at t. Its cursor is the
+// time in unix milliseconds, a dot and the epoch ("1800000042000.0c65…"),
+// so that s refuses a cursor another server issued (ChangesSince) even to
+// a client that does not compare identities.
 func IssuerOf(s *Service, t time.Time) Issuer {
 	id := s.Identity()
-	return Issuer{Cursor: strconv.FormatInt(t.UnixMilli(), 10), ServicePubKey: id.PubKey, Epoch: id.Epoch}
+	return Issuer{Cursor: strconv.FormatInt(t.UnixMilli(), 10) + "." + id.Epoch, ServicePubKey: id.PubKey, Epoch: id.Epoch}
 }
 
 // UnixOrNil is a unix time, null for 0 (never).

@@ -154,11 +154,7 @@ type wordChanges struct {
 // serveChanges answers ?since=<cursor>: the changes since that answer.
 func serveChanges(w http.ResponseWriter, r *http.Request, svc *banlist.Service, words bool) {
 	httpapi.Handle(func(w http.ResponseWriter, r *http.Request) error {
-		ms, err := strconv.ParseInt(r.URL.Query().Get("since"), 10, 64)
-		if err != nil || ms < 0 {
-			return outpost.Errorf(outpost.Invalid, "invalid_cursor", "since must be the cursor of an earlier answer").With("field", "since")
-		}
-		c, err := svc.Changes(r.Context(), time.UnixMilli(ms))
+		c, err := svc.ChangesSince(r.Context(), r.URL.Query().Get("since"))
 		if err != nil {
 			return err
 		}
