@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/outpost-relay/outpost"
 	"github.com/outpost-relay/outpost/pubkey"
 )
 
@@ -204,56 +205,77 @@ func (s *syncer) pollFeed(ctx context.Context, f *feed) error {
 // applyKeys applies an answer of /blocked/pubkeys: the whole list, or
 // changes.
 func (s *syncer) applyKeys(a *listAnswer, whole bool) {
+	bans := s.keptBans(a.Entries)
 	if whole {
-		bans := make([]Ban, 0, len(a.Entries))
-		for _, e := range a.Entries {
-			if b, ok := s.ban(e); ok {
-				bans = append(bans, b)
-			}
-		}
 		s.list.SetBans(bans)
 		return
 	}
-	for _, e := range a.Entries {
-		if b, ok := s.ban(e); ok {
-			s.list.Ban(b)
-		}
+	for _, b := range bans {
+		s.list.Ban(b)
 	}
-	for _, e := range a.Gone {
-		if hex, err := pubkey.Parse(e.PubKey); err == nil {
-			s.list.Unban(hex)
-		}
+	for _, b := range s.keptBans(a.Gone) {
+		s.list.Unban(b.PubKey)
 	}
 }
 
-func (s *syncer) ban(e remoteEntry) (Ban, bool) {
-	hex, err := pubkey.Parse(e.PubKey)
-	if err != nil {
-		s.opt.Log.Warn("ban list sync: skipping a bad pubkey", "pubkey", e.PubKey, "err", err)
-		return Ban{}, false
+// keptBans are the entries that name a key; the others are skipped, with one
+// line in the log per answer however many there are.
+func (s *syncer) keptBans(entries []remoteEntry) []Ban {
+	bans := make([]Ban, 0, len(entries))
+	var bad []string
+	for _, e := range entries {
+		hex, err := pubkey.Parse(e.PubKey)
+		if err != nil {
+			bad = append(bad, e.PubKey)
+			continue
+		}
+		b := Ban{PubKey: hex, Reason: e.Reason}
+		if e.ExpiresAt != nil {
+			b.ExpiresAt = *e.ExpiresAt
+		}
+		bans = append(bans, b)
 	}
-	b := Ban{PubKey: hex, Reason: e.Reason}
-	if e.ExpiresAt != nil {
-		b.ExpiresAt = *e.ExpiresAt
+	if len(bad) > 0 {
+		s.opt.Log.Warn("ban list sync: skipping entries that name no public key", "url", s.base, "skipped", len(bad), "first", outpost.Echo(bad[0]))
 	}
-	return b, true
+	return bans
+}
+
+// maxWordBytes bounds a blocked word taken from a remote: an outpost keeps
+// none over 100 characters (banlist.MaxWordLen), 400 bytes in UTF-8.
+const maxWordBytes = 400
+
+// keptWords are those of ws an outpost could have sent; the others are
+// skipped, with one line in the log per answer.
+func (s *syncer) keptWords(ws []string) []string {
+	out := ws[:0]
+	for _, w := range ws {
+		if len(w) <= maxWordBytes {
+			out = append(out, w)
+		}
+	}
+	if n := len(ws) - len(out); n > 0 {
+		s.opt.Log.Warn("ban list sync: skipping blocked words over 400 bytes", "url", s.base, "skipped", n)
+	}
+	return out
 }
 
 // applyWords applies an answer of /blocked/words: the whole list, or
 // changes.
 func (s *syncer) applyWords(a *listAnswer, whole bool) {
+	added := s.keptWords(a.Words)
 	if whole {
-		s.list.SetWords(a.Words)
+		s.list.SetWords(added)
 		return
 	}
-	if len(a.Words)+len(a.Removed) == 0 {
+	if len(added)+len(a.Removed) == 0 {
 		return
 	}
 	gone := map[string]bool{}
 	for _, w := range a.Removed {
 		gone[NormalizeText(w)] = true
 	}
-	words := a.Words
+	words := added
 	for _, w := range s.list.Words() {
 		if !gone[NormalizeText(w)] {
 			words = append(words, w)

@@ -342,3 +342,31 @@ func TestAnotherServerAtTheURL(t *testing.T) {
 		return b5 && list.Len() == 1
 	})
 }
+
+// Entries no outpost sends (keys that are not keys, words over 400 bytes)
+// are skipped with one line in the log per answer, not one per entry: a
+// remote cannot flood the log.
+func TestBadEntriesAreSkippedQuietly(t *testing.T) {
+	bad := strings.Repeat(`{"pubkey":"npub1notakey","reason":""},null,`, 1000)
+	h := newHostile(t, func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/words") {
+			jsonAnswer(`{"words":["fine","` + strings.Repeat("w", 401) + `"],"cursor":"1"}`)(w, r)
+			return
+		}
+		jsonAnswer(`{"pubkeys":[` + bad + `{"pubkey":"` + npubOf(1) + `","reason":"ok"}],"cursor":"1"}`)(w, r)
+	})
+	var logs testkit.LogBuffer
+	list, err := SyncBanList(testCtx(t), h.srv.URL, SyncOptions{Log: slog.New(slog.NewTextHandler(&logs, nil)), Interval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := list.Banned(pk(1), 0); !ok || list.Len() != 1 {
+		t.Fatalf("%d bans; want the one good one", list.Len())
+	}
+	if w := list.Words(); len(w) != 1 || w[0] != "fine" {
+		t.Fatalf("words %q", w)
+	}
+	if n := strings.Count(logs.String(), "\n"); n != 2 {
+		t.Fatalf("%d lines logged for one answer of bad keys and one of bad words:\n%.2000s", n, logs.String())
+	}
+}
