@@ -350,10 +350,10 @@ func TestBadEntriesAreSkippedQuietly(t *testing.T) {
 	bad := strings.Repeat(`{"pubkey":"npub1notakey","reason":""},null,`, 1000)
 	h := newHostile(t, func(w http.ResponseWriter, r *http.Request) {
 		if strings.HasSuffix(r.URL.Path, "/words") {
-			jsonAnswer(`{"words":["fine","` + strings.Repeat("w", 401) + `"],"cursor":"1"}`)(w, r)
+			jsonAnswer(`{"words":["fine","`+strings.Repeat("w", 401)+`"],"cursor":"1"}`)(w, r)
 			return
 		}
-		jsonAnswer(`{"pubkeys":[` + bad + `{"pubkey":"` + npubOf(1) + `","reason":"ok"}],"cursor":"1"}`)(w, r)
+		jsonAnswer(`{"pubkeys":[`+bad+`{"pubkey":"`+npubOf(1)+`","reason":"ok"}],"cursor":"1"}`)(w, r)
 	})
 	var logs testkit.LogBuffer
 	list, err := SyncBanList(testCtx(t), h.srv.URL, SyncOptions{Log: slog.New(slog.NewTextHandler(&logs, nil)), Interval: time.Hour})
