@@ -323,23 +323,25 @@ func (s *syncer) locate(ctx context.Context) bool {
 	return true
 }
 
-// get fetches a list answer from path. With an ETag it may answer 304; a
-// delta whose cursor the remote forgot answers 410, which the caller takes
-// as "fetch the whole list".
+// get fetches a list answer from path: a delta (etag nil), which may
+// answer 410 when the remote forgot the cursor (the caller then fetches
+// the whole list), or the whole list, which may answer 304 when an ETag
+// was sent. Any other status, or these where they make no sense (a 304 to
+// no ETag, a 410 to a whole list), is a failure.
 func (s *syncer) get(ctx context.Context, path string, etag *string, words bool, list string) (a *listAnswer, status int, err error) {
-	status = http.StatusOK
 	err = s.do(ctx, path, etag, func(body io.Reader) (err error) {
 		a, err = decodeList(body, words, list)
 		return err
 	})
-	if code, ok := errors.AsType[statusError](err); ok && (code == http.StatusNotModified || code == http.StatusGone) {
+	code, _ := errors.AsType[statusError](err)
+	switch {
+	case code == http.StatusGone && etag == nil, code == http.StatusNotModified && etag != nil && *etag != "":
 		return nil, int(code), nil
-	}
-	if err != nil {
+	case err != nil:
 		return nil, 0, err
 	}
 	s.opt.Health.seen(a.Identity)
-	return a, status, nil
+	return a, http.StatusOK, nil
 }
 
 // statusError is an answer other than 200.

@@ -370,3 +370,24 @@ func TestBadEntriesAreSkippedQuietly(t *testing.T) {
 		t.Fatalf("%d lines logged for one answer of bad keys and one of bad words:\n%.2000s", n, logs.String())
 	}
 }
+
+// A 410 to a request for the whole list, or a 304 to one without an ETag,
+// makes no sense: it is a failure, and the list held is kept. (Before, the
+// list was emptied.)
+func TestStatusesOutOfPlace(t *testing.T) {
+	for _, code := range []int{http.StatusGone, http.StatusNotModified} {
+		h := newHostile(t, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(code) })
+		list := NewBanList()
+		list.Ban(Ban{PubKey: pk(7), Reason: "held"})
+		health := new(SyncHealth)
+		if _, err := SyncBanList(testCtx(t), h.srv.URL, SyncOptions{List: list, Log: quiet, Interval: time.Hour, Health: health}); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := list.Banned(pk(7), 0); !ok {
+			t.Fatalf("a %d emptied the list", code)
+		}
+		if st := health.State(time.Now()); st.Err == nil {
+			t.Fatalf("a %d is taken for an answer", code)
+		}
+	}
+}
