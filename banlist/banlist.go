@@ -73,8 +73,13 @@ type Config struct {
 	List   *policies.BanList
 	// Publish stores an event signed by the service and broadcasts it to
 	// the relay's subscribers.
-	Publish    func(ctx context.Context, ev *nostr.Event) error
-	SecretKey  string // service key (hex) that signs reports made over REST
+	Publish   func(ctx context.Context, ev *nostr.Event) error
+	SecretKey string // service key (hex) that signs reports made over REST
+	// Epoch names this node's data: kept in the data dir, new when the
+	// data dir is new or restored (cmd/outpost). With the service key it
+	// is the identity of the public list's answers, so a follower can tell
+	// another server from this one. Default: a new one for this process.
+	Epoch      string
 	Log        *slog.Logger
 	Now        func() time.Time // default time.Now
 	MaxReports int              // page size cap for reports and bans; default 1000
@@ -93,6 +98,8 @@ type Service struct {
 	adminHash *[32]byte
 	primary   string    // the ban list this one mirrors (Settings.Follow)
 	loadedAt  time.Time // bans that lapsed before are not held (see Changes)
+	epoch     string
+	following policies.SyncHealth // of the mirror (Follow)
 
 	// writes serializes changes so the snapshot is updated in commit order.
 	writes sync.Mutex
@@ -115,7 +122,10 @@ func New(cfg Config) (*Service, error) {
 	s := &Service{
 		db: cfg.DB, events: cfg.Events, list: cfg.List, publish: cfg.Publish,
 		secretKey: cfg.SecretKey, pubKey: pk, log: cfg.Log, now: cfg.Now,
-		primary: strings.TrimSuffix(cfg.Follow, "/"),
+		primary: strings.TrimSuffix(cfg.Follow, "/"), epoch: cfg.Epoch,
+	}
+	if s.epoch == "" {
+		s.epoch = NewEpoch()
 	}
 	if cfg.AdminKey != "" {
 		h := hashKey(cfg.AdminKey)
@@ -126,6 +136,18 @@ func New(cfg Config) (*Service, error) {
 
 // PubKey is the service's public key (hex).
 func (s *Service) PubKey() string { return s.pubKey }
+
+// Identity is what the public list's answers say of their issuer.
+func (s *Service) Identity() policies.Identity {
+	return policies.Identity{PubKey: s.pubKey, Epoch: s.epoch}
+}
+
+// NewEpoch is a new random epoch (see Config.Epoch).
+func NewEpoch() string {
+	var b [16]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
 
 // List is the snapshot the relay enforces.
 func (s *Service) List() *policies.BanList { return s.list }
@@ -257,13 +279,46 @@ func seekUntil(kind byte, until int64) []byte {
 }
 
 // HealthChecks are the ban list's figures in its /health, read from the
-// snapshot (in memory, so the ban list is always ok).
+// snapshot (in memory, so the ban list is served whatever happens), and a
+// follower's view of its primary.
 type HealthChecks struct {
-	ActiveBans   int `json:"active_bans"`
-	BlockedWords int `json:"blocked_words"`
+	ActiveBans   int          `json:"active_bans"`
+	BlockedWords int          `json:"blocked_words"`
+	Following    *FollowCheck `json:"following,omitempty"`
 }
 
-// Health makes no outbound calls.
+// FollowCheck is how a follower's syncs with its primary go.
+type FollowCheck struct {
+	Primary       string  `json:"primary"`
+	LastSync      *int64  `json:"last_sync"`     // unix; null: none yet
+	FailingSince  *int64  `json:"failing_since"` // unix; null while the syncs work
+	Error         *string `json:"error"`         // why they fail
+	PrimaryPubKey string  `json:"primary_pubkey"`
+	PrimaryEpoch  string  `json:"primary_epoch"`
+}
+
+// Health makes no outbound calls. A follower whose syncs have failed for
+// longer than policies.FailAfter is degraded: it enforces the last list it
+// got, which may be stale.
 func (s *Service) Health(ctx context.Context) outpost.Health[HealthChecks] {
-	return outpost.NewHealth(outpost.Version, HealthChecks{ActiveBans: len(s.ActiveBans()), BlockedWords: len(s.list.Words())})
+	h := outpost.NewHealth(outpost.Version, HealthChecks{ActiveBans: len(s.ActiveBans()), BlockedWords: len(s.list.Words())})
+	if s.primary == "" {
+		return h
+	}
+	st := s.following.State(s.now())
+	c := &FollowCheck{Primary: s.primary, PrimaryPubKey: st.Server.PubKey, PrimaryEpoch: st.Server.Epoch}
+	if !st.LastSuccess.IsZero() {
+		c.LastSync = UnixOrNil(st.LastSuccess.Unix())
+	}
+	if !st.FailingSince.IsZero() {
+		c.FailingSince = UnixOrNil(st.FailingSince.Unix())
+		why := st.Err.Error()
+		c.Error = &why
+	}
+	h.Checks.Following = c
+	if st.Failing {
+		h.Fail(outpost.HealthDegraded, fmt.Sprintf("no usable answer from the primary %s since %s (the last list is enforced): %v",
+			s.primary, st.FailingSince.UTC().Format(time.RFC3339), st.Err))
+	}
+	return h
 }

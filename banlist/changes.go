@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"context"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/outpost-relay/outpost"
@@ -30,6 +32,28 @@ const changesSlack = 5 * time.Second
 // ErrCursorExpired: the cursor predates what this process can tell apart
 // (bans that lapsed before it started are not held).
 var ErrCursorExpired = outpost.Errorf(outpost.Gone, "cursor_expired", "the cursor is older than this server's memory of lapsed bans; fetch the whole list again")
+
+// Errors of a cursor given to ChangesSince.
+var (
+	ErrInvalidCursor = outpost.Errorf(outpost.Invalid, "invalid_cursor", "since must be the cursor of an earlier answer").With("field", "since")
+	ErrForeignCursor = outpost.Errorf(outpost.Gone, "cursor_expired", "the cursor was issued by another server, or by this one before its data was restored; fetch the whole list again")
+)
+
+// ChangesSince lists what changed since the answer that gave cursor: its
+// time, and its epoch if it names one (a bare time is an older outpost's
+// cursor, taken as this server's). A cursor of another epoch means nothing
+// here: the changes since its time would miss this server's earlier bans.
+func (s *Service) ChangesSince(ctx context.Context, cursor string) (Changes, error) {
+	ms, epoch, dotted := strings.Cut(cursor, ".")
+	t, err := strconv.ParseInt(ms, 10, 64)
+	if err != nil || t < 0 || (dotted && epoch == "") {
+		return Changes{}, ErrInvalidCursor
+	}
+	if dotted && epoch != s.epoch {
+		return Changes{}, ErrForeignCursor
+	}
+	return s.Changes(ctx, time.UnixMilli(t))
+}
 
 // Changes lists what changed since `since`, as of now.
 func (s *Service) Changes(ctx context.Context, since time.Time) (Changes, error) {

@@ -44,17 +44,23 @@ func (s *Service) writable(actor string) error {
 		"this ban list mirrors %s; change bans and blocked words there", s.primary).With("primary", s.primary)
 }
 
+// followTimeout bounds each request to the primary, its body included.
+const followTimeout = 10 * time.Second
+
 // Follow mirrors the primary's bans (temporary ones with their expiry) and
 // blocked words into this ban list until ctx ends: the whole list first,
 // then its changes every followInterval, each applied as a change of this
-// service (stored, audited as "follow:<primary>", enforced at once). The
-// primary is the operator's, so it is dialled without the SSRF guard.
+// service (stored, audited as "follow:<primary>", enforced at once). When
+// another server answers at the primary's URL, its whole list replaces
+// this one's. While the primary fails the polls back off, and Health says
+// so. The primary is the operator's, so it is dialled without the SSRF
+// guard.
 func (s *Service) Follow(ctx context.Context) {
 	if s.primary == "" {
 		return
 	}
-	policies.Follow(ctx, s.primary, mirror{s, ctx}, policies.SyncOptions{Interval: followInterval,
-		Client: outbound.Client(10 * time.Second), Log: s.log})
+	policies.Follow(ctx, s.primary, mirror{s, ctx}, policies.SyncOptions{Interval: followInterval, Timeout: followTimeout,
+		Client: outbound.Client(followTimeout), Log: s.log, Health: &s.following, Now: s.now})
 }
 
 // mirror applies a primary's list to the service (policies.Mirror).

@@ -1,6 +1,9 @@
 package banlist
 
 import (
+	"strconv"
+	"time"
+
 	"github.com/outpost-relay/outpost/policies"
 	"github.com/outpost-relay/outpost/pubkey"
 )
@@ -22,13 +25,31 @@ func BlockedPubKeyOf(b policies.Ban) BlockedPubKey {
 // BlockedPubKeys is GET /blocked/pubkeys.
 type BlockedPubKeys struct {
 	PubKeys []BlockedPubKey `json:"pubkeys"`
-	Cursor  string          `json:"cursor"`
+	Issuer
 }
 
 // BlockedWords is GET /blocked/words.
 type BlockedWords struct {
-	Words  []string `json:"words"`
-	Cursor string   `json:"cursor"`
+	Words []string `json:"words"`
+	Issuer
+}
+
+// Issuer is what every answer of the public lists (whole or changes) says
+// of itself: its cursor, and the identity of the server that issued it, to
+// which alone the cursor means something.
+type Issuer struct {
+	Cursor        string `json:"cursor"`
+	ServicePubKey string `json:"service_pubkey"` // hex
+	Epoch         string `json:"epoch"`
+}
+
+// IssuerOf is the issuer of an answer made by s at t. Its cursor is the
+// time in unix milliseconds, a dot and the epoch ("1800000042000.0c65…"),
+// so that s refuses a cursor another server issued (ChangesSince) even to
+// a client that does not compare identities.
+func IssuerOf(s *Service, t time.Time) Issuer {
+	id := s.Identity()
+	return Issuer{Cursor: strconv.FormatInt(t.UnixMilli(), 10) + "." + id.Epoch, ServicePubKey: id.PubKey, Epoch: id.Epoch}
 }
 
 // UnixOrNil is a unix time, null for 0 (never).

@@ -3,6 +3,7 @@ package policies
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -11,24 +12,25 @@ import (
 	"strings"
 	"time"
 
+	"github.com/outpost-relay/outpost"
 	"github.com/outpost-relay/outpost/internal/outbound"
-	"github.com/outpost-relay/outpost/internal/tick"
 	"github.com/outpost-relay/outpost/pubkey"
 )
 
-// SyncOptions tune SyncBanList; the zero value is usable.
+// SyncOptions tune SyncBanList and Follow; the zero value is usable.
 type SyncOptions struct {
-	Interval time.Duration // between polls; default 30s
-	Client   *http.Client  // default: a client with a 10s timeout
+	Interval time.Duration // between polls; default 30s. After a failure the wait grows (see backoff)
+	Timeout  time.Duration // of each request, its body read to the end included; default 10s
+	Client   *http.Client  // default: http.DefaultClient (Timeout bounds each request)
 	Log      *slog.Logger  // default: slog.Default()
 	// List, when set, is followed instead of a new list: one filled from a
 	// cache, say. A first fetch that fails is then not fatal; the list
 	// keeps what it holds until the remote answers.
 	List *BanList
+	// Health, when set, records how the syncs go (for a health report).
+	Health *SyncHealth
+	Now    func() time.Time // the clock Health is kept by; default time.Now
 }
-
-// maxListBytes caps a fetched list (100,000 bans are about 15 MB of JSON).
-const maxListBytes = 64 << 20
 
 // Mirror is what a followed ban list is applied to: a BanList, or a store
 // that keeps one (package banlist, whose follower mirrors a primary's list).
@@ -43,22 +45,22 @@ type Mirror interface {
 // SyncBanList returns a BanList that follows the public ban list of a remote
 // outpost, e.g. SyncBanList(ctx, "https://outpost.example/banlist", ...); the
 // outpost's own base URL ("https://outpost.example") works too: its index
-// names the ban list's mount (see locate). It fetches GET /blocked/pubkeys and GET /blocked/words once, failing if that
-// does not work, then polls both until ctx ends for the changes since the
-// last answer (?since=<cursor>; with If-None-Match against a remote that
-// gives no cursor), keeping the last good lists when the remote is
-// unreachable.
+// names the ban list's mount (see locate). It fetches GET /blocked/pubkeys
+// and GET /blocked/words once, failing if that does not work, then polls
+// both until ctx ends for the changes since the last answer
+// (?since=<cursor>; with If-None-Match against a remote that gives no
+// cursor). It keeps the last good lists while the remote is unreachable or
+// answers what is not a ban list, polling less often meanwhile (backoff),
+// and starts over from the whole lists when another server (Identity)
+// answers at the URL.
 func SyncBanList(ctx context.Context, baseURL string, opt SyncOptions) (*BanList, error) {
 	list := opt.List
 	if list == nil {
 		list = NewBanList()
 	}
 	s := newSyncer(baseURL, list, opt)
-	if err := s.sync(ctx); err != nil {
-		if opt.List == nil {
-			return nil, err
-		}
-		s.opt.Log.Warn("ban list sync failed; keeping the list given", "url", s.base, "err", err)
+	if err := s.attempt(ctx); err != nil && opt.List == nil {
+		return nil, err
 	}
 	go s.run(ctx)
 	return list, nil
@@ -66,12 +68,11 @@ func SyncBanList(ctx context.Context, baseURL string, opt SyncOptions) (*BanList
 
 // Follow applies the remote ban list to m as SyncBanList does, until ctx
 // ends: the whole list first, then its changes. A remote that cannot be
-// reached is tried again each interval, m keeping what it holds.
+// reached, or answers what is not a ban list, is tried again after a
+// growing wait (backoff), m keeping what it holds.
 func Follow(ctx context.Context, baseURL string, m Mirror, opt SyncOptions) {
 	s := newSyncer(baseURL, m, opt)
-	if err := s.sync(ctx); err != nil && ctx.Err() == nil {
-		s.opt.Log.Warn("ban list sync failed; keeping the last lists", "url", s.base, "err", err)
-	}
+	s.attempt(ctx)
 	s.run(ctx)
 }
 
@@ -79,33 +80,83 @@ func newSyncer(baseURL string, m Mirror, opt SyncOptions) *syncer {
 	if opt.Interval <= 0 {
 		opt.Interval = 30 * time.Second
 	}
+	if opt.Timeout <= 0 {
+		opt.Timeout = 10 * time.Second
+	}
 	if opt.Client == nil {
-		opt.Client = outbound.Client(10 * time.Second)
+		opt.Client = outbound.Client(opt.Timeout)
 	}
 	if opt.Log == nil {
 		opt.Log = slog.Default()
 	}
-	return &syncer{base: strings.TrimSuffix(baseURL, "/"), opt: opt, list: m}
+	if opt.Health == nil {
+		opt.Health = new(SyncHealth)
+	}
+	if opt.Now == nil {
+		opt.Now = time.Now
+	}
+	s := &syncer{base: strings.TrimSuffix(baseURL, "/"), opt: opt, list: m}
+	s.keys = feed{path: "/blocked/pubkeys", whole: "pubkeys", apply: s.applyKeys}
+	s.words = feed{path: "/blocked/words", whole: "words", words: true, apply: s.applyWords}
+	return s
 }
 
-// run polls until ctx ends.
+// run polls until ctx ends: every interval while the remote answers, less
+// and less often while it fails (backoff), back to every interval after
+// an answer.
 func (s *syncer) run(ctx context.Context) {
-	tick.Every(ctx, s.opt.Interval, func() bool {
-		if err := s.sync(ctx); err != nil && ctx.Err() == nil {
-			s.opt.Log.Warn("ban list sync failed; keeping the last lists", "url", s.base, "err", err)
+	for {
+		wait := s.opt.Interval
+		if s.failures > 0 {
+			wait = backoff(s.opt.Interval, s.failures)
 		}
-		return true
-	})
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		s.attempt(ctx)
+	}
+}
+
+// attempt syncs once, recording the outcome in s.opt.Health.
+func (s *syncer) attempt(ctx context.Context) error {
+	s.opt.Health.begin(s.opt.Now())
+	err := s.sync(ctx)
+	if ctx.Err() != nil {
+		return err // stopping: not the remote's failure
+	}
+	s.opt.Health.end(s.opt.Now(), err)
+	if err == nil {
+		s.failures = 0
+		return nil
+	}
+	s.failures++
+	s.opt.Log.Warn("ban list sync failed; keeping the last lists", "url", s.base, "err", err, "failures_in_a_row", s.failures)
+	return err
 }
 
 type syncer struct {
-	base                  string
-	opt                   SyncOptions
-	list                  Mirror
-	pubkeysETag, wordsTag string
-	// Cursors of the last answers: with them, polls ask only for changes
-	// (?since=); empty when the remote gives none (an older outpost).
-	keysCursor, wordsCursor string
+	base        string
+	opt         SyncOptions
+	list        Mirror
+	keys, words feed
+	failures    int // in a row
+}
+
+// feed is one of the remote's lists and where this follower is in it.
+type feed struct {
+	path  string
+	whole string // the array of the whole list's answer
+	words bool
+	apply func(a *listAnswer, whole bool)
+	// Of the last answer: with a cursor, polls ask only for changes
+	// (?since=); without one (an older outpost), with If-None-Match. A
+	// cursor is only asked of the identity that issued it.
+	cursor, etag string
+	from         Identity
 }
 
 type remoteEntry struct {
@@ -115,119 +166,131 @@ type remoteEntry struct {
 }
 
 func (s *syncer) poll(ctx context.Context) error {
-	if err := s.pollKeys(ctx); err != nil {
+	if err := s.pollFeed(ctx, &s.keys); err != nil {
 		return err
 	}
-	return s.pollWords(ctx)
+	return s.pollFeed(ctx, &s.words)
 }
 
-// pollKeys applies the changes since the last answer, or fetches the whole
-// list when there is no cursor or the remote forgot it (410).
-func (s *syncer) pollKeys(ctx context.Context) error {
-	if s.keysCursor != "" {
-		var d struct {
-			Added, Expired []remoteEntry
-			Lifted         []remoteEntry
-			Cursor         string
-		}
-		status, err := s.get(ctx, "/blocked/pubkeys?since="+url.QueryEscape(s.keysCursor), nil, &d)
+// pollFeed applies the changes since the last answer, or the whole list
+// when there is no cursor, the remote forgot it (410), or another server
+// answers now (its identity differs from the cursor's): the whole list
+// then replaces what this follower holds, dropping what the new server
+// does not have.
+func (s *syncer) pollFeed(ctx context.Context, f *feed) error {
+	if f.cursor != "" {
+		a, status, err := s.get(ctx, f.path+"?since="+url.QueryEscape(f.cursor), nil, f.words, "added")
 		if err != nil {
 			return err
 		}
-		if status == http.StatusOK {
-			for _, e := range d.Added {
-				if b, ok := s.ban(e); ok {
-					s.list.Ban(b)
-				}
-			}
-			for _, e := range append(d.Lifted, d.Expired...) {
-				if hex, err := pubkey.Parse(e.PubKey); err == nil {
-					s.list.Unban(hex)
-				}
-			}
-			s.keysCursor = d.Cursor
+		if status == http.StatusOK && a.Identity == f.from {
+			f.apply(a, false)
+			f.cursor = a.Cursor
 			return nil
 		}
+		if status == http.StatusOK {
+			s.opt.Log.Warn("another server answers at the ban list's URL; fetching its whole list", "url", s.base+f.path,
+				"was", f.from, "now", a.Identity)
+		}
+		f.cursor, f.etag, f.from = "", "", Identity{}
 	}
-	var full struct {
-		PubKeys []remoteEntry `json:"pubkeys"`
-		Cursor  string        `json:"cursor"`
-	}
-	status, err := s.get(ctx, "/blocked/pubkeys", &s.pubkeysETag, &full)
+	a, status, err := s.get(ctx, f.path, &f.etag, f.words, f.whole)
 	if err != nil || status == http.StatusNotModified {
 		return err
 	}
-	bans := make([]Ban, 0, len(full.PubKeys))
-	for _, e := range full.PubKeys {
-		if b, ok := s.ban(e); ok {
-			bans = append(bans, b)
-		}
-	}
-	s.list.SetBans(bans)
-	s.keysCursor = full.Cursor
+	f.apply(a, true)
+	f.cursor, f.from = a.Cursor, a.Identity
 	return nil
 }
 
-func (s *syncer) ban(e remoteEntry) (Ban, bool) {
-	hex, err := pubkey.Parse(e.PubKey)
-	if err != nil {
-		s.opt.Log.Warn("ban list sync: skipping a bad pubkey", "pubkey", e.PubKey, "err", err)
-		return Ban{}, false
+// applyKeys applies an answer of /blocked/pubkeys: the whole list, or
+// changes.
+func (s *syncer) applyKeys(a *listAnswer, whole bool) {
+	bans := s.keptBans(a.Entries)
+	if whole {
+		s.list.SetBans(bans)
+		return
 	}
-	b := Ban{PubKey: hex, Reason: e.Reason}
-	if e.ExpiresAt != nil {
-		b.ExpiresAt = *e.ExpiresAt
+	for _, b := range bans {
+		s.list.Ban(b)
 	}
-	return b, true
+	for _, b := range s.keptBans(a.Gone) {
+		s.list.Unban(b.PubKey)
+	}
 }
 
-// pollWords is pollKeys for the blocked words.
-func (s *syncer) pollWords(ctx context.Context) error {
-	if s.wordsCursor != "" {
-		var d struct {
-			Added, Removed []string
-			Cursor         string
-		}
-		status, err := s.get(ctx, "/blocked/words?since="+url.QueryEscape(s.wordsCursor), nil, &d)
+// keptBans are the entries that name a key; the others are skipped, with one
+// line in the log per answer however many there are.
+func (s *syncer) keptBans(entries []remoteEntry) []Ban {
+	bans := make([]Ban, 0, len(entries))
+	var bad []string
+	for _, e := range entries {
+		hex, err := pubkey.Parse(e.PubKey)
 		if err != nil {
-			return err
+			bad = append(bad, e.PubKey)
+			continue
 		}
-		if status == http.StatusOK {
-			if len(d.Added)+len(d.Removed) > 0 {
-				gone := map[string]bool{}
-				for _, w := range d.Removed {
-					gone[NormalizeText(w)] = true
-				}
-				words := d.Added
-				for _, w := range s.list.Words() {
-					if !gone[NormalizeText(w)] {
-						words = append(words, w)
-					}
-				}
-				s.list.SetWords(words)
-			}
-			s.wordsCursor = d.Cursor
-			return nil
+		b := Ban{PubKey: hex, Reason: e.Reason}
+		if e.ExpiresAt != nil {
+			b.ExpiresAt = *e.ExpiresAt
 		}
+		bans = append(bans, b)
 	}
-	var full struct {
-		Words  []string `json:"words"`
-		Cursor string   `json:"cursor"`
+	if len(bad) > 0 {
+		s.opt.Log.Warn("ban list sync: skipping entries that name no public key", "url", s.base, "skipped", len(bad), "first", outpost.Echo(bad[0]))
 	}
-	status, err := s.get(ctx, "/blocked/words", &s.wordsTag, &full)
-	if err != nil || status == http.StatusNotModified {
-		return err
-	}
-	s.list.SetWords(full.Words)
-	s.wordsCursor = full.Cursor
-	return nil
+	return bans
 }
 
-// sync polls, and when the base serves no ban list, looks for it once more
-// (the outpost may have been down when the plugin started on its cache).
+// maxWordBytes bounds a blocked word taken from a remote: an outpost keeps
+// none over 100 characters (banlist.MaxWordLen), 400 bytes in UTF-8.
+const maxWordBytes = 400
+
+// keptWords are those of ws an outpost could have sent; the others are
+// skipped, with one line in the log per answer.
+func (s *syncer) keptWords(ws []string) []string {
+	out := ws[:0]
+	for _, w := range ws {
+		if len(w) <= maxWordBytes {
+			out = append(out, w)
+		}
+	}
+	if n := len(ws) - len(out); n > 0 {
+		s.opt.Log.Warn("ban list sync: skipping blocked words over 400 bytes", "url", s.base, "skipped", n)
+	}
+	return out
+}
+
+// applyWords applies an answer of /blocked/words: the whole list, or
+// changes.
+func (s *syncer) applyWords(a *listAnswer, whole bool) {
+	added := s.keptWords(a.Words)
+	if whole {
+		s.list.SetWords(added)
+		return
+	}
+	if len(added)+len(a.Removed) == 0 {
+		return
+	}
+	gone := map[string]bool{}
+	for _, w := range a.Removed {
+		gone[NormalizeText(w)] = true
+	}
+	words := added
+	for _, w := range s.list.Words() {
+		if !gone[NormalizeText(w)] {
+			words = append(words, w)
+		}
+	}
+	s.list.SetWords(words)
+}
+
+// sync polls, and when the base serves no ban list (404), looks for it
+// once more (the outpost may have been down when the plugin started on its
+// cache).
 func (s *syncer) sync(ctx context.Context) error {
 	err := s.poll(ctx)
-	if err != nil && s.locate(ctx) {
+	if code, _ := errors.AsType[statusError](err); code == http.StatusNotFound && s.locate(ctx) {
 		err = s.poll(ctx)
 	}
 	return err
@@ -245,7 +308,11 @@ func (s *syncer) locate(ctx context.Context) bool {
 			Banlist string `json:"banlist"`
 		} `json:"services"`
 	}
-	if _, err := s.get(ctx, "/", nil, &index); err != nil {
+	err := s.do(ctx, "/", nil, func(body io.Reader) error {
+		// An index is small: read as one element.
+		return json.NewDecoder(&boundedBody{r: body, max: maxElementBytes}).Decode(&index)
+	})
+	if err != nil {
 		return false
 	}
 	list, err := url.Parse(index.Services.Banlist)
@@ -257,13 +324,40 @@ func (s *syncer) locate(ctx context.Context) bool {
 	return true
 }
 
-// get fetches path into v. With an ETag it may answer 304; a delta whose
-// cursor the remote forgot answers 410, which the caller takes as "fetch
-// the whole list".
-func (s *syncer) get(ctx context.Context, path string, etag *string, v any) (status int, err error) {
+// get fetches a list answer from path: a delta (etag nil), which may
+// answer 410 when the remote forgot the cursor (the caller then fetches
+// the whole list), or the whole list, which may answer 304 when an ETag
+// was sent. Any other status, or these where they make no sense (a 304 to
+// no ETag, a 410 to a whole list), is a failure.
+func (s *syncer) get(ctx context.Context, path string, etag *string, words bool, list string) (a *listAnswer, status int, err error) {
+	err = s.do(ctx, path, etag, func(body io.Reader) (err error) {
+		a, err = decodeList(body, words, list)
+		return err
+	})
+	code, _ := errors.AsType[statusError](err)
+	switch {
+	case code == http.StatusGone && etag == nil, code == http.StatusNotModified && etag != nil && *etag != "":
+		return nil, int(code), nil
+	case err != nil:
+		return nil, 0, err
+	}
+	s.opt.Health.seen(a.Identity)
+	return a, http.StatusOK, nil
+}
+
+// statusError is an answer other than 200.
+type statusError int
+
+func (e statusError) Error() string { return http.StatusText(int(e)) }
+
+// do GETs path and reads a 200's body with read, all under the request
+// timeout: a remote that trickles or never stops is cut off there.
+func (s *syncer) do(ctx context.Context, path string, etag *string, read func(io.Reader) error) error {
+	ctx, cancel := context.WithTimeout(ctx, s.opt.Timeout)
+	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.base+path, nil)
 	if err != nil {
-		return 0, err
+		return err
 	}
 	if etag != nil && *etag != "" {
 		req.Header.Set("If-None-Match", *etag)
@@ -271,21 +365,17 @@ func (s *syncer) get(ctx context.Context, path string, etag *string, v any) (sta
 	req.Header.Set("Accept", "application/json")
 	resp, err := s.opt.Client.Do(req)
 	if err != nil {
-		return 0, err
+		return err
 	}
 	defer resp.Body.Close()
-	switch resp.StatusCode {
-	case http.StatusNotModified, http.StatusGone:
-		return resp.StatusCode, nil
-	case http.StatusOK:
-	default:
-		return 0, fmt.Errorf("GET %s: %s", path, resp.Status)
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %w", path, statusError(resp.StatusCode))
 	}
-	if err := json.NewDecoder(io.LimitReader(resp.Body, maxListBytes)).Decode(v); err != nil {
-		return 0, fmt.Errorf("GET %s: %w", path, err)
+	if err := read(resp.Body); err != nil {
+		return fmt.Errorf("GET %s: %w", path, err)
 	}
 	if etag != nil {
 		*etag = resp.Header.Get("ETag")
 	}
-	return http.StatusOK, nil
+	return nil
 }

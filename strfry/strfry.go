@@ -7,8 +7,10 @@
 // (https://github.com/hoytech/strfry/blob/master/docs/plugins.md).
 //
 // The list is followed with policies.SyncBanList (changes since the last
-// answer, polled) and kept in a cache file, so the plugin starts and
-// decides with the last list it saw when the outpost is unreachable.
+// answer, polled; the whole list again when another server answers at the
+// URL; less often while the outpost fails) and kept in a cache file, so
+// the plugin starts and decides with the last list it saw when the outpost
+// is unreachable.
 package strfry
 
 import (

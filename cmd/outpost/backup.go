@@ -23,6 +23,7 @@ import (
 // backupFiles are the data dir's files a backup carries beside the
 // database. The embedded test mint's own state (<data-dir>/faucet/testmint)
 // is not one: its sats are play money, and a restored faucet tops up again.
+// Nor is the epoch (epoch.go): a restored data dir gets a new one.
 var backupFiles = []string{"service.key"}
 
 const backupUsage = `usage: outpost backup FILE [--data-dir DIR]

@@ -28,6 +28,7 @@ func TestBackupWhileServingAndRestore(t *testing.T) {
 	inst := start(t, dir, map[string]string{"OUTPOST_RELAY_EVENTS_PER_MINUTE": "0", "OUTPOST_RELAY_IP_EVENTS_PER_MINUTE": "0",
 		"OUTPOST_LOG_LEVEL": "info"})
 	_, index := call(t, "GET", inst.url+"/", nil)
+	_, words := call(t, "GET", inst.url+"/banlist/blocked/words", nil)
 
 	// The writers: two publishers over the relay, one moderator banning
 	// keys over REST. Each appends what was acknowledged, in order.
@@ -124,6 +125,12 @@ func TestBackupWhileServingAndRestore(t *testing.T) {
 	inst2 := start(t, restored, nil)
 	if _, idx := call(t, "GET", inst2.url+"/", nil); idx["pubkey"] != index["pubkey"] {
 		t.Fatalf("restored service key %v, want %v", idx["pubkey"], index["pubkey"])
+	}
+	// The ban list's answers name the same service key and a new epoch: a
+	// follower tells the restored node from the one backed up.
+	if _, w := call(t, "GET", inst2.url+"/banlist/blocked/words", nil); w["service_pubkey"] != words["service_pubkey"] ||
+		w["epoch"] == words["epoch"] || w["epoch"] == "" {
+		t.Fatalf("the restored node's list answers as %v %v, the original's as %v %v", w["service_pubkey"], w["epoch"], words["service_pubkey"], words["epoch"])
 	}
 	r := connect(t, inst2)
 	got := map[string]bool{}

@@ -16,8 +16,12 @@ import (
 // published as signed events.
 func wireBanlist(ctx context.Context, d deps) (*component, error) {
 	log := d.log.With("service", "banlist")
+	epoch, err := dataEpoch(d.cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
 	bl, err := banlist.New(banlist.Config{Settings: d.cfg.Banlist, DB: d.store.DB, Events: d.store.Events, List: d.banList,
-		Publish: d.relay.Publish, SecretKey: d.secretKey, Log: log})
+		Publish: d.relay.Publish, SecretKey: d.secretKey, Epoch: epoch, Log: log})
 	if err != nil {
 		return nil, err
 	}

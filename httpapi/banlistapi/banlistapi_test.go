@@ -58,8 +58,9 @@ func newEnv(t *testing.T, o options) *env {
 	routes := banlistapi.Routes(banlistapi.Config{Service: svc, Log: log, Now: c.Now,
 		Settings: banlistapi.Settings{ReportsPublic: o.reportsPublic, ReportsPerMin: o.reportsPerMin}})
 	h := httpapi.New(httpapi.Config{
-		Relay:     http.NotFoundHandler(),
-		Services:  []httpapi.Service{{Name: "banlist", Mount: "/banlist", Routes: routes, PassBlocked: banlistapi.PassBlocked(svc, "/banlist")}},
+		Relay: http.NotFoundHandler(),
+		Services: []httpapi.Service{{Name: "banlist", Mount: "/banlist", Routes: routes, PassBlocked: banlistapi.PassBlocked(svc, "/banlist"),
+			Health: httpapi.ReportHealth(svc.Health)}},
 		RateLimit: ratelimit.New(o.ratePerMin, time.Minute, c.Now),
 		BlockedIP: func(ip string) bool { _, ok := svc.List().IPBlocked(ip); return ok },
 		Log:       log,

@@ -7,6 +7,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -88,9 +89,22 @@ func TestChangesSince(t *testing.T) {
 		t.Fatalf("nothing changed, yet %v", d)
 	}
 
-	wantStatus(t, api.Do("GET", "/blocked/pubkeys?since=yesterday", nil), 400, "invalid_cursor")
+	for _, bad := range []string{"yesterday", "-1", "1.", ".ab", ""} {
+		wantStatus(t, api.Do("GET", "/blocked/pubkeys?since="+bad, nil), 400, "invalid_cursor")
+	}
 	before := strconv.FormatInt(e.clock.Now().Add(-time.Hour).UnixMilli(), 10)
 	wantStatus(t, api.Do("GET", "/blocked/words?since="+before, nil), 410, "cursor_expired")
+
+	// A bare time (an older outpost's cursor) is taken; a cursor of another
+	// epoch is not: another server (or this one before a restore) issued it,
+	// and the changes since its time would miss this server's earlier bans.
+	ms, _, _ := strings.Cut(c2, ".")
+	wantStatus(t, api.Do("GET", "/blocked/pubkeys?since="+ms, nil), 200, "")
+	other := newEnv(t, options{})
+	foreign := other.api.Do("GET", "/blocked/pubkeys", nil).Map(t)["cursor"].(string) // not older than e's start
+	for _, path := range []string{"/blocked/pubkeys", "/blocked/words"} {
+		wantStatus(t, api.Do("GET", path+"?since="+foreign, nil), 410, "cursor_expired")
+	}
 }
 
 // TestRemoteSyncFollowsChanges: after its first fetch, SyncBanList asks

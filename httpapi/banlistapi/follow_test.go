@@ -2,14 +2,20 @@ package banlistapi_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/outpost-relay/outpost"
 	"github.com/outpost-relay/outpost/banlist"
+	"github.com/outpost-relay/outpost/httpapi"
 	"github.com/outpost-relay/outpost/internal/testkit"
+	"github.com/outpost-relay/outpost/policies"
 )
 
 // A follower mirrors its primary's bans (temporary ones with their
@@ -104,4 +110,161 @@ func TestFollowSetting(t *testing.T) {
 	if err := (&banlist.Settings{Follow: "https://primary.example/banlist"}).Valid(); err != nil {
 		t.Error(err)
 	}
+}
+
+// front is what a follower's URL reaches: a proxy to a primary, which the
+// test may swap for another server or for an answer of its own.
+type front struct {
+	srv    *httptest.Server
+	target atomic.Pointer[http.Handler]
+}
+
+func newFront(t *testing.T, to string) *front {
+	f := &front{}
+	f.to(t, to)
+	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { (*f.target.Load()).ServeHTTP(w, r) }))
+	t.Cleanup(f.srv.Close)
+	return f
+}
+
+func (f *front) to(t *testing.T, url string) {
+	var h http.Handler = httputil.NewSingleHostReverseProxy(mustURL(t, url))
+	f.target.Store(&h)
+}
+
+func (f *front) answer(h http.HandlerFunc) {
+	var hh http.Handler = h
+	f.target.Store(&hh)
+}
+
+func follow(t *testing.T, f *env) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { f.svc.Follow(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+}
+
+// Every answer of the public lists, whole or changes, names its issuer:
+// the service key and the data's epoch.
+func TestAnswersNameTheirIssuer(t *testing.T) {
+	e := newEnv(t, options{})
+	id := e.svc.Identity()
+	if len(id.Epoch) != 32 || id.PubKey != e.svc.PubKey() {
+		t.Fatalf("identity %+v", id)
+	}
+	for _, path := range []string{"/blocked/pubkeys", "/blocked/words"} {
+		r := e.api.Do("GET", path, nil)
+		wantStatus(t, r, 200, "")
+		m := r.Map(t)
+		if m["service_pubkey"] != id.PubKey || m["epoch"] != id.Epoch {
+			t.Fatalf("%s: %s", path, r.Body)
+		}
+		r = e.api.Do("GET", path+"?since="+m["cursor"].(string), nil)
+		wantStatus(t, r, 200, "")
+		if m := r.Map(t); m["service_pubkey"] != id.PubKey || m["epoch"] != id.Epoch {
+			t.Fatalf("%s?since: %s", path, r.Body)
+		}
+	}
+}
+
+// A follower whose primary's URL is answered by another outpost (a node
+// promoted behind the same name, running since before the follower's
+// cursor) takes the new primary's whole list: the old primary's bans go,
+// the new one's earlier bans come, then its changes. (Before, it asked the
+// new server for the changes since the old one's cursor: it kept the stale
+// bans and missed the earlier one, until a restart.)
+func TestFollowerMeetsAnotherPrimary(t *testing.T) {
+	a, b := newEnv(t, options{}), newEnv(t, options{})
+	_, early, _ := newKey()
+	wantStatus(t, b.api.Do("POST", "/admin/ban", map[string]any{"pubkey": early, "reason": "made on b first"}, bearer(adminKey)...), 200, "")
+	a.clock.Add(time.Minute) // a's cursors are later than b's early ban
+	_, stale1, _ := newKey()
+	_, stale2, _ := newKey()
+	for _, pk := range []string{stale1, stale2} {
+		wantStatus(t, a.api.Do("POST", "/admin/ban", map[string]any{"pubkey": pk, "reason": "a's"}, bearer(adminKey)...), 200, "")
+	}
+	fr := newFront(t, a.srv.URL)
+	f := newEnv(t, options{follow: fr.srv.URL + "/banlist"})
+	follow(t, f)
+	testkit.WaitFor(t, 10*time.Second, "a's bans on the follower", func() bool {
+		_, ok1 := f.svc.Status(stale1)
+		_, ok2 := f.svc.Status(stale2)
+		return ok1 && ok2
+	})
+
+	fr.to(t, b.srv.URL)
+	b.clock.Add(2 * time.Minute)
+	_, later, _ := newKey()
+	wantStatus(t, b.api.Do("POST", "/admin/ban", map[string]any{"pubkey": later, "reason": "made on b later"}, bearer(adminKey)...), 200, "")
+	testkit.WaitFor(t, 10*time.Second, "b's list on the follower", func() bool {
+		_, okEarly := f.svc.Status(early)
+		_, okLater := f.svc.Status(later)
+		_, okStale := f.svc.Status(stale1)
+		return okEarly && okLater && !okStale
+	})
+	if _, ok := f.svc.Status(stale2); ok {
+		t.Fatal("a stale ban of the old primary kept")
+	}
+	h := f.svc.Health(context.Background())
+	if c := h.Checks.Following; c == nil || c.PrimaryPubKey != b.svc.PubKey() || c.PrimaryEpoch != b.svc.Identity().Epoch {
+		t.Fatalf("the health does not name the primary answering: %+v", c)
+	}
+}
+
+// A follower whose primary answers garbage, or nothing, for longer than
+// policies.FailAfter says so in its /health and the root /health
+// (degraded, with the reason and since when); once the primary answers
+// again it is ok again.
+func TestFollowerHealth(t *testing.T) {
+	p := newEnv(t, options{})
+	fr := newFront(t, p.srv.URL)
+	f := newEnv(t, options{follow: fr.srv.URL + "/banlist"})
+	follow(t, f)
+	following := func() *banlist.FollowCheck { return f.svc.Health(context.Background()).Checks.Following }
+	testkit.WaitFor(t, 10*time.Second, "a first sync", func() bool { return following().LastSync != nil })
+	wantStatus(t, f.api.Do("GET", "/health", nil), 200, "")
+	if m := f.api.Do("GET", "/health", nil).Map(t); m["status"] != "ok" {
+		t.Fatalf("health while in sync: %v", m)
+	}
+
+	for name, garbage := range map[string]http.HandlerFunc{
+		"not a ban list": func(w http.ResponseWriter, r *http.Request) { w.Write([]byte(`{"hello":"world"}`)) },
+		"an error":       func(w http.ResponseWriter, r *http.Request) { http.Error(w, "bad gateway", http.StatusBadGateway) },
+	} {
+		fr.answer(garbage)
+		testkit.WaitFor(t, 20*time.Second, "a failed sync ("+name+")", func() bool { return following().FailingSince != nil })
+		if m := f.api.Do("GET", "/health", nil).Map(t); m["status"] != "ok" {
+			t.Fatalf("degraded before FailAfter: %v", m)
+		}
+		f.clock.Add(policies.FailAfter + time.Second)
+		r := f.api.Do("GET", "/health", nil)
+		m := r.Map(t)
+		c, _ := m["checks"].(map[string]any)["following"].(map[string]any)
+		if m["status"] != "degraded" || !strings.Contains(m["reason"].(string), "since") || c["failing_since"] == nil || c["error"] == nil {
+			t.Fatalf("%s: health %s", name, r.Body)
+		}
+		if root := rootHealth(t, f.srv.URL); root.Status != "degraded" || !strings.Contains(root.Reason, "banlist is degraded") {
+			t.Fatalf("%s: the root health is %+v", name, root)
+		}
+		fr.to(t, p.srv.URL)
+		testkit.WaitFor(t, 30*time.Second, "the health to recover ("+name+")", func() bool {
+			return f.svc.Health(context.Background()).Status == "ok"
+		})
+	}
+}
+
+func rootHealth(t *testing.T, base string) httpapi.RootHealth {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", base+"/health", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var h httpapi.RootHealth
+	if err := json.NewDecoder(resp.Body).Decode(&h); err != nil {
+		t.Fatal(err)
+	}
+	return h
 }

@@ -102,7 +102,7 @@ func handleBlockedList(svc *banlist.Service, now func() time.Time) http.HandlerF
 		l, at := svc.List(), now()
 		body, gz, etag := cache.get(l.Version(), at.Unix(), func() (any, int64) {
 			bans, next := l.Bans(at.Unix())
-			return banlist.BlockedPubKeys{PubKeys: blockedEntries(bans), Cursor: cursor(at)}, next
+			return banlist.BlockedPubKeys{PubKeys: blockedEntries(bans), Issuer: banlist.IssuerOf(svc, at)}, next
 		})
 		serveCached(w, r, body, gz, etag)
 	}
@@ -125,21 +125,20 @@ func handleBlockedWords(svc *banlist.Service, now func() time.Time) http.Handler
 		}
 		l := svc.List()
 		body, gz, etag := cache.get(l.Version(), 0, func() (any, int64) {
-			return banlist.BlockedWords{Words: l.Words(), Cursor: cursor(now())}, 0
+			return banlist.BlockedWords{Words: l.Words(), Issuer: banlist.IssuerOf(svc, now())}, 0
 		})
 		serveCached(w, r, body, gz, etag)
 	}
 }
 
-// A cursor is the time of an answer, in unix milliseconds: ?since=<cursor>
-// asks what changed after that answer.
-func cursor(t time.Time) string { return strconv.FormatInt(t.UnixMilli(), 10) }
+// A cursor (banlist.Issuer) is the time of an answer, in unix
+// milliseconds: ?since=<cursor> asks what changed after that answer.
 
 type pubkeyChanges struct {
 	Added   []banlist.BlockedPubKey `json:"added"`
 	Lifted  []liftedEntry           `json:"lifted"`
 	Expired []banlist.BlockedPubKey `json:"expired"`
-	Cursor  string                  `json:"cursor"`
+	banlist.Issuer
 }
 
 type liftedEntry struct {
@@ -149,30 +148,26 @@ type liftedEntry struct {
 type wordChanges struct {
 	Added   []string `json:"added"`
 	Removed []string `json:"removed"`
-	Cursor  string   `json:"cursor"`
+	banlist.Issuer
 }
 
 // serveChanges answers ?since=<cursor>: the changes since that answer.
 func serveChanges(w http.ResponseWriter, r *http.Request, svc *banlist.Service, words bool) {
 	httpapi.Handle(func(w http.ResponseWriter, r *http.Request) error {
-		ms, err := strconv.ParseInt(r.URL.Query().Get("since"), 10, 64)
-		if err != nil || ms < 0 {
-			return outpost.Errorf(outpost.Invalid, "invalid_cursor", "since must be the cursor of an earlier answer").With("field", "since")
-		}
-		c, err := svc.Changes(r.Context(), time.UnixMilli(ms))
+		c, err := svc.ChangesSince(r.Context(), r.URL.Query().Get("since"))
 		if err != nil {
 			return err
 		}
 		w.Header().Set("Cache-Control", "no-store")
 		if words {
-			return httpapi.Encode(w, http.StatusOK, wordChanges{Added: orEmpty(c.WordsAdded), Removed: orEmpty(c.WordsRemoved), Cursor: cursor(c.At)})
+			return httpapi.Encode(w, http.StatusOK, wordChanges{Added: orEmpty(c.WordsAdded), Removed: orEmpty(c.WordsRemoved), Issuer: banlist.IssuerOf(svc, c.At)})
 		}
 		lifted := make([]liftedEntry, len(c.Lifted))
 		for i, pk := range c.Lifted {
 			lifted[i] = liftedEntry{PubKey: pubkey.NPub(pk)}
 		}
 		return httpapi.Encode(w, http.StatusOK, pubkeyChanges{Added: blockedEntries(c.Added), Lifted: lifted,
-			Expired: blockedEntries(c.Expired), Cursor: cursor(c.At)})
+			Expired: blockedEntries(c.Expired), Issuer: banlist.IssuerOf(svc, c.At)})
 	}).ServeHTTP(w, r)
 }
 
