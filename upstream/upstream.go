@@ -240,6 +240,11 @@ func (s *Syncer) take(ctx context.Context, r *relayState, ev *nostr.Event) error
 		r.count(func(c *Counters) { c.Stored++ })
 	case ok:
 		r.count(func(c *Counters) { c.Duplicate++ })
+	case strings.HasPrefix(reason, "replaced:"):
+		// An older version of an address than the one held: held in its
+		// newer version, and not fetched again (from another peer, say).
+		s.seen.add(ev.ID, s.cfg.Now())
+		r.count(func(c *Counters) { c.Duplicate++ })
 	case strings.HasPrefix(reason, "error:"):
 		return errors.New(reason) // ours, not the event's: shutting down, the store failing
 	default:
