@@ -265,16 +265,42 @@ func (ss *session) negotiate(ctx context.Context, f nostr.Filter, neg *negentrop
 	}
 }
 
-// fetch asks for events by id, a batch per REQ.
+// fetch asks for events by id, a batch per REQ, but not for those another
+// session is fetching (the peers' catch-ups run at once, and each peer
+// holds what the node missed), held by now (another session took them in)
+// or refused since the reconciliation (an older version of an address):
+// each event the node missed is moved once, not once per peer. One whose
+// fetch fails is still missing at the next catch-up, and fetched then.
 func (ss *session) fetch(ctx context.Context, ids []string) error {
 	for len(ids) > 0 {
 		n := min(len(ids), idsPerREQ)
-		if _, err := ss.query(ctx, nostr.Filter{IDs: ids[:n]}); err != nil {
+		batch := ss.s.claims.take(ids[:n])
+		ids = ids[n:]
+		err := ss.fetchClaimed(ctx, batch)
+		ss.s.claims.give(batch)
+		if err != nil {
 			return err
 		}
-		ids = ids[n:]
 	}
 	return nil
+}
+
+// fetchClaimed fetches the ids of batch, claimed, that are still missing.
+// An id is looked up only once claimed: the session that took it in before
+// had it claimed until it was held.
+func (ss *session) fetchClaimed(ctx context.Context, batch []string) error {
+	now := ss.s.cfg.Now()
+	missing := make([]string, 0, len(batch))
+	for _, id := range batch {
+		if !ss.s.seen.has(id, now) && (ss.s.cfg.Events == nil || !ss.s.held(ctx, id)) {
+			missing = append(missing, id)
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	_, err := ss.query(ctx, nostr.Filter{IDs: missing})
+	return err
 }
 
 // pages catches f up with REQ since the last catch-up (less an overlap),

@@ -179,3 +179,33 @@ func (s *refusedSet) has(id string, now time.Time) bool {
 	at, ok := s.m[id]
 	return ok && now.Sub(at) <= refusedFor
 }
+
+// claims are the ids the sessions are fetching after a reconciliation, so
+// that two peers' catch-ups do not both fetch an event the node missed.
+type claims struct {
+	mu sync.Mutex
+	m  map[string]bool
+}
+
+// take claims those of ids no session has claimed.
+func (c *claims) take(ids []string) []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]string, 0, len(ids))
+	for _, id := range ids {
+		if !c.m[id] {
+			c.m[id] = true
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// give releases ids claimed.
+func (c *claims) give(ids []string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, id := range ids {
+		delete(c.m, id)
+	}
+}

@@ -124,6 +124,7 @@ type Syncer struct {
 	total  *ratelimit.Limiter // one key: all relays
 	each   *ratelimit.Limiter // keyed by relay URL
 	seen   refusedSet
+	claims claims // ids being fetched after a reconciliation
 }
 
 // New returns a Syncer for cfg.Relays.
@@ -137,7 +138,8 @@ func New(cfg Config) *Syncer {
 	cfg.DialTimeout = cmp.Or(cfg.DialTimeout, 10*time.Second)
 	cfg.Timeout = cmp.Or(cfg.Timeout, 30*time.Second)
 	s := &Syncer{cfg: cfg, total: ratelimit.New(cfg.Budget, 24*time.Hour, cfg.Now),
-		each: ratelimit.New(cfg.RelayBudget, 24*time.Hour, cfg.Now), seen: refusedSet{m: map[string]time.Time{}}}
+		each: ratelimit.New(cfg.RelayBudget, 24*time.Hour, cfg.Now), seen: refusedSet{m: map[string]time.Time{}},
+		claims: claims{m: map[string]bool{}}}
 	seen := map[string]bool{}
 	for i, u := range slices.Concat(cfg.Peers, cfg.Relays) { // a peer listed as a relay too is a peer
 		if seen[u] {
