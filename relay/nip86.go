@@ -26,9 +26,9 @@ import (
 
 // NIP-86 relay management is outpost's own: the request's NIP-98 header is
 // checked once, by package nip98 (one ±60 s window, u, method, payload,
-// replay), then the method runs through Moderation. khatru's handler is
-// never used: it checks a narrower window after spending the token, and
-// answers refusals with 200.
+// replay), then the method runs through Moderation. (khatru's handler, which
+// outpost never used, checks a narrower window after spending the token, and
+// answers refusals with 200.)
 
 // Moderation is what NIP-86 management does its work through (the ban
 // list): each method is the NIP-86 method of its name; actor names the admin
