@@ -265,19 +265,26 @@ func (ss *session) negotiate(ctx context.Context, f nostr.Filter, neg *negentrop
 	}
 }
 
-// fetch asks for events by id, a batch per REQ, but not for those another
-// session is fetching (the peers' catch-ups run at once, and each peer
-// holds what the node missed), held by now (another session took them in)
-// or refused since the reconciliation (an older version of an address):
-// each event the node missed is moved once, not once per peer. One whose
-// fetch fails is still missing at the next catch-up, and fetched then.
+// fetch asks for events by id, a batch per REQ, but not for those held by
+// now (another session took them in) or refused since the reconciliation
+// (an older version of an address), nor, from a peer, for those another
+// peer's session is fetching: the peers' catch-ups run at once and each
+// peer holds what the node missed, so each missed event is moved once,
+// not once per peer. An event whose fetch fails is still missing at the
+// next catch-up, and fetched then. Only peers claim: they are ours, and a
+// relay that is not could claim ids only to hold them back.
 func (ss *session) fetch(ctx context.Context, ids []string) error {
 	for len(ids) > 0 {
 		n := min(len(ids), idsPerREQ)
-		batch := ss.s.claims.take(ids[:n])
+		batch := ids[:n]
 		ids = ids[n:]
-		err := ss.fetchClaimed(ctx, batch)
-		ss.s.claims.give(batch)
+		if ss.r.peer {
+			batch = ss.s.claims.take(batch)
+		}
+		err := ss.fetchMissing(ctx, batch)
+		if ss.r.peer {
+			ss.s.claims.give(batch)
+		}
 		if err != nil {
 			return err
 		}
@@ -285,10 +292,10 @@ func (ss *session) fetch(ctx context.Context, ids []string) error {
 	return nil
 }
 
-// fetchClaimed fetches the ids of batch, claimed, that are still missing.
-// An id is looked up only once claimed: the session that took it in before
+// fetchMissing fetches the ids of batch that are still missing. A peer
+// looks them up once it claimed them: the session that took one in before
 // had it claimed until it was held.
-func (ss *session) fetchClaimed(ctx context.Context, batch []string) error {
+func (ss *session) fetchMissing(ctx context.Context, batch []string) error {
 	now := ss.s.cfg.Now()
 	missing := make([]string, 0, len(batch))
 	for _, id := range batch {

@@ -180,8 +180,9 @@ func (s *refusedSet) has(id string, now time.Time) bool {
 	return ok && now.Sub(at) <= refusedFor
 }
 
-// claims are the ids the sessions are fetching after a reconciliation, so
-// that two peers' catch-ups do not both fetch an event the node missed.
+// claims are the ids the peers' sessions are fetching after a
+// reconciliation, so that two peers' catch-ups do not both fetch an event
+// the node missed.
 type claims struct {
 	mu sync.Mutex
 	m  map[string]bool
