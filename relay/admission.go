@@ -33,9 +33,9 @@ import (
 //	              reports); then the store (events.Store.Save: stored,
 //	              duplicate or superseded, which the OK answer says)
 //	deletion.go   a kind 5 deletes what it names
-//	admission.go  the services' OnEventSaved; broadcast: the registry (subs.go, match.go) queues the
-//	              event's frame (messages.go) on each subscriber's outbox
-//	              (outbox.go)
+//	admission.go  the services' OnEventSaved; broadcast: the registry
+//	              (subs.go, match.go) queues the event's frame (messages.go)
+//	              on each subscriber's outbox (outbox.go)
 //	conn.go       the OK answer (messages.go), then the observer (metrics)
 
 // origin is where an event comes from. What is checked differs by origin
@@ -93,9 +93,9 @@ const (
 
 // accept takes an event into the store, unless it is refused, then acts on
 // a deletion request, tells the services' OnEventSaved and broadcasts it.
-// The outcome says whether it was stored, held already (nothing is
-// broadcast) or superseded by a newer version of its address, also held
-// (not stored). A refusal's error is what an OK message says; the
+// The outcome says whether it was stored, held already, or superseded (a
+// newer version of its address is held, and it was not stored); only a
+// stored one is broadcast. A refusal's error is what an OK message says; the
 // service's own events get the store's error as it is.
 func (r *Relay) accept(ctx context.Context, from origin, ev *nostr.Event) (events.Outcome, error) {
 	if !r.gate.enter() {
