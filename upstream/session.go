@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -270,24 +271,31 @@ func (ss *session) negotiate(ctx context.Context, f nostr.Filter, neg *negentrop
 // (an older version of an address), nor, from a peer, for those another
 // peer's session is fetching: the peers' catch-ups run at once and each
 // peer holds what the node missed, so each missed event is moved once,
-// not once per peer. An event whose fetch fails is still missing at the
-// next catch-up, and fetched then. Only peers claim: they are ours, and a
-// relay that is not could claim ids only to hold them back.
+// not once per peer. Those it left to another peer's session it waits
+// for, then asks for any still missing (that session's peer went away,
+// say). Only peers claim: they are ours, and a relay that is not could
+// claim ids only to hold them back.
 func (ss *session) fetch(ctx context.Context, ids []string) error {
 	for len(ids) > 0 {
-		n := min(len(ids), idsPerREQ)
-		batch := ids[:n]
-		ids = ids[n:]
-		if ss.r.peer {
-			batch = ss.s.claims.take(batch)
+		var theirs []string
+		for batch := range slices.Chunk(ids, idsPerREQ) {
+			if ss.r.peer {
+				var others []string
+				batch, others = ss.s.claims.take(batch)
+				theirs = append(theirs, others...)
+			}
+			err := ss.fetchMissing(ctx, batch)
+			if ss.r.peer {
+				ss.s.claims.give(batch)
+			}
+			if err != nil {
+				return err
+			}
 		}
-		err := ss.fetchMissing(ctx, batch)
-		if ss.r.peer {
-			ss.s.claims.give(batch)
-		}
-		if err != nil {
+		if err := ss.s.claims.wait(ctx, theirs); err != nil {
 			return err
 		}
+		ids = theirs
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"context"
 	"sync"
 	"time"
 )
@@ -182,24 +183,27 @@ func (s *refusedSet) has(id string, now time.Time) bool {
 
 // claims are the ids the peers' sessions are fetching after a
 // reconciliation, so that two peers' catch-ups do not both fetch an event
-// the node missed.
+// the node missed. Each claim's channel closes when it is given back.
 type claims struct {
 	mu sync.Mutex
-	m  map[string]bool
+	m  map[string]chan struct{}
 }
 
-// take claims those of ids no session has claimed.
-func (c *claims) take(ids []string) []string {
+// take claims those of ids no session has claimed (mine) and lists the
+// others (theirs).
+func (c *claims) take(ids []string) (mine, theirs []string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	out := make([]string, 0, len(ids))
+	mine = make([]string, 0, len(ids))
 	for _, id := range ids {
-		if !c.m[id] {
-			c.m[id] = true
-			out = append(out, id)
+		if _, claimed := c.m[id]; claimed {
+			theirs = append(theirs, id)
+			continue
 		}
+		c.m[id] = make(chan struct{})
+		mine = append(mine, id)
 	}
-	return out
+	return mine, theirs
 }
 
 // give releases ids claimed.
@@ -207,6 +211,25 @@ func (c *claims) give(ids []string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, id := range ids {
+		close(c.m[id])
 		delete(c.m, id)
 	}
+}
+
+// wait returns once none of ids is claimed, or with ctx's error.
+func (c *claims) wait(ctx context.Context, ids []string) error {
+	for _, id := range ids {
+		c.mu.Lock()
+		ch := c.m[id]
+		c.mu.Unlock()
+		if ch == nil {
+			continue
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
 }

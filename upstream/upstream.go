@@ -139,7 +139,7 @@ func New(cfg Config) *Syncer {
 	cfg.Timeout = cmp.Or(cfg.Timeout, 30*time.Second)
 	s := &Syncer{cfg: cfg, total: ratelimit.New(cfg.Budget, 24*time.Hour, cfg.Now),
 		each: ratelimit.New(cfg.RelayBudget, 24*time.Hour, cfg.Now), seen: refusedSet{m: map[string]time.Time{}},
-		claims: claims{m: map[string]bool{}}}
+		claims: claims{m: map[string]chan struct{}{}}}
 	seen := map[string]bool{}
 	for i, u := range slices.Concat(cfg.Peers, cfg.Relays) { // a peer listed as a relay too is a peer
 		if seen[u] {
