@@ -23,7 +23,7 @@ only() {
 }
 
 # One websocket client: nostrclient. The exceptions:
-# - relay is the server side (khatru's and its own Upgrader), not a client;
+# - relay is the server side (its own Upgrader), not a client;
 # - relay/relaytest hands relay tests and bench a client that reads slowly
 #   (ReadSlowly), which a well-behaved client such as nostrclient is not;
 # - bench is a load tool: it times raw frames and stalls connections on

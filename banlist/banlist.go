@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
 	"log/slog"
 	"strings"
 	"sync"
@@ -42,7 +43,7 @@ const (
 // Events is the part of the relay's event store the ban list uses: reports
 // are kind-1984 events in it.
 type Events interface {
-	QueryEvents(ctx context.Context, filter nostr.Filter) (chan *nostr.Event, error)
+	Find(ctx context.Context, filter nostr.Filter) iter.Seq2[*nostr.Event, error]
 }
 
 // Settings are the ban list's operator settings, each bound by cmd/outpost

@@ -109,12 +109,11 @@ func (s *Service) Reports(ctx context.Context, until int64, limit int) ([]Report
 		t := nostr.Timestamp(until)
 		f.Until = &t
 	}
-	ch, err := s.events.QueryEvents(ctx, f)
-	if err != nil {
-		return nil, err
-	}
 	out := []Report{}
-	for ev := range ch {
+	for ev, err := range s.events.Find(ctx, f) {
+		if err != nil {
+			return nil, err
+		}
 		if r, ok := ParseReport(ev, s.pubKey); ok {
 			out = append(out, r)
 		}

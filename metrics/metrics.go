@@ -85,7 +85,8 @@ func (m *Metrics) Register(c prometheus.Collector) { m.reg.MustRegister(c) }
 
 // relayReasons are the NIP-01 machine-readable prefixes; any other becomes "other".
 var relayReasons = map[string]bool{"duplicate": true, "pow": true, "blocked": true, "rate-limited": true,
-	"invalid": true, "restricted": true, "mute": true, "error": true, "auth-required": true, "unsupported": true}
+	"invalid": true, "restricted": true, "mute": true, "error": true, "auth-required": true, "unsupported": true,
+	"replaced": true} // strfry's, and ours: an older version of an address than the one held
 
 // EventAnswered counts an OK answer by outcome and prefix.
 func (m *Metrics) EventAnswered(ok bool, reason string, took time.Duration) {

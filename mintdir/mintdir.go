@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"log/slog"
 	"net"
 	"net/url"
@@ -22,6 +23,7 @@ import (
 
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/outpost-relay/outpost"
+	"github.com/outpost-relay/outpost/events"
 	"github.com/outpost-relay/outpost/kv"
 	"github.com/outpost-relay/outpost/probe"
 	"github.com/outpost-relay/outpost/pubkey"
@@ -31,8 +33,8 @@ import (
 
 // Events is the part of the relay's event store the directory reads reviews from.
 type Events interface {
-	QueryEvents(ctx context.Context, filter nostr.Filter) (chan *nostr.Event, error)
-	CountEvents(ctx context.Context, filter nostr.Filter) (int64, error)
+	Find(ctx context.Context, filter nostr.Filter) iter.Seq2[*nostr.Event, error]
+	Count(ctx context.Context, filters []nostr.Filter, skip func(events.Meta) bool) (int64, error)
 }
 
 // Settings are the directory's operator settings, each bound by

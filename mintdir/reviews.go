@@ -99,11 +99,10 @@ func (d *Directory) reviews(ctx context.Context, m *Mint) ([]Review, error) {
 	}
 	newest := map[string]*nostr.Event{}
 	for _, f := range filters {
-		ch, err := d.events.QueryEvents(ctx, f)
-		if err != nil {
-			return nil, err
-		}
-		for ev := range ch {
+		for ev, err := range d.events.Find(ctx, f) {
+			if err != nil {
+				return nil, err
+			}
 			if !isMintReview(ev) || !reviewsMint(ev, m, urls) {
 				continue
 			}

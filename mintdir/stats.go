@@ -108,8 +108,8 @@ func (d *Directory) computeStats(ctx context.Context) (Stats, error) {
 		s.NutAdoption = append(s.NutAdoption, NutCount{Nut: n, Count: c})
 	}
 	sort.Slice(s.NutAdoption, func(i, j int) bool { return s.NutAdoption[i].Nut < s.NutAdoption[j].Nut })
-	reviews, err := d.events.CountEvents(ctx, nostr.Filter{Kinds: []int{KindRecommendation},
-		Tags: nostr.TagMap{"k": {strconv.Itoa(KindCashuAnnouncement)}}})
+	reviews, err := d.events.Count(ctx, []nostr.Filter{{Kinds: []int{KindRecommendation},
+		Tags: nostr.TagMap{"k": {strconv.Itoa(KindCashuAnnouncement)}}}}, nil)
 	if err != nil {
 		return Stats{}, err
 	}

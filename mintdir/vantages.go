@@ -429,13 +429,12 @@ func (d *Directory) loadVantages(ctx context.Context) {
 		return
 	}
 	since := nostr.Timestamp(d.now().Add(-VantageMaxAge).Unix())
-	ch, err := d.events.QueryEvents(ctx, nostr.Filter{Kinds: []int{KindMintStatus}, Authors: d.cfg.Monitors,
-		Since: &since, Limit: maxVantagesPerMonitor})
-	if err != nil {
-		d.log.Error("mintdir: reading the followed monitors' status events", "err", err)
-		return
-	}
-	for ev := range ch {
+	f := nostr.Filter{Kinds: []int{KindMintStatus}, Authors: d.cfg.Monitors, Since: &since, Limit: maxVantagesPerMonitor}
+	for ev, err := range d.events.Find(ctx, f) {
+		if err != nil {
+			d.log.Error("mintdir: reading the followed monitors' status events", "err", err)
+			return
+		}
 		if !d.follows(ev.PubKey) {
 			continue
 		}

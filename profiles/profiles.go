@@ -9,6 +9,7 @@ package profiles
 import (
 	"context"
 	"encoding/json"
+	"iter"
 	"log/slog"
 	"net"
 	"strings"
@@ -20,7 +21,7 @@ import (
 
 // Store is where the relay keeps events (package events).
 type Store interface {
-	QueryEvents(ctx context.Context, filter nostr.Filter) (chan *nostr.Event, error)
+	Find(ctx context.Context, filter nostr.Filter) iter.Seq2[*nostr.Event, error]
 }
 
 // Profile is what the faucet uses of a kind-0 event.
@@ -145,15 +146,14 @@ func summarize(events []*nostr.Event, pubkey string, limit nostr.Timestamp) Resu
 	return res
 }
 
-// queryLocal drains the store's channel: the store's goroutine holds a read
-// transaction until every event was taken.
+// queryLocal reads what the store holds of f; a failure leaves what was
+// read (the relays asked besides may have the rest).
 func queryLocal(ctx context.Context, st Store, f nostr.Filter) []*nostr.Event {
-	ch, err := st.QueryEvents(ctx, f)
-	if err != nil {
-		return nil
-	}
 	var out []*nostr.Event
-	for ev := range ch {
+	for ev, err := range st.Find(ctx, f) {
+		if err != nil {
+			break
+		}
 		out = append(out, ev)
 	}
 	return out

@@ -98,11 +98,10 @@ func (s *signer) published(ctx context.Context, st *events.Store, kind int) (map
 	if st == nil {
 		return out, nil
 	}
-	ch, err := st.QueryEvents(ctx, nostr.Filter{Kinds: []int{kind}, Authors: []string{s.pk}, Limit: maxEventsPerLoad})
-	if err != nil {
-		return nil, err
-	}
-	for ev := range ch {
+	for ev, err := range st.Find(ctx, nostr.Filter{Kinds: []int{kind}, Authors: []string{s.pk}, Limit: maxEventsPerLoad}) {
+		if err != nil {
+			return nil, err
+		}
 		d := ev.Tags.GetD()
 		if cur, ok := out[d]; !ok || ev.CreatedAt > cur.CreatedAt {
 			out[d] = ev

@@ -13,14 +13,15 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/nbd-wtf/go-nostr/nip40"
 	"github.com/nbd-wtf/go-nostr/nip70"
+	"github.com/outpost-relay/outpost/events"
 )
 
 // Admission: every event that enters the store comes through accept, from
 // one of three origins (a client of ours, another relay, the service
 // itself), and gets the same verdict in the same words for the same reason.
 //
-// The path of an EVENT, as it now is (the files of this package it crosses,
-// and where it leaves them):
+// The path of an EVENT (the files of this package it crosses, and the
+// packages it calls); it never leaves the package to come back:
 //
 //	conn.go       serve reads the frame; handle splits it (parse.go) and
 //	              onEvent decodes the event (parse.go)
@@ -28,14 +29,13 @@ import (
 //	              limits (package ratelimit), form and sizes, the signature
 //	              (signature.go), kind 22242 and NIP-70, NIP-40, the ban
 //	              list (package policies), NIP-09 (deletion.go, a lookup
-//	              through events.go)
-//	khatru        AddEvent, the one trip out: the services' RejectEvent
-//	              hooks (NIP-87, reports), the store (events.Store), the
-//	              services' OnEventSaved
+//	              through events.go), the services' RejectEvent (NIP-87,
+//	              reports); then the store (events.Store.Save: stored,
+//	              duplicate or superseded, which the OK answer says)
 //	deletion.go   a kind 5 deletes what it names
-//	admission.go  broadcast: the registry (subs.go, match.go) queues the
-//	              event's frame (messages.go) on each subscriber's outbox
-//	              (outbox.go)
+//	admission.go  the services' OnEventSaved; broadcast: the registry
+//	              (subs.go, match.go) queues the event's frame (messages.go)
+//	              on each subscriber's outbox (outbox.go)
 //	conn.go       the OK answer (messages.go), then the observer (metrics)
 
 // origin is where an event comes from. What is checked differs by origin
@@ -88,65 +88,93 @@ const (
 	refusedProtectedRepost = "blocked: reposts of protected events (NIP-70) are not accepted"
 	refusedDeleted         = "blocked: this event was deleted by its author"
 	refusedDeletionUnknown = "error: could not check whether this event was deleted; try again"
-	acceptedDuplicate      = "duplicate: already have this event"
+	refusedNoReason        = "blocked: no reason"
 )
 
 // accept takes an event into the store, unless it is refused, then acts on
-// a deletion request and broadcasts it. dup: it was held already (nothing
-// is broadcast). A refusal's error is what an OK message says; the
+// a deletion request, tells the services' OnEventSaved and broadcasts it.
+// The outcome says whether it was stored, held already, or superseded (a
+// newer version of its address is held, and it was not stored); only a
+// stored one is broadcast. A refusal's error is what an OK message says; the
 // service's own events get the store's error as it is.
-func (r *Relay) accept(ctx context.Context, from origin, ev *nostr.Event) (dup bool, err error) {
+func (r *Relay) accept(ctx context.Context, from origin, ev *nostr.Event) (events.Outcome, error) {
 	if !r.gate.enter() {
-		return false, errShuttingDown
+		return 0, errShuttingDown
 	}
 	defer r.gate.exit()
 	if reason := r.check(ctx, from, ev); reason != "" {
-		return false, errors.New(reason)
+		return 0, errors.New(reason)
+	}
+	if nostr.IsEphemeralKind(ev.Kind) { // NIP-01: sent on, never stored
+		r.broadcast(ev)
+		return events.Stored, nil
+	}
+	out, err := r.store.Events.Save(ctx, ev)
+	if err != nil {
+		return 0, err
+	}
+	if ev.Kind == nostr.KindDeletion && out != events.Superseded {
+		r.deleteRequested(ctx, ev) // again for a duplicate: harmless, and finishes what failed before
+	}
+	if out != events.Stored {
+		return out, nil
 	}
 	if from.checked {
-		dup, err = r.Relay.AddEvent(ctx, ev)
-	} else if err = r.store.Events.SaveEvent(ctx, ev); errors.Is(err, eventstore.ErrDupEvent) {
-		dup, err = true, nil
+		for _, saved := range r.OnEventSaved {
+			saved(ctx, ev)
+		}
 	}
-	if err != nil {
-		return false, err
-	}
-	if ev.Kind == nostr.KindDeletion {
-		r.deleteRequested(ctx, ev)
-	}
-	if !dup {
-		r.broadcast(ev)
-	}
-	return dup, nil
+	r.broadcast(ev)
+	return out, nil
 }
 
+// What an OK message says of an event held already, and of an older
+// version of an address (replaceable or addressable) than the one held:
+// that one was not stored, so the answer is false, in strfry's words.
+const (
+	acceptedDuplicate = "duplicate: already have this event"
+	refusedSuperseded = "replaced: have newer event"
+)
+
 // answer is what an OK message says of accept's result.
-func answer(dup bool, err error) (ok bool, reason string) {
+func answer(out events.Outcome, err error) (ok bool, reason string) {
 	switch {
 	case err != nil:
 		return false, nostr.NormalizeOKMessage(err.Error(), "error")
-	case dup:
+	case out == events.Duplicate:
 		return true, acceptedDuplicate
+	case out == events.Superseded:
+		return false, refusedSuperseded
 	}
 	return true, ""
 }
 
 // Ingest takes in an event another relay sent (package upstream). ok and
 // reason are what an OK message would say ("duplicate: ..." for an event
-// already held).
+// already held, false and "replaced: ..." for an older version of an
+// address than the one held).
 func (r *Relay) Ingest(ctx context.Context, ev *nostr.Event) (ok bool, reason string) {
 	return answer(r.accept(ctx, fromUpstream, ev))
 }
 
+// ErrSuperseded is Publish's error for an older version of an address
+// (replaceable or addressable) than the one held: it was not stored.
+var ErrSuperseded = errors.New(refusedSuperseded)
+
 // Publish stores an event the service made itself and sends it to matching
 // subscriptions, skipping every check (fromService); an event already held
-// is eventstore.ErrDupEvent. It never waits for a subscriber.
+// is eventstore.ErrDupEvent, an older version of an address than the one
+// held ErrSuperseded. It never waits for a subscriber.
 func (r *Relay) Publish(ctx context.Context, ev *nostr.Event) error {
-	dup, err := r.accept(ctx, fromService, ev)
-	if dup {
+	switch out, err := r.accept(ctx, fromService, ev); {
+	case err != nil:
+		return err
+	case out == events.Duplicate:
 		return eventstore.ErrDupEvent
+	case out == events.Superseded:
+		return ErrSuperseded
 	}
-	return err
+	return nil
 }
 
 // check says why an event from a given origin is refused, if it is; the
@@ -198,17 +226,14 @@ func checkAuthorship(from origin, ev *nostr.Event) string {
 	return ""
 }
 
-// checkPolicies runs the relay's own policies, in order: NIP-40, the ban
-// list's, NIP-09 (a store lookup). The services' RejectEvent hooks, which
-// AddEvent runs, follow.
+// checkPolicies runs the policies, in order: NIP-40, the ban list's,
+// NIP-09 (a store lookup), the services' RejectEvent.
 func (r *Relay) checkPolicies(ctx context.Context, ev *nostr.Event) string {
 	if reason := checkExpiration(ev); reason != "" {
 		return reason
 	}
-	for _, reject := range r.banPolicies {
-		if refused, msg := reject(ctx, ev); refused {
-			return nostr.NormalizeOKMessage(msg, "blocked")
-		}
+	if reason := refusal(ctx, r.banPolicies, ev); reason != "" {
+		return reason
 	}
 	deleted, err := r.deleted(ctx, ev)
 	if err != nil {
@@ -217,6 +242,20 @@ func (r *Relay) checkPolicies(ctx context.Context, ev *nostr.Event) string {
 	}
 	if deleted {
 		return refusedDeleted
+	}
+	return refusal(ctx, r.RejectEvent, ev)
+}
+
+// refusal is what the first of policies to refuse ev says, "blocked:"
+// unless it says another of NIP-01's prefixes; "" when none refuses.
+func refusal(ctx context.Context, policies []func(context.Context, *nostr.Event) (bool, string), ev *nostr.Event) string {
+	for _, reject := range policies {
+		if refused, msg := reject(ctx, ev); refused {
+			if msg == "" {
+				return refusedNoReason
+			}
+			return nostr.NormalizeOKMessage(msg, "blocked")
+		}
 	}
 	return ""
 }

@@ -489,7 +489,8 @@ func TestSameVerdictFromClientAndUpstream(t *testing.T) {
 	sk, _ := newKey()
 	held := sign(t, sk, 1, "held")
 	deleted := sign(t, sk, 1, "regretted")
-	w.mustPublish(held, deleted, sign(t, sk, 5, "", nostr.Tag{"e", deleted.ID}))
+	profile := sign(t, sk, 0, `{"name":"new"}`)
+	w.mustPublish(held, deleted, sign(t, sk, 5, "", nostr.Tag{"e", deleted.ID}), profile)
 	bannedSK, bannedPK := newKey()
 	if _, err := e.svc.Ban(context.Background(), "test", bannedPK, "spam", nil); err != nil {
 		t.Fatal(err)
@@ -499,6 +500,7 @@ func TestSameVerdictFromClientAndUpstream(t *testing.T) {
 	past := strconv.FormatInt(int64(nostr.Now())-1, 10)
 	cases := map[string]nostr.Event{
 		"held already":     held,
+		"older version":    signAt(t, sk, profile.CreatedAt-1, 0, `{"name":"old"}`),
 		"deleted":          deleted,
 		"wrong id":         func() nostr.Event { ev := sign(t, sk, 1, "x"); ev.Content = "y"; return ev }(),
 		"bad signature":    func() nostr.Event { ev := sign(t, sk, 1, "x"); ev.Sig = strings.Repeat("0", 128); return ev }(),

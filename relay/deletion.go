@@ -10,10 +10,10 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 )
 
-// NIP-09. The relay processes deletion requests itself: khatru v0.19.1's
-// handler lets a kind 5 delete another kind 5 (undoing a deletion), and
-// AddEvent's check for deleted events filters on "#e"/"#a", which the store
-// never indexes (and runs no query: the relay registers no QueryEvents hook).
+// NIP-09. The relay processes deletion requests itself, never as khatru
+// v0.19.1 does: its handler lets a kind 5 delete another kind 5 (undoing a
+// deletion), and its check for deleted events filters on "#e"/"#a", which
+// the store never indexes.
 
 // deleteRequested deletes what an accepted deletion request names: events
 // by id, and replaceable or addressable events by address up to the
@@ -59,10 +59,8 @@ func (r *Relay) deleteRequested(ctx context.Context, del *nostr.Event) {
 			continue
 		}
 		for _, ev := range targets {
-			for _, remove := range r.Relay.DeleteEvent {
-				if err := remove(ctx, ev); err != nil {
-					r.log.Warn("NIP-09: deleting", "event", ev.ID, "deletion", del.ID, "err", err)
-				}
+			if _, err := r.store.Events.Delete(ctx, ev.ID); err != nil {
+				r.log.Warn("NIP-09: deleting", "event", ev.ID, "deletion", del.ID, "err", err)
 			}
 		}
 	}

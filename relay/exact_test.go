@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -110,10 +111,12 @@ func TestRelayStoresAndServesExactly(t *testing.T) {
 		empty := publish(30000, nostr.Tag{"d", ""})
 		want(nostr.Filter{Kinds: []int{30000}, Authors: []string{x.PubKey}}, xy, x, friends, muted, empty)
 		want(nostr.Filter{Tags: nostr.TagMap{"d": {""}}}, empty)
-		// An older version of an address is not stored and replaces nothing.
-		at -= 100
-		publish(30000, nostr.Tag{"d", "friends"})
-		at += 100
+		// An older version of an address is refused, not stored, and replaces nothing.
+		older := nostr.Event{Kind: 30000, CreatedAt: at - 100, Tags: nostr.Tags{{"d", "friends"}}, Content: "x"}
+		older.Sign(sk)
+		if err := relaytest.Publish(t, c, older); err == nil || !strings.Contains(err.Error(), "replaced:") {
+			t.Fatalf("an older version: %v, want replaced:", err)
+		}
 		want(nostr.Filter{Kinds: []int{30000}, Tags: nostr.TagMap{"d": {"friends"}}}, friends)
 	})
 	t.Run("NIP-87 reviews survive", func(t *testing.T) {

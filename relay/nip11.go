@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/outpost-relay/outpost"
 )
 
 // information is the NIP-11 document. go-nostr's nip11 type writes every
@@ -15,7 +17,6 @@ type information struct {
 	Name          string     `json:"name,omitempty"`
 	Description   string     `json:"description,omitempty"`
 	Icon          string     `json:"icon,omitempty"`
-	Banner        string     `json:"banner,omitempty"`
 	PubKey        string     `json:"pubkey,omitempty"` // the operator's contact key
 	Self          string     `json:"self,omitempty"`   // the relay's own key: it signs the service's events
 	Contact       string     `json:"contact,omitempty"`
@@ -23,7 +24,6 @@ type information struct {
 	Software      string     `json:"software"`
 	Version       string     `json:"version"`
 	Limitation    limitation `json:"limitation"`
-	PostingPolicy string     `json:"posting_policy,omitempty"`
 }
 
 // limitation advertises exactly the limits the relay enforces.
@@ -43,29 +43,37 @@ type limitation struct {
 }
 
 // servedNIPs are the NIPs this relay implements itself; others (86, 87) are
-// added to khatru's Info by whoever serves them.
+// added by whoever serves them (AddSupportedNIP).
 var servedNIPs = []int{1, 9, 11, 40, 42, 45, 56, 70, 77}
 
-// serveNIP11 answers Accept: application/nostr+json. Name, description and
-// icon come from khatru's Info after its OverwriteRelayInformation hooks
-// (NIP-86 changes them there).
+// info is what the NIP-11 document says of the relay besides its limits;
+// NIP-86 may change the name, description and icon (management.info).
+type info struct {
+	name, description, contact string
+	nips                       []int // sorted
+}
+
+// AddSupportedNIP lists a NIP that a service served with the relay
+// implements (NIP-87 for the directory) in the NIP-11 document. Call it
+// before the relay serves.
+func (r *Relay) AddSupportedNIP(n int) {
+	if !slices.Contains(r.info.nips, n) {
+		r.info.nips = append(r.info.nips, n)
+		slices.Sort(r.info.nips)
+	}
+}
+
+// serveNIP11 answers Accept: application/nostr+json.
 func (r *Relay) serveNIP11(w http.ResponseWriter, req *http.Request) {
-	info := *r.Relay.Info
-	for _, overwrite := range r.Relay.OverwriteRelayInformation {
-		info = overwrite(req.Context(), req, info)
+	name, description, icon := r.info.name, r.info.description, ""
+	if r.nip86 != nil {
+		name, description, icon = r.nip86.changed(name, description, icon)
 	}
-	nips := slices.Clone(servedNIPs)
-	for _, n := range info.SupportedNIPs {
-		if n, ok := n.(int); ok && !slices.Contains(nips, n) {
-			nips = append(nips, n)
-		}
-	}
-	slices.Sort(nips)
 	l := r.limits
 	doc := information{
-		Name: info.Name, Description: info.Description, Icon: r.absolute(info.Icon), Banner: r.absolute(info.Banner),
-		PubKey: r.operator, Self: r.self, Contact: info.Contact, SupportedNIPs: nips,
-		Software: info.Software, Version: info.Version, PostingPolicy: info.PostingPolicy,
+		Name: name, Description: description, Icon: r.absolute(icon),
+		PubKey: r.operator, Self: r.self, Contact: r.info.contact, SupportedNIPs: r.info.nips,
+		Software: "https://github.com/outpost-relay/outpost", Version: outpost.Version,
 		Limitation: limitation{
 			MaxMessageLength: l.MaxMessageLength, MaxSubscriptions: l.MaxSubscriptions, MaxFilters: l.MaxFilters,
 			MaxLimit: l.MaxLimit, DefaultLimit: l.DefaultLimit, MaxSubidLength: maxSubIDLength,
@@ -83,7 +91,7 @@ func (r *Relay) serveNIP11(w http.ResponseWriter, req *http.Request) {
 	json.NewEncoder(w).Encode(doc)
 }
 
-// absolute makes a relative icon or banner path a URL on this relay.
+// absolute makes a relative icon path a URL on this relay.
 func (r *Relay) absolute(u string) string {
 	if u == "" || strings.HasPrefix(u, "http://") || strings.HasPrefix(u, "https://") {
 		return u

@@ -2,6 +2,7 @@ package relay
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"io"
@@ -13,7 +14,6 @@ import (
 	"sync"
 	"unicode/utf8"
 
-	"github.com/nbd-wtf/go-nostr/nip11"
 	"github.com/nbd-wtf/go-nostr/nip86"
 	"github.com/outpost-relay/outpost"
 	"github.com/outpost-relay/outpost/httpapi"
@@ -26,9 +26,9 @@ import (
 
 // NIP-86 relay management is outpost's own: the request's NIP-98 header is
 // checked once, by package nip98 (one ±60 s window, u, method, payload,
-// replay), then the method runs through Moderation. khatru's handler is
-// never used: it checks a narrower window after spending the token, and
-// answers refusals with 200.
+// replay), then the method runs through Moderation. (khatru's handler, which
+// outpost never used, checks a narrower window after spending the token, and
+// answers refusals with 200.)
 
 // Moderation is what NIP-86 management does its work through (the ban
 // list): each method is the NIP-86 method of its name; actor names the admin
@@ -137,24 +137,16 @@ func (r *Relay) EnableManagement(svc Moderation, admins []string) error {
 	m.methods["supportedmethods"] = func(context.Context, string, params) (any, error) { return supported, nil }
 	r.nip86 = m
 
-	r.Relay.OverwriteRelayInformation = append(r.Relay.OverwriteRelayInformation,
-		func(_ context.Context, _ *http.Request, info nip11.RelayInformationDocument) nip11.RelayInformationDocument {
-			m.mu.RLock()
-			defer m.mu.RUnlock()
-			info.Name = cmpOr(m.info.Name, info.Name)
-			info.Description = cmpOr(m.info.Description, info.Description)
-			info.Icon = cmpOr(m.info.Icon, info.Icon)
-			return info
-		})
-	r.Info.AddSupportedNIP(86)
+	r.AddSupportedNIP(86)
 	return nil
 }
 
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
+// changed is the relay's name, description and icon with what NIP-86
+// changed of them.
+func (m *management) changed(name, description, icon string) (string, string, string) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return cmp.Or(m.info.Name, name), cmp.Or(m.info.Description, description), cmp.Or(m.info.Icon, icon)
 }
 
 // params are a request's parameters, read by position.

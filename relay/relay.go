@@ -1,14 +1,15 @@
-// Package relay is outpost's Nostr relay. From khatru it takes its hook
-// slices (RejectEvent, StoreEvent, OnEventSaved, ...), AddEvent, which runs
-// them, the NIP-11 Info the services add to, and its HTTP handler for what
-// is left (CORS preflights, 404). The rest is outpost's own: the websocket
-// protocol (message parsing, the subscription registry and broadcaster, a
-// writer per connection with a bounded queue, so that one slow client holds
-// up no one and the limits below are enforced and advertised in NIP-11),
-// one admission for every event (admission.go), NIP-09, NIP-42, NIP-45,
-// NIP-77, the NIP-11 document and NIP-86 (nip86.go). khatru's NIP-40
-// expiration manager runs but never reaches the store (see New); expiry is
+// Package relay is outpost's Nostr relay: the websocket protocol (message
+// parsing, the subscription registry and broadcaster, a writer per
+// connection with a bounded queue, so that one slow client holds up no one
+// and the limits below are enforced and advertised in NIP-11), one
+// admission for every event (admission.go), NIP-09, NIP-42, NIP-45, NIP-77,
+// the NIP-11 document and NIP-86 (nip86.go). NIP-40 expiry is
 // events.SweepExpired's.
+//
+// It is not a khatru relay and embeds none: what a Relay exposes is what
+// it honours. The services' hooks (RejectEvent, OnEventSaved) have khatru's
+// signatures, so khatru policies (package policies among them) plug into
+// either; the one admission runs them.
 package relay
 
 import (
@@ -19,14 +20,13 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/fasthttp/websocket"
-	"github.com/fiatjaf/khatru"
 	"github.com/nbd-wtf/go-nostr"
-	"github.com/outpost-relay/outpost"
 	"github.com/outpost-relay/outpost/httpapi"
 	"github.com/outpost-relay/outpost/policies"
 	"github.com/outpost-relay/outpost/ratelimit"
@@ -55,9 +55,20 @@ type Config struct {
 	PingInterval time.Duration // how often clients are pinged; one silent for 2.5 times this is dropped; 0: 30 s
 }
 
-// Relay serves Nostr over websocket (and NIP-11, NIP-86) on khatru's hooks.
+// Relay serves Nostr over websocket (and NIP-11, NIP-86). Its exported
+// fields are the services' hooks: set them before it serves.
 type Relay struct {
-	*khatru.Relay
+	// RejectEvent are the services' write policies (NIP-87, reports): every
+	// event from a client or another relay that passed the relay's own
+	// checks goes through them, in order, before it is stored; the first to
+	// refuse gives the OK message ("blocked:" unless msg has a prefix). The
+	// service's own events (Publish) skip them.
+	RejectEvent []func(ctx context.Context, ev *nostr.Event) (reject bool, msg string)
+	// OnEventSaved are told of each event from a client or another relay
+	// that was stored: not of a duplicate, an older version of an address,
+	// an ephemeral event, nor the service's own events.
+	OnEventSaved []func(ctx context.Context, ev *nostr.Event)
+
 	store    *store.Store
 	events   EventReader
 	banList  *policies.BanList
@@ -70,9 +81,10 @@ type Relay struct {
 	clientIP func(*http.Request) string
 	keys     keyCache // authors' parsed public keys, for signatures
 
-	// banPolicies are the ban list's checks, which accept runs; the
-	// services add theirs to khatru's RejectEvent, which AddEvent runs.
+	// banPolicies are the ban list's checks, which accept runs before
+	// NIP-09 and the services' RejectEvent.
 	banPolicies []func(context.Context, *nostr.Event) (bool, string)
+	info        info // NIP-11
 
 	upgrader     websocket.Upgrader
 	subs         *registry
@@ -98,13 +110,12 @@ type Relay struct {
 
 // New builds the relay.
 func New(cfg Config) *Relay {
-	rl := khatru.NewRelay()
 	limits := DefaultLimits()
 	if cfg.Limits != nil {
 		limits = *cfg.Limits
 	}
 	url := strings.TrimSuffix(cfg.PublicURL, "/")
-	r := &Relay{Relay: rl, store: cfg.Store, banList: cfg.BanList, log: cfg.Log, url: url,
+	r := &Relay{store: cfg.Store, banList: cfg.BanList, log: cfg.Log, url: url,
 		wsURL: "ws" + strings.TrimPrefix(url, "http"), self: cfg.ServicePub, operator: cfg.OperatorPub,
 		limits: limits, clientIP: cfg.ClientIP,
 		upgrader:     websocket.Upgrader{CheckOrigin: func(*http.Request) bool { return true }},
@@ -119,36 +130,13 @@ func New(cfg Config) *Relay {
 	if r.observer = cfg.Observer; r.observer == nil {
 		r.observer = noObserver{}
 	}
-	rl.Log = slog.NewLogLogger(cfg.Log.With("component", "khatru").Handler(), slog.LevelWarn)
-	rl.ServiceURL = url
-
-	ev := cfg.Store.Events
-	r.events = gatedReader{g: &r.gate, er: ev}
-	// accept holds the gate while AddEvent and NIP-09 call these.
-	rl.StoreEvent = append(rl.StoreEvent, ev.SaveEvent)
-	rl.DeleteEvent = append(rl.DeleteEvent, ev.DeleteEvent)
-	rl.ReplaceEvent = append(rl.ReplaceEvent, ev.ReplaceEvent)
-	// No QueryEvents hook, on purpose. khatru.NewRelay starts its NIP-40
-	// expiration manager, a goroutine nothing can stop: an hour on it scans
-	// the whole store (QueryEvents(Filter{})), then deletes what expires,
-	// both through the QueryEvents hooks. With none it never reads the
-	// store; expiry is events.SweepExpired's (outpost serve runs it).
-	// AddEvent still hands it each expiring event it stores, kept in memory
-	// until its time. AddEvent's own queries (deletion requests by "#e" and
-	// "#a", which the store never indexes) run none either; accept checks
-	// deletions itself.
-
+	r.events = gatedReader{g: &r.gate, er: cfg.Store.Events}
 	if cfg.BanList != nil {
 		cfg.BanList.WatchIPs(r.expelBlocked)
 	}
 	r.banPolicies = banPolicies(cfg.BanList)
 
-	rl.Info.Name = cfg.Name
-	rl.Info.Description = cfg.Description
-	rl.Info.Contact = cfg.Contact
-	rl.Info.Software = "https://github.com/outpost-relay/outpost"
-	rl.Info.Version = outpost.Version
-	rl.Info.SupportedNIPs = nil // the NIP-11 handler adds the ones served here
+	r.info = info{name: cfg.Name, description: cfg.Description, contact: cfg.Contact, nips: slices.Clone(servedNIPs)}
 	return r
 }
 
@@ -164,7 +152,7 @@ func (r *Relay) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	case req.Header.Get("Upgrade") != "":
 		http.Error(w, "not a websocket handshake", http.StatusBadRequest)
 	default: // CORS preflights (for NIP-86 from browsers), and 404
-		r.Relay.ServeHTTP(w, req)
+		httpapi.CORS(http.HandlerFunc(httpapi.NotFound)).ServeHTTP(w, req)
 	}
 }
 

@@ -127,8 +127,7 @@ func (s *sub) close() {
 // its filters indexed by what they name: a broadcast looks up the event's
 // id, pubkey, kind and tag values and checks only the filters found there
 // (and those naming none of these), so publishing costs what matches, not
-// what is held. khatru's own listener list is never used: broadcasts read
-// this one under its read lock while REQ, CLOSE and disconnects change it
+// what is held. Broadcasts read it under its read lock while REQ, CLOSE and disconnects change it
 // under the write lock.
 type registry struct {
 	mu      sync.RWMutex

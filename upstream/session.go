@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -265,16 +266,56 @@ func (ss *session) negotiate(ctx context.Context, f nostr.Filter, neg *negentrop
 	}
 }
 
-// fetch asks for events by id, a batch per REQ.
+// fetch asks for events by id, a batch per REQ, but not for those held by
+// now (another session took them in) or refused since the reconciliation
+// (an older version of an address), nor, from a peer, for those another
+// peer's session is fetching: the peers' catch-ups run at once and each
+// peer holds what the node missed, so each missed event is moved once,
+// not once per peer. Those it left to another peer's session it waits
+// for, then asks for any still missing (that session's peer went away,
+// say). Only peers claim: they are ours, and a relay that is not could
+// claim ids only to hold them back.
 func (ss *session) fetch(ctx context.Context, ids []string) error {
 	for len(ids) > 0 {
-		n := min(len(ids), idsPerREQ)
-		if _, err := ss.query(ctx, nostr.Filter{IDs: ids[:n]}); err != nil {
+		var theirs []string
+		for batch := range slices.Chunk(ids, idsPerREQ) {
+			if ss.r.peer {
+				var others []string
+				batch, others = ss.s.claims.take(batch)
+				theirs = append(theirs, others...)
+			}
+			err := ss.fetchMissing(ctx, batch)
+			if ss.r.peer {
+				ss.s.claims.give(batch)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		if err := ss.s.claims.wait(ctx, theirs); err != nil {
 			return err
 		}
-		ids = ids[n:]
+		ids = theirs
 	}
 	return nil
+}
+
+// fetchMissing fetches the ids of batch that are still missing. A peer
+// looks them up once it claimed them: the session that took one in before
+// had it claimed until it was held.
+func (ss *session) fetchMissing(ctx context.Context, batch []string) error {
+	now := ss.s.cfg.Now()
+	missing := make([]string, 0, len(batch))
+	for _, id := range batch {
+		if !ss.s.seen.has(id, now) && (ss.s.cfg.Events == nil || !ss.s.held(ctx, id)) {
+			missing = append(missing, id)
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	_, err := ss.query(ctx, nostr.Filter{IDs: missing})
+	return err
 }
 
 // pages catches f up with REQ since the last catch-up (less an overlap),

@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"context"
 	"sync"
 	"time"
 )
@@ -178,4 +179,57 @@ func (s *refusedSet) has(id string, now time.Time) bool {
 	defer s.mu.Unlock()
 	at, ok := s.m[id]
 	return ok && now.Sub(at) <= refusedFor
+}
+
+// claims are the ids the peers' sessions are fetching after a
+// reconciliation, so that two peers' catch-ups do not both fetch an event
+// the node missed. Each claim's channel closes when it is given back.
+type claims struct {
+	mu sync.Mutex
+	m  map[string]chan struct{}
+}
+
+// take claims those of ids no session has claimed (mine) and lists the
+// others (theirs).
+func (c *claims) take(ids []string) (mine, theirs []string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	mine = make([]string, 0, len(ids))
+	for _, id := range ids {
+		if _, claimed := c.m[id]; claimed {
+			theirs = append(theirs, id)
+			continue
+		}
+		c.m[id] = make(chan struct{})
+		mine = append(mine, id)
+	}
+	return mine, theirs
+}
+
+// give releases ids claimed.
+func (c *claims) give(ids []string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, id := range ids {
+		close(c.m[id])
+		delete(c.m, id)
+	}
+}
+
+// wait returns once none of ids is claimed, or with ctx's error.
+func (c *claims) wait(ctx context.Context, ids []string) error {
+	for _, id := range ids {
+		c.mu.Lock()
+		ch := c.m[id]
+		c.mu.Unlock()
+		if ch == nil {
+			continue
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
 }

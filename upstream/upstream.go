@@ -124,6 +124,7 @@ type Syncer struct {
 	total  *ratelimit.Limiter // one key: all relays
 	each   *ratelimit.Limiter // keyed by relay URL
 	seen   refusedSet
+	claims claims // ids being fetched after a reconciliation
 }
 
 // New returns a Syncer for cfg.Relays.
@@ -137,7 +138,8 @@ func New(cfg Config) *Syncer {
 	cfg.DialTimeout = cmp.Or(cfg.DialTimeout, 10*time.Second)
 	cfg.Timeout = cmp.Or(cfg.Timeout, 30*time.Second)
 	s := &Syncer{cfg: cfg, total: ratelimit.New(cfg.Budget, 24*time.Hour, cfg.Now),
-		each: ratelimit.New(cfg.RelayBudget, 24*time.Hour, cfg.Now), seen: refusedSet{m: map[string]time.Time{}}}
+		each: ratelimit.New(cfg.RelayBudget, 24*time.Hour, cfg.Now), seen: refusedSet{m: map[string]time.Time{}},
+		claims: claims{m: map[string]chan struct{}{}}}
 	seen := map[string]bool{}
 	for i, u := range slices.Concat(cfg.Peers, cfg.Relays) { // a peer listed as a relay too is a peer
 		if seen[u] {
@@ -239,6 +241,11 @@ func (s *Syncer) take(ctx context.Context, r *relayState, ev *nostr.Event) error
 	case ok && reason == "":
 		r.count(func(c *Counters) { c.Stored++ })
 	case ok:
+		r.count(func(c *Counters) { c.Duplicate++ })
+	case strings.HasPrefix(reason, "replaced:"):
+		// An older version of an address than the one held: held in its
+		// newer version, and not fetched again (from another peer, say).
+		s.seen.add(ev.ID, s.cfg.Now())
 		r.count(func(c *Counters) { c.Duplicate++ })
 	case strings.HasPrefix(reason, "error:"):
 		return errors.New(reason) // ours, not the event's: shutting down, the store failing

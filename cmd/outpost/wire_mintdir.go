@@ -28,7 +28,7 @@ func wireMintdir(ctx context.Context, d deps) (*component, error) {
 	d.metrics.WatchMintdir(dir, log)
 	d.relay.RejectEvent = append(d.relay.RejectEvent, mintdir.RejectInvalidNIP87)
 	d.relay.OnEventSaved = append(d.relay.OnEventSaved, dir.OnEventSaved)
-	d.relay.Info.AddSupportedNIP(87)
+	d.relay.AddSupportedNIP(87)
 	api := mintdirapi.Config{Settings: d.cfg.MintdirAPI, Directory: dir, Log: log}
 	var follow []nostr.Filter
 	if len(d.cfg.Mintdir.Monitors) > 0 {

@@ -4,9 +4,9 @@
 // go-nostr v0.52.1's client races with itself whenever its connection ends
 // (its writer sets Connection = nil while its reader's close reads it). So
 // Dial goes through a sticky proxy: Freeze it before the relay shuts down
-// and the client never hears the close. (khatru's racy listener list is not
-// used by outpost's relay, so tests may subscribe, close and publish in any
-// order.)
+// and the client never hears the close. (outpost's relay has none of
+// khatru's racy listener list, so tests may subscribe, close and publish in
+// any order.)
 package relaytest
 
 import (
