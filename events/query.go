@@ -603,7 +603,7 @@ func (s *Store) value(txn *kv.Txn, tail []byte, buf *[]byte, r *eventReader) ([]
 	}
 	val, found, err := r.read(txn, tail, (*buf)[:0])
 	if !found || len(val) == 0 || err != nil {
-		return nil, err // none, or format 2's time index key of an event it did not have
+		return nil, err // none
 	}
 	*buf = val
 	s.cache.put(id, val)
