@@ -10,8 +10,6 @@ allowed=$(sed -e 's/[[:space:]]*#.*//' -e '/^$/d' <<'LIST'
 # file                  reason
 bench/khatru.go         # the benchmarks' baseline: a bare khatru relay on eventstore's own badger backend
 events/bench_test.go    # compares with eventstore v0.17.8's badger backend, which opens its own badger database
-events/migrate_test.go  # writes eventstore v0.17.8's layout with its badger backend, which opens its own badger database
-store/store_test.go     # the same, and records beside it, before store.Open moves the events
 LIST
 )
 

@@ -24,7 +24,6 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -103,7 +102,7 @@ type bench struct {
 	sizes
 	repo, tmp               string
 	self                    string // this program, for its subcommands
-	outpost, baseline       string // outpost, and outpost built without the ban policies
+	outpost                 string // outpost, built from the working tree
 	previous, prevRev       string // outpost built at an earlier revision ("": none)
 	before, beforeRev       string // outpost before the read-path work, for the read path ("": none)
 	unindexed, unindexedRev string // outpost before issue 25's subscription index ("": none)
@@ -119,8 +118,8 @@ type bench struct {
 // which is about half of linking's time.
 const stripped = "-ldflags=-s -w"
 
-// prepare installs wrk when missing and builds the two outposts; the
-// caller removes b.tmp.
+// prepare installs wrk when missing and builds outpost (and the earlier
+// revisions asked for); the caller removes b.tmp.
 func (b *bench) prepare() error {
 	var err error
 	if b.repo, err = repoRoot(); err != nil {
@@ -137,14 +136,9 @@ func (b *bench) prepare() error {
 	if b.self, err = os.Executable(); err != nil {
 		return err
 	}
-	step("building outpost, and outpost without the ban policies (the ingest baseline)")
-	b.outpost, b.baseline = filepath.Join(b.tmp, "outpost"), filepath.Join(b.tmp, "outpost-nobanpolicy")
-	// Both at once: linking is most of it, and the linker uses one core.
-	errs := make(chan error, 2)
-	for bin, tags := range map[string]string{b.outpost: "", b.baseline: "nobanpolicy"} {
-		go func() { errs <- b.build(b.repo, bin, tags) }()
-	}
-	if err := errors.Join(<-errs, <-errs); err != nil {
+	step("building outpost")
+	b.outpost = filepath.Join(b.tmp, "outpost")
+	if err := b.build(b.repo, b.outpost); err != nil {
 		return err
 	}
 	if b.prevRev != "" {
@@ -307,8 +301,8 @@ var (
 
 // build builds cmd/outpost from the module at src; with -cpuprofile, with
 // a pprof endpoint added (see pprofSource).
-func (b *bench) build(src, bin, tags string) error {
-	args := []string{"build", "-tags", tags, stripped, "-o", bin}
+func (b *bench) build(src, bin string) error {
+	args := []string{"build", stripped, "-o", bin}
 	if b.profileDir != "" {
 		overlay, err := pprofOverlay(b.tmp, src)
 		if err != nil {
@@ -336,5 +330,5 @@ func (b *bench) buildRevision(rev string) (string, error) {
 		return "", fmt.Errorf("git archive %s: %v\n%s", rev, err, out)
 	}
 	bin := filepath.Join(b.tmp, "outpost-"+rev)
-	return bin, b.build(src, bin, "")
+	return bin, b.build(src, bin)
 }

@@ -45,9 +45,6 @@ func (w *Wallet) Recover(ctx context.Context) (int, error) {
 	if err := w.freeOrphans(); err != nil && first == nil {
 		first = err
 	}
-	if err := w.checkImport(ctx); err != nil && first == nil {
-		first = err
-	}
 	if err := w.reclaimOwed(ctx); err != nil && first == nil {
 		first = err
 	}
@@ -436,4 +433,32 @@ func (w *Wallet) Reclaim(ctx context.Context, ref string) (made, redeemed bool, 
 		return true, false, 0, err
 	}
 	return false, false, op.Inputs.Amount() - op.Received - op.Lost - back.Received - back.Lost, nil
+}
+
+// dropSpent deletes spendable proof records the mint says are spent.
+func (w *Wallet) dropSpent(ys []string) error {
+	if len(ys) == 0 {
+		return nil
+	}
+	err := w.db.Update(func(txn *kv.Txn) error {
+		var lost uint64
+		for _, y := range ys {
+			var rec proofRecord
+			found, err := kv.GetJSON(txn, w.key(kindProof, y), &rec)
+			if err != nil {
+				return err
+			}
+			if found && (rec.State == proofUnspent || rec.State == proofQuarantined) {
+				if err := txn.Delete(w.key(kindProof, y)); err != nil {
+					return err
+				}
+				lost += rec.Proof.Amount // the wallet held them; someone else spent them
+			}
+		}
+		return w.addTotals(txn, Totals{LostSats: lost})
+	})
+	if err != nil {
+		return fmt.Errorf("ecash: dropping spent proofs: %w", err)
+	}
+	return w.refreshBalance()
 }

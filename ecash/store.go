@@ -14,18 +14,18 @@ import (
 // are per keyset id alone, so two mints that share an id still never share
 // a counter.
 const (
-	kindSeed     byte = 0x01 // → seedRecord
-	kindKeyset   byte = 0x02 // ns + keyset id → Keyset
-	kindCounter  byte = 0x03 // keyset id → next unused counter (uint32, big-endian)
-	kindProof    byte = 0x04 // ns + Y → proofRecord: every proof the wallet holds
-	kindOp       byte = 0x05 // op id → Op
-	kindOpenOp   byte = 0x06 // ns + op id → "": operations not settled yet
-	kindRef      byte = 0x07 // ns + caller's reference → op id
-	kindMintQ    byte = 0x08 // ns + quote id → mintQuoteRecord
-	kindMigrated byte = 0x09 // ns → migrationRecord
-	kindSentOp   byte = 0x0A // ns + op id → "": operations whose token the mint has not seen redeemed
-	kindTotals   byte = 0x0B // ns → Totals: sats no operation's caller books
-	kindOwed     byte = 0x0C // ns + op id + output index → owedRecord: outputs the mint signed whose signatures never verified
+	kindSeed    byte = 0x01 // → seedRecord
+	kindKeyset  byte = 0x02 // ns + keyset id → Keyset
+	kindCounter byte = 0x03 // keyset id → next unused counter (uint32, big-endian)
+	kindProof   byte = 0x04 // ns + Y → proofRecord: every proof the wallet holds
+	kindOp      byte = 0x05 // op id → Op
+	kindOpenOp  byte = 0x06 // ns + op id → "": operations not settled yet
+	kindRef     byte = 0x07 // ns + caller's reference → op id
+	kindMintQ   byte = 0x08 // ns + quote id → mintQuoteRecord
+	_           byte = 0x09 // development builds' record of an imported gonuts wallet: not reused
+	kindSentOp  byte = 0x0A // ns + op id → "": operations whose token the mint has not seen redeemed
+	kindTotals  byte = 0x0B // ns → Totals: sats no operation's caller books
+	kindOwed    byte = 0x0C // ns + op id + output index → owedRecord: outputs the mint signed whose signatures never verified
 )
 
 // owedRecord is an output the mint signed (it took the inputs) whose
@@ -58,7 +58,7 @@ type seedRecord struct {
 	Mnemonic  string `json:"mnemonic"`
 	Seed      []byte `json:"seed"` // BIP39 seed of the mnemonic (empty passphrase)
 	CreatedAt int64  `json:"created_at"`
-	Source    string `json:"source"` // "new" or where it was imported from
+	Source    string `json:"source"` // "new": made by this wallet
 }
 
 // Proof states in the store.
@@ -126,17 +126,6 @@ type mintQuoteRecord struct {
 	Op      string `json:"op,omitempty"` // the operation minting it
 }
 
-type migrationRecord struct {
-	From         string            `json:"from"`
-	At           int64             `json:"at"`
-	Proofs       int               `json:"proofs"`
-	Sats         uint64            `json:"sats"`
-	Counters     map[string]uint32 `json:"counters"` // the old wallet's, before the margin
-	Checked      bool              `json:"checked"`  // asked of the mint (NUT-07, NUT-09)
-	SpentDropped int               `json:"spent_dropped"`
-	Restored     int               `json:"restored"` // proofs found beyond the old counters
-}
-
 func readCounter(txn *kv.Txn, id string) (uint32, error) {
 	item, err := txn.Get(counterKey(id))
 	if errors.Is(err, kv.ErrNotFound) {
@@ -168,13 +157,4 @@ func reserveCounters(txn *kv.Txn, id string, n int) (uint32, error) {
 		return 0, errors.New("ecash: keyset counter exhausted")
 	}
 	return c, txn.Set(counterKey(id), binary.BigEndian.AppendUint32(nil, c+uint32(n)))
-}
-
-// setCounterAtLeast raises keyset id's counter to n.
-func setCounterAtLeast(txn *kv.Txn, id string, n uint32) error {
-	c, err := readCounter(txn, id)
-	if err != nil || c >= n {
-		return err
-	}
-	return txn.Set(counterKey(id), binary.BigEndian.AppendUint32(nil, n))
 }

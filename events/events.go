@@ -9,8 +9,7 @@
 //
 // # Key layout
 //
-// All keys start with a byte from 0x40 to 0x49, apart from eventstore
-// v0.17.8's (0–8 and 255, migrated away by Open) and outpost's domain
+// All keys start with a byte from 0x40 to 0x49, apart from outpost's domain
 // records (0x80 and up). ts is created_at encoded so that keys sort newest
 // first; the keys of the events and the indexes 0x41–0x45 end with ts and
 // the id, so one forward scan of a range yields its events in NIP-01 order
@@ -31,8 +30,8 @@
 // Events are stored in time order, so the events a scan of any index finds
 // lie near each other in the store: a page back through the global feed, a
 // thread or a pubkey's notifications read a few neighbouring tables' blocks
-// rather than one random place per event, as keying them by id did (format
-// 2, which upgrade.go moves to this one). The event range is also the index
+// rather than one random place per event, as keying them by id did. The
+// event range is also the index
 // by time. What looks an event up by id alone (ids filters, duplicates,
 // deletions, expiry) reads its ts from the id key first.
 //
@@ -50,8 +49,8 @@
 // badger's bloom filters answer for the common "no" without reading a table;
 // a key per target and author, rather than per request, is what makes it a
 // point lookup, and a list of requests rather than a count keeps writing
-// one idempotent and removing one exact. The format key says which of these
-// layouts' versions the data is in (see upgrade.go).
+// one idempotent and removing one exact. The format key says which layout
+// the data is in: this one, format 3, or Open refuses it (see format.go).
 //
 // Tags are indexed when their name is one byte long and they have a value
 // (tag[1]), whatever that value is: empty, short or long. NIP-01 only asks
@@ -161,19 +160,13 @@ type Store struct {
 	newest newest
 }
 
-// Open returns the event store on db, first bringing data of an older
-// format up to this one (see upgrade), and then moving any events eventstore
-// v0.17.8's badger backend left in it into this store's layout: the move
-// saves them, so it must find the store in the format it writes. Either
-// move can take minutes on a large store; once ctx ends, it stops between
-// two batches and Open returns ctx's error, and the next Open resumes it.
-func Open(ctx context.Context, db *kv.DB, log *slog.Logger) (*Store, error) {
+// Open returns the event store on db. A database whose events are in
+// another layout than this code's is refused with a *FormatError, and left
+// as it is. (ctx is not used: opening does no long work.)
+func Open(_ context.Context, db *kv.DB, log *slog.Logger) (*Store, error) {
 	s := &Store{db: db, log: log, now: time.Now, newest: newest{seed: maphash.MakeSeed()}}
-	if err := s.upgrade(ctx); err != nil {
+	if err := s.checkFormat(); err != nil {
 		return nil, err
-	}
-	if err := s.migrate(ctx); err != nil {
-		return nil, fmt.Errorf("move events from eventstore's layout: %w", err)
 	}
 	if err := s.newest.load(db); err != nil {
 		return nil, fmt.Errorf("read the newest event of each author: %w", err)

@@ -270,19 +270,8 @@ func checkAgainstModel(t *testing.T, seed uint64, events, queries int, old model
 	}
 	for i := range events {
 		if i == events/2 {
-			switch old {
-			case modelNoKinds:
+			if old == modelNoKinds {
 				stripKinds(t, s.db, 2)
-			case modelFormat2:
-				toFormat2(t, s.db)
-				upgraded, err := Open(context.Background(), s.db, quiet())
-				if err != nil {
-					t.Fatal(err)
-				}
-				checkFormat3(t, s.db)
-				upgraded.Cache(1 << 20)
-				upgraded.now = s.now
-				s = upgraded
 			}
 			compare(queries / 2)
 			deletions()
@@ -314,7 +303,6 @@ type modelOld int
 const (
 	modelNew     modelOld = iota // nothing
 	modelNoKinds                 // clear flagKind from every other index key, as keys written before it have it
-	modelFormat2                 // rewrite it in format 2 and open it again (see upgrade)
 )
 
 func TestQueriesMatchTheModel(t *testing.T) {
@@ -331,6 +319,6 @@ func FuzzQueriesMatchTheModel(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var seed [8]byte
 		copy(seed[:], b)
-		checkAgainstModel(t, binary.BigEndian.Uint64(seed[:]), 60, 60, modelOld(seed[7]%3))
+		checkAgainstModel(t, binary.BigEndian.Uint64(seed[:]), 60, 60, modelOld(seed[7]%2))
 	})
 }

@@ -236,9 +236,8 @@ func (s *Store) deleteTxn(txn *kv.Txn, id []byte) (bool, error) {
 }
 
 // findTail reads the ts and id that end the keys of the stored event id
-// from its id key; nil when there is no such event, or only one that
-// format 3's move could not read (its id key holds the whole event: see
-// moveEvents). Get rather than AppendValue: its copies of 8 bytes cost less
+// from its id key; nil when there is no such event, or when the key holds
+// something else than a ts (which this code never writes). Get rather than AppendValue: its copies of 8 bytes cost less
 // than building a key iterator.
 func findTail(txn *kv.Txn, id []byte) ([]byte, error) {
 	item, err := txn.Get(idKey(id))

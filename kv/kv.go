@@ -20,7 +20,6 @@ import (
 // two ever collide. Each service subdivides its own with a second byte (see
 // Key).
 //
-//	0x00–0x08, 0xFF  eventstore v0.17.8's events (only until events.Open moves them)
 //	0x40–0x49        Nostr events and their indexes (package events)
 //	0x80 and up      domain records:
 const (

@@ -1,5 +1,3 @@
-//go:build !nobanpolicy
-
 package relay
 
 import (
@@ -9,8 +7,7 @@ import (
 	"github.com/outpost-relay/outpost/policies"
 )
 
-// banPolicies enforce the ban list and the access lists on every event. (The nobanpolicy build tag
-// leaves them out; the benchmarks use it as their baseline.)
+// banPolicies enforce the ban list and the access lists on every event.
 func banPolicies(l *policies.BanList) []func(context.Context, *nostr.Event) (bool, string) {
 	return []func(context.Context, *nostr.Event) (bool, string){
 		policies.RejectBannedAuthors(l),

@@ -5,6 +5,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 
 	"github.com/outpost-relay/outpost/events"
@@ -30,10 +31,13 @@ func Open(dataDir string, log *slog.Logger) (*Store, error) {
 }
 
 // OpenWith opens (or creates) the database in dataDir (see kv.Settings.Open)
-// and the event store on it, which brings events of an older layout into
-// its own (see events.Open): once ctx ends, that stops and OpenWith returns
-// ctx's error.
+// and the event store on it. A data dir in another format than this
+// version's (see Format) is refused with ErrOtherFormat before anything in
+// it is written.
 func OpenWith(ctx context.Context, s kv.Settings, dataDir string, log *slog.Logger) (*Store, error) {
+	if err := refuseGonutsWallet(dataDir); err != nil {
+		return nil, err
+	}
 	db, err := s.Open(dataDir, log)
 	if err != nil {
 		return nil, err
@@ -41,6 +45,9 @@ func OpenWith(ctx context.Context, s kv.Settings, dataDir string, log *slog.Logg
 	ev, err := events.Open(ctx, db, log.With("component", "events"))
 	if err != nil {
 		db.Close()
+		if fe := (*events.FormatError)(nil); errors.As(err, &fe) {
+			return nil, otherFormat(dataDir, "events in "+fe.Found)
+		}
 		return nil, err
 	}
 	ev.Cache(s.EventCache())

@@ -1,23 +1,27 @@
 package store
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
+	"maps"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
-	"github.com/dgraph-io/badger/v4"
-	bbackend "github.com/fiatjaf/eventstore/badger"
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/outpost-relay/outpost/kv"
 )
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
-// Events and domain records share one database; reopening it (which looks
-// for events in eventstore's old layout) must leave both intact.
+// Events and domain records share one database; reopening it (which checks
+// its format) must leave both intact.
 func TestEventsAndRecordsSurviveReopen(t *testing.T) {
 	dir := t.TempDir()
 	ctx := context.Background()
@@ -114,76 +118,115 @@ func TestOpenTwiceIsLocked(t *testing.T) {
 	}
 }
 
-// A data dir of an outpost that stored events with eventstore's backend:
-// Open moves the events into the event store's layout and deletes the old
-// keys, and the domain records next to them are untouched.
-func TestOpenMovesEventstoreEventsAndKeepsRecords(t *testing.T) {
-	dir := t.TempDir()
-	ctx := context.Background()
-	old := &bbackend.BadgerBackend{Path: filepath.Join(dir, "badger"),
-		BadgerOptionsModifier: func(o badger.Options) badger.Options { return o.WithLogger(nil) }}
-	if err := old.Init(); err != nil {
-		t.Fatal(err)
+// A data dir of another format than this version's (development builds'
+// layouts, eventstore's, a gonuts wallet) is refused with a message saying
+// what to do, and nothing in it is written.
+func TestOpenRefusesOtherFormats(t *testing.T) {
+	ev := func(prefix byte) []byte { return append([]byte{prefix}, bytes.Repeat([]byte{7}, 40)...) }
+	for _, c := range []struct {
+		name, found string
+		keys        [][2][]byte // written before Open, besides a record of each service
+		wallet      bool        // a gonuts wallet in faucet/wallet
+	}{
+		{name: "eventstore", found: "eventstore v0.17.8's layout",
+			keys: [][2][]byte{{{0, 0, 0, 0, 1}, bytes.Repeat([]byte{9}, 100)}, {{1, 2, 3}, nil}, {{255}, {0, 0, 0, 4}}}},
+		{name: "eventstore version key alone", found: "eventstore v0.17.8's layout", keys: [][2][]byte{{{255}, {0, 0, 0, 4}}}},
+		{name: "format 1", found: "format 1", keys: [][2][]byte{{ev(0x40), []byte("event")}, {ev(0x42), nil}}},
+		{name: "format 2", found: "format 2", keys: [][2][]byte{{ev(0x40), []byte("event")}, {{0x49}, {2}}}},
+		{name: "format 4", found: "format 4", keys: [][2][]byte{{ev(0x41), []byte("event")}, {{0x49}, {4}}}},
+		{name: "gonuts wallet", found: "a gonuts wallet (faucet/wallet/wallet.db)", wallet: true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if c.wallet {
+				if err := os.MkdirAll(filepath.Join(dir, "faucet", "wallet"), 0o700); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(dir, "faucet", "wallet", "wallet.db"), []byte("bolt"), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				writeRaw(t, dir, c.keys)
+			}
+			before := dump(t, dir)
+			s, err := Open(dir, quiet())
+			if err == nil {
+				s.Close()
+				t.Fatal("Open accepted it")
+			}
+			if !errors.Is(err, ErrOtherFormat) {
+				t.Fatalf("Open: %v, want ErrOtherFormat", err)
+			}
+			for _, want := range []string{dir, c.found, "outpost export", "outpost import", "format 3"} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("the message does not say %q: %v", want, err)
+				}
+			}
+			if after := dump(t, dir); !maps.Equal(after, before) {
+				t.Errorf("Open changed the data dir:\nbefore %q\nafter  %q", before, after)
+			}
+		})
 	}
-	sk := nostr.GeneratePrivateKey()
-	want := map[string]bool{}
-	for i := range 50 {
-		ev := nostr.Event{Kind: 1984, CreatedAt: nostr.Timestamp(1700000000 + i), Content: "report", Tags: nostr.Tags{{"p", "x"}}}
-		if i%5 == 0 {
-			ev = nostr.Event{Kind: 38000, CreatedAt: nostr.Timestamp(1700000000 + i), Tags: nostr.Tags{{"d", string(rune('a' + i))}, {"k", "38172"}}}
-		}
-		ev.Sign(sk)
-		if err := old.SaveEvent(ctx, &ev); err != nil {
-			t.Fatal(err)
-		}
-		want[ev.ID] = true
-	}
-	type rec struct{ N int }
-	prefixes := []byte{kv.PrefixBanlist, kv.PrefixMintdir, kv.PrefixFaucet, kv.PrefixRelay}
-	for _, p := range prefixes {
-		if err := old.DB.Update(func(txn *badger.Txn) error {
-			return txn.Set(kv.Key(p, 1, []byte("k")), fmt.Appendf(nil, `{"N":%d}`, p)) // rec as JSON
-		}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	old.Close()
+}
 
-	s, err := Open(dir, quiet())
+// writeRaw writes keys into a database in dir, as another program would,
+// and a record of each service.
+func writeRaw(t *testing.T, dir string, keys [][2][]byte) {
+	db, err := kv.Open(dir, quiet())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
-	ch, _ := s.Events.QueryEvents(ctx, nostr.Filter{})
-	got := 0
-	for ev := range ch {
-		if !want[ev.ID] {
-			t.Errorf("unexpected event %s", ev.ID)
+	defer db.Close()
+	if err := db.Update(func(txn *kv.Txn) error {
+		for _, p := range []byte{kv.PrefixBanlist, kv.PrefixMintdir, kv.PrefixFaucet, kv.PrefixRelay, kv.PrefixWallet} {
+			if err := txn.Set(kv.Key(p, 1, []byte("k")), []byte{p}); err != nil {
+				return err
+			}
 		}
-		got++
-	}
-	if got != len(want) {
-		t.Fatalf("%d events after the move, want %d", got, len(want))
-	}
-	s.DB.View(func(txn *kv.Txn) error {
-		it := txn.NewIterator(kv.IteratorOptions{})
-		defer it.Close()
-		for it.Rewind(); it.Valid(); it.Next() {
-			if k := it.Item().Key(); k[0] <= 8 || k[0] == 255 {
-				t.Fatalf("key %x of eventstore's layout left", k)
+		for _, kv := range keys {
+			if err := txn.Set(kv[0], kv[1]); err != nil {
+				return err
 			}
 		}
 		return nil
-	})
-	for _, p := range prefixes {
-		var r rec
-		var found bool
-		err := s.DB.View(func(txn *kv.Txn) (err error) {
-			found, err = kv.GetJSON(txn, kv.Key(p, 1, []byte("k")), &r)
-			return err
-		})
-		if err != nil || !found || r.N != int(p) {
-			t.Errorf("record under %#x after the move: %v %v %+v", p, found, err, r)
-		}
+	}); err != nil {
+		t.Fatal(err)
 	}
+}
+
+// dump reads every record in dir's database (none when there is no
+// database), and the names of the files outside it.
+func dump(t *testing.T, dir string) map[string]string {
+	all := map[string]string{}
+	filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if rel, _ := filepath.Rel(dir, path); rel == "badger" || err != nil {
+			return fs.SkipDir
+		} else if !d.IsDir() {
+			all["file "+rel] = ""
+		}
+		return nil
+	})
+	if _, err := os.Stat(filepath.Join(dir, "badger")); errors.Is(err, os.ErrNotExist) {
+		return all
+	}
+	db, err := kv.Open(dir, quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.View(func(txn *kv.Txn) error {
+		it := txn.NewIterator(kv.IteratorOptions{})
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			v, err := it.Item().ValueCopy(nil)
+			if err != nil {
+				return err
+			}
+			all[fmt.Sprintf("%x", it.Item().Key())] = fmt.Sprintf("%x", v)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return all
 }

@@ -29,13 +29,9 @@ type Config struct {
 	DB            *kv.DB
 	MintURL       string   // the one mint the wallet holds ecash at
 	AcceptedMints []string // other mints whose tokens are taken in over Lightning
-	// LegacyDir is where an earlier outpost kept its gonuts wallet; on
-	// first start its seed, counters and proofs are imported and the
-	// directory is moved aside (never deleted).
-	LegacyDir   string
-	Log         *slog.Logger
-	Timeout     time.Duration // per request to a mint; default 15 s
-	MeltTimeout time.Duration // per melt request; default 60 s
+	Log           *slog.Logger
+	Timeout       time.Duration // per request to a mint; default 15 s
+	MeltTimeout   time.Duration // per melt request; default 60 s
 	// AllowNoDLEQ lets the wallet use a mint that does not advertise DLEQ
 	// proofs (NUT-12): its signatures cannot be checked; Status warns.
 	AllowNoDLEQ bool
@@ -79,8 +75,7 @@ const (
 // when no verified answer follows.
 const faultyFor = time.Minute
 
-// New opens the treasury's wallet (importing a legacy gonuts wallet first,
-// if there is one). It reads only the store: a mint that is down delays
+// New opens the treasury's wallet. It reads only the store: a mint that is down delays
 // payouts instead of stopping the program.
 func New(cfg Config) (*Treasury, error) {
 	mint, err := NormalizeMintURL(cfg.MintURL)
@@ -102,33 +97,12 @@ func New(cfg Config) (*Treasury, error) {
 		}
 		t.accepted[n] = true
 	}
-	legacy, other, err := readLegacy(cfg.LegacyDir, mint)
-	if err != nil {
-		return nil, fmt.Errorf("treasury: reading the earlier wallet in %s: %w", cfg.LegacyDir, err)
-	}
-	if legacy != nil {
-		if err := ecash.ImportSeed(cfg.DB, *legacy, time.Now().Unix()); err != nil {
-			return nil, fmt.Errorf("treasury: importing the earlier wallet in %s: %w", cfg.LegacyDir, err)
-		}
-	}
 	if t.w, err = t.open(mint); err != nil {
 		return nil, err
 	}
-	if legacy != nil {
-		if err := t.w.Import(*legacy); err != nil {
-			return nil, fmt.Errorf("treasury: importing the earlier wallet in %s: %w", cfg.LegacyDir, err)
-		}
-		moved, err := moveAside(cfg.LegacyDir)
-		if err != nil {
-			return nil, fmt.Errorf("treasury: imported the earlier wallet, but could not move %s aside: %w", cfg.LegacyDir, err)
-		}
-		t.log.Info("faucet wallet: imported the earlier gonuts wallet; the mint is asked about its proofs once it answers",
-			"from", cfg.LegacyDir, "moved_to", moved, "proofs", len(legacy.Proofs), "sats", legacy.Proofs.Amount(),
-			"in_melts", len(legacy.Melting), "handed_out", len(legacy.Sent), "open_mint_quotes", len(legacy.MintQuotes),
-			"other_mints_proofs_left_behind", other)
-	}
 	return t, nil
 }
+
 func (t *Treasury) open(mint string) (*ecash.Wallet, error) {
 	return ecash.Open(ecash.Config{DB: t.cfg.DB, MintURL: mint, Log: t.log, Timeout: t.cfg.Timeout, MeltTimeout: t.cfg.MeltTimeout,
 		AllowNoDLEQ: t.cfg.AllowNoDLEQ})
@@ -409,9 +383,6 @@ func (t *Treasury) CheckMint(ctx context.Context) error {
 	}
 	return t.Ready()
 }
-
-// Refresh is CheckMint; the faucet's background job calls it.
-func (t *Treasury) Refresh(ctx context.Context) error { return t.CheckMint(ctx) }
 
 // Close stops new operations.
 func (t *Treasury) Close(context.Context) error {

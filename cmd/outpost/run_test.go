@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -318,5 +319,31 @@ func TestBusyPortAndLockedDataDir(t *testing.T) {
 	err = run(context.Background(), nil, testEnv(dir, nil), nil, io.Discard, io.Discard)
 	if err == nil || !strings.Contains(err.Error(), "in use by another outpost") {
 		t.Errorf("locked data dir: %v", err)
+	}
+}
+
+// A data dir of a development build's format (here, with the gonuts wallet
+// the faucet kept before its own) is refused before anything is written,
+// saying what to do.
+func TestOtherFormatIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	wallet := filepath.Join(dir, "faucet", "wallet", "wallet.db")
+	if err := os.MkdirAll(filepath.Dir(wallet), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(wallet, []byte("bolt"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // should it start, it stops
+	defer cancel()
+	err := run(ctx, nil, testEnv(dir, nil), nil, io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "outpost export") || !strings.Contains(err.Error(), "outpost import") {
+		t.Errorf("run: %v, want the data dir refused, naming export and import", err)
+	}
+	if _, err := os.Stat(wallet); err != nil {
+		t.Errorf("the wallet: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "badger")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a database was made in the refused data dir: %v", err)
 	}
 }

@@ -65,8 +65,8 @@ var libLogs sync.Once
 
 func newLogger(w io.Writer, level slog.Level) *slog.Logger {
 	log := slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
-	// Route the libraries' loggers into ours: eventstore uses the standard
-	// log package, go-nostr package variables, set once since goroutines of
+	// Route the libraries' loggers into ours: khatru uses the standard log
+	// package, go-nostr package variables, set once since goroutines of
 	// its clients read them without a lock.
 	slog.SetDefault(log)
 	libLogs.Do(func() {
@@ -77,22 +77,12 @@ func newLogger(w io.Writer, level slog.Level) *slog.Logger {
 	return log
 }
 
-// errStoppedOpening: ctx ended while the store moved its events into this
-// version's layout.
-var errStoppedOpening = errors.New("stopped while opening the store")
-
-// openStore opens the store in cfg's data dir. A move of stored events into
-// this version's layout can take minutes: once ctx ends (SIGTERM, Ctrl-C),
-// it stops between two batches, what it did stays done, and the next start
-// goes on from there.
+// openStore opens the store in cfg's data dir; one of another format is
+// refused, saying what to do (see store.ErrOtherFormat).
 func openStore(ctx context.Context, cfg *Config, logger *slog.Logger) (*store.Store, error) {
 	st, err := store.OpenWith(ctx, cfg.Store, cfg.DataDir, logger)
-	switch {
-	case errors.Is(err, kv.ErrLocked):
+	if errors.Is(err, kv.ErrLocked) {
 		return nil, fmt.Errorf("the data dir %s is in use by another outpost process", cfg.DataDir)
-	case ctx.Err() != nil && errors.Is(err, ctx.Err()):
-		logger.Info("stopped while moving stored events into this version's layout; the next start resumes the move", "err", err)
-		return nil, errStoppedOpening
 	}
 	return st, err
 }
@@ -119,9 +109,6 @@ func serve(ctx context.Context, cfg *Config, stdout, stderr io.Writer) (err erro
 			"container_memory", cfg.fittedTo.String(), "memory_limit", cfg.MemoryLimit.String(), "cache_size", cfg.Store.CacheSize.String())
 	}
 	st, err := openStore(ctx, cfg, logger)
-	if errors.Is(err, errStoppedOpening) {
-		return nil
-	}
 	if err != nil {
 		return err
 	}

@@ -36,10 +36,6 @@ func wireFaucet(ctx context.Context, d deps) (comp *component, err error) {
 		log.Info("faucet: runs on another node; /faucet answers 503 faucet_elsewhere", "faucet", c.Primary)
 		return &component{api: httpapi.Service{Name: "faucet", Mount: d.cfg.FaucetMount, Routes: faucetapi.Elsewhere(c.Primary, log)}}, nil
 	}
-	dir := filepath.Join(d.cfg.DataDir, "faucet")
-	if err := ensureDir(dir); err != nil {
-		return nil, err
-	}
 	mintURL := c.MintURL
 	var test *faucet.TestMint
 	if tm := d.embedded; tm != nil {
@@ -48,7 +44,7 @@ func wireFaucet(ctx context.Context, d deps) (comp *component, err error) {
 		log.Info("faucet: embedded test mint", "url", tm.URL)
 	}
 	tr, err := treasury.New(treasury.Config{DB: d.store.DB, MintURL: mintURL, AcceptedMints: c.AcceptedMints,
-		LegacyDir: filepath.Join(dir, "wallet"), Log: log, AllowNoDLEQ: c.MintWithoutDLEQ})
+		Log: log, AllowNoDLEQ: c.MintWithoutDLEQ})
 	if err != nil {
 		return nil, fmt.Errorf("faucet wallet: %w", err)
 	}
@@ -72,7 +68,7 @@ func wireFaucet(ctx context.Context, d deps) (comp *component, err error) {
 	if test != nil {
 		// Funded before the first request, so a fresh "go run" can pay at once.
 		fctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		if err := tr.Refresh(fctx); err != nil {
+		if err := tr.CheckMint(fctx); err != nil {
 			log.Warn("faucet: the embedded test mint's wallet did not load", "err", err)
 		}
 		svc.TopUp(fctx) // once the wallet has loaded
