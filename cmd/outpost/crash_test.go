@@ -134,6 +134,7 @@ func crash(t *testing.T, mint, network string, pay func(invoice string), payeeMi
 	receiver := ecashtest.NewPayee(t, mint)
 	for _, u := range users {
 		outcome, claimed := afterCrash(t, f, u, invoices[u])
+		counts[outcome+" ("+u.method+")"]++
 		counts[outcome]++
 		if claimed {
 			counts["claimed again"]++
@@ -200,6 +201,9 @@ func afterCrash(t *testing.T, f string, u *claimant, invoice string) (outcome st
 		}
 		u.token = tok // also where the kill lost the answer
 	case outcome == "open" && code == 200 && r["status"] == "paid": // never taken, or failed having paid nothing
+		if claim != nil {
+			outcome = "open again" // its claim failed having paid nothing: given back
+		}
 		u.token, _ = r["token"].(string)
 		claimed = true
 	case (outcome == "failed" || outcome == "open") && code == 502, // paid nothing, and past its time, or failed again
