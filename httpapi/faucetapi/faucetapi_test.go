@@ -101,7 +101,9 @@ func TestWalkthrough(t *testing.T) {
 		if b := num(e.stats()["balance_sats"]); b != balance {
 			t.Fatalf("balance %d after answering again, want %d", b, balance)
 		}
-		want(t, e.as(e.newUser("mallory", theMint, nil), "GET", "/claims/"+q["quote_id"].(string), nil), 404, "quote_not_found")
+		mallory := e.newUser("mallory", theMint, nil)
+		e.login(mallory)
+		want(t, e.as(mallory, "GET", "/claims/"+q["quote_id"].(string), nil), 404, "quote_not_found")
 		want(t, e.as(alice, "GET", "/claims/"+strings.Repeat("q", 101), nil), 400, "invalid_request")
 		r = e.as(alice, "POST", "/claim/quote", map[string]any{"method": "cashu"})
 		want(t, r, 429, "rate_limit_exceeded")
