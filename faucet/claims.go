@@ -1,6 +1,7 @@
 package faucet
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"strings"
@@ -85,11 +86,14 @@ type Claim struct {
 	Nutzap      *NutzapTarget       `json:"nutzap,omitempty"` // and, once made, its event
 	Unsure      bool                `json:"unsure,omitempty"`
 	Preimage    string              `json:"preimage,omitempty"`
-	Reason      string              `json:"reason,omitempty"`
-	CreatedAt   int64               `json:"created_at"`
-	AttemptedAt int64               `json:"attempted_at,omitempty"`
-	PaidAt      int64               `json:"paid_at,omitempty"`
-	NextClaimAt int64               `json:"next_claim_at,omitempty"`
+	// Token is a token payout's token, recorded with its paid state, so a
+	// client whose answer was lost learns it again (GET /claims/{quote_id}).
+	Token       string `json:"token,omitempty"`
+	Reason      string `json:"reason,omitempty"`
+	CreatedAt   int64  `json:"created_at"`
+	AttemptedAt int64  `json:"attempted_at,omitempty"`
+	PaidAt      int64  `json:"paid_at,omitempty"`
+	NextClaimAt int64  `json:"next_claim_at,omitempty"`
 }
 
 // ConfirmResult is the API's view of a claim.
@@ -389,6 +393,9 @@ func (s *Service) Confirm(ctx context.Context, sess Session, ip, quoteID, invoic
 	if err := s.db.View(func(txn *kv.Txn) (err error) { q, found, err = getQuote(txn, quoteID); return }); err != nil {
 		return ConfirmResult{}, err
 	}
+	if found && q.PubKey == sess.PubKey && q.State == QuoteUsed {
+		return s.confirmedBefore(q)
+	}
 	if err := s.checkQuote(q, found, sess.PubKey, now); err != nil {
 		return ConfirmResult{}, err
 	}
@@ -418,6 +425,31 @@ func (s *Service) Confirm(ctx context.Context, sess Session, ip, quoteID, invoic
 	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
 	defer cancel()
 	return s.pay(pctx, c, inv)
+}
+
+// confirmedBefore answers a confirm of a quote whose claim was taken
+// before, as the first confirm was answered, so that a client that lost the
+// answer (a cut connection, a crash) may simply repeat it: paid or pending
+// with its result (a token payout's token again: the same ecash, not a
+// second payment), failed with payment_failed. Nothing is paid here. A
+// claim still being paid is 409 quote_already_used, as for concurrent
+// confirms.
+func (s *Service) confirmedBefore(q Quote) (ConfirmResult, error) {
+	c, err := s.claimByID(q.ClaimID)
+	if err != nil {
+		return ConfirmResult{}, err
+	}
+	switch c.State {
+	case ClaimPaid, ClaimPending:
+		return c.result(c.Token), nil
+	case ClaimFailed:
+		return ConfirmResult{}, outpost.Errorf(outpost.BadGateway, "payment_failed",
+			"this quote's claim failed (%s); nothing was paid, your cooldown and the budget were released: ask for a new quote", c.Reason).
+			With("claim_id", c.ID).With("status", ClaimFailed)
+	}
+	return ConfirmResult{}, outpost.Errorf(outpost.Conflict, "quote_already_used",
+		"this quote was already confirmed and its payment is under way; GET /claims/%s tells how it ends", q.ID).
+		With("claim_id", q.ClaimID).With("status", ClaimPending)
 }
 
 // checkNPubClaim: an npub session may only claim to its profile's lud16.
@@ -508,6 +540,7 @@ func (s *Service) pay(ctx context.Context, c Claim, inv bolt11.Invoice) (Confirm
 		if err != nil { // tok.FeeSats: what the attempt cost nonetheless
 			return ConfirmResult{}, paymentError(c, s.failCost(c, err, tok.FeeSats))
 		}
+		c.Token = tok.Token
 		c, err = s.settle(c, ClaimPaid, treasury.Payment{State: treasury.Paid, FeeSats: tok.FeeSats})
 		if err != nil {
 			// Unrecorded, the claim is settled by the background job
@@ -584,6 +617,7 @@ func (s *Service) settle(c Claim, state string, p treasury.Payment) (Claim, erro
 			return nil
 		}
 		if found {
+			cur.Token = cmp.Or(cur.Token, c.Token) // a token payout's, recorded with its paid state
 			c = cur
 		}
 		changed = c.State != state
@@ -647,6 +681,9 @@ func (s *Service) failCost(c Claim, cause error, feeSats int64) error {
 		if err := s.release(txn, &c); err != nil {
 			return err
 		}
+		if err := s.giveBack(txn, c); err != nil {
+			return err
+		}
 		if feeSats > 0 {
 			if err := s.addTotals(txn, func(t *totals) { t.FeeSats += feeSats }); err != nil {
 				return err
@@ -666,6 +703,31 @@ func (s *Service) failCost(c Claim, cause error, feeSats int64) error {
 		}
 	}
 	return cause
+}
+
+// giveBack opens a failed claim's quote again, in the transaction that
+// records the failure, while it is unexpired and still the user's current
+// quote: nothing was paid, so the quote is not used up — a repeated
+// confirm claims again (and a quote request returns it, amount unchanged).
+// This is what becomes of a confirm cut by a crash before it paid. A quote
+// past its time stays used, and its claim's answer says failed.
+func (s *Service) giveBack(txn *kv.Txn, c Claim) error {
+	q, found, err := getQuote(txn, c.QuoteID)
+	if err != nil || !found || q.State != QuoteUsed || q.ClaimID != c.ID || s.now().Unix() >= q.ExpiresAt {
+		return err
+	}
+	item, err := txn.Get(key(kindOpenQuote, q.PubKey))
+	if errors.Is(err, kv.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if current, err := item.ValueCopy(nil); err != nil || string(current) != q.ID {
+		return err // a newer quote replaced it
+	}
+	q.State = QuoteOpen
+	return s.putQuote(txn, q)
 }
 
 // claimed tells OnClaim that c reached its state.

@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -89,5 +90,17 @@ func TestHTTPRoutes(t *testing.T) {
 	outer.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("PROPFIND", "/mintdir/blocked/pubkeys/abc", nil))
 	if got := testutil.ToFloat64(m.httpRequests.WithLabelValues("mintdir", "/blocked/pubkeys/{pubkey}", "other", "405")); got != 1 {
 		t.Errorf("PROPFIND: outpost_http_requests_total{route=\"/blocked/pubkeys/{pubkey}\",method=\"other\",code=\"405\"} = %v, want 1", got)
+	}
+}
+
+// A service without a health status (one this node does not run) has no
+// series, and the scrape goes on for the others.
+func TestWatchHealthWithoutStatus(t *testing.T) {
+	m := New("test", "abc")
+	m.WatchHealth([]ServiceStatus{{Service: "faucet"},
+		{Service: "banlist", Status: func(context.Context) string { return "degraded" }}})
+	got, err := testutil.GatherAndCount(m.reg, "outpost_service_health")
+	if err != nil || got != 3 {
+		t.Fatalf("%d series (%v), want 3: the banlist's ok, degraded and down", got, err)
 	}
 }

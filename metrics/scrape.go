@@ -80,15 +80,21 @@ func (m *Metrics) WatchRelay(r *relay.Relay, restLimit *ratelimit.Limiter) {
 // /health says it.
 type ServiceStatus struct {
 	Service string
-	Status  func(ctx context.Context) string // outpost.HealthOK, HealthDegraded or HealthDown
+	Status  func(ctx context.Context) string // outpost.HealthOK, HealthDegraded or HealthDown; nil when it has no health
 }
 
 // WatchHealth reports each service's health status as a state set: exactly
-// one of ok, degraded and down is 1.
+// one of ok, degraded and down is 1. A service without a status (one this
+// node does not run, like the faucet of a node with --faucet-primary) has
+// no series, as it has no part in /health: a scrape runs its collectors in
+// goroutines of their own, so a nil call there would kill the process.
 func (m *Metrics) WatchHealth(services []ServiceStatus) {
 	d := desc("", "service_health", "1 for the service's current health status (ok, degraded, down), 0 for the others.", "service", "status")
 	m.Register(collector{descs: []*prometheus.Desc{d}, collect: func(ctx context.Context, ch chan<- prometheus.Metric) {
 		for _, s := range services {
+			if s.Status == nil {
+				continue
+			}
 			now := s.Status(ctx)
 			for _, st := range []string{outpost.HealthOK, outpost.HealthDegraded, outpost.HealthDown} {
 				ch <- gauge(d, boolValue(now == st), s.Service, st)

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"sort"
 	"strings"
 	"sync"
@@ -49,6 +50,7 @@ type Treasury struct {
 	foreign map[string]*ecash.Wallet // wallets at other accepted mints, for deposits
 	status  Status
 	probe   chan struct{} // asks Watch to probe the mint now
+	answers answers       // of the faucet's mint, through its wallet's HTTP client
 }
 
 // Status is how the wallet and its mint are doing, as last seen.
@@ -104,8 +106,13 @@ func New(cfg Config) (*Treasury, error) {
 }
 
 func (t *Treasury) open(mint string) (*ecash.Wallet, error) {
+	var client *http.Client
+	if mint == t.mintURL { // another mint's answers say nothing of the faucet's
+		t.answers.next = http.DefaultTransport
+		client = &http.Client{Transport: &t.answers}
+	}
 	return ecash.Open(ecash.Config{DB: t.cfg.DB, MintURL: mint, Log: t.log, Timeout: t.cfg.Timeout, MeltTimeout: t.cfg.MeltTimeout,
-		AllowNoDLEQ: t.cfg.AllowNoDLEQ})
+		AllowNoDLEQ: t.cfg.AllowNoDLEQ, HTTP: client})
 }
 
 // NormalizeMintURL gives a mint URL its one spelling (minturl's, which the
@@ -198,14 +205,30 @@ func (t *Treasury) note(err error) {
 	case ecash.Faulty:
 		st = Status{State: StateFaulty, Reason: ecash.AsMintError(err).Error()}
 	case ecash.Refused:
-		st = Status{State: StateOK} // it answered
+		t.answered() // it answered
+		return
 	default:
-		if err != nil {
-			return
+		if err == nil {
+			t.answered()
 		}
-		st = Status{State: StateOK}
+		return
 	}
 	t.set(st)
+}
+
+// answered records that an operation succeeded (or was refused): the mint
+// is ok, if it answered since its state was last judged. An operation
+// answered from what the wallet already knew asked the mint nothing, and
+// must not end an outage the probes still see (a cached success during
+// an outage made health flap).
+func (t *Treasury) answered() {
+	t.mu.Lock()
+	cur := t.status
+	t.mu.Unlock()
+	if cur.State != StateOK && !t.answers.since(cur.At) {
+		return
+	}
+	t.set(Status{State: StateOK})
 }
 
 // set records the mint's state, logging a change.

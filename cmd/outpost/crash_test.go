@@ -1,12 +1,14 @@
 package main
 
 import (
+	"fmt"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/outpost-relay/outpost/ecash/ecashtest"
 	"github.com/outpost-relay/outpost/internal/testkit"
+	"github.com/outpost-relay/outpost/lnurl/lnurltest"
 	"github.com/outpost-relay/outpost/testmint"
 	"github.com/outpost-relay/outpost/testmint/minttest"
 )
@@ -44,7 +46,8 @@ func TestFaucetCrash(t *testing.T) {
 
 func crash(t *testing.T, mint, network string, pay func(invoice string), payeeMint string) {
 	dir := t.TempDir()
-	env := mintEnv(mint, map[string]string{"OUTPOST_FAUCET_NETWORK": network, "OUTPOST_FAUCET_FIXED_SATS": "21"})
+	env := mintEnv(mint, map[string]string{"OUTPOST_FAUCET_NETWORK": network, "OUTPOST_FAUCET_FIXED_SATS": "21",
+		"OUTPOST_FAUCET_LNURL_ALLOW_HTTP": "true", "OUTPOST_FAUCET_LNURL_ALLOW_PRIVATE": "true"})
 	c := startChild(t, dir, env)
 	f := c.url + "/faucet"
 	_, dep := call(t, "GET", f+"/deposit?amount=5000", nil)
@@ -60,21 +63,27 @@ func crash(t *testing.T, mint, network string, pay func(invoice string), payeeMi
 
 	c = startChild(t, dir, env)
 	f = c.url + "/faucet"
+	// Lightning addresses whose invoices are the payee's, at its mint.
+	payee := ecashtest.NewPayee(t, payeeMint)
+	ln := lnurltest.New(t)
 	var users []*claimant
 	for i := range 40 {
-		u := &claimant{method: "cashu"}
-		if i%4 == 3 {
-			u.method = "bolt11"
-		}
+		u := &claimant{method: []string{"cashu", "cashu", "lightning_address", "bolt11"}[i%4]}
 		u.sk, u.bearer = login(t, f)
-		code, q := call(t, "POST", f+"/claim/quote", map[string]any{"method": u.method}, u.bearer...)
+		body := map[string]any{"method": u.method}
+		if u.method == "lightning_address" {
+			body["lightning_address"] = ln.Add(fmt.Sprint("user", i), func(sats int64) (string, error) {
+				inv, _ := payee.Invoice(sats)
+				return inv, nil
+			})
+		}
+		code, q := call(t, "POST", f+"/claim/quote", body, u.bearer...)
 		if code != 200 {
 			t.Fatalf("quote %d %v", code, q)
 		}
 		u.quote = q["quote_id"].(string)
 		users = append(users, u)
 	}
-	payee := ecashtest.NewPayee(t, payeeMint)
 	invoices := map[*claimant]string{}
 	for _, u := range users {
 		if u.method == "bolt11" {
@@ -121,40 +130,14 @@ func crash(t *testing.T, mint, network string, pay func(invoice string), payeeMi
 	c = startChild(t, dir, env)
 	f = c.url + "/faucet"
 	testkit.WaitFor(t, 90*time.Second, "every claim to be settled", func() bool { return stat(t, f, "pending_claims") == 0 })
-	paid, failed, lostAnswers, unsent := 0, 0, 0, 0
+	counts := map[string]int{}
 	receiver := ecashtest.NewPayee(t, mint)
 	for _, u := range users {
-		// The quote again: used (409) whatever became of its claim, unless
-		// the confirm never reached outpost before it died.
-		code, r := call(t, "POST", f+"/claim/confirm", map[string]any{"quote_id": u.quote, "bolt11": invoices[u]}, u.bearer...)
-		switch {
-		case code == 409:
-		case code == 200 && (u.code == 0 || u.code >= 500): // the first confirm never reached outpost, or was refused before it claimed (e.g. 503 mint_unavailable)
-			unsent++
-			if tok, ok := r["token"].(string); ok {
-				u.token = tok
-			}
-		case code == 410 && (u.code == 0 || u.code >= 500): // expired meanwhile, never claimed
-			unsent++
-		default:
-			t.Fatalf("confirming again (answered %d before): %d %v", u.code, code, r)
-		}
-		code, q := call(t, "POST", f+"/claim/quote", map[string]any{"method": "cashu"}, u.bearer...)
-		switch {
-		case code == 429: // the claim was paid: the cooldown holds
-			paid++
-			if u.code == 0 && u.token == "" && u.method == "cashu" {
-				lostAnswers++ // a bolt11 payout arrived all the same; a token did not
-			}
-		case code == 200 && u.code != 200 && u.code != 202: // it failed and was released: claim again
-			failed++
-			code, res := call(t, "POST", f+"/claim/confirm", map[string]any{"quote_id": q["quote_id"]}, u.bearer...)
-			if code != 200 || res["status"] != "paid" {
-				t.Fatalf("a later claim: %d %v", code, res)
-			}
-			u.token = res["token"].(string)
-		default:
-			t.Fatalf("after the crash, a claim answered %d is neither paid nor failed: quote %d %v", u.code, code, q)
+		outcome, claimed := afterCrash(t, f, u, invoices[u])
+		counts[outcome+" ("+u.method+")"]++
+		counts[outcome]++
+		if claimed {
+			counts["claimed again"]++
 		}
 		if u.token != "" {
 			if got := receiver.Receive(u.token); got != 21 {
@@ -162,6 +145,7 @@ func crash(t *testing.T, mint, network string, pay func(invoice string), payeeMi
 			}
 		}
 	}
+	paid := counts["paid"] + counts["claimed again"]
 	// Newcomers are paid too.
 	for range 3 {
 		_, bearer := login(t, f)
@@ -170,8 +154,8 @@ func crash(t *testing.T, mint, network string, pay func(invoice string), payeeMi
 			t.Fatalf("a new claim after the crash: %d %v", code, res)
 		}
 	}
-	if n := stat(t, f, "total_claims"); n != int64(paid+failed+3) {
-		t.Fatalf("%d claims recorded paid, %d users paid + %d paid after failing + 3 new", n, paid, failed)
+	if n := stat(t, f, "total_claims"); n != int64(paid+3) {
+		t.Fatalf("%d claims recorded paid, want %d users paid (outcomes %v) + 3 new", n, paid, counts)
 	}
 	testkit.WaitFor(t, 20*time.Second, "no claim pending", func() bool { return stat(t, f, "pending_claims") == 0 })
 	_, st := call(t, "GET", f+"/stats", nil)
@@ -183,15 +167,61 @@ func crash(t *testing.T, mint, network string, pay func(invoice string), payeeMi
 	out := balance + stat(t, f, "total_paid_sats") + fees + stat(t, f, "in_flight_sats") + stat(t, f, "quarantined_sats") + stat(t, f, "lost_to_mint_sats")
 	c.stop(t)
 	after := auditDataDir(t, dir, mint)
-	t.Logf("after the crash: of %d claims, %d were paid (%d confirms never reached outpost, or were refused before claiming, and were sent again; %d token payouts recorded paid whose answer the kill lost), "+
-		"%d failed and were paid on a second try, 3 newcomers paid; balance %d sats = 5000 - %d paid - %d fees; "+
-		"the wallet holds %d proofs worth %d sats, the mint says %d of them (%d sats) are unspent",
-		len(users), paid, unsent, lostAnswers, failed, balance, 21*(paid+failed+3), fees,
-		after.HeldProofs, after.HeldSats, after.UnspentProofs, after.UnspentSats)
+	t.Logf("after the crash: of %d claims, GET /claims said %v (a confirm repeated or a new quote claimed again where nothing was paid), 3 newcomers paid; "+
+		"balance %d sats = 5000 - %d paid - %d fees; the wallet holds %d proofs worth %d sats, the mint says %d of them (%d sats) are unspent",
+		len(users), counts, balance, 21*(paid+3), fees, after.HeldProofs, after.HeldSats, after.UnspentProofs, after.UnspentSats)
 	if after.HeldSats != uint64(balance) || after.UnspentSats != after.HeldSats || after.UnspentProofs != after.HeldProofs {
 		t.Fatalf("balance %d, the mint says %+v", balance, after)
 	}
 	if in != out {
 		t.Fatalf("the books do not balance: in %d, out %d: %v", in, out, st)
 	}
+}
+
+// afterCrash asks what became of u's claim (GET /claims/{quote_id}) as a
+// wallet whose confirm was cut would, checks the answer against what the
+// faucet does next — the confirm repeated answers the same outcome and
+// never pays twice; a paid claim holds the cooldown and has what it paid
+// with; one that paid nothing can be claimed again — and claims again
+// where nothing was paid. claimed: a claim paid after the crash.
+func afterCrash(t *testing.T, f string, u *claimant, invoice string) (outcome string, claimed bool) {
+	t.Helper()
+	_, st := call(t, "GET", f+"/claims/"+u.quote, nil, u.bearer...)
+	outcome, _ = st["status"].(string)
+	claim, _ := st["claim"].(map[string]any)
+	if u.code == 200 && outcome != "paid" {
+		t.Fatalf("a claim answered paid before the crash: %v", st)
+	}
+	code, r := call(t, "POST", f+"/claim/confirm", map[string]any{"quote_id": u.quote, "bolt11": invoice}, u.bearer...)
+	switch {
+	case outcome == "paid" && code == 200 && r["claim_id"] == claim["claim_id"]:
+		tok, _ := claim["token"].(string)
+		if u.method == "cashu" && (tok == "" || r["token"] != tok || (u.token != "" && u.token != tok)) {
+			t.Fatalf("a paid token payout: status %v, confirmed again %v, answered before %q", st, r, u.token)
+		}
+		u.token = tok // also where the kill lost the answer
+	case outcome == "open" && code == 200 && r["status"] == "paid": // never taken, or failed having paid nothing
+		if claim != nil {
+			outcome = "open again" // its claim failed having paid nothing: given back
+		}
+		u.token, _ = r["token"].(string)
+		claimed = true
+	case (outcome == "failed" || outcome == "open") && code == 502, // paid nothing, and past its time, or failed again
+		outcome == "expired" && code == 410 && claim == nil && (u.code == 0 || u.code >= 500): // never taken
+	default:
+		t.Fatalf("the claim's status %v, and confirming it again (answered %d before): %d %v", st, u.code, code, r)
+	}
+	code, q := call(t, "POST", f+"/claim/quote", map[string]any{"method": "cashu"}, u.bearer...)
+	switch {
+	case code == 429 && (outcome == "paid" || claimed): // the cooldown holds
+	case code == 200 && outcome != "paid" && !claimed: // nothing was paid and the cooldown released: claim again
+		code, res := call(t, "POST", f+"/claim/confirm", map[string]any{"quote_id": q["quote_id"]}, u.bearer...)
+		if code != 200 || res["status"] != "paid" {
+			t.Fatalf("a later claim: %d %v", code, res)
+		}
+		u.token, claimed = res["token"].(string), true
+	default:
+		t.Fatalf("after the crash, a claim whose status is %v (answered %d before): quote %d %v", st, u.code, code, q)
+	}
+	return outcome, claimed
 }

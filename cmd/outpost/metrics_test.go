@@ -261,3 +261,22 @@ func TestMetricsListener(t *testing.T) {
 		t.Fatalf("/metrics with OUTPOST_METRICS_ADDR=off: %d, want 404", code)
 	}
 }
+
+// A node of a several-node deployment runs no faucet (OUTPOST_FAUCET_PRIMARY):
+// its faucet has no health, and a scrape of /metrics must neither crash the
+// node nor report a faucet health it does not have, while the services it
+// runs are reported as ever.
+func TestMetricsFaucetElsewhere(t *testing.T) {
+	inst := start(t, t.TempDir(), map[string]string{"OUTPOST_FAUCET_PRIMARY": "http://127.0.0.1:9/faucet"})
+	for range 2 { // the second scrape proves the node outlived the first
+		m, raw := scrape(t, inst.url+"/metrics")
+		promtoolCheck(t, raw)
+		if got := value(m, "outpost_service_health", "service", "banlist", "status", "ok"); got != 1 {
+			t.Errorf("banlist health ok = %v, want 1", got)
+		}
+		if got := value(m, "outpost_service_health", "service", "faucet"); got != -1 {
+			t.Errorf("a node without a faucet reports a faucet health (%v)", got)
+		}
+	}
+	waitHealthy(t, inst.url, 10*time.Second)
+}

@@ -38,8 +38,11 @@ func watchMetrics(d deps, services []httpapi.Service, restLimit *ratelimit.Limit
 	d.metrics.WatchStore(d.store.DB, filepath.Join(d.cfg.DataDir, "badger"))
 	var health []metrics.ServiceStatus
 	for _, s := range services {
-		health = append(health, metrics.ServiceStatus{Service: s.Name,
-			Status: func(ctx context.Context) string { return s.Health(ctx).Status }})
+		st := metrics.ServiceStatus{Service: s.Name}
+		if s.Health != nil { // none for a service this node does not run (faucet_elsewhere)
+			st.Status = func(ctx context.Context) string { return s.Health(ctx).Status }
+		}
+		health = append(health, st)
 	}
 	d.metrics.WatchHealth(health)
 }

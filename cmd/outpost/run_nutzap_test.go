@@ -117,9 +117,7 @@ func TestFaucetNutzap(t *testing.T) {
 		t.Fatalf("tags %v", ev.Tags)
 	}
 	redeem(t, m.URL, ev, key, xonly)
-	if code, _ := call(t, "POST", f+"/claim/confirm", map[string]any{"quote_id": q["quote_id"]}, bearer...); code != 409 {
-		t.Fatalf("the quote again: %d", code)
-	}
+	nutzapOutcome(t, f, q["quote_id"].(string), ev.ID, bearer) // the answer again, nothing paid again
 
 	// Killed between the swap and the event: the mint makes the locked
 	// proofs, its answer is lost, and outpost dies while asking about it.
@@ -146,10 +144,10 @@ func TestFaucetNutzap(t *testing.T) {
 	testkit.WaitFor(t, 60*time.Second, "the nutzap made after the restart", func() bool {
 		return len(queryAt(t, ws, nostr.Filter{Kinds: []int{9321}, Tags: nostr.TagMap{"p": {pk2}}})) > 0
 	})
-	redeem(t, m.URL, oneNutzap(t, ws, pk2), key2, xonly2)
-	if code, r := call(t, "POST", f+"/claim/confirm", map[string]any{"quote_id": q2["quote_id"]}, bearer2...); code != 409 {
-		t.Fatalf("the quote after the restart: %d %v", code, r)
-	}
+	ev2 := oneNutzap(t, ws, pk2)
+	redeem(t, m.URL, ev2, key2, xonly2)
+	// The confirm the kill cut has its answer: the nutzap's event.
+	nutzapOutcome(t, f, q2["quote_id"].(string), ev2.ID, bearer2)
 	if code, r := call(t, "POST", f+"/claim/quote", map[string]any{"method": "nutzap"}, bearer2...); code != 429 {
 		t.Fatalf("the cooldown of a paid claim: %d %v", code, r)
 	}
@@ -272,4 +270,21 @@ func anyStrings(v any) []string {
 		out = append(out, x.(string))
 	}
 	return out
+}
+
+// nutzapOutcome checks that the status of a nutzap claim, and its confirm
+// repeated, answer paid with the event eventID.
+func nutzapOutcome(t *testing.T, f, quote, eventID string, bearer []string) {
+	t.Helper()
+	_, st := call(t, "GET", f+"/claims/"+quote, nil, bearer...)
+	claim, _ := st["claim"].(map[string]any)
+	nz, _ := claim["nutzap"].(map[string]any)
+	if st["status"] != "paid" || nz["event_id"] != eventID {
+		t.Fatalf("the claim's status %v, want paid with the event %s", st, eventID)
+	}
+	code, r := call(t, "POST", f+"/claim/confirm", map[string]any{"quote_id": quote}, bearer...)
+	nz, _ = r["nutzap"].(map[string]any)
+	if code != 200 || r["claim_id"] != claim["claim_id"] || nz["event_id"] != eventID {
+		t.Fatalf("the confirm repeated: %d %v, want the claim %v", code, r, claim)
+	}
 }

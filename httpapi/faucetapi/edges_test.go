@@ -17,7 +17,7 @@ func TestContractEdges(t *testing.T) {
 	u := e.newUser("edges", theMint, nil)
 	e.login(u)
 	e.api.AssertCommonStatuses()
-	e.api.CheckEdges(nil, "Authorization", "Bearer "+u.token, "X-Forwarded-For", u.ip)
+	e.api.CheckEdges(map[string]string{"quote_id": "q_unknown"}, "Authorization", "Bearer "+u.token, "X-Forwarded-For", u.ip)
 }
 
 // Every operation, openapi.json and health included, is behind the
@@ -32,5 +32,5 @@ func TestEveryOperationIsRateLimited(t *testing.T) {
 	var h http.Handler = httpapi.ClientIPMiddleware([]string{"127.0.0.1/32"})(httpapi.RateLimit(ratelimit.New(1, time.Minute, e.clock.Now))(inner))
 	e.handler.Store(&h)
 	want(t, e.as(u, "GET", "/auth/me", nil), 200, "") // the minute's one request
-	e.api.CheckRateLimited(nil, "Authorization", "Bearer "+u.token, "X-Forwarded-For", u.ip)
+	e.api.CheckRateLimited(map[string]string{"quote_id": "q_unknown"}, "Authorization", "Bearer "+u.token, "X-Forwarded-For", u.ip)
 }

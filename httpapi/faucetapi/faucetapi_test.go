@@ -86,7 +86,25 @@ func TestWalkthrough(t *testing.T) {
 		if err != nil || int64(got) != amount {
 			t.Fatalf("alice redeemed %d of %d: %v", got, amount, err)
 		}
-		want(t, e.as(alice, "POST", "/claim/confirm", map[string]any{"quote_id": q["quote_id"]}), 409, "quote_already_used")
+		// A lost answer: the confirm repeated, and the claim's status, give
+		// the same token, and pay nothing more.
+		r = e.as(alice, "POST", "/claim/confirm", map[string]any{"quote_id": q["quote_id"]})
+		want(t, r, 200, "")
+		if again := r.Map(t); again["claim_id"] != res["claim_id"] || again["token"] != res["token"] {
+			t.Fatalf("the confirm repeated: %v, want %v", again, res)
+		}
+		r = e.as(alice, "GET", "/claims/"+q["quote_id"].(string), nil)
+		want(t, r, 200, "")
+		if st := r.Map(t); st["status"] != "paid" || st["claim"].(map[string]any)["token"] != res["token"] || st["reason"] != nil {
+			t.Fatalf("the claim's status: %v", st)
+		}
+		if b := num(e.stats()["balance_sats"]); b != balance {
+			t.Fatalf("balance %d after answering again, want %d", b, balance)
+		}
+		mallory := e.newUser("mallory", theMint, nil)
+		e.login(mallory)
+		want(t, e.as(mallory, "GET", "/claims/"+q["quote_id"].(string), nil), 404, "quote_not_found")
+		want(t, e.as(alice, "GET", "/claims/"+strings.Repeat("q", 101), nil), 400, "invalid_request")
 		r = e.as(alice, "POST", "/claim/quote", map[string]any{"method": "cashu"})
 		want(t, r, 429, "rate_limit_exceeded")
 		if r.Header.Get("Retry-After") == "" || !strings.Contains(string(r.Body), `"reason":"cooldown"`) {
@@ -113,6 +131,11 @@ func TestWalkthrough(t *testing.T) {
 		}
 		if got := bob.mintQuote(t, mintQuote); int64(got) != amount {
 			t.Fatalf("bob minted %d of %d", got, amount)
+		}
+		r = e.signed(bob, "GET", "/claims/"+q["quote_id"].(string), nil)
+		want(t, r, 200, "")
+		if st := r.Map(t); st["status"] != "paid" || st["claim"].(map[string]any)["preimage"] != res["preimage"] {
+			t.Fatalf("the claim's status: %v", st)
 		}
 	})
 

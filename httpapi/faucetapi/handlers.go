@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/go-chi/chi/v5"
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/outpost-relay/outpost"
 	"github.com/outpost-relay/outpost/faucet"
@@ -252,6 +253,21 @@ func handleConfirm(svc *faucet.Service) http.HandlerFunc {
 			status = http.StatusAccepted // the payment is in flight; the claim settles later
 		}
 		return httpapi.Encode(w, status, res)
+	})
+}
+
+// handleClaimStatus tells the caller what became of a quote of theirs.
+func handleClaimStatus(svc *faucet.Service) http.HandlerFunc {
+	return httpapi.Handle(func(w http.ResponseWriter, r *http.Request) error {
+		id := chi.URLParam(r, "quote_id")
+		if len(id) > 100 {
+			return outpost.Errorf(outpost.Invalid, "invalid_request", "quote_id is too long").With("field", "quote_id")
+		}
+		res, err := svc.ClaimStatus(r.Context(), sessionFromContext(r.Context()), id)
+		if err != nil {
+			return err
+		}
+		return httpapi.Encode(w, http.StatusOK, res)
 	})
 }
 

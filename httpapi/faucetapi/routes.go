@@ -66,6 +66,7 @@ func Routes(cfg Config) http.Handler {
 	// Claim
 	r.With(user).Post("/claim/quote", handleQuote(svc))
 	r.With(user).Post("/claim/confirm", handleConfirm(svc))
+	r.With(user).Get("/claims/{quote_id}", handleClaimStatus(svc))
 
 	// User
 	r.With(user).Post("/user/refresh-profile", handleRefreshProfile(svc))

@@ -25,6 +25,7 @@ func TestTypesMatchTheDocument(t *testing.T) {
 		"Eligibility":   faucet.Eligibility{},
 		"QuoteResult":   faucet.QuoteResult{},
 		"ConfirmResult": faucet.ConfirmResult{},
+		"ClaimStatus":   faucet.ClaimStatus{},
 		"UserProfile":   faucet.UserProfile{},
 	}
 	apitest.MatchTypes(t, openAPI, types)
