@@ -16,13 +16,15 @@ import (
 // removeEmptyLogs deletes the memtable logs (*.mem) and value logs
 // (*.vlog) of length 0 in a badger directory, before badger opens it.
 // badger v4.8.0 creates each such log and then sizes it (z.OpenMmapFile:
-// open with O_CREATE, then ftruncate); a kill -9 between the two leaves
-// an empty one, which holds nothing, and badger then refuses to open the
-// directory once ("while opening fid: N err: Create a new file", or "Open
-// existing file: …vlog err: Create a new file"), though it would the next
-// time, having sized it as it failed. badger makes a value log at every
-// start and a memtable log at every start and every 16 MiB written, so a
-// kill during a start hits one now and then. It holds badger's lock on the
+// open with O_CREATE, then ftruncate), and deletes one by truncating it to
+// 0 and then unlinking it (z.MmapFile.Delete); a kill -9 between the two
+// steps leaves an empty one, which holds nothing, and badger then refuses
+// to open the directory once ("while opening fid: N err: Create a new
+// file", or "Open existing file: …vlog err: Create a new file"), though it
+// would the next time, having sized it as it failed. At every start badger
+// deletes the value log the last start made (left empty) and makes a new
+// one, and it makes and deletes a memtable log every 16 MiB written, so a
+// kill during a start or under writes hits one now and then. It holds badger's lock on the
 // directory while it looks, so it never touches a log another process is
 // making; when another holds the lock it does nothing (badger.Open will
 // say so). It returns the names it removed.

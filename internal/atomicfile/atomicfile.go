@@ -9,29 +9,28 @@ import (
 	"path/filepath"
 )
 
-// WriteFile writes data to path: to a new file beside it, on disk, then
-// renamed over path, the rename made durable too.
+// WriteFile writes data to path: to path+".tmp", on disk, then renamed
+// over path, the rename made durable too. One writer of a path at a time:
+// a fixed temporary name is overwritten by the next write, where a kill
+// leaves one behind.
 func WriteFile(path string, data []byte, perm os.FileMode) error {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
+	tmp := path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, perm)
 	if err != nil {
 		return err
 	}
-	defer os.Remove(f.Name()) // nothing left once renamed
+	defer os.Remove(tmp) // nothing left once renamed
 	_, err = f.Write(data)
-	if err == nil {
-		err = f.Chmod(perm)
-	}
 	if err == nil {
 		err = f.Sync()
 	}
 	if err := errors.Join(err, f.Close()); err != nil {
 		return err
 	}
-	if err := os.Rename(f.Name(), path); err != nil {
+	if err := os.Rename(tmp, path); err != nil {
 		return err
 	}
-	return Sync(dir)
+	return Sync(filepath.Dir(path))
 }
 
 // Sync writes the file or directory at path to disk: a file created,
