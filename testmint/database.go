@@ -84,7 +84,7 @@ func readDBState(path string) (dbState, error) {
 	} else if err != nil {
 		return dbState{}, err
 	}
-	db, err := sql.Open("sqlite3", "file:"+path+"?mode=rw")
+	db, err := sql.Open("sqlite3", path) // as gonuts opens it
 	if err != nil {
 		return dbState{}, err
 	}
