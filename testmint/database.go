@@ -72,8 +72,12 @@ func prepareDB(dir string) error {
 	case !st.dirty && st.version >= 0:
 		return stageDB(dir, live)
 	}
-	return fmt.Errorf("the mint's database %s holds the mint's keys but was left half-migrated (version %d, dirty); "+
-		"restore it from a backup: its keys sign the ecash wallets hold", live, st.version)
+	why := "was left half-migrated"
+	if !st.dirty {
+		why = "records no schema version"
+	}
+	return fmt.Errorf("the mint's database %s holds the mint's keys but %s (version %d): "+
+		"restore it from a backup; its keys sign the ecash wallets hold", live, why, st.version)
 }
 
 // readDBState reads the state of the database at path, if there is one.

@@ -176,3 +176,11 @@ func TestEmptyPortFile(t *testing.T) {
 	}
 	spend(t, dir, w, url)
 }
+
+// A database holding the mint's keys but no migration version is refused,
+// and left as it was.
+func TestDatabaseWithoutVersionIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	migratedDB(t, dir, `INSERT INTO seed (id, seed) VALUES ('id', 'ab'); DROP TABLE schema_migrations`)
+	refused(t, dir, "no schema version")
+}
