@@ -206,7 +206,7 @@ func readOK(conn *websocket.Conn, id string) (bool, error) {
 
 // readMessage reads one relay message as its JSON array's elements.
 func readMessage(conn *websocket.Conn) ([]json.RawMessage, error) {
-	conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	conn.SetReadDeadline(time.Now().Add(30 * time.Second)) // a deadline, not a limit asserted: generous under load
 	_, b, err := conn.ReadMessage()
 	if err != nil {
 		return nil, err
