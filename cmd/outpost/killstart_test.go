@@ -36,9 +36,13 @@ const (
 // the run logged.
 const killSeedEnv = "OUTPOST_TEST_KILL_SEED"
 
-// killSettings are the settings of the killed outposts: notes unlimited.
-var killSettings = map[string]string{"OUTPOST_LOG_LEVEL": "info",
-	"OUTPOST_RELAY_EVENTS_PER_MINUTE": "0", "OUTPOST_RELAY_IP_EVENTS_PER_MINUTE": "0"}
+// killSettings are the settings of the killed outposts: notes unlimited,
+// and a temporary directory of the test's (gonuts copies its migrations to
+// one at every start, which a kill leaves behind).
+func killSettings(t *testing.T) map[string]string {
+	return map[string]string{"OUTPOST_LOG_LEVEL": "info", "TMPDIR": t.TempDir(),
+		"OUTPOST_RELAY_EVENTS_PER_MINUTE": "0", "OUTPOST_RELAY_IP_EVENTS_PER_MINUTE": "0"}
+}
 
 func TestKillAtAnyInstant(t *testing.T) {
 	rounds := killRounds
@@ -55,23 +59,24 @@ func TestKillAtAnyInstant(t *testing.T) {
 	t.Logf("seed %d (%s=%d replays the same kill instants)", seed, killSeedEnv, seed)
 	rng := rand.New(rand.NewPCG(seed, 0))
 	outpostBinary(t) // built before the clock starts
+	settings := killSettings(t)
 
 	began := time.Now()
 	for i := range rounds / 2 {
-		if !t.Run(fmt.Sprintf("fresh-%03d", i), func(t *testing.T) { killFresh(t, rng) }) {
+		if !t.Run(fmt.Sprintf("fresh-%03d", i), func(t *testing.T) { killFresh(t, rng, settings) }) {
 			return
 		}
 	}
 	t.Logf("%d kills on new data dirs, each followed by a start: %v", rounds/2, time.Since(began).Round(time.Second))
 
 	began = time.Now()
-	w := &killWrites{dir: t.TempDir(), sk: nostr.GeneratePrivateKey()}
+	w := &killWrites{dir: t.TempDir(), sk: nostr.GeneratePrivateKey(), settings: settings}
 	for i := range rounds - rounds/2 {
 		if !t.Run(fmt.Sprintf("writes-%03d", i), func(t *testing.T) { w.round(t, i, rng) }) {
 			return
 		}
 	}
-	c := startChild(t, w.dir, killSettings)
+	c := startChild(t, w.dir, settings)
 	if missing := missingNotes(t, c.url, w.acked); len(missing) > 0 {
 		t.Fatalf("%d of the %d notes acknowledged over all rounds are missing, e.g. %s", len(missing), len(w.acked), missing[0])
 	}
@@ -86,11 +91,11 @@ func randUpTo(rng *rand.Rand, d time.Duration) time.Duration {
 
 // killFresh starts outpost on a new data dir, kills it within freshWindow,
 // and starts it again.
-func killFresh(t *testing.T, rng *rand.Rand) {
+func killFresh(t *testing.T, rng *rand.Rand, settings map[string]string) {
 	dir := t.TempDir()
-	c, _ := launchChild(t, dir, killSettings)
+	c, _ := launchChild(t, dir, settings)
 	killAfter(t, c, randUpTo(rng, freshWindow))
-	startChild(t, dir, killSettings).kill()
+	startChild(t, dir, settings).kill()
 }
 
 // killAfter kills c after d, failing the test if it exited by itself first.
@@ -108,17 +113,18 @@ func killAfter(t *testing.T, c *child, d time.Duration) {
 // killWrites is the data dir outpost is killed on under writes, and what
 // was written to it.
 type killWrites struct {
-	dir    string
-	sk     string
-	acked  []string // ids of the notes acknowledged with OK true, in every round
-	served int      // killed starts that served before their kill
+	dir      string
+	sk       string
+	settings map[string]string
+	acked    []string // ids of the notes acknowledged with OK true, in every round
+	served   int      // killed starts that served before their kill
 }
 
 // round starts outpost, publishes notes from two connections once it
 // serves, kills it within writesWindow of its start, starts it again and
 // looks for the notes acknowledged.
 func (w *killWrites) round(t *testing.T, i int, rng *rand.Rand) {
-	c, out := launchChild(t, w.dir, killSettings)
+	c, out := launchChild(t, w.dir, w.settings)
 	ctx, cancel := context.WithCancel(context.Background())
 	var mu sync.Mutex
 	var acked []string
@@ -152,7 +158,7 @@ func (w *killWrites) round(t *testing.T, i int, rng *rand.Rand) {
 	w.acked = append(w.acked, acked...)
 	t.Logf("%d notes acknowledged before the kill", len(acked))
 
-	again := startChild(t, w.dir, killSettings)
+	again := startChild(t, w.dir, w.settings)
 	if missing := missingNotes(t, again.url, acked); len(missing) > 0 {
 		t.Fatalf("%d of the %d notes acknowledged before the kill are missing, e.g. %s", len(missing), len(acked), missing[0])
 	}
