@@ -13,16 +13,28 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// removeEmptyMemtables deletes the memtable logs (*.mem) of length 0 in a
-// badger directory, before badger opens it. badger creates a memtable's
-// log and then sizes it; a kill -9 between the two leaves an empty one,
-// which holds nothing, and badger v4.8.0 then refuses to open the
-// directory once ("while opening fid: N err: Create a new file") though
-// it would the next time. It holds badger's lock on the directory while it
-// looks, so it never touches the log another process is making; when
-// another holds the lock it does nothing (badger.Open will say so). It
-// returns the names it removed.
-func removeEmptyMemtables(dir string) ([]string, error) {
+// removeEmptyLogs deletes the memtable logs (*.mem) and value logs
+// (*.vlog) of length 0 in a badger directory, before badger opens it.
+// badger v4.8.0 creates each such log and then sizes it (z.OpenMmapFile:
+// open with O_CREATE, then ftruncate), and deletes one by truncating it to
+// 0 and then unlinking it (z.MmapFile.Delete); a kill -9 between the two
+// steps leaves an empty one, which holds nothing, and badger then refuses
+// to open the directory once ("while opening fid: N err: Create a new
+// file", or "Open existing file: …vlog err: Create a new file"), though it
+// would the next time, having sized it as it failed. At every start badger
+// deletes the value log the last start made (left empty) and makes a new
+// one, and it makes and deletes a memtable log every 16 MiB written, so a
+// kill during a start or under writes hits one now and then. It holds badger's lock on the
+// directory while it looks, so it never touches a log another process is
+// making; when another holds the lock it does nothing (badger.Open will
+// say so). It returns the names it removed.
+//
+// What else badger opens is safe from a kill at any instant (see
+// docs/operating.md, "After a kill -9"): MANIFEST and KEYREGISTRY are made
+// under another name and renamed, a table (*.sst) is written whole before
+// the MANIFEST names it and one it does not name is deleted, DISCARD of
+// length 0 is taken for new, LOCK is a pid file rewritten at every open.
+func removeEmptyLogs(dir string) ([]string, error) {
 	d, err := os.Open(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -43,7 +55,7 @@ func removeEmptyMemtables(dir string) ([]string, error) {
 	}
 	var removed []string
 	for _, e := range entries {
-		if !e.Type().IsRegular() || !strings.HasSuffix(e.Name(), ".mem") {
+		if !e.Type().IsRegular() || !isLog(e.Name()) {
 			continue
 		}
 		info, err := e.Info()
@@ -56,4 +68,9 @@ func removeEmptyMemtables(dir string) ([]string, error) {
 		removed = append(removed, e.Name())
 	}
 	return removed, nil
+}
+
+// isLog reports whether name is one of badger's memtable or value logs.
+func isLog(name string) bool {
+	return strings.HasSuffix(name, ".mem") || strings.HasSuffix(name, ".vlog")
 }

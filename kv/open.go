@@ -61,10 +61,10 @@ func (s Settings) Open(dataDir string, log *slog.Logger) (_ *DB, err error) {
 		return nil, fmt.Errorf("%w: %s has %v free, less than the %v outpost keeps free (--min-free-space, OUTPOST_MIN_FREE_SPACE); free some space and start again",
 			ErrStorageFull, dataDir, settings.Bytes(st.Free), settings.Bytes(st.Min))
 	}
-	if removed, err := removeEmptyMemtables(path); err != nil {
+	if removed, err := removeEmptyLogs(path); err != nil {
 		return nil, fmt.Errorf("open badger at %s: %w", path, err)
 	} else if len(removed) > 0 {
-		log.Info("removed empty memtable logs: made ahead by outpost (see memLogs), or left by a kill while badger made one", "files", removed)
+		log.Info("removed empty badger logs: memtable logs made ahead by outpost (see memLogs), or logs left by a kill while badger made one", "files", removed)
 	}
 	db, err := badger.Open(s.badgerOptions(path, log))
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/elnosh/gonuts/mint/lightning"
 	decodepay "github.com/nbd-wtf/ln-decodepay"
+	"github.com/outpost-relay/outpost/internal/atomicfile"
 )
 
 // Network is a fake Lightning network: its nodes can pay each other's
@@ -121,16 +122,15 @@ func (nd *Node) Close() {
 	}
 }
 
-// save must be called with nd.mu held.
+// save must be called with nd.mu held. The file is replaced whole, on
+// disk: a power cut after a rename of a file not yet written out could
+// leave it empty, and the next start would refuse it.
 func (nd *Node) save() {
 	if nd.path == "" {
 		return
 	}
 	b, _ := json.Marshal(map[string]any{"invoices": nd.invoices, "payments": nd.payments})
-	tmp := nd.path + ".tmp"
-	if os.WriteFile(tmp, b, 0o600) == nil {
-		os.Rename(tmp, nd.path)
-	}
+	atomicfile.WriteFile(nd.path, b, 0o600)
 }
 
 func (nd *Node) ConnectionStatus() error { return nil }

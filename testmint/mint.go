@@ -4,6 +4,7 @@
 package testmint
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/elnosh/gonuts/mint"
 	"github.com/elnosh/gonuts/wallet"
+	"github.com/outpost-relay/outpost/internal/atomicfile"
 )
 
 // Options configure a mint; the zero value (plus Dir) is a working mint.
@@ -51,6 +53,9 @@ func Start(opt Options) (*Mint, error) {
 	}
 	if err := os.MkdirAll(opt.Dir, 0o700); err != nil {
 		return nil, err
+	}
+	if err := prepareDB(opt.Dir); err != nil {
+		return nil, fmt.Errorf("testmint: %w", err)
 	}
 	ln, err := listen(opt)
 	if err != nil {
@@ -100,13 +105,14 @@ func Start(opt Options) (*Mint, error) {
 // listen binds 127.0.0.1, on the port kept in Dir when no Addr is given, so a
 // restarted mint keeps its URL: wallets know a mint by its URL, and ecash
 // minted before would be stranded at another one. So a kept port that is
-// taken is an error, not a reason to move.
+// taken is an error, not a reason to move. An empty port file was left by
+// a kill before this version wrote it whole: no URL was given out yet.
 func listen(opt Options) (net.Listener, error) {
 	if opt.Addr != "" {
 		return net.Listen("tcp", opt.Addr)
 	}
 	portFile := filepath.Join(opt.Dir, "port")
-	if b, err := os.ReadFile(portFile); err == nil {
+	if b, err := os.ReadFile(portFile); err == nil && len(bytes.TrimSpace(b)) > 0 {
 		addr := "127.0.0.1:" + strings.TrimSpace(string(b))
 		ln, err := net.Listen("tcp", addr)
 		if err != nil {
@@ -119,7 +125,7 @@ func listen(opt Options) (net.Listener, error) {
 		return nil, err
 	}
 	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
-	if err := os.WriteFile(portFile, []byte(port+"\n"), 0o600); err != nil {
+	if err := atomicfile.WriteFile(portFile, []byte(port+"\n"), 0o600); err != nil {
 		ln.Close()
 		return nil, err
 	}

@@ -195,6 +195,19 @@ type child struct {
 // waits until /health answers.
 func startChild(t *testing.T, dir string, extra map[string]string) *child {
 	t.Helper()
+	c, out := launchChild(t, dir, extra)
+	var err error
+	if c.url, err = servingURL(out, 60*time.Second); err != nil {
+		t.Fatalf("%v\n%s", err, c.logs)
+	}
+	waitHealthy(t, c.url, 30*time.Second)
+	return c
+}
+
+// launchChild starts the outpost binary with the settings start would use
+// and returns at once, with its stdout (see servingURL).
+func launchChild(t *testing.T, dir string, extra map[string]string) (*child, io.Reader) {
+	t.Helper()
 	c := &child{cmd: exec.Command(outpostBinary(t)), logs: &testkit.LogBuffer{}, done: make(chan struct{})}
 	c.cmd.Env = os.Environ()
 	for k, v := range testSettings(dir, extra) {
@@ -215,11 +228,7 @@ func startChild(t *testing.T, dir string, extra map[string]string) *child {
 			t.Logf("outpost (pid %d) logs, tail:\n%s", c.cmd.Process.Pid, tail(c.logs.String(), 6000))
 		}
 	})
-	if c.url, err = servingURL(out, 60*time.Second); err != nil {
-		t.Fatalf("%v\n%s", err, c.logs)
-	}
-	waitHealthy(t, c.url, 30*time.Second)
-	return c
+	return c, out
 }
 
 func tail(s string, n int) string {

@@ -10,12 +10,14 @@ import (
 
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/nbd-wtf/go-nostr/nip19"
+	"github.com/outpost-relay/outpost/internal/atomicfile"
 	"github.com/outpost-relay/outpost/settings"
 )
 
 // serviceKey returns the service's Nostr secret key (hex): the configured one
 // (hex or nsec), else the one kept in <dataDir>/service.key, created on the
-// first start.
+// first start. It is written whole or not at all; an empty one, left by a
+// kill before it was (by an earlier version), holds no key and is made anew.
 func serviceKey(configured, dataDir string) (string, error) {
 	if configured != "" {
 		sk, err := parseSecretKey(configured)
@@ -26,18 +28,18 @@ func serviceKey(configured, dataDir string) (string, error) {
 	}
 	path := filepath.Join(dataDir, "service.key")
 	b, err := os.ReadFile(path)
-	if err == nil {
+	if err == nil && len(b) > 0 {
 		sk, err := parseSecretKey(strings.TrimSpace(string(b)))
 		if err != nil {
 			return "", fmt.Errorf("%s: %v", path, err)
 		}
 		return sk, nil
 	}
-	if !errors.Is(err, os.ErrNotExist) {
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return "", err
 	}
 	sk := nostr.GeneratePrivateKey()
-	if err := os.WriteFile(path, []byte(sk+"\n"), 0o600); err != nil {
+	if err := atomicfile.WriteFile(path, []byte(sk+"\n"), 0o600); err != nil {
 		return "", fmt.Errorf("keep the service key: %w", err)
 	}
 	return sk, nil
