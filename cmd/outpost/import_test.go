@@ -150,7 +150,9 @@ func TestImportInterrupted(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	var stderr testkit.LogBuffer
-	go func() { done <- run(ctx, []string{"import", "--batch", "10"}, testEnv(dir, nil), pr, &bytes.Buffer{}, &stderr) }()
+	go func() {
+		done <- run(ctx, []string{"import", "--batch", "10"}, testEnv(dir, nil), pr, &bytes.Buffer{}, &stderr)
+	}()
 	// The input stops after 100 lines, the import waiting for more.
 	if _, err := pw.Write(data[:nthLine(data, 100)]); err != nil {
 		t.Fatal(err)
