@@ -64,6 +64,8 @@ func main() {
 		err = mixPublishMain(args)
 	case "hostile":
 		err = hostileMain(args)
+	case "impexp":
+		err = impexpMain(args)
 	default:
 		err = fmt.Errorf("unknown subcommand %q", sub)
 	}
