@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -210,11 +211,19 @@ func roundTripFilters(evs []nostr.Event) []nostr.Filter {
 	}
 }
 
-// ids are the ids of the events a relay answers f with, sorted.
+// ids are the ids of the events a relay answers f with, sorted. The wait
+// is long: under -race, on a loaded machine, a REQ of 500 events takes
+// seconds.
 func ids(t *testing.T, r *nostr.Relay, f nostr.Filter) []string {
 	t.Helper()
+	ctx, cancel := context.WithTimeoutCause(context.Background(), time.Minute, errors.New("no EOSE"))
+	defer cancel()
+	evs, err := r.QuerySync(ctx, f)
+	if err != nil || ctx.Err() != nil {
+		t.Fatalf("REQ %v of %s: %v, %v", f, r.URL, err, context.Cause(ctx))
+	}
 	var out []string
-	for _, ev := range relaytest.Query(t, r, f) {
+	for _, ev := range evs {
 		out = append(out, ev.ID)
 	}
 	slices.Sort(out)
@@ -223,7 +232,7 @@ func ids(t *testing.T, r *nostr.Relay, f nostr.Filter) []string {
 
 func count(t *testing.T, r *nostr.Relay, f nostr.Filter) int64 {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	n, _, err := r.Count(ctx, nostr.Filters{f})
 	if err != nil {
