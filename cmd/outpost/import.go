@@ -155,7 +155,7 @@ func (imp *importer) run(ctx context.Context, in io.Reader, limits relay.Limits)
 	done := make(chan struct{})
 	defer close(done)
 	go readBatches(in, imp.rl, lineLimit(limits), imp.batch, batches, done)
-	for {
+	for ctx.Err() == nil { // interrupted: no batch after the one written
 		var b lineBatch
 		select {
 		case <-ctx.Done():
@@ -166,6 +166,7 @@ func (imp *importer) run(ctx context.Context, in io.Reader, limits relay.Limits)
 			return err
 		}
 	}
+	return nil
 }
 
 // take writes one batch and counts what became of it. It is not stopped
