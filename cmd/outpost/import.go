@@ -198,6 +198,7 @@ type lineBatch struct {
 	evs          []*nostr.Event
 	bad          []badLine
 	first, lines int   // the first line of the batch and the last line read
+	bytes        int   // of the lines of its events
 	last         bool  // the input ends with this batch
 	err          error // why reading ended early, with last
 }
@@ -206,6 +207,12 @@ type badLine struct {
 	line   int
 	reason string
 }
+
+// maxBatchBytes ends a batch early when its events' lines add up to this
+// much: a thousand events of the largest size a line may have (256 KiB by
+// default) would hold a quarter of a gigabyte per batch, and the reader
+// holds up to three batches (one building, one queued, one being written).
+const maxBatchBytes = 16 << 20
 
 // lineLimit is the longest line read whole: longer ones are refused as
 // the relay refuses a message over max_message_length.
@@ -233,7 +240,7 @@ func readBatches(in io.Reader, rl *relay.Relay, limit, n int, out chan<- lineBat
 				b.err = err
 			}
 		}
-		if len(b.evs) >= n || b.last {
+		if len(b.evs) >= n || b.bytes >= maxBatchBytes || b.last {
 			select {
 			case out <- b:
 			case <-done:
@@ -263,6 +270,7 @@ func (b *lineBatch) add(rl *relay.Relay, line []byte, err error) {
 		return
 	}
 	b.evs = append(b.evs, ev)
+	b.bytes += len(line)
 }
 
 var errLineTooLong = errors.New("line too long")

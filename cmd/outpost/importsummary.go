@@ -38,7 +38,7 @@ func (s *importSummary) add(res []relay.ImportResult) {
 	for _, r := range res {
 		switch {
 		case r.Reason != "":
-			s.rejected[r.Reason]++
+			s.reject(r.Reason)
 		case r.Outcome == events.Stored:
 			s.stored++
 		case r.Outcome == events.Duplicate:
@@ -47,6 +47,20 @@ func (s *importSummary) add(res []relay.ImportResult) {
 			s.superseded++
 		}
 	}
+}
+
+// maxReasons bounds the reasons counted apart: some name a number (of
+// tags, of characters), and a hostile file could make every one differ.
+const maxReasons = 64
+
+// otherReasons counts the refusals past maxReasons distinct reasons.
+const otherReasons = "(other reasons)"
+
+func (s *importSummary) reject(reason string) {
+	if _, seen := s.rejected[reason]; !seen && len(s.rejected) >= maxReasons {
+		reason = otherReasons
+	}
+	s.rejected[reason]++
 }
 
 func (s *importSummary) badLines(bad []badLine) {
