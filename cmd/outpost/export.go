@@ -168,10 +168,13 @@ func (o *exportOptions) applyFlags(fs *flag.FlagSet) error {
 		o.filter.Until = &t
 	}
 	if given["limit"] {
-		o.filter.Limit = o.limit
+		o.filter.Limit, o.filter.LimitZero = o.limit, false
 	}
-	if o.filter.Limit < 0 {
+	switch {
+	case o.filter.Limit < 0:
 		return usageErrorf("export", "--limit must be 0 or more")
+	case o.filter.Search != "":
+		return usageErrorf("export", "search (NIP-50) is not supported")
 	}
 	return nil
 }

@@ -90,7 +90,7 @@ func TestExportFilters(t *testing.T) {
 			t.Fatal("a banned author's event exported")
 		}
 	}
-	for _, bad := range [][]string{{"--kinds", "x"}, {"--authors", "npub1nope"}, {"{not json"}, {"--limit", "-1"}, {"{}", "{}"}} {
+	for _, bad := range [][]string{{"--kinds", "x"}, {"--authors", "npub1nope"}, {"{not json"}, {"--limit", "-1"}, {"{}", "{}"}, {`{"search":"x"}`}} {
 		if _, _, err := cli(t, env, append([]string{"export"}, bad...)...); err == nil {
 			t.Errorf("export %v: no error", bad)
 		}
