@@ -240,7 +240,9 @@ func readBatches(in io.Reader, rl *relay.Relay, limit, n int, out chan<- lineBat
 				b.err = err
 			}
 		}
-		if len(b.evs) >= n || b.bytes >= maxBatchBytes || b.last {
+		// Bad lines count towards a batch too: a file of nothing else
+		// must not pile them up.
+		if len(b.evs)+len(b.bad) >= n || b.bytes >= maxBatchBytes || b.last {
 			select {
 			case out <- b:
 			case <-done:

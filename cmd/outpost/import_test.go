@@ -18,6 +18,7 @@ import (
 
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/outpost-relay/outpost/internal/testkit"
+	"github.com/outpost-relay/outpost/relay"
 )
 
 // writeMixed writes MixedEvents(n) as JSONL to a file in dir, newest
@@ -193,4 +194,26 @@ func nthLine(data []byte, n int) int {
 		at += len(sc.Bytes()) + 1
 	}
 	return at
+}
+
+// TestBadLinesEndBatches: a file of nothing but bad lines is read in
+// batches like any other, so that they never pile up in memory.
+func TestBadLinesEndBatches(t *testing.T) {
+	db, err := openOffline("import", newDataDir(t), relay.DefaultLimits(), func(string) string { return "" }, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	out, done := make(chan lineBatch), make(chan struct{})
+	defer close(done)
+	go readBatches(strings.NewReader(strings.Repeat("not an event\n", 1000)), db.rl, 1<<16, 10, out, done)
+	for n := 1; ; n++ {
+		b := <-out
+		if len(b.bad) > 10 {
+			t.Fatalf("batch %d holds %d bad lines", n, len(b.bad))
+		}
+		if b.last {
+			return
+		}
+	}
 }
