@@ -45,7 +45,7 @@ type importOptions struct {
 const defaultImportBatch = 1000
 
 // importCLI is "outpost import".
-func importCLI(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
+func importCLI(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) (err error) {
 	o, err := parseImportArgs(args, getenv, stdout)
 	if err != nil {
 		return err
@@ -62,7 +62,11 @@ func importCLI(ctx context.Context, args []string, getenv func(string) string, s
 	if err != nil {
 		return err
 	}
-	defer db.Close()
+	defer func() {
+		if cerr := db.Close(); err == nil {
+			err = cerr // what was written is committed; the close flushes it to the tables
+		}
+	}()
 	imp := &importer{rl: db.rl, batch: o.batch, strict: o.strict, progress: progressTo(stderr), sum: importSummary{start: time.Now()}}
 	err = imp.run(ctx, in, o.limits)
 	imp.progress.end()
