@@ -47,12 +47,16 @@ func (r *Relay) DecodeEvent(line []byte) (*nostr.Event, string) {
 // the deletion requests among it delete what they name, as accept's do.
 // Nothing is broadcast and no OnEventSaved hook runs: the services are not
 // running. err is the store's failure: then none of the batch was stored.
-func (r *Relay) Import(ctx context.Context, evs []*nostr.Event) ([]ImportResult, error) {
+//
+// keepProtected takes protected events (NIP-70) in as if their authors had
+// sent them: the operator vouches for the file (the relay it comes from took
+// them from their authors). Without it they are refused, as from a relay.
+func (r *Relay) Import(ctx context.Context, evs []*nostr.Event, keepProtected bool) ([]ImportResult, error) {
 	if !r.gate.enter() {
 		return nil, errShuttingDown
 	}
 	defer r.gate.exit()
-	res := r.checkAll(ctx, evs)
+	res := r.checkAll(ctx, evs, keepProtected)
 	var keep []*nostr.Event
 	var at []int
 	pending := pendingDeletions{}
@@ -84,14 +88,14 @@ func (r *Relay) Import(ctx context.Context, evs []*nostr.Event) ([]ImportResult,
 
 // checkAll checks each event on its own, in parallel: the signatures are
 // most of an import's work.
-func (r *Relay) checkAll(ctx context.Context, evs []*nostr.Event) []ImportResult {
+func (r *Relay) checkAll(ctx context.Context, evs []*nostr.Event, keepProtected bool) []ImportResult {
 	res := make([]ImportResult, len(evs))
 	workers := min(runtime.GOMAXPROCS(0), len(evs))
 	var wg sync.WaitGroup
 	for w := range workers {
 		wg.Go(func() {
 			for i := w; i < len(evs); i += workers {
-				res[i].Reason = r.checkImported(ctx, evs[i])
+				res[i].Reason = r.checkImported(ctx, evs[i], keepProtected)
 			}
 		})
 	}
@@ -100,8 +104,12 @@ func (r *Relay) checkAll(ctx context.Context, evs []*nostr.Event) []ImportResult
 }
 
 // checkImported says why an imported event is refused, if it is.
-func (r *Relay) checkImported(ctx context.Context, ev *nostr.Event) string {
-	if reason := r.check(ctx, fromUpstream, ev); reason != "" {
+func (r *Relay) checkImported(ctx context.Context, ev *nostr.Event, keepProtected bool) string {
+	from := fromUpstream
+	if keepProtected {
+		from.authed = []string{ev.PubKey}
+	}
+	if reason := r.check(ctx, from, ev); reason != "" {
 		return reason
 	}
 	if nostr.IsEphemeralKind(ev.Kind) {

@@ -48,7 +48,7 @@ func TestImportAdmitsAsUpstream(t *testing.T) {
 	for i := range batch {
 		evs = append(evs, &batch[i])
 	}
-	res, err := e.rl.Import(ctx, evs)
+	res, err := e.rl.Import(ctx, evs, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,5 +62,10 @@ func TestImportAdmitsAsUpstream(t *testing.T) {
 	n, err := e.st.Events.Count(ctx, []nostr.Filter{{Authors: []string{pk}}}, nil)
 	if err != nil || n != 2 {
 		t.Errorf("%d events stored (%v), want the note kept and the deletion request", n, err)
+	}
+	// Vouched for by the operator, the protected event is taken in.
+	res, err = e.rl.Import(ctx, evs[len(evs)-1:], true)
+	if err != nil || res[0].Reason != "" || res[0].Outcome != events.Stored {
+		t.Errorf("a protected event, kept: %+v, %v", res, err)
 	}
 }

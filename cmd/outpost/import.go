@@ -18,26 +18,28 @@ import (
 	"github.com/outpost-relay/outpost/settings"
 )
 
-const importUsage = `outpost import [FILE|-] [--batch N] [--strict] [--data-dir DIR] [relay limits]
+const importUsage = `outpost import [FILE|-] [--batch N] [--strict] [--protected] [--data-dir DIR] [relay limits]
 
 reads Nostr events, one JSON object a line (JSONL, as "strfry export" and
 "nak" write them), from FILE or standard input, and stores them in the data
 dir, which outpost must not be serving. Each event is checked as the relay
 checks an event another relay sends (signature, sizes and the relay limits
-below, NIP-40 expiry, the ban list, NIP-09 deletions, NIP-70); a replaceable
-or addressable event is kept only if it is the newest of its address; a
-deletion request deletes what it names. Events already stored are counted
-as duplicates, so an import that stopped can simply be run again.
-Ctrl-C (or SIGTERM) ends it after the batch being written. A line that is
-not an event is counted and skipped, unless --strict.`
+below, NIP-40 expiry, the ban list, NIP-09 deletions, NIP-70 unless
+--protected); a replaceable or addressable event is kept only if it is the
+newest of its address; a deletion request deletes what it names. Events
+already stored are counted as duplicates, so an import that stopped can
+simply be run again. Ctrl-C (or SIGTERM) ends it after the batch being
+written. A line that is not an event is counted and skipped, unless
+--strict.`
 
 // importOptions are import's flags and argument.
 type importOptions struct {
 	dataDirSetting
-	limits relay.Limits
-	batch  int
-	strict bool
-	file   string
+	limits    relay.Limits
+	batch     int
+	strict    bool
+	protected bool
+	file      string
 }
 
 // defaultImportBatch is the events a transaction writes: see BENCHMARKS.md
@@ -67,7 +69,7 @@ func importCLI(ctx context.Context, args []string, getenv func(string) string, s
 			err = cerr // what was written is committed; the close flushes it to the tables
 		}
 	}()
-	imp := &importer{rl: db.rl, batch: o.batch, strict: o.strict, progress: progressTo(stderr), sum: importSummary{start: time.Now()}}
+	imp := &importer{rl: db.rl, batch: o.batch, strict: o.strict, protected: o.protected, progress: progressTo(stderr), sum: importSummary{start: time.Now()}}
 	err = imp.run(ctx, in, o.limits)
 	imp.progress.end()
 	fmt.Fprintln(stderr, imp.sum.line(o.DataDir, ctx.Err() != nil))
@@ -82,6 +84,7 @@ func parseImportArgs(args []string, getenv func(string) string, stdout io.Writer
 	settings.Bind(fs, &o.dataDirSetting)
 	settings.Var(fs, &o.batch, "batch", "events written in one transaction")
 	settings.Var(fs, &o.strict, "strict", "stop at the first line that is not an event, before writing its batch")
+	settings.Var(fs, &o.protected, "protected", "keep protected events (NIP-70), which the relay takes only from their authors: the relay the file comes from did")
 	settings.Bind(fs, &o.limits)
 	fs.Usage = func() { usage(fs, importUsage, relayTwin) }
 	rest, err := parseInterleaved(fs, "import", args, stdout)
@@ -145,11 +148,12 @@ var errStrict = errors.New("stopped at a line that is not an event (--strict); t
 
 // importer writes what a reader decodes, a batch at a time.
 type importer struct {
-	rl       *relay.Relay
-	batch    int
-	strict   bool
-	progress *progress // nil: no terminal to show it on
-	sum      importSummary
+	rl        *relay.Relay
+	batch     int
+	strict    bool
+	protected bool      // keep protected events (NIP-70)
+	progress  *progress // nil: no terminal to show it on
+	sum       importSummary
 }
 
 // run imports the lines of in until they end, ctx ends (then after the
@@ -181,7 +185,7 @@ func (imp *importer) take(ctx context.Context, b lineBatch) error {
 		return fmt.Errorf("line %d: %s: %w", b.bad[0].line, b.bad[0].reason, errStrict)
 	}
 	if len(b.evs) > 0 {
-		res, err := imp.rl.Import(context.WithoutCancel(ctx), b.evs)
+		res, err := imp.rl.Import(context.WithoutCancel(ctx), b.evs, imp.protected)
 		if err != nil {
 			return fmt.Errorf("writing the events of lines %d to %d: %w", b.first, b.lines, err)
 		}

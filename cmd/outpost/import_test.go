@@ -217,3 +217,23 @@ func TestBadLinesEndBatches(t *testing.T) {
 		}
 	}
 }
+
+// TestImportProtected: a protected event (NIP-70) is refused as from a
+// relay, and kept with --protected.
+func TestImportProtected(t *testing.T) {
+	ev := nostr.Event{CreatedAt: nostr.Now() - 10, Kind: 1, Tags: nostr.Tags{{"-"}}, Content: "protected"}
+	ev.Sign(nostr.GeneratePrivateKey())
+	line, _ := json.Marshal(ev)
+	file := filepath.Join(t.TempDir(), "in.jsonl")
+	os.WriteFile(file, append(line, '\n'), 0o600)
+	env := map[string]string{"OUTPOST_DATA_DIR": t.TempDir()}
+	for _, c := range []struct {
+		args             []string
+		stored, rejected int
+	}{{[]string{"import", file}, 0, 1}, {[]string{"import", file, "--protected"}, 1, 0}} {
+		_, stderr, err := cli(t, env, c.args...)
+		if got := parseSummary(t, stderr); err != nil || got.stored != c.stored || got.rejected != c.rejected {
+			t.Errorf("%v: %v, %+v\n%s", c.args, err, got, stderr)
+		}
+	}
+}
