@@ -40,13 +40,13 @@ func TestExportFilters(t *testing.T) {
 	dir := t.TempDir()
 	file, evs := writeMixed(t, t.TempDir(), 500, false)
 	env := map[string]string{"OUTPOST_DATA_DIR": dir}
-	if _, stderr, err := cli(t, env, "import", file); err != nil {
+	if _, stderr, err := imp(t, env, "import", file); err != nil {
 		t.Fatalf("%v\n%s", err, stderr)
 	}
 	author := evs[0].PubKey
 	npub, _ := nip19.EncodePublicKey(author)
 	all := func(keep func(nostr.Event) bool) int {
-		out, _, err := cli(t, env, "export")
+		out, _, err := imp(t, env, "export")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -81,7 +81,7 @@ func TestExportFilters(t *testing.T) {
 	if _, ban, err := cli(t, env, "ban", "add", npub, "--reason", "spam"); err != nil {
 		t.Fatalf("%v\n%s", err, ban)
 	}
-	if _, stderr, err := cli(t, env, "export", "--output", path); err != nil {
+	if _, stderr, err := imp(t, env, "export", "--output", path); err != nil {
 		t.Fatalf("%v\n%s", err, stderr)
 	}
 	data, _ := os.ReadFile(path)

@@ -167,11 +167,11 @@ func TestStrfryRoundTrip(t *testing.T) {
 
 	dir := t.TempDir()
 	env := map[string]string{"OUTPOST_DATA_DIR": dir}
-	if _, stderr, err := cli(t, env, "import", fromStrfry); err != nil || parseSummary(t, stderr).rejected != 0 {
+	if _, stderr, err := imp(t, env, "import", fromStrfry); err != nil || parseSummary(t, stderr).rejected != 0 {
 		t.Fatalf("import: %v\n%s", err, stderr)
 	}
 	fromOutpost := filepath.Join(tmp, "outpost-export.jsonl")
-	if _, stderr, err := cli(t, env, "export", "--output", fromOutpost); err != nil {
+	if _, stderr, err := imp(t, env, "export", "--output", fromOutpost); err != nil {
 		t.Fatalf("export: %v\n%s", err, stderr)
 	}
 	back := newStrfryDB(t, bin)

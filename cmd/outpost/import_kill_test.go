@@ -21,7 +21,7 @@ func TestImportStoppedThenRunAgain(t *testing.T) {
 	file, _ := writeMixed(t, t.TempDir(), 3000, false)
 	data, _ := os.ReadFile(file)
 	whole := t.TempDir()
-	if _, stderr, err := cli(t, map[string]string{"OUTPOST_DATA_DIR": whole}, "import", file); err != nil {
+	if _, stderr, err := imp(t, map[string]string{"OUTPOST_DATA_DIR": whole}, "import", file); err != nil {
 		t.Fatalf("%v\n%s", err, stderr)
 	}
 	want := exportAll(t, whole)
@@ -56,7 +56,7 @@ func TestImportStoppedThenRunAgain(t *testing.T) {
 			t.Fatalf("%v: the import did not end\n%s", sig, stderr.String())
 		}
 		in.Close()
-		if _, out, err := cli(t, map[string]string{"OUTPOST_DATA_DIR": dir}, "import", file); err != nil {
+		if _, out, err := imp(t, map[string]string{"OUTPOST_DATA_DIR": dir}, "import", file); err != nil {
 			t.Fatalf("after %v: %v\n%s", sig, err, out)
 		}
 		if got := exportAll(t, dir); got != want {

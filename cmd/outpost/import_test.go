@@ -45,6 +45,22 @@ func writeMixed(t *testing.T, dir string, n int, reversed bool) (string, []nostr
 	return path, evs
 }
 
+// imp runs outpost import (or export) as cli does, but with minutes to
+// finish rather than cli's 20 seconds: thousands of events under -race on a
+// loaded machine take longer, and an import whose context ends stops as if
+// interrupted.
+func imp(t *testing.T, env map[string]string, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	var out, errOut bytes.Buffer
+	err = run(ctx, args, func(k string) string { return env[k] }, strings.NewReader(""), &out, &errOut)
+	if strings.Contains(errOut.String(), "interrupted after line") {
+		t.Fatalf("%v did not finish in time:\n%s", args, errOut.String())
+	}
+	return out.String(), errOut.String(), err
+}
+
 // summaryCounts reads the numbers of an import's summary line.
 var summaryRE = regexp.MustCompile(`(\d+) lines, (\d+) events read, (\d+) stored, (\d+) duplicates, (\d+) superseded, (\d+) rejected.*, (\d+) bad lines`)
 
@@ -71,7 +87,7 @@ func TestImportTwiceStoresOnce(t *testing.T) {
 	dir := t.TempDir()
 	file, evs := writeMixed(t, t.TempDir(), 600, true)
 	env := map[string]string{"OUTPOST_DATA_DIR": dir}
-	_, stderr, err := cli(t, env, "import", file, "--batch", "64")
+	_, stderr, err := imp(t, env, "import", file, "--batch", "64")
 	if err != nil {
 		t.Fatalf("%v\n%s", err, stderr)
 	}
@@ -82,7 +98,7 @@ func TestImportTwiceStoresOnce(t *testing.T) {
 	if want := fmt.Sprintf("%d %q", first.rejected, "blocked: this event was deleted by its author"); !strings.Contains(stderr, want) {
 		t.Fatalf("refused for something else than being deleted:\n%s", stderr)
 	}
-	_, stderr, err = cli(t, env, "import", file)
+	_, stderr, err = imp(t, env, "import", file)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, stderr)
 	}
@@ -114,7 +130,7 @@ func TestImportCountsBadLines(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "in.jsonl")
 	os.WriteFile(file, []byte(strings.Join(lines, "\n")), 0o600) // no newline at the end
 	dir := t.TempDir()
-	_, stderr, err := cli(t, map[string]string{"OUTPOST_DATA_DIR": dir}, "import", file)
+	_, stderr, err := imp(t, map[string]string{"OUTPOST_DATA_DIR": dir}, "import", file)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, stderr)
 	}
@@ -130,7 +146,7 @@ func TestImportCountsBadLines(t *testing.T) {
 	}
 
 	strict := t.TempDir()
-	_, stderr, err = cli(t, map[string]string{"OUTPOST_DATA_DIR": strict}, "import", "--strict", file, "--batch", "1")
+	_, stderr, err = imp(t, map[string]string{"OUTPOST_DATA_DIR": strict}, "import", "--strict", file, "--batch", "1")
 	if err == nil || !strings.Contains(err.Error(), "line 2") {
 		t.Fatalf("--strict: %v\n%s", err, stderr)
 	}
@@ -172,12 +188,12 @@ func TestImportInterrupted(t *testing.T) {
 		t.Fatalf("%+v\n%s", first, stderr.String())
 	}
 	env := map[string]string{"OUTPOST_DATA_DIR": dir}
-	_, out, err := cli(t, env, "import", file)
+	_, out, err := imp(t, env, "import", file)
 	if err != nil {
 		t.Fatal(err)
 	}
 	second := parseSummary(t, out)
-	_, out, err = cli(t, map[string]string{"OUTPOST_DATA_DIR": t.TempDir()}, "import", file)
+	_, out, err = imp(t, map[string]string{"OUTPOST_DATA_DIR": t.TempDir()}, "import", file)
 	if err != nil {
 		t.Fatal(err)
 	}
