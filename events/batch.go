@@ -55,7 +55,7 @@ var errTooManyTags = fmt.Errorf("%w: the event has too many tags to store", ErrI
 // after a newer one is Superseded, as if saved one by one. out[i] is what
 // became of evs[i], unless errs[i] says why it is invalid (ErrInvalid,
 // ErrBadID); err is the store's failure, and then none of the batch is
-// stored.
+// stored but the parts committed before it when the batch was split.
 func (s *Store) SaveBatch(ctx context.Context, evs []*nostr.Event) (out []Outcome, errs []error, err error) {
 	out, errs = make([]Outcome, len(evs)), make([]error, len(evs))
 	var ps []prepared

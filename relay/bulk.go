@@ -46,7 +46,9 @@ func (r *Relay) DecodeEvent(line []byte) (*nostr.Event, string) {
 // passes is written in one transaction (events.Store.SaveBatch), and then
 // the deletion requests among it delete what they name, as accept's do.
 // Nothing is broadcast and no OnEventSaved hook runs: the services are not
-// running. err is the store's failure: then none of the batch was stored.
+// running. err is the store's failure: then the batch is not stored, or
+// only its first part if the store split it (see SaveBatch); importing it
+// again stores the rest.
 //
 // keepProtected takes protected events (NIP-70) in as if their authors had
 // sent them: the operator vouches for the file (the relay it comes from took
