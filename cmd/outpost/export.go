@@ -29,6 +29,7 @@ served by a running outpost; FILE appears only once it is whole.`
 // exportOptions are export's flags and argument.
 type exportOptions struct {
 	dataDirSetting
+	store          kv.Settings
 	kinds, authors []string
 	since, until   int64
 	limit          int
@@ -45,7 +46,7 @@ func exportCLI(ctx context.Context, args []string, getenv func(string) string, _
 	if !kv.Exists(o.DataDir) {
 		return fmt.Errorf("no outpost database in %s: point --data-dir (or OUTPOST_DATA_DIR) at the data dir outpost serves from", o.DataDir)
 	}
-	db, err := openOffline("export", o.DataDir, relay.DefaultLimits(), getenv, stderr)
+	db, err := openOffline("export", o.DataDir, o.store, relay.DefaultLimits(), getenv, stderr)
 	if err != nil {
 		return err
 	}
@@ -109,21 +110,26 @@ func writeEvents(ctx context.Context, rl *relay.Relay, f nostr.Filter, w io.Writ
 
 // parseExportArgs reads export's flags and its FILTER into a filter.
 func parseExportArgs(args []string, getenv func(string) string, stdout io.Writer) (*exportOptions, error) {
-	o := &exportOptions{dataDirSetting: defaultDataDir}
+	o := &exportOptions{dataDirSetting: defaultDataDir, store: offlineStore()}
 	fs := newFlagSet("export")
-	settings.Bind(fs, &o.dataDirSetting)
 	settings.Var(fs, &o.kinds, "kinds", "event kinds, comma-separated")
 	settings.Var(fs, &o.authors, "authors", "authors' public keys (npub or hex), comma-separated")
 	settings.Var(fs, &o.since, "since", "only events created at or after this unix time")
 	settings.Var(fs, &o.until, "until", "only events created at or before this unix time")
 	settings.Var(fs, &o.limit, "limit", "at most this many events, the newest; 0: all")
 	settings.Var(fs, &o.output, "output", "write to this file instead of standard output")
-	fs.Usage = func() { usage(fs, exportUsage, dataDirTwin) }
+	twin := twinsBut("kinds", "authors", "since", "until", "limit", "output")
+	settings.Bind(fs, &o.dataDirSetting)
+	settings.Bind(fs, &o.store)
+	fs.Usage = func() { usage(fs, exportUsage, twin) }
 	rest, err := parseInterleaved(fs, "export", args, stdout)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := settings.FromEnv(fs, getenv, dataDirTwin); err != nil {
+	if _, err := settings.FromEnv(fs, getenv, twin); err != nil {
+		return nil, err
+	}
+	if err := o.store.Valid(); err != nil {
 		return nil, err
 	}
 	if len(rest) > 1 {

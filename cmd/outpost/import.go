@@ -14,11 +14,12 @@ import (
 	"time"
 
 	"github.com/nbd-wtf/go-nostr"
+	"github.com/outpost-relay/outpost/kv"
 	"github.com/outpost-relay/outpost/relay"
 	"github.com/outpost-relay/outpost/settings"
 )
 
-const importUsage = `outpost import [FILE|-] [--batch N] [--strict] [--protected] [--data-dir DIR] [relay limits]
+const importUsage = `outpost import [FILE|-] [--batch N] [--strict] [--protected] [--data-dir DIR] [store and relay settings]
 
 reads Nostr events, one JSON object a line (JSONL, as "strfry export" and
 "nak" write them), from FILE or standard input, and stores them in the data
@@ -35,6 +36,7 @@ written. A line that is not an event is counted and skipped, unless
 // importOptions are import's flags and argument.
 type importOptions struct {
 	dataDirSetting
+	store     kv.Settings
 	limits    relay.Limits
 	batch     int
 	strict    bool
@@ -60,7 +62,7 @@ func importCLI(ctx context.Context, args []string, getenv func(string) string, s
 	if err := ensureDir(o.DataDir); err != nil {
 		return err
 	}
-	db, err := openOffline("import", o.DataDir, o.limits, getenv, stderr)
+	db, err := openOffline("import", o.DataDir, o.store, o.limits, getenv, stderr)
 	if err != nil {
 		return err
 	}
@@ -79,19 +81,21 @@ func importCLI(ctx context.Context, args []string, getenv func(string) string, s
 // parseImportArgs reads import's flags (the data dir and the relay limits
 // also from their OUTPOST_* twins) and its FILE, "-" (the default) for stdin.
 func parseImportArgs(args []string, getenv func(string) string, stdout io.Writer) (*importOptions, error) {
-	o := &importOptions{dataDirSetting: defaultDataDir, limits: relay.DefaultLimits(), batch: defaultImportBatch}
+	o := &importOptions{dataDirSetting: defaultDataDir, store: offlineStore(), limits: relay.DefaultLimits(), batch: defaultImportBatch}
 	fs := newFlagSet("import")
-	settings.Bind(fs, &o.dataDirSetting)
 	settings.Var(fs, &o.batch, "batch", "events written in one transaction")
 	settings.Var(fs, &o.strict, "strict", "stop at the first line that is not an event, before writing its batch")
 	settings.Var(fs, &o.protected, "protected", "keep protected events (NIP-70), which the relay takes only from their authors: the relay the file comes from did")
+	twin := twinsBut("batch", "strict", "protected")
+	settings.Bind(fs, &o.dataDirSetting)
+	settings.Bind(fs, &o.store)
 	settings.Bind(fs, &o.limits)
-	fs.Usage = func() { usage(fs, importUsage, relayTwin) }
+	fs.Usage = func() { usage(fs, importUsage, twin) }
 	rest, err := parseInterleaved(fs, "import", args, stdout)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := settings.FromEnv(fs, getenv, relayTwin); err != nil {
+	if _, err := settings.FromEnv(fs, getenv, twin); err != nil {
 		return nil, err
 	}
 	switch {
@@ -100,7 +104,7 @@ func parseImportArgs(args []string, getenv func(string) string, stdout io.Writer
 	case o.batch < 1:
 		return nil, usageErrorf("import", "--batch must be 1 or more")
 	}
-	if err := o.limits.Valid(); err != nil {
+	if err := errors.Join(o.store.Valid(), o.limits.Valid()); err != nil {
 		return nil, err
 	}
 	o.file = "-"
@@ -109,15 +113,6 @@ func parseImportArgs(args []string, getenv func(string) string, stdout io.Writer
 	}
 	o.DataDir, err = filepath.Abs(o.DataDir)
 	return o, err
-}
-
-// relayTwin is the environment twin of the commands that take the data dir
-// and the relay's limits as serve does.
-func relayTwin(flagName string) string {
-	if flagName == "data-dir" || strings.HasPrefix(flagName, "relay-") {
-		return settings.EnvName(flagName)
-	}
-	return ""
 }
 
 // parseInterleaved parses flags wherever they are among the arguments

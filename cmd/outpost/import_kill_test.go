@@ -67,12 +67,17 @@ func TestImportStoppedThenRunAgain(t *testing.T) {
 
 // exportAll is outpost export of the data dir, the events of the mix's
 // authors (outpost's own, made when a data dir is created, differ).
-func exportAll(t *testing.T, dir string) string {
+func exportAll(t *testing.T, dir string, env ...map[string]string) string {
 	t.Helper()
 	var out, errOut bytes.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if err := run(ctx, []string{"export", "--data-dir", dir, "--kinds", "0,1,3,5,7,30023"}, func(string) string { return "" }, nil, &out, &errOut); err != nil {
+	if err := run(ctx, []string{"export", "--data-dir", dir, "--kinds", "0,1,3,5,7,30023"}, func(k string) string {
+		if len(env) > 0 {
+			return env[0][k]
+		}
+		return ""
+	}, nil, &out, &errOut); err != nil {
 		t.Fatalf("export: %v\n%s", err, errOut.String())
 	}
 	return out.String()

@@ -215,7 +215,7 @@ func nthLine(data []byte, n int) int {
 // TestBadLinesEndBatches: a file of nothing but bad lines is read in
 // batches like any other, so that they never pile up in memory.
 func TestBadLinesEndBatches(t *testing.T) {
-	db, err := openOffline("import", newDataDir(t), relay.DefaultLimits(), func(string) string { return "" }, io.Discard)
+	db, err := openOffline("import", newDataDir(t), offlineStore(), relay.DefaultLimits(), func(string) string { return "" }, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -251,5 +251,32 @@ func TestImportProtected(t *testing.T) {
 		if got := parseSummary(t, stderr); err != nil || got.stored != c.stored || got.rejected != c.rejected {
 			t.Errorf("%v: %v, %+v\n%s", c.args, err, got, stderr)
 		}
+	}
+}
+
+// TestImportOnAFullDisk: with the disk down to the free space the store
+// keeps (OUTPOST_MIN_FREE_SPACE, as serve reads it), an import stops with
+// the store's reason and writes nothing; with room again, it stores all.
+func TestImportOnAFullDisk(t *testing.T) {
+	disk := testkit.NewFullDisk(t)
+	env := map[string]string{"OUTPOST_DATA_DIR": filepath.Join(disk.Dir, "data"), "OUTPOST_MIN_FREE_SPACE": disk.Min.String()}
+	first, _ := writeMixed(t, t.TempDir(), 100, false)
+	if _, stderr, err := imp(t, env, "import", first); err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	before := exportAll(t, env["OUTPOST_DATA_DIR"], env)
+	filler := testkit.Fill(t, disk.Dir, int64(disk.Min)-4<<20)
+	second, evs := writeMixed(t, t.TempDir(), 300, true)
+	_, stderr, err := imp(t, env, "import", second)
+	if err == nil || !strings.Contains(err.Error(), "low on disk space") {
+		t.Fatalf("on a full disk: %v\n%s", err, stderr)
+	}
+	os.Remove(filler)
+	if exportAll(t, env["OUTPOST_DATA_DIR"], env) != before {
+		t.Fatal("the refused import wrote events")
+	}
+	_, stderr, err = imp(t, env, "import", second)
+	if c := parseSummary(t, stderr); err != nil || c.read != len(evs) || c.stored == 0 {
+		t.Fatalf("with room again: %v, %+v\n%s", err, c, stderr)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/outpost-relay/outpost/banlist"
@@ -29,8 +30,8 @@ type offline struct {
 // the admin commands these have no way through a running outpost's admin
 // socket: they read or write every event, and the badger lock the running
 // outpost holds refuses them.
-func openOffline(cmd, dir string, limits relay.Limits, getenv func(string) string, stderr io.Writer) (*offline, error) {
-	st, err := store.Open(dir, slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+func openOffline(cmd, dir string, s kv.Settings, limits relay.Limits, getenv func(string) string, stderr io.Writer) (*offline, error) {
+	st, err := store.OpenWith(context.Background(), s, dir, slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	if errors.Is(err, kv.ErrLocked) {
 		return nil, fmt.Errorf("an outpost is running on %s: stop it, then run %s again (it needs the data dir to itself)", dir, cmd)
 	}
@@ -65,3 +66,24 @@ func (o *offline) wire(dir string, limits relay.Limits, getenv func(string) stri
 }
 
 func (o *offline) Close() error { return o.st.Close() }
+
+// offlineStore are the store's settings for import and export: serve's
+// (the same flags and OUTPOST_* twins: the free space kept, the cache),
+// without warming the store, which a command reads once.
+func offlineStore() kv.Settings {
+	s := kv.DefaultSettings()
+	s.WarmStore = false
+	return s
+}
+
+// twinsBut is the environment twin of every flag but the command's own:
+// the data dir, the store's and the relay's settings are read from the
+// environment as serve reads them.
+func twinsBut(own ...string) func(flagName string) string {
+	return func(flagName string) string {
+		if slices.Contains(own, flagName) {
+			return ""
+		}
+		return settings.EnvName(flagName)
+	}
+}
