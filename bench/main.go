@@ -63,6 +63,8 @@ func main() {
 		err = mixPublishMain(args)
 	case "hostile":
 		err = hostileMain(args)
+	case "impexp":
+		err = impexpMain(args)
 	default:
 		err = fmt.Errorf("unknown subcommand %q", sub)
 	}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/fiatjaf/eventstore"
@@ -32,36 +31,18 @@ func (o Outcome) String() string {
 // lowest id) and is not stored otherwise. The check, the replacement and the
 // insert are one transaction.
 func (s *Store) Save(ctx context.Context, ev *nostr.Event) (Outcome, error) {
-	d, err := validate(ev)
+	p, err := prepare(ev)
 	if err != nil {
 		return 0, err
-	}
-	raw, err := ev.MarshalJSON()
-	if err != nil {
-		return 0, fmt.Errorf("%w: %v", ErrInvalid, err)
-	}
-	val := append(d.header(), raw...)
-	keys := d.indexKeys()
-	addr := ""
-	if hasAddress(ev.Kind) {
-		addr = address(ev.Kind, ev.Tags)
 	}
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
-	cost := len(val) + tombstoneCost(ev.Kind, ev.Tags)
-	for _, k := range keys {
-		cost += len(k) + entryOverhead
+	out, bad, err := s.putAll([]prepared{p})
+	if err != nil {
+		return 0, err
 	}
-	var out Outcome
-	err = s.update(cost, func(txn *kv.Txn) (err error) {
-		out, err = s.put(txn, &d, val, keys, addr, hasAddress(ev.Kind))
-		return err
-	})
-	if errors.Is(err, kv.ErrTxnTooBig) {
-		return 0, fmt.Errorf("%w: the event has too many tags to store", ErrInvalid)
-	}
-	return out, err
+	return out[0], bad[0]
 }
 
 // put writes one event in txn.

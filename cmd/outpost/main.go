@@ -71,6 +71,9 @@ usage:
                                                 the Authorization header of a NIP-98 request
   outpost backup FILE [--data-dir DIR]          a consistent backup, while outpost runs or not
   outpost restore FILE --data-dir DIR           into a new, empty data dir
+  outpost import [FILE] [--batch N] [--strict]  Nostr events (JSONL, as strfry export writes) into a stopped outpost
+  outpost export ['FILTER'] [--kinds K] [--output FILE]
+                                                the events matching a filter, as JSONL
   outpost strfry-policy --from <URL>            a strfry write-policy plugin enforcing an outpost's ban list
   outpost version                               the version and the commit it was built from
 
@@ -102,6 +105,8 @@ var commands = map[string]func(ctx context.Context, args []string, getenv func(s
 		return restoreCLI(args, getenv, stdout, stderr)
 	},
 	"strfry-policy": strfryCLI,
+	"import":        importCLI,
+	"export":        exportCLI,
 }
 
 // run is the whole program; main only gives it the process's environment.
