@@ -18,7 +18,8 @@ import (
 
 // Admission: every event that enters the store comes through accept, from
 // one of three origins (a client of ours, another relay, the service
-// itself), and gets the same verdict in the same words for the same reason.
+// itself), or, from a file, through Import (bulk.go), which runs the same
+// check in batches; each gets the same verdict in the same words for the same reason.
 //
 // The path of an EVENT (the files of this package it crosses, and the
 // packages it calls); it never leaves the package to come back:

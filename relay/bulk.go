@@ -22,8 +22,8 @@ type ImportResult struct {
 	Outcome events.Outcome // what the store did with it, when it was not refused
 }
 
-// refusedEphemeral: khatru's AddEvent only broadcasts an ephemeral event,
-// and an import has no one to broadcast to.
+// refusedEphemeral: the relay only broadcasts an ephemeral event, and an
+// import has no one to broadcast to.
 const refusedEphemeral = "invalid: ephemeral events are not stored"
 
 // DecodeEvent decodes one event object, as the relay decodes the event of
@@ -40,10 +40,9 @@ func (r *Relay) DecodeEvent(line []byte) (*nostr.Event, string) {
 }
 
 // Import takes in a batch of events. Each is checked as accept checks an
-// upstream relay's (fromUpstream: sizes, signature, NIP-70, NIP-40, the ban
-// list, NIP-09, then the services' RejectEvent hooks, as AddEvent runs
-// them), and against the deletion requests earlier in the batch; what
-// passes is written in one transaction (events.Store.SaveBatch), and then
+// upstream relay's (check with fromUpstream: sizes, signature, NIP-70,
+// NIP-40, the ban list, NIP-09, the services' RejectEvent), and against the
+// deletion requests earlier in the batch; what passes is written in one transaction (events.Store.SaveBatch), and then
 // the deletion requests among it delete what they name, as accept's do.
 // Nothing is broadcast and no OnEventSaved hook runs: the services are not
 // running. err is the store's failure: then the batch is not stored, or
@@ -116,14 +115,6 @@ func (r *Relay) checkImported(ctx context.Context, ev *nostr.Event, keepProtecte
 	}
 	if nostr.IsEphemeralKind(ev.Kind) {
 		return refusedEphemeral
-	}
-	for _, reject := range r.Relay.RejectEvent {
-		if refused, msg := reject(ctx, ev); refused {
-			if msg == "" {
-				msg = "no reason"
-			}
-			return nostr.NormalizeOKMessage(msg, "blocked")
-		}
 	}
 	return ""
 }
