@@ -20,6 +20,7 @@ import (
 	"github.com/outpost-relay/outpost/faucet"
 	"github.com/outpost-relay/outpost/httpapi/banlistapi"
 	"github.com/outpost-relay/outpost/httpapi/mintdirapi"
+	"github.com/outpost-relay/outpost/internal/wot"
 	"github.com/outpost-relay/outpost/mintdir"
 	"github.com/outpost-relay/outpost/pubkey"
 	pub "github.com/outpost-relay/outpost/publish"
@@ -66,6 +67,7 @@ type Config struct {
 	Faucet     faucet.Settings
 	Upstream   upstream.Settings
 	Publish    pub.Settings
+	Wot        wot.Settings
 
 	fittedTo settings.Bytes // the container's memory, when MemoryLimit or CacheSize were sized to it (fitMemory)
 }
@@ -101,7 +103,7 @@ func defaultConfig() *Config {
 		RelayDescription: "A community relay with a ban list, a test-sats faucet and a Cashu mint directory",
 		BanlistMount:     "/banlist", MintdirMount: "/mintdir", FaucetMount: "/faucet",
 		MemoryLimit: defaultMemoryLimit, Store: kv.DefaultSettings(), Relay: relay.DefaultLimits(), BanlistAPI: banlistapi.DefaultSettings(), Mintdir: mintdir.DefaultSettings(), MintdirAPI: mintdirapi.DefaultSettings(),
-		Faucet: faucet.DefaultSettings(), Upstream: upstream.DefaultSettings(),
+		Faucet: faucet.DefaultSettings(), Upstream: upstream.DefaultSettings(), Wot: wot.DefaultSettings(),
 	}
 }
 
@@ -154,6 +156,7 @@ func (c *Config) settingGroups() []settingGroup {
 		{"Faucet", []any{&c.Faucet}},
 		{"Upstream relays", []any{&c.Upstream}},
 		{"Published events", []any{&c.Publish}},
+		{"Web of trust", []any{&c.Wot}},
 	}
 }
 
@@ -207,7 +210,7 @@ func (c *Config) validate() error {
 		}
 	}
 	errs = append(errs, c.validateLists(), c.validateMounts(), c.validateMemory())
-	errs = append(errs, c.Store.Valid(), c.Relay.Valid(), c.Banlist.Valid(), c.BanlistAPI.Valid(), c.Mintdir.Valid(), c.MintdirAPI.Valid(), c.Faucet.Valid(), c.Upstream.Valid(), c.Publish.Valid())
+	errs = append(errs, c.Store.Valid(), c.Relay.Valid(), c.Banlist.Valid(), c.BanlistAPI.Valid(), c.Mintdir.Valid(), c.MintdirAPI.Valid(), c.Faucet.Valid(), c.Upstream.Valid(), c.Publish.Valid(), c.Wot.Valid())
 	return errors.Join(errs...)
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/outpost-relay/outpost"
 	"github.com/outpost-relay/outpost/httpapi"
+	"github.com/outpost-relay/outpost/internal/wot"
 	"github.com/outpost-relay/outpost/metrics"
 	"github.com/outpost-relay/outpost/policies"
 	"github.com/outpost-relay/outpost/pubkey"
@@ -43,6 +44,7 @@ type deps struct {
 	pubKey    string // service key, hex
 	metrics   *metrics.Metrics
 	embedded  *testmint.Mint // the faucet's test mint, without a mint URL set; nil with one
+	wot       *wot.WoT       // the web of trust, which the services ask
 }
 
 // component is one service wired into the program.
@@ -167,6 +169,11 @@ func serve(ctx context.Context, cfg *Config, stdout, stderr io.Writer) (err erro
 	d := deps{cfg: cfg, log: logger, store: st, relay: rl, banList: list, sink: sink, publicURL: publicURL, secretKey: sk, pubKey: pk, metrics: m,
 		embedded: embedded}
 	components := []component{{jobs: []func(context.Context){outbox.Run}}}
+	w, wc, err := wireWot(ctx, d)
+	if err != nil {
+		return err
+	}
+	d.wot, components = w, append(components, *wc)
 	for _, wire := range []func(context.Context, deps) (*component, error){wireBanlist, wireMintdir, wireFaucet} {
 		c, err := wire(ctx, d)
 		if err != nil {

@@ -131,13 +131,27 @@ type snapshot struct {
 	members int
 }
 
-// New makes the web of trust of db with cfg, empty until Load.
-func New(db *kv.DB, cfg Settings, log *slog.Logger) (*WoT, error) {
-	seeds, err := ParseKeys(cfg.Seeds)
+// Config is what New takes.
+type Config struct {
+	Settings
+	DB  *kv.DB
+	Log *slog.Logger     // default: slog.Default()
+	Now func() time.Time // the clock of first-seen times; default: time.Now
+}
+
+// New makes the web of trust on the store, empty until Load.
+func New(c Config) (*WoT, error) {
+	seeds, err := ParseKeys(c.Seeds)
 	if err != nil {
 		return nil, err
 	}
-	w := &WoT{db: db, cfg: cfg, log: log, now: time.Now, g: newGraph(), noted: map[Key]struct{}{}, dirty: make(chan struct{}, 1)}
+	if c.Log == nil {
+		c.Log = slog.Default()
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	w := &WoT{db: c.DB, cfg: c.Settings, log: c.Log, now: c.Now, g: newGraph(), noted: map[Key]struct{}{}, dirty: make(chan struct{}, 1)}
 	for _, s := range seeds {
 		w.seeds = append(w.seeds, w.g.intern(s))
 	}
@@ -171,6 +185,29 @@ func (w *WoT) Standing(k Key) Standing {
 	return st
 }
 
+// StandingOf looks up a hex public key; one that is not a key stands
+// nowhere.
+func (w *WoT) StandingOf(pubkey string) Standing {
+	k, err := ParseKey(pubkey)
+	if err != nil {
+		return Standing{Hops: -1}
+	}
+	return w.Standing(k)
+}
+
+// Lists counts the contact lists held.
+func (w *WoT) Lists() int {
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	n := 0
+	for _, o := range w.g.out {
+		if o != nil {
+			n++
+		}
+	}
+	return n
+}
+
 // Members counts the members.
 func (w *WoT) Members() int { return w.snap.Load().members }
 
@@ -197,14 +234,21 @@ func (w *WoT) Apply(ev *nostr.Event) error {
 	if ev.Kind != nostr.KindFollowList {
 		return ErrNotContactList
 	}
+	l, ok := w.list(ev)
+	if !ok {
+		return nil
+	}
+	return w.SetLists([]List{l})
+}
+
+// list reads a contact list. One dated more than an hour ahead is left
+// out (ok false): it would hold back every real list after it.
+func (w *WoT) list(ev *nostr.Event) (l List, ok bool) {
 	author, err := ParseKey(ev.PubKey)
-	if err != nil {
-		return err
+	if err != nil || ev.Kind != nostr.KindFollowList || ev.CreatedAt > nostr.Timestamp(w.now().Add(time.Hour).Unix()) {
+		return List{}, false
 	}
-	if ev.CreatedAt > nostr.Timestamp(w.now().Add(time.Hour).Unix()) {
-		return nil // dated ahead: it would hold back every real list after it
-	}
-	return w.SetLists([]List{{Author: author, At: uint32(min(int64(ev.CreatedAt), 1<<32-1)), Follows: w.follows(ev)}})
+	return List{Author: author, At: uint32(min(max(int64(ev.CreatedAt), 0), 1<<32-1)), Follows: w.follows(ev)}, true
 }
 
 // follows reads the p tags of a contact list, up to MaxFollows; a tag that

@@ -24,7 +24,7 @@ func newWoT(t testing.TB, cfg wot.Settings) *wot.WoT {
 
 func openWoT(t testing.TB, db *kv.DB, cfg wot.Settings) *wot.WoT {
 	t.Helper()
-	w, err := wot.New(db, cfg, discard)
+	w, err := wot.New(wot.Config{Settings: cfg, DB: db, Log: discard})
 	if err != nil {
 		t.Fatal(err)
 	}
