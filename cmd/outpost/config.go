@@ -22,6 +22,7 @@ import (
 	"github.com/outpost-relay/outpost/httpapi/mintdirapi"
 	"github.com/outpost-relay/outpost/internal/wot"
 	"github.com/outpost-relay/outpost/mintdir"
+	"github.com/outpost-relay/outpost/policies"
 	"github.com/outpost-relay/outpost/pubkey"
 	pub "github.com/outpost-relay/outpost/publish"
 	"github.com/outpost-relay/outpost/relay"
@@ -54,6 +55,7 @@ type Config struct {
 	RelayContact     string `flag:"relay-contact" usage:"relay contact in NIP-11"`
 	RelayPubKey      string `flag:"relay-pubkey" usage:"the operator's contact key (npub or hex), NIP-11 pubkey"`
 	Relay            relay.Limits
+	RelayWrite       policies.WriteSettings
 
 	BanlistMount string `flag:"banlist-mount" usage:"mount path of the ban-list service"`
 	MintdirMount string `flag:"mintdir-mount" usage:"mount path of the mint directory"`
@@ -104,6 +106,7 @@ func defaultConfig() *Config {
 		BanlistMount:     "/banlist", MintdirMount: "/mintdir", FaucetMount: "/faucet",
 		MemoryLimit: defaultMemoryLimit, Store: kv.DefaultSettings(), Relay: relay.DefaultLimits(), BanlistAPI: banlistapi.DefaultSettings(), Mintdir: mintdir.DefaultSettings(), MintdirAPI: mintdirapi.DefaultSettings(),
 		Faucet: faucet.DefaultSettings(), Upstream: upstream.DefaultSettings(), Wot: wot.DefaultSettings(),
+		RelayWrite: policies.DefaultWriteSettings(),
 	}
 }
 
@@ -150,7 +153,7 @@ func (c *Config) settingGroups() []settingGroup {
 	return []settingGroup{
 		{"Server, relay information and mount paths", []any{c, &c.dataDirSetting, &c.logSetting}},
 		{"Storage and memory", []any{&c.Store}},
-		{"Relay limits", []any{&c.Relay}},
+		{"Relay limits", []any{&c.Relay, &c.RelayWrite}},
 		{"Ban list", []any{&c.Banlist, &c.BanlistAPI}},
 		{"Mint directory", []any{&c.Mintdir, &c.MintdirAPI}},
 		{"Faucet", []any{&c.Faucet}},
@@ -210,7 +213,7 @@ func (c *Config) validate() error {
 		}
 	}
 	errs = append(errs, c.validateLists(), c.validateMounts(), c.validateMemory())
-	errs = append(errs, c.Store.Valid(), c.Relay.Valid(), c.Banlist.Valid(), c.BanlistAPI.Valid(), c.Mintdir.Valid(), c.MintdirAPI.Valid(), c.Faucet.Valid(), c.Upstream.Valid(), c.Publish.Valid(), c.Wot.Valid())
+	errs = append(errs, c.Store.Valid(), c.Relay.Valid(), c.Banlist.Valid(), c.BanlistAPI.Valid(), c.Mintdir.Valid(), c.MintdirAPI.Valid(), c.Faucet.Valid(), c.Upstream.Valid(), c.Publish.Valid(), c.Wot.Valid(), c.RelayWrite.Valid())
 	return errors.Join(errs...)
 }
 

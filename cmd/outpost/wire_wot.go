@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"log/slog"
 
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/outpost-relay/outpost/internal/wot"
+	"github.com/outpost-relay/outpost/policies"
 )
 
 // wireWot builds the web of trust on the store before the services that ask
@@ -47,5 +49,21 @@ func wireWot(ctx context.Context, d deps) (*wot.WoT, *component, error) {
 			log.Warn("wot: contact list not applied", "event", ev.ID, "err", err)
 		}
 	})
+	restrictWrites(d, w, log)
 	return w, &component{jobs: []func(context.Context){w.Run}}, nil
+}
+
+// restrictWrites adds the relay's write policy of --relay-write wot: only
+// members publish, but for the open kinds and the admins.
+func restrictWrites(d deps, w *wot.WoT, log *slog.Logger) {
+	if d.cfg.RelayWrite.Write != policies.WriteWoT {
+		return
+	}
+	if !w.Enabled() {
+		log.Warn("--relay-write wot without seeds (--wot-seeds, --admin-pubkeys): every key may publish, as with all")
+		return
+	}
+	open, _ := d.cfg.RelayWrite.Kinds() // checked by Valid
+	member := func(pk string) bool { return w.StandingOf(pk).Member }
+	d.relay.RejectEvent = append(d.relay.RejectEvent, policies.RestrictToMembers(member, open, d.cfg.AdminPubKeys))
 }
