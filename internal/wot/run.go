@@ -41,8 +41,6 @@ func (w *WoT) Rerank() {
 	w.mu.RUnlock()
 	r := g.rank(seeds)
 	w.mu.Lock()
-	s := *w.snap.Load()
-	s.rank = r
-	w.snap.Store(&s)
+	w.snap.Store(w.snap.Load().withRank(r))
 	w.mu.Unlock()
 }

@@ -12,6 +12,7 @@
 package wot
 
 import (
+	"cmp"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -129,6 +130,24 @@ type snapshot struct {
 	levels
 	rank    []float32
 	members int
+	median  float32 // the median rank of the members (Weight)
+}
+
+// withRank is s with rank r, and the median member rank over both.
+func (s snapshot) withRank(r []float32) *snapshot {
+	s.rank = r
+	var ranks []float32
+	for id, m := range s.member {
+		if m && id < len(r) {
+			ranks = append(ranks, r[id])
+		}
+	}
+	s.median = 0
+	if len(ranks) > 0 {
+		slices.Sort(ranks)
+		s.median = ranks[len(ranks)/2]
+	}
+	return &s
 }
 
 // Config is what New takes.
@@ -139,7 +158,8 @@ type Config struct {
 	Now func() time.Time // the clock of first-seen times; default: time.Now
 }
 
-// New makes the web of trust on the store, empty until Load.
+// New makes the web of trust on the store, empty until Load; settings
+// left zero take their defaults.
 func New(c Config) (*WoT, error) {
 	seeds, err := ParseKeys(c.Seeds)
 	if err != nil {
@@ -151,6 +171,8 @@ func New(c Config) (*WoT, error) {
 	if c.Now == nil {
 		c.Now = time.Now
 	}
+	def := DefaultSettings()
+	c.Depth, c.MinFollowers, c.MaxFollows = cmp.Or(c.Depth, def.Depth), cmp.Or(c.MinFollowers, def.MinFollowers), cmp.Or(c.MaxFollows, def.MaxFollows)
 	w := &WoT{db: c.DB, cfg: c.Settings, log: c.Log, now: c.Now, g: newGraph(), noted: map[Key]struct{}{}, dirty: make(chan struct{}, 1)}
 	for _, s := range seeds {
 		w.seeds = append(w.seeds, w.g.intern(s))
@@ -208,6 +230,25 @@ func (w *WoT) Lists() int {
 	return n
 }
 
+// Weight is how much a key's say counts (a review, a report), from 0 to 1:
+// 0 outside the web of trust; for a member, its rank over the median
+// member's, at most 1. Half the members count fully; a member the walk
+// barely reaches — an attack edge's target, whose rank is what one honest
+// follow carries — counts in proportion; a key's own followers, sybils
+// among them, add nothing it does not get through the seeds' walk. Until
+// the first rank is computed members count fully.
+func (w *WoT) Weight(pubkey string) float64 {
+	st := w.StandingOf(pubkey)
+	if !st.Member {
+		return 0
+	}
+	median := w.snap.Load().median
+	if median <= 0 {
+		return 1
+	}
+	return min(1, st.Rank/float64(median))
+}
+
 // Members counts the members.
 func (w *WoT) Members() int { return w.snap.Load().members }
 
@@ -222,6 +263,13 @@ func (w *WoT) Follows(a, b Key) bool {
 	}
 	_, found := slices.BinarySearch(w.g.out[ia], ib)
 	return found
+}
+
+// FollowsOf is Follows of two hex public keys.
+func (w *WoT) FollowsOf(a, b string) bool {
+	ka, err := ParseKey(a)
+	kb, err2 := ParseKey(b)
+	return err == nil && err2 == nil && w.Follows(ka, kb)
 }
 
 // ErrNotContactList is Apply's answer to an event that is not a kind 3.
@@ -360,7 +408,7 @@ func (w *WoT) rewalk() {
 			first = append(first, w.g.keys[id])
 		}
 	}
-	w.snap.Store(&snapshot{levels: l, rank: w.snap.Load().rank, members: members})
+	w.snap.Store(snapshot{levels: l, members: members}.withRank(w.snap.Load().rank))
 	w.mu.Unlock()
 	if err := w.putSeen(first, now); err != nil {
 		w.log.Warn("wot: first-seen times not stored", "keys", len(first), "err", err)
