@@ -60,6 +60,7 @@ type Config struct {
 	BanlistMount string `flag:"banlist-mount" usage:"mount path of the ban-list service"`
 	MintdirMount string `flag:"mintdir-mount" usage:"mount path of the mint directory"`
 	FaucetMount  string `flag:"faucet-mount" usage:"mount path of the faucet"`
+	WotMount     string `flag:"wot-mount" usage:"mount path of the web of trust's API (GET <mount>/{npub})"`
 
 	Store      kv.Settings
 	Banlist    banlist.Settings
@@ -103,7 +104,7 @@ func defaultConfig() *Config {
 		Addr: "127.0.0.1:8080", dataDirSetting: defaultDataDir, RateLimit: 120, ShutdownTimeout: 10 * time.Second,
 		RelayName:        "outpost",
 		RelayDescription: "A community relay with a ban list, a test-sats faucet and a Cashu mint directory",
-		BanlistMount:     "/banlist", MintdirMount: "/mintdir", FaucetMount: "/faucet",
+		BanlistMount:     "/banlist", MintdirMount: "/mintdir", FaucetMount: "/faucet", WotMount: "/wot",
 		MemoryLimit: defaultMemoryLimit, Store: kv.DefaultSettings(), Relay: relay.DefaultLimits(), BanlistAPI: banlistapi.DefaultSettings(), Mintdir: mintdir.DefaultSettings(), MintdirAPI: mintdirapi.DefaultSettings(),
 		Faucet: faucet.DefaultSettings(), Upstream: upstream.DefaultSettings(), Wot: wot.DefaultSettings(),
 		RelayWrite: policies.DefaultWriteSettings(),
@@ -263,7 +264,7 @@ func (c *Config) validateMounts() error {
 	var errs []error
 	mounts := map[string]string{}
 	for _, m := range []struct{ flag, path string }{
-		{"banlist-mount", c.BanlistMount}, {"mintdir-mount", c.MintdirMount}, {"faucet-mount", c.FaucetMount},
+		{"banlist-mount", c.BanlistMount}, {"mintdir-mount", c.MintdirMount}, {"faucet-mount", c.FaucetMount}, {"wot-mount", c.WotMount},
 	} {
 		switch other, taken := mounts[m.path]; {
 		case !validMount(m.path):

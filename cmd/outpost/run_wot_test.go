@@ -61,6 +61,9 @@ func TestWebOfTrust(t *testing.T) {
 		t.Fatalf("bob's quote: %d %v", code, q)
 	}
 
+	if code, st := call(t, "GET", inst.url+"/wot/"+alicePK, nil); code != 200 || st["member"] != true || st["hops"] != 1.0 {
+		t.Fatalf("GET /wot/alice: %d %v", code, st)
+	}
 	if err := publish(t, r, contacts(now)); err != nil {
 		t.Fatalf("the seed's new contact list: %v", err)
 	}

@@ -5,6 +5,8 @@ import (
 	"log/slog"
 
 	"github.com/nbd-wtf/go-nostr"
+	"github.com/outpost-relay/outpost/httpapi"
+	"github.com/outpost-relay/outpost/httpapi/wotapi"
 	"github.com/outpost-relay/outpost/internal/wot"
 	"github.com/outpost-relay/outpost/policies"
 )
@@ -50,7 +52,10 @@ func wireWot(ctx context.Context, d deps) (*wot.WoT, *component, error) {
 		}
 	})
 	restrictWrites(d, w, log)
-	return w, &component{jobs: []func(context.Context){w.Run}}, nil
+	return w, &component{
+		api:  httpapi.Service{Name: "wot", Mount: d.cfg.WotMount, Routes: wotapi.Routes(wotapi.Config{WoT: w, Log: log}), Health: httpapi.ReportHealth(wotapi.Health(w))},
+		jobs: []func(context.Context){w.Run},
+	}, nil
 }
 
 // restrictWrites adds the relay's write policy of --relay-write wot: only
