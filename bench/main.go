@@ -64,6 +64,10 @@ func main() {
 		err = mixPublishMain(args)
 	case "hostile":
 		err = hostileMain(args)
+	case "wot":
+		err = wotMain(args)
+	case "wot-load":
+		err = wotLoadMain(args)
 	default:
 		err = fmt.Errorf("unknown subcommand %q", sub)
 	}
