@@ -74,6 +74,15 @@ func (s *Service) outsideTrust(pk string) string {
 	return strings.Join(missing, "; ")
 }
 
+// trustReasons are the eligibility reasons of pk's standing: none, or
+// not_in_web_of_trust.
+func (s *Service) trustReasons(pk string) []string {
+	if s.outsideTrust(pk) == "" {
+		return nil
+	}
+	return []string{"not_in_web_of_trust"}
+}
+
 // checkTrust refuses a claim outside the web of trust, saying what is
 // missing.
 func (s *Service) checkTrust(pk string) error {

@@ -168,18 +168,9 @@ func serve(ctx context.Context, cfg *Config, stdout, stderr io.Writer) (err erro
 	}
 	d := deps{cfg: cfg, log: logger, store: st, relay: rl, banList: list, sink: sink, publicURL: publicURL, secretKey: sk, pubKey: pk, metrics: m,
 		embedded: embedded}
-	components := []component{{jobs: []func(context.Context){outbox.Run}}}
-	w, wc, err := wireWot(ctx, d)
+	components, err := wireServices(ctx, &d, component{jobs: []func(context.Context){outbox.Run}})
 	if err != nil {
 		return err
-	}
-	d.wot, components = w, append(components, *wc)
-	for _, wire := range []func(context.Context, deps) (*component, error){wireBanlist, wireMintdir, wireFaucet} {
-		c, err := wire(ctx, d)
-		if err != nil {
-			return err
-		}
-		components = append(components, *c)
 	}
 	// The store's own part: its health (is there room to write?), the
 	// relay's background work, and giving memory back after a burst of it.
@@ -208,6 +199,25 @@ func serve(ctx context.Context, cfg *Config, stdout, stderr io.Writer) (err erro
 		"pubkey", pubkey.NPub(pk), "data_dir", cfg.DataDir)
 	fmt.Fprintf(stdout, "outpost %s serving on %s (relay %s)\n", outpost.Version, publicURL, idx.Relay)
 	return runUntil(ctx, srv, ln, rl, components, cfg.ShutdownTimeout, logger)
+}
+
+// wireServices wires the web of trust, then the services that ask it,
+// after first.
+func wireServices(ctx context.Context, d *deps, first component) ([]component, error) {
+	w, wc, err := wireWot(ctx, *d)
+	if err != nil {
+		return nil, err
+	}
+	d.wot = w
+	components := []component{first, *wc}
+	for _, wire := range []func(context.Context, deps) (*component, error){wireBanlist, wireMintdir, wireFaucet} {
+		c, err := wire(ctx, *d)
+		if err != nil {
+			return nil, err
+		}
+		components = append(components, *c)
+	}
+	return components, nil
 }
 
 // publicURL is the configured public URL, else the listener's. A listener
