@@ -76,3 +76,26 @@ func TestWebOfTrust(t *testing.T) {
 		return err != nil && strings.Contains(err.Error(), "restricted:")
 	})
 }
+
+// TestWebOfTrustFromUpstream: the seed's and its follow's contact lists are
+// only on an upstream relay (another outpost, NIP-77); outpost fetches the
+// seed's list, then — the walk having reached alice — alice's, and bob,
+// whom only alice follows, stands at hop 2.
+func TestWebOfTrustFromUpstream(t *testing.T) {
+	seedSK, aliceSK := nostr.GeneratePrivateKey(), nostr.GeneratePrivateKey()
+	seedPK, _ := nostr.GetPublicKey(seedSK)
+	alicePK, _ := nostr.GetPublicKey(aliceSK)
+	bobPK, _ := nostr.GetPublicKey(nostr.GeneratePrivateKey())
+	up := start(t, t.TempDir(), nil)
+	publishWS(t, up, note(t, seedSK, "", nostr.KindFollowList, nostr.Tag{"p", alicePK}))
+	publishWS(t, up, note(t, aliceSK, "", nostr.KindFollowList, nostr.Tag{"p", bobPK}))
+
+	inst := start(t, t.TempDir(), map[string]string{"OUTPOST_WOT_SEEDS": seedPK, "OUTPOST_UPSTREAM_RELAYS": up.ws})
+	testkit.WaitFor(t, 30*time.Second, "bob at hop 2", func() bool {
+		_, st := call(t, "GET", inst.url+"/wot/"+bobPK, nil)
+		return st["hops"] == 2.0 && st["member"] == true
+	})
+	if _, st := call(t, "GET", inst.url+"/wot/"+alicePK, nil); st["hops"] != 1.0 {
+		t.Fatalf("alice %v", st)
+	}
+}

@@ -53,8 +53,10 @@ func wireWot(ctx context.Context, d deps) (*wot.WoT, *component, error) {
 	})
 	restrictWrites(d, w, log)
 	return w, &component{
-		api:  httpapi.Service{Name: "wot", Mount: d.cfg.WotMount, Routes: wotapi.Routes(wotapi.Config{WoT: w, Log: log}), Health: httpapi.ReportHealth(wotapi.Health(w))},
-		jobs: []func(context.Context){w.Run},
+		api:     httpapi.Service{Name: "wot", Mount: d.cfg.WotMount, Routes: wotapi.Routes(wotapi.Config{WoT: w, Log: log}), Health: httpapi.ReportHealth(wotapi.Health(w))},
+		jobs:    []func(context.Context){w.Run},
+		lists:   w.Walked,
+		onLists: w.OnWalked,
 	}, nil
 }
 

@@ -13,6 +13,7 @@ package wot
 
 import (
 	"cmp"
+	"context"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -120,6 +121,9 @@ type WoT struct {
 	seeds []uint32
 	seen  []uint32 // per id: FirstSeen, Unix seconds; 0 unknown
 	noted map[Key]struct{}
+
+	walked   []uint32 // Walked's ids, as of the last walk
+	onWalked atomic.Pointer[func()]
 
 	snap  atomic.Pointer[snapshot]
 	dirty chan struct{} // rank needs computing again (Run)
@@ -247,6 +251,41 @@ func (w *WoT) Weight(pubkey string) float64 {
 		return 1
 	}
 	return min(1, st.Rank/float64(median))
+}
+
+// maxWalked bounds the keys Walked names: their contact lists are asked
+// of other relays, 250 authors a filter.
+const maxWalked = 10_000
+
+// walkedIDs are the members whose follows the walk goes on through (hops
+// short of the depth), the nearest first, at most maxWalked.
+func (w *WoT) walkedIDs(l levels) []uint32 {
+	var ids []uint32
+	for d := 0; d < w.cfg.Depth; d++ {
+		for id, h := range l.hops {
+			if int(h) == d && l.member[id] && len(ids) < maxWalked {
+				ids = append(ids, uint32(id))
+			}
+		}
+	}
+	return ids
+}
+
+// OnWalked sets fn to be told when Walked changed, so that the contact
+// lists of the keys it names can be fetched: the web of trust grows hop by
+// hop. fn must not block.
+func (w *WoT) OnWalked(fn func()) { w.onWalked.Store(&fn) }
+
+// Walked lists the keys (hex) whose contact lists make the web of trust:
+// the seeds and the members short of the depth, the nearest first.
+func (w *WoT) Walked(context.Context) []string {
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	out := make([]string, len(w.walked))
+	for i, id := range w.walked {
+		out[i] = hex.EncodeToString(w.g.keys[id][:])
+	}
+	return out
 }
 
 // Members counts the members.
@@ -409,7 +448,13 @@ func (w *WoT) rewalk() {
 		}
 	}
 	w.snap.Store(snapshot{levels: l, members: members}.withRank(w.snap.Load().rank))
+	walked := w.walkedIDs(l)
+	changed := !slices.Equal(walked, w.walked)
+	w.walked = walked
 	w.mu.Unlock()
+	if fn := w.onWalked.Load(); changed && fn != nil {
+		(*fn)()
+	}
 	if err := w.putSeen(first, now); err != nil {
 		w.log.Warn("wot: first-seen times not stored", "keys", len(first), "err", err)
 	}
