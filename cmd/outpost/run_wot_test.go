@@ -20,7 +20,7 @@ func TestWebOfTrust(t *testing.T) {
 	alicePK, _ := nostr.GetPublicKey(aliceSK)
 	inst := start(t, t.TempDir(), map[string]string{
 		"OUTPOST_WOT_SEEDS": seedPK, "OUTPOST_RELAY_WRITE": "wot", "OUTPOST_FAUCET_WOT": "true",
-		"OUTPOST_FAUCET_TEST_MINT_FUNDING": "20000",
+		"OUTPOST_FAUCET_TEST_MINT_FUNDING": "20000", "OUTPOST_WOT_PUBLISH": "true",
 	})
 	r := connect(t, inst)
 	f := inst.url + "/faucet"
@@ -64,6 +64,10 @@ func TestWebOfTrust(t *testing.T) {
 	if code, st := call(t, "GET", inst.url+"/wot/"+alicePK, nil); code != 200 || st["member"] != true || st["hops"] != 1.0 {
 		t.Fatalf("GET /wot/alice: %d %v", code, st)
 	}
+	// The service key's NIP-85 assertion about alice, published as soon as she is a member.
+	testkit.WaitFor(t, 30*time.Second, "the NIP-85 assertion about alice", func() bool {
+		return len(query(t, r, nostr.Filter{Kinds: []int{30382}, Tags: nostr.TagMap{"d": {alicePK}}})) == 1
+	})
 	if err := publish(t, r, contacts(now)); err != nil {
 		t.Fatalf("the seed's new contact list: %v", err)
 	}

@@ -52,9 +52,13 @@ func wireWot(ctx context.Context, d deps) (*wot.WoT, *component, error) {
 		}
 	})
 	restrictWrites(d, w, log)
+	jobs := []func(context.Context){w.Run}
+	if cfg.Publish && w.Enabled() {
+		jobs = append(jobs, (&wot.Publisher{WoT: w, SecretKey: d.secretKey, Sink: d.sink, Log: log}).Run)
+	}
 	return w, &component{
 		api:     httpapi.Service{Name: "wot", Mount: d.cfg.WotMount, Routes: wotapi.Routes(wotapi.Config{WoT: w, Log: log}), Health: httpapi.ReportHealth(wotapi.Health(w))},
-		jobs:    []func(context.Context){w.Run},
+		jobs:    jobs,
 		lists:   w.Walked,
 		onLists: w.OnWalked,
 	}, nil

@@ -43,4 +43,8 @@ func (w *WoT) Rerank() {
 	w.mu.Lock()
 	w.snap.Store(w.snap.Load().withRank(r))
 	w.mu.Unlock()
+	select {
+	case w.ranked <- struct{}{}:
+	default:
+	}
 }

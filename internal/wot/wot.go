@@ -35,6 +35,7 @@ type Settings struct {
 	Depth        int      `flag:"wot-depth" usage:"hops from the seeds the web of trust reaches: 1 is the seeds' follows, 2 their follows' follows"`
 	MinFollowers int      `flag:"wot-min-followers" usage:"members at a smaller distance who must follow a key beyond hop 1 for it to be a member (the seeds' own follows need none)"`
 	MaxFollows   int      `flag:"wot-max-follows" usage:"follows read from one contact list; the rest are ignored, so one list cannot take the graph's memory"`
+	Publish      bool     `flag:"wot-publish" usage:"publish the members' standing as NIP-85 trusted assertions (kind 30382: rank 0-100, followers), signed by the service key, to this relay and --publish-relays: what changed, after each rank computation, at most every 10 seconds"`
 }
 
 // DefaultSettings are the defaults docs/configuration.md lists: wot-relay's
@@ -125,8 +126,9 @@ type WoT struct {
 	walked   []uint32 // Walked's ids, as of the last walk
 	onWalked atomic.Pointer[func()]
 
-	snap  atomic.Pointer[snapshot]
-	dirty chan struct{} // rank needs computing again (Run)
+	snap   atomic.Pointer[snapshot]
+	dirty  chan struct{} // rank needs computing again (Run)
+	ranked chan struct{} // rank computed again (Publisher)
 }
 
 // snapshot is one walk's levels and the latest rank.
@@ -177,7 +179,8 @@ func New(c Config) (*WoT, error) {
 	}
 	def := DefaultSettings()
 	c.Depth, c.MinFollowers, c.MaxFollows = cmp.Or(c.Depth, def.Depth), cmp.Or(c.MinFollowers, def.MinFollowers), cmp.Or(c.MaxFollows, def.MaxFollows)
-	w := &WoT{db: c.DB, cfg: c.Settings, log: c.Log, now: c.Now, g: newGraph(), noted: map[Key]struct{}{}, dirty: make(chan struct{}, 1)}
+	w := &WoT{db: c.DB, cfg: c.Settings, log: c.Log, now: c.Now, g: newGraph(), noted: map[Key]struct{}{}, dirty: make(chan struct{}, 1),
+		ranked: make(chan struct{}, 1)}
 	for _, s := range seeds {
 		w.seeds = append(w.seeds, w.g.intern(s))
 	}
