@@ -65,6 +65,10 @@ func main() {
 		err = hostileMain(args)
 	case "impexp":
 		err = impexpMain(args)
+	case "wot":
+		err = wotMain(args)
+	case "wot-load":
+		err = wotLoadMain(args)
 	default:
 		err = fmt.Errorf("unknown subcommand %q", sub)
 	}

@@ -241,6 +241,9 @@ func (s *Service) Quote(ctx context.Context, sess Session, ip, method, address, 
 	if err := s.checkAge(u); err != nil {
 		return QuoteResult{}, err
 	}
+	if err := s.checkTrust(u.PubKey); err != nil {
+		return QuoteResult{}, err
+	}
 	now := s.now()
 	ipHash := s.ipHash(ip)
 	var l limits

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/nbd-wtf/go-nostr"
+	"github.com/outpost-relay/outpost/internal/wot"
 	"github.com/outpost-relay/outpost/kv"
 	"github.com/outpost-relay/outpost/lnurl"
 	"github.com/outpost-relay/outpost/profiles"
@@ -68,6 +69,9 @@ type Config struct {
 	TestMint *TestMint
 	Log      *slog.Logger
 	Now      func() time.Time
+	// Trust is the web of trust (default: one of the faucet's own without
+	// seeds, which keeps the first-seen times account ages count from).
+	Trust *wot.WoT
 
 	SessionTTL     time.Duration // NIP-98 sessions
 	NPubSessionTTL time.Duration
@@ -146,6 +150,9 @@ func New(cfg Config) (*Service, error) {
 	}
 	s := &Service{cfg: cfg, db: cfg.DB, tr: cfg.Treasury, log: cfg.Log, now: cfg.Now, run: newID(""),
 		refresh: ratelimit.New(1, cfg.ProfileRefresh, cfg.Now), kick: make(chan struct{}, 1), paying: claimSet{ids: map[string]bool{}}}
+	if err := s.cfg.trust(); err != nil {
+		return nil, err
+	}
 	key, err := s.loadSecret()
 	if err != nil {
 		return nil, err

@@ -34,7 +34,10 @@ type Settings struct {
 	DailyBudgetSats int64          `flag:"faucet-daily-budget" usage:"sats paid per UTC day, fees included; 0 disables"`
 	MinBalanceSats  int64          `flag:"faucet-min-balance" usage:"refuse claims that would take the wallet below this many sats"`
 	MaxFeeSats      int64          `flag:"faucet-max-fee" usage:"the most Lightning fees a payout may cost (the faucet pays them; reserved from the budget)"`
-	MinAccountAge   time.Duration  `flag:"faucet-min-account-age" usage:"minimum age of an account, from its earliest event seen (e.g. 336h for 14 days)"`
+	MinAccountAge   time.Duration  `flag:"faucet-min-account-age" usage:"minimum age of an account, from when outpost first received an event of it (on its relay or from a profile relay) or its web of trust first reached it, never from a date the event carries (e.g. 336h for 14 days)"`
+	WoT             bool           `flag:"faucet-wot" usage:"pay only members of the web of trust (--wot-seeds) within --faucet-wot-max-hops and --faucet-wot-min-followers; others get 403 not_in_web_of_trust; without seeds it gates nothing"`
+	WoTMaxHops      int            `flag:"faucet-wot-max-hops" usage:"with --faucet-wot: the most hops from the seeds a claimant may be (it reaches no further than --wot-depth)"`
+	WoTMinFollowers int            `flag:"faucet-wot-min-followers" usage:"with --faucet-wot: members at a smaller distance who must follow a claimant beyond the seeds"`
 	QuoteTTL        time.Duration  `flag:"faucet-quote-ttl" usage:"how long a quote holds its amount"`
 	NPubLogin       bool           `flag:"faucet-npub-login" usage:"allow the limited npub login (Lightning-address payouts to the profile's lud16 only)"`
 	LoginLimit      int            `flag:"faucet-login-limit" usage:"logins (POST /auth/login and /auth/login-npub together) per client IP per minute, on top of --rate-limit; 0 disables, and so does --rate-limit 0"`
@@ -57,7 +60,7 @@ func DefaultSettings() Settings {
 		Cooldown: 24 * time.Hour, IPLimit: 3, IPWindow: 24 * time.Hour, SitewideLimit: 20, SitewideWindow: time.Hour,
 		DailyBudgetSats: 5000, MinBalanceSats: 1000, MaxFeeSats: 10, QuoteTTL: 120 * time.Second, NPubLogin: true, LoginLimit: 20,
 		DepositMinSats: 1, DepositMaxSats: 1_000_000, MaxTokenSats: 100_000, TestMintFunding: 100_000,
-		PollInterval: 5 * time.Second,
+		PollInterval: 5 * time.Second, WoTMaxHops: 2, WoTMinFollowers: 1,
 	}
 }
 
@@ -136,6 +139,9 @@ func (s *Settings) validLimits() error {
 	}
 	if s.MinAccountAge < 0 {
 		bad("faucet-min-account-age", "must be 0 or more")
+	}
+	if s.WoTMaxHops < 0 || s.WoTMinFollowers < 0 {
+		bad("faucet-wot-max-hops", "--faucet-wot-max-hops and --faucet-wot-min-followers must be 0 or more")
 	}
 	if s.QuoteTTL < 10*time.Second || s.QuoteTTL > time.Hour {
 		bad("faucet-quote-ttl", "must be between 10s and 1h")

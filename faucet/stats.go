@@ -119,6 +119,7 @@ func (s *Service) Eligibility(ctx context.Context, sess Session, u User, ip stri
 		e.Reasons = append(e.Reasons, "account_too_new")
 		later(at)
 	}
+	e.Reasons = append(e.Reasons, s.trustReasons(u.PubKey)...)
 	var l limits
 	if err := s.db.View(func(txn *kv.Txn) (err error) {
 		l, err = s.readLimits(txn, sess.PubKey, s.ipHash(ip), now)

@@ -158,6 +158,7 @@ func (s *Service) User(ctx context.Context, pk string) (User, error) {
 		}
 		return err
 	})
+	u.FirstSeenAt = s.received(pk, false) // not the stored one: older versions took it from created_at
 	return u, err
 }
 
@@ -194,6 +195,7 @@ func (s *Service) fetchProfile(ctx context.Context, pk string) (User, error) {
 		cutoff = s.now().Add(-s.cfg.MinAccountAge)
 	}
 	res := s.cfg.Profiles.Fetch(ctx, pk, cutoff)
+	firstSeen := s.received(pk, res.FirstSeenAt > 0) // the fetch received an event of pk now, whatever its date
 	now := s.now().Unix()
 	var u User
 	err := s.db.Update(func(txn *kv.Txn) error {
@@ -209,9 +211,7 @@ func (s *Service) fetchProfile(ctx context.Context, pk string) (User, error) {
 		if res.Profile != nil && (u.Profile == nil || res.Profile.CreatedAt >= u.Profile.CreatedAt) {
 			u.Profile = res.Profile
 		}
-		if res.FirstSeenAt > 0 && (u.FirstSeenAt == 0 || res.FirstSeenAt < u.FirstSeenAt) {
-			u.FirstSeenAt = res.FirstSeenAt
-		}
+		u.FirstSeenAt = firstSeen
 		u.ProfileFetchedAt = now
 		return kv.PutJSON(txn, key(kindUser, pk), u)
 	})

@@ -125,6 +125,9 @@ type Config struct {
 	// directory shows a real mint, and checked although they are on this
 	// host — those exact addresses only.
 	Own []string
+	// Weight is how much a review's author counts in the trust score, 0
+	// to 1 (the web of trust's Weight); nil: every review fully.
+	Weight func(pubkey string) float64
 }
 
 const (
@@ -176,6 +179,9 @@ func New(cfg Config) *Directory {
 	}
 	if cfg.SlowRTT <= 0 {
 		cfg.SlowRTT = def.SlowRTT
+	}
+	if cfg.Weight == nil {
+		cfg.Weight = func(string) float64 { return 1 }
 	}
 	var own []string // their host:port, for the SSRF guard
 	for _, raw := range cfg.Own {

@@ -27,13 +27,19 @@ type Review struct {
 	CreatedAt time.Time
 	Rating    *int // 1–5, nil when the review has none
 	Content   string
+	// Weight is the author's say in the trust score when the review was
+	// read (Config.Weight): 0 outside the web of trust, listed all the same.
+	Weight float64
 }
 
 // ReviewSummary sums up a mint's reviews.
 type ReviewSummary struct {
 	Count         int      `json:"count"`
 	RatedCount    int      `json:"rated_count"`
-	AverageRating *float64 `json:"average_rating"`
+	AverageRating *float64 `json:"average_rating"` // weighted by the authors' weights; nil when no rated review weighs anything
+	// WeightedCount is the rated reviews' weights summed: RatedCount when
+	// every author counts fully. nil in a summary stored before weights.
+	WeightedCount *float64 `json:"weighted_count"`
 }
 
 var ratingPrefix = regexp.MustCompile(`^\s*\[([1-5])\s*/\s*5\]\s*`)
@@ -116,7 +122,9 @@ func (d *Directory) reviews(ctx context.Context, m *Mint) ([]Review, error) {
 	}
 	out := make([]Review, 0, len(newest))
 	for _, ev := range newest {
-		out = append(out, ParseReview(ev))
+		r := ParseReview(ev)
+		r.Weight = d.cfg.Weight(r.PubKey)
+		out = append(out, r)
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if !out[i].CreatedAt.Equal(out[j].CreatedAt) {
@@ -189,17 +197,23 @@ func (d *Directory) Reviews(ctx context.Context, m *Mint, before time.Time, limi
 	return page, sum, nil
 }
 
+// summarizeReviews counts the reviews and averages the ratings, each by its
+// author's weight: a thousand reviews by keys outside the web of trust are
+// listed and counted but move neither the average nor the trust score.
 func summarizeReviews(rs []Review) ReviewSummary {
 	s := ReviewSummary{Count: len(rs)}
-	sum := 0
+	weights, sum := 0.0, 0.0
 	for _, r := range rs {
 		if r.Rating != nil {
 			s.RatedCount++
-			sum += *r.Rating
+			weights += r.Weight
+			sum += r.Weight * float64(*r.Rating)
 		}
 	}
-	if s.RatedCount > 0 {
-		avg := math.Round(float64(sum)/float64(s.RatedCount)*100) / 100
+	weighted := math.Round(weights*100) / 100
+	s.WeightedCount = &weighted
+	if weights > 0 {
+		avg := math.Round(sum/weights*100) / 100
 		s.AverageRating = &avg
 	}
 	return s

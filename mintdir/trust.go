@@ -66,11 +66,14 @@ type SpeedPart struct {
 	SlowMs   int     `json:"slow_ms"`
 }
 
-// ReviewsPart: 20 × (average_rating − 1) / 4 × min(1, rated_count / 5).
+// ReviewsPart: 20 × (average_rating − 1) / 4 × min(1, weighted_count / 5),
+// where each review counts by its author's weight in the web of trust (1
+// for everyone without one): average_rating is weighted the same way.
 type ReviewsPart struct {
 	Score         float64  `json:"score"`
 	Max           float64  `json:"max"`
 	RatedCount    int      `json:"rated_count"`
+	WeightedCount float64  `json:"weighted_count"`
 	AverageRating *float64 `json:"average_rating"`
 }
 
@@ -119,17 +122,26 @@ func scoreTrust(m *Mint, info *Info, s *Summary, slow time.Duration, now time.Ti
 	if s.AvgRTT7d != nil && slowMs > fastRTTMs {
 		b.Speed.Score = round1(maxSpeed * clamp01(float64(slowMs-*s.AvgRTT7d)/float64(slowMs-fastRTTMs)))
 	}
-	r := s.Reviews
-	b.Reviews = ReviewsPart{Max: maxReviews, RatedCount: r.RatedCount, AverageRating: r.AverageRating}
-	if r.AverageRating != nil {
-		b.Reviews.Score = round1(maxReviews * (*r.AverageRating - 1) / 4 * math.Min(1, float64(r.RatedCount)/5))
-	}
+	b.Reviews = reviewsPart(s.Reviews)
 	b.Identity = identityPart(m, info)
 	b.Penalties = penaltiesPart(m, s, now)
 	total := b.Uptime.Score + b.Speed.Score + b.Reviews.Score + b.Identity.Score + b.Penalties.Score
 	t := Trust{Score: int(math.Max(0, math.Min(100, math.Round(total)))), Breakdown: b, ComputedAt: now.UTC()}
 	t.Level = trustLevel(m, t.Score, now)
 	return t
+}
+
+// reviewsPart scores the reviews by their weighted count (the rated count,
+// in a summary stored before weights).
+func reviewsPart(r ReviewSummary) ReviewsPart {
+	p := ReviewsPart{Max: maxReviews, RatedCount: r.RatedCount, AverageRating: r.AverageRating, WeightedCount: float64(r.RatedCount)}
+	if r.WeightedCount != nil {
+		p.WeightedCount = *r.WeightedCount
+	}
+	if r.AverageRating != nil {
+		p.Score = round1(maxReviews * (*r.AverageRating - 1) / 4 * math.Min(1, p.WeightedCount/5))
+	}
+	return p
 }
 
 // identityPart: 3 points for a pubkey, 3 for a contact, 2 for https, 1 each

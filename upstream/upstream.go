@@ -102,6 +102,10 @@ type Config struct {
 	// Authors lists the pubkeys whose kind-0 profiles are followed (the
 	// faucet's users); nil: none.
 	Authors func(ctx context.Context) []string
+	// Lists lists the pubkeys whose contact lists (kind 3) are followed:
+	// the web of trust's keys short of its depth, so that it grows hop by
+	// hop (see Refilter); nil: none.
+	Lists func(ctx context.Context) []string
 	// Follow are more filters to follow: the status events of the
 	// monitors the directory follows.
 	Follow []nostr.Filter
@@ -125,6 +129,8 @@ type Syncer struct {
 	each   *ratelimit.Limiter // keyed by relay URL
 	seen   refusedSet
 	claims claims // ids being fetched after a reconciliation
+	// changed ends a session's live following early (Refilter).
+	changed refilter
 }
 
 // New returns a Syncer for cfg.Relays.
@@ -195,7 +201,8 @@ func (s *Syncer) follow(ctx context.Context, r *relayState) {
 // may change it). From a peer, another node of this service, everything
 // (reviews, reports, announcements, status, notes), as strfry's sync does;
 // from another relay reviews and announcements, Config.Follow, and the
-// profiles of the faucet's users (in chunks a relay will take).
+// profiles of the faucet's users and the contact lists of Config.Lists (in
+// chunks a relay will take).
 func (s *Syncer) filters(ctx context.Context, r *relayState) []nostr.Filter {
 	if r.peer {
 		return []nostr.Filter{{}}
@@ -207,15 +214,8 @@ func (s *Syncer) filters(ctx context.Context, r *relayState) []nostr.Filter {
 	for _, f := range s.cfg.Follow {
 		fs = append(fs, f.Clone())
 	}
-	if s.cfg.Authors == nil {
-		return fs
-	}
-	authors := s.cfg.Authors(ctx)
-	slices.Sort(authors)
-	for chunk := range slices.Chunk(slices.Compact(authors), 250) {
-		fs = append(fs, nostr.Filter{Kinds: []int{0}, Authors: chunk})
-	}
-	return fs
+	fs = append(fs, byAuthors(ctx, 0, s.cfg.Authors)...)
+	return append(fs, byAuthors(ctx, nostr.KindFollowList, s.cfg.Lists)...)
 }
 
 // errOverBudget ends a session whose relay (or all relays) used up its budget.

@@ -20,7 +20,9 @@ import (
 	"github.com/outpost-relay/outpost/faucet"
 	"github.com/outpost-relay/outpost/httpapi/banlistapi"
 	"github.com/outpost-relay/outpost/httpapi/mintdirapi"
+	"github.com/outpost-relay/outpost/internal/wot"
 	"github.com/outpost-relay/outpost/mintdir"
+	"github.com/outpost-relay/outpost/policies"
 	"github.com/outpost-relay/outpost/pubkey"
 	pub "github.com/outpost-relay/outpost/publish"
 	"github.com/outpost-relay/outpost/relay"
@@ -53,10 +55,12 @@ type Config struct {
 	RelayContact     string `flag:"relay-contact" usage:"relay contact in NIP-11"`
 	RelayPubKey      string `flag:"relay-pubkey" usage:"the operator's contact key (npub or hex), NIP-11 pubkey"`
 	Relay            relay.Limits
+	RelayWrite       policies.WriteSettings
 
 	BanlistMount string `flag:"banlist-mount" usage:"mount path of the ban-list service"`
 	MintdirMount string `flag:"mintdir-mount" usage:"mount path of the mint directory"`
 	FaucetMount  string `flag:"faucet-mount" usage:"mount path of the faucet"`
+	WotMount     string `flag:"wot-mount" usage:"mount path of the web of trust's API (GET <mount>/{npub})"`
 
 	Store      kv.Settings
 	Banlist    banlist.Settings
@@ -66,6 +70,7 @@ type Config struct {
 	Faucet     faucet.Settings
 	Upstream   upstream.Settings
 	Publish    pub.Settings
+	Wot        wot.Settings
 
 	fittedTo settings.Bytes // the container's memory, when MemoryLimit or CacheSize were sized to it (fitMemory)
 }
@@ -99,9 +104,10 @@ func defaultConfig() *Config {
 		Addr: "127.0.0.1:8080", dataDirSetting: defaultDataDir, RateLimit: 120, ShutdownTimeout: 10 * time.Second,
 		RelayName:        "outpost",
 		RelayDescription: "A community relay with a ban list, a test-sats faucet and a Cashu mint directory",
-		BanlistMount:     "/banlist", MintdirMount: "/mintdir", FaucetMount: "/faucet",
+		BanlistMount:     "/banlist", MintdirMount: "/mintdir", FaucetMount: "/faucet", WotMount: "/wot",
 		MemoryLimit: defaultMemoryLimit, Store: kv.DefaultSettings(), Relay: relay.DefaultLimits(), BanlistAPI: banlistapi.DefaultSettings(), Mintdir: mintdir.DefaultSettings(), MintdirAPI: mintdirapi.DefaultSettings(),
-		Faucet: faucet.DefaultSettings(), Upstream: upstream.DefaultSettings(),
+		Faucet: faucet.DefaultSettings(), Upstream: upstream.DefaultSettings(), Wot: wot.DefaultSettings(),
+		RelayWrite: policies.DefaultWriteSettings(),
 	}
 }
 
@@ -148,12 +154,13 @@ func (c *Config) settingGroups() []settingGroup {
 	return []settingGroup{
 		{"Server, relay information and mount paths", []any{c, &c.dataDirSetting, &c.logSetting}},
 		{"Storage and memory", []any{&c.Store}},
-		{"Relay limits", []any{&c.Relay}},
+		{"Relay limits", []any{&c.Relay, &c.RelayWrite}},
 		{"Ban list", []any{&c.Banlist, &c.BanlistAPI}},
 		{"Mint directory", []any{&c.Mintdir, &c.MintdirAPI}},
 		{"Faucet", []any{&c.Faucet}},
 		{"Upstream relays", []any{&c.Upstream}},
 		{"Published events", []any{&c.Publish}},
+		{"Web of trust", []any{&c.Wot}},
 	}
 }
 
@@ -207,7 +214,7 @@ func (c *Config) validate() error {
 		}
 	}
 	errs = append(errs, c.validateLists(), c.validateMounts(), c.validateMemory())
-	errs = append(errs, c.Store.Valid(), c.Relay.Valid(), c.Banlist.Valid(), c.BanlistAPI.Valid(), c.Mintdir.Valid(), c.MintdirAPI.Valid(), c.Faucet.Valid(), c.Upstream.Valid(), c.Publish.Valid())
+	errs = append(errs, c.Store.Valid(), c.Relay.Valid(), c.Banlist.Valid(), c.BanlistAPI.Valid(), c.Mintdir.Valid(), c.MintdirAPI.Valid(), c.Faucet.Valid(), c.Upstream.Valid(), c.Publish.Valid(), c.Wot.Valid(), c.RelayWrite.Valid())
 	return errors.Join(errs...)
 }
 
@@ -257,7 +264,7 @@ func (c *Config) validateMounts() error {
 	var errs []error
 	mounts := map[string]string{}
 	for _, m := range []struct{ flag, path string }{
-		{"banlist-mount", c.BanlistMount}, {"mintdir-mount", c.MintdirMount}, {"faucet-mount", c.FaucetMount},
+		{"banlist-mount", c.BanlistMount}, {"mintdir-mount", c.MintdirMount}, {"faucet-mount", c.FaucetMount}, {"wot-mount", c.WotMount},
 	} {
 		switch other, taken := mounts[m.path]; {
 		case !validMount(m.path):

@@ -19,6 +19,7 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/outpost-relay/outpost"
 	"github.com/outpost-relay/outpost/httpapi"
+	"github.com/outpost-relay/outpost/internal/wot"
 	"github.com/outpost-relay/outpost/metrics"
 	"github.com/outpost-relay/outpost/policies"
 	"github.com/outpost-relay/outpost/pubkey"
@@ -43,6 +44,7 @@ type deps struct {
 	pubKey    string // service key, hex
 	metrics   *metrics.Metrics
 	embedded  *testmint.Mint // the faucet's test mint, without a mint URL set; nil with one
+	wot       *wot.WoT       // the web of trust, which the services ask
 }
 
 // component is one service wired into the program.
@@ -55,6 +57,11 @@ type component struct {
 	// follow are more events the component reads (followed on upstream
 	// relays).
 	follow []nostr.Filter
+	// lists names the keys whose contact lists (kind 3) the component reads
+	// (followed on upstream relays); refilter, told when it changes, makes
+	// them followed at once.
+	lists   func(ctx context.Context) []string
+	onLists func(refilter func())
 }
 
 // expirySweep is how often events past their NIP-40 expiration are deleted;
@@ -153,13 +160,9 @@ func serve(ctx context.Context, cfg *Config, stdout, stderr io.Writer) (err erro
 	}
 	d := deps{cfg: cfg, log: logger, store: st, relay: rl, banList: list, sink: sink, publicURL: publicURL, secretKey: sk, pubKey: pk, metrics: m,
 		embedded: embedded}
-	components := []component{{jobs: []func(context.Context){outbox.Run}}}
-	for _, wire := range []func(context.Context, deps) (*component, error){wireBanlist, wireMintdir, wireFaucet} {
-		c, err := wire(ctx, d)
-		if err != nil {
-			return err
-		}
-		components = append(components, *c)
+	components, err := wireServices(ctx, &d, component{jobs: []func(context.Context){outbox.Run}})
+	if err != nil {
+		return err
 	}
 	// The store's own part: its health (is there room to write?), the
 	// relay's background work, and giving memory back after a burst of it.
@@ -188,6 +191,25 @@ func serve(ctx context.Context, cfg *Config, stdout, stderr io.Writer) (err erro
 		"pubkey", pubkey.NPub(pk), "data_dir", cfg.DataDir)
 	fmt.Fprintf(stdout, "outpost %s serving on %s (relay %s)\n", outpost.Version, publicURL, idx.Relay)
 	return runUntil(ctx, srv, ln, rl, components, cfg.ShutdownTimeout, logger)
+}
+
+// wireServices wires the web of trust, then the services that ask it,
+// after first.
+func wireServices(ctx context.Context, d *deps, first component) ([]component, error) {
+	w, wc, err := wireWot(ctx, *d)
+	if err != nil {
+		return nil, err
+	}
+	d.wot = w
+	components := []component{first, *wc}
+	for _, wire := range []func(context.Context, deps) (*component, error){wireBanlist, wireMintdir, wireFaucet} {
+		c, err := wire(ctx, *d)
+		if err != nil {
+			return nil, err
+		}
+		components = append(components, *c)
+	}
+	return components, nil
 }
 
 // publicURL is the configured public URL, else the listener's. A listener

@@ -32,7 +32,7 @@ func wireBanlist(ctx context.Context, d deps) (*component, error) {
 	d.metrics.WatchBanlist(bl)
 	c := &component{api: httpapi.Service{
 		Name: "banlist", Mount: d.cfg.BanlistMount, Health: httpapi.ReportHealth(bl.Health),
-		Routes:      banlistapi.Routes(banlistapi.Config{Settings: d.cfg.BanlistAPI, Service: bl, Log: log}),
+		Routes:      banlistapi.Routes(banlistapi.Config{Settings: d.cfg.BanlistAPI, Service: bl, Log: log, Trust: d.wot}),
 		PassBlocked: banlistapi.PassBlocked(bl, d.cfg.BanlistMount),
 	}}
 	// The list as signed NIP-51 events, on our relay and the publish relays.

@@ -54,7 +54,7 @@ func wireFaucet(ctx context.Context, d deps) (comp *component, err error) {
 		userDial = (&net.Dialer{}).DialContext
 	}
 	svc, err := faucet.New(faucet.Config{
-		Settings: c, DB: d.store.DB, Treasury: tr, TestMint: test, Log: log,
+		Settings: c, DB: d.store.DB, Treasury: tr, TestMint: test, Log: log, Trust: d.wot,
 		LNURL: lnurl.New(lnurl.Options{AllowHTTP: c.LNURLAllowHTTP, AllowPrivate: c.LNURLAllowPriv}),
 		Profiles: &profiles.Fetcher{Local: d.store.Events, Relays: profileRelays(c.ProfileRelays, d.cfg.Upstream.Relays), Timeout: 4 * time.Second,
 			NetDial: userDial, Log: log},

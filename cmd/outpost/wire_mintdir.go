@@ -23,13 +23,13 @@ func wireMintdir(ctx context.Context, d deps) (*component, error) {
 	status := &pub.Mints{Events: d.store.Events, Sink: d.sink, SecretKey: d.secretKey,
 		Interval: d.cfg.Mintdir.ProbeInterval, Timeout: d.cfg.Mintdir.ProbeTimeout, Log: log}
 	dir := mintdir.New(mintdir.Config{Settings: d.cfg.Mintdir, DB: d.store.DB, Events: d.store.Events, Log: log,
-		OnCheck: d.metrics.MintCheck, OnChange: status.Changed, Own: own, Self: d.pubKey})
+		OnCheck: d.metrics.MintCheck, OnChange: status.Changed, Own: own, Self: d.pubKey, Weight: reviewWeight(d)})
 	status.Directory = dir
 	d.metrics.WatchMintdir(dir, log)
 	d.relay.RejectEvent = append(d.relay.RejectEvent, mintdir.RejectInvalidNIP87)
 	d.relay.OnEventSaved = append(d.relay.OnEventSaved, dir.OnEventSaved)
 	d.relay.AddSupportedNIP(87)
-	api := mintdirapi.Config{Settings: d.cfg.MintdirAPI, Directory: dir, Log: log}
+	api := mintdirapi.Config{Settings: d.cfg.MintdirAPI, Directory: dir, Log: log, Follows: d.wot.FollowsOf}
 	var follow []nostr.Filter
 	if len(d.cfg.Mintdir.Monitors) > 0 {
 		follow = []nostr.Filter{{Kinds: []int{mintdir.KindMintStatus}, Authors: d.cfg.Mintdir.Monitors}}
@@ -39,4 +39,13 @@ func wireMintdir(ctx context.Context, d deps) (*component, error) {
 		api:    httpapi.Service{Name: "mintdir", Mount: d.cfg.MintdirMount, Routes: mintdirapi.Routes(api), Health: httpapi.ReportHealth(dir.Health)},
 		jobs:   []func(context.Context){dir.Run, status.Run},
 	}, nil
+}
+
+// reviewWeight is a review author's say in the trust score: his weight in
+// the web of trust, or without one (no seeds) everyone's in full.
+func reviewWeight(d deps) func(pubkey string) float64 {
+	if !d.wot.Enabled() {
+		return nil
+	}
+	return d.wot.Weight
 }

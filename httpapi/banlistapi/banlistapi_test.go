@@ -18,6 +18,7 @@ import (
 	"github.com/outpost-relay/outpost/httpapi/apitest"
 	"github.com/outpost-relay/outpost/httpapi/banlistapi"
 	"github.com/outpost-relay/outpost/internal/testkit"
+	"github.com/outpost-relay/outpost/internal/wot"
 	"github.com/outpost-relay/outpost/policies"
 	"github.com/outpost-relay/outpost/pubkey"
 	"github.com/outpost-relay/outpost/ratelimit"
@@ -40,6 +41,7 @@ type options struct {
 	ratePerMin    int
 	reportsPerMin int
 	follow        string // OUTPOST_BANLIST_FOLLOW
+	trust         *wot.WoT
 }
 
 func newEnv(t *testing.T, o options) *env {
@@ -56,7 +58,7 @@ func newEnv(t *testing.T, o options) *env {
 		t.Fatal(err)
 	}
 	routes := banlistapi.Routes(banlistapi.Config{Service: svc, Log: log, Now: c.Now,
-		Settings: banlistapi.Settings{ReportsPublic: o.reportsPublic, ReportsPerMin: o.reportsPerMin}})
+		Settings: banlistapi.Settings{ReportsPublic: o.reportsPublic, ReportsPerMin: o.reportsPerMin}, Trust: o.trust})
 	h := httpapi.New(httpapi.Config{
 		Relay: http.NotFoundHandler(),
 		Services: []httpapi.Service{{Name: "banlist", Mount: "/banlist", Routes: routes, PassBlocked: banlistapi.PassBlocked(svc, "/banlist"),

@@ -16,6 +16,7 @@ import (
 	"github.com/outpost-relay/outpost"
 	"github.com/outpost-relay/outpost/banlist"
 	"github.com/outpost-relay/outpost/httpapi"
+	"github.com/outpost-relay/outpost/internal/wot"
 	"github.com/outpost-relay/outpost/policies"
 	"github.com/outpost-relay/outpost/pubkey"
 )
@@ -238,21 +239,26 @@ func handleReport(svc *banlist.Service) http.HandlerFunc {
 }
 
 type reportView struct {
-	ReportID       string   `json:"report_id"`
-	ReportedPubKey string   `json:"reported_pubkey"`
-	Reason         string   `json:"reason"`
-	Type           string   `json:"type"`
-	RawType        *string  `json:"raw_type"`
-	EventIDs       []string `json:"event_ids"`
-	Comment        string   `json:"comment"`
-	CreatedAt      int64    `json:"created_at"`
-	Source         string   `json:"source"`
-	Reporter       *string  `json:"reporter"`
+	ReportID       string    `json:"report_id"`
+	ReportedPubKey string    `json:"reported_pubkey"`
+	Reason         string    `json:"reason"`
+	Type           string    `json:"type"`
+	RawType        *string   `json:"raw_type"`
+	EventIDs       []string  `json:"event_ids"`
+	Comment        string    `json:"comment"`
+	CreatedAt      int64     `json:"created_at"`
+	Source         string    `json:"source"`
+	Reporter       *string   `json:"reporter"`
+	ReporterWoT    *standing `json:"reporter_wot"`
 }
 
-func handleReports(svc *banlist.Service) http.HandlerFunc {
+func handleReports(svc *banlist.Service, trust *wot.WoT) http.HandlerFunc {
 	return httpapi.Handle(func(w http.ResponseWriter, r *http.Request) error {
 		page, err := paging.Parse(r)
+		if err != nil {
+			return err
+		}
+		byStanding, err := sortParam(r)
 		if err != nil {
 			return err
 		}
@@ -266,12 +272,15 @@ func handleReports(svc *banlist.Service) http.HandlerFunc {
 				EventIDs: rep.EventIDs, Comment: rep.Comment, CreatedAt: rep.CreatedAt, Source: rep.Source}
 			if rep.Reporter != "" {
 				n := pubkey.NPub(rep.Reporter)
-				v.Reporter = &n
+				v.Reporter, v.ReporterWoT = &n, standingOf(trust, rep.Reporter)
 			}
 			if rep.RawType != "" {
 				v.RawType = &rep.RawType
 			}
 			out[i] = v
+		}
+		if byStanding {
+			sortByStanding(out)
 		}
 		return httpapi.Encode(w, http.StatusOK, map[string]any{"reports": out})
 	})

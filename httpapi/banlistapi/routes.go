@@ -9,6 +9,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/outpost-relay/outpost/banlist"
 	"github.com/outpost-relay/outpost/httpapi"
+	"github.com/outpost-relay/outpost/internal/wot"
 	"github.com/outpost-relay/outpost/ratelimit"
 	"github.com/outpost-relay/outpost/settings"
 )
@@ -38,6 +39,9 @@ type Config struct {
 	Service *banlist.Service
 	Log     *slog.Logger
 	Now     func() time.Time
+	// Trust is the web of trust, whose standing each report's reporter
+	// carries (reporter_wot); nil or without seeds: none.
+	Trust *wot.WoT
 }
 
 // Routes returns the ban-list router; every route of the service is here.
@@ -66,7 +70,7 @@ func Routes(cfg Config) http.Handler {
 		r.Get("/blocked/pubkeys/{pubkey}", handleBlockedStatus(svc))
 		r.Get("/blocked/words", handleBlockedWords(svc, cfg.Now))
 		r.With(reportLimit).Post("/reports", handleReport(svc))
-		r.With(readReports).Get("/reports", handleReports(svc))
+		r.With(readReports).Get("/reports", handleReports(svc, cfg.Trust))
 	})
 
 	r.Route("/admin", func(r chi.Router) {

@@ -11,6 +11,7 @@ import (
 	"github.com/outpost-relay/outpost"
 	"github.com/outpost-relay/outpost/faucet"
 	"github.com/outpost-relay/outpost/httpapi"
+	"github.com/outpost-relay/outpost/internal/wot"
 	"github.com/outpost-relay/outpost/nip98"
 	"github.com/outpost-relay/outpost/pubkey"
 	"github.com/outpost-relay/outpost/ratelimit"
@@ -168,6 +169,7 @@ type meResponse struct {
 	User        faucet.UserProfile `json:"user"`
 	LoginMethod string             `json:"login_method"`
 	Eligibility faucet.Eligibility `json:"eligibility"`
+	WoT         *wot.Standing      `json:"wot"` // null without a web of trust
 }
 
 func handleMe(svc *faucet.Service) http.HandlerFunc {
@@ -181,7 +183,7 @@ func handleMe(svc *faucet.Service) http.HandlerFunc {
 		if err != nil {
 			return err
 		}
-		return httpapi.Encode(w, http.StatusOK, meResponse{User: u.Public(), LoginMethod: sess.Method, Eligibility: el})
+		return httpapi.Encode(w, http.StatusOK, meResponse{User: u.Public(), LoginMethod: sess.Method, Eligibility: el, WoT: svc.Standing(sess.PubKey)})
 	})
 }
 

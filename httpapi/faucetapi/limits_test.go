@@ -120,8 +120,9 @@ func startRelay(t *testing.T) (url string, publish func(nostr.Event)) {
 	}
 }
 
-// TestAccountAge: eligibility by the earliest event known, here or on the
-// profile relays.
+// TestAccountAge: an account's age counts from when outpost first received
+// an event of it, here or from a profile relay, never from the date the
+// event carries: a note dated 400 days back makes no account old.
 func TestAccountAge(t *testing.T) {
 	remote, publishRemote := startRelay(t)
 	e := newEnv(t, 1000, func(c *faucet.Config) {
@@ -134,31 +135,36 @@ func TestAccountAge(t *testing.T) {
 		return ev
 	}
 	local := e.newUser("local", theMint, map[string]any{"name": "local"})
-	e.publish(sign(local, 1, time.Now().Add(-30*24*time.Hour)))
+	e.publish(sign(local, 1, time.Now().Add(-400*24*time.Hour)))
 	far := e.newUser("far", theMint, map[string]any{"name": "far"})
-	publishRemote(sign(far, 1, time.Now().Add(-20*24*time.Hour)))
-	fresh := e.newUser("fresh", theMint, map[string]any{"name": "fresh"})
+	publishRemote(sign(far, 1, time.Now().Add(-400*24*time.Hour)))
 	nobody := e.newUser("nobody", theMint, nil)
 
+	firstSeen := e.clock.Now().Unix()
 	for _, u := range []*user{local, far} {
 		m := e.login(u)
-		if fs := num(m["user"].(map[string]any)["first_seen_at"]); fs > time.Now().Add(-19*24*time.Hour).Unix() {
-			t.Fatalf("%s first seen at %d", u.name, fs)
+		if fs := num(m["user"].(map[string]any)["first_seen_at"]); fs < firstSeen {
+			t.Fatalf("%s first seen at %d, before outpost received anything of it (%d)", u.name, fs, firstSeen)
 		}
-		e.quote(u, map[string]any{"method": "cashu"})
-	}
-	e.login(fresh)
-	r := e.as(fresh, "POST", "/claim/quote", map[string]any{"method": "cashu"})
-	want(t, r, 403, "account_too_new")
-	if !strings.Contains(string(r.Body), `"eligible_at"`) {
-		t.Fatalf("no eligible_at: %s", r.Body)
-	}
-	el := e.as(fresh, "GET", "/auth/me", nil).Map(t)["eligibility"].(map[string]any)
-	if strs(el["reasons"])[0] != "account_too_new" || num(el["next_claim_at"]) < time.Now().Add(13*24*time.Hour).Unix() {
-		t.Fatalf("eligibility %v", el)
+		r := e.as(u, "POST", "/claim/quote", map[string]any{"method": "cashu"})
+		want(t, r, 403, "account_too_new")
+		if !strings.Contains(string(r.Body), `"eligible_at"`) {
+			t.Fatalf("no eligible_at: %s", r.Body)
+		}
+		el := e.as(u, "GET", "/auth/me", nil).Map(t)["eligibility"].(map[string]any)
+		if strs(el["reasons"])[0] != "account_too_new" || num(el["next_claim_at"]) < firstSeen+14*24*3600 {
+			t.Fatalf("eligibility %v", el)
+		}
 	}
 	e.loginNPub(nobody)
 	want(t, e.as(nobody, "POST", "/claim/quote", map[string]any{"method": "lightning_address", "lightning_address": nobody.address}), 422, "no_lightning_address")
 	e.login(nobody)
 	want(t, e.as(nobody, "POST", "/claim/quote", map[string]any{"method": "cashu"}), 403, "account_too_new")
+
+	// Fourteen days after outpost first received their notes, both are old enough.
+	e.clock.Add(14*24*time.Hour + time.Second)
+	for _, u := range []*user{local, far} {
+		e.login(u)
+		e.quote(u, map[string]any{"method": "cashu"})
+	}
 }

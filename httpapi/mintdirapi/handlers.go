@@ -166,9 +166,13 @@ func handleTrust() mintHandler {
 	}
 }
 
-func handleReviews(d *mintdir.Directory) mintHandler {
+func handleReviews(d *mintdir.Directory, follows func(viewer, author string) bool) mintHandler {
 	return func(r *http.Request, m *mintdir.Mint) (any, error) {
 		page, err := paging.Parse(r)
+		if err != nil {
+			return nil, err
+		}
+		viewer, err := viewerParam(r)
 		if err != nil {
 			return nil, err
 		}
@@ -176,6 +180,9 @@ func handleReviews(d *mintdir.Directory) mintHandler {
 		out := resource.Reviews{Reviews: make([]resource.Review, len(reviews)), Summary: sum}
 		for i, rv := range reviews {
 			out.Reviews[i] = resource.ReviewOf(rv)
+		}
+		if viewer != "" {
+			markFollowed(&out, viewer, follows)
 		}
 		return out, err
 	}

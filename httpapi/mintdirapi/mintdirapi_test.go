@@ -62,7 +62,8 @@ func newEnvLimited(t *testing.T, allowPrivate bool, submitPerHour int, limit *ra
 		Settings: mintdir.Settings{ProbeInterval: time.Hour, ProbeTimeout: 2 * time.Second, AllowPrivate: allowPrivate, Monitors: monitors}})
 	rl.RejectEvent = append(rl.RejectEvent, mintdir.RejectInvalidNIP87)
 	rl.OnEventSaved = append(rl.OnEventSaved, dir.OnEventSaved)
-	cfg := mintdirapi.Config{Directory: dir, Log: log, Settings: mintdirapi.Settings{SubmitPerHour: submitPerHour}}
+	follows := wotOn(t, st, rl) // for ?viewer=
+	cfg := mintdirapi.Config{Directory: dir, Log: log, Settings: mintdirapi.Settings{SubmitPerHour: submitPerHour}, Follows: follows}
 	srv.Config.Handler = httpapi.New(httpapi.Config{Relay: rl, Log: log, RateLimit: limit, Services: []httpapi.Service{{
 		Name: "mintdir", Mount: "/mintdir", Routes: mintdirapi.Routes(cfg), Health: httpapi.ReportHealth(dir.Health)}}})
 	srv.Config.ConnState = rl.TrackConn
@@ -389,6 +390,24 @@ func TestAgainstARealMint(t *testing.T) {
 		if len(page["reviews"].([]any)) != 1 || page["summary"].(map[string]any)["count"] != 3.0 {
 			t.Fatalf("page = %v", page)
 		}
+
+		// A viewer whose contact list follows alice sees her review marked.
+		dave := nostr.GeneratePrivateKey()
+		davePub, _ := nostr.GetPublicKey(dave)
+		if err := relaytest.Publish(t, e.nostr, relaytest.Sign(t, dave, 3, "", nostr.Tag{"p", alicePub})); err != nil {
+			t.Fatal(err)
+		}
+		seen := api.Do("GET", "/mints/"+id+"/reviews?viewer="+pubkey.NPub(davePub), nil).Map(t)
+		if seen["followed_by_viewer"] != 1.0 {
+			t.Fatalf("followed_by_viewer = %v", seen["followed_by_viewer"])
+		}
+		for _, r := range seen["reviews"].([]any) {
+			r := r.(map[string]any)
+			if want := r["pubkey"] == pubkey.NPub(alicePub); r["followed_by_viewer"] != want || r["weight"] != 1.0 {
+				t.Fatalf("review %v: followed_by_viewer want %v, weight 1", r, want)
+			}
+		}
+		wantStatus(t, api.Do("GET", "/mints/"+id+"/reviews?viewer=nobody", nil), 400, "invalid_viewer")
 	})
 
 	t.Run("views", func(t *testing.T) {

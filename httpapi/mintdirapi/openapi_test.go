@@ -72,12 +72,19 @@ func desc(o obj, d string) obj {
 
 // object requires every property (the seed's rule: every field present,
 // null when unknown) and allows no others.
-func object(props obj) obj {
+// object is an object of props, all required, and optional props, which
+// an answer may leave out.
+func object(props obj, optional ...obj) obj {
 	req := make([]string, 0, len(props))
 	for k := range props {
 		req = append(req, k)
 	}
 	sortStrings(req)
+	for _, o := range optional {
+		for k, v := range o {
+			props[k] = v
+		}
+	}
 	return obj{"type": "object", "properties": props, "required": req, "additionalProperties": false}
 }
 
@@ -178,9 +185,10 @@ func schemas() obj {
 			"score_total": desc(integer(), "0–100: the sum of the breakdown, rounded and clamped"),
 			"score_level": enum("high", "medium", "low", "very_low", "unknown"),
 			"breakdown": object(obj{
-				"uptime":   part(obj{"uptime_30d": nnum()}),
-				"speed":    part(obj{"avg_rtt_ms_7d": nint(), "slow_ms": integer()}),
-				"reviews":  part(obj{"rated_count": integer(), "average_rating": nnum()}),
+				"uptime": part(obj{"uptime_30d": nnum()}),
+				"speed":  part(obj{"avg_rtt_ms_7d": nint(), "slow_ms": integer()}),
+				"reviews": part(obj{"rated_count": integer(), "average_rating": nnum(),
+					"weighted_count": desc(num(), "The rated reviews' weights summed: each author counts by his weight in outpost's web of trust (rated_count without one)")}),
 				"identity": part(obj{"has_pubkey": boolean(), "has_contact": boolean(), "https": boolean(), "has_name": boolean(), "has_description": boolean()}),
 				"penalties": part(obj{"min": num(), "offline": boolean(), "degraded": boolean(), "incidents_30d": integer(),
 					"pubkey_changed_30d": boolean()}),
@@ -191,8 +199,12 @@ func schemas() obj {
 			"event_id": str(), "pubkey": desc(str(), "npub of the author"), "created_at": dt(),
 			"rating":  desc(obj{"type": []string{"integer", "null"}, "minimum": 1, "maximum": 5}, "From a rating tag, else a leading [N/5]; null when neither"),
 			"content": desc(str(), "Without the [N/5] prefix"),
-		}),
-		"ReviewSummary": object(obj{"count": integer(), "rated_count": integer(), "average_rating": nnum()}),
+			"weight": desc(obj{"type": "number", "minimum": 0, "maximum": 1},
+				"The author's say in the trust score: his weight in outpost's web of trust (docs/wot.md), 1 for everyone without one; 0 outside it: listed, not counted"),
+		}, obj{"followed_by_viewer": desc(boolean(), "With ?viewer=: whether the viewer's contact list follows the author")}),
+		"ReviewSummary": object(obj{"count": integer(), "rated_count": integer(),
+			"average_rating": desc(nnum(), "Weighted by the authors' weights; null when no rated review weighs anything"),
+			"weighted_count": desc(nnum(), "The rated reviews' weights summed (rated_count when everyone counts fully); null in a summary made before weights")}),
 		"Views": object(obj{
 			"views_24h": integer(), "views_7d": integer(), "views_30d": integer(), "unique_sessions_30d": integer(),
 			"view_velocity": desc(num(), "Views in the last 24 h divided by the daily average of the last 7 days; 0 without history"),
@@ -267,6 +279,7 @@ var (
 	pLimit  = qparam("limit", "Page size, 1–500 (default 50)", obj{"type": "integer", "minimum": 1, "maximum": 500}, false)
 	pBefore = qparam("before", "Only entries before this time (ISO 8601): the next page starts at the last one's time", dt(), false)
 	pWindow = qparam("window", "Default 24h", enum("24h", "7d", "30d"), false)
+	pViewer = qparam("viewer", "A npub (or hex key): mark the reviews by keys the viewer's contact list follows (\"reviewed by people you follow\"); not a key: 400 invalid_viewer", str(), false)
 )
 
 // mintResources are the seed's per-mint endpoints; name makes their
@@ -290,7 +303,7 @@ func mintResources() []struct {
 			pLimit, pBefore}},
 		{"/incidents", "MintIncidents", "Incidents, newest first", "Outages, newest first: when each began and ended, how long it lasted, its severity (minor under 15 minutes, major under 4 hours, critical beyond; an open one is rated by its length so far), and which monitors saw it. Paged with limit and before.", "", []obj{pLimit, pBefore}},
 		{"/trust", "MintTrust", "Trust score with its breakdown", "The trust score (0-100) and level, with its breakdown (uptime, speed, reviews, identity, penalties) and the inputs each used; docs/mintdir.md (Trust score) gives the formula.", "Trust", nil},
-		{"/reviews", "MintReviews", "NIP-87 reviews (kind 38000, k=38172), newest first, one per author", "NIP-87 reviews published to this relay that name one of the mint's URLs or its pubkey: one per author (the newest), the operator's own left out; rating from a rating tag or a leading [N/5], else null. With a summary. Paged with limit and before.", "", []obj{pLimit, pBefore}},
+		{"/reviews", "MintReviews", "NIP-87 reviews (kind 38000, k=38172), newest first, one per author", "NIP-87 reviews published to this relay that name one of the mint's URLs or its pubkey: one per author (the newest), the operator's own left out; rating from a rating tag or a leading [N/5], else null; each with its author's weight in the trust score (0 outside outpost's web of trust). With a summary. Paged with limit and before; with viewer, the reviews by keys the viewer follows are marked.", "", []obj{pLimit, pBefore, pViewer}},
 		{"/views", "MintViews", "View counts of the core record", "How often the core record was read in 24 hours, 7 and 30 days, distinct visitors in 30 days (salted daily hashes; no IP is kept), and the view velocity.", "Views", nil},
 		{"/features", "MintFeatures", "Features derived from the metadata", "Features derived from the latest info: supported NUTs, bolt11 minting and melting, amount limits, a Tor endpoint, several URLs, and a completeness score (0-1).", "Features", nil},
 	}
@@ -303,7 +316,8 @@ func listSchema(path string) obj {
 	case "/incidents":
 		return object(obj{"incidents": arr(ref("Incident"))})
 	case "/reviews":
-		return object(obj{"reviews": arr(ref("Review")), "summary": ref("ReviewSummary")})
+		return object(obj{"reviews": arr(ref("Review")), "summary": ref("ReviewSummary")},
+			obj{"followed_by_viewer": desc(obj{"type": "integer", "minimum": 0}, "With ?viewer=: how many reviews of the page are by keys the viewer follows")})
 	}
 	return nil
 }

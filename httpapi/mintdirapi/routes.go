@@ -37,7 +37,10 @@ type Config struct {
 	Settings
 	Directory *mintdir.Directory
 	Log       *slog.Logger
-	Now       func() time.Time
+	// Follows reports whether viewer's contact list follows author (hex
+	// keys; the web of trust's Follows), for ?viewer=; nil: no one follows.
+	Follows func(viewer, author string) bool
+	Now     func() time.Time
 }
 
 // mintEndpoints are the seed's per-mint resources; each is served by id
@@ -60,7 +63,7 @@ func mintEndpoints(cfg Config) []struct {
 		{"/uptime/timeseries", handleTimeseries(d)},
 		{"/incidents", handleIncidents(d, cfg.Now)},
 		{"/trust", handleTrust()},
-		{"/reviews", handleReviews(d)},
+		{"/reviews", handleReviews(d, cfg.Follows)},
 		{"/views", handleViews(d)},
 		{"/features", handleFeatures()},
 	}

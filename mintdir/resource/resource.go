@@ -265,11 +265,16 @@ type Review struct {
 	CreatedAt time.Time `json:"created_at"`
 	Rating    *int      `json:"rating"`
 	Content   string    `json:"content"`
+	// Weight is the author's say in the trust score: 0 outside outpost's
+	// web of trust (listed, not counted), 1 for everyone without one.
+	Weight float64 `json:"weight"`
+	// FollowedByViewer: with ?viewer=, whether the viewer follows the author.
+	FollowedByViewer *bool `json:"followed_by_viewer,omitempty"`
 }
 
 // ReviewOf is r as the API shows it.
 func ReviewOf(r mintdir.Review) Review {
-	return Review{EventID: r.EventID, PubKey: pubkey.NPub(r.PubKey), CreatedAt: at(r.CreatedAt), Rating: r.Rating, Content: r.Content}
+	return Review{EventID: r.EventID, PubKey: pubkey.NPub(r.PubKey), CreatedAt: at(r.CreatedAt), Rating: r.Rating, Content: r.Content, Weight: r.Weight}
 }
 
 // Reviews is GET /mints/{mint_id}/reviews, newest first, with the summary
@@ -277,6 +282,9 @@ func ReviewOf(r mintdir.Review) Review {
 type Reviews struct {
 	Reviews []Review              `json:"reviews"`
 	Summary mintdir.ReviewSummary `json:"summary"`
+	// FollowedByViewer: with ?viewer=, how many reviews of the page are by
+	// keys the viewer follows.
+	FollowedByViewer *int `json:"followed_by_viewer,omitempty"`
 }
 
 // Views is GET /mints/{mint_id}/views.

@@ -113,20 +113,37 @@ async function loadReports(more) {
   showError($('reports-error'))
   try {
     await reports.load(more)
-    const rows = reports.items.map(r => [
+    // Shown by the reporter's standing in the web of trust (members first,
+    // then by rank), newest first among equals; the list itself stays in
+    // the API's order, which its paging follows.
+    const rows = byStanding(reports.items).map(r => [
       when(r.created_at),
       code(r.reported_pubkey),
       h('span', { class: 'text' }, r.reason),
       h('span', { class: 'text' }, r.comment || '–'),
       r.event_ids.length ? h('ul', { class: 'plain' }, r.event_ids.map(id => h('li', {}, code(id)))) : '–',
       r.source === 'nostr' ? h('span', {}, 'Nostr, by ', code(r.reporter)) : 'REST (anonymous)',
+      standing(r.reporter_wot),
       moderator ? h('button', { type: 'button', class: 'secondary small', 'aria-label': `Ban ${r.reported_pubkey}…`, onclick: () => prefillBan(r) }, 'Ban…') : '',
     ])
-    $('reports').replaceChildren(table(['Received', 'Reported key', 'Reason', 'Comment', 'Events', 'From', ''], rows, 'No reports.'))
+    $('reports').replaceChildren(table(['Received', 'Reported key', 'Reason', 'Comment', 'Events', 'From', 'Reporter in the web of trust', ''], rows, 'No reports.'))
     $('reports-more').hidden = !reports.more
   } catch (e) {
     showError($('reports-error'), e, 'console')
   }
+}
+
+// standing says where a reporter stands in the web of trust (docs/wot.md).
+function standing(st) {
+  if (!st) return '–'
+  if (!st.member) return st.hops < 0 ? 'outside' : `outside (hop ${st.hops}, ${st.followers} followers)`
+  return `member, hop ${st.hops}, ${st.followers} followers, rank ${st.rank.toPrecision(2)}`
+}
+
+// byStanding orders reports as GET /reports?sort=reporter_wot does.
+function byStanding(items) {
+  const group = r => !r.reporter_wot ? 2 : r.reporter_wot.member ? 0 : 1
+  return items.slice().sort((a, b) => group(a) - group(b) || (b.reporter_wot?.rank ?? 0) - (a.reporter_wot?.rank ?? 0))
 }
 
 function prefillBan(r) {

@@ -30,6 +30,7 @@ const messages = {
     sitewide_limit: 'The faucet has paid as many claims as it may for now. Try again' + at(e) + '.',
   })[e.details?.reason] || 'Too many requests from your network.' + wait(e),
   account_too_new: 'Your Nostr key is too new for this faucet: it must have been seen on Nostr for a while first.',
+  not_in_web_of_trust: 'This faucet pays only keys in its web of trust: people its operators follow, and people they follow.',
   npub_session_restricted: 'With an npub sign-in you can only be paid to the Lightning address in your Nostr profile. Sign in with a Nostr extension to use ecash or an invoice.',
   no_lightning_address: 'Your Nostr profile has no Lightning address (lud16). Add one in your Nostr client and reload your profile, or enter one here.',
   no_nutzap_info: 'No Nostr wallet of yours was found: nutzaps need a kind-10019 event (a NIP-60 wallet publishes it) naming this faucet’s mint, your relays and your wallet’s key.',
@@ -106,4 +107,4 @@ export function describe(err, context) {
 const precise = new Set(['invoice_amount_mismatch', 'wrong_network', 'mint_not_accepted', 'token_too_large',
   'amount_out_of_range', 'deposit_refused', 'invoice_not_payable', 'forbidden', 'invalid_pubkey', 'invalid_word',
   'invalid_expires_at', 'invalid_request', 'invalid_json', 'request_too_large', 'lightning_address_unreachable',
-  'amount_not_accepted', 'invalid_lightning_address', 'account_too_new', 'nutzap_mint_not_accepted'])
+  'amount_not_accepted', 'invalid_lightning_address', 'account_too_new', 'nutzap_mint_not_accepted', 'not_in_web_of_trust'])

@@ -98,6 +98,7 @@ const reasonWords = {
   insufficient_funds: 'the faucet has run dry',
   faucet_disabled: 'the faucet is switched off',
   account_too_new: 'your Nostr key is too new here',
+  not_in_web_of_trust: 'your Nostr key is not in this faucet’s web of trust',
   no_lightning_address: 'your Nostr profile has no Lightning address',
   mint_unavailable: 'the faucet’s mint cannot be reached',
 }
