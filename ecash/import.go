@@ -93,7 +93,7 @@ func (w *Wallet) Import(l Legacy) error {
 			return err
 		}
 		for id, c := range l.Counters {
-			if err := setCounterAtLeast(txn, id, c+counterMargin); err != nil {
+			if err := w.setCounterAtLeast(txn, id, c+counterMargin); err != nil {
 				return err
 			}
 		}
