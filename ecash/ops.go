@@ -500,3 +500,8 @@ func (w *Wallet) takeOutputs(txn *kv.Txn, op *Op, ks *Keyset, amounts []uint64, 
 	}
 	return nil
 }
+
+// Operation is the newest operation filed under the caller's ref, as
+// recorded: a caller that crashed in the middle of a call reads its
+// outcome here once Recover has settled it.
+func (w *Wallet) Operation(ref string) (Op, bool, error) { return w.opByRef(ref) }
