@@ -36,6 +36,8 @@ func (s *Settings) Valid() error {
 type Config struct {
 	Settings
 	Directory *mintdir.Directory
+	Audits    Audits                          // nil when --audit is off
+	Admin     func(http.Handler) http.Handler // admits the ban list's admin keys (the audit wallet's routes)
 	Log       *slog.Logger
 	Now       func() time.Time
 }
@@ -63,6 +65,7 @@ func mintEndpoints(cfg Config) []struct {
 		{"/reviews", handleReviews(d)},
 		{"/views", handleViews(d)},
 		{"/features", handleFeatures()},
+		{"/audits", handleAudits(cfg.Audits)},
 	}
 }
 
@@ -84,6 +87,7 @@ func Routes(cfg Config) http.Handler {
 			r.Get("/mints/{mint_id}"+ep.path, byID(d, ep.fn))
 			r.Get("/mints/by-url"+ep.path, byURL(d, ep.fn))
 		}
+		auditRoutes(r, cfg.Audits, cfg.Admin)
 	}
 
 	r := chi.NewRouter()
