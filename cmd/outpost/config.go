@@ -20,6 +20,7 @@ import (
 	"github.com/outpost-relay/outpost/faucet"
 	"github.com/outpost-relay/outpost/httpapi/banlistapi"
 	"github.com/outpost-relay/outpost/httpapi/mintdirapi"
+	"github.com/outpost-relay/outpost/internal/audit"
 	"github.com/outpost-relay/outpost/mintdir"
 	"github.com/outpost-relay/outpost/pubkey"
 	pub "github.com/outpost-relay/outpost/publish"
@@ -63,6 +64,7 @@ type Config struct {
 	BanlistAPI banlistapi.Settings
 	Mintdir    mintdir.Settings
 	MintdirAPI mintdirapi.Settings
+	Audit      audit.Settings
 	Faucet     faucet.Settings
 	Upstream   upstream.Settings
 	Publish    pub.Settings
@@ -101,7 +103,7 @@ func defaultConfig() *Config {
 		RelayDescription: "A community relay with a ban list, a test-sats faucet and a Cashu mint directory",
 		BanlistMount:     "/banlist", MintdirMount: "/mintdir", FaucetMount: "/faucet",
 		MemoryLimit: defaultMemoryLimit, Store: kv.DefaultSettings(), Relay: relay.DefaultLimits(), BanlistAPI: banlistapi.DefaultSettings(), Mintdir: mintdir.DefaultSettings(), MintdirAPI: mintdirapi.DefaultSettings(),
-		Faucet: faucet.DefaultSettings(), Upstream: upstream.DefaultSettings(),
+		Audit: audit.DefaultSettings(), Faucet: faucet.DefaultSettings(), Upstream: upstream.DefaultSettings(),
 	}
 }
 
@@ -151,6 +153,7 @@ func (c *Config) settingGroups() []settingGroup {
 		{"Relay limits", []any{&c.Relay}},
 		{"Ban list", []any{&c.Banlist, &c.BanlistAPI}},
 		{"Mint directory", []any{&c.Mintdir, &c.MintdirAPI}},
+		{"Mint audits", []any{&c.Audit}},
 		{"Faucet", []any{&c.Faucet}},
 		{"Upstream relays", []any{&c.Upstream}},
 		{"Published events", []any{&c.Publish}},
@@ -207,7 +210,7 @@ func (c *Config) validate() error {
 		}
 	}
 	errs = append(errs, c.validateLists(), c.validateMounts(), c.validateMemory())
-	errs = append(errs, c.Store.Valid(), c.Relay.Valid(), c.Banlist.Valid(), c.BanlistAPI.Valid(), c.Mintdir.Valid(), c.MintdirAPI.Valid(), c.Faucet.Valid(), c.Upstream.Valid(), c.Publish.Valid())
+	errs = append(errs, c.Store.Valid(), c.Relay.Valid(), c.Banlist.Valid(), c.BanlistAPI.Valid(), c.Mintdir.Valid(), c.MintdirAPI.Valid(), c.Audit.Valid(), c.Faucet.Valid(), c.Upstream.Valid(), c.Publish.Valid())
 	return errors.Join(errs...)
 }
 

@@ -18,6 +18,7 @@ import (
 
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/outpost-relay/outpost"
+	"github.com/outpost-relay/outpost/banlist"
 	"github.com/outpost-relay/outpost/httpapi"
 	"github.com/outpost-relay/outpost/metrics"
 	"github.com/outpost-relay/outpost/policies"
@@ -43,7 +44,12 @@ type deps struct {
 	pubKey    string // service key, hex
 	metrics   *metrics.Metrics
 	embedded  *testmint.Mint // the faucet's test mint, without a mint URL set; nil with one
+	adminKeys *adminKeys     // set by wireBanlist, read by the services wired after it
 }
+
+// adminKeys is the ban list's service once wireBanlist has made it: other
+// services' admin routes (the audit wallet's) take its admin API keys.
+type adminKeys struct{ svc *banlist.Service }
 
 // component is one service wired into the program.
 type component struct {
@@ -165,7 +171,7 @@ func serve(ctx context.Context, cfg *Config, stdout, stderr io.Writer) (err erro
 		defer embedded.Close() // after the services, the faucet's wallet among them, have stopped
 	}
 	d := deps{cfg: cfg, log: logger, store: st, relay: rl, banList: list, sink: sink, publicURL: publicURL, secretKey: sk, pubKey: pk, metrics: m,
-		embedded: embedded}
+		embedded: embedded, adminKeys: &adminKeys{}}
 	components := []component{{jobs: []func(context.Context){outbox.Run}}}
 	for _, wire := range []func(context.Context, deps) (*component, error){wireBanlist, wireMintdir, wireFaucet} {
 		c, err := wire(ctx, d)

@@ -5,7 +5,9 @@ import (
 
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/outpost-relay/outpost/httpapi"
+	"github.com/outpost-relay/outpost/httpapi/banlistapi"
 	"github.com/outpost-relay/outpost/httpapi/mintdirapi"
+	"github.com/outpost-relay/outpost/internal/audit"
 	"github.com/outpost-relay/outpost/mintdir"
 	pub "github.com/outpost-relay/outpost/publish"
 )
@@ -29,7 +31,16 @@ func wireMintdir(ctx context.Context, d deps) (*component, error) {
 	d.relay.RejectEvent = append(d.relay.RejectEvent, mintdir.RejectInvalidNIP87)
 	d.relay.OnEventSaved = append(d.relay.OnEventSaved, dir.OnEventSaved)
 	d.relay.Info.AddSupportedNIP(87)
-	api := mintdirapi.Config{Settings: d.cfg.MintdirAPI, Directory: dir, Log: log}
+	api := mintdirapi.Config{Settings: d.cfg.MintdirAPI, Directory: dir, Log: log, Admin: banlistapi.RequireAdmin(d.adminKeys.svc)}
+	jobs := []func(context.Context){dir.Run, status.Run}
+	if d.cfg.Audit.Enabled { // OUTPOST_AUDIT
+		aud, err := audit.New(audit.Config{Settings: d.cfg.Audit, DB: d.store.DB, Log: d.log.With("service", "audit")})
+		if err != nil {
+			return nil, err
+		}
+		api.Audits = aud
+		jobs = append(jobs, func(ctx context.Context) { aud.Run(ctx); aud.Close() })
+	}
 	var follow []nostr.Filter
 	if len(d.cfg.Mintdir.Monitors) > 0 {
 		follow = []nostr.Filter{{Kinds: []int{mintdir.KindMintStatus}, Authors: d.cfg.Mintdir.Monitors}}
@@ -37,6 +48,6 @@ func wireMintdir(ctx context.Context, d deps) (*component, error) {
 	return &component{
 		follow: follow,
 		api:    httpapi.Service{Name: "mintdir", Mount: d.cfg.MintdirMount, Routes: mintdirapi.Routes(api), Health: httpapi.ReportHealth(dir.Health)},
-		jobs:   []func(context.Context){dir.Run, status.Run},
+		jobs:   jobs,
 	}, nil
 }
