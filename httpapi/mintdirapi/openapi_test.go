@@ -82,6 +82,12 @@ func object(props obj) obj {
 	return obj{"type": "object", "properties": props, "required": req, "additionalProperties": false}
 }
 
+// nullable is o or null.
+func nullable(o obj) obj {
+	o["type"] = []string{o["type"].(string), "null"}
+	return o
+}
+
 // optional leaves names (omitted when empty) out of o's required fields.
 func optional(o obj, names ...string) obj {
 	var req []string
@@ -196,7 +202,10 @@ func schemas() obj {
 		}), "quote", "invoice", "error"),
 		"AuditHoldings": object(obj{
 			"mints": arr(object(obj{"mint_url": str(), "held_sats": integer(), "quarantined_sats": integer(), "in_flight_sats": integer(),
-				"lost_to_mint_sats": integer(), "mint_surplus_sats": integer(), "internal_fee_sats": integer()})),
+				"lost_to_mint_sats": integer(), "mint_surplus_sats": integer(), "internal_fee_sats": integer(),
+				"withdrawn": desc(boolean(), "The mint gets no more sats: it failed its two newest audits, or it is flagged"),
+				"flag": desc(nullable(object(obj{"mint_url": str(), "at": dt(), "reason": str(), "sats": integer()})),
+					"Why the holdings check flagged the mint (held ecash said spent, valid proofs refused); null when it did not")})),
 			"books": desc(object(obj{"deposited_sats": integer(), "mint_surplus_sats": integer(), "held_sats": integer(), "fees_paid_sats": integer(),
 				"in_flight_sats": integer(), "lost_to_mint_sats": integer(), "balanced": boolean()}),
 				"deposited_sats + mint_surplus_sats = held_sats + fees_paid_sats + in_flight_sats + lost_to_mint_sats"),

@@ -13,6 +13,10 @@ type MintHolding struct {
 	LostSats        uint64 `json:"lost_to_mint_sats"`
 	SurplusSats     uint64 `json:"mint_surplus_sats"`
 	InternalFeeSats uint64 `json:"internal_fee_sats"` // the wallet's housekeeping (keyset rotation, retries)
+	// Withdrawn: the mint gets no more sats (two failed audits in a row,
+	// or Flag); what it holds is moved out by the rounds it pays.
+	Withdrawn bool  `json:"withdrawn"`
+	Flag      *Flag `json:"flag"`
 }
 
 // Books are the audit wallet's books:
@@ -69,6 +73,12 @@ func (a *Auditor) Holdings() (Holdings, error) {
 		if err != nil {
 			return Holdings{}, err
 		}
+		if f, err := a.flag(mint); err != nil {
+			return Holdings{}, err
+		} else if !f.At.IsZero() {
+			m.Flag = &f
+		}
+		m.Withdrawn = a.withdrawn(mint)
 		out.Mints = append(out.Mints, m)
 		b.HeldSats += m.HeldSats
 		b.InFlightSats += m.InFlightSats

@@ -19,7 +19,8 @@ const (
 	kindRound     byte = 0x04 // round id → Round
 	kindOpenRound byte = 0x05 // round id → "": rounds not settled yet
 	kindEntry     byte = 0x06 // mint ns + inverted time + round id + role → Entry (records.go)
-	kindLast      byte = 0x07 // → lastPair: the pair of the newest round
+	kindLast      byte = 0x07 // → [payer, payee] of the newest round
+	kindFlag      byte = 0x08 // mint URL → Flag (holdings.go)
 )
 
 // ledger is what the audit wallet's books hold beyond what the wallets

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/outpost-relay/outpost"
 	"github.com/outpost-relay/outpost/ecash"
 	"github.com/outpost-relay/outpost/kv"
 )
@@ -139,6 +140,9 @@ func (a *Auditor) Audit(ctx context.Context, payer, payee string, amount uint64)
 }
 
 func (a *Auditor) audit(ctx context.Context, payer, payee string, amount uint64) (Round, error) {
+	if a.withdrawn(payee) {
+		return Round{}, outpost.Errorf(outpost.Unprocessable, "withdrawn", "the audit wallet sends no more sats to this mint")
+	}
 	if err := a.checkRoom(payee, amount); err != nil {
 		return Round{}, err
 	}
@@ -379,8 +383,13 @@ func (a *Auditor) pick() (payer, payee string, amount uint64, err error) {
 			if er == ee || held[er] < amount || [2]string{er, ee} == last {
 				continue
 			}
-			// need: the payer's surplus over the payee's
-			if need := int(held[er]) - int(held[ee]); need > best {
+			// need: the payer's surplus over the payee's; a withdrawn
+			// payer first, to move its sats out.
+			need := int(held[er]) - int(held[ee])
+			if a.withdrawn(er) {
+				need += 1 << 40
+			}
+			if need > best {
 				best, payer, payee = need, er, ee
 			}
 		}
@@ -390,9 +399,6 @@ func (a *Auditor) pick() (payer, payee string, amount uint64, err error) {
 	}
 	return payer, payee, amount, nil
 }
-
-// withdrawn: the mint gets no more sats (step 4 of the issue; not yet).
-func (a *Auditor) withdrawn(string) bool { return false }
 
 // Run runs a round every Interval (after resuming) until ctx ends. A panic
 // in a round is logged and the loop goes on: one bad mint answer must not
@@ -418,6 +424,9 @@ func (a *Auditor) tick(ctx context.Context) {
 	}()
 	if err := a.Resume(ctx); err != nil {
 		a.log.Info("audit: resume", "err", err)
+	}
+	if err := a.CheckHoldings(ctx); err != nil {
+		a.log.Info("audit: holdings check", "err", err)
 	}
 	r, err := a.RunRound(ctx)
 	if err != nil && !errors.Is(err, ErrNoPair) {
