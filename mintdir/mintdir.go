@@ -123,6 +123,9 @@ type Config struct {
 	// directory shows a real mint, and checked although they are on this
 	// host — those exact addresses only.
 	Own []string
+	// Audits reads a mint's audits of the last 30 days (package audit,
+	// with --audit); nil without. Read when the mint's summary is.
+	Audits func(mintURL string) (AuditSummary, error)
 }
 
 const (

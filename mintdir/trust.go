@@ -22,7 +22,19 @@ type Summary struct {
 	Incidents7d  int           `json:"incidents_7d"`
 	Incidents30d int           `json:"incidents_30d"`
 	Reviews      ReviewSummary `json:"reviews"`
+	Audits       AuditSummary  `json:"audits"`
 	Trust        Trust         `json:"trust"`
+}
+
+// AuditSummary is a mint's part in the directory's audits (package audit)
+// in the last 30 days: zero while audits are off or never tested it.
+type AuditSummary struct {
+	Audits30d          int        `json:"audits_30d"`
+	SuccessRate30d     *float64   `json:"audit_success_rate_30d"` // 0–1; null without a settled audit
+	LastAuditAt        *time.Time `json:"last_audit_at"`
+	LastAuditFailureAt *time.Time `json:"last_audit_failure_at"`
+	HeldSats           uint64     `json:"audit_held_sats"`
+	FailedInARow       int        `json:"failed_in_a_row"` // of the newest settled audits, up to 2
 }
 
 // Trust levels.
@@ -49,6 +61,20 @@ type Breakdown struct {
 	Reviews   ReviewsPart   `json:"reviews"`
 	Identity  IdentityPart  `json:"identity"`
 	Penalties PenaltiesPart `json:"penalties"`
+	Audits    AuditsPart    `json:"audits"`
+}
+
+// AuditsPart: −25 × (1 − audit_success_rate_30d), 0 without audits; a
+// mint whose newest audit failed, or whose success rate is under 90%, is
+// capped below high (74), whatever its uptime.
+type AuditsPart struct {
+	Score          float64  `json:"score"`
+	Max            float64  `json:"max"`
+	Min            float64  `json:"min"`
+	Audits30d      int      `json:"audits_30d"`
+	SuccessRate30d *float64 `json:"audit_success_rate_30d"`
+	NewestFailed   bool     `json:"newest_failed"`
+	Capped         bool     `json:"capped"`
 }
 
 // UptimePart: 40 × clamp((uptime_30d − 80) / 20, 0, 1).
@@ -102,7 +128,19 @@ const (
 	maxUptime, maxSpeed, maxReviews, maxIdentity = 40, 25, 20, 10
 	minPenalties                                 = -15
 	fastRTTMs                                    = 300
+	minAudits, auditCap, auditCapRate            = -25, 74, 0.9
 )
+
+// auditsPart scores a mint's audits (see AuditsPart).
+func auditsPart(a AuditSummary) AuditsPart {
+	p := AuditsPart{Min: minAudits, Audits30d: a.Audits30d, SuccessRate30d: a.SuccessRate30d, NewestFailed: a.FailedInARow > 0}
+	if a.SuccessRate30d != nil {
+		p.Score = round1(minAudits * (1 - *a.SuccessRate30d))
+		p.Capped = *a.SuccessRate30d < auditCapRate
+	}
+	p.Capped = p.Capped || p.NewestFailed
+	return p
+}
 
 func clamp01(x float64) float64 { return math.Max(0, math.Min(1, x)) }
 func round1(x float64) float64  { return math.Round(x*10) / 10 }
@@ -126,7 +164,11 @@ func scoreTrust(m *Mint, info *Info, s *Summary, slow time.Duration, now time.Ti
 	}
 	b.Identity = identityPart(m, info)
 	b.Penalties = penaltiesPart(m, s, now)
-	total := b.Uptime.Score + b.Speed.Score + b.Reviews.Score + b.Identity.Score + b.Penalties.Score
+	b.Audits = auditsPart(s.Audits)
+	total := b.Uptime.Score + b.Speed.Score + b.Reviews.Score + b.Identity.Score + b.Penalties.Score + b.Audits.Score
+	if b.Audits.Capped {
+		total = math.Min(total, auditCap)
+	}
 	t := Trust{Score: int(math.Max(0, math.Min(100, math.Round(total)))), Breakdown: b, ComputedAt: now.UTC()}
 	t.Level = trustLevel(m, t.Score, now)
 	return t
@@ -276,6 +318,14 @@ func (d *Directory) summarize(txn *kv.Txn, m *Mint, reviews ReviewSummary) error
 		return err
 	}
 	s.Incidents7d, s.Incidents30d = counts[0], counts[1]
+	if d.cfg.Audits != nil {
+		// A failed read leaves the audits out of this summary, not the
+		// rest of it.
+		if s.Audits, err = d.cfg.Audits(m.CanonicalURL); err != nil {
+			d.log.Warn("mintdir: reading the audits", "mint", m.CanonicalURL, "err", err)
+			s.Audits = AuditSummary{}
+		}
+	}
 	var info *Info
 	var meta Metadata
 	if ok, err := kv.GetJSON(txn, metaKey(id), &meta); err != nil {

@@ -46,6 +46,36 @@ func TestTrustFormula(t *testing.T) {
 	}
 }
 
+// TestTrustAudits: a mint that fails its audits cannot score high,
+// whatever its uptime; one that passes them all keeps its score, the audits
+// part at its maximum.
+func TestTrustAudits(t *testing.T) {
+	now := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	old := now.Add(-40 * 24 * time.Hour)
+	info := &Info{Name: "n", Description: "d", Contact: []Contact{{"email", "x"}}}
+	perfect := &Mint{CanonicalURL: "https://m.example", PubKey: pk1, Status: StatusOnline, FirstCheckedAt: &old}
+	s := &Summary{Uptime30d: fp(100), AvgRTT7d: ip(200), Reviews: ReviewSummary{RatedCount: 5, AverageRating: fp(5)},
+		Audits: AuditSummary{Audits30d: 20, SuccessRate30d: fp(1)}}
+	if tr := scoreTrust(perfect, info, s, 2*time.Second, now); tr.Score != 95 || tr.Level != LevelHigh ||
+		tr.Breakdown.Audits.Score != tr.Breakdown.Audits.Max || tr.Breakdown.Audits.Capped {
+		t.Fatalf("all audits passed: %d %s %+v", tr.Score, tr.Level, tr.Breakdown.Audits)
+	}
+	for _, a := range []AuditSummary{
+		{Audits30d: 20, SuccessRate30d: fp(0.95), FailedInARow: 1}, // the newest failed
+		{Audits30d: 20, SuccessRate30d: fp(0.8)},                   // one in five failed
+		{Audits30d: 2, SuccessRate30d: fp(0), FailedInARow: 2},
+	} {
+		s.Audits = a
+		tr := scoreTrust(perfect, info, s, 2*time.Second, now)
+		if tr.Level == LevelHigh || !tr.Breakdown.Audits.Capped {
+			t.Fatalf("failing audits %+v: %d %s %+v", a, tr.Score, tr.Level, tr.Breakdown.Audits)
+		}
+	}
+	if tr := scoreTrust(perfect, info, s, 2*time.Second, now); tr.Breakdown.Audits.Score != -25 || tr.Score != 70 {
+		t.Fatalf("every audit failed: %d %+v", tr.Score, tr.Breakdown.Audits)
+	}
+}
+
 func TestViews(t *testing.T) {
 	e := newEnv(t, Config{})
 	m := e.mint(e.submit("http://127.0.0.1:1"))

@@ -24,8 +24,20 @@ func wireMintdir(ctx context.Context, d deps) (*component, error) {
 	}
 	status := &pub.Mints{Events: d.store.Events, Sink: d.sink, SecretKey: d.secretKey,
 		Interval: d.cfg.Mintdir.ProbeInterval, Timeout: d.cfg.Mintdir.ProbeTimeout, Log: log}
+	var aud *audit.Auditor
+	var audits func(string) (mintdir.AuditSummary, error)
+	if d.cfg.Audit.Enabled { // OUTPOST_AUDIT
+		var err error
+		if aud, err = audit.New(audit.Config{Settings: d.cfg.Audit, DB: d.store.DB, Log: d.log.With("service", "audit")}); err != nil {
+			return nil, err
+		}
+		audits = func(u string) (mintdir.AuditSummary, error) {
+			s, err := aud.Summary(u)
+			return mintdir.AuditSummary(s), err
+		}
+	}
 	dir := mintdir.New(mintdir.Config{Settings: d.cfg.Mintdir, DB: d.store.DB, Events: d.store.Events, Log: log,
-		OnCheck: d.metrics.MintCheck, OnChange: status.Changed, Own: own, Self: d.pubKey})
+		OnCheck: d.metrics.MintCheck, OnChange: status.Changed, Own: own, Self: d.pubKey, Audits: audits})
 	status.Directory = dir
 	d.metrics.WatchMintdir(dir, log)
 	d.relay.RejectEvent = append(d.relay.RejectEvent, mintdir.RejectInvalidNIP87)
@@ -33,11 +45,7 @@ func wireMintdir(ctx context.Context, d deps) (*component, error) {
 	d.relay.Info.AddSupportedNIP(87)
 	api := mintdirapi.Config{Settings: d.cfg.MintdirAPI, Directory: dir, Log: log, Admin: banlistapi.RequireAdmin(d.adminKeys.svc)}
 	jobs := []func(context.Context){dir.Run, status.Run}
-	if d.cfg.Audit.Enabled { // OUTPOST_AUDIT
-		aud, err := audit.New(audit.Config{Settings: d.cfg.Audit, DB: d.store.DB, Log: d.log.With("service", "audit")})
-		if err != nil {
-			return nil, err
-		}
+	if aud != nil {
 		api.Audits = aud
 		jobs = append(jobs, func(ctx context.Context) { aud.Run(ctx); aud.Close() })
 	}

@@ -49,6 +49,12 @@ type Mint struct {
 	Incidents30d  int        `json:"incidents_30d"`
 	TrustScore    int        `json:"trust_score"`
 	TrustLevel    string     `json:"trust_level"`
+	// The directory's audits of the mint (package audit; zero while off).
+	Audits30d          int        `json:"audits_30d"`
+	AuditSuccessRate   *float64   `json:"audit_success_rate_30d"`
+	LastAuditAt        *time.Time `json:"last_audit_at"`
+	LastAuditFailureAt *time.Time `json:"last_audit_failure_at"`
+	AuditHeldSats      uint64     `json:"audit_held_sats"`
 }
 
 // MintOf is m's core record.
@@ -57,7 +63,9 @@ func MintOf(m *mintdir.Mint) Mint {
 	return Mint{MintID: m.ID, CanonicalURL: m.CanonicalURL, URLs: m.URLList(), Name: strOrNil(m.Name), IconURL: strOrNil(m.IconURL),
 		Status: m.Status, OfflineSince: atPtr(m.OfflineSince), LastSuccessAt: atPtr(m.LastSuccessAt), LastFailureAt: atPtr(m.LastFailureAt),
 		Uptime24h: s.Uptime24h, Uptime7d: s.Uptime7d, Uptime30d: s.Uptime30d, Incidents7d: s.Incidents7d, Incidents30d: s.Incidents30d,
-		TrustScore: s.Trust.Score, TrustLevel: s.Trust.Level}
+		TrustScore: s.Trust.Score, TrustLevel: s.Trust.Level,
+		Audits30d: s.Audits.Audits30d, AuditSuccessRate: s.Audits.SuccessRate30d, LastAuditAt: s.Audits.LastAuditAt,
+		LastAuditFailureAt: s.Audits.LastAuditFailureAt, AuditHeldSats: s.Audits.HeldSats}
 }
 
 // Title is how a mint is called: its name, else its URL.
