@@ -21,7 +21,10 @@ var logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 
 // mints starts n gonuts mints on one fake Lightning network, so a melt at
 // one pays a mint quote at another.
-func mints(t *testing.T, n int) []*testmint.Mint {
+func mints(t *testing.T, n int) []*testmint.Mint { return feeMints(t, n, 0) }
+
+// feeMints are mints that charge inputFeePpk per input (NUT-02).
+func feeMints(t *testing.T, n int, inputFeePpk uint) []*testmint.Mint {
 	t.Helper()
 	network := &testmint.Network{}
 	var out []*testmint.Mint
@@ -31,7 +34,7 @@ func mints(t *testing.T, n int) []*testmint.Mint {
 		if err != nil {
 			t.Fatal(err)
 		}
-		m, err := testmint.Start(testmint.Options{Dir: dir, Node: node})
+		m, err := testmint.Start(testmint.Options{Dir: dir, Node: node, InputFeePpk: inputFeePpk})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -224,5 +227,27 @@ func TestResumeAfterDeath(t *testing.T) {
 				t.Fatalf("the payee gained %d sats", moved)
 			}
 		})
+	}
+}
+
+// TestRoundsWithInputFees: at mints that charge for every input, rounds
+// in both directions keep the books balanced, every fee counted.
+func TestRoundsWithInputFees(t *testing.T) {
+	ms := feeMints(t, 2, 300)
+	st := openStore(t, t.TempDir())
+	defer st.Close()
+	a := newAuditor(t, st, nil)
+	for _, m := range ms {
+		fund(t, a, m, 300)
+	}
+	for i := range 4 {
+		payer, payee := ms[i%2], ms[1-i%2]
+		r, err := a.Audit(ctxT(t), payer.URL, payee.URL, uint64(17+i))
+		if err != nil || r.Outcome != audit.OutcomeOK {
+			t.Fatalf("round %d: %+v %v", i, r, err)
+		}
+		if h := balanced(t, a); h.Books.FeesPaidSats == 0 {
+			t.Fatalf("no fees booked at mints that charge them: %+v", h.Books)
+		}
 	}
 }

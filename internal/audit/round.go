@@ -230,20 +230,31 @@ func (a *Auditor) melt(ctx context.Context, r *Round) error {
 			return err
 		}
 		p, err = payer.Melt(cctx, ecash.MeltQuote{Quote: r.MeltQuote, Request: r.Invoice, Amount: r.Amount, FeeReserve: r.FeeReserve}, 0)
-	} else {
-		op, found, oerr := payer.Operation(r.MeltQuote)
-		if oerr != nil {
-			return oerr
+		if err == nil {
+			return a.melted(r, p)
 		}
-		if !found || op.Kind != "melt" {
-			return a.fail(r, "", errors.New("cut short before the melt was sent"), nil)
-		}
-		p, err = payer.MeltStatus(cctx, r.MeltQuote)
 	}
-	if err != nil {
-		if p, err = payer.MeltStatus(cctx, r.MeltQuote); err != nil {
-			return err // the payer's state is unknown: left pending
+	// A melt the wallet has no operation for was never sent: not the
+	// payer's failure (our own funds or a crash), and not to be sent now.
+	op, found, oerr := payer.Operation(r.MeltQuote)
+	switch {
+	case oerr != nil:
+		return oerr
+	case !found || op.Kind != "melt":
+		// Preparing its inputs may have cost a swap's fee, which the
+		// wallet tells once that swap is settled.
+		ps, serr := payer.MeltStatus(cctx, r.MeltQuote)
+		if serr != nil || ps.State == ecash.Pending {
+			return serr
 		}
+		if err == nil {
+			err = errors.New("cut short before the melt was sent")
+		}
+		fee := max(p.Fee, ps.Fee)
+		return a.fail(r, "", err, func(l *ledger) { l.FeesPaidSats += fee })
+	}
+	if p, err = payer.MeltStatus(cctx, r.MeltQuote); err != nil {
+		return err // the payer's state is unknown: left pending
 	}
 	return a.melted(r, p)
 }
@@ -284,6 +295,9 @@ func (a *Auditor) wait(ctx context.Context, r *Round) error {
 		case err == nil && st == ecash.MintLost:
 			r.Late, r.Step = false, stepDone
 			return a.lost(r, errors.New("the payee issued the quote's ecash to someone else"))
+		case r.Late && a.now().Sub(time.UnixMilli(r.MeltSent)) > lateFor:
+			r.Late = false // given up: it stays failed and lost
+			return a.save(r, nil)
 		case r.Late:
 			return nil // tried again at the next resume
 		case !a.now().Before(deadline):
@@ -300,6 +314,10 @@ func (a *Auditor) wait(ctx context.Context, r *Round) error {
 		}
 	}
 }
+
+// lateFor is how long a payee that was paid and did not mint is still
+// asked to.
+const lateFor = 7 * 24 * time.Hour
 
 func (a *Auditor) pollEvery() time.Duration { return min(a.cfg.PayeeWait/20, time.Second) }
 
