@@ -26,9 +26,17 @@ func wireMintdir(ctx context.Context, d deps) (*component, error) {
 		Interval: d.cfg.Mintdir.ProbeInterval, Timeout: d.cfg.Mintdir.ProbeTimeout, Log: log}
 	var aud *audit.Auditor
 	var audits func(string) (mintdir.AuditSummary, error)
+	var dir *mintdir.Directory
 	if d.cfg.Audit.Enabled { // OUTPOST_AUDIT
+		trust := func(u string) (int, bool) {
+			m, err := dir.GetByURL(ctx, u)
+			if err != nil || m.Summary.Trust.Level == mintdir.LevelUnknown {
+				return 0, false
+			}
+			return m.Summary.Trust.Score, true
+		}
 		var err error
-		if aud, err = audit.New(audit.Config{Settings: d.cfg.Audit, DB: d.store.DB, Log: d.log.With("service", "audit")}); err != nil {
+		if aud, err = audit.New(audit.Config{Settings: d.cfg.Audit, DB: d.store.DB, Log: d.log.With("service", "audit"), Trust: trust}); err != nil {
 			return nil, err
 		}
 		audits = func(u string) (mintdir.AuditSummary, error) {
@@ -36,7 +44,7 @@ func wireMintdir(ctx context.Context, d deps) (*component, error) {
 			return mintdir.AuditSummary(s), err
 		}
 	}
-	dir := mintdir.New(mintdir.Config{Settings: d.cfg.Mintdir, DB: d.store.DB, Events: d.store.Events, Log: log,
+	dir = mintdir.New(mintdir.Config{Settings: d.cfg.Mintdir, DB: d.store.DB, Events: d.store.Events, Log: log,
 		OnCheck: d.metrics.MintCheck, OnChange: status.Changed, Own: own, Self: d.pubKey, Audits: audits})
 	status.Directory = dir
 	d.metrics.WatchMintdir(dir, log)

@@ -36,11 +36,12 @@ type Settings struct {
 	MaxPerMint int64         `flag:"audit-max-per-mint" usage:"the most sats the audit wallet holds at one mint; never exceeded"`
 	MinSats    int64         `flag:"audit-min-sats" usage:"the least sats one audit round moves (the amount is random between this and --audit-max-sats)"`
 	MaxSats    int64         `flag:"audit-max-sats" usage:"the most sats one audit round moves"`
+	MinTrust   int           `flag:"audit-min-trust" usage:"a mint whose directory trust score falls below this gets no more sats from the audit wallet, and what it holds is moved out"`
 }
 
 // DefaultSettings are the defaults docs/configuration.md lists.
 func DefaultSettings() Settings {
-	return Settings{Interval: 15 * time.Minute, MaxPerMint: 1000, MinSats: 10, MaxSats: 50}
+	return Settings{Interval: 15 * time.Minute, MaxPerMint: 1000, MinSats: 10, MaxSats: 50, MinTrust: 25}
 }
 
 // Valid checks the settings, naming a bad one.
@@ -54,6 +55,8 @@ func (s *Settings) Valid() error {
 		return settings.Errorf("audit-min-sats", "must be at least 1")
 	case s.MaxSats < s.MinSats || s.MaxSats > s.MaxPerMint:
 		return settings.Errorf("audit-max-sats", "must be between --audit-min-sats and --audit-max-per-mint")
+	case s.MinTrust < 0 || s.MinTrust > 100:
+		return settings.Errorf("audit-min-trust", "must be from 0 to 100")
 	}
 	return nil
 }
@@ -70,6 +73,10 @@ type Config struct {
 	// PayeeWait how long a round waits for the payee to see the payment
 	// before it is left to a later resume (default 1 minute).
 	Timeout, PayeeWait time.Duration
+	// Trust is a mint's trust score in the directory, and whether it has
+	// one (a mint it does not list, or one checked for less than a day,
+	// has none); nil: none is known.
+	Trust func(mintURL string) (score int, ok bool)
 }
 
 // Auditor runs audit rounds on its own wallets.

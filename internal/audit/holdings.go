@@ -74,10 +74,16 @@ func (a *Auditor) checkHolding(ctx context.Context, mint string) error {
 }
 
 // withdrawn: the mint gets no more sats. It failed its two newest audits,
-// or it was flagged; what it holds is moved out by the rounds it pays.
+// it was flagged, or its trust score is under --audit-min-trust; what it
+// holds is moved out by the rounds it pays.
 func (a *Auditor) withdrawn(mint string) bool {
 	if f, err := a.flag(mint); err != nil || !f.At.IsZero() {
 		return true
+	}
+	if a.cfg.Trust != nil {
+		if score, ok := a.cfg.Trust(mint); ok && score < a.cfg.MinTrust {
+			return true
+		}
 	}
 	s, err := a.Summary(mint)
 	return err != nil || s.FailedInARow >= 2

@@ -177,3 +177,30 @@ func TestHeldProofsSaidSpent(t *testing.T) {
 		}
 	}
 }
+
+// TestLowTrustWithdrawn: a mint whose directory trust falls under
+// --audit-min-trust gets no more sats, and pays out what it holds.
+func TestLowTrustWithdrawn(t *testing.T) {
+	ms := mints(t, 2)
+	st := openStore(t, t.TempDir())
+	defer st.Close()
+	a, err := audit.New(audit.Config{Settings: audit.DefaultSettings(), DB: st.DB, Log: logger, Timeout: 5 * time.Second,
+		Trust: func(u string) (int, bool) { return 10, u == ms[0].URL }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(a.Close)
+	for _, m := range ms {
+		fund(t, a, m, 100)
+	}
+	if r, err := a.Audit(ctxT(t), ms[1].URL, ms[0].URL, 10); err == nil {
+		t.Fatalf("a round paid the low-trust mint: %+v", r)
+	}
+	if !mintHolding(t, a, ms[0].URL).Withdrawn || mintHolding(t, a, ms[1].URL).Withdrawn {
+		t.Fatal("withdrawn is not the low-trust mint alone")
+	}
+	r, err := a.RunRound(ctxT(t))
+	if err != nil || r.Payer != ms[0].URL || r.Outcome != audit.OutcomeOK {
+		t.Fatalf("the low-trust mint is not paying out: %+v %v", r, err)
+	}
+}
