@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/outpost-relay/outpost"
@@ -22,6 +23,9 @@ type Audits interface {
 	DepositQuote(ctx context.Context, mint string, amount int64) (audit.Deposit, error)
 	DepositToken(ctx context.Context, token string) (audit.Deposit, error)
 }
+
+// settleFor bounds what GET /admin/audit waits for the mints.
+const settleFor = 5 * time.Second
 
 var auditPaging = httpapi.Paging{Default: 50, Max: 500, Cursor: httpapi.Offset}
 
@@ -56,8 +60,11 @@ func auditRoutes(r chi.Router, a Audits, admin func(http.Handler) http.Handler) 
 	}
 	r.With(admin).Get("/admin/audit", httpapi.Handle(func(w http.ResponseWriter, r *http.Request) error {
 		// Deposits paid since are minted first, so a deposit shows as soon
-		// as it is paid; a mint that fails this is only logged here.
-		_ = a.SettleDeposits(r.Context())
+		// as it is paid; a mint that fails or stalls this only delays it
+		// to the next round.
+		ctx, cancel := context.WithTimeout(r.Context(), settleFor)
+		_ = a.SettleDeposits(ctx)
+		cancel()
 		h, err := a.Holdings()
 		if err != nil {
 			return err

@@ -204,7 +204,8 @@ func schemas() obj {
 			"id": str(), "mint_url": str(), "quote": desc(str(), "The mint quote (a deposit by invoice)"), "invoice": desc(str(), "The bolt11 invoice to pay (a deposit by invoice)"),
 			"amount": integer(), "state": enum("unpaid", "pending", "done", "failed"),
 			"received_sats": integer(), "fee_sats": integer(), "created_at": desc(integer(), "Unix time"), "error": str(),
-		}), "quote", "invoice", "error"),
+			"expiry": desc(integer(), "The quote's expiry, Unix time (a deposit by invoice, when the mint gave one); a day after it an unpaid deposit is given up (failed)"),
+		}), "quote", "invoice", "error", "expiry"),
 		"AuditHoldings": object(obj{
 			"mints": arr(object(obj{"mint_url": str(), "held_sats": integer(), "quarantined_sats": integer(), "in_flight_sats": integer(),
 				"lost_to_mint_sats": integer(), "mint_surplus_sats": integer(), "internal_fee_sats": integer(),

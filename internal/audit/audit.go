@@ -89,6 +89,7 @@ type Auditor struct {
 	mu      sync.Mutex
 	wallets map[string]*ecash.Wallet // by mint URL
 	round   sync.Mutex               // one round (or resume) at a time
+	funding sync.Mutex               // one deposit at a time (the cap)
 }
 
 // New returns an auditor; it reads only the store.

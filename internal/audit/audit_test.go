@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/outpost-relay/outpost/internal/audit"
+	"github.com/outpost-relay/outpost/internal/testkit"
 	"github.com/outpost-relay/outpost/store"
 	"github.com/outpost-relay/outpost/testmint"
 )
@@ -250,4 +251,36 @@ func TestRoundsWithInputFees(t *testing.T) {
 			t.Fatalf("no fees booked at mints that charge them: %+v", h.Books)
 		}
 	}
+}
+
+// TestUnpaidDepositExpires: a deposit quote never paid is given up a day
+// past its expiry, and no longer holds room under the cap.
+func TestUnpaidDepositExpires(t *testing.T) {
+	ms := mints(t, 1)
+	st := openStore(t, t.TempDir())
+	defer st.Close()
+	clock := testkit.NewClock(time.Now())
+	a, err := audit.New(audit.Config{Settings: audit.DefaultSettings(), DB: st.DB, Log: logger, Now: clock.Now, Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	d, err := a.DepositQuote(ctxT(t), ms[0].URL, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.DepositQuote(ctxT(t), ms[0].URL, 1); err == nil {
+		t.Fatal("a deposit over the cap was taken")
+	}
+	clock.Add(26 * time.Hour)
+	if err := a.SettleDeposits(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	if d, err = a.Deposit(ctxT(t), d.ID); err != nil || d.State != audit.DepositFailed {
+		t.Fatalf("the unpaid deposit: %+v %v", d, err)
+	}
+	if _, err := a.DepositQuote(ctxT(t), ms[0].URL, 1000); err != nil {
+		t.Fatalf("the expired deposit still holds room: %v", err)
+	}
+	balanced(t, a)
 }

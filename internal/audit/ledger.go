@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"time"
 
 	"github.com/outpost-relay/outpost"
 	"github.com/outpost-relay/outpost/ecash"
@@ -57,8 +58,14 @@ type Deposit struct {
 	Received uint64 `json:"received_sats"` // what became the wallet's (after fees)
 	Fee      uint64 `json:"fee_sats"`
 	Created  int64  `json:"created_at"`
+	Expiry   int64  `json:"expiry,omitempty"` // the quote's, Unix time; 0 when the mint gave none
 	Error    string `json:"error,omitempty"`
 }
+
+// quoteGrace is how long past its expiry an unpaid deposit quote is still
+// asked about (an invoice paid just in time), and how long one without an
+// expiry is.
+const quoteGrace = 24 * time.Hour
 
 func newID() string {
 	b := make([]byte, 12)
@@ -116,6 +123,9 @@ func (a *Auditor) DepositQuote(ctx context.Context, mint string, amount int64) (
 	if amount < 1 {
 		return Deposit{}, outpost.Errorf(outpost.Invalid, "invalid_amount", "amount must be a positive number of sats")
 	}
+	// One deposit at a time, so two cannot both fit under the cap.
+	a.funding.Lock()
+	defer a.funding.Unlock()
 	if err := a.checkRoom(mint, uint64(amount)); err != nil {
 		return Deposit{}, err
 	}
@@ -130,6 +140,9 @@ func (a *Auditor) DepositQuote(ctx context.Context, mint string, amount int64) (
 		return Deposit{}, a.mintFailed(mint, err)
 	}
 	d := Deposit{ID: newID(), MintURL: mint, Quote: q.Quote, Invoice: q.Request, Amount: q.Amount, State: DepositUnpaid, Created: a.now().Unix()}
+	if q.Expiry != nil {
+		d.Expiry = *q.Expiry
+	}
 	return d, a.db.Update(func(txn *kv.Txn) error { return a.putDeposit(txn, d) })
 }
 
@@ -159,6 +172,8 @@ func (a *Auditor) DepositToken(ctx context.Context, token string) (Deposit, erro
 	if err != nil {
 		return Deposit{}, err
 	}
+	a.funding.Lock()
+	defer a.funding.Unlock()
 	if err := a.checkRoom(mint, t.Proofs.Amount()); err != nil {
 		return Deposit{}, err
 	}
@@ -255,6 +270,9 @@ func (a *Auditor) settleQuote(ctx context.Context, d Deposit) (Deposit, error) {
 	cctx, cancel := a.ctx(ctx)
 	defer cancel()
 	st, err := w.CompleteMint(cctx, d.Quote)
+	if err == nil && st == ecash.MintUnpaid && a.now().Unix() > max(d.Expiry, d.Created)+int64(quoteGrace/time.Second) {
+		return a.finishDeposit(d.ID, func(d *Deposit, _ *ledger) { d.State, d.Error = DepositFailed, "the invoice was never paid" })
+	}
 	if err != nil || st == ecash.MintUnpaid {
 		return d, err
 	}
