@@ -123,3 +123,28 @@ func TestViews(t *testing.T) {
 		t.Fatalf("after 44 days: %+v", v)
 	}
 }
+
+// TestPayoutFailedIncident: a failed audit of a listed mint is an incident
+// (over at once, major, with what failed), counted in its incidents; a
+// mint the directory does not list is left alone.
+func TestPayoutFailedIncident(t *testing.T) {
+	e := newEnv(t, Config{})
+	m := newFakeMint(t, "Audited", pk1)
+	id := e.submit(m.URL)
+	e.probe(id)
+	at := e.clock.Now()
+	if err := e.dir.PayoutFailed(e.ctx, m.URL, at, "failed its audit as payee: no"); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.dir.PayoutFailed(e.ctx, "http://127.0.0.1:1", at, "unlisted"); err != nil {
+		t.Fatalf("an unlisted mint: %v", err)
+	}
+	incs, err := e.dir.Incidents(e.ctx, e.mint(id), time.Time{}, 10)
+	if err != nil || len(incs) != 1 || incs[0].Cause != CausePayoutFailed || incs[0].ResolvedAt == nil ||
+		incs[0].Severity != SeverityMajor || incs[0].Detail == "" {
+		t.Fatalf("incidents: %+v %v", incs, err)
+	}
+	if n := e.mint(id).Summary.Incidents30d; n != 1 {
+		t.Fatalf("incidents_30d %d", n)
+	}
+}

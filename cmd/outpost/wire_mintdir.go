@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"time"
 
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/outpost-relay/outpost/httpapi"
@@ -36,7 +37,12 @@ func wireMintdir(ctx context.Context, d deps) (*component, error) {
 			return m.Summary.Trust.Score, true
 		}
 		var err error
-		if aud, err = audit.New(audit.Config{Settings: d.cfg.Audit, DB: d.store.DB, Log: d.log.With("service", "audit"), Trust: trust}); err != nil {
+		failed := func(u string, at time.Time, detail string) {
+			if err := dir.PayoutFailed(ctx, u, at, detail); err != nil {
+				log.Warn("mintdir: recording a failed payout", "mint", u, "err", err)
+			}
+		}
+		if aud, err = audit.New(audit.Config{Settings: d.cfg.Audit, DB: d.store.DB, Log: d.log.With("service", "audit"), Trust: trust, OnFailure: failed}); err != nil {
 			return nil, err
 		}
 		audits = func(u string) (mintdir.AuditSummary, error) {

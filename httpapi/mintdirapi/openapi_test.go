@@ -221,6 +221,8 @@ func schemas() obj {
 			"started_at": dt(), "resolved_at": ndt(), "duration_seconds": integer(),
 			"severity": desc(enum("minor", "major", "critical"), "minor < 15 min ≤ major < 4 h ≤ critical; an open incident is rated by its length so far"),
 			"seen_by":  desc(arr(str()), "npubs of the monitors (this outpost's own among them) that saw the mint offline during the incident"),
+			"cause":    desc(enum("offline", "payout_failed"), "offline: an outage; payout_failed: the directory's audit of the mint failed (over at once, major)"),
+			"detail":   desc(nstr(), "What failed, for a failed payout; null for an outage"),
 		}),
 		"Trust": object(obj{
 			"score_total": desc(integer(), "0–100: the sum of the breakdown, rounded and clamped"),
@@ -340,7 +342,7 @@ func mintResources() []struct {
 		{"/uptime/timeseries", "MintUptimeTimeseries", "Uptime timeseries, newest bucket first", "The window in buckets (5m, 15m or 1h; 5m for 24h and 1h otherwise by default), newest first: the worst status seen, whether every check succeeded, the mean RTT. Paged with limit and before.", "Timeseries", []obj{pWindow,
 			qparam("bucket", "Default 5m for 24h, 1h for 7d and 30d", enum("5m", "15m", "1h"), false),
 			pLimit, pBefore}},
-		{"/incidents", "MintIncidents", "Incidents, newest first", "Outages, newest first: when each began and ended, how long it lasted, its severity (minor under 15 minutes, major under 4 hours, critical beyond; an open one is rated by its length so far), and which monitors saw it. Paged with limit and before.", "", []obj{pLimit, pBefore}},
+		{"/incidents", "MintIncidents", "Incidents, newest first", "Outages and failed payouts (audits), newest first: when each began and ended, how long it lasted, its severity (minor under 15 minutes, major under 4 hours, critical beyond; an open one is rated by its length so far), and which monitors saw it. Paged with limit and before.", "", []obj{pLimit, pBefore}},
 		{"/trust", "MintTrust", "Trust score with its breakdown", "The trust score (0-100) and level, with its breakdown (uptime, speed, reviews, identity, penalties, audits) and the inputs each used; docs/mintdir.md (Trust score) gives the formula.", "Trust", nil},
 		{"/reviews", "MintReviews", "NIP-87 reviews (kind 38000, k=38172), newest first, one per author", "NIP-87 reviews published to this relay that name one of the mint's URLs or its pubkey: one per author (the newest), the operator's own left out; rating from a rating tag or a leading [N/5], else null. With a summary. Paged with limit and before.", "", []obj{pLimit, pBefore}},
 		{"/views", "MintViews", "View counts of the core record", "How often the core record was read in 24 hours, 7 and 30 days, distinct visitors in 30 days (salted daily hashes; no IP is kept), and the view velocity.", "Views", nil},

@@ -77,6 +77,9 @@ type Config struct {
 	// one (a mint it does not list, or one checked for less than a day,
 	// has none); nil: none is known.
 	Trust func(mintURL string) (score int, ok bool)
+	// OnFailure is told of every audit a mint failed (an incident in the
+	// directory); nil: nobody is.
+	OnFailure func(mintURL string, at time.Time, detail string)
 }
 
 // Auditor runs audit rounds on its own wallets.

@@ -8,6 +8,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,10 +18,13 @@ import (
 	"github.com/outpost-relay/outpost/testmint/hostile"
 )
 
-func shortWait(t *testing.T, st *store.Store) *audit.Auditor {
+func shortWait(t *testing.T, st *store.Store, onFailure ...func(string, time.Time, string)) *audit.Auditor {
 	t.Helper()
-	a, err := audit.New(audit.Config{Settings: audit.DefaultSettings(), DB: st.DB, Log: logger,
-		Timeout: 5 * time.Second, PayeeWait: 2 * time.Second})
+	cfg := audit.Config{Settings: audit.DefaultSettings(), DB: st.DB, Log: logger, Timeout: 5 * time.Second, PayeeWait: 2 * time.Second}
+	if len(onFailure) > 0 {
+		cfg.OnFailure = onFailure[0]
+	}
+	a, err := audit.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +52,13 @@ func TestPayeeRefusesToMint(t *testing.T) {
 	px := hostile.New(t, ms[0].URL)
 	st := openStore(t, t.TempDir())
 	defer st.Close()
-	a := shortWait(t, st)
+	var failedMu sync.Mutex
+	var failed []string
+	a := shortWait(t, st, func(mint string, _ time.Time, detail string) {
+		failedMu.Lock()
+		failed = append(failed, mint)
+		failedMu.Unlock()
+	})
 	fund(t, a, ms[1], 200)
 	d, err := a.DepositQuote(ctxT(t), px.URL, 100)
 	if err != nil {
@@ -68,6 +78,11 @@ func TestPayeeRefusesToMint(t *testing.T) {
 			t.Fatalf("lost after round %d: %+v", i, h.Books)
 		}
 	}
+	failedMu.Lock()
+	if len(failed) != 2 || failed[0] != px.URL || failed[1] != px.URL {
+		t.Errorf("failures told: %v", failed)
+	}
+	failedMu.Unlock()
 	es, _, _ := a.Entries(px.URL, 0, 10)
 	if len(es) != 2 || es[0].Outcome != audit.OutcomeFailed || es[0].Role != audit.RolePayee {
 		t.Fatalf("payee entries: %+v", es)

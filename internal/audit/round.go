@@ -107,7 +107,13 @@ func (a *Auditor) fail(r *Round, role string, err error, change func(*ledger)) e
 	if !r.Late {
 		r.Step = stepDone
 	}
-	return a.save(r, change)
+	if err := a.save(r, change); err != nil {
+		return err
+	}
+	if mint := map[string]string{RolePayer: r.Payer, RolePayee: r.Payee}[role]; mint != "" && a.cfg.OnFailure != nil {
+		a.cfg.OnFailure(mint, a.now(), fmt.Sprintf("failed its audit as %s: %s", role, r.Error))
+	}
+	return nil
 }
 
 func errText(err error) string {

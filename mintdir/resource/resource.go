@@ -7,6 +7,7 @@
 package resource
 
 import (
+	"cmp"
 	"strings"
 	"time"
 
@@ -235,12 +236,15 @@ type Incident struct {
 	DurationSeconds int64      `json:"duration_seconds"`
 	Severity        string     `json:"severity"`
 	SeenBy          []string   `json:"seen_by"` // npubs of the monitors that saw the mint offline
+	Cause           string     `json:"cause"`   // offline, or payout_failed (an audit)
+	Detail          *string    `json:"detail"`  // what failed, for a failed payout
 }
 
 // IncidentOf is i as of now.
 func IncidentOf(i mintdir.Incident, now time.Time) Incident {
 	out := Incident{StartedAt: at(i.StartedAt), ResolvedAt: atPtr(i.ResolvedAt),
-		DurationSeconds: int64(i.Duration(now).Seconds()), Severity: i.SeverityAt(now), SeenBy: make([]string, 0, len(i.SeenBy))}
+		DurationSeconds: int64(i.Duration(now).Seconds()), Severity: i.SeverityAt(now), SeenBy: make([]string, 0, len(i.SeenBy)),
+		Cause: cmp.Or(i.Cause, mintdir.CauseOffline), Detail: strOrNil(i.Detail)}
 	for _, pk := range i.SeenBy {
 		out.SeenBy = append(out.SeenBy, pubkey.NPub(pk))
 	}
