@@ -13,17 +13,18 @@ import (
 // after every check and when a review of the mint arrives, so reading a mint
 // costs one key.
 type Summary struct {
-	ComputedAt   time.Time     `json:"computed_at"`
-	Uptime24h    *float64      `json:"uptime_24h"`
-	Uptime7d     *float64      `json:"uptime_7d"`
-	Uptime30d    *float64      `json:"uptime_30d"`
-	AvgRTT24h    *int          `json:"avg_rtt_ms_24h"`
-	AvgRTT7d     *int          `json:"avg_rtt_ms_7d"`
-	Incidents7d  int           `json:"incidents_7d"`
-	Incidents30d int           `json:"incidents_30d"`
-	Reviews      ReviewSummary `json:"reviews"`
-	Audits       AuditSummary  `json:"audits"`
-	Trust        Trust         `json:"trust"`
+	ComputedAt   time.Time      `json:"computed_at"`
+	Uptime24h    *float64       `json:"uptime_24h"`
+	Uptime7d     *float64       `json:"uptime_7d"`
+	Uptime30d    *float64       `json:"uptime_30d"`
+	AvgRTT24h    *int           `json:"avg_rtt_ms_24h"`
+	AvgRTT7d     *int           `json:"avg_rtt_ms_7d"`
+	Incidents7d  int            `json:"incidents_7d"`
+	Incidents30d int            `json:"incidents_30d"`
+	Reviews      ReviewSummary  `json:"reviews"`
+	Audits       AuditSummary   `json:"audits"`
+	OtherAudits  []VantageAudit `json:"other_audits,omitempty"` // the followed monitors' (their kind-38166 audit tags)
+	Trust        Trust          `json:"trust"`
 }
 
 // AuditSummary is a mint's part in the directory's audits (package audit)
@@ -66,7 +67,9 @@ type Breakdown struct {
 
 // AuditsPart: −25 × (1 − audit_success_rate_30d), 0 without audits; a
 // mint whose newest audit failed, or whose success rate is under 90%, is
-// capped below high (74), whatever its uptime.
+// capped below high (74), whatever its uptime. The followed monitors'
+// audits count as vantages: the lowest success rate of all is the one
+// scored.
 type AuditsPart struct {
 	Score          float64  `json:"score"`
 	Max            float64  `json:"max"`
@@ -75,6 +78,7 @@ type AuditsPart struct {
 	SuccessRate30d *float64 `json:"audit_success_rate_30d"`
 	NewestFailed   bool     `json:"newest_failed"`
 	Capped         bool     `json:"capped"`
+	Vantages       int      `json:"vantages"` // monitors whose audits count, this outpost among them
 }
 
 // UptimePart: 40 × clamp((uptime_30d − 80) / 20, 0, 1).
@@ -131,12 +135,22 @@ const (
 	minAudits, auditCap, auditCapRate            = -25, 74, 0.9
 )
 
-// auditsPart scores a mint's audits (see AuditsPart).
-func auditsPart(a AuditSummary) AuditsPart {
+// auditsPart scores a mint's audits, ours and others' (see AuditsPart).
+func auditsPart(a AuditSummary, others []VantageAudit) AuditsPart {
 	p := AuditsPart{Min: minAudits, Audits30d: a.Audits30d, SuccessRate30d: a.SuccessRate30d, NewestFailed: a.FailedInARow > 0}
-	if a.SuccessRate30d != nil {
-		p.Score = round1(minAudits * (1 - *a.SuccessRate30d))
-		p.Capped = *a.SuccessRate30d < auditCapRate
+	if a.Audits30d > 0 {
+		p.Vantages++
+	}
+	for _, o := range others {
+		p.Vantages++
+		p.Audits30d += o.Audits30d
+		if o.SuccessRate30d != nil && (p.SuccessRate30d == nil || *o.SuccessRate30d < *p.SuccessRate30d) {
+			p.SuccessRate30d = o.SuccessRate30d
+		}
+	}
+	if p.SuccessRate30d != nil {
+		p.Score = round1(minAudits * (1 - *p.SuccessRate30d))
+		p.Capped = *p.SuccessRate30d < auditCapRate
 	}
 	p.Capped = p.Capped || p.NewestFailed
 	return p
@@ -164,7 +178,7 @@ func scoreTrust(m *Mint, info *Info, s *Summary, slow time.Duration, now time.Ti
 	}
 	b.Identity = identityPart(m, info)
 	b.Penalties = penaltiesPart(m, s, now)
-	b.Audits = auditsPart(s.Audits)
+	b.Audits = auditsPart(s.Audits, s.OtherAudits)
 	total := b.Uptime.Score + b.Speed.Score + b.Reviews.Score + b.Identity.Score + b.Penalties.Score + b.Audits.Score
 	if b.Audits.Capped {
 		total = math.Min(total, auditCap)
@@ -324,6 +338,15 @@ func (d *Directory) summarize(txn *kv.Txn, m *Mint, reviews ReviewSummary) error
 		if s.Audits, err = d.cfg.Audits(m.CanonicalURL); err != nil {
 			d.log.Warn("mintdir: reading the audits", "mint", m.CanonicalURL, "err", err)
 			s.Audits = AuditSummary{}
+		}
+	}
+	others, err := d.vantages(txn, id, now, false)
+	if err != nil {
+		return err
+	}
+	for _, v := range others {
+		if v.Audit != nil {
+			s.OtherAudits = append(s.OtherAudits, *v.Audit)
 		}
 	}
 	var info *Info

@@ -3,6 +3,8 @@ package mintdir
 import (
 	"testing"
 	"time"
+
+	"github.com/nbd-wtf/go-nostr"
 )
 
 func fp(v float64) *float64 { return &v }
@@ -73,6 +75,35 @@ func TestTrustAudits(t *testing.T) {
 	}
 	if tr := scoreTrust(perfect, info, s, 2*time.Second, now); tr.Breakdown.Audits.Score != -25 || tr.Score != 70 {
 		t.Fatalf("every audit failed: %d %+v", tr.Score, tr.Breakdown.Audits)
+	}
+
+	// Another monitor's audits count as a vantage: its lower rate is the
+	// one scored, even with none of ours.
+	s.Audits = AuditSummary{}
+	s.OtherAudits = []VantageAudit{{Audits30d: 10, SuccessRate30d: fp(1)}, {Audits30d: 10, SuccessRate30d: fp(0.5)}}
+	tr := scoreTrust(perfect, info, s, 2*time.Second, now)
+	if tr.Level == LevelHigh || tr.Breakdown.Audits.Vantages != 2 || *tr.Breakdown.Audits.SuccessRate30d != 0.5 {
+		t.Fatalf("others' failing audits: %d %s %+v", tr.Score, tr.Level, tr.Breakdown.Audits)
+	}
+}
+
+func TestAuditTagOfAMonitor(t *testing.T) {
+	now := time.Now()
+	ev := &nostr.Event{Kind: KindMintStatus, CreatedAt: nostr.Timestamp(now.Unix()), PubKey: pk1[2:],
+		Tags: nostr.Tags{{"d", "https://m.example"}, {"status", "online"}, {"audit", "30d", "12", "0.75"}}}
+	_, v, err := parseStatusEvent(ev, now)
+	if err != nil || v.Audit == nil || v.Audit.Audits30d != 12 || *v.Audit.SuccessRate30d != 0.75 {
+		t.Fatalf("%+v %v", v.Audit, err)
+	}
+	for _, bad := range []nostr.Tag{{"audit", "7d", "3", "1"}, {"audit", "30d", "-1"}, {"audit", "30d", "x"}} {
+		ev.Tags = nostr.Tags{{"d", "https://m.example"}, {"status", "online"}, bad}
+		if _, v, _ := parseStatusEvent(ev, now); v.Audit != nil {
+			t.Errorf("%v read as %+v", bad, v.Audit)
+		}
+	}
+	ev.Tags = nostr.Tags{{"d", "https://m.example"}, {"status", "online"}, {"audit", "30d", "3", "1.5"}}
+	if _, v, _ := parseStatusEvent(ev, now); v.Audit == nil || v.Audit.SuccessRate30d != nil {
+		t.Errorf("a rate over 1 read as %+v", v.Audit)
 	}
 }
 

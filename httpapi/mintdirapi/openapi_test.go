@@ -235,7 +235,7 @@ func schemas() obj {
 				"penalties": part(obj{"min": num(), "offline": boolean(), "degraded": boolean(), "incidents_30d": integer(),
 					"pubkey_changed_30d": boolean()}),
 				"audits": part(obj{"min": num(), "audits_30d": integer(), "audit_success_rate_30d": nnum(),
-					"newest_failed": boolean(), "capped": desc(boolean(), "The newest audit failed or the success rate is under 90%: the score is at most 74, never high")}),
+					"newest_failed": boolean(), "vantages": desc(integer(), "Monitors whose audits count: this outpost's and the followed monitors' (their kind-38166 audit tags); the lowest success rate is scored"), "capped": desc(boolean(), "The newest audit failed or the success rate is under 90%: the score is at most 74, never high")}),
 			}),
 			"computed_at": dt(),
 		}),
