@@ -149,6 +149,18 @@ func (a *Auditor) audit(ctx context.Context, payer, payee string, amount uint64)
 	if a.withdrawn(payee) {
 		return Round{}, outpost.Errorf(outpost.Unprocessable, "withdrawn", "the audit wallet sends no more sats to this mint")
 	}
+	r, err := a.begin(payer, payee, amount)
+	if err != nil {
+		return r, err
+	}
+	return r, a.advance(ctx, &r)
+}
+
+// begin checks the payee has room for amount and writes the round, with
+// deposits held off meanwhile, so the two cannot both fit under the cap.
+func (a *Auditor) begin(payer, payee string, amount uint64) (Round, error) {
+	a.funding.Lock()
+	defer a.funding.Unlock()
 	if err := a.checkRoom(payee, amount); err != nil {
 		return Round{}, err
 	}
@@ -159,10 +171,7 @@ func (a *Auditor) audit(ctx context.Context, payer, payee string, amount uint64)
 	}); err != nil {
 		return r, err
 	}
-	if err := a.save(&r, nil); err != nil {
-		return r, err
-	}
-	return r, a.advance(ctx, &r)
+	return r, a.save(&r, nil)
 }
 
 // advance takes r from its recorded step to the end, or as far as the mints
