@@ -57,6 +57,10 @@ type Config struct {
 	// NUT-12, taking its signatures without DLEQ proofs, which cannot be
 	// checked. Otherwise such a mint is incompatible.
 	AllowNoDLEQ bool
+	// Prefix is the store's key prefix of the wallet's records, seed
+	// included: wallets under different prefixes share nothing, not even
+	// a mint's proofs. Default kv.PrefixWallet (the faucet's).
+	Prefix byte
 }
 
 // Wallet is a Cashu wallet at one mint. Its methods may be called
@@ -67,6 +71,7 @@ type Wallet struct {
 	db   *kv.DB
 	mint string
 	ns   []byte
+	pre  byte // Config.Prefix
 	c    *client
 	sec  *secrets
 	log  *slog.Logger
@@ -112,7 +117,10 @@ func Open(cfg Config) (*Wallet, error) {
 	if cfg.UnsureGrace <= 0 {
 		cfg.UnsureGrace = time.Minute
 	}
-	seed, err := loadSeed(cfg.DB, cfg.Now)
+	if cfg.Prefix == 0 {
+		cfg.Prefix = kv.PrefixWallet
+	}
+	seed, err := loadSeed(cfg.DB, cfg.Prefix, cfg.Now)
 	if err != nil {
 		return nil, err
 	}
@@ -120,7 +128,7 @@ func Open(cfg Config) (*Wallet, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &Wallet{cfg: cfg, db: cfg.DB, mint: cfg.MintURL, ns: namespace(cfg.MintURL), sec: sec, log: cfg.Log, now: cfg.Now,
+	w := &Wallet{cfg: cfg, db: cfg.DB, mint: cfg.MintURL, ns: namespace(cfg.MintURL), pre: cfg.Prefix, sec: sec, log: cfg.Log, now: cfg.Now,
 		c:        &client{mint: cfg.MintURL, http: cfg.HTTP, timeout: cfg.Timeout, long: cfg.MeltTimeout},
 		keysets:  map[string]*Keyset{},
 		inflight: map[string]bool{}, done: make(chan struct{})}
@@ -139,10 +147,10 @@ func Open(cfg Config) (*Wallet, error) {
 }
 
 // loadSeed returns the wallet's seed, making one on first use.
-func loadSeed(db *kv.DB, now func() time.Time) (seedRecord, error) {
+func loadSeed(db *kv.DB, prefix byte, now func() time.Time) (seedRecord, error) {
 	var rec seedRecord
 	err := db.Update(func(txn *kv.Txn) error {
-		found, err := kv.GetJSON(txn, kv.Key(kv.PrefixWallet, kindSeed), &rec)
+		found, err := kv.GetJSON(txn, kv.Key(prefix, kindSeed), &rec)
 		if err != nil || found {
 			return err
 		}
@@ -155,7 +163,7 @@ func loadSeed(db *kv.DB, now func() time.Time) (seedRecord, error) {
 			return err
 		}
 		rec = seedRecord{Mnemonic: m, Seed: bip39.NewSeed(m, ""), CreatedAt: now().Unix(), Source: "new"}
-		return kv.PutJSON(txn, kv.Key(kv.PrefixWallet, kindSeed), rec)
+		return kv.PutJSON(txn, kv.Key(prefix, kindSeed), rec)
 	})
 	if err == nil && len(rec.Seed) < 16 {
 		err = errors.New("ecash: the stored seed is too short")
@@ -253,7 +261,7 @@ func (w *Wallet) readHoldings(txn *kv.Txn) (Holdings, error) {
 func (w *Wallet) openOps(txn *kv.Txn) ([]Op, error) {
 	var open []Op
 	err := kv.EachKey(txn, w.key(kindOpenOp), func(id []byte) (bool, error) {
-		op, found, err := getOp(txn, string(id))
+		op, found, err := w.getOp(txn, string(id))
 		if found && op.State == OpPending {
 			open = append(open, op)
 		}

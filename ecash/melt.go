@@ -95,7 +95,7 @@ func (w *Wallet) meltOnce(ctx context.Context, q MeltQuote, keep uint64) (p Paym
 			return err
 		}
 		if change {
-			return takeOutputs(txn, op, ks, blanks(sum-f-q.Amount), false)
+			return w.takeOutputs(txn, op, ks, blanks(sum-f-q.Amount), false)
 		}
 		return nil
 	})
@@ -177,10 +177,10 @@ func (w *Wallet) split(ctx context.Context, holdFor, quote string, need, keep ui
 		if !ok {
 			return fmt.Errorf("ecash: keyset %s cannot represent the change", ks.ID)
 		}
-		if err := takeOutputs(txn, op, ks, parts, true); err != nil {
+		if err := w.takeOutputs(txn, op, ks, parts, true); err != nil {
 			return err
 		}
-		return takeOutputs(txn, op, ks, rest, false)
+		return w.takeOutputs(txn, op, ks, rest, false)
 	})
 	if err != nil {
 		return 0, err

@@ -67,7 +67,7 @@ func (w *Wallet) CompleteMint(ctx context.Context, quote string) (MintState, err
 	}
 	if rec.Op != "" {
 		var op Op
-		if err := w.db.View(func(txn *kv.Txn) (err error) { op, _, err = getOp(txn, rec.Op); return }); err != nil {
+		if err := w.db.View(func(txn *kv.Txn) (err error) { op, _, err = w.getOp(txn, rec.Op); return }); err != nil {
 			return "", err
 		}
 		if op.State == OpPending {
@@ -114,7 +114,7 @@ func (w *Wallet) CompleteMint(ctx context.Context, quote string) (MintState, err
 		if err := kv.PutJSON(txn, w.key(kindMintQ, quote), cur); err != nil {
 			return err
 		}
-		return takeOutputs(txn, op, ks, amounts, false)
+		return w.takeOutputs(txn, op, ks, amounts, false)
 	})
 	if err != nil {
 		return "", err

@@ -74,9 +74,9 @@ type Op struct {
 	owed    []owedRecord // outputs given up for now (see repair), written with the outcome
 }
 
-func getOp(txn *kv.Txn, id string) (Op, bool, error) {
+func (w *Wallet) getOp(txn *kv.Txn, id string) (Op, bool, error) {
 	var op Op
-	found, err := kv.GetJSON(txn, opKey(id), &op)
+	found, err := kv.GetJSON(txn, w.opKey(id), &op)
 	return op, found, err
 }
 
@@ -96,7 +96,7 @@ func (w *Wallet) opByRef(ref string) (Op, bool, error) {
 		if err != nil {
 			return err
 		}
-		op, found, err = getOp(txn, string(id))
+		op, found, err = w.getOp(txn, string(id))
 		return err
 	})
 	return op, found, err
@@ -174,7 +174,7 @@ func (w *Wallet) commit(op *Op, out outcome) error {
 	next.Sent = append(append(cashu.Proofs(nil), op.Sent...), out.sent...)
 	var stored Op
 	err := w.db.Record(func(txn *kv.Txn) error {
-		cur, found, err := getOp(txn, op.ID)
+		cur, found, err := w.getOp(txn, op.ID)
 		if err != nil {
 			return err
 		}
@@ -245,7 +245,7 @@ func (w *Wallet) apply(txn *kv.Txn, op *Op, out outcome) error {
 // putOp writes op with its indexes: its reference, whether it is open,
 // whether it has handed-out proofs the mint has not seen redeemed.
 func (w *Wallet) putOp(txn *kv.Txn, op Op) error {
-	if err := kv.PutJSON(txn, opKey(op.ID), op); err != nil {
+	if err := kv.PutJSON(txn, w.opKey(op.ID), op); err != nil {
 		return err
 	}
 	if op.Ref != "" {
@@ -487,11 +487,11 @@ const fundsWait = 20 * time.Second
 
 // takeOutputs reserves counters of keyset ks for amounts, appending the
 // outputs to op.
-func takeOutputs(txn *kv.Txn, op *Op, ks *Keyset, amounts []uint64, send bool) error {
+func (w *Wallet) takeOutputs(txn *kv.Txn, op *Op, ks *Keyset, amounts []uint64, send bool) error {
 	if len(amounts) == 0 {
 		return nil
 	}
-	c, err := reserveCounters(txn, ks.ID, len(amounts))
+	c, err := w.reserveCounters(txn, ks.ID, len(amounts))
 	if err != nil {
 		return err
 	}
@@ -500,3 +500,8 @@ func takeOutputs(txn *kv.Txn, op *Op, ks *Keyset, amounts []uint64, send bool) e
 	}
 	return nil
 }
+
+// Operation is the newest operation filed under the caller's ref, as
+// recorded: a caller that crashed in the middle of a call reads its
+// outcome here once Recover has settled it.
+func (w *Wallet) Operation(ref string) (Op, bool, error) { return w.opByRef(ref) }

@@ -94,7 +94,7 @@ func (w *Wallet) freeOrphans() error {
 			if rec.State != proofReserved || running[rec.Op] {
 				return true, nil
 			}
-			op, found, err := getOp(txn, rec.Op)
+			op, found, err := w.getOp(txn, rec.Op)
 			if err != nil {
 				return false, err
 			}
@@ -196,7 +196,7 @@ func (w *Wallet) retryQuarantined(ctx context.Context) error {
 				return err
 			}
 			op.Fee = f
-			return takeOutputs(txn, op, ks, amounts, false)
+			return w.takeOutputs(txn, op, ks, amounts, false)
 		})
 		if errors.Is(err, errNothing) {
 			continue
@@ -284,7 +284,7 @@ func (w *Wallet) forgetRedeemed(ctx context.Context) error {
 	var ops []Op
 	err := w.db.View(func(txn *kv.Txn) error {
 		return kv.EachKey(txn, w.key(kindSentOp), func(id []byte) (bool, error) {
-			op, found, err := getOp(txn, string(id))
+			op, found, err := w.getOp(txn, string(id))
 			if found && op.State == OpDone && len(op.Sent) > 0 {
 				ops = append(ops, op)
 			}
@@ -315,7 +315,7 @@ func (w *Wallet) forgetRedeemed(ctx context.Context) error {
 			continue
 		}
 		if err := w.db.Update(func(txn *kv.Txn) error {
-			cur, found, err := getOp(txn, op.ID)
+			cur, found, err := w.getOp(txn, op.ID)
 			if err != nil || !found || len(cur.Sent) != len(op.Sent) {
 				return err
 			}
@@ -365,7 +365,7 @@ func (w *Wallet) rotate(ctx context.Context) error {
 			return fmt.Errorf("ecash: keyset %s cannot represent %d", ks.ID, sum-fee(ppk))
 		}
 		op.Fee = fee(ppk)
-		return takeOutputs(txn, op, ks, amounts, false)
+		return w.takeOutputs(txn, op, ks, amounts, false)
 	})
 	if errors.Is(err, errNothing) {
 		return nil
@@ -407,7 +407,7 @@ func (w *Wallet) Reclaim(ctx context.Context, ref string) (made, redeemed bool, 
 		return false, false, op.Inputs.Amount() - op.Received - op.Lost, nil
 	case op.Reclaimed != "":
 		var back Op
-		if err := w.db.View(func(txn *kv.Txn) (err error) { back, _, err = getOp(txn, op.Reclaimed); return }); err != nil {
+		if err := w.db.View(func(txn *kv.Txn) (err error) { back, _, err = w.getOp(txn, op.Reclaimed); return }); err != nil {
 			return false, false, 0, err
 		}
 		return false, false, op.Inputs.Amount() - op.Received - op.Lost - back.Received - back.Lost, nil
@@ -423,7 +423,7 @@ func (w *Wallet) Reclaim(ctx context.Context, ref string) (made, redeemed bool, 
 		return true, false, 0, err
 	}
 	if err := w.db.Update(func(txn *kv.Txn) error {
-		cur, found, err := getOp(txn, op.ID)
+		cur, found, err := w.getOp(txn, op.ID)
 		if err != nil || !found {
 			return err
 		}

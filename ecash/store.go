@@ -9,7 +9,9 @@ import (
 	"github.com/outpost-relay/outpost/kv"
 )
 
-// Records under kv.PrefixWallet. Per-mint records carry the mint's
+// Records under the wallet's prefix (Config.Prefix: kv.PrefixWallet for
+// the faucet's, kv.PrefixAuditWallet for the auditor's, each with its own
+// seed, counters and operations). Per-mint records carry the mint's
 // namespace (8 bytes of SHA-256 of its URL) after the kind byte; counters
 // are per keyset id alone, so two mints that share an id still never share
 // a counter.
@@ -48,11 +50,11 @@ func (w *Wallet) key(kind byte, parts ...string) []byte {
 	for _, p := range parts {
 		b = append(b, []byte(p))
 	}
-	return kv.Key(kv.PrefixWallet, kind, b...)
+	return kv.Key(w.pre, kind, b...)
 }
 
-func counterKey(id string) []byte { return kv.Key(kv.PrefixWallet, kindCounter, []byte(id)) }
-func opKey(id string) []byte      { return kv.Key(kv.PrefixWallet, kindOp, []byte(id)) }
+func (w *Wallet) counterKey(id string) []byte { return kv.Key(w.pre, kindCounter, []byte(id)) }
+func (w *Wallet) opKey(id string) []byte      { return kv.Key(w.pre, kindOp, []byte(id)) }
 
 type seedRecord struct {
 	Mnemonic  string `json:"mnemonic"`
@@ -126,8 +128,8 @@ type mintQuoteRecord struct {
 	Op      string `json:"op,omitempty"` // the operation minting it
 }
 
-func readCounter(txn *kv.Txn, id string) (uint32, error) {
-	item, err := txn.Get(counterKey(id))
+func (w *Wallet) readCounter(txn *kv.Txn, id string) (uint32, error) {
+	item, err := txn.Get(w.counterKey(id))
 	if errors.Is(err, kv.ErrNotFound) {
 		return 0, nil
 	}
@@ -148,13 +150,13 @@ func readCounter(txn *kv.Txn, id string) (uint32, error) {
 // reserveCounters takes n counters of keyset id in txn: they are the
 // wallet's from the moment txn commits, before any request leaves, so no
 // output is ever derived twice.
-func reserveCounters(txn *kv.Txn, id string, n int) (uint32, error) {
-	c, err := readCounter(txn, id)
+func (w *Wallet) reserveCounters(txn *kv.Txn, id string, n int) (uint32, error) {
+	c, err := w.readCounter(txn, id)
 	if err != nil {
 		return 0, err
 	}
 	if uint64(c)+uint64(n) >= 1<<31 {
 		return 0, errors.New("ecash: keyset counter exhausted")
 	}
-	return c, txn.Set(counterKey(id), binary.BigEndian.AppendUint32(nil, c+uint32(n)))
+	return c, txn.Set(w.counterKey(id), binary.BigEndian.AppendUint32(nil, c+uint32(n)))
 }

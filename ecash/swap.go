@@ -87,13 +87,13 @@ func (w *Wallet) send(ctx context.Context, ref string, amount, keep uint64, lock
 		if !ok {
 			return fmt.Errorf("ecash: keyset %s cannot represent the change", ks.ID)
 		}
-		if err := takeOutputs(txn, op, ks, parts, true); err != nil {
+		if err := w.takeOutputs(txn, op, ks, parts, true); err != nil {
 			return err
 		}
 		for i := range op.Outputs {
 			op.Outputs[i].Lock = lock
 		}
-		return takeOutputs(txn, op, ks, change, false)
+		return w.takeOutputs(txn, op, ks, change, false)
 	})
 	if err != nil {
 		return Sent{}, err
@@ -489,7 +489,7 @@ func (w *Wallet) swapIn(ctx context.Context, op *Op, proofs cashu.Proofs) error 
 	}
 	err = w.begin(op, func(txn *kv.Txn, op *Op) error {
 		op.Inputs, op.Fee = proofs, f
-		return takeOutputs(txn, op, ks, amounts, false)
+		return w.takeOutputs(txn, op, ks, amounts, false)
 	})
 	if err != nil {
 		return err

@@ -19,6 +19,7 @@ import (
 
 	"github.com/outpost-relay/outpost/ecash"
 	"github.com/outpost-relay/outpost/internal/testkit"
+	"github.com/outpost-relay/outpost/kv"
 	"github.com/outpost-relay/outpost/store"
 	"github.com/outpost-relay/outpost/testmint"
 	"github.com/outpost-relay/outpost/testmint/nutshelltest"
@@ -613,4 +614,30 @@ func TestRotationWhileRunning(t *testing.T) {
 	books(t, e.w, 300, out)
 	// The user's token of the retired keyset still redeems.
 	redeem(t, m, sent.Proofs, 10)
+}
+
+// TestPrefixesShareNothing: the auditor's wallet (its own prefix) and the
+// faucet's at the same mint in one store hold their own proofs, so neither
+// spends or counts the other's sats.
+func TestPrefixesShareNothing(t *testing.T) {
+	m := mints(t)[0]
+	faucet := open(t, m.url, "")
+	auditor, err := ecash.Open(ecash.Config{DB: faucet.st.DB, MintURL: m.url, Log: logger, Prefix: kv.PrefixAuditWallet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fund(t, m, faucet.w, 64)
+	if got := auditor.Balance(); got != 0 {
+		t.Fatalf("the auditor's wallet sees %d sats of the faucet's", got)
+	}
+	fund(t, m, auditor, 32)
+	if f, a := faucet.w.Balance(), auditor.Balance(); f != 64 || a != 32 {
+		t.Fatalf("faucet %d, auditor %d; want 64 and 32", f, a)
+	}
+	if _, err := auditor.Send(ctxT(t), "out", 16, 0); err != nil {
+		t.Fatal(err)
+	}
+	if f := faucet.w.Balance(); f != 64 {
+		t.Fatalf("the auditor's send took the faucet's sats: faucet %d", f)
+	}
 }

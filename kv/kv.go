@@ -31,8 +31,12 @@ const (
 	PrefixFaucet  byte = 0xA0
 	PrefixRelay   byte = 0xB0 // relay settings changed over NIP-86
 	PrefixWallet  byte = 0xC0 // the faucet's Cashu wallet (package ecash): seed, keysets, counters, proofs, operations
-	PrefixReplay  byte = 0xD0 // one-time tokens already used (NIP-98 event ids), until they expire (store.Replays)
-	PrefixWot     byte = 0xE0 // the web of trust (package wot): contact lists as follow ids, first-seen times
+	// The auditor's (package audit): its own Cashu wallets (package ecash,
+	// with their own seed) and its rounds.
+	PrefixAuditWallet byte = 0xC8
+	PrefixAudit       byte = 0xCC
+	PrefixReplay      byte = 0xD0 // one-time tokens already used (NIP-98 event ids), until they expire (store.Replays)
+	PrefixWot         byte = 0xE0 // the web of trust (package wot): contact lists as follow ids, first-seen times
 )
 
 // Errors of transactions. They are badger's own values, so that telling

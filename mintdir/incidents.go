@@ -2,6 +2,7 @@ package mintdir
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/outpost-relay/outpost/kv"
@@ -15,6 +16,36 @@ type Incident struct {
 	ResolvedAt *time.Time `json:"resolved_at"`
 	Severity   string     `json:"severity"`          // set when resolved; open ones are rated on read
 	SeenBy     []string   `json:"seen_by,omitempty"` // hex keys of the monitors that saw the mint offline during it
+	Cause      string     `json:"cause,omitempty"`   // CauseOffline ("") or CausePayoutFailed
+	Detail     string     `json:"detail,omitempty"`  // what failed, for a failed payout
+}
+
+// Incident causes.
+const (
+	CauseOffline      = "offline"
+	CausePayoutFailed = "payout_failed" // the directory's audit (package audit) of the mint failed
+)
+
+// PayoutFailed records that the directory's audit of the mint at mintURL
+// failed at `at`: an incident over at once, major, seen by this outpost,
+// counted in the mint's incidents (and so its trust) like an outage. A
+// mint the directory does not list is left alone.
+func (d *Directory) PayoutFailed(ctx context.Context, mintURL string, at time.Time, detail string) error {
+	m, err := d.GetByURL(ctx, mintURL)
+	if errors.Is(err, ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	inc := Incident{StartedAt: at, ResolvedAt: &at, Severity: SeverityMajor, Cause: CausePayoutFailed, Detail: detail}
+	if d.cfg.Self != "" {
+		inc.SeenBy = []string{d.cfg.Self}
+	}
+	if err := d.db.Record(func(txn *kv.Txn) error { return kv.PutJSON(txn, timeKey(kIncident, m.ID, at), &inc) }); err != nil {
+		return err
+	}
+	return d.refreshSummary(ctx, m.ID, false)
 }
 
 // Severities.

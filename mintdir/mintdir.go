@@ -128,6 +128,9 @@ type Config struct {
 	// Weight is how much a review's author counts in the trust score, 0
 	// to 1 (the web of trust's Weight); nil: every review fully.
 	Weight func(pubkey string) float64
+	// Audits reads a mint's audits of the last 30 days (package audit,
+	// with --audit); nil without. Read when the mint's summary is.
+	Audits func(mintURL string) (AuditSummary, error)
 }
 
 const (

@@ -13,16 +13,29 @@ import (
 // after every check and when a review of the mint arrives, so reading a mint
 // costs one key.
 type Summary struct {
-	ComputedAt   time.Time     `json:"computed_at"`
-	Uptime24h    *float64      `json:"uptime_24h"`
-	Uptime7d     *float64      `json:"uptime_7d"`
-	Uptime30d    *float64      `json:"uptime_30d"`
-	AvgRTT24h    *int          `json:"avg_rtt_ms_24h"`
-	AvgRTT7d     *int          `json:"avg_rtt_ms_7d"`
-	Incidents7d  int           `json:"incidents_7d"`
-	Incidents30d int           `json:"incidents_30d"`
-	Reviews      ReviewSummary `json:"reviews"`
-	Trust        Trust         `json:"trust"`
+	ComputedAt   time.Time      `json:"computed_at"`
+	Uptime24h    *float64       `json:"uptime_24h"`
+	Uptime7d     *float64       `json:"uptime_7d"`
+	Uptime30d    *float64       `json:"uptime_30d"`
+	AvgRTT24h    *int           `json:"avg_rtt_ms_24h"`
+	AvgRTT7d     *int           `json:"avg_rtt_ms_7d"`
+	Incidents7d  int            `json:"incidents_7d"`
+	Incidents30d int            `json:"incidents_30d"`
+	Reviews      ReviewSummary  `json:"reviews"`
+	Audits       AuditSummary   `json:"audits"`
+	OtherAudits  []VantageAudit `json:"other_audits,omitempty"` // the followed monitors' (their kind-38166 audit tags)
+	Trust        Trust          `json:"trust"`
+}
+
+// AuditSummary is a mint's part in the directory's audits (package audit)
+// in the last 30 days: zero while audits are off or never tested it.
+type AuditSummary struct {
+	Audits30d          int        `json:"audits_30d"`
+	SuccessRate30d     *float64   `json:"audit_success_rate_30d"` // 0–1; null without a settled audit
+	LastAuditAt        *time.Time `json:"last_audit_at"`
+	LastAuditFailureAt *time.Time `json:"last_audit_failure_at"`
+	HeldSats           uint64     `json:"audit_held_sats"`
+	FailedInARow       int        `json:"failed_in_a_row"` // of the newest settled audits, up to 2
 }
 
 // Trust levels.
@@ -49,6 +62,23 @@ type Breakdown struct {
 	Reviews   ReviewsPart   `json:"reviews"`
 	Identity  IdentityPart  `json:"identity"`
 	Penalties PenaltiesPart `json:"penalties"`
+	Audits    AuditsPart    `json:"audits"`
+}
+
+// AuditsPart: −25 × (1 − audit_success_rate_30d), 0 without audits; a
+// mint whose newest audit failed, or whose success rate is under 90%, is
+// capped below high (74), whatever its uptime. The followed monitors'
+// audits count as vantages: the lowest success rate of all is the one
+// scored.
+type AuditsPart struct {
+	Score          float64  `json:"score"`
+	Max            float64  `json:"max"`
+	Min            float64  `json:"min"`
+	Audits30d      int      `json:"audits_30d"`
+	SuccessRate30d *float64 `json:"audit_success_rate_30d"`
+	NewestFailed   bool     `json:"newest_failed"`
+	Capped         bool     `json:"capped"`
+	Vantages       int      `json:"vantages"` // monitors whose audits count, this outpost among them
 }
 
 // UptimePart: 40 × clamp((uptime_30d − 80) / 20, 0, 1).
@@ -105,7 +135,29 @@ const (
 	maxUptime, maxSpeed, maxReviews, maxIdentity = 40, 25, 20, 10
 	minPenalties                                 = -15
 	fastRTTMs                                    = 300
+	minAudits, auditCap, auditCapRate            = -25, 74, 0.9
 )
+
+// auditsPart scores a mint's audits, ours and others' (see AuditsPart).
+func auditsPart(a AuditSummary, others []VantageAudit) AuditsPart {
+	p := AuditsPart{Min: minAudits, Audits30d: a.Audits30d, SuccessRate30d: a.SuccessRate30d, NewestFailed: a.FailedInARow > 0}
+	if a.Audits30d > 0 {
+		p.Vantages++
+	}
+	for _, o := range others {
+		p.Vantages++
+		p.Audits30d += o.Audits30d
+		if o.SuccessRate30d != nil && (p.SuccessRate30d == nil || *o.SuccessRate30d < *p.SuccessRate30d) {
+			p.SuccessRate30d = o.SuccessRate30d
+		}
+	}
+	if p.SuccessRate30d != nil {
+		p.Score = round1(minAudits * (1 - *p.SuccessRate30d))
+		p.Capped = *p.SuccessRate30d < auditCapRate
+	}
+	p.Capped = p.Capped || p.NewestFailed
+	return p
+}
 
 func clamp01(x float64) float64 { return math.Max(0, math.Min(1, x)) }
 func round1(x float64) float64  { return math.Round(x*10) / 10 }
@@ -125,7 +177,11 @@ func scoreTrust(m *Mint, info *Info, s *Summary, slow time.Duration, now time.Ti
 	b.Reviews = reviewsPart(s.Reviews)
 	b.Identity = identityPart(m, info)
 	b.Penalties = penaltiesPart(m, s, now)
-	total := b.Uptime.Score + b.Speed.Score + b.Reviews.Score + b.Identity.Score + b.Penalties.Score
+	b.Audits = auditsPart(s.Audits, s.OtherAudits)
+	total := b.Uptime.Score + b.Speed.Score + b.Reviews.Score + b.Identity.Score + b.Penalties.Score + b.Audits.Score
+	if b.Audits.Capped {
+		total = math.Min(total, auditCap)
+	}
 	t := Trust{Score: int(math.Max(0, math.Min(100, math.Round(total)))), Breakdown: b, ComputedAt: now.UTC()}
 	t.Level = trustLevel(m, t.Score, now)
 	return t
@@ -288,6 +344,23 @@ func (d *Directory) summarize(txn *kv.Txn, m *Mint, reviews ReviewSummary) error
 		return err
 	}
 	s.Incidents7d, s.Incidents30d = counts[0], counts[1]
+	if d.cfg.Audits != nil {
+		// A failed read leaves the audits out of this summary, not the
+		// rest of it.
+		if s.Audits, err = d.cfg.Audits(m.CanonicalURL); err != nil {
+			d.log.Warn("mintdir: reading the audits", "mint", m.CanonicalURL, "err", err)
+			s.Audits = AuditSummary{}
+		}
+	}
+	others, err := d.vantages(txn, id, now, false)
+	if err != nil {
+		return err
+	}
+	for _, v := range others {
+		if v.Audit != nil {
+			s.OtherAudits = append(s.OtherAudits, *v.Audit)
+		}
+	}
 	var info *Info
 	var meta Metadata
 	if ok, err := kv.GetJSON(txn, metaKey(id), &meta); err != nil {

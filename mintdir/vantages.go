@@ -63,6 +63,34 @@ type Vantage struct {
 	LastCheckedAt *time.Time `json:"last_checked_at,omitempty"`
 	RTTMs         *int       `json:"rtt_ms,omitempty"`
 	EventAt       time.Time  `json:"event_at"` // the event's created_at: how fresh it is
+	// Audit is what the monitor's own audits found of the mint (its
+	// ["audit", "30d", <n>, <rate>] tag), nil without.
+	Audit *VantageAudit `json:"audit,omitempty"`
+}
+
+// VantageAudit is a monitor's audits of a mint in 30 days.
+type VantageAudit struct {
+	Audits30d      int      `json:"audits_30d"`
+	SuccessRate30d *float64 `json:"audit_success_rate_30d"`
+}
+
+// parseAuditTag reads ["audit", "30d", <audits>, <success rate 0–1>];
+// nil when it is not one.
+func parseAuditTag(t nostr.Tag) *VantageAudit {
+	if len(t) < 3 || t[1] != "30d" {
+		return nil
+	}
+	n, err := strconv.Atoi(t[2])
+	if err != nil || n < 1 || n > 1e6 {
+		return nil
+	}
+	a := &VantageAudit{Audits30d: n}
+	if len(t) > 3 {
+		if r, err := strconv.ParseFloat(t[3], 64); err == nil && r >= 0 && r <= 1 {
+			a.SuccessRate30d = &r
+		}
+	}
+	return a
 }
 
 // Consensus is how many voting vantages (those that know a status) agreed
@@ -180,6 +208,8 @@ func parseStatusEvent(ev *nostr.Event, now time.Time) (mintURL string, v Vantage
 			v.LastCheckedAt = unixTag(t[1], limit)
 		case "offline_since":
 			v.OfflineSince = unixTag(t[1], limit)
+		case "audit":
+			v.Audit = parseAuditTag(t)
 		}
 	}
 	if statuses != 1 || !slices.Contains(Statuses, v.Status) {

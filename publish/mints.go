@@ -246,6 +246,27 @@ func StatusTags(mint *mintdir.Mint) nostr.Tags {
 		}
 	}
 	tags = append(tags, nostr.Tag{"trust", strconv.Itoa(s.Trust.Score), s.Trust.Level})
+	return append(tags, auditTags(s.Audits)...)
+}
+
+// auditTags are what this outpost's audits (--audit) found of the mint in
+// 30 days, for other monitors to count: none while it has no audit of it.
+func auditTags(a mintdir.AuditSummary) nostr.Tags {
+	if a.Audits30d == 0 {
+		return nil
+	}
+	unix := func(t *time.Time) string { return strconv.FormatInt(t.Unix(), 10) }
+	tag := nostr.Tag{"audit", "30d", strconv.Itoa(a.Audits30d)}
+	if a.SuccessRate30d != nil {
+		tag = append(tag, strconv.FormatFloat(*a.SuccessRate30d, 'f', 2, 64))
+	}
+	tags := nostr.Tags{tag}
+	if a.LastAuditAt != nil {
+		tags = append(tags, nostr.Tag{"last_audit", unix(a.LastAuditAt)})
+	}
+	if a.LastAuditFailureAt != nil {
+		tags = append(tags, nostr.Tag{"last_audit_failure", unix(a.LastAuditFailureAt)})
+	}
 	return tags
 }
 

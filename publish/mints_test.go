@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -192,4 +193,24 @@ func TestMintStatusRestart(t *testing.T) {
 	e.check(5 * time.Minute) // told before the new publisher has read the catalogue, or after
 	e.none()
 	e.goOffline()
+}
+
+// TestAuditTags: a mint the audits tested carries them in its status
+// event; one they did not (audits off) carries none.
+func TestAuditTags(t *testing.T) {
+	at := time.Unix(1700000000, 0)
+	rate := 0.75
+	m := &mintdir.Mint{CanonicalURL: "https://m.example"}
+	for _, tag := range publish.StatusTags(m) {
+		if strings.Contains(tag[0], "audit") {
+			t.Fatalf("an unaudited mint has %v", tag)
+		}
+	}
+	m.Summary.Audits = mintdir.AuditSummary{Audits30d: 4, SuccessRate30d: &rate, LastAuditAt: &at, LastAuditFailureAt: &at}
+	tags := publish.StatusTags(m)
+	for _, want := range []nostr.Tag{{"audit", "30d", "4", "0.75"}, {"last_audit", "1700000000"}, {"last_audit_failure", "1700000000"}} {
+		if got := tags.Find(want[0]); !slices.Equal(got, want) {
+			t.Errorf("tag %v: got %v", want, got)
+		}
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/outpost-relay/outpost/internal/audit"
 	"github.com/outpost-relay/outpost/mintdir/resource"
 )
 
@@ -196,4 +197,39 @@ func stateWords(s string) string {
 		return "no data"
 	}
 	return s
+}
+
+// auditChart is a strip of one bar per audit of the mint, oldest first,
+// coloured by its outcome (as the uptime strip's states: ok online,
+// pending degraded, failed offline).
+type auditChart struct {
+	Desc  string
+	Bars  []bar
+	OK    int
+	Other int
+}
+
+var auditStates = map[string]string{"ok": "online", "pending": "degraded", "failed": "offline"}
+
+// newAuditChart draws the API's entries (newest first) oldest first.
+func newAuditChart(entries []audit.Entry) auditChart {
+	var c auditChart
+	if len(entries) == 0 {
+		c.Desc = "No audits yet."
+		return c
+	}
+	w := chartWidth / float64(len(entries))
+	for i := range entries {
+		e := entries[len(entries)-1-i]
+		if e.Outcome == "ok" {
+			c.OK++
+		} else {
+			c.Other++
+		}
+		took := int(e.Ms)
+		title := fmt.Sprintf("%s: %s, %d sats as %s, %s", e.At.UTC().Format("Jan 2 15:04 UTC"), e.Outcome, e.AmountSats, e.Role, ms(&took))
+		c.Bars = append(c.Bars, bar{X: f2(float64(i) * w), W: f2(w + 0.05), State: auditStates[e.Outcome], Title: title})
+	}
+	c.Desc = fmt.Sprintf("The newest %d audits: %d paid, %d failed or pending.", len(entries), c.OK, c.Other)
+	return c
 }

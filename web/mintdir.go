@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/outpost-relay/outpost/internal/audit"
 	"github.com/outpost-relay/outpost/mintdir"
 	"github.com/outpost-relay/outpost/mintdir/resource"
 )
@@ -127,6 +128,8 @@ type mintView struct {
 	UptimeChart uptimeChart
 	RTTChart    rttChart
 	Incidents   []resource.Incident
+	Audits      []audit.Entry
+	AuditChart  auditChart
 	Trust       resource.Trust
 	Reviews     resource.Reviews
 	Views       resource.Views
@@ -160,7 +163,11 @@ func (p *Pages) handleMint(w http.ResponseWriter, r *http.Request) {
 	var series resource.Timeseries
 	var history resource.History
 	var incidents resource.Incidents
+	var audits struct {
+		Audits []audit.Entry `json:"audits"`
+	}
 	gets := []into{
+		{base + "/audits?limit=50", &audits},
 		{base + "/status", &v.Status},
 		{base + "/metadata", &v.Meta},
 		{base + "/metadata/history?limit=20", &history},
@@ -199,7 +206,8 @@ func (p *Pages) handleMint(w http.ResponseWriter, r *http.Request) {
 	v.Bucket = duration(bucket)
 	v.UptimeChart = newUptimeChart(series.Points, v.Window, bucket)
 	v.RTTChart = newRTTChart(series.Points, v.Window, bucket)
-	v.History, v.Incidents = history.History, incidents.Incidents
+	v.History, v.Incidents, v.Audits = history.History, incidents.Incidents, audits.Audits
+	v.AuditChart = newAuditChart(audits.Audits)
 	v.Icon = v.Core.IconURL != nil
 	for _, vt := range v.Status.Vantages {
 		if vt.Self {

@@ -16,6 +16,7 @@ import (
 	"github.com/outpost-relay/outpost/httpapi"
 	"github.com/outpost-relay/outpost/httpapi/banlistapi"
 	"github.com/outpost-relay/outpost/httpapi/mintdirapi"
+	"github.com/outpost-relay/outpost/internal/audit"
 	"github.com/outpost-relay/outpost/mintdir"
 	"github.com/outpost-relay/outpost/policies"
 	"github.com/outpost-relay/outpost/ratelimit"
@@ -48,6 +49,8 @@ type siteOptions struct {
 	rateLimit         int // pages per minute per client; 0: none
 	submitPerHour     int
 	bootstrapKey      bool // the ban list's bootstrap key is shown as set
+	// auditor makes the directory's auditor on the store (nil: audits off).
+	auditor func(*store.Store) *audit.Auditor
 }
 
 func newSite(t testing.TB, o siteOptions) *site {
@@ -64,12 +67,23 @@ func newSite(t testing.TB, o siteOptions) *site {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var aud *audit.Auditor
+	var audits func(string) (mintdir.AuditSummary, error)
+	var apiAudits mintdirapi.Audits
+	if o.auditor != nil {
+		aud = o.auditor(st)
+		apiAudits = aud
+		audits = func(u string) (mintdir.AuditSummary, error) {
+			s, err := aud.Summary(u)
+			return mintdir.AuditSummary(s), err
+		}
+	}
 	dir := mintdir.New(mintdir.Config{Settings: mintdir.Settings{ProbeInterval: time.Hour, ProbeTimeout: 2 * time.Second, AllowPrivate: true},
-		DB: st.DB, Events: st.Events, Log: quiet()})
+		DB: st.DB, Events: st.Events, Log: quiet(), Audits: audits})
 	services := []httpapi.Service{
 		{Name: "banlist", Mount: "/banlist", Routes: banlistapi.Routes(banlistapi.Config{Service: bl, Log: quiet()})},
 		{Name: "mintdir", Mount: "/mintdir", Routes: mintdirapi.Routes(mintdirapi.Config{Settings: mintdirapi.Settings{SubmitPerHour: o.submitPerHour},
-			Directory: dir, Log: quiet()})},
+			Directory: dir, Log: quiet(), Audits: apiAudits})},
 	}
 	root := httpapi.New(httpapi.Config{Relay: rl, Services: services, Log: quiet(), Index: map[string]string{"name": "Test relay"}})
 	var limit *ratelimit.Limiter

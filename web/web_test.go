@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -17,7 +18,10 @@ import (
 
 	"github.com/fasthttp/websocket"
 	"github.com/nbd-wtf/go-nostr"
+	"github.com/outpost-relay/outpost/internal/audit"
 	"github.com/outpost-relay/outpost/mintdir/mintdirtest"
+	"github.com/outpost-relay/outpost/store"
+	"github.com/outpost-relay/outpost/testmint"
 	"github.com/outpost-relay/outpost/web"
 )
 
@@ -430,5 +434,59 @@ func TestMountsMayNotTakeThePagesPaths(t *testing.T) {
 	}
 	if _, err := web.New(web.Config{Mintdir: web.Service{Mount: "/mints", API: http.NotFoundHandler()}}); err != nil {
 		t.Errorf("mount /mints: %v", err)
+	}
+}
+
+// TestAuditsShown: a mint the audits tested shows them on its page: the
+// summary, the strip and the row, and the trust part; without audits the
+// section is left out.
+func TestAuditsShown(t *testing.T) {
+	network := &testmint.Network{}
+	var ms []*testmint.Mint
+	for _, name := range []string{"a", "b"} {
+		node, _ := network.NewNode("")
+		m, err := testmint.Start(testmint.Options{Dir: filepath.Join(t.TempDir(), name), Node: node, Name: "Audited " + name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { m.Close(); node.Close() })
+		ms = append(ms, m)
+	}
+	var aud *audit.Auditor
+	s := newSite(t, siteOptions{auditor: func(st *store.Store) *audit.Auditor {
+		a, err := audit.New(audit.Config{Settings: audit.DefaultSettings(), DB: st.DB, Log: quiet(), Timeout: 10 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(a.Close)
+		aud = a
+		return a
+	}})
+	id := s.addMint(ms[0].URL)
+	if page := s.get("/mintdir/mint/"+id, browserAccept).body; strings.Contains(page, `id="audits-h"`) {
+		t.Fatal("an unaudited mint shows audits")
+	}
+	for _, m := range ms {
+		d, err := aud.DepositQuote(s.ctx, m.URL, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.Node.PayInvoice(d.Invoice)
+		for d.State != audit.DepositDone && s.ctx.Err() == nil {
+			d, _ = aud.Deposit(s.ctx, d.ID)
+		}
+	}
+	if r, err := aud.Audit(s.ctx, ms[1].URL, ms[0].URL, 10); err != nil || r.Outcome != audit.OutcomeOK {
+		t.Fatalf("round: %+v %v", r, err)
+	}
+	if err := s.dir.Probe(s.ctx, id); err != nil { // the summary, with the audits
+		t.Fatal(err)
+	}
+	page := s.get("/mintdir/mint/"+id, browserAccept).body
+	checkNoInlineCode(t, "mint page", page)
+	for _, want := range []string{`id="audits-h"`, "1 in the last 30 days, 100% of them paid", "holds 110 sats here", `aria-labelledby="au-t au-d"`, `class="s-online"`, "<td data-label=\"Role\">payee</td>", `<th scope="row">Audits</th>`} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the audited mint's page lacks %q", want)
+		}
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/outpost-relay/outpost/httpapi/banlistapi"
 	"github.com/outpost-relay/outpost/httpapi/mintdirapi"
 	"github.com/outpost-relay/outpost/internal/wot"
+	"github.com/outpost-relay/outpost/internal/audit"
 	"github.com/outpost-relay/outpost/mintdir"
 	"github.com/outpost-relay/outpost/policies"
 	"github.com/outpost-relay/outpost/pubkey"
@@ -67,6 +68,7 @@ type Config struct {
 	BanlistAPI banlistapi.Settings
 	Mintdir    mintdir.Settings
 	MintdirAPI mintdirapi.Settings
+	Audit      audit.Settings
 	Faucet     faucet.Settings
 	Upstream   upstream.Settings
 	Publish    pub.Settings
@@ -106,7 +108,7 @@ func defaultConfig() *Config {
 		RelayDescription: "A community relay with a ban list, a test-sats faucet and a Cashu mint directory",
 		BanlistMount:     "/banlist", MintdirMount: "/mintdir", FaucetMount: "/faucet", WotMount: "/wot",
 		MemoryLimit: defaultMemoryLimit, Store: kv.DefaultSettings(), Relay: relay.DefaultLimits(), BanlistAPI: banlistapi.DefaultSettings(), Mintdir: mintdir.DefaultSettings(), MintdirAPI: mintdirapi.DefaultSettings(),
-		Faucet: faucet.DefaultSettings(), Upstream: upstream.DefaultSettings(), Wot: wot.DefaultSettings(),
+		Audit: audit.DefaultSettings(), Faucet: faucet.DefaultSettings(), Upstream: upstream.DefaultSettings(), Wot: wot.DefaultSettings(),
 		RelayWrite: policies.DefaultWriteSettings(),
 	}
 }
@@ -157,6 +159,7 @@ func (c *Config) settingGroups() []settingGroup {
 		{"Relay limits", []any{&c.Relay, &c.RelayWrite}},
 		{"Ban list", []any{&c.Banlist, &c.BanlistAPI}},
 		{"Mint directory", []any{&c.Mintdir, &c.MintdirAPI}},
+		{"Mint audits", []any{&c.Audit}},
 		{"Faucet", []any{&c.Faucet}},
 		{"Upstream relays", []any{&c.Upstream}},
 		{"Published events", []any{&c.Publish}},
@@ -214,7 +217,7 @@ func (c *Config) validate() error {
 		}
 	}
 	errs = append(errs, c.validateLists(), c.validateMounts(), c.validateMemory())
-	errs = append(errs, c.Store.Valid(), c.Relay.Valid(), c.Banlist.Valid(), c.BanlistAPI.Valid(), c.Mintdir.Valid(), c.MintdirAPI.Valid(), c.Faucet.Valid(), c.Upstream.Valid(), c.Publish.Valid(), c.Wot.Valid(), c.RelayWrite.Valid())
+	errs = append(errs, c.Store.Valid(), c.Relay.Valid(), c.Banlist.Valid(), c.BanlistAPI.Valid(), c.Mintdir.Valid(), c.MintdirAPI.Valid(), c.Audit.Valid(), c.Faucet.Valid(), c.Upstream.Valid(), c.Publish.Valid(), c.Wot.Valid(), c.RelayWrite.Valid())
 	return errors.Join(errs...)
 }
 

@@ -18,6 +18,7 @@ import (
 
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/outpost-relay/outpost"
+	"github.com/outpost-relay/outpost/banlist"
 	"github.com/outpost-relay/outpost/httpapi"
 	"github.com/outpost-relay/outpost/internal/wot"
 	"github.com/outpost-relay/outpost/metrics"
@@ -45,7 +46,12 @@ type deps struct {
 	metrics   *metrics.Metrics
 	embedded  *testmint.Mint // the faucet's test mint, without a mint URL set; nil with one
 	wot       *wot.WoT       // the web of trust, which the services ask
+	adminKeys *adminKeys     // set by wireBanlist, read by the services wired after it
 }
+
+// adminKeys is the ban list's service once wireBanlist has made it: other
+// services' admin routes (the audit wallet's) take its admin API keys.
+type adminKeys struct{ svc *banlist.Service }
 
 // component is one service wired into the program.
 type component struct {
@@ -159,7 +165,7 @@ func serve(ctx context.Context, cfg *Config, stdout, stderr io.Writer) (err erro
 		defer embedded.Close() // after the services, the faucet's wallet among them, have stopped
 	}
 	d := deps{cfg: cfg, log: logger, store: st, relay: rl, banList: list, sink: sink, publicURL: publicURL, secretKey: sk, pubKey: pk, metrics: m,
-		embedded: embedded}
+		embedded: embedded, adminKeys: &adminKeys{}}
 	components, err := wireServices(ctx, &d, component{jobs: []func(context.Context){outbox.Run}})
 	if err != nil {
 		return err

@@ -25,6 +25,7 @@ func wireBanlist(ctx context.Context, d deps) (*component, error) {
 	if err != nil {
 		return nil, err
 	}
+	d.adminKeys.svc = bl
 	if err := d.relay.EnableManagement(bl.Management(), d.cfg.AdminPubKeys); err != nil {
 		return nil, err
 	}

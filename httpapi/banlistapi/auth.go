@@ -70,3 +70,10 @@ func PassBlocked(svc *banlist.Service, mount string) func(r *http.Request) bool 
 		return err == nil && k.Role.Includes(banlist.RoleAdmin)
 	}
 }
+
+// RequireAdmin admits requests with an admin API key of the ban list, as
+// its own admin routes do; other services' admin routes (the audit wallet's
+// under /mintdir/admin) use it, so there is one set of keys.
+func RequireAdmin(svc *banlist.Service) func(http.Handler) http.Handler {
+	return requireRole(svc, banlist.RoleAdmin)
+}

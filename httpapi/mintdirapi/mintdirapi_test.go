@@ -97,7 +97,7 @@ func wantStatus(t *testing.T, r *apitest.Response, status int, code string) {
 
 // mintPaths are the per-mint resources of the seed.
 var mintPaths = []string{"", "/urls", "/metadata", "/metadata/history", "/status", "/uptime", "/uptime/timeseries",
-	"/incidents", "/trust", "/reviews", "/views", "/features"}
+	"/incidents", "/trust", "/reviews", "/views", "/features", "/audits"}
 
 // getAll fetches every resource of a mint in all four forms (by id, by URL,
 // and both under /v1) and fails unless the four answers are identical.
@@ -486,6 +486,12 @@ func TestAgainstARealMint(t *testing.T) {
 			wantStatus(t, api.Do("GET", "/mints/"+id+"/uptime/timeseries?"+q, nil), 200, "")
 		}
 	})
+	// The audit wallet's admin routes take the ban list's admin keys; this
+	// server has none (TestAudits has).
+	for _, p := range []string{"", "/v1"} {
+		wantStatus(t, api.Do("GET", p+"/admin/audit", nil), 401, "unauthorized")
+		wantStatus(t, api.Do("POST", p+"/admin/audit/deposit", map[string]any{"amount": 1}), 401, "unauthorized")
+	}
 
 	api.AssertAllReached()
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"flag"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -88,6 +89,24 @@ func object(props obj, optional ...obj) obj {
 	return obj{"type": "object", "properties": props, "required": req, "additionalProperties": false}
 }
 
+// nullable is o or null.
+func nullable(o obj) obj {
+	o["type"] = []string{o["type"].(string), "null"}
+	return o
+}
+
+// optional leaves names (omitted when empty) out of o's required fields.
+func optional(o obj, names ...string) obj {
+	var req []string
+	for _, k := range o["required"].([]string) {
+		if !slices.Contains(names, k) {
+			req = append(req, k)
+		}
+	}
+	o["required"] = req
+	return o
+}
+
 func sortStrings(s []string) {
 	for i := 1; i < len(s); i++ {
 		for j := i; j > 0 && s[j] < s[j-1]; j-- {
@@ -110,22 +129,27 @@ func schemas() obj {
 		"Error": obj{"type": "object", "required": []string{"error", "message"}, "properties": obj{
 			"error": desc(str(), "snake_case error code"), "message": str(), "details": obj{"type": "object"}}},
 		"Mint": object(obj{
-			"mint_id":         desc(obj{"type": "string", "format": "uuid"}, "Stable id, independent of the mint's URLs"),
-			"canonical_url":   str(),
-			"urls":            arr(str()),
-			"name":            nstr(),
-			"icon_url":        nstr(),
-			"status":          enum(statuses...),
-			"offline_since":   desc(ndt(), "First failed check of the outage; null unless offline or abandoned"),
-			"last_success_at": ndt(),
-			"last_failure_at": ndt(),
-			"uptime_24h":      desc(nnum(), "Percent of checks that succeeded; null without checks"),
-			"uptime_7d":       nnum(),
-			"uptime_30d":      nnum(),
-			"incidents_7d":    integer(),
-			"incidents_30d":   integer(),
-			"trust_score":     integer(),
-			"trust_level":     enum("high", "medium", "low", "very_low", "unknown"),
+			"mint_id":                desc(obj{"type": "string", "format": "uuid"}, "Stable id, independent of the mint's URLs"),
+			"canonical_url":          str(),
+			"urls":                   arr(str()),
+			"name":                   nstr(),
+			"icon_url":               nstr(),
+			"status":                 enum(statuses...),
+			"offline_since":          desc(ndt(), "First failed check of the outage; null unless offline or abandoned"),
+			"last_success_at":        ndt(),
+			"last_failure_at":        ndt(),
+			"uptime_24h":             desc(nnum(), "Percent of checks that succeeded; null without checks"),
+			"uptime_7d":              nnum(),
+			"uptime_30d":             nnum(),
+			"incidents_7d":           integer(),
+			"incidents_30d":          integer(),
+			"trust_score":            integer(),
+			"trust_level":            enum("high", "medium", "low", "very_low", "unknown"),
+			"audits_30d":             desc(integer(), "Audit rounds that tested the mint in 30 days (0 while audits are off)"),
+			"audit_success_rate_30d": desc(nnum(), "Of those settled, the share that succeeded (0–1); null without one"),
+			"last_audit_at":          ndt(),
+			"last_audit_failure_at":  ndt(),
+			"audit_held_sats":        desc(integer(), "What the audit wallet holds at the mint"),
 		}),
 		"MintURLs": object(obj{"canonical_url": str(), "urls": arr(object(obj{
 			"url": str(), "type": enum("clearnet", "tor", "mirror"),
@@ -176,10 +200,36 @@ func schemas() obj {
 			"ok":        desc(boolean(), "Every check in the bucket succeeded"),
 			"rtt_ms":    desc(nint(), "Mean RTT of successful checks"),
 		}))}),
+		"Audit": object(obj{
+			"at": desc(dt(), "When the round began"), "role": enum("payer", "payee"), "counterpart": desc(str(), "The other mint's URL"),
+			"amount_sats": integer(), "fee_sats": desc(integer(), "What the melt cost beyond the amount (the payer's; 0 for the payee)"),
+			"fee_reserve_sats": desc(integer(), "The fee reserve the payer quoted (0 for the payee)"),
+			"ms":               desc(integer(), "The payer: the melt until it said paid; the payee: the melt until it minted"),
+			"outcome":          enum("ok", "failed", "pending"), "error": nstr(),
+		}),
+		"Deposit": optional(object(obj{
+			"id": str(), "mint_url": str(), "quote": desc(str(), "The mint quote (a deposit by invoice)"), "invoice": desc(str(), "The bolt11 invoice to pay (a deposit by invoice)"),
+			"amount": integer(), "state": enum("unpaid", "pending", "done", "failed"),
+			"received_sats": integer(), "fee_sats": integer(), "created_at": desc(integer(), "Unix time"), "error": str(),
+			"expiry": desc(integer(), "The quote's expiry, Unix time (a deposit by invoice, when the mint gave one); a day after it an unpaid deposit is given up (failed)"),
+		}), "quote", "invoice", "error", "expiry"),
+		"AuditHoldings": object(obj{
+			"mints": arr(object(obj{"mint_url": str(), "held_sats": integer(), "quarantined_sats": integer(), "in_flight_sats": integer(),
+				"lost_to_mint_sats": integer(), "mint_surplus_sats": integer(), "internal_fee_sats": integer(),
+				"withdrawn": desc(boolean(), "The mint gets no more sats: it failed its two newest audits, or it is flagged"),
+				"flag": desc(nullable(object(obj{"mint_url": str(), "at": dt(), "reason": str(), "sats": integer()})),
+					"Why the holdings check flagged the mint (held ecash said spent, valid proofs refused); null when it did not")})),
+			"books": desc(object(obj{"deposited_sats": integer(), "mint_surplus_sats": integer(), "held_sats": integer(), "fees_paid_sats": integer(),
+				"in_flight_sats": integer(), "lost_to_mint_sats": integer(), "balanced": boolean()}),
+				"deposited_sats + mint_surplus_sats = held_sats + fees_paid_sats + in_flight_sats + lost_to_mint_sats"),
+			"open_deposits": arr(ref("Deposit")),
+		}),
 		"Incident": object(obj{
 			"started_at": dt(), "resolved_at": ndt(), "duration_seconds": integer(),
 			"severity": desc(enum("minor", "major", "critical"), "minor < 15 min ≤ major < 4 h ≤ critical; an open incident is rated by its length so far"),
 			"seen_by":  desc(arr(str()), "npubs of the monitors (this outpost's own among them) that saw the mint offline during the incident"),
+			"cause":    desc(enum("offline", "payout_failed"), "offline: an outage; payout_failed: the directory's audit of the mint failed (over at once, major)"),
+			"detail":   desc(nstr(), "What failed, for a failed payout; null for an outage"),
 		}),
 		"Trust": object(obj{
 			"score_total": desc(integer(), "0–100: the sum of the breakdown, rounded and clamped"),
@@ -192,6 +242,8 @@ func schemas() obj {
 				"identity": part(obj{"has_pubkey": boolean(), "has_contact": boolean(), "https": boolean(), "has_name": boolean(), "has_description": boolean()}),
 				"penalties": part(obj{"min": num(), "offline": boolean(), "degraded": boolean(), "incidents_30d": integer(),
 					"pubkey_changed_30d": boolean()}),
+				"audits": part(obj{"min": num(), "audits_30d": integer(), "audit_success_rate_30d": nnum(),
+					"newest_failed": boolean(), "vantages": desc(integer(), "Monitors whose audits count: this outpost's and the followed monitors' (their kind-38166 audit tags); the lowest success rate is scored"), "capped": desc(boolean(), "The newest audit failed or the success rate is under 90%: the score is at most 74, never high")}),
 			}),
 			"computed_at": dt(),
 		}),
@@ -261,11 +313,13 @@ func responses() obj {
 		"RateLimited": obj{"description": "Rate limit exceeded (error rate_limit_exceeded)",
 			"content": obj{"application/json": obj{"schema": ref("Error")}},
 			"headers": obj{"Retry-After": obj{"description": "Seconds to wait", "required": true, "schema": integer()}}},
-		"TooLarge":    errResp("The request body is larger than 64 KiB (error request_too_large)"),
-		"StorageFull": errResp("The server cannot store writes now; reads still work. Error insufficient_storage: too little disk space is left, and writes resume by themselves once space is freed; error storage_unavailable: its data directory was removed while it ran, and writes resume only once it is restarted"),
-		"Timeout":     errResp("The request body did not arrive within 30 seconds (error request_timeout); the connection is closed"),
-		"Internal":    errResp("Internal error"),
-		"IPBlocked":   errResp("The client's address is blocked (error ip_blocked)"),
+		"TooLarge":     errResp("The request body is larger than 64 KiB (error request_too_large)"),
+		"StorageFull":  errResp("The server cannot store writes now; reads still work. Error insufficient_storage: too little disk space is left, and writes resume by themselves once space is freed; error storage_unavailable: its data directory was removed while it ran, and writes resume only once it is restarted"),
+		"Timeout":      errResp("The request body did not arrive within 30 seconds (error request_timeout); the connection is closed"),
+		"Internal":     errResp("Internal error"),
+		"IPBlocked":    errResp("The client's address is blocked (error ip_blocked)"),
+		"Unauthorized": errResp("No API key, or one that is unknown or revoked (error unauthorized)"),
+		"Forbidden":    errResp("An API key without the admin role (error forbidden), or a blocked address (error ip_blocked)"),
 	}
 }
 
@@ -301,10 +355,11 @@ func mintResources() []struct {
 		{"/uptime/timeseries", "MintUptimeTimeseries", "Uptime timeseries, newest bucket first", "The window in buckets (5m, 15m or 1h; 5m for 24h and 1h otherwise by default), newest first: the worst status seen, whether every check succeeded, the mean RTT. Paged with limit and before.", "Timeseries", []obj{pWindow,
 			qparam("bucket", "Default 5m for 24h, 1h for 7d and 30d", enum("5m", "15m", "1h"), false),
 			pLimit, pBefore}},
-		{"/incidents", "MintIncidents", "Incidents, newest first", "Outages, newest first: when each began and ended, how long it lasted, its severity (minor under 15 minutes, major under 4 hours, critical beyond; an open one is rated by its length so far), and which monitors saw it. Paged with limit and before.", "", []obj{pLimit, pBefore}},
-		{"/trust", "MintTrust", "Trust score with its breakdown", "The trust score (0-100) and level, with its breakdown (uptime, speed, reviews, identity, penalties) and the inputs each used; docs/mintdir.md (Trust score) gives the formula.", "Trust", nil},
+		{"/incidents", "MintIncidents", "Incidents, newest first", "Outages and failed payouts (audits), newest first: when each began and ended, how long it lasted, its severity (minor under 15 minutes, major under 4 hours, critical beyond; an open one is rated by its length so far), and which monitors saw it. Paged with limit and before.", "", []obj{pLimit, pBefore}},
+		{"/trust", "MintTrust", "Trust score with its breakdown", "The trust score (0-100) and level, with its breakdown (uptime, speed, reviews, identity, penalties, audits) and the inputs each used; docs/mintdir.md (Trust score) gives the formula.", "Trust", nil},
 		{"/reviews", "MintReviews", "NIP-87 reviews (kind 38000, k=38172), newest first, one per author", "NIP-87 reviews published to this relay that name one of the mint's URLs or its pubkey: one per author (the newest), the operator's own left out; rating from a rating tag or a leading [N/5], else null; each with its author's weight in the trust score (0 outside outpost's web of trust). With a summary. Paged with limit and before; with viewer, the reviews by keys the viewer follows are marked.", "", []obj{pLimit, pBefore, pViewer}},
 		{"/views", "MintViews", "View counts of the core record", "How often the core record was read in 24 hours, 7 and 30 days, distinct visitors in 30 days (salted daily hashes; no IP is kept), and the view velocity.", "Views", nil},
+		{"/audits", "MintAudits", "Audit rounds, newest first", "The mint's part in the directory's audits (opt-in, --audit): each round melts ecash at one mint (the payer) to pay a mint quote at another (the payee). Each entry: when the round began, the mint's role, the other mint, the amount, the fee paid and the fee reserve quoted (the payer's), how long its part took in milliseconds, the outcome (ok, failed or pending) and the failure. Empty while audits are off. Paged with limit and offset.", "", []obj{pLimit, qparam("offset", "Entries to skip", obj{"type": "integer", "minimum": 0}, false)}},
 		{"/features", "MintFeatures", "Features derived from the metadata", "Features derived from the latest info: supported NUTs, bolt11 minting and melting, amount limits, a Tor endpoint, several URLs, and a completeness score (0-1).", "Features", nil},
 	}
 }
@@ -315,6 +370,8 @@ func listSchema(path string) obj {
 		return object(obj{"history": arr(ref("HistoryEntry"))})
 	case "/incidents":
 		return object(obj{"incidents": arr(ref("Incident"))})
+	case "/audits":
+		return object(obj{"audits": arr(ref("Audit"))})
 	case "/reviews":
 		return object(obj{"reviews": arr(ref("Review")), "summary": ref("ReviewSummary")},
 			obj{"followed_by_viewer": desc(obj{"type": "integer", "minimum": 0}, "With ?viewer=: how many reviews of the page are by keys the viewer follows")})
@@ -394,6 +451,21 @@ func document() obj {
 	add("/stats", "getStats", obj{"summary": "Directory statistics", "tags": []string{"Service"},
 		"description": "Counts by status, average uptime and RTT over 24 hours, checks, open incidents, reviews, the trust distribution and NUT adoption; cached for 10 seconds.",
 		"responses":   obj{"200": jsonBody("Statistics (cached for 10 s)", ref("Stats"))}}, "get")
+	admin := func(o obj) obj {
+		o["tags"], o["security"] = []string{"Admin"}, []obj{{"apiKey": []string{}}}
+		o["responses"].(obj)["401"], o["responses"].(obj)["403"] = rref("Unauthorized"), rref("Forbidden")
+		return o
+	}
+	add("/admin/audit", "getAuditHoldings", admin(obj{"summary": "The audit wallet's holdings and books (admin)",
+		"description": "503 audit_off without --audit. Mints the deposits paid since, then answers what the audit wallet holds at each mint and its books, which balance: deposited_sats + mint_surplus_sats = held_sats + fees_paid_sats + in_flight_sats + lost_to_mint_sats.",
+		"responses":   obj{"200": jsonBody("Holdings", ref("AuditHoldings")), "503": errResp("Audits are off (audit_off)")}}), "get")
+	add("/admin/audit/deposit", "depositAudit", admin(obj{"summary": "Fund the audit wallet (admin)",
+		"description": "503 audit_off without --audit. {mint_url, amount}: a mint quote's invoice at that mint, whose sats are the audit wallet's once it is paid; {token}: a Cashu token's ecash, swapped in at its mint. Never beyond --audit-max-per-mint at one mint (422 over_cap).",
+		"requestBody": obj{"required": true, "content": obj{"application/json": obj{"schema": obj{"type": "object",
+			"properties": obj{"mint_url": str(), "amount": desc(integer(), "Sats"), "token": desc(str(), "A cashuA or cashuB token")}}}}},
+		"responses": obj{"201": jsonBody("The deposit", ref("Deposit")), "408": rref("Timeout"), "413": rref("TooLarge"),
+			"422": errResp("Over the cap at that mint (over_cap), or a token in another unit (unsupported_unit)"),
+			"502": errResp("The mint failed the request (mint_failed)"), "503": errResp("Audits are off (audit_off)"), "507": rref("StorageFull")}}), "post")
 	paths["/openapi.json"] = obj{"get": obj{"summary": "This document", "tags": []string{"Service"}, "operationId": "getOpenAPI",
 		"description": "This document (OpenAPI 3.1).",
 		"responses":   withCommon(obj{"200": obj{"description": "OpenAPI 3.1", "content": obj{"application/json": obj{"schema": obj{"type": "object"}}}}})}}
@@ -404,7 +476,7 @@ func document() obj {
 			"A read-only catalogue that monitors Cashu mints: uptime, metadata, trust, reviews (NIP-87) and popularity.",
 			"Every per-mint endpoint is served by mint id and by mint URL; every path is also served under /v1.",
 			"Timestamps are ISO 8601 UTC, durations seconds, RTTs milliseconds. Errors are {\"error\": code, \"message\": text}.",
-			"No endpoint needs credentials. Every request counts against the per-client rate limit (429 with Retry-After).",
+			"Only the audit wallet's admin endpoints need credentials: an admin API key of the ban list (Authorization: Bearer). Every request counts against the per-client rate limit (429 with Retry-After).",
 			"Every GET also answers HEAD, with the same status and headers and no body.",
 			"A method a path does not have is 405 method_not_allowed with an Allow header.",
 			"Before any of this service's code runs, Go's net/http refuses, in plain text, a request line it cannot parse (400, e.g. a malformed percent-escape in the path) and request headers over 64 KiB (431).",
@@ -415,8 +487,10 @@ func document() obj {
 		"servers":  []obj{{"url": "/mintdir"}},
 		"security": []obj{},
 		"tags": []obj{{"name": "Mints", "description": "The catalogue and each mint's resources"}, {"name": "Service", "description": "Health, statistics and this document"},
+			{"name": "Admin", "description": "The audit wallet (with --audit)"},
 			{"name": "v1", "description": "The seed's earlier form: the same endpoints under /v1"}},
-		"paths":      paths,
-		"components": obj{"schemas": schemas(), "responses": responses()},
+		"paths": paths,
+		"components": obj{"schemas": schemas(), "responses": responses(),
+			"securitySchemes": obj{"apiKey": obj{"type": "http", "scheme": "bearer", "description": "An outpost API key (opk_...) with the admin role"}}},
 	}
 }

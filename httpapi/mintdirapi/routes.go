@@ -36,6 +36,8 @@ func (s *Settings) Valid() error {
 type Config struct {
 	Settings
 	Directory *mintdir.Directory
+	Audits    Audits                          // nil when --audit is off
+	Admin     func(http.Handler) http.Handler // admits the ban list's admin keys (the audit wallet's routes)
 	Log       *slog.Logger
 	// Follows reports whether viewer's contact list follows author (hex
 	// keys; the web of trust's Follows), for ?viewer=; nil: no one follows.
@@ -66,6 +68,7 @@ func mintEndpoints(cfg Config) []struct {
 		{"/reviews", handleReviews(d, cfg.Follows)},
 		{"/views", handleViews(d)},
 		{"/features", handleFeatures()},
+		{"/audits", handleAudits(cfg.Audits)},
 	}
 }
 
@@ -87,6 +90,7 @@ func Routes(cfg Config) http.Handler {
 			r.Get("/mints/{mint_id}"+ep.path, byID(d, ep.fn))
 			r.Get("/mints/by-url"+ep.path, byURL(d, ep.fn))
 		}
+		auditRoutes(r, cfg.Audits, cfg.Admin)
 	}
 
 	r := chi.NewRouter()

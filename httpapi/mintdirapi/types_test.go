@@ -6,6 +6,7 @@ import (
 	"github.com/outpost-relay/outpost"
 	"github.com/outpost-relay/outpost/httpapi"
 	"github.com/outpost-relay/outpost/httpapi/apitest"
+	"github.com/outpost-relay/outpost/internal/audit"
 	"github.com/outpost-relay/outpost/mintdir"
 	"github.com/outpost-relay/outpost/mintdir/resource"
 )
@@ -29,6 +30,9 @@ func TestTypesMatchTheDocument(t *testing.T) {
 		"ReviewSummary": mintdir.ReviewSummary{},
 		"Views":         resource.Views{},
 		"Features":      resource.Features{},
+		"Audit":         audit.Entry{},
+		"Deposit":       audit.Deposit{},
+		"AuditHoldings": audit.Holdings{},
 		"SubmitResult":  resource.Submitted{},
 		"Stats":         mintdir.Stats{},
 		"Health":        outpost.Health[mintdir.HealthChecks]{},
@@ -37,6 +41,7 @@ func TestTypesMatchTheDocument(t *testing.T) {
 		types["GET "+base+"/metadata/history"] = resource.History{}
 		types["GET "+base+"/incidents"] = resource.Incidents{}
 		types["GET "+base+"/reviews"] = resource.Reviews{}
+		types["GET "+base+"/audits"] = AuditList{}
 	}
 	apitest.MatchTypes(t, openAPI, types)
 	if u := apitest.Unmatched(t, openAPI, types); len(u) != 1 || u[0] != "GET /openapi.json" {

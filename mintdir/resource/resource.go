@@ -7,6 +7,7 @@
 package resource
 
 import (
+	"cmp"
 	"strings"
 	"time"
 
@@ -49,6 +50,12 @@ type Mint struct {
 	Incidents30d  int        `json:"incidents_30d"`
 	TrustScore    int        `json:"trust_score"`
 	TrustLevel    string     `json:"trust_level"`
+	// The directory's audits of the mint (package audit; zero while off).
+	Audits30d          int        `json:"audits_30d"`
+	AuditSuccessRate   *float64   `json:"audit_success_rate_30d"`
+	LastAuditAt        *time.Time `json:"last_audit_at"`
+	LastAuditFailureAt *time.Time `json:"last_audit_failure_at"`
+	AuditHeldSats      uint64     `json:"audit_held_sats"`
 }
 
 // MintOf is m's core record.
@@ -57,7 +64,9 @@ func MintOf(m *mintdir.Mint) Mint {
 	return Mint{MintID: m.ID, CanonicalURL: m.CanonicalURL, URLs: m.URLList(), Name: strOrNil(m.Name), IconURL: strOrNil(m.IconURL),
 		Status: m.Status, OfflineSince: atPtr(m.OfflineSince), LastSuccessAt: atPtr(m.LastSuccessAt), LastFailureAt: atPtr(m.LastFailureAt),
 		Uptime24h: s.Uptime24h, Uptime7d: s.Uptime7d, Uptime30d: s.Uptime30d, Incidents7d: s.Incidents7d, Incidents30d: s.Incidents30d,
-		TrustScore: s.Trust.Score, TrustLevel: s.Trust.Level}
+		TrustScore: s.Trust.Score, TrustLevel: s.Trust.Level,
+		Audits30d: s.Audits.Audits30d, AuditSuccessRate: s.Audits.SuccessRate30d, LastAuditAt: s.Audits.LastAuditAt,
+		LastAuditFailureAt: s.Audits.LastAuditFailureAt, AuditHeldSats: s.Audits.HeldSats}
 }
 
 // Title is how a mint is called: its name, else its URL.
@@ -227,12 +236,15 @@ type Incident struct {
 	DurationSeconds int64      `json:"duration_seconds"`
 	Severity        string     `json:"severity"`
 	SeenBy          []string   `json:"seen_by"` // npubs of the monitors that saw the mint offline
+	Cause           string     `json:"cause"`   // offline, or payout_failed (an audit)
+	Detail          *string    `json:"detail"`  // what failed, for a failed payout
 }
 
 // IncidentOf is i as of now.
 func IncidentOf(i mintdir.Incident, now time.Time) Incident {
 	out := Incident{StartedAt: at(i.StartedAt), ResolvedAt: atPtr(i.ResolvedAt),
-		DurationSeconds: int64(i.Duration(now).Seconds()), Severity: i.SeverityAt(now), SeenBy: make([]string, 0, len(i.SeenBy))}
+		DurationSeconds: int64(i.Duration(now).Seconds()), Severity: i.SeverityAt(now), SeenBy: make([]string, 0, len(i.SeenBy)),
+		Cause: cmp.Or(i.Cause, mintdir.CauseOffline), Detail: strOrNil(i.Detail)}
 	for _, pk := range i.SeenBy {
 		out.SeenBy = append(out.SeenBy, pubkey.NPub(pk))
 	}

@@ -1,0 +1,90 @@
+package audit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/outpost-relay/outpost/kv"
+)
+
+// Flag is a mint caught failing the audit wallet outside a round: ecash
+// it issued reported spent although the wallet never spent it (NUT-07),
+// or valid proofs refused (quarantined by the wallet).
+type Flag struct {
+	MintURL string    `json:"mint_url"`
+	At      time.Time `json:"at"`
+	Reason  string    `json:"reason"`
+	Sats    uint64    `json:"sats"`
+}
+
+func flagKey(mint string) []byte { return kv.Key(kv.PrefixAudit, kindFlag, []byte(mint)) }
+
+// flag reads mint's flag; the zero Flag when it has none.
+func (a *Auditor) flag(mint string) (Flag, error) {
+	var f Flag
+	err := a.db.View(func(txn *kv.Txn) error {
+		_, err := kv.GetJSON(txn, flagKey(mint), &f)
+		return err
+	})
+	return f, err
+}
+
+// CheckHoldings asks each mint for the state of every proof the wallet
+// holds there (NUT-07): a mint that says some are spent (the wallet spent
+// none of them), or whose proofs the wallet had to quarantine, is flagged
+// at once, and so gets no more sats. A mint that cannot be asked is left
+// to the rounds. It returns the first error.
+func (a *Auditor) CheckHoldings(ctx context.Context) error {
+	mints, err := a.Mints()
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, m := range mints {
+		errs = append(errs, a.checkHolding(ctx, m))
+	}
+	return errors.Join(errs...)
+}
+
+func (a *Auditor) checkHolding(ctx context.Context, mint string) error {
+	w, err := a.wallet(mint)
+	if err != nil {
+		return err
+	}
+	cctx, cancel := a.ctx(ctx)
+	defer cancel()
+	au, err := w.Audit(cctx)
+	if err != nil {
+		return err
+	}
+	var f Flag
+	switch {
+	case au.UnspentSats < au.HeldSats:
+		f = Flag{Reason: fmt.Sprintf("the mint says %d of the %d sats of ecash it issued to the audit wallet are not unspent", au.HeldSats-au.UnspentSats, au.HeldSats), Sats: au.HeldSats - au.UnspentSats}
+	case au.QuarantinedSats > 0:
+		f = Flag{Reason: fmt.Sprintf("the mint refused %d sats of the audit wallet's proofs", au.QuarantinedSats), Sats: au.QuarantinedSats}
+	default:
+		return nil
+	}
+	f.MintURL, f.At = mint, a.now().UTC()
+	a.log.Warn("audit: a mint is flagged", "mint", mint, "reason", f.Reason)
+	return a.db.Record(func(txn *kv.Txn) error { return kv.PutJSON(txn, flagKey(mint), f) })
+}
+
+// withdrawn: the mint gets no more sats. It failed its two newest audits,
+// it was flagged, or its trust score is under --audit-min-trust; what it
+// holds is moved out by the rounds it pays.
+func (a *Auditor) withdrawn(mint string) bool {
+	if f, err := a.flag(mint); err != nil || !f.At.IsZero() {
+		return true
+	}
+	if a.cfg.Trust != nil {
+		if score, ok := a.cfg.Trust(mint); ok && score < a.cfg.MinTrust {
+			return true
+		}
+	}
+	s, err := a.Summary(mint)
+	return err != nil || s.FailedInARow >= 2
+}

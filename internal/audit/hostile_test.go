@@ -1,0 +1,221 @@
+package audit_test
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/elnosh/gonuts/mint/lightning"
+	"github.com/outpost-relay/outpost/internal/audit"
+	"github.com/outpost-relay/outpost/store"
+	"github.com/outpost-relay/outpost/testmint/hostile"
+)
+
+func shortWait(t *testing.T, st *store.Store, onFailure ...func(string, time.Time, string)) *audit.Auditor {
+	t.Helper()
+	cfg := audit.Config{Settings: audit.DefaultSettings(), DB: st.DB, Log: logger, Timeout: 5 * time.Second, PayeeWait: 2 * time.Second}
+	if len(onFailure) > 0 {
+		cfg.OnFailure = onFailure[0]
+	}
+	a, err := audit.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(a.Close)
+	return a
+}
+
+func mintHolding(t *testing.T, a *audit.Auditor, mint string) audit.MintHolding {
+	t.Helper()
+	for _, m := range balanced(t, a).Mints {
+		if m.MintURL == mint {
+			return m
+		}
+	}
+	t.Fatalf("no holding at %s", mint)
+	return audit.MintHolding{}
+}
+
+// TestPayeeRefusesToMint: a payee that is paid but refuses to mint fails
+// the round at once, its amount booked lost; after two such rounds it gets
+// no more sats and pays out what it holds; once it mints, the sats are
+// booked back.
+func TestPayeeRefusesToMint(t *testing.T) {
+	ms := mints(t, 2)
+	px := hostile.New(t, ms[0].URL)
+	st := openStore(t, t.TempDir())
+	defer st.Close()
+	var failedMu sync.Mutex
+	var failed []string
+	a := shortWait(t, st, func(mint string, _ time.Time, detail string) {
+		failedMu.Lock()
+		failed = append(failed, mint)
+		failedMu.Unlock()
+	})
+	fund(t, a, ms[1], 200)
+	d, err := a.DepositQuote(ctxT(t), px.URL, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms[0].Node.PayInvoice(d.Invoice)
+	for d.State != audit.DepositDone {
+		d, _ = a.Deposit(ctxT(t), d.ID)
+	}
+	px.Add(hostile.Rule{Route: "/v1/mint/bolt11", Fault: hostile.Refuse, Detail: "no"})
+	for i := range 2 {
+		r, err := a.Audit(ctxT(t), ms[1].URL, px.URL, 10)
+		if err != nil || r.Outcome != audit.OutcomeFailed || r.Fault != audit.RolePayee {
+			t.Fatalf("round %d: %+v %v", i, r, err)
+		}
+		if h := balanced(t, a); h.Books.LostToMintSats != uint64(10*(i+1)) {
+			t.Fatalf("lost after round %d: %+v", i, h.Books)
+		}
+	}
+	failedMu.Lock()
+	if len(failed) != 2 || failed[0] != px.URL || failed[1] != px.URL {
+		t.Errorf("failures told: %v", failed)
+	}
+	failedMu.Unlock()
+	es, _, _ := a.Entries(px.URL, 0, 10)
+	if len(es) != 2 || es[0].Outcome != audit.OutcomeFailed || es[0].Role != audit.RolePayee {
+		t.Fatalf("payee entries: %+v", es)
+	}
+	if !mintHolding(t, a, px.URL).Withdrawn {
+		t.Fatal("two failed audits in a row, not withdrawn")
+	}
+	r, err := a.RunRound(ctxT(t))
+	if err != nil || r.Payer != px.URL || r.Outcome != audit.OutcomeOK {
+		t.Fatalf("the withdrawn mint is not paying out: %+v %v", r, err)
+	}
+	px.Clear()
+	if err := a.Resume(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	if h := balanced(t, a); h.Books.LostToMintSats != 0 || h.Books.InFlightSats != 0 {
+		t.Fatalf("the late mints are not booked back: %+v", h.Books)
+	}
+}
+
+// TestPayerNeverPays: a melt the payer takes and never pays stays pending,
+// its sats in flight, the books balanced, before and after a resume.
+func TestPayerNeverPays(t *testing.T) {
+	ms := mints(t, 2)
+	st := openStore(t, t.TempDir())
+	defer st.Close()
+	a := shortWait(t, st)
+	for _, m := range ms {
+		fund(t, a, m, 100)
+	}
+	ms[1].Node.SetOutcome(func(string) lightning.State { return lightning.Pending })
+	r, err := a.Audit(ctxT(t), ms[1].URL, ms[0].URL, 10)
+	if err != nil || r.Outcome != audit.OutcomePending {
+		t.Fatalf("round: %+v %v", r, err)
+	}
+	if h := mintHolding(t, a, ms[1].URL); h.InFlightSats < 10 || h.HeldSats > 90 {
+		t.Fatalf("payer holding: %+v", h)
+	}
+	time.Sleep(2 * time.Second) // past PayeeWait: the entry says why it is pending
+	if err := a.Resume(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	es, _, _ := a.Entries(ms[1].URL, 0, 10)
+	if len(es) != 1 || es[0].Outcome != audit.OutcomePending || es[0].Role != audit.RolePayer {
+		t.Fatalf("payer entries: %+v", es)
+	}
+	balanced(t, a)
+}
+
+// spentSayer is a mint that says every proof is spent (NUT-07).
+func spentSayer(t *testing.T, mint string) string {
+	u, _ := url.Parse(mint)
+	rp := httputil.NewSingleHostReverseProxy(u)
+	rp.ModifyResponse = func(r *http.Response) error {
+		if r.Request.URL.Path != "/v1/checkstate" {
+			return nil
+		}
+		b, err := io.ReadAll(r.Body)
+		if err != nil {
+			return err
+		}
+		b = bytes.ReplaceAll(b, []byte(`"UNSPENT"`), []byte(`"SPENT"`))
+		r.Body = io.NopCloser(bytes.NewReader(b))
+		r.ContentLength = int64(len(b))
+		r.Header.Set("Content-Length", strconv.Itoa(len(b)))
+		return nil
+	}
+	srv := httptest.NewServer(rp)
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// TestHeldProofsSaidSpent: a mint that says the wallet's unspent ecash is
+// spent is flagged by the holdings check at once, and gets no more sats.
+func TestHeldProofsSaidSpent(t *testing.T) {
+	ms := mints(t, 2)
+	liar := spentSayer(t, ms[0].URL)
+	st := openStore(t, t.TempDir())
+	defer st.Close()
+	a := shortWait(t, st)
+	fund(t, a, ms[1], 100)
+	d, err := a.DepositQuote(ctxT(t), liar, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms[0].Node.PayInvoice(d.Invoice)
+	for d.State != audit.DepositDone {
+		d, _ = a.Deposit(ctxT(t), d.ID)
+	}
+	if err := a.CheckHoldings(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	h := mintHolding(t, a, liar)
+	if h.Flag == nil || !h.Withdrawn || h.Flag.Sats != 100 {
+		t.Fatalf("not flagged: %+v", h)
+	}
+	if h := mintHolding(t, a, ms[1].URL); h.Flag != nil || h.Withdrawn {
+		t.Fatalf("the honest mint is flagged: %+v", h)
+	}
+	if r, err := a.Audit(ctxT(t), ms[1].URL, liar, 10); err == nil {
+		t.Fatalf("a round paid the flagged mint: %+v", r)
+	}
+	for range 2 {
+		r, err := a.RunRound(ctxT(t))
+		if err == nil && r.Payee == liar {
+			t.Fatalf("the flagged mint was paid: %+v", r)
+		}
+	}
+}
+
+// TestLowTrustWithdrawn: a mint whose directory trust falls under
+// --audit-min-trust gets no more sats, and pays out what it holds.
+func TestLowTrustWithdrawn(t *testing.T) {
+	ms := mints(t, 2)
+	st := openStore(t, t.TempDir())
+	defer st.Close()
+	a, err := audit.New(audit.Config{Settings: audit.DefaultSettings(), DB: st.DB, Log: logger, Timeout: 5 * time.Second,
+		Trust: func(u string) (int, bool) { return 10, u == ms[0].URL }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(a.Close)
+	for _, m := range ms {
+		fund(t, a, m, 100)
+	}
+	if r, err := a.Audit(ctxT(t), ms[1].URL, ms[0].URL, 10); err == nil {
+		t.Fatalf("a round paid the low-trust mint: %+v", r)
+	}
+	if !mintHolding(t, a, ms[0].URL).Withdrawn || mintHolding(t, a, ms[1].URL).Withdrawn {
+		t.Fatal("withdrawn is not the low-trust mint alone")
+	}
+	r, err := a.RunRound(ctxT(t))
+	if err != nil || r.Payer != ms[0].URL || r.Outcome != audit.OutcomeOK {
+		t.Fatalf("the low-trust mint is not paying out: %+v %v", r, err)
+	}
+}
