@@ -78,6 +78,18 @@ func (l *BanList) Ban(b Ban) {
 	l.version.Add(1)
 }
 
+// BanMany adds or replaces many bans at once.
+func (l *BanList) BanMany(bans []Ban) {
+	l.mu.Lock()
+	for _, b := range bans {
+		if pk, ok := key(b.PubKey); ok {
+			l.bans.put(pk, termsOf(b))
+		}
+	}
+	l.mu.Unlock()
+	l.version.Add(1)
+}
+
 // Unban removes the ban of pubkey (hex), if any.
 func (l *BanList) Unban(pubkey string) {
 	pk, ok := key(pubkey)

@@ -294,11 +294,12 @@ type banView struct {
 	BannedBy  string  `json:"banned_by"`
 	LiftedAt  *int64  `json:"lifted_at"`
 	LiftedBy  *string `json:"lifted_by"`
+	Batch     string  `json:"batch,omitempty"`
 }
 
 func viewBan(b banlist.Ban, now int64) banView {
 	return banView{ID: b.ID, PubKey: pubkey.NPub(b.PubKey), PubKeyHex: b.PubKey, Reason: b.Reason, CreatedAt: b.CreatedAt,
-		ExpiresAt: b.ExpiresAt, State: b.State(now), BannedBy: b.BannedBy, LiftedAt: b.LiftedAt, LiftedBy: b.LiftedBy}
+		ExpiresAt: b.ExpiresAt, State: b.State(now), BannedBy: b.BannedBy, LiftedAt: b.LiftedAt, LiftedBy: b.LiftedBy, Batch: b.Batch}
 }
 
 type banResult struct {

@@ -1,0 +1,92 @@
+package banlistapi_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/outpost-relay/outpost/banlist"
+	"github.com/outpost-relay/outpost/pubkey"
+)
+
+// bulkKeys are valid public keys (x coordinates on the curve), cheap to
+// make by the ten thousand.
+var bulkKeys = func() []string {
+	var out []string
+	for i := 1; len(out) < 2*banlist.MaxBatch+10; i++ {
+		if k, err := pubkey.Parse(fmt.Sprintf("%064x", i)); err == nil {
+			out = append(out, k)
+		}
+	}
+	return out
+}()
+
+func bulkKey(i int) string { return bulkKeys[i] }
+
+// ndjson is n bans, one a line, of keys from first on.
+func ndjson(first, n int, extra string) string {
+	var b strings.Builder
+	for i := first; i < first+n; i++ {
+		fmt.Fprintf(&b, `{"pubkey":"%s","reason":"spam wave"%s}`+"\n", bulkKey(i), extra)
+	}
+	return b.String()
+}
+
+// TestBulkBans: POST /admin/bans takes a JSON array (npub or hex) or NDJSON,
+// enforces every ban at once, audits the batch once and refuses what is
+// too much or not allowed.
+func TestBulkBans(t *testing.T) {
+	e := newEnv(t, options{})
+	api := e.api
+	arr := []any{
+		map[string]any{"pubkey": pubkey.NPub(bulkKey(0)), "reason": "spam"},
+		map[string]any{"pubkey": bulkKey(1), "reason": "flood", "duration": 60},
+		map[string]any{"pubkey": bulkKey(2), "reason": "flood", "expires_at": e.clock.Now().Unix() + 60},
+	}
+	r := api.Do("POST", "/admin/bans", arr, bearer(adminKey)...)
+	wantStatus(t, r, 200, "")
+	var res struct {
+		Status string        `json:"status"`
+		Batch  banlist.Batch `json:"batch"`
+	}
+	r.JSON(t, &res)
+	if res.Status != "banned" || res.Batch.Banned != 3 {
+		t.Fatalf("answer %s", r.Body)
+	}
+	st := api.Do("GET", "/blocked/pubkeys/"+bulkKey(1), nil).Map(t)
+	if st["blocked"] != true || st["expires_at"] != float64(e.clock.Now().Unix()+60) {
+		t.Errorf("status of a ban with duration: %v", st)
+	}
+
+	start := time.Now()
+	r = api.Do("POST", "/admin/bans", ndjson(3, banlist.MaxBatch, ""), bearer(adminKey)[0], bearer(adminKey)[1], "Content-Type", "application/x-ndjson")
+	wantStatus(t, r, 200, "")
+	t.Logf("%d bans as NDJSON in %v", banlist.MaxBatch, time.Since(start))
+	if n := e.svc.List().ActiveBans(e.clock.Now().Unix()); n != banlist.MaxBatch+3 {
+		t.Errorf("%d bans enforced, want %d", n, banlist.MaxBatch+3)
+	}
+	audit := api.Do("GET", "/admin/audit?limit=10", nil, bearer(adminKey)...).Map(t)["audit"].([]any)
+	if len(audit) != 2 || audit[0].(map[string]any)["action"] != "ban.batch" {
+		t.Errorf("audit log: %v", audit)
+	}
+	bans := api.Do("GET", "/admin/bans?limit=1", nil, bearer(adminKey)...).Map(t)["bans"].([]any)
+	if len(bans) != 1 || bans[0].(map[string]any)["batch"] == "" {
+		t.Errorf("a bulk ban does not name its batch: %v", bans)
+	}
+
+	ndHeaders := []string{"Authorization", "Bearer " + adminKey, "Content-Type", "application/x-ndjson"}
+	wantStatus(t, api.Do("POST", "/admin/bans", ndjson(0, banlist.MaxBatch+1, ""), ndHeaders...), 400, "invalid_batch")
+	wantStatus(t, api.Do("POST", "/admin/bans", ndjson(0, 2, "")+"{\n", ndHeaders...), 400, "invalid_json")
+	long := `,"comment":"` + strings.Repeat("x", 1000) + `"`
+	wantStatus(t, api.Do("POST", "/admin/bans", ndjson(0, banlist.MaxBatch, long), ndHeaders...), 413, "request_too_large")
+	r = api.Do("POST", "/admin/bans", ndjson(0, 5, "")+`{"pubkey":"bad","reason":"x"}`, ndHeaders...)
+	wantStatus(t, r, 400, "invalid_pubkey")
+	if d, _ := r.Map(t)["details"].(map[string]any); d["index"] != float64(5) {
+		t.Errorf("the refusal does not name the bad ban: %s", r.Body)
+	}
+	if n := len(api.Do("GET", "/admin/audit?limit=10", nil, bearer(adminKey)...).Map(t)["audit"].([]any)); n != 2 {
+		t.Errorf("refused batches were audited: %d entries", n)
+	}
+	wantStatus(t, api.Do("POST", "/admin/bans", arr), 401, "unauthorized")
+}
