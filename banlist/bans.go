@@ -241,16 +241,23 @@ func wordKey(w string) []byte {
 	return kv.Key(kv.PrefixBanlist, kindWord, []byte(policies.NormalizeText(w)))
 }
 
+func validWord(word string) error {
+	if policies.NormalizeText(word) == "" {
+		return outpost.Errorf(outpost.Invalid, "invalid_word", "word must contain a letter or digit")
+	}
+	if len([]rune(word)) > MaxWordLen {
+		return outpost.Errorf(outpost.Invalid, "invalid_word", "word is longer than %d characters", MaxWordLen)
+	}
+	return nil
+}
+
 // AddWord blocks word; a word with the same normal form conflicts.
 func (s *Service) AddWord(ctx context.Context, actor, word string) (Word, error) {
 	if err := s.writable(actor); err != nil {
 		return Word{}, err
 	}
-	if policies.NormalizeText(word) == "" {
-		return Word{}, outpost.Errorf(outpost.Invalid, "invalid_word", "word must contain a letter or digit")
-	}
-	if len([]rune(word)) > MaxWordLen {
-		return Word{}, outpost.Errorf(outpost.Invalid, "invalid_word", "word is longer than %d characters", MaxWordLen)
+	if err := validWord(word); err != nil {
+		return Word{}, err
 	}
 	s.writes.Lock()
 	defer s.writes.Unlock()
@@ -272,7 +279,8 @@ func (s *Service) AddWord(ctx context.Context, actor, word string) (Word, error)
 	if err != nil {
 		return Word{}, err
 	}
-	return w, s.reloadWords()
+	s.list.AddWords(w.Word)
+	return w, nil
 }
 
 // RemoveWord unblocks word (matched by its normal form).
@@ -299,7 +307,8 @@ func (s *Service) RemoveWord(ctx context.Context, actor, word string) (Word, err
 	if err != nil {
 		return Word{}, err
 	}
-	return removed, s.reloadWords()
+	s.list.RemoveWords(removed.Word)
+	return removed, nil
 }
 
 // Words lists the blocked words with their metadata.
@@ -312,19 +321,6 @@ func (s *Service) Words(ctx context.Context) ([]Word, error) {
 		})
 	})
 	return out, err
-}
-
-func (s *Service) reloadWords() error {
-	words, err := s.Words(context.Background())
-	if err != nil {
-		return err
-	}
-	list := make([]string, len(words))
-	for i, w := range words {
-		list[i] = w.Word
-	}
-	s.list.SetWords(list)
-	return nil
 }
 
 func isHex(s string) bool {

@@ -149,3 +149,67 @@ func (s *Service) banChunk(actor string, reqs []BanRequest, now time.Time, audit
 		s.list.BanMany(bans)
 	})
 }
+
+// MaxWordBatch caps the words of one AddWords.
+const MaxWordBatch = 1000
+
+// WordBatch is what AddWords did.
+type WordBatch struct {
+	ID    string `json:"id"`    // of its audit entry
+	Added []Word `json:"added"` // the words not blocked before
+}
+
+// AddWords blocks many words at once, in one transaction with one audit
+// entry (action "word.batch", the words added in its after). Words blocked
+// already (by their normal form) are left as they are. One bad word
+// refuses all of them, naming its index.
+func (s *Service) AddWords(ctx context.Context, actor string, words []string) (WordBatch, error) {
+	if err := s.writable(actor); err != nil {
+		return WordBatch{}, err
+	}
+	if len(words) == 0 || len(words) > MaxWordBatch {
+		return WordBatch{}, outpost.Errorf(outpost.Invalid, "invalid_batch", "a batch holds 1 to %d words, not %d", MaxWordBatch, len(words))
+	}
+	for i, w := range words {
+		if err := validWord(w); err != nil {
+			e := outpost.AsError(err).With("index", i)
+			e.Message = fmt.Sprintf("word %d: %s", i, e.Message)
+			return WordBatch{}, e
+		}
+	}
+	now := s.now()
+	auditID := s.newID(now)
+	var batch WordBatch
+	err := s.update(func(txn *kv.Txn) error {
+		batch = WordBatch{ID: hex.EncodeToString(auditID), Added: []Word{}}
+		seen := map[string]bool{}
+		names := []string{}
+		for _, word := range words {
+			key := wordKey(word)
+			found, err := kv.GetJSON(txn, key, &Word{})
+			if err != nil {
+				return err
+			}
+			if found || seen[string(key)] {
+				continue
+			}
+			seen[string(key)] = true
+			w := Word{Word: word, AddedAt: now.Unix(), AddedBy: actor}
+			if err := kv.PutJSON(txn, key, w); err != nil {
+				return err
+			}
+			batch.Added = append(batch.Added, w)
+			names = append(names, word)
+		}
+		e := AuditEntry{ID: batch.ID, At: now.Unix(), Actor: actor, Action: "word.batch", Target: batch.ID,
+			Before: rawJSON(nil), After: rawJSON(map[string][]string{"words": names})}
+		return kv.PutJSON(txn, kv.Key(kv.PrefixBanlist, kindAudit, auditID), e)
+	}, func() {
+		names := make([]string, len(batch.Added))
+		for i, w := range batch.Added {
+			names[i] = w.Word
+		}
+		s.list.AddWords(names...)
+	})
+	return batch, err
+}

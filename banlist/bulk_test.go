@@ -99,3 +99,51 @@ func TestBanManyRefusesWhole(t *testing.T) {
 		t.Errorf("refused batches wrote %d bans", len(bans))
 	}
 }
+
+// TestAddWords: a batch of words is enforced at once, audited once, reaches
+// the changes feed, and leaves words blocked before as they were.
+func TestAddWords(t *testing.T) {
+	ctx, c, svc, _ := newService(t)
+	if _, err := svc.AddWord(ctx, "key:a", "Casino"); err != nil {
+		t.Fatal(err)
+	}
+	c.Add(10 * time.Second)
+	since := c.Now()
+	c.Add(10 * time.Second)
+	words := make([]string, MaxWordBatch)
+	for i := range words {
+		words[i] = fmt.Sprintf("bulkword%d", i)
+	}
+	words[7] = "CASINO"
+	words[8] = "bulkword9"
+	batch, err := svc.AddWords(ctx, "key:a", words)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(batch.Added) != MaxWordBatch-2 {
+		t.Errorf("%d words added, want %d", len(batch.Added), MaxWordBatch-2)
+	}
+	if w, ok := svc.List().BlockedWord("win at bulkword999"); !ok || w != "bulkword999" {
+		t.Errorf("a batch word is not enforced: %q %v", w, ok)
+	}
+	if w, _ := svc.List().BlockedWord("casino"); w != "Casino" {
+		t.Errorf("a word blocked before changed: %q", w)
+	}
+	if audit, _ := svc.Audit(ctx, 0, 5); len(audit) != 2 || audit[0].Action != "word.batch" {
+		t.Errorf("audit log: %+v", audit)
+	}
+	ch, err := svc.Changes(ctx, since)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ch.WordsAdded) != MaxWordBatch-2 {
+		t.Errorf("changes feed has %d words added, want %d", len(ch.WordsAdded), MaxWordBatch-2)
+	}
+	_, err = svc.AddWords(ctx, "key:a", []string{"fine", "!!!"})
+	if e := outpost.AsError(err); e == nil || e.Code != "invalid_word" || e.Details["index"] != 1 {
+		t.Errorf("a bad word: %v", err)
+	}
+	if _, ok := svc.List().BlockedWord("fine"); ok {
+		t.Error("a refused batch blocked a word")
+	}
+}

@@ -3,6 +3,7 @@ package banlist
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"slices"
 	"strconv"
 	"strings"
@@ -81,6 +82,12 @@ func (s *Service) Changes(ctx context.Context, since time.Time) (Changes, error)
 				keys[e.Target] = true
 			case "word.add", "word.remove":
 				words[policies.NormalizeText(e.Target)] = true
+			case "word.batch":
+				var b struct{ Words []string }
+				json.Unmarshal(e.After, &b)
+				for _, w := range b.Words {
+					words[policies.NormalizeText(w)] = true
+				}
 			}
 			return true, ctx.Err()
 		})

@@ -39,8 +39,11 @@ type BanList struct {
 	mu      sync.RWMutex
 	bans    banSet
 	events  map[[32]byte]struct{} // ids of events hidden by a moderator
-	words   atomic.Pointer[wordMatcher]
+	words   atomic.Pointer[wordSet]
 	version atomic.Uint64
+
+	wordsMu    sync.Mutex // serializes changes of words and their rebuilds
+	rebuilding bool       // a rebuildWords runs
 
 	allowed         map[string]struct{} // authors on the allow list
 	allowedKinds    map[int]struct{}
@@ -119,8 +122,11 @@ func (l *BanList) SetBans(bans []Ban) {
 // SetWords replaces the blocked words. Words are matched in the normal form
 // of NormalizeText; words with the same normal form count once.
 func (l *BanList) SetWords(words []string) {
-	l.words.Store(newWordMatcher(words))
+	set := fullSet(words)
+	l.wordsMu.Lock()
+	l.words.Store(set)
 	l.version.Add(1)
+	l.wordsMu.Unlock()
 }
 
 func termsOf(b Ban) banTerms { return banTerms{reason: b.Reason, expiresAt: b.ExpiresAt} }
@@ -201,7 +207,7 @@ func (l *BanList) Words() []string {
 	if m == nil {
 		return []string{}
 	}
-	return slices.Clone(m.words)
+	return append([]string{}, m.words...)
 }
 
 // BanEvent hides the event with this id (hex) and keeps it from being
@@ -280,8 +286,8 @@ func (l *BanList) ActiveBans(now int64) int {
 
 // WordCount is the number of blocked words, without copying them.
 func (l *BanList) WordCount() int {
-	if m := l.words.Load(); m != nil {
-		return len(m.words)
+	if s := l.words.Load(); s != nil {
+		return len(s.words)
 	}
 	return 0
 }

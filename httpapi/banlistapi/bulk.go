@@ -38,10 +38,9 @@ type batchResult struct {
 // checked before any of it is written.
 func handleBanMany(svc *banlist.Service) http.HandlerFunc {
 	return httpapi.Handle(func(w http.ResponseWriter, r *http.Request) error {
-		// Read whole first, so an oversized body is 413 whatever it holds.
-		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBulkBytes))
+		body, err := readBulk(w, r)
 		if err != nil {
-			return readErrorOr(err, outpost.Errorf(outpost.Invalid, "invalid_request", "could not read the request body"))
+			return err
 		}
 		bans, err := decodeBatch(bytes.NewReader(body), isNDJSON(r))
 		if err != nil {
@@ -61,6 +60,34 @@ func handleBanMany(svc *banlist.Service) http.HandlerFunc {
 		}
 		return httpapi.Encode(w, http.StatusOK, batchResult{Status: "banned", Batch: batch})
 	})
+}
+
+// readBulk reads a body of up to maxBulkBytes, whole first, so an oversized
+// body is 413 whatever it holds.
+func readBulk(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBulkBytes))
+	if err != nil {
+		return nil, readErrorOr(err, outpost.Errorf(outpost.Invalid, "invalid_request", "could not read the request body"))
+	}
+	return body, nil
+}
+
+type wordBatchResult struct {
+	Status string            `json:"status"`
+	Batch  banlist.WordBatch `json:"batch"`
+}
+
+// handleAddWords blocks an array of words at once (banlist.AddWords).
+func handleAddWords(svc *banlist.Service, w http.ResponseWriter, r *http.Request, body []byte) error {
+	var words []string
+	if err := json.Unmarshal(body, &words); err != nil {
+		return outpost.Errorf(outpost.Invalid, "invalid_json", "a batch of words is a JSON array of strings")
+	}
+	batch, err := svc.AddWords(r.Context(), actor(r), words)
+	if err != nil {
+		return err
+	}
+	return httpapi.Encode(w, http.StatusCreated, wordBatchResult{Status: "added", Batch: batch})
 }
 
 func isNDJSON(r *http.Request) bool {

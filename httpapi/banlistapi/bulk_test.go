@@ -90,3 +90,25 @@ func TestBulkBans(t *testing.T) {
 	}
 	wantStatus(t, api.Do("POST", "/admin/bans", arr), 401, "unauthorized")
 }
+
+// TestBulkWords: POST /admin/words with an array blocks every word in it.
+func TestBulkWords(t *testing.T) {
+	e := newEnv(t, options{})
+	r := e.api.Do("POST", "/admin/words", []string{"rugpull", "free money", "RUGPULL"}, bearer(adminKey)...)
+	wantStatus(t, r, 201, "")
+	var res struct {
+		Batch banlist.WordBatch `json:"batch"`
+	}
+	if r.JSON(t, &res); len(res.Batch.Added) != 2 {
+		t.Fatalf("answer %s", r.Body)
+	}
+	if w, ok := e.svc.List().BlockedWord("get FREE money"); !ok || w != "free money" {
+		t.Errorf("not enforced: %q %v", w, ok)
+	}
+	wantStatus(t, e.api.Do("POST", "/admin/words", []any{"ok", 5}, bearer(adminKey)...), 400, "invalid_json")
+	wantStatus(t, e.api.Do("POST", "/admin/words", []string{"ok", "???"}, bearer(adminKey)...), 400, "invalid_word")
+	wantStatus(t, e.api.Do("POST", "/admin/words", []string{}, bearer(adminKey)...), 400, "invalid_batch")
+	if _, ok := e.svc.List().BlockedWord("ok"); ok {
+		t.Error("a refused batch blocked a word")
+	}
+}

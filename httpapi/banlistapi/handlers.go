@@ -450,10 +450,22 @@ func (q *wordRequest) Valid() error {
 	return nil
 }
 
+// handleAddWord blocks a word ({"word": ...}), or many at once (an array
+// of words: handleAddWords).
 func handleAddWord(svc *banlist.Service) http.HandlerFunc {
 	return httpapi.Handle(func(w http.ResponseWriter, r *http.Request) error {
-		q, err := httpapi.Decode[wordRequest](w, r)
+		body, err := readBulk(w, r)
 		if err != nil {
+			return err
+		}
+		if trimmed := bytes.TrimSpace(body); len(trimmed) > 0 && trimmed[0] == '[' {
+			return handleAddWords(svc, w, r, trimmed)
+		}
+		var q wordRequest
+		if err := httpapi.DecodeBytes(body, &q); err != nil {
+			return err
+		}
+		if err := q.Valid(); err != nil {
 			return err
 		}
 		word, err := svc.AddWord(r.Context(), actor(r), q.Word)
