@@ -2,6 +2,7 @@ package banlistapi
 
 import (
 	"bytes"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/outpost-relay/outpost"
 	"github.com/outpost-relay/outpost/banlist"
@@ -176,4 +178,35 @@ func readErrorOr(err, otherwise error) error {
 		return e
 	}
 	return otherwise
+}
+
+// pageLimits are those of the pages of GET /blocked/pubkeys.
+var pageLimits = httpapi.Paging{Default: 1000, Max: 10_000}
+
+// servePage answers a page of the active bans. A reader that pages
+// through the list takes the first page's cursor: ?since= with it then
+// gives every change made while it paged, and after.
+func servePage(w http.ResponseWriter, r *http.Request, svc *banlist.Service, at time.Time) error {
+	after := r.URL.Query().Get("after")
+	if after != "" && (len(after) != 64 || strings.ToLower(after) != after || !isHex(after)) {
+		return outpost.Errorf(outpost.Invalid, "invalid_after", "after must be the next of an earlier page: 64 lowercase hex characters").With("field", "after")
+	}
+	page, err := pageLimits.Parse(r)
+	if err != nil {
+		return err
+	}
+	bans, next, err := svc.ActivePage(r.Context(), after, page.Limit)
+	if err != nil {
+		return err
+	}
+	out := banlist.BlockedPage{PubKeys: blockedEntries(bans), Issuer: banlist.IssuerOf(svc, at)}
+	if next != "" {
+		out.Next = &next
+	}
+	return httpapi.Encode(w, http.StatusOK, out)
+}
+
+func isHex(s string) bool {
+	_, err := hex.DecodeString(s)
+	return err == nil
 }

@@ -112,3 +112,60 @@ func TestBulkWords(t *testing.T) {
 		t.Error("a refused batch blocked a word")
 	}
 }
+
+// TestBlockedPages: ?limit pages through the active bans in order of key,
+// every ban once, and the first page's cursor then gives what changed while
+// paging.
+func TestBlockedPages(t *testing.T) {
+	e := newEnv(t, options{})
+	const n = 2500
+	var body strings.Builder
+	for i := range n {
+		fmt.Fprintf(&body, `{"pubkey":"%s","reason":"wave"}`+"\n", bulkKey(i))
+	}
+	wantStatus(t, e.api.Do("POST", "/admin/bans", body.String(), "Authorization", "Bearer "+adminKey, "Content-Type", "application/x-ndjson"), 200, "")
+	wantStatus(t, e.api.Do("POST", "/admin/unban", map[string]any{"pubkey": bulkKey(7)}, bearer(adminKey)...), 200, "")
+
+	seen := map[string]bool{}
+	var cursor, after, last string
+	for pages := 0; ; pages++ {
+		path := "/blocked/pubkeys?limit=1000"
+		if after != "" {
+			path += "&after=" + after
+		}
+		r := e.api.Do("GET", path, nil)
+		wantStatus(t, r, 200, "")
+		var page banlist.BlockedPage
+		r.JSON(t, &page)
+		if cursor == "" {
+			cursor = page.Cursor
+			// A ban made while paging: the delta since the first page has it.
+			e.clock.Add(time.Second)
+			wantStatus(t, e.api.Do("POST", "/admin/ban", map[string]any{"pubkey": bulkKey(n), "reason": "late"}, bearer(adminKey)...), 200, "")
+		}
+		for _, b := range page.PubKeys {
+			hex, _ := pubkey.ParseForLookup(b.PubKey)
+			if seen[hex] || hex <= last {
+				t.Fatalf("page %d: %s again or out of order", pages, hex)
+			}
+			seen[hex], last = true, hex
+		}
+		if page.Next == nil {
+			break
+		}
+		after = *page.Next
+		if pages > n/1000+2 {
+			t.Fatal("paging does not end")
+		}
+	}
+	if len(seen) < n-1 || seen[bulkKey(7)] {
+		t.Errorf("paged %d bans (the lifted one: %v), want the %d active", len(seen), seen[bulkKey(7)], n-1)
+	}
+	r := e.api.Do("GET", "/blocked/pubkeys?since="+cursor, nil)
+	wantStatus(t, r, 200, "")
+	if !strings.Contains(string(r.Body), pubkey.NPub(bulkKey(n))) {
+		t.Errorf("the delta since the first page lacks the ban made while paging: %.300s", r.Body)
+	}
+	wantStatus(t, e.api.Do("GET", "/blocked/pubkeys?after=XYZ", nil), 400, "invalid_after")
+	wantStatus(t, e.api.Do("GET", "/blocked/pubkeys?limit=10001", nil), 400, "invalid_limit")
+}

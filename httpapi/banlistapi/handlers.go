@@ -95,8 +95,11 @@ func etagMatches(header, etag string) bool {
 func handleBlockedList(svc *banlist.Service, now func() time.Time) http.HandlerFunc {
 	var cache listCache
 	return func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Query().Has("since") {
+		if q := r.URL.Query(); q.Has("since") {
 			serveChanges(w, r, svc, false)
+			return
+		} else if q.Has("limit") || q.Has("after") {
+			httpapi.Handle(func(w http.ResponseWriter, r *http.Request) error { return servePage(w, r, svc, now()) })(w, r)
 			return
 		}
 		l, at := svc.List(), now()
