@@ -1,12 +1,14 @@
 package banlistapi_test
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/outpost-relay/outpost/banlist"
+	"github.com/outpost-relay/outpost/internal/testkit"
 	"github.com/outpost-relay/outpost/pubkey"
 )
 
@@ -168,4 +170,28 @@ func TestBlockedPages(t *testing.T) {
 	}
 	wantStatus(t, e.api.Do("GET", "/blocked/pubkeys?after=XYZ", nil), 400, "invalid_after")
 	wantStatus(t, e.api.Do("GET", "/blocked/pubkeys?limit=10001", nil), 400, "invalid_limit")
+}
+
+// TestFollowerTakesTheListInBatches: a follower's first sync of a long
+// list fetches it in pages and writes it in batches, each audited once.
+// (Before, each of its bans was a transaction and an audit entry of its own.)
+func TestFollowerTakesTheListInBatches(t *testing.T) {
+	primary := newEnv(t, options{})
+	const n = 12_000
+	for lo := 0; lo < n; lo += banlist.MaxBatch {
+		wantStatus(t, primary.api.Do("POST", "/admin/bans", ndjson(lo, min(banlist.MaxBatch, n-lo), ""),
+			"Authorization", "Bearer "+adminKey, "Content-Type", "application/x-ndjson"), 200, "")
+	}
+	f := newEnv(t, options{follow: primary.srv.URL + "/banlist"})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { f.svc.Follow(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	testkit.WaitFor(t, 30*time.Second, "the follower to hold the primary's list", func() bool {
+		return f.svc.List().ActiveBans(f.clock.Now().Unix()) == n
+	})
+	audit := f.api.Do("GET", "/admin/audit?limit=100", nil, bearer(adminKey)...).Map(t)["audit"].([]any)
+	if len(audit) != 2 {
+		t.Errorf("%d audit entries for %d mirrored bans, want 2 batches", len(audit), n)
+	}
 }
