@@ -298,11 +298,12 @@ type FollowCheck struct {
 	PrimaryEpoch  string  `json:"primary_epoch"`
 }
 
-// Health makes no outbound calls. A follower whose syncs have failed for
+// Health makes no outbound calls and never copies the list: it is asked
+// by probes, at any list size. A follower whose syncs have failed for
 // longer than policies.FailAfter is degraded: it enforces the last list it
 // got, which may be stale.
 func (s *Service) Health(ctx context.Context) outpost.Health[HealthChecks] {
-	h := outpost.NewHealth(outpost.Version, HealthChecks{ActiveBans: len(s.ActiveBans()), BlockedWords: len(s.list.Words())})
+	h := outpost.NewHealth(outpost.Version, HealthChecks{ActiveBans: s.list.ActiveBans(s.now().Unix()), BlockedWords: s.list.WordCount()})
 	if s.primary == "" {
 		return h
 	}

@@ -30,6 +30,9 @@ type Ban struct {
 	BannedBy  string  `json:"banned_by"`
 	LiftedAt  *int64  `json:"lifted_at"`
 	LiftedBy  *string `json:"lifted_by"`
+	// Batch is the id of the audit entry of the batch that made the ban
+	// (BanMany); empty for a ban made alone, audited by itself.
+	Batch string `json:"batch,omitempty"`
 }
 
 // State is the ban's state at now (unix seconds).
@@ -111,32 +114,10 @@ func (s *Service) Ban(ctx context.Context, actor, pk, reason string, expiresAt *
 	var ban Ban
 	var unallowed bool
 	err := s.update(func(txn *kv.Txn) error {
-		if expiresAt == nil {
-			var err error
-			_, unallowed, err = removeRecord[AllowedPubKey](s, txn, actor, "pubkey.unallow", pk, allowedPubKeyKey(pk), nil)
-			if err != nil {
-				return err
-			}
-		}
-		old, found, err := currentBan(txn, pk)
-		if err != nil {
-			return err
-		}
 		var before any
-		if found && old.State(now.Unix()) == StateActive {
-			at := now.Unix()
-			old.LiftedAt, old.LiftedBy = &at, &actor
-			if err := kv.PutJSON(txn, banKey(old.ID), old); err != nil {
-				return err
-			}
-			before = old
-		}
-		ban = Ban{ID: hex.EncodeToString(s.newID(now)), PubKey: pk, Reason: reason, CreatedAt: now.Unix(),
-			ExpiresAt: expiresAt, BannedBy: actor}
-		if err := kv.PutJSON(txn, banKey(ban.ID), ban); err != nil {
-			return err
-		}
-		if err := kv.PutJSON(txn, pubKeyIndex(pk), ban.ID); err != nil {
+		var err error
+		ban, before, unallowed, err = s.putBan(txn, actor, pk, reason, expiresAt, now, "")
+		if err != nil {
 			return err
 		}
 		return s.audit(txn, actor, "ban", pk, before, ban)
@@ -150,6 +131,37 @@ func (s *Service) Ban(ctx context.Context, actor, pk, reason string, expiresAt *
 		return Ban{}, err
 	}
 	return ban, nil
+}
+
+// putBan writes a ban of pk inside txn: it replaces pk's active ban, which
+// is recorded as lifted (and returned as before), and a ban with no end
+// takes pk off the allow list (unallowed). batch names the batch audit
+// entry of a ban made in bulk.
+func (s *Service) putBan(txn *kv.Txn, actor, pk, reason string, expiresAt *int64, now time.Time, batch string) (ban Ban, before any, unallowed bool, err error) {
+	if expiresAt == nil {
+		_, unallowed, err = removeRecord[AllowedPubKey](s, txn, actor, "pubkey.unallow", pk, allowedPubKeyKey(pk), nil)
+		if err != nil {
+			return Ban{}, nil, false, err
+		}
+	}
+	old, found, err := currentBan(txn, pk)
+	if err != nil {
+		return Ban{}, nil, false, err
+	}
+	if found && old.State(now.Unix()) == StateActive {
+		at := now.Unix()
+		old.LiftedAt, old.LiftedBy = &at, &actor
+		if err := kv.PutJSON(txn, banKey(old.ID), old); err != nil {
+			return Ban{}, nil, false, err
+		}
+		before = old
+	}
+	ban = Ban{ID: hex.EncodeToString(s.newID(now)), PubKey: pk, Reason: reason, CreatedAt: now.Unix(),
+		ExpiresAt: expiresAt, BannedBy: actor, Batch: batch}
+	if err := kv.PutJSON(txn, banKey(ban.ID), ban); err != nil {
+		return Ban{}, nil, false, err
+	}
+	return ban, before, unallowed, kv.PutJSON(txn, pubKeyIndex(pk), ban.ID)
 }
 
 // Unban lifts pk's active ban; without one it fails with ban_not_found.
@@ -229,16 +241,23 @@ func wordKey(w string) []byte {
 	return kv.Key(kv.PrefixBanlist, kindWord, []byte(policies.NormalizeText(w)))
 }
 
+func validWord(word string) error {
+	if policies.NormalizeText(word) == "" {
+		return outpost.Errorf(outpost.Invalid, "invalid_word", "word must contain a letter or digit")
+	}
+	if len([]rune(word)) > MaxWordLen {
+		return outpost.Errorf(outpost.Invalid, "invalid_word", "word is longer than %d characters", MaxWordLen)
+	}
+	return nil
+}
+
 // AddWord blocks word; a word with the same normal form conflicts.
 func (s *Service) AddWord(ctx context.Context, actor, word string) (Word, error) {
 	if err := s.writable(actor); err != nil {
 		return Word{}, err
 	}
-	if policies.NormalizeText(word) == "" {
-		return Word{}, outpost.Errorf(outpost.Invalid, "invalid_word", "word must contain a letter or digit")
-	}
-	if len([]rune(word)) > MaxWordLen {
-		return Word{}, outpost.Errorf(outpost.Invalid, "invalid_word", "word is longer than %d characters", MaxWordLen)
+	if err := validWord(word); err != nil {
+		return Word{}, err
 	}
 	s.writes.Lock()
 	defer s.writes.Unlock()
@@ -260,7 +279,8 @@ func (s *Service) AddWord(ctx context.Context, actor, word string) (Word, error)
 	if err != nil {
 		return Word{}, err
 	}
-	return w, s.reloadWords()
+	s.list.AddWords(w.Word)
+	return w, nil
 }
 
 // RemoveWord unblocks word (matched by its normal form).
@@ -287,7 +307,8 @@ func (s *Service) RemoveWord(ctx context.Context, actor, word string) (Word, err
 	if err != nil {
 		return Word{}, err
 	}
-	return removed, s.reloadWords()
+	s.list.RemoveWords(removed.Word)
+	return removed, nil
 }
 
 // Words lists the blocked words with their metadata.
@@ -300,19 +321,6 @@ func (s *Service) Words(ctx context.Context) ([]Word, error) {
 		})
 	})
 	return out, err
-}
-
-func (s *Service) reloadWords() error {
-	words, err := s.Words(context.Background())
-	if err != nil {
-		return err
-	}
-	list := make([]string, len(words))
-	for i, w := range words {
-		list[i] = w.Word
-	}
-	s.list.SetWords(list)
-	return nil
 }
 
 func isHex(s string) bool {

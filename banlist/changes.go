@@ -3,6 +3,7 @@ package banlist
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"slices"
 	"strconv"
 	"strings"
@@ -64,13 +65,29 @@ func (s *Service) Changes(ctx context.Context, since time.Time) (Changes, error)
 	from := since.Add(-changesSlack)
 	keys, words := map[string]bool{}, map[string]bool{}
 	err := s.db.View(func(txn *kv.Txn) error {
-		start := kv.Key(kv.PrefixBanlist, kindAudit, kv.U64(uint64(from.UnixNano())))
+		// Bans made since, in bulk too (audited once a batch): their ids
+		// are times.
+		start := kv.Key(kv.PrefixBanlist, kindBan, kv.U64(uint64(from.UnixNano())))
+		err := kv.EachJSON(txn, []byte{kv.PrefixBanlist, kindBan}, start, false, func(_ []byte, b Ban) (bool, error) {
+			keys[b.PubKey] = true
+			return true, ctx.Err()
+		})
+		if err != nil {
+			return err
+		}
+		start = kv.Key(kv.PrefixBanlist, kindAudit, kv.U64(uint64(from.UnixNano())))
 		return kv.EachJSON(txn, []byte{kv.PrefixBanlist, kindAudit}, start, false, func(_ []byte, e AuditEntry) (bool, error) {
 			switch e.Action {
 			case "ban", "unban":
 				keys[e.Target] = true
 			case "word.add", "word.remove":
 				words[policies.NormalizeText(e.Target)] = true
+			case "word.batch":
+				var b struct{ Words []string }
+				json.Unmarshal(e.After, &b)
+				for _, w := range b.Words {
+					words[policies.NormalizeText(w)] = true
+				}
 			}
 			return true, ctx.Err()
 		})

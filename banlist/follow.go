@@ -73,24 +73,38 @@ type mirror struct {
 const mirroredReason = "banned on the primary"
 
 func (m mirror) Ban(b policies.Ban) {
+	q, ok := m.request(b)
+	if !ok {
+		return
+	}
+	if _, err := m.s.Ban(m.ctx, m.s.followActor(), q.PubKey, q.Reason, q.ExpiresAt); err != nil {
+		m.s.log.Warn("ban list follow: a ban of the primary not mirrored", "pubkey", b.PubKey, "err", err)
+	}
+}
+
+// request is the ban to make here of the primary's b; none when this list
+// has it already, or it lapsed in transit.
+func (m mirror) request(b policies.Ban) (BanRequest, bool) {
 	now := m.s.now().Unix()
 	reason := strings.TrimSpace(b.Reason)
 	if reason == "" {
 		reason = mirroredReason
 	}
 	if cur, ok := m.s.list.Banned(b.PubKey, now); ok && cur.Reason == reason && cur.ExpiresAt == b.ExpiresAt {
-		return // already so: no new record, no audit entry
+		return BanRequest{}, false // already so: no new record, no audit entry
 	}
-	var expires *int64
+	if err := validReason(reason); err != nil { // one such would refuse its whole batch
+		m.s.log.Warn("ban list follow: a ban of the primary not mirrored", "pubkey", b.PubKey, "err", err)
+		return BanRequest{}, false
+	}
+	q := BanRequest{PubKey: b.PubKey, Reason: reason}
 	if b.ExpiresAt != 0 {
 		if b.ExpiresAt <= now {
-			return // lapsed in transit (or the clocks differ): nothing to enforce
+			return q, false // lapsed in transit (or the clocks differ): nothing to enforce
 		}
-		expires = &b.ExpiresAt
+		q.ExpiresAt = &b.ExpiresAt
 	}
-	if _, err := m.s.Ban(m.ctx, m.s.followActor(), b.PubKey, reason, expires); err != nil {
-		m.s.log.Warn("ban list follow: a ban of the primary not mirrored", "pubkey", b.PubKey, "err", err)
-	}
+	return q, true
 }
 
 func (m mirror) Unban(pk string) {
@@ -102,13 +116,22 @@ func (m mirror) Unban(pk string) {
 	}
 }
 
-// SetBans makes the active bans those given: new and changed ones banned,
-// the rest lifted.
+// SetBans makes the active bans those given: new and changed ones banned
+// (in batches), the rest lifted.
 func (m mirror) SetBans(bans []policies.Ban) {
 	want := make(map[string]bool, len(bans))
+	var batch []BanRequest
 	for _, b := range bans {
 		want[b.PubKey] = true
-		m.Ban(b)
+		if q, ok := m.request(b); ok {
+			batch = append(batch, q)
+		}
+	}
+	// A whole list (a first sync, a new server) is written in batches.
+	for lo := 0; lo < len(batch); lo += MaxBatch {
+		if _, err := m.s.BanMany(m.ctx, m.s.followActor(), batch[lo:min(lo+MaxBatch, len(batch))]); err != nil {
+			m.s.log.Warn("ban list follow: bans of the primary not mirrored", "bans", len(batch), "err", err)
+		}
 	}
 	for _, b := range m.s.ActiveBans() {
 		if !want[b.PubKey] {

@@ -28,6 +28,14 @@ type BlockedPubKeys struct {
 	Issuer
 }
 
+// BlockedPage is a page of GET /blocked/pubkeys (?limit, ?after).
+type BlockedPage struct {
+	PubKeys []BlockedPubKey `json:"pubkeys"`
+	// Next is the ?after= of the next page; null on the last.
+	Next *string `json:"next"`
+	Issuer
+}
+
 // BlockedWords is GET /blocked/words.
 type BlockedWords struct {
 	Words []string `json:"words"`

@@ -19,6 +19,7 @@ type Ban struct {
 	ExpiresAt int64 // unix seconds; 0 = never
 }
 
+// banEntry is a ban as read from the set.
 type banEntry struct {
 	reason    string
 	expiresAt int64
@@ -36,10 +37,13 @@ type banEntry struct {
 // names no event or author, so it is never banned: banning it does nothing.
 type BanList struct {
 	mu      sync.RWMutex
-	bans    map[[32]byte]banEntry
+	bans    banSet
 	events  map[[32]byte]struct{} // ids of events hidden by a moderator
-	words   atomic.Pointer[wordMatcher]
+	words   atomic.Pointer[wordSet]
 	version atomic.Uint64
+
+	wordsMu    sync.Mutex // serializes changes of words and their rebuilds
+	rebuilding bool       // a rebuildWords runs
 
 	allowed         map[string]struct{} // authors on the allow list
 	allowedKinds    map[int]struct{}
@@ -53,7 +57,7 @@ type BanList struct {
 
 // NewBanList returns an empty ban list.
 func NewBanList() *BanList {
-	return &BanList{bans: make(map[[32]byte]banEntry), events: make(map[[32]byte]struct{}), allowed: make(map[string]struct{})}
+	return &BanList{bans: newBanSet(0), events: make(map[[32]byte]struct{}), allowed: make(map[string]struct{})}
 }
 
 // key decodes a 64-character hex pubkey or event id.
@@ -72,7 +76,19 @@ func (l *BanList) Ban(b Ban) {
 		return
 	}
 	l.mu.Lock()
-	l.bans[pk] = entryFor(b)
+	l.bans.put(pk, termsOf(b))
+	l.mu.Unlock()
+	l.version.Add(1)
+}
+
+// BanMany adds or replaces many bans at once.
+func (l *BanList) BanMany(bans []Ban) {
+	l.mu.Lock()
+	for _, b := range bans {
+		if pk, ok := key(b.PubKey); ok {
+			l.bans.put(pk, termsOf(b))
+		}
+	}
 	l.mu.Unlock()
 	l.version.Add(1)
 }
@@ -84,21 +100,21 @@ func (l *BanList) Unban(pubkey string) {
 		return
 	}
 	l.mu.Lock()
-	delete(l.bans, pk)
+	l.bans.remove(pk)
 	l.mu.Unlock()
 	l.version.Add(1)
 }
 
 // SetBans replaces every ban at once.
 func (l *BanList) SetBans(bans []Ban) {
-	m := make(map[[32]byte]banEntry, len(bans))
+	set := newBanSet(len(bans))
 	for _, b := range bans {
 		if pk, ok := key(b.PubKey); ok {
-			m[pk] = entryFor(b)
+			set.put(pk, termsOf(b))
 		}
 	}
 	l.mu.Lock()
-	l.bans = m
+	l.bans = set
 	l.mu.Unlock()
 	l.version.Add(1)
 }
@@ -106,17 +122,14 @@ func (l *BanList) SetBans(bans []Ban) {
 // SetWords replaces the blocked words. Words are matched in the normal form
 // of NormalizeText; words with the same normal form count once.
 func (l *BanList) SetWords(words []string) {
-	l.words.Store(newWordMatcher(words))
+	set := fullSet(words)
+	l.wordsMu.Lock()
+	l.words.Store(set)
 	l.version.Add(1)
+	l.wordsMu.Unlock()
 }
 
-func entryFor(b Ban) banEntry {
-	msg := "blocked: you are banned from this relay"
-	if b.Reason != "" {
-		msg += ": " + b.Reason
-	}
-	return banEntry{reason: b.Reason, expiresAt: b.ExpiresAt, msg: msg}
-}
+func termsOf(b Ban) banTerms { return banTerms{reason: b.Reason, expiresAt: b.ExpiresAt} }
 
 // Banned reports whether pubkey (hex) has a ban active at now (unix seconds).
 func (l *BanList) Banned(pubkey string, now int64) (Ban, bool) {
@@ -133,7 +146,7 @@ func (l *BanList) lookup(pubkey string, now int64) (banEntry, bool) {
 		return banEntry{}, false
 	}
 	l.mu.RLock()
-	e, ok := l.bans[pk]
+	e, ok := l.bans.get(pk)
 	l.mu.RUnlock()
 	if !ok || !e.activeAt(now) {
 		return banEntry{}, false
@@ -149,7 +162,7 @@ func (e banEntry) activeAt(now int64) bool { return e.expiresAt == 0 || e.expire
 func (l *BanList) Hides(id, pubkey [32]byte, now int64) bool {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
-	if e, ok := l.bans[pubkey]; ok && e.activeAt(now) {
+	if e, ok := l.bans.get(pubkey); ok && e.activeAt(now) {
 		return true
 	}
 	_, ok := l.events[id]
@@ -172,8 +185,9 @@ func (l *BanList) BlockedWordIn(texts ...string) (string, bool) {
 // until then or until Version changes.
 func (l *BanList) Bans(now int64) (bans []Ban, nextExpiry int64) {
 	l.mu.RLock()
-	bans = make([]Ban, 0, len(l.bans))
-	for pk, e := range l.bans {
+	bans = make([]Ban, 0, len(l.bans.active))
+	for pk, i := range l.bans.active {
+		e := l.bans.entry(i)
 		if !e.activeAt(now) {
 			continue
 		}
@@ -193,7 +207,7 @@ func (l *BanList) Words() []string {
 	if m == nil {
 		return []string{}
 	}
-	return slices.Clone(m.words)
+	return append([]string{}, m.words...)
 }
 
 // BanEvent hides the event with this id (hex) and keeps it from being
@@ -251,5 +265,29 @@ func (l *BanList) Version() uint64 { return l.version.Load() }
 func (l *BanList) Len() int {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
-	return len(l.bans)
+	return len(l.bans.active) + len(l.bans.lapsed)
+}
+
+// ActiveBans counts the bans active at now without walking or copying the
+// list (health checks ask it at any size): only bans lapsed since the last
+// count are visited, once each.
+func (l *BanList) ActiveBans(now int64) int {
+	l.mu.RLock()
+	n, due := len(l.bans.active), l.bans.due(now)
+	l.mu.RUnlock()
+	if !due {
+		return n
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.bans.advance(now)
+	return len(l.bans.active)
+}
+
+// WordCount is the number of blocked words, without copying them.
+func (l *BanList) WordCount() int {
+	if s := l.words.Load(); s != nil {
+		return len(s.words)
+	}
+	return 0
 }

@@ -14,18 +14,20 @@ func (l *BanList) Held(pubkey string) (Ban, bool) {
 		return Ban{}, false
 	}
 	l.mu.RLock()
-	e, ok := l.bans[pk]
+	e, ok := l.bans.get(pk)
 	l.mu.RUnlock()
 	return Ban{PubKey: pubkey, Reason: e.reason, ExpiresAt: e.expiresAt}, ok
 }
 
-// Lapsed lists the held bans whose expiry is in (from, to].
+// Lapsed lists the held bans whose expiry is in (from, to]. Those lapsed
+// by to are moved aside first, so only they are looked through, not the list.
 func (l *BanList) Lapsed(from, to int64) []Ban {
 	var out []Ban
-	l.mu.RLock()
-	defer l.mu.RUnlock()
-	for pk, e := range l.bans {
-		if e.expiresAt > from && e.expiresAt <= to {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.bans.advance(to)
+	for pk, i := range l.bans.lapsed {
+		if e := l.bans.entry(i); e.expiresAt > from && e.expiresAt <= to {
 			out = append(out, Ban{PubKey: hex.EncodeToString(pk[:]), Reason: e.reason, ExpiresAt: e.expiresAt})
 		}
 	}

@@ -96,7 +96,7 @@ func newSyncer(baseURL string, m Mirror, opt SyncOptions) *syncer {
 		opt.Now = time.Now
 	}
 	s := &syncer{base: strings.TrimSuffix(baseURL, "/"), opt: opt, list: m}
-	s.keys = feed{path: "/blocked/pubkeys", whole: "pubkeys", apply: s.applyKeys}
+	s.keys = feed{path: "/blocked/pubkeys", whole: "pubkeys", paged: true, apply: s.applyKeys}
 	s.words = feed{path: "/blocked/words", whole: "words", words: true, apply: s.applyWords}
 	return s
 }
@@ -151,6 +151,7 @@ type feed struct {
 	path  string
 	whole string // the array of the whole list's answer
 	words bool
+	paged bool // the whole list is fetched in pages (getWhole)
 	apply func(a *listAnswer, whole bool)
 	// Of the last answer: with a cursor, polls ask only for changes
 	// (?since=); without one (an older outpost), with If-None-Match. A
@@ -194,13 +195,43 @@ func (s *syncer) pollFeed(ctx context.Context, f *feed) error {
 		}
 		f.cursor, f.etag, f.from = "", "", Identity{}
 	}
-	a, status, err := s.get(ctx, f.path, &f.etag, f.words, f.whole)
+	a, status, err := s.getWhole(ctx, f)
 	if err != nil || status == http.StatusNotModified {
 		return err
 	}
 	f.apply(a, true)
 	f.cursor, f.from = a.Cursor, a.Identity
 	return nil
+}
+
+// pageSize is the bans asked for in one page: the most an outpost gives.
+const pageSize = "10000"
+
+// getWhole fetches f's whole list: in pages when f is paged, so no answer
+// is larger than a page, whatever the size of the list. An outpost that
+// does not page answers the whole list to the first request (with no
+// next). Every page must come from the server of the first, each page
+// after the one before.
+func (s *syncer) getWhole(ctx context.Context, f *feed) (*listAnswer, int, error) {
+	if !f.paged {
+		return s.get(ctx, f.path, &f.etag, f.words, f.whole)
+	}
+	a, status, err := s.get(ctx, f.path+"?limit="+pageSize, &f.etag, f.words, f.whole)
+	for err == nil && status == http.StatusOK && a.Next != "" {
+		after := a.Next
+		var page *listAnswer
+		page, status, err = s.get(ctx, f.path+"?limit="+pageSize+"&after="+url.QueryEscape(after), nil, f.words, f.whole)
+		switch {
+		case err != nil:
+		case status != http.StatusOK || page.Identity != a.Identity:
+			err = fmt.Errorf("GET %s: the list changed servers while it was paged", f.path)
+		case page.Next != "" && page.Next <= after, len(a.Entries)+len(page.Entries) > maxSnapshot:
+			err = fmt.Errorf("GET %s: the pages do not end (over %d bans, or a page that goes back)", f.path, maxSnapshot)
+		default:
+			a.Entries, a.Next = append(a.Entries, page.Entries...), page.Next
+		}
+	}
+	return a, status, err
 }
 
 // applyKeys applies an answer of /blocked/pubkeys: the whole list, or

@@ -391,3 +391,57 @@ func TestStatusesOutOfPlace(t *testing.T) {
 		}
 	}
 }
+
+// A list larger than one answer may hold is fetched in pages, each under
+// the bounds of one answer, and then followed by its changes. (Before, the
+// whole list was one answer, refused past maxListEntries: a follower of a
+// long list enforced nothing.) Its changes are then polled as before.
+func TestSnapshotInPages(t *testing.T) {
+	maxListEntries = 1000
+	t.Cleanup(func() { maxListEntries = 200_000 })
+	var keys []string
+	for i := 1; len(keys) < 2500; i++ {
+		if k, err := pubkey.Parse(fmt.Sprintf("%064x", i)); err == nil {
+			keys = append(keys, k)
+		}
+	}
+	var pages atomic.Int64
+	tail := `"cursor":"1","service_pubkey":"` + pk(1) + `","epoch":"e1"`
+	srv := newHostile(t, func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		switch {
+		case strings.HasSuffix(r.URL.Path, "/words"):
+			jsonAnswer(`{"words":[],"added":[],"removed":[],`+tail+`}`)(w, r)
+		default:
+			pages.Add(1)
+			from := 0
+			for from < len(keys) && q.Get("after") != "" && keys[from] <= q.Get("after") {
+				from++
+			}
+			end := len(keys)
+			if q.Has("limit") {
+				end = min(from+1000, len(keys))
+			}
+			var entries []string
+			for _, k := range keys[from:end] {
+				entries = append(entries, fmt.Sprintf(`{"pubkey":%q,"reason":"wave","expires_at":null}`, k))
+			}
+			next := "null"
+			if end < len(keys) {
+				next = `"` + keys[end-1] + `"`
+			}
+			jsonAnswer(`{"pubkeys":[`+strings.Join(entries, ",")+`],"next":`+next+`,`+tail+`}`)(w, r)
+		}
+	})
+	ctx := testCtx(t)
+	l, err := SyncBanList(ctx, srv.srv.URL, SyncOptions{Interval: time.Hour, Log: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := l.ActiveBans(time.Now().Unix()); n != len(keys) {
+		t.Fatalf("%d bans held, want %d", n, len(keys))
+	}
+	if n := pages.Load(); n != 3 {
+		t.Errorf("%d pages fetched, want 3", n)
+	}
+}

@@ -16,13 +16,18 @@ import (
 const (
 	maxElementBytes = 64 << 10
 	maxListBytes    = 32 << 20 // 100,000 bans are about 15 MB of JSON
-	maxListEntries  = 200_000  // bans, or words, in one answer
+	// maxSnapshot bounds the bans of a whole list fetched in pages: ten
+	// million keys, the size the ban list is designed for.
+	maxSnapshot = 10_000_000
 )
+
+// maxListEntries bounds the bans, or words, of one answer (a page of bans
+// is 10,000); a variable so a test can lower it.
+var maxListEntries = 200_000
 
 var (
 	errElementTooBig = fmt.Errorf("an element of the answer is over %d bytes", maxElementBytes)
 	errBodyTooBig    = fmt.Errorf("the answer is over %d bytes", maxListBytes)
-	errTooMany       = fmt.Errorf("the answer lists over %d entries", maxListEntries)
 )
 
 // boundedBody reads a body for a json.Decoder, failing once the body is
@@ -57,6 +62,7 @@ func (b *boundedBody) mark() { b.elem = 0 }
 type listAnswer struct {
 	Identity
 	Cursor  string
+	Next    string        // pubkeys, a page: the ?after= of the next page; "" on the last
 	Entries []remoteEntry // pubkeys: the whole list, or added
 	Gone    []remoteEntry // pubkeys: lifted and expired
 	Words   []string      // words: the whole list, or added
@@ -112,7 +118,7 @@ func decodeList(r io.Reader, words bool, list string) (*listAnswer, error) {
 	d := newStreamDecoder(r)
 	a := &listAnswer{}
 	arrays := a.arrays(words)
-	strs := map[string]*string{"cursor": &a.Cursor, "service_pubkey": &a.PubKey, "epoch": &a.Epoch}
+	strs := map[string]*string{"cursor": &a.Cursor, "service_pubkey": &a.PubKey, "epoch": &a.Epoch, "next": &a.Next}
 	if err := open(d, '{'); err != nil {
 		return nil, err
 	}
@@ -168,7 +174,7 @@ func eachOf[T any](d *streamDecoder, a *listAnswer, out *[]T) error {
 	}
 	for d.More() {
 		if a.n++; a.n > maxListEntries {
-			return errTooMany
+			return fmt.Errorf("the answer lists over %d entries", maxListEntries)
 		}
 		var v T
 		if err := d.value(&v); err != nil {

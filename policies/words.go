@@ -146,22 +146,27 @@ func needsBoundary(r rune) bool {
 // wordMatcher finds blocked words in normalized text.
 type wordMatcher struct {
 	ac    aho.AhoCorasick
-	words []string // as given, in pattern order
+	words []string       // as given, in pattern order
+	norms map[string]int // normal form → pattern
 }
 
 // newWordMatcher builds a matcher for words; it drops words with no letters or
 // digits and words whose normal form repeats an earlier one.
-func newWordMatcher(words []string) *wordMatcher {
+func newWordMatcher(words []string) *wordMatcher { return buildMatcher(words, true) }
+
+// buildMatcher builds a matcher as a DFA, fast to match but slow to build
+// for thousands of words (about 1 s for 5,000), or without one, for the
+// few words changed since (wordSet).
+func buildMatcher(words []string, dfa bool) *wordMatcher {
 	fullFolding() // built here, at start-up, not on the first non-ASCII event
-	m := &wordMatcher{}
+	m := &wordMatcher{norms: map[string]int{}}
 	var patterns []string
-	seen := map[string]bool{}
 	for _, w := range words {
 		p := NormalizeText(w)
-		if p == "" || seen[p] {
+		if _, seen := m.norms[p]; p == "" || seen {
 			continue
 		}
-		seen[p] = true
+		m.norms[p] = len(patterns)
 		if first, _ := utf8.DecodeRuneInString(p); needsBoundary(first) {
 			p = " " + p
 		}
@@ -174,7 +179,7 @@ func newWordMatcher(words []string) *wordMatcher {
 	if len(patterns) == 0 {
 		return nil
 	}
-	b := aho.NewAhoCorasickBuilder(aho.Opts{MatchKind: aho.LeftMostFirstMatch, DFA: true})
+	b := aho.NewAhoCorasickBuilder(aho.Opts{MatchKind: aho.LeftMostFirstMatch, DFA: dfa})
 	m.ac = b.Build(patterns)
 	return m
 }
@@ -182,13 +187,18 @@ func newWordMatcher(words []string) *wordMatcher {
 var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
 
 // find returns the first blocked word in any of texts, as it was given to
-// the matcher, in one pass: their normal forms are laid end to end, each
-// with its end spaces, and no pattern holds two spaces in a row, so none
-// matches across two texts.
+// the matcher.
 func (m *wordMatcher) find(texts ...string) (string, bool) {
 	if m == nil {
 		return "", false
 	}
+	return normalizedFor(texts, func(text []byte) (string, bool) { return m.match(text, nil) })
+}
+
+// normalizedFor runs match on the normal forms of texts, in one pass: they
+// are laid end to end, each with its end spaces, and no pattern holds two
+// spaces in a row, so none matches across two texts.
+func normalizedFor(texts []string, match func([]byte) (string, bool)) (string, bool) {
 	bp := bufPool.Get().(*[]byte)
 	text := (*bp)[:0]
 	for _, s := range texts {
@@ -196,11 +206,23 @@ func (m *wordMatcher) find(texts ...string) (string, bool) {
 			text = appendNormalized(text, s)
 		}
 	}
-	match := m.ac.IterByte(text).Next()
+	w, ok := match(text)
 	*bp = text
 	bufPool.Put(bp)
-	if match == nil {
+	return w, ok
+}
+
+// match is the first match in normalized text of a word not in skip.
+func (m *wordMatcher) match(text []byte, skip map[string]bool) (string, bool) {
+	if m == nil {
 		return "", false
 	}
-	return m.words[match.Pattern()], true
+	it := m.ac.IterByte(text)
+	for match := it.Next(); match != nil; match = it.Next() {
+		w := m.words[match.Pattern()]
+		if len(skip) == 0 || !skip[NormalizeText(w)] {
+			return w, true
+		}
+	}
+	return "", false
 }

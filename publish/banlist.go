@@ -17,9 +17,9 @@ import (
 // BanList publishes a ban list as signed NIP-51 lists, within a second of
 // every change and of every temporary ban lapsing:
 //
-//   - the banned keys as kind-30000 sets, one page per first byte of the
-//     key (d = "outpost-bans-<2 hex digits>", so a change republishes one
-//     page of about n/256 keys), each key a tag
+//   - the banned keys as kind-30000 sets, one page per prefix of the key
+//     (d = "outpost-bans-<2 or more hex digits>", see BanPages; a change
+//     republishes only the pages whose tags changed), each key a tag
 //     ["p", <hex>, "", <reason>, <expires_at unix, for a temporary ban>];
 //     a page that empties is republished empty;
 //   - the blocked words as the service's kind-10000 mute list, one
@@ -116,18 +116,81 @@ func (b *BanList) publish(ctx context.Context, sg *signer, last map[string]nostr
 	return next, failed
 }
 
-// BanPages sorts bans into their kind-30000 pages, by d tag.
+// Limits of one page, under what relays take by default (strfry: 65,536
+// bytes an event; many relays: 1,000 tags or fewer).
+const (
+	maxPageTags  = 1000
+	maxPageBytes = 55_000 // of p tags: the rest of the event fits in the 60 KB a page may take
+)
+
+// BanPages sorts bans (sorted by key, as BanList.Bans gives them) into
+// their kind-30000 pages, by d tag: "outpost-bans-<prefix>", where prefix
+// is the first two hex digits of the keys it holds, and one more digit for
+// every time the page would outgrow maxPageTags or maxPageBytes: a full
+// page is split into the 16 pages of its prefix and one more digit, so the
+// pages deepen where the list grows. The prefixes of the pages are never
+// one another's: a reader takes every current kind-30000 page of the
+// service key whose d starts "outpost-bans-", and the union of their p tags
+// is the list (a page a split or a lift emptied is published empty).
 func BanPages(bans []policies.Ban) map[string]nostr.Tags {
-	byPage := map[string][]policies.Ban{}
-	for _, ban := range bans {
-		d := banPagePrefix + ban.PubKey[:2]
-		byPage[d] = append(byPage[d], ban)
-	}
-	out := make(map[string]nostr.Tags, len(byPage))
-	for d, page := range byPage {
-		out[d] = banPageTags(d, page)
+	out := map[string]nostr.Tags{}
+	for lo := 0; lo < len(bans); {
+		hi := runOf(bans, lo, 2)
+		addPages(out, bans[lo].PubKey[:2], bans[lo:hi])
+		lo = hi
 	}
 	return out
+}
+
+// runOf is where the run of bans from lo that share lo's first n digits ends.
+func runOf(bans []policies.Ban, lo, n int) int {
+	hi := lo + 1
+	for hi < len(bans) && bans[hi].PubKey[:n] == bans[lo].PubKey[:n] {
+		hi++
+	}
+	return hi
+}
+
+// addPages adds the page of prefix, or if its bans do not fit one, the
+// pages one digit deeper.
+func addPages(out map[string]nostr.Tags, prefix string, bans []policies.Ban) {
+	if fits(bans) || len(prefix) == 64 {
+		out[banPagePrefix+prefix] = banPageTags(banPagePrefix+prefix, bans)
+		return
+	}
+	for lo := 0; lo < len(bans); {
+		hi := runOf(bans, lo, len(prefix)+1)
+		addPages(out, bans[lo].PubKey[:len(prefix)+1], bans[lo:hi])
+		lo = hi
+	}
+}
+
+// fits reports whether bans fit one page, counting each tag's JSON at its
+// longest: an escaped character as 6 bytes, a byte of UTF-8 as 2.
+func fits(bans []policies.Ban) bool {
+	if len(bans)+2 > maxPageTags {
+		return false
+	}
+	size := 0
+	for _, b := range bans {
+		size += len(`["p","","",""],`) + len(b.PubKey) + len(`,"9999999999"`) + jsonLen(b.Reason)
+	}
+	return size <= maxPageBytes
+}
+
+func jsonLen(s string) int {
+	n := 0
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c < 0x20 || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&':
+			n += 6
+		case c >= 0x80:
+			n += 2
+		default:
+			n++
+		}
+	}
+	return n
 }
 
 func banPageTags(d string, bans []policies.Ban) nostr.Tags {

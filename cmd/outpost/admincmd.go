@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -49,6 +50,10 @@ type adminCommand struct {
 	flags    func(fs *flag.FlagSet, a *adminArgs)
 	check    func(a *adminArgs) error
 	run      func(ctx context.Context, svc *banlist.Service, a adminArgs, out, msgs io.Writer) error
+	// remoteArg: the argument as check rewrote it is what a running
+	// outpost gets over its socket (a file's absolute path).
+	remoteArg bool
+	timeout   time.Duration // for the command to finish; default 30 s
 }
 
 // adminCommands are the admin subcommands, by "command subcommand".
@@ -99,6 +104,14 @@ var adminCommands = map[string]adminCommand{
 			fmt.Fprintf(out, "unbanned %s\n", pubkey.NPub(a.pubkey))
 			return nil
 		},
+	},
+	"ban import": {
+		synopsis: "outpost ban import FILE [--reason R]", arg: "FILE",
+		flags: func(fs *flag.FlagSet, a *adminArgs) {
+			settings.Var(fs, &a.reason, "reason", "reason for the lines that are a bare key")
+		},
+		check: checkImport, remoteArg: true, timeout: 10 * time.Minute,
+		run: importBans,
 	},
 	"ban list": {
 		synopsis: "outpost ban list [--state active|expired|lifted]",
@@ -240,19 +253,19 @@ var adminCommands = map[string]adminCommand{
 // and the data dir it is for (--data-dir, else its twin in getenv). The same
 // arguments work locally and over the socket, which ignores the data dir.
 // --help prints the command's usage on stdout (flag.ErrHelp).
-func parseAdmin(args []string, getenv func(string) string, stdout io.Writer) (adminOp, string, error) {
+func parseAdmin(args []string, getenv func(string) string, stdout io.Writer) (adminOp, adminTarget, error) {
 	group := args[0]
 	if len(args) < 2 || strings.HasPrefix(args[1], "-") {
 		if len(args) >= 2 && isHelp(args[1]) {
 			fmt.Fprint(stdout, groupUsage(group))
-			return nil, "", flag.ErrHelp
+			return nil, adminTarget{}, flag.ErrHelp
 		}
-		return nil, "", usageErrorf(group, "%s needs a subcommand: %s", group, strings.Join(subcommands(group), ", "))
+		return nil, adminTarget{}, usageErrorf(group, "%s needs a subcommand: %s", group, strings.Join(subcommands(group), ", "))
 	}
 	name := group + " " + args[1]
 	cmd, ok := adminCommands[name]
 	if !ok {
-		return nil, "", usageErrorf(group, "unknown command %q; %s has %s", name, group, strings.Join(subcommands(group), ", "))
+		return nil, adminTarget{}, usageErrorf(group, "unknown command %q; %s has %s", name, group, strings.Join(subcommands(group), ", "))
 	}
 	fs := newFlagSet(name)
 	dir := defaultDataDir
@@ -265,26 +278,39 @@ func parseAdmin(args []string, getenv func(string) string, stdout io.Writer) (ad
 		usage(fs, cmd.synopsis, dataDirTwin)
 	}
 	if err := parseFlags(fs, name, reorder(args[2:]), stdout); err != nil {
-		return nil, "", err
+		return nil, adminTarget{}, err
 	}
 	if _, err := settings.FromEnv(fs, getenv, dataDirTwin); err != nil {
-		return nil, "", err
+		return nil, adminTarget{}, err
 	}
 	switch {
 	case cmd.arg != "" && fs.NArg() != 1:
-		return nil, "", usageErrorf(name, "%s takes one argument (%s), got %d", name, cmd.arg, fs.NArg())
+		return nil, adminTarget{}, usageErrorf(name, "%s takes one argument (%s), got %d", name, cmd.arg, fs.NArg())
 	case cmd.arg == "" && fs.NArg() > 0:
-		return nil, "", usageErrorf(name, "%s takes no arguments, got %q", name, strings.Join(fs.Args(), " "))
+		return nil, adminTarget{}, usageErrorf(name, "%s takes no arguments, got %q", name, strings.Join(fs.Args(), " "))
 	}
 	a.arg = fs.Arg(0)
 	if cmd.check != nil {
 		if err := cmd.check(&a); err != nil {
-			return nil, "", err
+			return nil, adminTarget{}, err
 		}
+	}
+	remote := args
+	if cmd.remoteArg {
+		flags := reorder(args[2:])
+		remote = append(append(slices.Clone(args[:2]), flags[:len(flags)-1]...), "--", a.arg)
 	}
 	return func(ctx context.Context, svc *banlist.Service, out, msgs io.Writer) error {
 		return cmd.run(ctx, svc, a, out, msgs)
-	}, dir.DataDir, nil
+	}, adminTarget{dir.DataDir, remote, cmp.Or(cmd.timeout, 30*time.Second)}, nil
+}
+
+// adminTarget is where a parsed admin command runs: the data dir, and the
+// arguments to send the outpost that serves it.
+type adminTarget struct {
+	dir     string
+	remote  []string
+	timeout time.Duration
 }
 
 func isHelp(arg string) bool { return arg == "-h" || arg == "-help" || arg == "--help" }
@@ -481,15 +507,15 @@ func unixTime(t int64) string { return time.Unix(t, 0).UTC().Format(time.RFC3339
 func adminCLI(group string) func(context.Context, []string, func(string) string, io.Reader, io.Writer, io.Writer) error {
 	return func(ctx context.Context, args []string, getenv func(string) string, _ io.Reader, stdout, stderr io.Writer) error {
 		full := append([]string{group}, args...)
-		op, dir, err := parseAdmin(full, getenv, stdout)
+		op, target, err := parseAdmin(full, getenv, stdout)
 		if err != nil {
 			return err
 		}
-		dir, _ = filepath.Abs(dir)
-		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		dir, _ := filepath.Abs(target.dir)
+		ctx, cancel := context.WithTimeout(ctx, target.timeout)
 		defer cancel()
 
-		if res, err := execRemote(ctx, dir, full); !errors.Is(err, errNoServer) {
+		if res, err := execRemote(ctx, dir, target.remote); !errors.Is(err, errNoServer) {
 			fmt.Fprint(stdout, res.Output)
 			fmt.Fprint(stderr, res.Messages)
 			return err

@@ -119,7 +119,7 @@ func (c *Client) CheckEdges(params map[string]string, headers ...string) {
 			}
 		}
 		if o.Op.RequestBody != nil {
-			c.checkBodies(name, method, path, headers)
+			c.checkBodies(name, method, path, maxBody(o.Op), headers)
 		}
 	}
 }
@@ -147,16 +147,25 @@ func (c *Client) checkNotAllowed(pattern, path string, documented, headers []str
 	}
 }
 
+// maxBody is the body size an operation takes: httpapi.MaxBodyBytes, or
+// the x-max-body-bytes its document gives (a bulk upload).
+func maxBody(op *openapi3.Operation) int {
+	if n, ok := op.Extensions["x-max-body-bytes"].(float64); ok {
+		return int(n)
+	}
+	return httpapi.MaxBodyBytes
+}
+
 // checkBodies: trailing data and an oversized body are refused (or 401
 // where the credentials given are not the kind the operation takes).
-func (c *Client) checkBodies(name, method, path string, headers []string) {
+func (c *Client) checkBodies(name, method, path string, limit int, headers []string) {
 	for _, tt := range []struct {
 		body   string
 		status int
 		code   string
 	}{
 		{`{}]`, http.StatusBadRequest, "invalid_json"},
-		{`{"x":"` + strings.Repeat("x", httpapi.MaxBodyBytes) + `"}`, http.StatusRequestEntityTooLarge, "request_too_large"},
+		{`{"x":"` + strings.Repeat("x", limit) + `"}`, http.StatusRequestEntityTooLarge, "request_too_large"},
 	} {
 		r := c.Do(method, path, tt.body, headers...)
 		if r.Status != tt.status && r.Status != http.StatusUnauthorized || r.Status == tt.status && r.ErrorCode() != tt.code {

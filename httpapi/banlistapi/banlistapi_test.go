@@ -245,6 +245,15 @@ func TestAPI(t *testing.T) {
 			{"empty word", "/admin/words", map[string]any{"word": "  "}, 400, "invalid_request"},
 			{"punctuation word", "/admin/words", map[string]any{"word": "!!!"}, 400, "invalid_word"},
 			{"word as number", "/admin/words", `{"word": 5}`, 400, "invalid_field"},
+			{"bulk: empty", "/admin/bans", `[]`, 400, "invalid_batch"},
+			{"bulk: not an array", "/admin/bans", map[string]any{"pubkey": pkHex, "reason": "x"}, 400, "invalid_json"},
+			{"bulk: one bad key", "/admin/bans", []any{map[string]any{"pubkey": otherHex, "reason": "x"}, map[string]any{"pubkey": "nope", "reason": "x"}}, 400, "invalid_pubkey"},
+			{"bulk: one without reason", "/admin/bans", []any{map[string]any{"pubkey": otherHex, "reason": "x"}, map[string]any{"pubkey": pkHex}}, 400, "invalid_request"},
+			{"bulk: duration and expires_at", "/admin/bans", []any{map[string]any{"pubkey": pkHex, "reason": "x", "duration": 5, "expires_at": future}}, 400, "invalid_request"},
+			{"bulk: expiry in the past", "/admin/bans", []any{map[string]any{"pubkey": pkHex, "reason": "x", "expires_at": e.clock.Now().Unix() - 1}}, 400, "invalid_expires_at"},
+			{"bulk: wrong type", "/admin/bans", `[{"pubkey": 5, "reason": "x"}]`, 400, "invalid_field"},
+			{"bulk: truncated", "/admin/bans", `[{"pubkey": "` + pkHex + `", "reason": "x"}`, 400, "invalid_json"},
+			{"bulk: trailing data", "/admin/bans", `[{"pubkey": "` + pkHex + `", "reason": "x"}] {}`, 400, "invalid_json"},
 		}
 		cases = append(cases, accessBadInput(pkHex)...)
 		for _, c := range cases {

@@ -96,8 +96,11 @@ func etagMatches(header, etag string) bool {
 func handleBlockedList(svc *banlist.Service, now func() time.Time) http.HandlerFunc {
 	var cache listCache
 	return func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Query().Has("since") {
+		if q := r.URL.Query(); q.Has("since") {
 			serveChanges(w, r, svc, false)
+			return
+		} else if q.Has("limit") || q.Has("after") {
+			httpapi.Handle(func(w http.ResponseWriter, r *http.Request) error { return servePage(w, r, svc, now()) })(w, r)
 			return
 		}
 		l, at := svc.List(), now()
@@ -303,11 +306,12 @@ type banView struct {
 	BannedBy  string  `json:"banned_by"`
 	LiftedAt  *int64  `json:"lifted_at"`
 	LiftedBy  *string `json:"lifted_by"`
+	Batch     string  `json:"batch,omitempty"`
 }
 
 func viewBan(b banlist.Ban, now int64) banView {
 	return banView{ID: b.ID, PubKey: pubkey.NPub(b.PubKey), PubKeyHex: b.PubKey, Reason: b.Reason, CreatedAt: b.CreatedAt,
-		ExpiresAt: b.ExpiresAt, State: b.State(now), BannedBy: b.BannedBy, LiftedAt: b.LiftedAt, LiftedBy: b.LiftedBy}
+		ExpiresAt: b.ExpiresAt, State: b.State(now), BannedBy: b.BannedBy, LiftedAt: b.LiftedAt, LiftedBy: b.LiftedBy, Batch: b.Batch}
 }
 
 type banResult struct {
@@ -458,10 +462,22 @@ func (q *wordRequest) Valid() error {
 	return nil
 }
 
+// handleAddWord blocks a word ({"word": ...}), or many at once (an array
+// of words: handleAddWords).
 func handleAddWord(svc *banlist.Service) http.HandlerFunc {
 	return httpapi.Handle(func(w http.ResponseWriter, r *http.Request) error {
-		q, err := httpapi.Decode[wordRequest](w, r)
+		body, err := readBulk(w, r)
 		if err != nil {
+			return err
+		}
+		if trimmed := bytes.TrimSpace(body); len(trimmed) > 0 && trimmed[0] == '[' {
+			return handleAddWords(svc, w, r, trimmed)
+		}
+		var q wordRequest
+		if err := httpapi.DecodeBytes(body, &q); err != nil {
+			return err
+		}
+		if err := q.Valid(); err != nil {
 			return err
 		}
 		word, err := svc.AddWord(r.Context(), actor(r), q.Word)

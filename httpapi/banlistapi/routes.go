@@ -77,6 +77,7 @@ func Routes(cfg Config) http.Handler {
 		r.With(auth(banlist.RoleModerator)).Post("/ban", handleBan(svc))
 		r.With(auth(banlist.RoleModerator)).Post("/temp-ban", handleTempBan(svc))
 		r.With(auth(banlist.RoleModerator)).Post("/unban", handleUnban(svc))
+		r.With(auth(banlist.RoleModerator)).Post("/bans", handleBanMany(svc))
 		r.With(auth(banlist.RoleViewer)).Get("/bans", handleBans(svc, cfg.Now))
 		r.With(auth(banlist.RoleViewer)).Get("/words", handleWords(svc))
 		r.With(auth(banlist.RoleModerator)).Post("/words", handleAddWord(svc))

@@ -19,6 +19,7 @@ func TestTypesMatchTheDocument(t *testing.T) {
 		"Health":         outpost.Health[banlist.HealthChecks]{},
 		"BlockedList":    banlist.BlockedPubKeys{},
 		"BlockedEntry":   banlist.BlockedPubKey{},
+		"BlockedPage":    banlist.BlockedPage{},
 		"WordList":       banlist.BlockedWords{},
 		"BlockedChanges": pubkeyChanges{},
 		"WordChanges":    wordChanges{},

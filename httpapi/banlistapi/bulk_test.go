@@ -1,0 +1,197 @@
+package banlistapi_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/outpost-relay/outpost/banlist"
+	"github.com/outpost-relay/outpost/internal/testkit"
+	"github.com/outpost-relay/outpost/pubkey"
+)
+
+// bulkKeys are valid public keys (x coordinates on the curve), cheap to
+// make by the ten thousand.
+var bulkKeys = func() []string {
+	var out []string
+	for i := 1; len(out) < 2*banlist.MaxBatch+10; i++ {
+		if k, err := pubkey.Parse(fmt.Sprintf("%064x", i)); err == nil {
+			out = append(out, k)
+		}
+	}
+	return out
+}()
+
+func bulkKey(i int) string { return bulkKeys[i] }
+
+// ndjson is n bans, one a line, of keys from first on.
+func ndjson(first, n int, extra string) string {
+	var b strings.Builder
+	for i := first; i < first+n; i++ {
+		fmt.Fprintf(&b, `{"pubkey":"%s","reason":"spam wave"%s}`+"\n", bulkKey(i), extra)
+	}
+	return b.String()
+}
+
+// TestBulkBans: POST /admin/bans takes a JSON array (npub or hex) or NDJSON,
+// enforces every ban at once, audits the batch once and refuses what is
+// too much or not allowed.
+func TestBulkBans(t *testing.T) {
+	e := newEnv(t, options{})
+	api := e.api
+	arr := []any{
+		map[string]any{"pubkey": pubkey.NPub(bulkKey(0)), "reason": "spam"},
+		map[string]any{"pubkey": bulkKey(1), "reason": "flood", "duration": 60},
+		map[string]any{"pubkey": bulkKey(2), "reason": "flood", "expires_at": e.clock.Now().Unix() + 60},
+	}
+	r := api.Do("POST", "/admin/bans", arr, bearer(adminKey)...)
+	wantStatus(t, r, 200, "")
+	var res struct {
+		Status string        `json:"status"`
+		Batch  banlist.Batch `json:"batch"`
+	}
+	r.JSON(t, &res)
+	if res.Status != "banned" || res.Batch.Banned != 3 {
+		t.Fatalf("answer %s", r.Body)
+	}
+	st := api.Do("GET", "/blocked/pubkeys/"+bulkKey(1), nil).Map(t)
+	if st["blocked"] != true || st["expires_at"] != float64(e.clock.Now().Unix()+60) {
+		t.Errorf("status of a ban with duration: %v", st)
+	}
+
+	start := time.Now()
+	r = api.Do("POST", "/admin/bans", ndjson(3, banlist.MaxBatch, ""), bearer(adminKey)[0], bearer(adminKey)[1], "Content-Type", "application/x-ndjson")
+	wantStatus(t, r, 200, "")
+	t.Logf("%d bans as NDJSON in %v", banlist.MaxBatch, time.Since(start))
+	if n := e.svc.List().ActiveBans(e.clock.Now().Unix()); n != banlist.MaxBatch+3 {
+		t.Errorf("%d bans enforced, want %d", n, banlist.MaxBatch+3)
+	}
+	audit := api.Do("GET", "/admin/audit?limit=10", nil, bearer(adminKey)...).Map(t)["audit"].([]any)
+	if len(audit) != 2 || audit[0].(map[string]any)["action"] != "ban.batch" {
+		t.Errorf("audit log: %v", audit)
+	}
+	bans := api.Do("GET", "/admin/bans?limit=1", nil, bearer(adminKey)...).Map(t)["bans"].([]any)
+	if len(bans) != 1 || bans[0].(map[string]any)["batch"] == "" {
+		t.Errorf("a bulk ban does not name its batch: %v", bans)
+	}
+
+	ndHeaders := []string{"Authorization", "Bearer " + adminKey, "Content-Type", "application/x-ndjson"}
+	wantStatus(t, api.Do("POST", "/admin/bans", ndjson(0, banlist.MaxBatch+1, ""), ndHeaders...), 400, "invalid_batch")
+	wantStatus(t, api.Do("POST", "/admin/bans", ndjson(0, 2, "")+"{\n", ndHeaders...), 400, "invalid_json")
+	long := `,"comment":"` + strings.Repeat("x", 1000) + `"`
+	wantStatus(t, api.Do("POST", "/admin/bans", ndjson(0, banlist.MaxBatch, long), ndHeaders...), 413, "request_too_large")
+	r = api.Do("POST", "/admin/bans", ndjson(0, 5, "")+`{"pubkey":"bad","reason":"x"}`, ndHeaders...)
+	wantStatus(t, r, 400, "invalid_pubkey")
+	if d, _ := r.Map(t)["details"].(map[string]any); d["index"] != float64(5) {
+		t.Errorf("the refusal does not name the bad ban: %s", r.Body)
+	}
+	if n := len(api.Do("GET", "/admin/audit?limit=10", nil, bearer(adminKey)...).Map(t)["audit"].([]any)); n != 2 {
+		t.Errorf("refused batches were audited: %d entries", n)
+	}
+	wantStatus(t, api.Do("POST", "/admin/bans", arr), 401, "unauthorized")
+}
+
+// TestBulkWords: POST /admin/words with an array blocks every word in it.
+func TestBulkWords(t *testing.T) {
+	e := newEnv(t, options{})
+	r := e.api.Do("POST", "/admin/words", []string{"rugpull", "free money", "RUGPULL"}, bearer(adminKey)...)
+	wantStatus(t, r, 201, "")
+	var res struct {
+		Batch banlist.WordBatch `json:"batch"`
+	}
+	if r.JSON(t, &res); len(res.Batch.Added) != 2 {
+		t.Fatalf("answer %s", r.Body)
+	}
+	if w, ok := e.svc.List().BlockedWord("get FREE money"); !ok || w != "free money" {
+		t.Errorf("not enforced: %q %v", w, ok)
+	}
+	wantStatus(t, e.api.Do("POST", "/admin/words", []any{"ok", 5}, bearer(adminKey)...), 400, "invalid_json")
+	wantStatus(t, e.api.Do("POST", "/admin/words", []string{"ok", "???"}, bearer(adminKey)...), 400, "invalid_word")
+	wantStatus(t, e.api.Do("POST", "/admin/words", []string{}, bearer(adminKey)...), 400, "invalid_batch")
+	if _, ok := e.svc.List().BlockedWord("ok"); ok {
+		t.Error("a refused batch blocked a word")
+	}
+}
+
+// TestBlockedPages: ?limit pages through the active bans in order of key,
+// every ban once, and the first page's cursor then gives what changed while
+// paging.
+func TestBlockedPages(t *testing.T) {
+	e := newEnv(t, options{})
+	const n = 2500
+	var body strings.Builder
+	for i := range n {
+		fmt.Fprintf(&body, `{"pubkey":"%s","reason":"wave"}`+"\n", bulkKey(i))
+	}
+	wantStatus(t, e.api.Do("POST", "/admin/bans", body.String(), "Authorization", "Bearer "+adminKey, "Content-Type", "application/x-ndjson"), 200, "")
+	wantStatus(t, e.api.Do("POST", "/admin/unban", map[string]any{"pubkey": bulkKey(7)}, bearer(adminKey)...), 200, "")
+
+	seen := map[string]bool{}
+	var cursor, after, last string
+	for pages := 0; ; pages++ {
+		path := "/blocked/pubkeys?limit=1000"
+		if after != "" {
+			path += "&after=" + after
+		}
+		r := e.api.Do("GET", path, nil)
+		wantStatus(t, r, 200, "")
+		var page banlist.BlockedPage
+		r.JSON(t, &page)
+		if cursor == "" {
+			cursor = page.Cursor
+			// A ban made while paging: the delta since the first page has it.
+			e.clock.Add(time.Second)
+			wantStatus(t, e.api.Do("POST", "/admin/ban", map[string]any{"pubkey": bulkKey(n), "reason": "late"}, bearer(adminKey)...), 200, "")
+		}
+		for _, b := range page.PubKeys {
+			hex, _ := pubkey.ParseForLookup(b.PubKey)
+			if seen[hex] || hex <= last {
+				t.Fatalf("page %d: %s again or out of order", pages, hex)
+			}
+			seen[hex], last = true, hex
+		}
+		if page.Next == nil {
+			break
+		}
+		after = *page.Next
+		if pages > n/1000+2 {
+			t.Fatal("paging does not end")
+		}
+	}
+	if len(seen) < n-1 || seen[bulkKey(7)] {
+		t.Errorf("paged %d bans (the lifted one: %v), want the %d active", len(seen), seen[bulkKey(7)], n-1)
+	}
+	r := e.api.Do("GET", "/blocked/pubkeys?since="+cursor, nil)
+	wantStatus(t, r, 200, "")
+	if !strings.Contains(string(r.Body), pubkey.NPub(bulkKey(n))) {
+		t.Errorf("the delta since the first page lacks the ban made while paging: %.300s", r.Body)
+	}
+	wantStatus(t, e.api.Do("GET", "/blocked/pubkeys?after=XYZ", nil), 400, "invalid_after")
+	wantStatus(t, e.api.Do("GET", "/blocked/pubkeys?limit=10001", nil), 400, "invalid_limit")
+}
+
+// TestFollowerTakesTheListInBatches: a follower's first sync of a long
+// list fetches it in pages and writes it in batches, each audited once.
+// (Before, each of its bans was a transaction and an audit entry of its own.)
+func TestFollowerTakesTheListInBatches(t *testing.T) {
+	primary := newEnv(t, options{})
+	const n = 12_000
+	for lo := 0; lo < n; lo += banlist.MaxBatch {
+		wantStatus(t, primary.api.Do("POST", "/admin/bans", ndjson(lo, min(banlist.MaxBatch, n-lo), ""),
+			"Authorization", "Bearer "+adminKey, "Content-Type", "application/x-ndjson"), 200, "")
+	}
+	f := newEnv(t, options{follow: primary.srv.URL + "/banlist"})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { f.svc.Follow(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	testkit.WaitFor(t, 30*time.Second, "the follower to hold the primary's list", func() bool {
+		return f.svc.List().ActiveBans(f.clock.Now().Unix()) == n
+	})
+	audit := f.api.Do("GET", "/admin/audit?limit=100", nil, bearer(adminKey)...).Map(t)["audit"].([]any)
+	if len(audit) != 2 {
+		t.Errorf("%d audit entries for %d mirrored bans, want 2 batches", len(audit), n)
+	}
+}
