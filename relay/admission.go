@@ -31,8 +31,10 @@ import (
 //	              (signature.go), kind 22242 and NIP-70, NIP-40, the ban
 //	              list (package policies), NIP-09 (deletion.go, a lookup
 //	              through events.go), the services' RejectEvent (NIP-87,
-//	              reports); then the store (events.Store.Save: stored,
-//	              duplicate or superseded, which the OK answer says)
+//	              reports); then the store, through the writer
+//	              (writer.go: one transaction for every event waiting,
+//	              events.Store.SaveBatch; stored, duplicate or superseded,
+//	              which the OK answer says)
 //	deletion.go   a kind 5 deletes what it names
 //	admission.go  the services' OnEventSaved; broadcast: the registry
 //	              (subs.go, match.go) queues the event's frame (messages.go)
@@ -110,7 +112,7 @@ func (r *Relay) accept(ctx context.Context, from origin, ev *nostr.Event) (event
 		r.broadcast(ev)
 		return events.Stored, nil
 	}
-	out, err := r.store.Events.Save(ctx, ev)
+	out, err := r.write.save(ctx, ev, from.checked)
 	if err != nil {
 		return 0, err
 	}
