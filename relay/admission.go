@@ -105,6 +105,7 @@ func (r *Relay) accept(ctx context.Context, from origin, ev *nostr.Event) (event
 		return 0, errShuttingDown
 	}
 	defer r.gate.exit()
+	deletions := r.write.deletions.Load() // before check looks for deletion requests
 	if reason := r.check(ctx, from, ev); reason != "" {
 		return 0, errors.New(reason)
 	}
@@ -112,9 +113,14 @@ func (r *Relay) accept(ctx context.Context, from origin, ev *nostr.Event) (event
 		r.broadcast(ev)
 		return events.Stored, nil
 	}
-	out, err := r.write.save(ctx, ev, from.checked)
+	out, later, err := r.write.save(ctx, ev, from.checked, deletions)
 	if err != nil {
 		return 0, err
+	}
+	if from.checked && out == events.Stored && later {
+		if err := r.deletedSince(ctx, ev); err != nil {
+			return 0, err
+		}
 	}
 	if ev.Kind == nostr.KindDeletion && out != events.Superseded {
 		r.deleteRequested(ctx, ev) // again for a duplicate: harmless, and finishes what failed before

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/outpost-relay/outpost/events"
@@ -29,8 +30,10 @@ const maxBatch = 256
 type write struct {
 	ctx     context.Context
 	ev      *nostr.Event
-	checked bool // it went through NIP-09's check (not the service's own)
+	checked bool   // it went through NIP-09's check (not the service's own)
+	seen    uint64 // deletions, before that check
 	out     events.Outcome
+	later   bool // a deletion request was committed after seen, before this
 	err     error
 	done    chan struct{}
 }
@@ -47,17 +50,22 @@ type writer struct {
 	mu      sync.Mutex
 	queue   []*write
 	running bool
+	// deletions counts the transactions that stored a deletion request,
+	// counted once committed (see Relay.deletedSince).
+	deletions atomic.Uint64
 }
 
 // save stores ev through the writer and waits until its transaction
-// committed. checked says ev went through NIP-09's check before it came:
-// then a deletion request ahead of it in the same batch refuses it, as that
-// check would have if the request had been stored first.
-func (w *writer) save(ctx context.Context, ev *nostr.Event, checked bool) (events.Outcome, error) {
+// committed. checked says ev went through NIP-09's check before it came,
+// when deletions was seen: then a deletion request ahead of it in the same
+// batch refuses it, as that check would have if the request had been
+// stored first, and later says whether one was committed in a transaction
+// between that check and ev's (Relay.deletedSince looks at those).
+func (w *writer) save(ctx context.Context, ev *nostr.Event, checked bool, seen uint64) (out events.Outcome, later bool, err error) {
 	if err := ctx.Err(); err != nil {
-		return 0, err
+		return 0, false, err
 	}
-	wr := &write{ctx: ctx, ev: ev, checked: checked, done: make(chan struct{})}
+	wr := &write{ctx: ctx, ev: ev, checked: checked, seen: seen, done: make(chan struct{})}
 	w.mu.Lock()
 	w.queue = append(w.queue, wr)
 	start := !w.running
@@ -67,7 +75,7 @@ func (w *writer) save(ctx context.Context, ev *nostr.Event, checked bool) (event
 		go w.run()
 	}
 	<-wr.done // a commit is bounded by the disk, as Save was
-	return wr.out, wr.err
+	return wr.out, wr.later, wr.err
 }
 
 // run commits batches until the queue is empty.
@@ -77,7 +85,14 @@ func (w *writer) run() {
 		if batch == nil {
 			return
 		}
+		before := w.deletions.Load()
+		for _, wr := range batch {
+			wr.later = wr.seen != before
+		}
 		w.commit(batch)
+		if storedDeletion(batch) {
+			w.deletions.Add(1)
+		}
 		for _, wr := range batch {
 			close(wr.done)
 		}
@@ -137,4 +152,14 @@ func (w *writer) commit(batch []*write) {
 		}
 		wr.out, wr.err = out[i], bad[i]
 	}
+}
+
+// storedDeletion reports whether a committed batch stored a deletion request.
+func storedDeletion(batch []*write) bool {
+	for _, wr := range batch {
+		if wr.err == nil && wr.out == events.Stored && wr.ev.Kind == nostr.KindDeletion {
+			return true
+		}
+	}
+	return false
 }

@@ -15,26 +15,55 @@ import (
 	"github.com/outpost-relay/outpost/store"
 )
 
-// heldStore is the real store, with the writer's first transaction held
-// until the test lets it go: what the test hands the writer meanwhile
-// waits in its queue, and is then one batch.
+// heldStore is the real store, with some of the writer's transactions
+// held until the test lets them go: what the test hands the writer
+// meanwhile waits in its queue, and is then one batch.
 type heldStore struct {
 	batchStore
-	entered, release chan struct{}
-	once             sync.Once
-	mu               sync.Mutex
-	sizes            []int // the events of each SaveBatch
+	mu    sync.Mutex
+	holds map[int]hold // by the number of the SaveBatch call, from 1
+	sizes []int        // the events of each SaveBatch
+}
+
+type hold struct{ entered, release chan struct{} }
+
+// holdTransactions makes the writer's next transactions numbered n (from 1) wait.
+func holdTransactions(r *Relay, n ...int) *heldStore {
+	h := &heldStore{batchStore: r.write.store, holds: map[int]hold{}}
+	for _, i := range n {
+		h.holds[i] = hold{make(chan struct{}), make(chan struct{})}
+	}
+	r.write.store = h
+	return h
 }
 
 func (h *heldStore) SaveBatch(ctx context.Context, evs []*nostr.Event) ([]events.Outcome, []error, error) {
-	h.once.Do(func() {
-		close(h.entered)
-		<-h.release
-	})
 	h.mu.Lock()
 	h.sizes = append(h.sizes, len(evs))
+	hd, held := h.holds[len(h.sizes)]
 	h.mu.Unlock()
+	if held {
+		close(hd.entered)
+		<-hd.release
+	}
 	return h.batchStore.SaveBatch(ctx, evs)
+}
+
+// queued waits until the writer's queue holds n writes.
+func queued(t *testing.T, ctx context.Context, r *Relay, n int) {
+	t.Helper()
+	for {
+		r.write.mu.Lock()
+		q := len(r.write.queue)
+		r.write.mu.Unlock()
+		if q >= n {
+			return
+		}
+		if ctx.Err() != nil {
+			t.Fatal("the events never reached the writer")
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
 
 func newTestRelay(t *testing.T) *Relay {
@@ -68,8 +97,7 @@ func oneByOne(r *Relay, evs []*nostr.Event) []verdict {
 // one transaction, in this order; it fails the test if it did not.
 func inOneBatch(t *testing.T, r *Relay, evs []*nostr.Event) []verdict {
 	t.Helper()
-	held := &heldStore{batchStore: r.write.store, entered: make(chan struct{}), release: make(chan struct{})}
-	r.write.store = held
+	held := holdTransactions(r, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var wg sync.WaitGroup
@@ -78,21 +106,13 @@ func inOneBatch(t *testing.T, r *Relay, evs []*nostr.Event) []verdict {
 			t.Error(err)
 		}
 	})
-	wait(t, ctx, held.entered)
+	wait(t, ctx, held.holds[1].entered)
 	v := make([]verdict, len(evs))
 	for i, ev := range evs {
 		wg.Go(func() { v[i].ok, v[i].reason = r.Ingest(ctx, ev) })
-		for queued := 0; queued <= i; { // in order: each is queued before the next goes
-			r.write.mu.Lock()
-			queued = len(r.write.queue)
-			r.write.mu.Unlock()
-			if ctx.Err() != nil {
-				t.Fatal("the events never reached the writer")
-			}
-			time.Sleep(time.Millisecond)
-		}
+		queued(t, ctx, r, i+1) // in order: each is queued before the next goes
 	}
-	close(held.release)
+	close(held.holds[1].release)
 	wg.Wait()
 	r.write.store = held.batchStore
 	if len(held.sizes) != 2 { // the held one, then evs but those refused before
@@ -175,5 +195,47 @@ func TestBatchEndsAsOneByOne(t *testing.T) {
 				t.Errorf("stored %v in one batch, %v one by one", held, wantStored)
 			}
 		})
+	}
+}
+
+// TestDeletionBetweenCheckAndCommit: an event checked before a deletion
+// request naming it was committed, and committed after the request's own
+// deletions ran, is refused and not kept, as if it had come after.
+func TestDeletionBetweenCheckAndCommit(t *testing.T) {
+	r := newTestRelay(t)
+	sk := nostr.GeneratePrivateKey()
+	x := note(t, sk, "x", 1)
+	del := signed(t, sk, 5, "", 2, nostr.Tag{"e", x.ID})
+	held := holdTransactions(r, 1, 2)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	deleted := make(chan verdict, 1)
+	go func() { // the deletion request's transaction holds
+		var v verdict
+		v.ok, v.reason = r.Ingest(ctx, del)
+		deleted <- v
+	}()
+	wait(t, ctx, held.holds[1].entered)
+	var got verdict
+	var wg sync.WaitGroup
+	wg.Go(func() { got.ok, got.reason = r.Ingest(ctx, x) }) // checked now: nothing deletes it yet
+	queued(t, ctx, r, 1)
+	close(held.holds[1].release)
+	wait(t, ctx, held.holds[2].entered) // x's transaction holds
+	select {
+	case v := <-deleted:
+		if !v.ok {
+			t.Fatalf("the deletion request: %+v", v)
+		}
+	case <-ctx.Done():
+		t.Fatal(ctx.Err())
+	}
+	close(held.holds[2].release)
+	wg.Wait()
+	if want := (verdict{false, refusedDeleted}); got != want {
+		t.Errorf("the deleted event: %+v, want %+v", got, want)
+	}
+	if held := stored(t, r, []*nostr.Event{x}); held[0] {
+		t.Error("the deleted event is stored")
 	}
 }
