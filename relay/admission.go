@@ -31,8 +31,10 @@ import (
 //	              (signature.go), kind 22242 and NIP-70, NIP-40, the ban
 //	              list (package policies), NIP-09 (deletion.go, a lookup
 //	              through events.go), the services' RejectEvent (NIP-87,
-//	              reports); then the store (events.Store.Save: stored,
-//	              duplicate or superseded, which the OK answer says)
+//	              reports); then the store, through the writer
+//	              (writer.go: one transaction for every event waiting,
+//	              events.Store.SaveBatch; stored, duplicate or superseded,
+//	              which the OK answer says)
 //	deletion.go   a kind 5 deletes what it names
 //	admission.go  the services' OnEventSaved; broadcast: the registry
 //	              (subs.go, match.go) queues the event's frame (messages.go)
@@ -103,6 +105,7 @@ func (r *Relay) accept(ctx context.Context, from origin, ev *nostr.Event) (event
 		return 0, errShuttingDown
 	}
 	defer r.gate.exit()
+	deletions := r.write.deletions.Load() // before check looks for deletion requests
 	if reason := r.check(ctx, from, ev); reason != "" {
 		return 0, errors.New(reason)
 	}
@@ -110,9 +113,14 @@ func (r *Relay) accept(ctx context.Context, from origin, ev *nostr.Event) (event
 		r.broadcast(ev)
 		return events.Stored, nil
 	}
-	out, err := r.store.Events.Save(ctx, ev)
+	out, later, err := r.write.save(ctx, ev, from.checked, deletions)
 	if err != nil {
 		return 0, err
+	}
+	if from.checked && out == events.Stored && later {
+		if err := r.deletedSince(ctx, ev); err != nil {
+			return 0, err
+		}
 	}
 	if ev.Kind == nostr.KindDeletion && out != events.Superseded {
 		r.deleteRequested(ctx, ev) // again for a duplicate: harmless, and finishes what failed before

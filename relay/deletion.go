@@ -2,6 +2,7 @@ package relay
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -107,4 +108,21 @@ func (r *Relay) deleted(ctx context.Context, ev *nostr.Event) (bool, error) {
 		return false
 	})
 	return found, err
+}
+
+// deletedSince undoes the storing of ev when a deletion request naming it
+// was committed after check looked for one, before ev's own transaction
+// (the writer counts the transactions that store deletion requests): the
+// request's own deleteRequested may have run before ev was stored, and so
+// missed it. ev is then refused as check would have refused it; the same
+// batch is the writer's business (pendingDeletions).
+func (r *Relay) deletedSince(ctx context.Context, ev *nostr.Event) error {
+	deleted, err := r.deleted(ctx, ev)
+	if err != nil || !deleted {
+		return err
+	}
+	if _, err := r.store.Events.Delete(ctx, ev.ID); err != nil {
+		return err
+	}
+	return errors.New(refusedDeleted)
 }

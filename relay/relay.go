@@ -106,6 +106,7 @@ type Relay struct {
 
 	nip86 *management // nil until EnableManagement
 	gate  gate        // store calls in flight; closed at shutdown
+	write writer      // every event stored goes through it (writer.go)
 }
 
 // New builds the relay.
@@ -131,6 +132,7 @@ func New(cfg Config) *Relay {
 		r.observer = noObserver{}
 	}
 	r.events = gatedReader{g: &r.gate, er: cfg.Store.Events}
+	r.write.store = cfg.Store.Events
 	if cfg.BanList != nil {
 		cfg.BanList.WatchIPs(r.expelBlocked)
 	}
