@@ -9,13 +9,13 @@ cd "$(dirname "$0")/.."
 allowed=$(sed -e 's/[[:space:]]*#.*//' -e '/^$/d' <<'LIST'
 # file                  reason
 bench/khatru.go         # the benchmarks' baseline: a bare khatru relay on eventstore's own badger backend
-events/bench_test.go    # compares with eventstore v0.17.8's badger backend, which opens its own badger database
+internal/storage/events/bench_test.go    # compares with eventstore v0.17.8's badger backend, which opens its own badger database
 LIST
 )
 
 bad=0
 while read -r file; do
-	case "$file" in kv/*) continue ;; esac
+	case "$file" in internal/storage/kv/*) continue ;; esac
 	ok=0
 	for a in $allowed; do # a file, or a directory (ending in /) and all below it
 		if [[ $file == "$a" || ($a == */ && $file == "$a"*) ]]; then ok=1; fi

@@ -24,11 +24,11 @@ only() {
 
 # One websocket client: nostrclient. The exceptions:
 # - relay is the server side (its own Upgrader), not a client;
-# - relay/relaytest hands relay tests and bench a client that reads slowly
+# - internal/testkit/relaytest hands relay tests and bench a client that reads slowly
 #   (ReadSlowly), which a well-behaved client such as nostrclient is not;
 # - bench is a load tool: it times raw frames and stalls connections on
 #   purpose, under the relay's limits, where a client would get in its way.
-only 'nostrclient|relay|relay/relaytest|bench' \
+only 'internal/nostr/nostrclient|relay|internal/testkit/relaytest|bench' \
 	'github\.com/(fasthttp|coder|gorilla)/websocket|nhooyr\.io/websocket|golang\.org/x/net/websocket' \
 	'outbound Nostr connections go through nostrclient (one dialer, read limit, ping, back-off)'
 

@@ -20,9 +20,9 @@ import (
 
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/outpost-relay/outpost"
-	"github.com/outpost-relay/outpost/kv"
+	"github.com/outpost-relay/outpost/internal/ops/settings"
+	"github.com/outpost-relay/outpost/internal/storage/kv"
 	"github.com/outpost-relay/outpost/policies"
-	"github.com/outpost-relay/outpost/settings"
 )
 
 // Record kinds under kv.PrefixBanlist.

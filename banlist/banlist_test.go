@@ -11,9 +11,9 @@ import (
 
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/outpost-relay/outpost"
+	"github.com/outpost-relay/outpost/internal/storage/store"
 	"github.com/outpost-relay/outpost/internal/testkit"
 	"github.com/outpost-relay/outpost/policies"
-	"github.com/outpost-relay/outpost/store"
 )
 
 var serviceKey = nostr.GeneratePrivateKey()

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/outpost-relay/outpost"
-	"github.com/outpost-relay/outpost/kv"
+	"github.com/outpost-relay/outpost/internal/storage/kv"
 	"github.com/outpost-relay/outpost/policies"
 )
 

@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/outpost-relay/outpost"
-	"github.com/outpost-relay/outpost/kv"
+	"github.com/outpost-relay/outpost/internal/storage/kv"
 )
 
 // Event moderation (NIP-86): a banned event is hidden, never deleted — the

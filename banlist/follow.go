@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/outpost-relay/outpost"
-	"github.com/outpost-relay/outpost/internal/outbound"
+	"github.com/outpost-relay/outpost/internal/guard/outbound"
 	"github.com/outpost-relay/outpost/policies"
 )
 

@@ -10,7 +10,7 @@ import (
 	"strings"
 
 	"github.com/outpost-relay/outpost"
-	"github.com/outpost-relay/outpost/kv"
+	"github.com/outpost-relay/outpost/internal/storage/kv"
 )
 
 // Role is an API key's permission level; each includes those below it.

@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/nbd-wtf/go-nostr/nip86"
-	"github.com/outpost-relay/outpost/kv"
+	"github.com/outpost-relay/outpost/internal/storage/kv"
 	"github.com/outpost-relay/outpost/policies"
 )
 

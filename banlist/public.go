@@ -4,8 +4,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/outpost-relay/outpost/internal/nostr/pubkey"
 	"github.com/outpost-relay/outpost/policies"
-	"github.com/outpost-relay/outpost/pubkey"
 )
 
 // The public list as the API answers it and the console page shows it.

@@ -3,7 +3,7 @@ package banlist
 import (
 	"context"
 
-	"github.com/outpost-relay/outpost/kv"
+	"github.com/outpost-relay/outpost/internal/storage/kv"
 )
 
 // The moderation lists (allowed keys, kind rules, blocked addresses, banned

@@ -10,7 +10,7 @@ import (
 
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/outpost-relay/outpost"
-	"github.com/outpost-relay/outpost/pubkey"
+	"github.com/outpost-relay/outpost/internal/nostr/pubkey"
 )
 
 // Reports are kind-1984 events (NIP-56) and nothing else: a report made over

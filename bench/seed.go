@@ -14,9 +14,9 @@ import (
 
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/outpost-relay/outpost/banlist"
+	"github.com/outpost-relay/outpost/internal/storage/store"
 	"github.com/outpost-relay/outpost/mintdir"
 	"github.com/outpost-relay/outpost/policies"
-	"github.com/outpost-relay/outpost/store"
 )
 
 // seeded tells the runner what a seed made.

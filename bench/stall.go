@@ -14,7 +14,7 @@ import (
 
 	"github.com/fasthttp/websocket"
 	"github.com/nbd-wtf/go-nostr"
-	"github.com/outpost-relay/outpost/relay/relaytest"
+	"github.com/outpost-relay/outpost/internal/testkit/relaytest"
 )
 
 // stallResult is what publishers saw while (or without) slow subscribers.

@@ -15,9 +15,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/outpost-relay/outpost/internal/storage/store"
+	"github.com/outpost-relay/outpost/internal/testkit/wottest"
 	"github.com/outpost-relay/outpost/internal/wot"
-	"github.com/outpost-relay/outpost/internal/wot/wottest"
-	"github.com/outpost-relay/outpost/store"
 )
 
 // wotMain measures the web of trust at a size (issue "Trust from the social

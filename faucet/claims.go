@@ -8,10 +8,10 @@ import (
 	"time"
 
 	"github.com/outpost-relay/outpost"
-	"github.com/outpost-relay/outpost/bolt11"
-	"github.com/outpost-relay/outpost/kv"
-	"github.com/outpost-relay/outpost/lnurl"
-	"github.com/outpost-relay/outpost/treasury"
+	"github.com/outpost-relay/outpost/internal/cashu/bolt11"
+	"github.com/outpost-relay/outpost/internal/cashu/lnurl"
+	"github.com/outpost-relay/outpost/internal/cashu/treasury"
+	"github.com/outpost-relay/outpost/internal/storage/kv"
 )
 
 // Quote states. A quote is open until confirmed (used) or replaced by a

@@ -5,9 +5,9 @@ import (
 	"time"
 
 	"github.com/outpost-relay/outpost"
-	"github.com/outpost-relay/outpost/bolt11"
-	"github.com/outpost-relay/outpost/kv"
-	"github.com/outpost-relay/outpost/treasury"
+	"github.com/outpost-relay/outpost/internal/cashu/bolt11"
+	"github.com/outpost-relay/outpost/internal/cashu/treasury"
+	"github.com/outpost-relay/outpost/internal/storage/kv"
 )
 
 // Deposit kinds and states.

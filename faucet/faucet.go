@@ -22,12 +22,12 @@ import (
 	"time"
 
 	"github.com/nbd-wtf/go-nostr"
+	"github.com/outpost-relay/outpost/internal/cashu/lnurl"
+	"github.com/outpost-relay/outpost/internal/cashu/treasury"
+	"github.com/outpost-relay/outpost/internal/guard/ratelimit"
+	"github.com/outpost-relay/outpost/internal/nostr/profiles"
+	"github.com/outpost-relay/outpost/internal/storage/kv"
 	"github.com/outpost-relay/outpost/internal/wot"
-	"github.com/outpost-relay/outpost/kv"
-	"github.com/outpost-relay/outpost/lnurl"
-	"github.com/outpost-relay/outpost/profiles"
-	"github.com/outpost-relay/outpost/ratelimit"
-	"github.com/outpost-relay/outpost/treasury"
 )
 
 // Version is the faucet interface's version.

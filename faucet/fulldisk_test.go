@@ -5,9 +5,9 @@ import (
 	"time"
 
 	"github.com/elnosh/gonuts/mint/lightning"
-	"github.com/outpost-relay/outpost/bolt11"
+	"github.com/outpost-relay/outpost/internal/cashu/bolt11"
+	"github.com/outpost-relay/outpost/internal/storage/kv"
 	"github.com/outpost-relay/outpost/internal/testkit"
-	"github.com/outpost-relay/outpost/kv"
 )
 
 // The disk fills up while the mint pays a claim: writes are refused from

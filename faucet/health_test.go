@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/outpost-relay/outpost"
+	"github.com/outpost-relay/outpost/internal/cashu/treasury"
 	"github.com/outpost-relay/outpost/internal/testkit"
-	"github.com/outpost-relay/outpost/treasury"
 )
 
 // TestHealthStaysDegradedInOutage: while the mint refuses connections and

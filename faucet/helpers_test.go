@@ -8,16 +8,16 @@ import (
 	"time"
 
 	"github.com/elnosh/gonuts/wallet"
-	"github.com/outpost-relay/outpost/faucet/faucettest"
+	"github.com/outpost-relay/outpost/internal/cashu/devmint"
+	"github.com/outpost-relay/outpost/internal/cashu/lnurl"
+	"github.com/outpost-relay/outpost/internal/cashu/treasury"
+	"github.com/outpost-relay/outpost/internal/nostr/profiles"
+	"github.com/outpost-relay/outpost/internal/storage/kv"
+	"github.com/outpost-relay/outpost/internal/storage/store"
 	"github.com/outpost-relay/outpost/internal/testkit"
-	"github.com/outpost-relay/outpost/kv"
-	"github.com/outpost-relay/outpost/lnurl"
-	"github.com/outpost-relay/outpost/profiles"
-	"github.com/outpost-relay/outpost/store"
-	"github.com/outpost-relay/outpost/store/storetest"
-	"github.com/outpost-relay/outpost/testmint"
-	"github.com/outpost-relay/outpost/testmint/minttest"
-	"github.com/outpost-relay/outpost/treasury"
+	"github.com/outpost-relay/outpost/internal/testkit/faucettest"
+	"github.com/outpost-relay/outpost/internal/testkit/minttest"
+	"github.com/outpost-relay/outpost/internal/testkit/storetest"
 )
 
 // rig is a faucet paying from a wallet at a real gonuts mint (mint), and
@@ -29,8 +29,8 @@ type rig struct {
 	s     *Service
 	tr    *treasury.Treasury
 	st    *store.Store
-	mint  *testmint.Mint
-	other *testmint.Mint
+	mint  *devmint.Mint
+	other *devmint.Mint
 	user  *wallet.Wallet
 	proxy *testkit.Proxy // between the faucet's wallet and its mint, with rigOptions.Proxy
 }
@@ -51,7 +51,7 @@ func newRig(t *testing.T, o rigOptions) *rig {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
 	b.ctx = ctx
-	b.mint, b.other = minttest.Start(t, testmint.Options{}), minttest.Start(t, testmint.Options{})
+	b.mint, b.other = minttest.Start(t, devmint.Options{}), minttest.Start(t, devmint.Options{})
 	b.st = storetest.Open(t, storetest.Options{Dir: o.DataDir, Settings: o.Store, Log: log})
 	mintURL := b.mint.URL
 	if o.Proxy {

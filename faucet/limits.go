@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/outpost-relay/outpost"
-	"github.com/outpost-relay/outpost/kv"
+	"github.com/outpost-relay/outpost/internal/storage/kv"
 )
 
 func jsonBytes(v any) ([]byte, error) { return json.Marshal(v) }

@@ -11,12 +11,12 @@ import (
 
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/outpost-relay/outpost"
-	"github.com/outpost-relay/outpost/ecash"
-	"github.com/outpost-relay/outpost/kv"
-	"github.com/outpost-relay/outpost/minturl"
-	"github.com/outpost-relay/outpost/nostrclient"
-	"github.com/outpost-relay/outpost/treasury"
-	"github.com/outpost-relay/outpost/upstream"
+	"github.com/outpost-relay/outpost/internal/cashu/ecash"
+	"github.com/outpost-relay/outpost/internal/cashu/minturl"
+	"github.com/outpost-relay/outpost/internal/cashu/treasury"
+	"github.com/outpost-relay/outpost/internal/nostr/nostrclient"
+	"github.com/outpost-relay/outpost/internal/nostr/upstream"
+	"github.com/outpost-relay/outpost/internal/storage/kv"
 )
 
 // Nutzaps (NIP-61): the user's kind-10019 event names the mints they take

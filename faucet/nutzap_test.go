@@ -10,10 +10,10 @@ import (
 
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/outpost-relay/outpost"
+	"github.com/outpost-relay/outpost/internal/cashu/treasury"
+	"github.com/outpost-relay/outpost/internal/storage/kv"
 	"github.com/outpost-relay/outpost/internal/testkit"
-	"github.com/outpost-relay/outpost/kv"
-	"github.com/outpost-relay/outpost/relay/relaytest"
-	"github.com/outpost-relay/outpost/treasury"
+	"github.com/outpost-relay/outpost/internal/testkit/relaytest"
 )
 
 // TestNutzapsNeedAKey: a faucet without a key to sign nutzaps with does not

@@ -4,7 +4,7 @@ import (
 	"context"
 
 	"github.com/outpost-relay/outpost"
-	"github.com/outpost-relay/outpost/kv"
+	"github.com/outpost-relay/outpost/internal/storage/kv"
 )
 
 // Outcomes of a quote whose claim did not pay, besides a claim's states

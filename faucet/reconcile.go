@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/outpost-relay/outpost"
-	"github.com/outpost-relay/outpost/kv"
-	"github.com/outpost-relay/outpost/treasury"
+	"github.com/outpost-relay/outpost/internal/cashu/treasury"
+	"github.com/outpost-relay/outpost/internal/storage/kv"
 )
 
 // unsureGrace is how long a payment whose melt call failed stays pending

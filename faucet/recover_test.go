@@ -7,9 +7,9 @@ import (
 
 	"github.com/elnosh/gonuts/cashu"
 	"github.com/elnosh/gonuts/mint/lightning"
+	"github.com/outpost-relay/outpost/internal/cashu/treasury"
 	"github.com/outpost-relay/outpost/internal/testkit"
-	"github.com/outpost-relay/outpost/testmint/minttest"
-	"github.com/outpost-relay/outpost/treasury"
+	"github.com/outpost-relay/outpost/internal/testkit/minttest"
 )
 
 // TestCrashRecovery: claims a previous process left in "paying" are settled

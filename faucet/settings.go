@@ -8,9 +8,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/outpost-relay/outpost/bolt11"
-	"github.com/outpost-relay/outpost/minturl"
-	"github.com/outpost-relay/outpost/settings"
+	"github.com/outpost-relay/outpost/internal/cashu/bolt11"
+	"github.com/outpost-relay/outpost/internal/cashu/minturl"
+	"github.com/outpost-relay/outpost/internal/ops/settings"
 )
 
 // Settings are the faucet's operator settings, each bound by cmd/outpost to

@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/outpost-relay/outpost"
-	"github.com/outpost-relay/outpost/kv"
-	"github.com/outpost-relay/outpost/profiles"
-	"github.com/outpost-relay/outpost/pubkey"
+	"github.com/outpost-relay/outpost/internal/nostr/profiles"
+	"github.com/outpost-relay/outpost/internal/nostr/pubkey"
+	"github.com/outpost-relay/outpost/internal/storage/kv"
 )
 
 // Session is a login. Per-request NIP-98 authentication makes one that is

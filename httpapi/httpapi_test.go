@@ -16,7 +16,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/outpost-relay/outpost"
-	"github.com/outpost-relay/outpost/ratelimit"
+	"github.com/outpost-relay/outpost/internal/guard/ratelimit"
 )
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))

@@ -18,10 +18,10 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/outpost-relay/outpost/httpapi"
+	"github.com/outpost-relay/outpost/internal/testkit/relaytest"
+	"github.com/outpost-relay/outpost/internal/testkit/storetest"
 	"github.com/outpost-relay/outpost/policies"
 	"github.com/outpost-relay/outpost/relay"
-	"github.com/outpost-relay/outpost/relay/relaytest"
-	"github.com/outpost-relay/outpost/store/storetest"
 )
 
 // limitsServer serves a real relay and one service through NewServer with

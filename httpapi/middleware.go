@@ -11,7 +11,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
 	"github.com/outpost-relay/outpost"
-	"github.com/outpost-relay/outpost/ratelimit"
+	"github.com/outpost-relay/outpost/internal/guard/ratelimit"
 	"github.com/rs/cors"
 )
 

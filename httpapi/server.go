@@ -11,7 +11,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/outpost-relay/outpost"
-	"github.com/outpost-relay/outpost/ratelimit"
+	"github.com/outpost-relay/outpost/internal/guard/ratelimit"
 )
 
 // Service is one REST service mounted on the root handler.

@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/outpost-relay/outpost/kv"
-	"github.com/outpost-relay/outpost/store"
+	"github.com/outpost-relay/outpost/internal/storage/kv"
+	"github.com/outpost-relay/outpost/internal/storage/store"
 )
 
 // benchMints caches a directory holding one mint with n checks spread over

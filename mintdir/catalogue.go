@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/outpost-relay/outpost"
-	"github.com/outpost-relay/outpost/kv"
-	"github.com/outpost-relay/outpost/netguard"
+	"github.com/outpost-relay/outpost/internal/guard/netguard"
+	"github.com/outpost-relay/outpost/internal/storage/kv"
 	"github.com/outpost-relay/outpost/probe"
 )
 

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/outpost-relay/outpost"
-	"github.com/outpost-relay/outpost/mintdir/mintdirtest"
-	"github.com/outpost-relay/outpost/store"
+	"github.com/outpost-relay/outpost/internal/storage/store"
+	"github.com/outpost-relay/outpost/internal/testkit/mintdirtest"
 )
 
 func TestFailureModesAreRecordedChecks(t *testing.T) {

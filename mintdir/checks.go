@@ -5,7 +5,7 @@ import (
 	"errors"
 	"time"
 
-	"github.com/outpost-relay/outpost/kv"
+	"github.com/outpost-relay/outpost/internal/storage/kv"
 	"github.com/outpost-relay/outpost/probe"
 )
 

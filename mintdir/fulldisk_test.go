@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/outpost-relay/outpost/internal/storage/kv"
+	"github.com/outpost-relay/outpost/internal/storage/store"
 	"github.com/outpost-relay/outpost/internal/testkit"
-	"github.com/outpost-relay/outpost/kv"
-	"github.com/outpost-relay/outpost/store"
 )
 
 // The disk fills while a mint is being checked (the store took writes when

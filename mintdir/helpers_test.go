@@ -7,10 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/outpost-relay/outpost/internal/storage/store"
 	"github.com/outpost-relay/outpost/internal/testkit"
-	"github.com/outpost-relay/outpost/mintdir/mintdirtest"
-	"github.com/outpost-relay/outpost/store"
-	"github.com/outpost-relay/outpost/store/storetest"
+	"github.com/outpost-relay/outpost/internal/testkit/mintdirtest"
+	"github.com/outpost-relay/outpost/internal/testkit/storetest"
 )
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }

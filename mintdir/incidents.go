@@ -5,7 +5,7 @@ import (
 	"errors"
 	"time"
 
-	"github.com/outpost-relay/outpost/kv"
+	"github.com/outpost-relay/outpost/internal/storage/kv"
 )
 
 // Incident is a time a mint was offline: it opens when a mint that was up

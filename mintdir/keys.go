@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/outpost-relay/outpost/kv"
+	"github.com/outpost-relay/outpost/internal/storage/kv"
 )
 
 // Record kinds: the second key byte under kv.PrefixMintdir.

@@ -3,7 +3,7 @@ package mintdir
 import (
 	"slices"
 
-	"github.com/outpost-relay/outpost/kv"
+	"github.com/outpost-relay/outpost/internal/storage/kv"
 )
 
 // mergeIfKnown handles a check of m that found pubkey: when another mint

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/outpost-relay/outpost/kv"
-	"github.com/outpost-relay/outpost/pubkey"
+	"github.com/outpost-relay/outpost/internal/nostr/pubkey"
+	"github.com/outpost-relay/outpost/internal/storage/kv"
 )
 
 // Metadata is a mint's current metadata snapshot: the NUT-06 info as served

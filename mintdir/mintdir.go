@@ -23,12 +23,12 @@ import (
 
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/outpost-relay/outpost"
-	"github.com/outpost-relay/outpost/events"
-	"github.com/outpost-relay/outpost/kv"
+	"github.com/outpost-relay/outpost/internal/guard/ratelimit"
+	"github.com/outpost-relay/outpost/internal/nostr/pubkey"
+	"github.com/outpost-relay/outpost/internal/ops/settings"
+	"github.com/outpost-relay/outpost/internal/storage/events"
+	"github.com/outpost-relay/outpost/internal/storage/kv"
 	"github.com/outpost-relay/outpost/probe"
-	"github.com/outpost-relay/outpost/pubkey"
-	"github.com/outpost-relay/outpost/ratelimit"
-	"github.com/outpost-relay/outpost/settings"
 )
 
 // Events is the part of the relay's event store the directory reads reviews from.

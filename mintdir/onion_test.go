@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/outpost-relay/outpost"
-	"github.com/outpost-relay/outpost/probe/probetest"
-	"github.com/outpost-relay/outpost/store/storetest"
+	"github.com/outpost-relay/outpost/internal/testkit/probetest"
+	"github.com/outpost-relay/outpost/internal/testkit/storetest"
 )
 
 const onionName = "mintmintmintmintmintmintmintmintmintmintmintmintmint2345.onion"

@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/outpost-relay/outpost/kv"
+	"github.com/outpost-relay/outpost/internal/storage/kv"
 )
 
 // Retention of raw data; hourly rollups stay (they are small and make the

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/nbd-wtf/go-nostr"
-	"github.com/outpost-relay/outpost/kv"
+	"github.com/outpost-relay/outpost/internal/storage/kv"
 )
 
 // NIP-87 kinds.

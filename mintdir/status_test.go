@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/outpost-relay/outpost/mintdir/mintdirtest"
+	"github.com/outpost-relay/outpost/internal/testkit/mintdirtest"
 )
 
 func TestStatusTransitionsAndIncidents(t *testing.T) {

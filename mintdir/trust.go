@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/outpost-relay/outpost/kv"
+	"github.com/outpost-relay/outpost/internal/storage/kv"
 )
 
 // Summary holds the figures of a mint's core record. They are recomputed

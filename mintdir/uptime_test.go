@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/outpost-relay/outpost/kv"
+	"github.com/outpost-relay/outpost/internal/storage/kv"
 
 	"github.com/outpost-relay/outpost"
 )

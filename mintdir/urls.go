@@ -5,7 +5,7 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/outpost-relay/outpost/minturl"
+	"github.com/outpost-relay/outpost/internal/cashu/minturl"
 )
 
 // URL types of a mint's URL list.

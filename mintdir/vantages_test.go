@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/nbd-wtf/go-nostr"
-	"github.com/outpost-relay/outpost/mintdir/mintdirtest"
+	"github.com/outpost-relay/outpost/internal/testkit/mintdirtest"
 )
 
 func TestConsensus(t *testing.T) {

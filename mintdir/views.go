@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/outpost-relay/outpost/kv"
+	"github.com/outpost-relay/outpost/internal/storage/kv"
 )
 
 // Views: every GET of a mint's core record is a view. Counting must be cheap

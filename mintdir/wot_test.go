@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/nbd-wtf/go-nostr"
+	"github.com/outpost-relay/outpost/internal/testkit/wottest"
 	"github.com/outpost-relay/outpost/internal/wot"
-	"github.com/outpost-relay/outpost/internal/wot/wottest"
 )
 
 // saveReview stores a 38000 review of the mint at url by the key pk, as

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/outpost-relay/outpost"
-	"github.com/outpost-relay/outpost/internal/outbound"
-	"github.com/outpost-relay/outpost/pubkey"
+	"github.com/outpost-relay/outpost/internal/guard/outbound"
+	"github.com/outpost-relay/outpost/internal/nostr/pubkey"
 )
 
 // SyncOptions tune SyncBanList and Follow; the zero value is usable.

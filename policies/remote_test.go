@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/outpost-relay/outpost/internal/nostr/pubkey"
 	"github.com/outpost-relay/outpost/internal/testkit"
-	"github.com/outpost-relay/outpost/pubkey"
 )
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))

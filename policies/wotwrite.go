@@ -7,7 +7,7 @@ import (
 	"strconv"
 
 	"github.com/nbd-wtf/go-nostr"
-	"github.com/outpost-relay/outpost/settings"
+	"github.com/outpost-relay/outpost/internal/ops/settings"
 )
 
 // WriteSettings say who may write to the relay.

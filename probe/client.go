@@ -24,7 +24,7 @@ import (
 	"time"
 
 	"github.com/outpost-relay/outpost"
-	"github.com/outpost-relay/outpost/netguard"
+	"github.com/outpost-relay/outpost/internal/guard/netguard"
 )
 
 // Error kinds of a failed check.

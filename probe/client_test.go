@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/outpost-relay/outpost/netguard/netguardtest"
+	"github.com/outpost-relay/outpost/internal/testkit/netguardtest"
 )
 
 const goodInfo = `{"name":"Test","pubkey":"02aa","version":"x/1","nuts":{"4":{"methods":[],"disabled":false}}}`

@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/outpost-relay/outpost/internal/testkit"
+	"github.com/outpost-relay/outpost/internal/testkit/probetest"
 	"github.com/outpost-relay/outpost/probe"
-	"github.com/outpost-relay/outpost/probe/probetest"
 )
 
 var leakFor = flag.Duration("leakfor", 5*time.Minute, "how long TestHostileProxiesLeakNothing checks through its proxies")

@@ -10,7 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/outpost-relay/outpost/internal/tick"
+	"github.com/outpost-relay/outpost/internal/ops/tick"
 )
 
 // Target is something to probe: an id and when it was last checked (zero

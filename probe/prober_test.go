@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/outpost-relay/outpost/internal/ops/tick"
 	"github.com/outpost-relay/outpost/internal/testkit"
-	"github.com/outpost-relay/outpost/internal/tick"
 )
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }

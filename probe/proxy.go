@@ -15,7 +15,7 @@ import (
 
 	"golang.org/x/net/proxy"
 
-	"github.com/outpost-relay/outpost/netguard"
+	"github.com/outpost-relay/outpost/internal/guard/netguard"
 )
 
 // ParseProxy reads a proxy URL, socks5://[user:pass@]host:port (Tor's SOCKS

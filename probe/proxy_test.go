@@ -8,11 +8,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/outpost-relay/outpost/netguard/netguardtest"
+	"github.com/outpost-relay/outpost/internal/cashu/devmint"
+	"github.com/outpost-relay/outpost/internal/testkit/minttest"
+	"github.com/outpost-relay/outpost/internal/testkit/netguardtest"
+	"github.com/outpost-relay/outpost/internal/testkit/probetest"
 	"github.com/outpost-relay/outpost/probe"
-	"github.com/outpost-relay/outpost/probe/probetest"
-	"github.com/outpost-relay/outpost/testmint"
-	"github.com/outpost-relay/outpost/testmint/minttest"
 )
 
 // onion is a well-formed v3 onion service name, which the test proxies map
@@ -32,7 +32,7 @@ func proxyURL(t *testing.T, raw string) *url.URL {
 // proxy (as Tor's) and through an HTTP proxy that CONNECTs; the name goes
 // to the proxy unresolved, and the guard, which stays on, lets it through.
 func TestProbeThroughProxy(t *testing.T) {
-	mint := minttest.Start(t, testmint.Options{})
+	mint := minttest.Start(t, devmint.Options{})
 	hostport := strings.TrimPrefix(mint.URL, "http://")
 	for _, start := range []func(testing.TB, map[string]string) *probetest.Proxy{probetest.SOCKS5, probetest.Connect} {
 		px := start(t, map[string]string{onion + ":80": hostport})
@@ -58,7 +58,7 @@ func TestProbeThroughProxy(t *testing.T) {
 // resolve to them and names that are not onion services are refused before
 // the proxy hears of them. The proxy's own address, on loopback, is fine.
 func TestProxyKeepsTheGuard(t *testing.T) {
-	mint := minttest.Start(t, testmint.Options{})
+	mint := minttest.Start(t, devmint.Options{})
 	for _, start := range []func(testing.TB, map[string]string) *probetest.Proxy{probetest.SOCKS5, probetest.Connect} {
 		px := start(t, nil)
 		c := probe.NewClient(probe.ClientOptions{Timeout: 2 * time.Second, Proxy: proxyURL(t, px.URL)})
@@ -91,7 +91,7 @@ func TestProxyKeepsTheGuard(t *testing.T) {
 // The mints outpost runs itself (Allow) are on this host: dialled directly,
 // not through a proxy that is elsewhere.
 func TestOwnMintSkipsTheProxy(t *testing.T) {
-	mint := minttest.Start(t, testmint.Options{})
+	mint := minttest.Start(t, devmint.Options{})
 	px := probetest.SOCKS5(t, nil)
 	c := probe.NewClient(probe.ClientOptions{Timeout: 5 * time.Second, Proxy: proxyURL(t, px.URL), Allow: []string{strings.TrimPrefix(mint.URL, "http://")}})
 	if res := c.Info(context.Background(), mint.URL, time.Now); !res.OK {

@@ -13,7 +13,7 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/nbd-wtf/go-nostr/nip40"
 	"github.com/nbd-wtf/go-nostr/nip70"
-	"github.com/outpost-relay/outpost/events"
+	"github.com/outpost-relay/outpost/internal/storage/events"
 )
 
 // Admission: every event that enters the store comes through accept, from

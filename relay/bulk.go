@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/nbd-wtf/go-nostr"
-	"github.com/outpost-relay/outpost/events"
+	"github.com/outpost-relay/outpost/internal/storage/events"
 	"github.com/tidwall/gjson"
 )
 

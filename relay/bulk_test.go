@@ -6,9 +6,9 @@ import (
 	"testing"
 
 	"github.com/nbd-wtf/go-nostr"
-	"github.com/outpost-relay/outpost/events"
+	"github.com/outpost-relay/outpost/internal/storage/events"
+	"github.com/outpost-relay/outpost/internal/testkit/relaytest"
 	"github.com/outpost-relay/outpost/relay"
-	"github.com/outpost-relay/outpost/relay/relaytest"
 )
 
 // TestImportAdmitsAsUpstream: Import refuses what the relay refuses from

@@ -23,8 +23,8 @@ import (
 	"github.com/nbd-wtf/go-nostr/nip45/hyperloglog"
 	"github.com/nbd-wtf/go-nostr/nip77/negentropy"
 	"github.com/nbd-wtf/go-nostr/nip77/negentropy/storage/vector"
+	"github.com/outpost-relay/outpost/internal/testkit/relaytest"
 	"github.com/outpost-relay/outpost/relay"
-	"github.com/outpost-relay/outpost/relay/relaytest"
 )
 
 var newKey = relaytest.NewKey

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/nbd-wtf/go-nostr"
-	"github.com/outpost-relay/outpost/relay/relaytest"
+	"github.com/outpost-relay/outpost/internal/testkit/relaytest"
 )
 
 // NIP-09 over a websocket: a deleted event stays refused while a deletion

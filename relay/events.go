@@ -6,7 +6,7 @@ import (
 
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/nbd-wtf/go-nostr/nip40"
-	"github.com/outpost-relay/outpost/events"
+	"github.com/outpost-relay/outpost/internal/storage/events"
 )
 
 // Meta is what the relay knows of a stored event without decoding it.

@@ -10,7 +10,7 @@ import (
 
 	"github.com/fasthttp/websocket"
 	"github.com/nbd-wtf/go-nostr"
-	"github.com/outpost-relay/outpost/relay/relaytest"
+	"github.com/outpost-relay/outpost/internal/testkit/relaytest"
 )
 
 // rawQuery sends a REQ over a plain websocket and returns the ids of the

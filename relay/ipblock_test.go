@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/fasthttp/websocket"
+	"github.com/outpost-relay/outpost/internal/storage/store"
 	"github.com/outpost-relay/outpost/policies"
-	"github.com/outpost-relay/outpost/store"
 )
 
 // A connection the block did not reach when it was made (one admitted as

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/outpost-relay/outpost/settings"
+	"github.com/outpost-relay/outpost/internal/ops/settings"
 )
 
 // Limits bound what one client may ask of the relay; they are operator

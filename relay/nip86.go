@@ -17,10 +17,10 @@ import (
 	"github.com/nbd-wtf/go-nostr/nip86"
 	"github.com/outpost-relay/outpost"
 	"github.com/outpost-relay/outpost/httpapi"
-	"github.com/outpost-relay/outpost/kv"
-	"github.com/outpost-relay/outpost/nip98"
-	"github.com/outpost-relay/outpost/pubkey"
-	"github.com/outpost-relay/outpost/store"
+	"github.com/outpost-relay/outpost/internal/nostr/nip98"
+	"github.com/outpost-relay/outpost/internal/nostr/pubkey"
+	"github.com/outpost-relay/outpost/internal/storage/kv"
+	"github.com/outpost-relay/outpost/internal/storage/store"
 	"github.com/tidwall/gjson"
 )
 

@@ -14,10 +14,10 @@ import (
 
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/outpost-relay/outpost/banlist"
-	"github.com/outpost-relay/outpost/nip98"
+	"github.com/outpost-relay/outpost/internal/nostr/nip98"
+	"github.com/outpost-relay/outpost/internal/storage/store"
 	"github.com/outpost-relay/outpost/policies"
 	"github.com/outpost-relay/outpost/relay"
-	"github.com/outpost-relay/outpost/store"
 )
 
 // A banpubkey token used once is refused as a replay after a restart on the

@@ -21,9 +21,9 @@ import (
 	"github.com/fasthttp/websocket"
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/outpost-relay/outpost/banlist"
-	"github.com/outpost-relay/outpost/pubkey"
+	"github.com/outpost-relay/outpost/internal/nostr/pubkey"
+	"github.com/outpost-relay/outpost/internal/testkit/relaytest"
 	"github.com/outpost-relay/outpost/relay"
-	"github.com/outpost-relay/outpost/relay/relaytest"
 )
 
 func (e *env) manager() relaytest.Admin { return relaytest.Admin{URL: e.url, SecretKey: e.admin} }

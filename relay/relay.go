@@ -28,9 +28,9 @@ import (
 	"github.com/fasthttp/websocket"
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/outpost-relay/outpost/httpapi"
+	"github.com/outpost-relay/outpost/internal/guard/ratelimit"
+	"github.com/outpost-relay/outpost/internal/storage/store"
 	"github.com/outpost-relay/outpost/policies"
-	"github.com/outpost-relay/outpost/ratelimit"
-	"github.com/outpost-relay/outpost/store"
 )
 
 // Config configures the relay.

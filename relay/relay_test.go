@@ -17,11 +17,11 @@ import (
 
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/outpost-relay/outpost/banlist"
-	"github.com/outpost-relay/outpost/nip98"
+	"github.com/outpost-relay/outpost/internal/nostr/nip98"
+	"github.com/outpost-relay/outpost/internal/storage/store"
+	"github.com/outpost-relay/outpost/internal/testkit/relaytest"
 	"github.com/outpost-relay/outpost/policies"
 	"github.com/outpost-relay/outpost/relay"
-	"github.com/outpost-relay/outpost/relay/relaytest"
-	"github.com/outpost-relay/outpost/store"
 )
 
 type env struct {

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/nbd-wtf/go-nostr"
+	"github.com/outpost-relay/outpost/internal/testkit/relaytest"
 	"github.com/outpost-relay/outpost/relay"
-	"github.com/outpost-relay/outpost/relay/relaytest"
 )
 
 // Issue 9 §4: while one subscriber is stalled (subscribed to everything,

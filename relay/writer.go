@@ -7,7 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/nbd-wtf/go-nostr"
-	"github.com/outpost-relay/outpost/events"
+	"github.com/outpost-relay/outpost/internal/storage/events"
 )
 
 // Group commit. Every event accept stores (a client's, another relay's, the

@@ -5,7 +5,7 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/outpost-relay/outpost/mintdir/mintdirtest"
+	"github.com/outpost-relay/outpost/internal/testkit/mintdirtest"
 )
 
 // BenchmarkMintPage renders a mint's page (15 in-process API calls, two SVG

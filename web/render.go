@@ -15,7 +15,7 @@ import (
 
 	"github.com/outpost-relay/outpost"
 	"github.com/outpost-relay/outpost/httpapi"
-	"github.com/outpost-relay/outpost/pubkey"
+	"github.com/outpost-relay/outpost/internal/nostr/pubkey"
 )
 
 //go:embed templates

@@ -25,8 +25,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/outpost-relay/outpost/internal/guard/ratelimit"
 	"github.com/outpost-relay/outpost/probe"
-	"github.com/outpost-relay/outpost/ratelimit"
 )
 
 // Service is one REST service the pages call.

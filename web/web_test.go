@@ -19,9 +19,9 @@ import (
 	"github.com/fasthttp/websocket"
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/outpost-relay/outpost/internal/audit"
-	"github.com/outpost-relay/outpost/mintdir/mintdirtest"
-	"github.com/outpost-relay/outpost/store"
-	"github.com/outpost-relay/outpost/testmint"
+	"github.com/outpost-relay/outpost/internal/cashu/devmint"
+	"github.com/outpost-relay/outpost/internal/storage/store"
+	"github.com/outpost-relay/outpost/internal/testkit/mintdirtest"
 	"github.com/outpost-relay/outpost/web"
 )
 
@@ -441,11 +441,11 @@ func TestMountsMayNotTakeThePagesPaths(t *testing.T) {
 // summary, the strip and the row, and the trust part; without audits the
 // section is left out.
 func TestAuditsShown(t *testing.T) {
-	network := &testmint.Network{}
-	var ms []*testmint.Mint
+	network := &devmint.Network{}
+	var ms []*devmint.Mint
 	for _, name := range []string{"a", "b"} {
 		node, _ := network.NewNode("")
-		m, err := testmint.Start(testmint.Options{Dir: filepath.Join(t.TempDir(), name), Node: node, Name: "Audited " + name})
+		m, err := devmint.Start(devmint.Options{Dir: filepath.Join(t.TempDir(), name), Node: node, Name: "Audited " + name})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -12,7 +12,7 @@ import (
 
 	"github.com/fasthttp/websocket"
 	"github.com/nbd-wtf/go-nostr"
-	"github.com/outpost-relay/outpost/pubkey"
+	"github.com/outpost-relay/outpost/internal/nostr/pubkey"
 )
 
 // cliOn runs outpost's commands on the data dir dir, returning their stdout.

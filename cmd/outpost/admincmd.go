@@ -15,15 +15,15 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/outpost-relay/outpost/kv"
+	"github.com/outpost-relay/outpost/internal/storage/kv"
 
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/outpost-relay/outpost"
 	"github.com/outpost-relay/outpost/banlist"
+	"github.com/outpost-relay/outpost/internal/nostr/pubkey"
+	"github.com/outpost-relay/outpost/internal/ops/settings"
+	"github.com/outpost-relay/outpost/internal/storage/store"
 	"github.com/outpost-relay/outpost/policies"
-	"github.com/outpost-relay/outpost/pubkey"
-	"github.com/outpost-relay/outpost/settings"
-	"github.com/outpost-relay/outpost/store"
 )
 
 // adminOp is a parsed admin command, ready to run against a ban-list

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/outpost-relay/outpost/banlist"
-	"github.com/outpost-relay/outpost/store"
+	"github.com/outpost-relay/outpost/internal/storage/store"
 )
 
 const socketName = "outpost.sock"

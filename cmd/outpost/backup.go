@@ -13,11 +13,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/outpost-relay/outpost/kv"
+	"github.com/outpost-relay/outpost/internal/storage/kv"
 
 	"github.com/outpost-relay/outpost"
-	"github.com/outpost-relay/outpost/settings"
-	"github.com/outpost-relay/outpost/store"
+	"github.com/outpost-relay/outpost/internal/ops/settings"
+	"github.com/outpost-relay/outpost/internal/storage/store"
 )
 
 // backupFiles are the data dir's files a backup carries beside the

@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/nbd-wtf/go-nostr"
-	"github.com/outpost-relay/outpost/kv"
-	"github.com/outpost-relay/outpost/pubkey"
-	"github.com/outpost-relay/outpost/store"
+	"github.com/outpost-relay/outpost/internal/nostr/pubkey"
+	"github.com/outpost-relay/outpost/internal/storage/kv"
+	"github.com/outpost-relay/outpost/internal/storage/store"
 )
 
 // outpost backup through the admin socket while publishers and moderators

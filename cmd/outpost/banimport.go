@@ -12,7 +12,7 @@ import (
 	"strings"
 
 	"github.com/outpost-relay/outpost/banlist"
-	"github.com/outpost-relay/outpost/pubkey"
+	"github.com/outpost-relay/outpost/internal/nostr/pubkey"
 )
 
 // importLine is one ban of a file given to "ban import": the JSON object

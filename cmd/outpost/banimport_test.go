@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/outpost-relay/outpost/pubkey"
+	"github.com/outpost-relay/outpost/internal/nostr/pubkey"
 )
 
 // importKeys are n valid public keys (x coordinates on the curve), cheap

@@ -15,9 +15,9 @@ import (
 	"time"
 
 	"github.com/outpost-relay/outpost"
+	"github.com/outpost-relay/outpost/internal/ops/settings"
+	"github.com/outpost-relay/outpost/internal/storage/store"
 	"github.com/outpost-relay/outpost/internal/testkit"
-	"github.com/outpost-relay/outpost/settings"
-	"github.com/outpost-relay/outpost/store"
 )
 
 // cli runs outpost's command line with env and returns what it printed. It

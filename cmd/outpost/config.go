@@ -14,21 +14,21 @@ import (
 	"strings"
 	"time"
 
-	"github.com/outpost-relay/outpost/kv"
+	"github.com/outpost-relay/outpost/internal/storage/kv"
 
 	"github.com/outpost-relay/outpost/banlist"
 	"github.com/outpost-relay/outpost/faucet"
 	"github.com/outpost-relay/outpost/httpapi/banlistapi"
 	"github.com/outpost-relay/outpost/httpapi/mintdirapi"
 	"github.com/outpost-relay/outpost/internal/audit"
+	"github.com/outpost-relay/outpost/internal/nostr/pubkey"
+	pub "github.com/outpost-relay/outpost/internal/nostr/publish"
+	"github.com/outpost-relay/outpost/internal/nostr/upstream"
+	"github.com/outpost-relay/outpost/internal/ops/settings"
 	"github.com/outpost-relay/outpost/internal/wot"
 	"github.com/outpost-relay/outpost/mintdir"
 	"github.com/outpost-relay/outpost/policies"
-	"github.com/outpost-relay/outpost/pubkey"
-	pub "github.com/outpost-relay/outpost/publish"
 	"github.com/outpost-relay/outpost/relay"
-	"github.com/outpost-relay/outpost/settings"
-	"github.com/outpost-relay/outpost/upstream"
 	"github.com/outpost-relay/outpost/web"
 )
 

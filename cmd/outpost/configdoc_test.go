@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/outpost-relay/outpost/settings"
+	"github.com/outpost-relay/outpost/internal/ops/settings"
 )
 
 var updateDocs = flag.Bool("update-docs", false, "rewrite the settings tables of docs/configuration.md from the declarations")

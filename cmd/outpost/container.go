@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/outpost-relay/outpost/settings"
+	"github.com/outpost-relay/outpost/internal/ops/settings"
 )
 
 // containerMemory is the memory limit of the cgroup outpost runs in (a

@@ -6,11 +6,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/outpost-relay/outpost/ecash/ecashtest"
+	"github.com/outpost-relay/outpost/internal/cashu/devmint"
 	"github.com/outpost-relay/outpost/internal/testkit"
-	"github.com/outpost-relay/outpost/lnurl/lnurltest"
-	"github.com/outpost-relay/outpost/testmint"
-	"github.com/outpost-relay/outpost/testmint/minttest"
+	"github.com/outpost-relay/outpost/internal/testkit/ecashtest"
+	"github.com/outpost-relay/outpost/internal/testkit/lnurltest"
+	"github.com/outpost-relay/outpost/internal/testkit/minttest"
 )
 
 type claimant struct {
@@ -28,8 +28,8 @@ type claimant struct {
 // Nutshell mint, both outside the killed process.
 func TestFaucetCrash(t *testing.T) {
 	t.Run("gonuts", func(t *testing.T) {
-		m := minttest.Start(t, testmint.Options{InputFeePpk: 100})
-		other := minttest.Start(t, testmint.Options{})
+		m := minttest.Start(t, devmint.Options{InputFeePpk: 100})
+		other := minttest.Start(t, devmint.Options{})
 		crash(t, m.URL, "signet", func(inv string) {
 			if err := m.Node.PayInvoice(inv); err != nil {
 				t.Fatal(err)

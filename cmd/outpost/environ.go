@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/outpost-relay/outpost/settings"
+	"github.com/outpost-relay/outpost/internal/ops/settings"
 )
 
 // otherVariables are the OUTPOST_* names read by something other than a

@@ -11,10 +11,10 @@ import (
 	"strconv"
 
 	"github.com/nbd-wtf/go-nostr"
-	"github.com/outpost-relay/outpost/kv"
-	"github.com/outpost-relay/outpost/pubkey"
+	"github.com/outpost-relay/outpost/internal/nostr/pubkey"
+	"github.com/outpost-relay/outpost/internal/ops/settings"
+	"github.com/outpost-relay/outpost/internal/storage/kv"
 	"github.com/outpost-relay/outpost/relay"
-	"github.com/outpost-relay/outpost/settings"
 )
 
 const exportUsage = `outpost export ['FILTER'] [--kinds K,K] [--authors PUBKEY,PUBKEY] [--since T] [--until T] [--limit N] [--output FILE] [--data-dir DIR]

@@ -12,7 +12,7 @@ import (
 
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/nbd-wtf/go-nostr/nip19"
-	"github.com/outpost-relay/outpost/store"
+	"github.com/outpost-relay/outpost/internal/storage/store"
 )
 
 // exported parses export's output: each line one signed event.

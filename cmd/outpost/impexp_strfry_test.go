@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/nbd-wtf/go-nostr"
-	"github.com/outpost-relay/outpost/relay/relaytest"
+	"github.com/outpost-relay/outpost/internal/testkit/relaytest"
 )
 
 // strfryBinary finds the strfry of shared/tools (STRFRY names another), or

@@ -14,9 +14,9 @@ import (
 	"time"
 
 	"github.com/nbd-wtf/go-nostr"
-	"github.com/outpost-relay/outpost/kv"
+	"github.com/outpost-relay/outpost/internal/ops/settings"
+	"github.com/outpost-relay/outpost/internal/storage/kv"
 	"github.com/outpost-relay/outpost/relay"
-	"github.com/outpost-relay/outpost/settings"
 )
 
 const importUsage = `outpost import [FILE|-] [--batch N] [--strict] [--protected] [--data-dir DIR] [store and relay settings]

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/outpost-relay/outpost/events"
+	"github.com/outpost-relay/outpost/internal/storage/events"
 	"github.com/outpost-relay/outpost/relay"
 )
 

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/outpost-relay/outpost/settings"
+	"github.com/outpost-relay/outpost/internal/ops/settings"
 )
 
 func main() {

@@ -8,8 +8,8 @@ import (
 	"runtime/metrics"
 	"time"
 
-	"github.com/outpost-relay/outpost/settings"
-	"github.com/outpost-relay/outpost/store"
+	"github.com/outpost-relay/outpost/internal/ops/settings"
+	"github.com/outpost-relay/outpost/internal/storage/store"
 )
 
 // limitMemory sets the Go runtime's soft memory limit, unless GOMEMLIMIT

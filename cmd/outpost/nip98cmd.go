@@ -12,9 +12,9 @@ import (
 
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/nbd-wtf/go-nostr/nip19"
-	"github.com/outpost-relay/outpost/nip98"
-	"github.com/outpost-relay/outpost/pubkey"
-	"github.com/outpost-relay/outpost/settings"
+	"github.com/outpost-relay/outpost/internal/nostr/nip98"
+	"github.com/outpost-relay/outpost/internal/nostr/pubkey"
+	"github.com/outpost-relay/outpost/internal/ops/settings"
 )
 
 // nip98CLI is "outpost nip98 keygen|sign": a key to try the faucet with, and

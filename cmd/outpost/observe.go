@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/outpost-relay/outpost/httpapi"
-	"github.com/outpost-relay/outpost/metrics"
-	"github.com/outpost-relay/outpost/ratelimit"
+	"github.com/outpost-relay/outpost/internal/guard/ratelimit"
+	"github.com/outpost-relay/outpost/internal/ops/metrics"
 )
 
 // metricsOff is --metrics-addr's value for no /metrics at all.

@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/nbd-wtf/go-nostr"
+	"github.com/outpost-relay/outpost/internal/nostr/pubkey"
 	"github.com/outpost-relay/outpost/internal/testkit"
-	"github.com/outpost-relay/outpost/pubkey"
 )
 
 // TestFullDisk runs outpost with its data dir on a 64 MiB filesystem and

@@ -14,11 +14,11 @@ import (
 	"github.com/elnosh/gonuts/cashu"
 	"github.com/elnosh/gonuts/wallet"
 	"github.com/nbd-wtf/go-nostr"
+	"github.com/outpost-relay/outpost/internal/nostr/nip98"
+	"github.com/outpost-relay/outpost/internal/nostr/pubkey"
 	"github.com/outpost-relay/outpost/internal/testkit"
-	"github.com/outpost-relay/outpost/lnurl/lnurltest"
-	"github.com/outpost-relay/outpost/nip98"
-	"github.com/outpost-relay/outpost/pubkey"
-	"github.com/outpost-relay/outpost/testmint/minttest"
+	"github.com/outpost-relay/outpost/internal/testkit/lnurltest"
+	"github.com/outpost-relay/outpost/internal/testkit/minttest"
 )
 
 // publishWS sends ev to the instance's relay on a websocket of its own and

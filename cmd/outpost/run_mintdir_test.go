@@ -14,14 +14,14 @@ import (
 	"time"
 
 	"github.com/nbd-wtf/go-nostr"
+	"github.com/outpost-relay/outpost/internal/cashu/devmint"
 	"github.com/outpost-relay/outpost/internal/testkit"
-	"github.com/outpost-relay/outpost/testmint"
-	"github.com/outpost-relay/outpost/testmint/minttest"
+	"github.com/outpost-relay/outpost/internal/testkit/minttest"
 )
 
-func startTestMint(t *testing.T, dir, addr, name string) *testmint.Mint {
+func startTestMint(t *testing.T, dir, addr, name string) *devmint.Mint {
 	t.Helper()
-	return minttest.Start(t, testmint.Options{Dir: dir, Addr: addr, Name: name, Description: "whole-program test mint"})
+	return minttest.Start(t, devmint.Options{Dir: dir, Addr: addr, Name: name, Description: "whole-program test mint"})
 }
 
 func freeAddr(t *testing.T) string {

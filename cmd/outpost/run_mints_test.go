@@ -13,14 +13,14 @@ import (
 	"time"
 
 	"github.com/nbd-wtf/go-nostr"
-	"github.com/outpost-relay/outpost/ecash"
-	"github.com/outpost-relay/outpost/ecash/ecashtest"
+	"github.com/outpost-relay/outpost/internal/cashu/ecash"
+	"github.com/outpost-relay/outpost/internal/cashu/treasury"
+	"github.com/outpost-relay/outpost/internal/nostr/pubkey"
+	"github.com/outpost-relay/outpost/internal/storage/store"
 	"github.com/outpost-relay/outpost/internal/testkit"
-	"github.com/outpost-relay/outpost/lnurl/lnurltest"
-	"github.com/outpost-relay/outpost/pubkey"
-	"github.com/outpost-relay/outpost/store"
-	"github.com/outpost-relay/outpost/testmint/nutshelltest"
-	"github.com/outpost-relay/outpost/treasury"
+	"github.com/outpost-relay/outpost/internal/testkit/ecashtest"
+	"github.com/outpost-relay/outpost/internal/testkit/lnurltest"
+	"github.com/outpost-relay/outpost/internal/testkit/nutshelltest"
 )
 
 // Nutshell mints shared by this package's tests, started on first use:

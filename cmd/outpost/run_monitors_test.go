@@ -10,10 +10,10 @@ import (
 	"time"
 
 	"github.com/nbd-wtf/go-nostr"
+	"github.com/outpost-relay/outpost/internal/nostr/pubkey"
 	"github.com/outpost-relay/outpost/internal/testkit"
-	"github.com/outpost-relay/outpost/mintdir/mintdirtest"
-	"github.com/outpost-relay/outpost/pubkey"
-	"github.com/outpost-relay/outpost/relay/relaytest"
+	"github.com/outpost-relay/outpost/internal/testkit/mintdirtest"
+	"github.com/outpost-relay/outpost/internal/testkit/relaytest"
 )
 
 // statusEvent is another monitor's status event for the mint at mintURL.

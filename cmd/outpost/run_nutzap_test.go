@@ -16,13 +16,13 @@ import (
 	"github.com/elnosh/gonuts/cashu/nuts/nut11"
 	"github.com/fiatjaf/khatru"
 	"github.com/nbd-wtf/go-nostr"
-	"github.com/outpost-relay/outpost/ecash/ecashtest"
+	"github.com/outpost-relay/outpost/internal/cashu/devmint"
+	"github.com/outpost-relay/outpost/internal/nostr/nostrclient"
 	"github.com/outpost-relay/outpost/internal/testkit"
-	"github.com/outpost-relay/outpost/nostrclient"
-	"github.com/outpost-relay/outpost/relay/relaytest"
-	"github.com/outpost-relay/outpost/testmint"
-	"github.com/outpost-relay/outpost/testmint/hostile"
-	"github.com/outpost-relay/outpost/testmint/minttest"
+	"github.com/outpost-relay/outpost/internal/testkit/ecashtest"
+	"github.com/outpost-relay/outpost/internal/testkit/hostile"
+	"github.com/outpost-relay/outpost/internal/testkit/minttest"
+	"github.com/outpost-relay/outpost/internal/testkit/relaytest"
 )
 
 // TestFaucetNutzap runs the nutzap payout (NIP-61) against the gonuts
@@ -32,7 +32,7 @@ import (
 // (SIGKILL) after the mint made the locked proofs but before the event
 // existed: the restart makes and publishes it, once.
 func TestFaucetNutzap(t *testing.T) {
-	m := minttest.Start(t, testmint.Options{InputFeePpk: 100})
+	m := minttest.Start(t, devmint.Options{InputFeePpk: 100})
 	proxy := hostile.New(t, m.URL)
 	refusing := startRefusingRelay(t)
 	other, _ := relaytest.Start(t)

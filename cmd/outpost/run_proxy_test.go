@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/outpost-relay/outpost/internal/testkit"
-	"github.com/outpost-relay/outpost/probe/probetest"
+	"github.com/outpost-relay/outpost/internal/testkit/probetest"
 )
 
 // TestProbeProxy runs outpost with OUTPOST_PROBE_PROXY at a SOCKS5 proxy on

@@ -11,7 +11,7 @@ import (
 
 	"github.com/fasthttp/websocket"
 	"github.com/nbd-wtf/go-nostr"
-	"github.com/outpost-relay/outpost/relay/relaytest"
+	"github.com/outpost-relay/outpost/internal/testkit/relaytest"
 )
 
 var newKeyPair = relaytest.NewKey

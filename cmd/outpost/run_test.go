@@ -17,8 +17,8 @@ import (
 
 	"github.com/fasthttp/websocket"
 	"github.com/nbd-wtf/go-nostr"
+	"github.com/outpost-relay/outpost/internal/nostr/pubkey"
 	"github.com/outpost-relay/outpost/internal/testkit"
-	"github.com/outpost-relay/outpost/pubkey"
 )
 
 // TestWholeProgram runs outpost through run() and uses it as Nostr clients,

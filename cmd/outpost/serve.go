@@ -14,21 +14,21 @@ import (
 	"sync"
 	"time"
 
-	"github.com/outpost-relay/outpost/kv"
+	"github.com/outpost-relay/outpost/internal/storage/kv"
 
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/outpost-relay/outpost"
 	"github.com/outpost-relay/outpost/banlist"
 	"github.com/outpost-relay/outpost/httpapi"
+	"github.com/outpost-relay/outpost/internal/cashu/devmint"
+	"github.com/outpost-relay/outpost/internal/guard/ratelimit"
+	"github.com/outpost-relay/outpost/internal/nostr/pubkey"
+	pub "github.com/outpost-relay/outpost/internal/nostr/publish"
+	"github.com/outpost-relay/outpost/internal/ops/metrics"
+	"github.com/outpost-relay/outpost/internal/storage/store"
 	"github.com/outpost-relay/outpost/internal/wot"
-	"github.com/outpost-relay/outpost/metrics"
 	"github.com/outpost-relay/outpost/policies"
-	"github.com/outpost-relay/outpost/pubkey"
-	pub "github.com/outpost-relay/outpost/publish"
-	"github.com/outpost-relay/outpost/ratelimit"
 	"github.com/outpost-relay/outpost/relay"
-	"github.com/outpost-relay/outpost/store"
-	"github.com/outpost-relay/outpost/testmint"
 	"github.com/outpost-relay/outpost/web"
 )
 
@@ -44,9 +44,9 @@ type deps struct {
 	secretKey string // service key, hex
 	pubKey    string // service key, hex
 	metrics   *metrics.Metrics
-	embedded  *testmint.Mint // the faucet's test mint, without a mint URL set; nil with one
-	wot       *wot.WoT       // the web of trust, which the services ask
-	adminKeys *adminKeys     // set by wireBanlist, read by the services wired after it
+	embedded  *devmint.Mint // the faucet's test mint, without a mint URL set; nil with one
+	wot       *wot.WoT      // the web of trust, which the services ask
+	adminKeys *adminKeys    // set by wireBanlist, read by the services wired after it
 }
 
 // adminKeys is the ban list's service once wireBanlist has made it: other

@@ -10,8 +10,8 @@ import (
 
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/nbd-wtf/go-nostr/nip19"
-	"github.com/outpost-relay/outpost/internal/atomicfile"
-	"github.com/outpost-relay/outpost/settings"
+	"github.com/outpost-relay/outpost/internal/ops/atomicfile"
+	"github.com/outpost-relay/outpost/internal/ops/settings"
 )
 
 // serviceKey returns the service's Nostr secret key (hex): the configured one

@@ -12,8 +12,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/outpost-relay/outpost/settings"
-	"github.com/outpost-relay/outpost/strfry"
+	"github.com/outpost-relay/outpost/internal/nostr/strfry"
+	"github.com/outpost-relay/outpost/internal/ops/settings"
 )
 
 // strfryConfig is the strfry-policy command's settings.

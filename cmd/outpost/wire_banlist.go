@@ -6,7 +6,7 @@ import (
 	"github.com/outpost-relay/outpost/banlist"
 	"github.com/outpost-relay/outpost/httpapi"
 	"github.com/outpost-relay/outpost/httpapi/banlistapi"
-	pub "github.com/outpost-relay/outpost/publish"
+	pub "github.com/outpost-relay/outpost/internal/nostr/publish"
 )
 
 // wireBanlist wires the ban list: the service on the shared store, feeding

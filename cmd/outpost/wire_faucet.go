@@ -14,14 +14,14 @@ import (
 	"github.com/outpost-relay/outpost/faucet"
 	"github.com/outpost-relay/outpost/httpapi"
 	"github.com/outpost-relay/outpost/httpapi/faucetapi"
-	"github.com/outpost-relay/outpost/lnurl"
-	"github.com/outpost-relay/outpost/netguard"
-	"github.com/outpost-relay/outpost/nip98"
-	"github.com/outpost-relay/outpost/profiles"
+	"github.com/outpost-relay/outpost/internal/cashu/devmint"
+	"github.com/outpost-relay/outpost/internal/cashu/lnurl"
+	"github.com/outpost-relay/outpost/internal/cashu/treasury"
+	"github.com/outpost-relay/outpost/internal/guard/netguard"
+	"github.com/outpost-relay/outpost/internal/nostr/nip98"
+	"github.com/outpost-relay/outpost/internal/nostr/profiles"
+	"github.com/outpost-relay/outpost/internal/storage/store"
 	"github.com/outpost-relay/outpost/relay"
-	"github.com/outpost-relay/outpost/store"
-	"github.com/outpost-relay/outpost/testmint"
-	"github.com/outpost-relay/outpost/treasury"
 )
 
 // wireFaucet builds the faucet: its wallet at the configured mint, or at the
@@ -111,7 +111,7 @@ func closeWallet(tr *treasury.Treasury, log *slog.Logger) {
 // (so its port, keys and invoices survive restarts and the wallet's ecash
 // stays valid), unless the faucet pays from a mint of the operator's (nil).
 // The faucet pays from it and the directory lists it.
-func startEmbeddedMint(c *Config) (*testmint.Mint, error) {
+func startEmbeddedMint(c *Config) (*devmint.Mint, error) {
 	if c.Faucet.MintURL != "" || c.Faucet.Primary != "" {
 		return nil, nil
 	}
@@ -119,7 +119,7 @@ func startEmbeddedMint(c *Config) (*testmint.Mint, error) {
 	if err := ensureDir(dir); err != nil {
 		return nil, err
 	}
-	tm, err := testmint.Start(testmint.Options{Dir: filepath.Join(dir, "testmint"), Name: "outpost test mint",
+	tm, err := devmint.Start(devmint.Options{Dir: filepath.Join(dir, "testmint"), Name: "outpost test mint",
 		Description: "The faucet's embedded test mint: its Lightning network is simulated, its sats are play money."})
 	if err != nil {
 		return nil, fmt.Errorf("faucet: embedded test mint (set --faucet-mint-url, OUTPOST_FAUCET_MINT_URL, to use a real one): %w", err)

@@ -9,8 +9,8 @@ import (
 	"github.com/outpost-relay/outpost/httpapi/banlistapi"
 	"github.com/outpost-relay/outpost/httpapi/mintdirapi"
 	"github.com/outpost-relay/outpost/internal/audit"
+	pub "github.com/outpost-relay/outpost/internal/nostr/publish"
 	"github.com/outpost-relay/outpost/mintdir"
-	pub "github.com/outpost-relay/outpost/publish"
 )
 
 // wireMintdir wires the mint directory: the catalogue and its prober on the

@@ -6,7 +6,7 @@ import (
 
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/outpost-relay/outpost/httpapi"
-	"github.com/outpost-relay/outpost/upstream"
+	"github.com/outpost-relay/outpost/internal/nostr/upstream"
 )
 
 // wireUpstream follows OUTPOST_UPSTREAM_RELAYS and OUTPOST_UPSTREAM_PEERS

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/outpost-relay/outpost/httpapi/apitest"
+	"github.com/outpost-relay/outpost/internal/testkit/apitest"
 )
 
 // accessLists walks the moderation lists NIP-86 also manages (the allow

@@ -12,8 +12,8 @@ import (
 	"github.com/outpost-relay/outpost/banlist"
 	"github.com/outpost-relay/outpost/httpapi"
 	"github.com/outpost-relay/outpost/httpapi/banlistapi"
+	"github.com/outpost-relay/outpost/internal/testkit/storetest"
 	"github.com/outpost-relay/outpost/policies"
-	"github.com/outpost-relay/outpost/store/storetest"
 )
 
 // benchHandler is the whole root handler with n bans in the snapshot.

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/outpost-relay/outpost/banlist"
+	"github.com/outpost-relay/outpost/internal/nostr/pubkey"
 	"github.com/outpost-relay/outpost/internal/testkit"
-	"github.com/outpost-relay/outpost/pubkey"
 )
 
 // bulkKeys are valid public keys (x coordinates on the curve), cheap to

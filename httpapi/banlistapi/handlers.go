@@ -16,9 +16,9 @@ import (
 	"github.com/outpost-relay/outpost"
 	"github.com/outpost-relay/outpost/banlist"
 	"github.com/outpost-relay/outpost/httpapi"
+	"github.com/outpost-relay/outpost/internal/nostr/pubkey"
 	"github.com/outpost-relay/outpost/internal/wot"
 	"github.com/outpost-relay/outpost/policies"
-	"github.com/outpost-relay/outpost/pubkey"
 )
 
 //go:embed openapi.json

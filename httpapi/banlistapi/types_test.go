@@ -6,7 +6,7 @@ import (
 	"github.com/outpost-relay/outpost"
 	"github.com/outpost-relay/outpost/banlist"
 	"github.com/outpost-relay/outpost/httpapi"
-	"github.com/outpost-relay/outpost/httpapi/apitest"
+	"github.com/outpost-relay/outpost/internal/testkit/apitest"
 )
 
 // TestTypesMatchTheDocument: the answers with a Go type of their own (the

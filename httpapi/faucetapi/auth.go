@@ -10,7 +10,7 @@ import (
 	"github.com/outpost-relay/outpost"
 	"github.com/outpost-relay/outpost/faucet"
 	"github.com/outpost-relay/outpost/httpapi"
-	"github.com/outpost-relay/outpost/nip98"
+	"github.com/outpost-relay/outpost/internal/nostr/nip98"
 )
 
 type sessionCtx struct{}

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/nbd-wtf/go-nostr"
-	"github.com/outpost-relay/outpost/kv"
-	"github.com/outpost-relay/outpost/nip98"
+	"github.com/outpost-relay/outpost/internal/nostr/nip98"
+	"github.com/outpost-relay/outpost/internal/storage/kv"
 )
 
 // TestNIP98Failures: every check of the verifier answers 401 naming it,

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/outpost-relay/outpost/httpapi"
-	"github.com/outpost-relay/outpost/ratelimit"
+	"github.com/outpost-relay/outpost/internal/guard/ratelimit"
 )
 
 // TestContractEdges: openapi.json documents what the shared middleware can

@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/outpost-relay/outpost/httpapi"
-	"github.com/outpost-relay/outpost/httpapi/apitest"
 	"github.com/outpost-relay/outpost/httpapi/faucetapi"
+	"github.com/outpost-relay/outpost/internal/testkit/apitest"
 )
 
 // A node whose faucet runs on another answers every documented operation

@@ -17,43 +17,43 @@ import (
 
 	"github.com/elnosh/gonuts/wallet"
 	"github.com/nbd-wtf/go-nostr"
-	"github.com/outpost-relay/outpost/bolt11"
 	"github.com/outpost-relay/outpost/faucet"
-	"github.com/outpost-relay/outpost/faucet/faucettest"
 	"github.com/outpost-relay/outpost/httpapi"
-	"github.com/outpost-relay/outpost/httpapi/apitest"
 	"github.com/outpost-relay/outpost/httpapi/faucetapi"
+	"github.com/outpost-relay/outpost/internal/cashu/bolt11"
+	"github.com/outpost-relay/outpost/internal/cashu/devmint"
+	"github.com/outpost-relay/outpost/internal/cashu/lnurl"
+	"github.com/outpost-relay/outpost/internal/cashu/treasury"
+	"github.com/outpost-relay/outpost/internal/nostr/nip98"
+	"github.com/outpost-relay/outpost/internal/nostr/nostrclient"
+	"github.com/outpost-relay/outpost/internal/nostr/profiles"
+	"github.com/outpost-relay/outpost/internal/nostr/pubkey"
+	"github.com/outpost-relay/outpost/internal/storage/store"
 	"github.com/outpost-relay/outpost/internal/testkit"
-	"github.com/outpost-relay/outpost/lnurl"
-	"github.com/outpost-relay/outpost/lnurl/lnurltest"
-	"github.com/outpost-relay/outpost/nip98"
-	"github.com/outpost-relay/outpost/nostrclient"
+	"github.com/outpost-relay/outpost/internal/testkit/apitest"
+	"github.com/outpost-relay/outpost/internal/testkit/faucettest"
+	"github.com/outpost-relay/outpost/internal/testkit/lnurltest"
+	"github.com/outpost-relay/outpost/internal/testkit/storetest"
 	"github.com/outpost-relay/outpost/policies"
-	"github.com/outpost-relay/outpost/profiles"
-	"github.com/outpost-relay/outpost/pubkey"
 	"github.com/outpost-relay/outpost/relay"
-	"github.com/outpost-relay/outpost/store"
-	"github.com/outpost-relay/outpost/store/storetest"
-	"github.com/outpost-relay/outpost/testmint"
-	"github.com/outpost-relay/outpost/treasury"
 )
 
 // Two real gonuts mints on one fake Lightning network serve every test:
 // theMint is the faucet's; users with wallets at elsewhere get invoices
 // that are paid over "Lightning" (invoices of the faucet's own mint are
 // settled inside it, where no payment can fail or hang).
-var theMint, elsewhere *testmint.Mint
+var theMint, elsewhere *devmint.Mint
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "faucetapi")
 	if err != nil {
 		panic(err)
 	}
-	theMint, err = testmint.Start(testmint.Options{Dir: filepath.Join(dir, "faucet-mint"), Name: "faucet mint"})
+	theMint, err = devmint.Start(devmint.Options{Dir: filepath.Join(dir, "faucet-mint"), Name: "faucet mint"})
 	if err != nil {
 		panic(err)
 	}
-	elsewhere, err = testmint.Start(testmint.Options{Dir: filepath.Join(dir, "elsewhere"), Name: "another mint"})
+	elsewhere, err = devmint.Start(devmint.Options{Dir: filepath.Join(dir, "elsewhere"), Name: "another mint"})
 	if err != nil {
 		panic(err)
 	}
@@ -192,7 +192,7 @@ type user struct {
 	name, sk, pk, npub string
 	ip                 string
 	token              string
-	mint               *testmint.Mint
+	mint               *devmint.Mint
 
 	mu       sync.Mutex
 	w        *wallet.Wallet
@@ -202,7 +202,7 @@ type user struct {
 
 // newUser makes a user with a wallet at mint, a Lightning address on the
 // env's server and, when profile is not nil, a kind-0 published to the relay.
-func (e *env) newUser(name string, mint *testmint.Mint, profile map[string]any) *user {
+func (e *env) newUser(name string, mint *devmint.Mint, profile map[string]any) *user {
 	t := e.t
 	t.Helper()
 	u := &user{name: name, sk: nostr.GeneratePrivateKey(), mint: mint, ip: fmt.Sprintf("10.0.0.%d", e.ips.Add(1))}

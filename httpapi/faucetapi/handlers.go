@@ -11,10 +11,10 @@ import (
 	"github.com/outpost-relay/outpost"
 	"github.com/outpost-relay/outpost/faucet"
 	"github.com/outpost-relay/outpost/httpapi"
+	"github.com/outpost-relay/outpost/internal/guard/ratelimit"
+	"github.com/outpost-relay/outpost/internal/nostr/nip98"
+	"github.com/outpost-relay/outpost/internal/nostr/pubkey"
 	"github.com/outpost-relay/outpost/internal/wot"
-	"github.com/outpost-relay/outpost/nip98"
-	"github.com/outpost-relay/outpost/pubkey"
-	"github.com/outpost-relay/outpost/ratelimit"
 )
 
 //go:embed openapi.json

@@ -14,15 +14,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/outpost-relay/outpost/bolt11"
-	"github.com/outpost-relay/outpost/ecash"
-	"github.com/outpost-relay/outpost/ecash/ecashtest"
 	"github.com/outpost-relay/outpost/faucet"
+	"github.com/outpost-relay/outpost/internal/cashu/bolt11"
+	"github.com/outpost-relay/outpost/internal/cashu/devmint"
+	"github.com/outpost-relay/outpost/internal/cashu/ecash"
 	"github.com/outpost-relay/outpost/internal/testkit"
-	"github.com/outpost-relay/outpost/testmint"
-	"github.com/outpost-relay/outpost/testmint/hostile"
-	"github.com/outpost-relay/outpost/testmint/minttest"
-	"github.com/outpost-relay/outpost/testmint/nutshelltest"
+	"github.com/outpost-relay/outpost/internal/testkit/ecashtest"
+	"github.com/outpost-relay/outpost/internal/testkit/hostile"
+	"github.com/outpost-relay/outpost/internal/testkit/minttest"
+	"github.com/outpost-relay/outpost/internal/testkit/nutshelltest"
 )
 
 // A mint is a counterpart the faucet cannot trust (issue #24). These tests
@@ -46,7 +46,7 @@ type hostileMint struct {
 }
 
 func gonutsAt(t *testing.T, ppk uint) hostileMint {
-	m := minttest.Start(t, testmint.Options{Name: fmt.Sprintf("gonuts %d ppk", ppk), InputFeePpk: ppk})
+	m := minttest.Start(t, devmint.Options{Name: fmt.Sprintf("gonuts %d ppk", ppk), InputFeePpk: ppk})
 	return hostileMint{name: fmt.Sprintf("gonuts-%dppk", ppk), url: m.URL, network: bolt11.Signet, pay: m.Node.PayInvoice,
 		payee: func(t *testing.T) *ecashtest.Payee { return ecashtest.NewPayee(t, elsewhere.URL) }}
 }

@@ -8,8 +8,8 @@ import (
 
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/outpost-relay/outpost/faucet"
-	"github.com/outpost-relay/outpost/profiles"
-	"github.com/outpost-relay/outpost/relay/relaytest"
+	"github.com/outpost-relay/outpost/internal/nostr/profiles"
+	"github.com/outpost-relay/outpost/internal/testkit/relaytest"
 )
 
 // claim quotes and confirms a cashu claim and fails the test unless it is paid.

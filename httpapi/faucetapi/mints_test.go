@@ -13,11 +13,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/outpost-relay/outpost/bolt11"
-	"github.com/outpost-relay/outpost/ecash/ecashtest"
 	"github.com/outpost-relay/outpost/faucet"
+	"github.com/outpost-relay/outpost/internal/cashu/bolt11"
 	"github.com/outpost-relay/outpost/internal/testkit"
-	"github.com/outpost-relay/outpost/testmint/nutshelltest"
+	"github.com/outpost-relay/outpost/internal/testkit/ecashtest"
+	"github.com/outpost-relay/outpost/internal/testkit/nutshelltest"
 )
 
 // Two Nutshell mints (v2 keysets, 100 ppk input fees, fee return) next to

@@ -16,8 +16,8 @@ import (
 	"github.com/lightningnetwork/lnd/lnwire"
 	"github.com/lightningnetwork/lnd/zpay32"
 	"github.com/outpost-relay/outpost/faucet"
-	"github.com/outpost-relay/outpost/httpapi/apitest"
 	"github.com/outpost-relay/outpost/internal/testkit"
+	"github.com/outpost-relay/outpost/internal/testkit/apitest"
 )
 
 // TestConcurrentConfirms: 20 confirms of one quote at once pay once.

@@ -11,8 +11,8 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/outpost-relay/outpost/faucet"
 	"github.com/outpost-relay/outpost/httpapi"
-	"github.com/outpost-relay/outpost/nip98"
-	"github.com/outpost-relay/outpost/ratelimit"
+	"github.com/outpost-relay/outpost/internal/guard/ratelimit"
+	"github.com/outpost-relay/outpost/internal/nostr/nip98"
 )
 
 // Config configures the faucet API.

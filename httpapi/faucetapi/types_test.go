@@ -6,7 +6,7 @@ import (
 	"github.com/outpost-relay/outpost"
 	"github.com/outpost-relay/outpost/faucet"
 	"github.com/outpost-relay/outpost/httpapi"
-	"github.com/outpost-relay/outpost/httpapi/apitest"
+	"github.com/outpost-relay/outpost/internal/testkit/apitest"
 )
 
 // TestTypesMatchTheDocument: every answer of the document is a Go type the

@@ -6,8 +6,8 @@ import (
 
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/outpost-relay/outpost/faucet"
+	"github.com/outpost-relay/outpost/internal/testkit/storetest"
 	"github.com/outpost-relay/outpost/internal/wot"
-	"github.com/outpost-relay/outpost/store/storetest"
 )
 
 // TestWoTGate: with --faucet-wot a key the seeds do not reach gets 403

@@ -12,14 +12,14 @@ import (
 
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/outpost-relay/outpost/banlist"
-	"github.com/outpost-relay/outpost/httpapi/apitest"
 	"github.com/outpost-relay/outpost/httpapi/banlistapi"
 	"github.com/outpost-relay/outpost/httpapi/mintdirapi"
 	"github.com/outpost-relay/outpost/internal/audit"
+	"github.com/outpost-relay/outpost/internal/cashu/devmint"
+	"github.com/outpost-relay/outpost/internal/testkit/apitest"
+	"github.com/outpost-relay/outpost/internal/testkit/storetest"
 	"github.com/outpost-relay/outpost/mintdir"
 	"github.com/outpost-relay/outpost/policies"
-	"github.com/outpost-relay/outpost/store/storetest"
-	"github.com/outpost-relay/outpost/testmint"
 )
 
 // TestAudits: the audit wallet funded over the admin API at two mints on
@@ -28,14 +28,14 @@ import (
 func TestAudits(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	st := storetest.Open(t, storetest.Options{Log: log})
-	network := &testmint.Network{}
-	var ms []*testmint.Mint
+	network := &devmint.Network{}
+	var ms []*devmint.Mint
 	for _, name := range []string{"a", "b"} {
 		node, err := network.NewNode("")
 		if err != nil {
 			t.Fatal(err)
 		}
-		m, err := testmint.Start(testmint.Options{Dir: filepath.Join(t.TempDir(), name), Node: node})
+		m, err := devmint.Start(devmint.Options{Dir: filepath.Join(t.TempDir(), name), Node: node})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/outpost-relay/outpost/ratelimit"
+	"github.com/outpost-relay/outpost/internal/guard/ratelimit"
 )
 
 // TestContractEdges: openapi.json documents what the shared middleware can

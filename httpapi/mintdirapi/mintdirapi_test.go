@@ -17,19 +17,19 @@ import (
 
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/outpost-relay/outpost/httpapi"
-	"github.com/outpost-relay/outpost/httpapi/apitest"
 	"github.com/outpost-relay/outpost/httpapi/mintdirapi"
+	"github.com/outpost-relay/outpost/internal/cashu/devmint"
+	"github.com/outpost-relay/outpost/internal/guard/ratelimit"
+	"github.com/outpost-relay/outpost/internal/nostr/pubkey"
 	"github.com/outpost-relay/outpost/internal/testkit"
+	"github.com/outpost-relay/outpost/internal/testkit/apitest"
+	"github.com/outpost-relay/outpost/internal/testkit/mintdirtest"
+	"github.com/outpost-relay/outpost/internal/testkit/minttest"
+	"github.com/outpost-relay/outpost/internal/testkit/relaytest"
+	"github.com/outpost-relay/outpost/internal/testkit/storetest"
 	"github.com/outpost-relay/outpost/mintdir"
-	"github.com/outpost-relay/outpost/mintdir/mintdirtest"
 	"github.com/outpost-relay/outpost/policies"
-	"github.com/outpost-relay/outpost/pubkey"
-	"github.com/outpost-relay/outpost/ratelimit"
 	"github.com/outpost-relay/outpost/relay"
-	"github.com/outpost-relay/outpost/relay/relaytest"
-	"github.com/outpost-relay/outpost/store/storetest"
-	"github.com/outpost-relay/outpost/testmint"
-	"github.com/outpost-relay/outpost/testmint/minttest"
 )
 
 type env struct {
@@ -190,9 +190,9 @@ func TestVantages(t *testing.T) {
 	}
 }
 
-func startMint(t *testing.T, dir, addr string) *testmint.Mint {
+func startMint(t *testing.T, dir, addr string) *devmint.Mint {
 	t.Helper()
-	return minttest.Start(t, testmint.Options{Dir: dir, Addr: addr, Name: "API Test Mint", Description: "a real gonuts mint",
+	return minttest.Start(t, devmint.Options{Dir: dir, Addr: addr, Name: "API Test Mint", Description: "a real gonuts mint",
 		LongDescription: "in-process, on 127.0.0.1", Motd: "hello wallets"})
 }
 

@@ -5,8 +5,8 @@ import (
 
 	"github.com/outpost-relay/outpost"
 	"github.com/outpost-relay/outpost/httpapi"
-	"github.com/outpost-relay/outpost/httpapi/apitest"
 	"github.com/outpost-relay/outpost/internal/audit"
+	"github.com/outpost-relay/outpost/internal/testkit/apitest"
 	"github.com/outpost-relay/outpost/mintdir"
 	"github.com/outpost-relay/outpost/mintdir/resource"
 )

@@ -4,8 +4,8 @@ import (
 	"net/http"
 
 	"github.com/outpost-relay/outpost"
+	"github.com/outpost-relay/outpost/internal/nostr/pubkey"
 	"github.com/outpost-relay/outpost/mintdir/resource"
-	"github.com/outpost-relay/outpost/pubkey"
 )
 
 // viewerParam reads ?viewer= (a npub or hex key) as hex; "" when absent.

@@ -5,9 +5,9 @@ import (
 	"testing"
 
 	"github.com/nbd-wtf/go-nostr"
+	"github.com/outpost-relay/outpost/internal/storage/store"
 	"github.com/outpost-relay/outpost/internal/wot"
 	"github.com/outpost-relay/outpost/relay"
-	"github.com/outpost-relay/outpost/store"
 )
 
 // wotOn is a web of trust (without seeds) on st that takes the contact

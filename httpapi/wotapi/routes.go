@@ -11,8 +11,8 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/outpost-relay/outpost"
 	"github.com/outpost-relay/outpost/httpapi"
+	"github.com/outpost-relay/outpost/internal/nostr/pubkey"
 	"github.com/outpost-relay/outpost/internal/wot"
-	"github.com/outpost-relay/outpost/pubkey"
 )
 
 //go:embed openapi.json

@@ -23,10 +23,10 @@ import (
 	"time"
 
 	"github.com/outpost-relay/outpost"
-	"github.com/outpost-relay/outpost/ecash"
-	"github.com/outpost-relay/outpost/kv"
-	"github.com/outpost-relay/outpost/minturl"
-	"github.com/outpost-relay/outpost/settings"
+	"github.com/outpost-relay/outpost/internal/cashu/ecash"
+	"github.com/outpost-relay/outpost/internal/cashu/minturl"
+	"github.com/outpost-relay/outpost/internal/ops/settings"
+	"github.com/outpost-relay/outpost/internal/storage/kv"
 )
 
 // Settings are the auditor's operator settings.

@@ -13,29 +13,29 @@ import (
 	"time"
 
 	"github.com/outpost-relay/outpost/internal/audit"
+	"github.com/outpost-relay/outpost/internal/cashu/devmint"
+	"github.com/outpost-relay/outpost/internal/storage/store"
 	"github.com/outpost-relay/outpost/internal/testkit"
-	"github.com/outpost-relay/outpost/store"
-	"github.com/outpost-relay/outpost/testmint"
 )
 
 var logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 
 // mints starts n gonuts mints on one fake Lightning network, so a melt at
 // one pays a mint quote at another.
-func mints(t *testing.T, n int) []*testmint.Mint { return feeMints(t, n, 0) }
+func mints(t *testing.T, n int) []*devmint.Mint { return feeMints(t, n, 0) }
 
 // feeMints are mints that charge inputFeePpk per input (NUT-02).
-func feeMints(t *testing.T, n int, inputFeePpk uint) []*testmint.Mint {
+func feeMints(t *testing.T, n int, inputFeePpk uint) []*devmint.Mint {
 	t.Helper()
-	network := &testmint.Network{}
-	var out []*testmint.Mint
+	network := &devmint.Network{}
+	var out []*devmint.Mint
 	for i := range n {
 		dir := filepath.Join(t.TempDir(), "mint", string(rune('a'+i)))
 		node, err := network.NewNode(filepath.Join(t.TempDir(), "ln.json"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		m, err := testmint.Start(testmint.Options{Dir: dir, Node: node, InputFeePpk: inputFeePpk})
+		m, err := devmint.Start(devmint.Options{Dir: dir, Node: node, InputFeePpk: inputFeePpk})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -72,7 +72,7 @@ func ctxT(t *testing.T) context.Context {
 }
 
 // fund deposits sats at m by a quote its own node pays.
-func fund(t *testing.T, a *audit.Auditor, m *testmint.Mint, sats int64) {
+func fund(t *testing.T, a *audit.Auditor, m *devmint.Mint, sats int64) {
 	t.Helper()
 	ctx := ctxT(t)
 	d, err := a.DepositQuote(ctx, m.URL, sats)

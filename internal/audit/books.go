@@ -1,7 +1,7 @@
 package audit
 
 import (
-	"github.com/outpost-relay/outpost/kv"
+	"github.com/outpost-relay/outpost/internal/storage/kv"
 )
 
 // MintHolding is what the audit wallet holds at one mint.

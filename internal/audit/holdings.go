@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/outpost-relay/outpost/kv"
+	"github.com/outpost-relay/outpost/internal/storage/kv"
 )
 
 // Flag is a mint caught failing the audit wallet outside a round: ecash

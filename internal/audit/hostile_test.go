@@ -14,8 +14,8 @@ import (
 
 	"github.com/elnosh/gonuts/mint/lightning"
 	"github.com/outpost-relay/outpost/internal/audit"
-	"github.com/outpost-relay/outpost/store"
-	"github.com/outpost-relay/outpost/testmint/hostile"
+	"github.com/outpost-relay/outpost/internal/storage/store"
+	"github.com/outpost-relay/outpost/internal/testkit/hostile"
 )
 
 func shortWait(t *testing.T, st *store.Store, onFailure ...func(string, time.Time, string)) *audit.Auditor {

@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/outpost-relay/outpost/internal/audit"
-	"github.com/outpost-relay/outpost/store"
+	"github.com/outpost-relay/outpost/internal/storage/store"
 )
 
 // The child of TestKillAtEveryStep: rounds between two mints on the store

@@ -6,7 +6,7 @@ import (
 	"math"
 	"time"
 
-	"github.com/outpost-relay/outpost/kv"
+	"github.com/outpost-relay/outpost/internal/storage/kv"
 )
 
 // Entry is one mint's part in one round, as GET /mintdir/mints/{id}/audits

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/outpost-relay/outpost"
-	"github.com/outpost-relay/outpost/ecash"
-	"github.com/outpost-relay/outpost/kv"
+	"github.com/outpost-relay/outpost/internal/cashu/ecash"
+	"github.com/outpost-relay/outpost/internal/storage/kv"
 )
 
 // Round steps: each is written before it is tried.

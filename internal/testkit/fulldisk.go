@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/outpost-relay/outpost/settings"
+	"github.com/outpost-relay/outpost/internal/ops/settings"
 )
 
 // FullDisk is the filesystem of a test of a full disk: a tmpfs of the

@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 
 	"github.com/nbd-wtf/go-nostr"
-	"github.com/outpost-relay/outpost/events"
+	"github.com/outpost-relay/outpost/internal/storage/events"
 )
 
 // importBatch is how many contact lists ImportStored applies at once.

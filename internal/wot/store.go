@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/outpost-relay/outpost/kv"
+	"github.com/outpost-relay/outpost/internal/storage/kv"
 )
 
 // Records, under kv.PrefixWot:

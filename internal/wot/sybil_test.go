@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/outpost-relay/outpost/internal/testkit/wottest"
 	"github.com/outpost-relay/outpost/internal/wot"
-	"github.com/outpost-relay/outpost/internal/wot/wottest"
 )
 
 // sybilSpec is the graph of "How it is shown", scaled to a test: an honest

@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/nbd-wtf/go-nostr"
+	"github.com/outpost-relay/outpost/internal/storage/kv"
+	"github.com/outpost-relay/outpost/internal/testkit/storetest"
 	"github.com/outpost-relay/outpost/internal/wot"
-	"github.com/outpost-relay/outpost/kv"
-	"github.com/outpost-relay/outpost/store/storetest"
 )
 
 var discard = slog.New(slog.NewTextHandler(io.Discard, nil))

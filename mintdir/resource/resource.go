@@ -11,8 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/outpost-relay/outpost/internal/nostr/pubkey"
 	"github.com/outpost-relay/outpost/mintdir"
-	"github.com/outpost-relay/outpost/pubkey"
 )
 
 func at(t time.Time) time.Time { return t.UTC().Truncate(time.Second) }
