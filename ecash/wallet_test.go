@@ -81,7 +81,7 @@ func mints(t testing.TB) []mintUnderTest {
 
 func needNutshell(t *testing.T) {
 	if nutshell == nil {
-		t.Skipf("Nutshell mint not available: %v", noNutshell)
+		testkit.Missing(t, "the Nutshell mint", noNutshell)
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/nbd-wtf/go-nostr"
+	"github.com/outpost-relay/outpost/internal/testkit"
 )
 
 // startStrfry runs the real strfry (../shared/tools/strfry next to the
@@ -27,7 +28,7 @@ func startStrfry(t *testing.T) string {
 	}
 	tmpl, err := os.ReadFile(filepath.Join(dir, "strfry.conf.tmpl"))
 	if err != nil {
-		t.Skipf("no strfry at %s (set OUTPOST_STRFRY_DIR): %v", dir, err)
+		testkit.Missing(t, "strfry", fmt.Errorf("no strfry at %s (set OUTPOST_STRFRY_DIR): %w", dir, err))
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

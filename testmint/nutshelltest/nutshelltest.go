@@ -23,6 +23,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/outpost-relay/outpost/internal/testkit"
 	_ "modernc.org/sqlite" // to rotate keysets in a stopped mint's database
 )
 
@@ -95,7 +96,7 @@ func StartT(t testing.TB, opt Options) *Mint {
 	defer cancel()
 	m, err := Start(ctx, opt)
 	if errors.Is(err, ErrNotInstalled) {
-		t.Skipf("Nutshell mint not available: %v", err)
+		testkit.Missing(t, "the Nutshell mint", err)
 	}
 	if err != nil {
 		t.Fatal(err)
