@@ -13,6 +13,7 @@ import (
 
 	"github.com/fiatjaf/eventstore"
 	"github.com/nbd-wtf/go-nostr"
+	"github.com/outpost-relay/outpost/internal/testkit"
 	"github.com/outpost-relay/outpost/kv"
 )
 
@@ -481,12 +482,7 @@ func TestSweepExpired(t *testing.T) {
 	defer cancel()
 	done := make(chan struct{})
 	go func() { s.SweepExpired(ctx, time.Hour); close(done) }()
-	for keyCount(t, s) != 0 {
-		if ctx.Err() != nil {
-			t.Fatal("the sweep did not delete the expired event")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testkit.WaitFor(t, 10*time.Second, "the sweep to delete the expired event", func() bool { return keyCount(t, s) == 0 })
 	cancel()
 	<-done
 }

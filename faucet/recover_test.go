@@ -162,13 +162,12 @@ func TestStuckClaimsSettleWhileRunning(t *testing.T) {
 	}
 	lost := r.claim(res.ClaimID)
 
-	// The mint is away: the job runs; what only the mint can tell waits.
-	// (The wallet knows the first claim's melt was paid: it may settle.)
-	jobCtx, stop := context.WithCancel(ctx)
-	jobDone := make(chan struct{})
-	go func() { s.Run(jobCtx); close(jobDone) }()
-	t.Cleanup(func() { stop(); <-jobDone })
-	time.Sleep(time.Second) // twenty rounds
+	// The mint is away: twenty rounds of the job; what only the mint can
+	// tell waits. (The wallet knows the first claim's melt was paid: it
+	// may settle.)
+	for i := range 20 {
+		s.tick(ctx, i == 0) // the first as Run's, a kicked one
+	}
 	if got := r.claim(melted.ID); got.State == ClaimFailed {
 		t.Fatalf("a paid melt's claim failed: %+v", got)
 	}
@@ -190,6 +189,10 @@ func TestStuckClaimsSettleWhileRunning(t *testing.T) {
 	}()
 
 	// The mint is back: every claim no call is paying settles, by itself.
+	jobCtx, stop := context.WithCancel(ctx)
+	jobDone := make(chan struct{})
+	go func() { s.Run(jobCtx); close(jobDone) }()
+	t.Cleanup(func() { stop(); <-jobDone })
 	r.proxy.Up(t)
 	testkit.WaitFor(t, 30*time.Second, "the stuck claims to settle", func() bool {
 		for _, c := range []Claim{melted, unmelted, withheld, lost} {

@@ -70,7 +70,7 @@ func TestStatusTransitionsAndIncidents(t *testing.T) {
 	}
 
 	// Slow answers make it degraded; so does minting disabled.
-	f.Misbehave(func(w http.ResponseWriter, r *http.Request) bool { time.Sleep(350 * time.Millisecond); return false })
+	f.Misbehave(func(w http.ResponseWriter, r *http.Request) bool { time.Sleep(350 * time.Millisecond); return false }) // the probe times answers on the wall clock
 	e.clock.Add(time.Minute)
 	if m = e.probe(id); m.Status != StatusDegraded {
 		t.Fatalf("slow mint: %s (rtt %v)", m.Status, *m.LastRTTMs)

@@ -144,7 +144,7 @@ func TestKeepalive(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	time.Sleep(3 * (opt.PingEvery + opt.PongWait))
+	time.Sleep(3 * (opt.PingEvery + opt.PongWait)) // staying connected is over time: past three read deadlines the pongs moved
 	if err := c.Send(ctx, "REQ", "x", nostr.Filter{}); err != nil {
 		t.Fatal(err)
 	}

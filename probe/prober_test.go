@@ -60,7 +60,7 @@ func TestRunOnceProbesEveryTargetWithinTheCap(t *testing.T) {
 	p := New(Config{Concurrency: 4, Log: quiet(), Targets: targets(40), Probe: func(ctx context.Context, id string) error {
 		c.enter(id)
 		defer c.exit(id)
-		time.Sleep(5 * time.Millisecond)
+		time.Sleep(5 * time.Millisecond) // probes take a while: they overlap, up to the cap
 		return nil
 	}})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -252,11 +252,12 @@ func TestDeadlineAndCancel(t *testing.T) {
 	}
 
 	ctx, cancel := context.WithCancel(context.Background())
+	var started atomic.Int32
 	p = New(Config{Interval: time.Second, Deadline: time.Hour, Log: quiet(), Targets: targets(3),
-		Probe: func(ctx context.Context, id string) error { <-ctx.Done(); return ctx.Err() }})
+		Probe: func(ctx context.Context, id string) error { started.Add(1); <-ctx.Done(); return ctx.Err() }})
 	done := make(chan struct{})
 	go func() { p.Run(ctx); close(done) }()
-	time.Sleep(50 * time.Millisecond)
+	testkit.WaitFor(t, 10*time.Second, "the probes to start", func() bool { return started.Load() == 3 })
 	cancel()
 	select {
 	case <-done:

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -23,6 +24,7 @@ import (
 	"github.com/nbd-wtf/go-nostr/nip45/hyperloglog"
 	"github.com/nbd-wtf/go-nostr/nip77/negentropy"
 	"github.com/nbd-wtf/go-nostr/nip77/negentropy/storage/vector"
+	"github.com/outpost-relay/outpost/internal/testkit"
 	"github.com/outpost-relay/outpost/relay"
 	"github.com/outpost-relay/outpost/relay/relaytest"
 )
@@ -328,14 +330,17 @@ func TestNothingLostOrDoubledAroundEOSE(t *testing.T) {
 	}
 	pub := dialWire(t, e.url, 0)
 	done := make(chan struct{})
+	var sent atomic.Int32
 	go func() {
 		defer close(done)
 		for _, ev := range events {
 			pub.send("EVENT", ev)
+			sent.Add(1)
 		}
 	}()
 	sub := dialWire(t, e.url, 0)
-	time.Sleep(20 * time.Millisecond)
+	// The REQ goes while the events are still coming.
+	testkit.WaitFor(t, 10*time.Second, "the publishing to be under way", func() bool { return sent.Load() >= n/10 })
 	seen := map[string]int{}
 	for _, id := range sub.req("all", object{"authors": []string{pk}, "limit": 1000}) {
 		seen[id]++
@@ -829,7 +834,7 @@ func TestNIP40Limit(t *testing.T) {
 	if n := w.count("c", mine); n != 5 {
 		t.Fatalf("before expiry: %d", n)
 	}
-	time.Sleep(time.Until(time.Unix(int64(now)+2, 0)) + 100*time.Millisecond)
+	testkit.Past(time.Unix(int64(now)+2, 0).Add(100 * time.Millisecond))
 	if n := w.count("c", mine); n != 2 {
 		t.Fatalf("after expiry counted %d, want 2", n)
 	}
@@ -1015,13 +1020,7 @@ func TestPingPong(t *testing.T) {
 // waitClients waits until the relay has n clients.
 func waitClients(t *testing.T, rl *relay.Relay, n int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for rl.Clients() != n {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d clients, want %d", rl.Clients(), n)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testkit.WaitFor(t, 10*time.Second, fmt.Sprintf("%d clients", n), func() bool { return rl.Clients() == n })
 }
 
 func TestConnectionsPerIP(t *testing.T) {
@@ -1115,7 +1114,7 @@ func TestStoredEventsWaitForRoom(t *testing.T) {
 	slow.send("REQ", "slow", object{"authors": []string{pk}, "limit": n})
 	got := 0
 	for {
-		time.Sleep(2 * time.Millisecond)
+		time.Sleep(2 * time.Millisecond) // the slow reader under test
 		m := slow.next()
 		if m.label == "EOSE" {
 			break

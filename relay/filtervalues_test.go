@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/nbd-wtf/go-nostr"
+	"github.com/outpost-relay/outpost/internal/testkit"
 	"github.com/outpost-relay/outpost/relay"
 )
 
@@ -136,11 +137,7 @@ func TestSubscriptionsLeaveNothingBehind(t *testing.T) {
 	waitClients(t, e.rl, 2)
 	a.req("sync", object{"limit": 0}) // a's CLOSEs are done once this is answered
 	a.send("CLOSE", "sync")
-	deadline := time.Now().Add(10 * time.Second)
-	for relay.IndexEntries(e.rl) != 0 || e.rl.Stats().FilterValues != 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("all closed: %d index entries and %d filter values held", relay.IndexEntries(e.rl), e.rl.Stats().FilterValues)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testkit.WaitFor(t, 10*time.Second, "no index entry and no filter value held once all are closed", func() bool {
+		return relay.IndexEntries(e.rl) == 0 && e.rl.Stats().FilterValues == 0
+	})
 }

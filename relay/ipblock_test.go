@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/fasthttp/websocket"
+	"github.com/outpost-relay/outpost/internal/testkit"
 	"github.com/outpost-relay/outpost/policies"
 	"github.com/outpost-relay/outpost/store"
 )
@@ -43,9 +44,7 @@ func TestBlockedAddressCheckedOnEveryMessage(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ws.Close()
-	for r.Clients() != 1 {
-		time.Sleep(5 * time.Millisecond)
-	}
+	testkit.WaitFor(t, 10*time.Second, "the client to be admitted", func() bool { return r.Clients() == 1 })
 	r.mu.Lock()
 	clear(r.clients) // as if the block came while it was being admitted
 	r.mu.Unlock()

@@ -9,6 +9,7 @@ import (
 
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/outpost-relay/outpost"
+	"github.com/outpost-relay/outpost/internal/testkit"
 	"github.com/outpost-relay/outpost/kv"
 	"github.com/outpost-relay/outpost/nip98"
 	"github.com/outpost-relay/outpost/store"
@@ -53,7 +54,7 @@ func TestReplaysSurviveReopen(t *testing.T) {
 	if n := countReplays(t, st); n != 2 {
 		t.Fatalf("%d records within the windows, want 2", n)
 	}
-	time.Sleep(time.Until(now.Add(3500 * time.Millisecond)))
+	testkit.Past(now.Add(3500 * time.Millisecond))
 	st = reopen(t, dir, st)
 	if n := countReplays(t, st); n != 0 {
 		t.Fatalf("%d records after the windows, want none", n)

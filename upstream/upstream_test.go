@@ -258,8 +258,12 @@ func TestBudget(t *testing.T) {
 		up.put(t, review(t, nostr.GeneratePrivateKey(), 1))
 	}
 	s := follow(t, local, upstream.Config{Settings: upstream.Settings{Relays: []string{up.ws}, RelayBudget: 10, Budget: 1000}})
-	testkit.WaitFor(t, 10*time.Second, "the budget to run out", func() bool { return relayHealth(t, s).Events.Dropped > 0 })
-	time.Sleep(300 * time.Millisecond) // a reconnect would take more now
+	// Out of budget, the syncer hangs up and stays away until the pause
+	// ends: nothing can come in after that.
+	testkit.WaitFor(t, 10*time.Second, "the budget to run out and the relay to be left", func() bool {
+		h := relayHealth(t, s)
+		return h.Events.Dropped > 0 && !h.Connected
+	})
 	if got := local.count(t, reviewsAndAnnouncements); got != 10 {
 		t.Fatalf("stored %d events, want the budget of 10", got)
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/nbd-wtf/go-nostr"
+	"github.com/outpost-relay/outpost/internal/testkit"
 	"github.com/outpost-relay/outpost/kv"
 	"github.com/outpost-relay/outpost/pubkey"
 	"github.com/outpost-relay/outpost/store"
@@ -68,19 +69,11 @@ func TestBackupWhileServingAndRestore(t *testing.T) {
 		}
 	})
 	waitCount := func(n int) {
-		deadline := time.Now().Add(20 * time.Second)
-		for {
+		testkit.WaitFor(t, 20*time.Second, "the writers to make progress", func() bool {
 			mu.Lock()
-			enough := len(events) >= n && len(banned) >= n/4
-			mu.Unlock()
-			if enough || t.Failed() {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatal("the writers made no progress")
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+			defer mu.Unlock()
+			return len(events) >= n && len(banned) >= n/4 || t.Failed()
+		})
 	}
 	waitCount(40)
 

@@ -105,7 +105,7 @@ func TestFullDisk(t *testing.T) {
 	}
 	// Background work (three rounds of mint checks, thirty of the faucet's
 	// job) waits quietly: before it did, each failed check logged an error.
-	time.Sleep(3 * time.Second)
+	time.Sleep(3 * time.Second) // what must not happen (logging) can only be seen not to, over rounds of the real loops
 	logs := inst.logs.String()
 	if n := strings.Count(logs, "disk space low"); n != 1 {
 		t.Errorf("low disk space logged %d times, want once", n)

@@ -170,8 +170,16 @@ func publishUntil(ctx context.Context, t *testing.T, r *nostr.Relay, sk string, 
 		}
 		got.mu.Unlock()
 		if err != nil {
-			time.Sleep(50 * time.Millisecond)
+			pause(ctx) // the disk is full: try again, a little later
 		}
+	}
+}
+
+// pause waits a little before a writer tries again, or until ctx ends.
+func pause(ctx context.Context) {
+	select {
+	case <-ctx.Done():
+	case <-time.After(50 * time.Millisecond):
 	}
 }
 
@@ -193,7 +201,7 @@ func addWordsUntil(ctx context.Context, url string, writer int, got *acked) {
 		}
 		got.mu.Unlock()
 		if code != 201 {
-			time.Sleep(50 * time.Millisecond)
+			pause(ctx)
 		}
 	}
 }

@@ -128,7 +128,7 @@ func TestSeveralNodes(t *testing.T) {
 		var r, s, d float64
 		testkit.WaitFor(t, 30*time.Second, "the upstream counters to stand still", func() bool {
 			r1, s1, d1 := upstreamCounts(t, n)
-			time.Sleep(time.Second)
+			time.Sleep(time.Second) // standing still is over time: a second without a change
 			r, s, d = upstreamCounts(t, n)
 			return r == r1 && s == s1 && d == d1
 		})
