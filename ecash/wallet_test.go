@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -38,6 +39,7 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	flag.Parse() // -short leaves Nutshell out
 	dir, err := os.MkdirTemp("", "ecash-test")
 	if err != nil {
 		panic(err)

@@ -81,6 +81,7 @@ func nip11(t *testing.T, url string) map[string]any {
 }
 
 func TestNIP11(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	doc := nip11(t, e.url)
 	if doc["self"] != e.service {
@@ -153,6 +154,7 @@ func TestNIP11(t *testing.T) {
 // Every limit NIP-11 advertises is the one enforced: at the limit accepted,
 // one over refused with its NIP-01 prefix.
 func TestAdvertisedLimitsAreEnforced(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, withLimits(func(l *relay.Limits) {
 		*l = relay.Limits{MaxMessageLength: 4000, MaxSubscriptions: 3, MaxFilters: 2, MaxLimit: 4, DefaultLimit: 2,
 			MaxEventTags: 5, MaxContentLength: 100}
@@ -300,6 +302,7 @@ func withLimit(f object, n int) object {
 // NIP-01: an event reaches a subscription once, however many of its filters
 // or filter values it matches, stored or live.
 func TestOncePerSubscription(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	sub := dialWire(t, e.url, 0)
 	pub := dialWire(t, e.url, 0)
@@ -321,6 +324,7 @@ func TestOncePerSubscription(t *testing.T) {
 // Publishing while subscribing: every event is delivered to the
 // subscription exactly once, before EOSE (stored) or after it (live).
 func TestNothingLostOrDoubledAroundEOSE(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, withLimits(func(l *relay.Limits) { l.EventsPerMinute, l.IPEventsPerMinute, l.MaxLimit = 0, 0, 1000 }))
 	sk, pk := newKey()
 	const n = 300
@@ -364,6 +368,7 @@ func TestNothingLostOrDoubledAroundEOSE(t *testing.T) {
 }
 
 func TestSubscriptions(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	w := dialWire(t, e.url, 0)
 	pub := dialWire(t, e.url, 0)
@@ -442,6 +447,7 @@ func TestSubscriptions(t *testing.T) {
 }
 
 func TestEventChecks(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	w := dialWire(t, e.url, 0)
 	sk, _ := newKey()
@@ -489,6 +495,7 @@ func TestEventChecks(t *testing.T) {
 // (Ingest) get the same verdict in the same words, for every reason but
 // those that are a client's alone (rate limits, authenticating).
 func TestSameVerdictFromClientAndUpstream(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	w := dialWire(t, e.url, 0)
 	sk, _ := newKey()
@@ -533,6 +540,7 @@ func TestSameVerdictFromClientAndUpstream(t *testing.T) {
 // some client libraries) is accepted, as strfry does, and stored and served
 // without them: the id covers only NIP-01's fields.
 func TestUnknownEventFieldsIgnored(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	w := dialWire(t, e.url, 0)
 	sk, _ := newKey()
@@ -576,6 +584,7 @@ func TestUnknownEventFieldsIgnored(t *testing.T) {
 
 // NIP-45: COUNT counts the union of its filters.
 func TestNIP45(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	w := dialWire(t, e.url, 0)
 	sk, pk := newKey()
@@ -603,6 +612,7 @@ func TestNIP45(t *testing.T) {
 // relays' counts without counting an author twice; hidden (banned) authors
 // are left out of both. Any other COUNT answers the count alone.
 func TestNIP45HyperLogLog(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	w := dialWire(t, e.url, 0)
 	target := sign(t, nostr.GeneratePrivateKey(), 1, "react to me")
@@ -670,6 +680,7 @@ func TestNIP45HyperLogLog(t *testing.T) {
 
 // NIP-42 and NIP-70.
 func TestNIP42(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	w := dialWire(t, e.url, 0)
 	watcher := dialWire(t, e.url, 0)
@@ -752,6 +763,7 @@ func TestNIP42(t *testing.T) {
 
 // NIP-09: deletions are exact, only the author's own, and final.
 func TestNIP09(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	w := dialWire(t, e.url, 0)
 	sk, pk := newKey()
@@ -816,6 +828,7 @@ func TestNIP09(t *testing.T) {
 // NIP-40: expired events are neither returned nor counted, and a limit
 // counts live events only.
 func TestNIP40Limit(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	w := dialWire(t, e.url, 0)
 	sk, pk := newKey()
@@ -856,6 +869,7 @@ func twoNotes(t *testing.T, sk string) (e *env, w *wire, a, b nostr.Event) {
 // Banned keys and banned events are not served (REQ, COUNT, broadcast) and
 // not deleted: they come back when the ban lifts.
 func TestBansHideEvents(t *testing.T) {
+	t.Parallel()
 	sk, pk := newKey()
 	e, w, a, _ := twoNotes(t, sk)
 	mine := object{"authors": []string{pk}}
@@ -894,6 +908,7 @@ func TestBansHideEvents(t *testing.T) {
 }
 
 func TestEphemeral(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	sub := dialWire(t, e.url, 0)
 	pub := dialWire(t, e.url, 0)
@@ -913,6 +928,7 @@ func TestEphemeral(t *testing.T) {
 // implementation; go-nostr's NegentropySync itself races with itself under
 // -race, so nip77_norace_test.go runs it without.
 func TestNIP77(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	w := dialWire(t, e.url, 0)
 	_, pk := newKey()
@@ -990,6 +1006,7 @@ func TestNIP77(t *testing.T) {
 // A client that stops answering (no pong, nothing sent) is dropped; one that
 // answers pings stays.
 func TestPingPong(t *testing.T) {
+	t.Parallel()
 	// 400 ms: a client is dropped after 1 s without a pong, which a loaded
 	// CI machine running -race can still answer in time.
 	e := newEnv(t, func(c *relay.Config) { c.PingInterval = 400 * time.Millisecond })
@@ -1024,6 +1041,7 @@ func waitClients(t *testing.T, rl *relay.Relay, n int) {
 }
 
 func TestConnectionsPerIP(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, withLimits(func(l *relay.Limits) { l.ConnectionsPerIP = 2 }))
 	a := dialWire(t, e.url, 0)
 	dialWire(t, e.url, 0)
@@ -1098,6 +1116,7 @@ func TestEventRateLimits(t *testing.T) {
 // Stored events wait for room in the outbox: a client reading slowly gets
 // them all, more than its outbox and socket buffers hold, and is not dropped.
 func TestStoredEventsWaitForRoom(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, func(c *relay.Config) {
 		c.OutboxBytes = 64 << 10
 		l := relay.DefaultLimits()

@@ -15,6 +15,7 @@ import (
 // NIP-09 over a websocket: a deleted event stays refused while a deletion
 // request of its author naming it is stored, and only that long.
 func TestDeletionLastsAsLongAsItsRequest(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	c, _ := relaytest.Dial(t, e.srv.URL)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

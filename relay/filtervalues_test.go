@@ -28,6 +28,7 @@ func tagFilter(from, n int) object { return object{"#e": hexValues(from, n), "li
 // closing and disconnecting give values back, and a refused REQ ends the
 // subscription it would have replaced.
 func TestFilterValueLimits(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, withLimits(func(l *relay.Limits) { l.MaxFilterValues, l.IPFilterValues = 100, 250 }))
 	a := dialWire(t, e.url, 0)
 
@@ -85,6 +86,7 @@ func TestFilterValueLimits(t *testing.T) {
 // by a disconnect leave nothing in the relay's index; while they are open,
 // events reach exactly the ones that match.
 func TestSubscriptionsLeaveNothingBehind(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	a, b, pub := dialWire(t, e.url, 0), dialWire(t, e.url, 0), dialWire(t, e.url, 0)
 	sk, pk := newKey()

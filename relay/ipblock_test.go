@@ -21,6 +21,7 @@ import (
 // A connection the block did not reach when it was made (one admitted as
 // the block came in) is dropped at its next message.
 func TestBlockedAddressCheckedOnEveryMessage(t *testing.T) {
+	t.Parallel()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	st, err := store.Open(t.TempDir(), log)
 	if err != nil {

@@ -20,6 +20,7 @@ import (
 // NegentropySync races with itself, in its id pool and its use of the local
 // store, so this runs without -race; .ci/run runs it.)
 func TestNIP77NegentropySync(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	w := dialWire(t, e.url, 0)
 	sk, pk := newKey()

@@ -21,6 +21,7 @@ import (
 // in the mix, every visible event reaches a subscription once — stored,
 // published while the stored ones are read, or live — and a hidden one never.
 func TestOverlappingFiltersAndBans(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, withLimits(func(l *relay.Limits) { l.EventsPerMinute, l.IPEventsPerMinute, l.MaxLimit = 0, 0, 1000 }))
 	ctx := context.Background()
 	pub := dialWire(t, e.url, 0)

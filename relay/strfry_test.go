@@ -84,6 +84,7 @@ func startStrfry(t *testing.T) string {
 // the same prefix ("replaced:" for an older version, "duplicate:" for the
 // held one again), the tie of one second going to the lowest id in both.
 func TestReplaceableLikeStrfry(t *testing.T) {
+	t.Parallel()
 	addr := startStrfry(t)
 	e := newEnv(t)
 	ours, theirs := dialWire(t, e.url, 0), dialWire(t, "http://"+addr, 0)

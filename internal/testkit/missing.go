@@ -10,10 +10,14 @@ import (
 // strfry) is not installed, and says so even without -v: go test hides
 // what a passing package printed, so the line also goes to the terminal
 // (/dev/tty) when there is one. CI installs every tool, so under CI=true a
-// missing one fails the test instead of letting it pass unrun.
+// missing one fails the test instead of letting it pass unrun. Under
+// -short, where the slow tools are left out on purpose, it only skips.
 func Missing(t testing.TB, tool string, err error) {
 	t.Helper()
 	msg := fmt.Sprintf("%s skipped: %s not available: %v", t.Name(), tool, err)
+	if testing.Short() {
+		t.Skip(msg)
+	}
 	if os.Getenv("CI") == "true" {
 		t.Fatal(msg + " (CI=true, where every tool is installed)")
 	}
