@@ -16,6 +16,7 @@ import (
 // by their recorded intent — paid if the mint paid, failed (and released)
 // if it did not — and never paid again.
 func TestCrashRecovery(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, rigOptions{})
 	s, tr, ctx, user := r.s, r.tr, r.ctx, r.user
 	orphan, claim, hasCooldown := r.claimAs, r.claim, r.hasCooldown
@@ -113,6 +114,7 @@ func TestCrashRecovery(t *testing.T) {
 // answer the mint's outage lost ends pending, and settles once the mint is
 // back. No restart; nothing is paid twice.
 func TestStuckClaimsSettleWhileRunning(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, rigOptions{Proxy: true, Poll: 50 * time.Millisecond})
 	s, tr, ctx := r.s, r.tr, r.ctx
 

@@ -117,6 +117,7 @@ func isReset(err error) bool {
 // A body that arrives in time is read whatever the timeout, and a slow one
 // that is complete before it is not cut.
 func TestBodyInTime(t *testing.T) {
+	t.Parallel()
 	srv := limitsServer(t, httpapi.ServerLimits{BodyTimeout: 2 * time.Second})
 	pr, pw := io.Pipe()
 	go func() {
@@ -155,6 +156,7 @@ func TestBodyInTime(t *testing.T) {
 // Request headers are capped at 64 KiB (and net/http's slack): net/http
 // answers 431 beyond.
 func TestHeaderCap(t *testing.T) {
+	t.Parallel()
 	srv := limitsServer(t, httpapi.ServerLimits{})
 	for _, tt := range []struct {
 		size   int
@@ -185,6 +187,7 @@ func TestHeaderCap(t *testing.T) {
 // hijacked, and the upgrade clears the connection's deadlines): a client
 // publishes and reads long after the header, body and idle timeouts.
 func TestWebsocketOutlivesServerTimeouts(t *testing.T) {
+	t.Parallel()
 	const short = 200 * time.Millisecond
 	srv := limitsServer(t, httpapi.ServerLimits{ReadHeaderTimeout: short, BodyTimeout: short, IdleTimeout: short})
 	c, _ := relaytest.Dial(t, srv.URL)

@@ -9,6 +9,7 @@ import (
 )
 
 func TestStatusTransitionsAndIncidents(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, Config{Settings: Settings{ProbeInterval: time.Minute, SlowRTT: 300 * time.Millisecond}})
 	f := newFakeMint(t, "Status Mint", pk1)
 	id := e.submit(f.URL)
@@ -129,6 +130,7 @@ func TestStatusTransitionsAndIncidents(t *testing.T) {
 }
 
 func TestAMintNeverUpGoesOfflineWithoutAnIncident(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, Config{})
 	f := newFakeMint(t, "Never", pk1)
 	f.Misbehave(mintdirtest.Fail(500))

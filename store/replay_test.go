@@ -32,6 +32,7 @@ func reopen(t *testing.T, dir string, prev *store.Store) *store.Store {
 // A token is used once across restarts: its record outlives the process
 // until its window has passed.
 func TestReplaysSurviveReopen(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	st := reopen(t, dir, nil)
 	now := time.Now()
@@ -77,6 +78,7 @@ func countReplays(t *testing.T, st *store.Store) int {
 // A NIP-98 token verified once is refused as a replay by a verifier of the
 // reopened store, within its window.
 func TestNIP98ReplayAcrossRestart(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	st := reopen(t, dir, nil)
 	const u = "http://outpost.test/faucet/auth/login"

@@ -16,6 +16,7 @@ import (
 // fetched, neither on the first connection, nor at a resync, nor after a
 // reconnect. A review published later arrives once, live.
 func TestNothingComesTwice(t *testing.T) {
+	t.Parallel()
 	up, local := newNode(t), newNode(t)
 	const n = 50
 	now := time.Now()

@@ -144,6 +144,7 @@ var reviewsAndAnnouncements = nostr.Filter{Kinds: []int{38000, 38172}}
 // comes over, except what our checks refuse; what is published there later
 // comes over live.
 func TestSyncWithNegentropy(t *testing.T) {
+	t.Parallel()
 	up, local := newNode(t), newNode(t)
 	banned := nostr.GeneratePrivateKey()
 	bannedPK, _ := nostr.GetPublicKey(banned)
@@ -193,6 +194,7 @@ func TestSyncWithNegentropy(t *testing.T) {
 // TestSyncWithREQ: a bare khatru relay without NIP-77 is caught up with
 // REQ pages (more events than one page holds).
 func TestSyncWithREQ(t *testing.T) {
+	t.Parallel()
 	db := &slicestore.SliceStore{}
 	db.Init()
 	k := khatru.NewRelay()
@@ -219,6 +221,7 @@ func TestSyncWithREQ(t *testing.T) {
 // TestRelayGoesAwayAndComesBack: what was published upstream while the
 // relay was unreachable is caught up once it is back.
 func TestRelayGoesAwayAndComesBack(t *testing.T) {
+	t.Parallel()
 	up, local := newNode(t), newNode(t)
 	first := review(t, nostr.GeneratePrivateKey(), 5)
 	up.put(t, first)
@@ -253,6 +256,7 @@ func TestRelayGoesAwayAndComesBack(t *testing.T) {
 // TestBudget: a relay that has more than its budget gets no more stored,
 // and its state says until when it is paused.
 func TestBudget(t *testing.T) {
+	t.Parallel()
 	up, local := newNode(t), newNode(t)
 	for range 40 {
 		up.put(t, review(t, nostr.GeneratePrivateKey(), 1))
@@ -276,6 +280,7 @@ func TestBudget(t *testing.T) {
 // REQs with forged, unrequested and valid events; only the valid one is
 // stored, the rest counted.
 func TestHostileRelay(t *testing.T) {
+	t.Parallel()
 	good := review(t, nostr.GeneratePrivateKey(), 5)
 	forged := review(t, nostr.GeneratePrivateKey(), 5)
 	forged.Content = "changed after signing"
