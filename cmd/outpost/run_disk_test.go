@@ -23,6 +23,9 @@ import (
 // /health says why, the low space is logged once, writes resume when space
 // is freed, and a start on a full disk is refused in words.
 func TestFullDisk(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a whole program on a full tmpfs; store's TestFullDisk, faucet's and mintdir's full-disk tests cover the refusals in-process")
+	}
 	disk := testkit.NewFullDisk(t)
 	dir, min := disk.Dir, disk.Min
 	env := map[string]string{"OUTPOST_MIN_FREE_SPACE": fmt.Sprint(min),

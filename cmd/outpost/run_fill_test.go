@@ -40,6 +40,9 @@ type acked struct {
 // reads are served, the disk reserve is let go, writes resume once space is
 // freed, and nothing acknowledged is lost across a restart.
 func TestDiskFilledFromOutside(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: seconds of writes against a disk filled from outside; kv's TestMemtableLogOnADiskFilledFromOutside covers the store's side")
+	}
 	dir := testkit.Ext4(t, 256)
 	env := map[string]string{"OUTPOST_MIN_FREE_SPACE": "32MiB",
 		"OUTPOST_RELAY_EVENTS_PER_MINUTE": "0", "OUTPOST_RELAY_IP_EVENTS_PER_MINUTE": "0"}
