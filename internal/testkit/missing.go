@@ -14,13 +14,14 @@ import (
 // -short, where the slow tools are left out on purpose, it only skips.
 func Missing(t testing.TB, tool string, err error) {
 	t.Helper()
-	msg := fmt.Sprintf("%s skipped: %s not available: %v", t.Name(), tool, err)
+	why := fmt.Sprintf("%s not available: %v", tool, err)
 	if testing.Short() {
-		t.Skip(msg)
+		t.Skip(why)
 	}
 	if os.Getenv("CI") == "true" {
-		t.Fatal(msg + " (CI=true, where every tool is installed)")
+		t.Fatal(why + " (CI=true, where every tool is installed: failing instead of skipping)")
 	}
+	msg := fmt.Sprintf("%s skipped: %s", t.Name(), why)
 	if tty, err := os.OpenFile("/dev/tty", os.O_WRONLY, 0); err == nil {
 		fmt.Fprintln(tty, "--- SKIP:", msg)
 		tty.Close()
