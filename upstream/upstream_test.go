@@ -10,6 +10,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -88,12 +89,18 @@ func (n *node) has(t *testing.T, id string) bool {
 
 const mintURL = "https://mint.example.com"
 
-var clock = nostr.Timestamp(time.Now().Add(-48 * time.Hour).Unix())
+// clock is the created_at of the last review made, shared by the tests
+// that run in parallel.
+var clock = func() *atomic.Int64 {
+	var c atomic.Int64
+	c.Store(time.Now().Add(-48 * time.Hour).Unix())
+	return &c
+}()
 
 // review is a NIP-87 mint review; each call makes a distinct event.
 func review(t testing.TB, sk string, rating int) nostr.Event {
 	t.Helper()
-	clock++
+	clock := nostr.Timestamp(clock.Add(1))
 	ev := nostr.Event{Kind: 38000, CreatedAt: clock, Content: fmt.Sprintf("review %d", clock), Tags: nostr.Tags{
 		{"k", "38172"}, {"d", mintURL}, {"u", mintURL}, {"rating", fmt.Sprint(rating)}}}
 	if err := ev.Sign(sk); err != nil {
@@ -104,8 +111,7 @@ func review(t testing.TB, sk string, rating int) nostr.Event {
 
 func signed(t *testing.T, sk string, kind int, tags ...nostr.Tag) nostr.Event {
 	t.Helper()
-	clock++
-	ev := nostr.Event{Kind: kind, CreatedAt: clock, Tags: tags}
+	ev := nostr.Event{Kind: kind, CreatedAt: nostr.Timestamp(clock.Add(1)), Tags: tags}
 	if err := ev.Sign(sk); err != nil {
 		t.Fatal(err)
 	}
