@@ -15,6 +15,7 @@ import (
 // wallet's operation and the claim, paid — instead of the claim staying
 // "paying" (its reservations held) until the next start.
 func TestPaymentMadeAsTheDiskFillsIsRecorded(t *testing.T) {
+	t.Parallel()
 	disk := testkit.NewFullDisk(t)
 	r := newRig(t, rigOptions{DataDir: disk.Dir, Store: kv.Settings{MinFreeSpace: disk.Min}})
 	s, st := r.s, r.st

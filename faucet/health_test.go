@@ -19,6 +19,7 @@ import (
 // the mint) must not make health ok again: only an answer of the mint does,
 // once it is back.
 func TestHealthStaysDegradedInOutage(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, rigOptions{Proxy: true, Poll: 50 * time.Millisecond})
 	s, tr, ctx := r.s, r.tr, r.ctx
 	jobCtx, stop := context.WithCancel(ctx)

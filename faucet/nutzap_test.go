@@ -20,6 +20,7 @@ import (
 // offer them, and a quote for one is refused with nutzap_unavailable before
 // anything else is looked up; a note is for nutzaps only.
 func TestNutzapsNeedAKey(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, rigOptions{})
 	if m := r.s.PublicConfig().PayoutMethods; slices.Contains(m, MethodNutzap) {
 		t.Fatalf("offered %v", m)
@@ -44,6 +45,7 @@ func TestNutzapsNeedAKey(t *testing.T) {
 const sixtyFour = "79be667ef9dcbbac55a06295ce870b07029bfcdb2dce28d959f2815b16f81798"
 
 func TestNutzapKey(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{sixtyFour: "02" + sixtyFour, "03" + sixtyFour: "03" + sixtyFour,
 		" 02" + sixtyFour + " ": "02" + sixtyFour} {
 		if got, err := nutzapKey(in); err != nil || got != want {
@@ -57,6 +59,7 @@ func TestNutzapKey(t *testing.T) {
 // finds it too) and is sent again once due; outpost's relay had it at
 // once, and a relay that answered is not asked again.
 func TestNutzapResent(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, rigOptions{})
 	srv, _ := relaytest.Start(t)
 	proxy := testkit.NewProxy(t, strings.TrimPrefix(srv.URL, "http://"))

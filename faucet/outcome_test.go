@@ -11,6 +11,7 @@ import (
 // what became of it, and repeating the confirm answers the same outcome
 // without paying twice.
 func TestClaimOutcome(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, rigOptions{})
 	s, ctx := r.s, r.ctx
 	alice := Session{PubKey: "aa", Method: LoginNIP98}

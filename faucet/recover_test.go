@@ -16,6 +16,7 @@ import (
 // by their recorded intent — paid if the mint paid, failed (and released)
 // if it did not — and never paid again.
 func TestCrashRecovery(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, rigOptions{})
 	s, tr, ctx, user := r.s, r.tr, r.ctx, r.user
 	orphan, claim, hasCooldown := r.claimAs, r.claim, r.hasCooldown
@@ -113,6 +114,7 @@ func TestCrashRecovery(t *testing.T) {
 // answer the mint's outage lost ends pending, and settles once the mint is
 // back. No restart; nothing is paid twice.
 func TestStuckClaimsSettleWhileRunning(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, rigOptions{Proxy: true, Poll: 50 * time.Millisecond})
 	s, tr, ctx := r.s, r.tr, r.ctx
 
@@ -162,13 +164,12 @@ func TestStuckClaimsSettleWhileRunning(t *testing.T) {
 	}
 	lost := r.claim(res.ClaimID)
 
-	// The mint is away: the job runs; what only the mint can tell waits.
-	// (The wallet knows the first claim's melt was paid: it may settle.)
-	jobCtx, stop := context.WithCancel(ctx)
-	jobDone := make(chan struct{})
-	go func() { s.Run(jobCtx); close(jobDone) }()
-	t.Cleanup(func() { stop(); <-jobDone })
-	time.Sleep(time.Second) // twenty rounds
+	// The mint is away: twenty rounds of the job; what only the mint can
+	// tell waits. (The wallet knows the first claim's melt was paid: it
+	// may settle.)
+	for i := range 20 {
+		s.tick(ctx, i == 0) // the first as Run's, a kicked one
+	}
 	if got := r.claim(melted.ID); got.State == ClaimFailed {
 		t.Fatalf("a paid melt's claim failed: %+v", got)
 	}
@@ -190,6 +191,10 @@ func TestStuckClaimsSettleWhileRunning(t *testing.T) {
 	}()
 
 	// The mint is back: every claim no call is paying settles, by itself.
+	jobCtx, stop := context.WithCancel(ctx)
+	jobDone := make(chan struct{})
+	go func() { s.Run(jobCtx); close(jobDone) }()
+	t.Cleanup(func() { stop(); <-jobDone })
 	r.proxy.Up(t)
 	testkit.WaitFor(t, 30*time.Second, "the stuck claims to settle", func() bool {
 		for _, c := range []Claim{melted, unmelted, withheld, lost} {

@@ -9,6 +9,7 @@ import (
 // An amount of weight 0 is never drawn, so it is not the smallest claim:
 // eligibility and the budget check must not count on it.
 func TestMinAmountIgnoresUnweightedBuckets(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		s    Settings
 		want int64
@@ -24,6 +25,7 @@ func TestMinAmountIgnoresUnweightedBuckets(t *testing.T) {
 }
 
 func TestSettingsValid(t *testing.T) {
+	t.Parallel()
 	d := DefaultSettings()
 	if err := d.Valid(); err != nil {
 		t.Fatalf("the defaults: %v", err)
@@ -60,6 +62,7 @@ func TestSettingsValid(t *testing.T) {
 }
 
 func TestBucketsText(t *testing.T) {
+	t.Parallel()
 	var b Buckets
 	if err := b.UnmarshalText([]byte(" 10:50, 25:30,100:0 ")); err != nil {
 		t.Fatal(err)

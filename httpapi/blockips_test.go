@@ -16,6 +16,7 @@ import (
 // A blocked client IP gets 403 ip_blocked from every route: the services,
 // /health and the relay; the client IP is the one ClientIPMiddleware found.
 func TestBlockedIPs(t *testing.T) {
+	t.Parallel()
 	svc := chi.NewRouter()
 	svc.Get("/x", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
 	h := New(Config{
@@ -63,6 +64,7 @@ func TestBlockedIPs(t *testing.T) {
 // root's own 405 — are observed too, once each, as answers of the service whose mount the path
 // is under ("outpost" for the rest), as every other answer is.
 func TestRefusalsAreObserved(t *testing.T) {
+	t.Parallel()
 	svc := chi.NewRouter()
 	svc.Get("/x", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
 	svc.MethodNotAllowed(MethodNotAllowed)

@@ -22,6 +22,7 @@ import (
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
 func TestErrorStatuses(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		err    error
 		status int
@@ -69,6 +70,7 @@ func (r *req) Valid() error {
 }
 
 func TestDecode(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		body   string
 		status int
@@ -110,6 +112,7 @@ func TestDecode(t *testing.T) {
 
 // The client IP is the socket peer unless the peer is a trusted proxy.
 func TestClientIPAndRateLimit(t *testing.T) {
+	t.Parallel()
 	var now = time.Unix(1_700_000_000, 0)
 	limiter := ratelimit.New(2, time.Minute, func() time.Time { return now })
 	echo := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, ClientIP(r)) })
@@ -173,6 +176,7 @@ func testHealth(status string, x int) func(context.Context) outpost.Health[testC
 }
 
 func TestRootHandler(t *testing.T) {
+	t.Parallel()
 	panics := chi.NewRouter()
 	panics.Get("/boom", func(http.ResponseWriter, *http.Request) { panic("boom") })
 	h := New(Config{
@@ -205,6 +209,7 @@ func TestRootHandler(t *testing.T) {
 // anything else is a generic 500 logged to the logger of the request's
 // context — the service's, when its router set one.
 func TestHandleLogsToTheRequestsLogger(t *testing.T) {
+	t.Parallel()
 	var logs strings.Builder
 	svcLog := slog.New(slog.NewTextHandler(&logs, nil)).With("service", "svc")
 	routes := chi.NewRouter()
@@ -245,6 +250,7 @@ func TestHandleLogsToTheRequestsLogger(t *testing.T) {
 // The root's health has the services' one shape, with each service's own
 // /health body as a check; one service down takes the whole down (503).
 func TestRootHealth(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		statuses []string
 		want     string
@@ -312,6 +318,7 @@ func do(t *testing.T, method, url string, hdr ...string) (*http.Response, string
 // HEAD answers like GET, without the body; a method a path does not serve
 // is 405 with the JSON body and Allow (RFC 9110 §15.5.6).
 func TestMethods(t *testing.T) {
+	t.Parallel()
 	srv := methodsServer(t)
 	for _, tt := range []struct {
 		method, path string
@@ -350,6 +357,7 @@ func TestMethods(t *testing.T) {
 // the pair silently); one in the path is refused by net/http before any
 // handler runs, with its own plain-text 400, as docs/configuration.md says.
 func TestMalformedEscapes(t *testing.T) {
+	t.Parallel()
 	srv := methodsServer(t)
 	for _, q := range []string{"q=%zz", "q=%", "%zz=1", "q=a;b"} {
 		resp, body := do(t, "GET", srv.URL+"/svc/things?"+q)

@@ -117,11 +117,12 @@ func isReset(err error) bool {
 // A body that arrives in time is read whatever the timeout, and a slow one
 // that is complete before it is not cut.
 func TestBodyInTime(t *testing.T) {
+	t.Parallel()
 	srv := limitsServer(t, httpapi.ServerLimits{BodyTimeout: 2 * time.Second})
 	pr, pw := io.Pipe()
 	go func() {
 		for _, part := range []string{`{"a"`, `:1,`, `"b":2}`} {
-			time.Sleep(200 * time.Millisecond)
+			time.Sleep(200 * time.Millisecond) // a slow client: net/http's deadlines are on the wall clock
 			pw.Write([]byte(part))
 		}
 		pw.Close()
@@ -140,7 +141,7 @@ func TestBodyInTime(t *testing.T) {
 	}
 	// Once read, the body's deadline is lifted: the kept-alive connection
 	// serves the next request after the timeout has passed.
-	time.Sleep(2500 * time.Millisecond)
+	time.Sleep(2500 * time.Millisecond) // past the body timeout, on the wall clock net/http keeps
 	req, _ = http.NewRequestWithContext(ctx, "POST", srv.URL+"/svc/echo", strings.NewReader(`{"c":3}`))
 	resp, err = http.DefaultClient.Do(req)
 	if err != nil {
@@ -155,6 +156,7 @@ func TestBodyInTime(t *testing.T) {
 // Request headers are capped at 64 KiB (and net/http's slack): net/http
 // answers 431 beyond.
 func TestHeaderCap(t *testing.T) {
+	t.Parallel()
 	srv := limitsServer(t, httpapi.ServerLimits{})
 	for _, tt := range []struct {
 		size   int
@@ -185,12 +187,13 @@ func TestHeaderCap(t *testing.T) {
 // hijacked, and the upgrade clears the connection's deadlines): a client
 // publishes and reads long after the header, body and idle timeouts.
 func TestWebsocketOutlivesServerTimeouts(t *testing.T) {
+	t.Parallel()
 	const short = 200 * time.Millisecond
 	srv := limitsServer(t, httpapi.ServerLimits{ReadHeaderTimeout: short, BodyTimeout: short, IdleTimeout: short})
 	c, _ := relaytest.Dial(t, srv.URL)
 	sk := nostr.GeneratePrivateKey()
 	for i := range 3 {
-		time.Sleep(4 * short)
+		time.Sleep(4 * short) // past every server timeout, on the wall clock net/http keeps
 		ev := relaytest.Sign(t, sk, 1, fmt.Sprint("still here ", i))
 		if err := relaytest.Publish(t, c, ev); err != nil {
 			t.Fatalf("publish %d after %v: %v", i, time.Duration(i+1)*4*short, err)

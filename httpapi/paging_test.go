@@ -9,6 +9,7 @@ import (
 )
 
 func TestPaging(t *testing.T) {
+	t.Parallel()
 	before, _ := time.Parse(time.RFC3339, "2026-11-21T10:00:00Z")
 	for _, tt := range []struct {
 		paging Paging

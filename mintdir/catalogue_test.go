@@ -14,6 +14,7 @@ import (
 )
 
 func TestFailureModesAreRecordedChecks(t *testing.T) {
+	t.Parallel()
 	// Every check has the usual 2 s: under load a check of a local server
 	// can take longer than a short timeout, and would be recorded as a
 	// timeout whatever the server did. The slow mint never answers, so its
@@ -76,6 +77,7 @@ func TestFailureModesAreRecordedChecks(t *testing.T) {
 }
 
 func TestMetadataSnapshotsAndHistory(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, Config{})
 	f := newFakeMint(t, "Hist Mint", pk1)
 	id := e.submit(f.URL)
@@ -119,6 +121,7 @@ func TestMetadataSnapshotsAndHistory(t *testing.T) {
 }
 
 func TestSameMintUnderTwoURLsBecomesOne(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, Config{})
 	f := newFakeMint(t, "Twin", pk1)
 	a := e.submit(f.URL)
@@ -163,6 +166,7 @@ func TestSameMintUnderTwoURLsBecomesOne(t *testing.T) {
 }
 
 func TestSubmitRefusesBadAndPrivateURLs(t *testing.T) {
+	t.Parallel()
 	st, err := store.Open(t.TempDir(), quiet())
 	if err != nil {
 		t.Fatal(err)
@@ -184,6 +188,7 @@ func TestSubmitRefusesBadAndPrivateURLs(t *testing.T) {
 }
 
 func TestProbingCarriesOnAfterARestart(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	st, err := store.Open(dir, quiet())
 	if err != nil {

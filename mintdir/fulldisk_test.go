@@ -17,6 +17,7 @@ import (
 // disk is, rather than returned as an error the prober logs on every round
 // while the disk stays full; the store has said once that it is full.
 func TestCheckFinishedOnAFullDiskIsDropped(t *testing.T) {
+	t.Parallel()
 	disk := testkit.NewFullDisk(t)
 	st, err := store.OpenWith(context.Background(), kv.Settings{MinFreeSpace: disk.Min}, disk.Dir, quiet())
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 )
 
 func TestParseInfoIsTolerant(t *testing.T) {
+	t.Parallel()
 	body := `{
 		"name": "  Legacy Mint ", "pubkey": "` + pk1 + `", "version": "Nutshell/0.15.0",
 		"description": 42, "description_long": null, "motd": "hi",
@@ -54,6 +55,7 @@ func TestParseInfoIsTolerant(t *testing.T) {
 }
 
 func TestFeatureCompleteness(t *testing.T) {
+	t.Parallel()
 	full := Info{Name: "n", Pubkey: "p", Version: "v", Description: "d", DescriptionLong: "dl", Motd: "m", IconURL: "i",
 		TosURL: "t", Contact: []Contact{{"email", "x"}}, URLs: []string{"u"}, Nuts: map[string]any{}}
 	for _, n := range optionalNuts {
@@ -72,6 +74,7 @@ func TestFeatureCompleteness(t *testing.T) {
 func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
 
 func TestDiffAndChangeTypes(t *testing.T) {
+	t.Parallel()
 	base := Info{Name: "A", Pubkey: pk1, Version: "1", Nuts: map[string]any{"4": map[string]any{"disabled": false}}, URLs: []string{"https://a"}}
 	if ct, diff := Diff(nil, base); ct != ChangeInitial || diff["name"].New == nil || diff["name"].Old != nil {
 		t.Errorf("initial: %s %v", ct, diff)

@@ -9,6 +9,7 @@ import (
 // A mint id has one form, ID; records and answers carry its UUID spelling,
 // as they did when it was a string.
 func TestIDInRecords(t *testing.T) {
+	t.Parallel()
 	id, other := NewID(), NewID()
 	b, err := json.Marshal(&Mint{ID: id, Status: StatusOnline})
 	if err != nil || !strings.Contains(string(b), `"id":"`+id.String()+`"`) || strings.Contains(string(b), "merged_into") {

@@ -11,6 +11,7 @@ import (
 // stored: a check, another monitor's status, a review (a new summary); a
 // status event of a monitor not followed changes nothing and is not told.
 func TestOnChange(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	var told []string
 	a, stranger := newMonitor(), newMonitor()

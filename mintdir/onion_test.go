@@ -17,6 +17,7 @@ const onionName = "mintmintmintmintmintmintmintmintmintmintmintmintmint2345.onio
 // refuses to list one, and leaves one already listed unchecked rather than
 // calling it down.
 func TestOnionMintThroughProxy(t *testing.T) {
+	t.Parallel()
 	f := newFakeMint(t, "Hidden", pk1)
 	px := probetest.SOCKS5(t, map[string]string{onionName + ":80": strings.TrimPrefix(f.URL, "http://")})
 	st := storetest.Open(t, storetest.Options{})

@@ -34,6 +34,7 @@ func (e *env) save(ev *nostr.Event) {
 }
 
 func TestReviews(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, Config{})
 	f := newFakeMint(t, "Reviewed", pk1)
 	m := e.probe(e.submit(f.URL))
@@ -86,6 +87,7 @@ func TestReviews(t *testing.T) {
 }
 
 func TestRejectInvalidNIP87(t *testing.T) {
+	t.Parallel()
 	sk := nostr.GeneratePrivateKey()
 	k := nostr.Tag{"k", "38172"}
 	now := time.Now()
@@ -116,6 +118,7 @@ func TestRejectInvalidNIP87(t *testing.T) {
 }
 
 func TestAnnouncementsAddMints(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, Config{})
 	f := newFakeMint(t, "Announced", pk1)
 	sk := nostr.GeneratePrivateKey()
@@ -134,6 +137,7 @@ func TestAnnouncementsAddMints(t *testing.T) {
 }
 
 func TestAnnouncementsAreBounded(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, Config{})
 	sk := nostr.GeneratePrivateKey()
 	var tags []nostr.Tag
@@ -166,6 +170,7 @@ func TestAnnouncementsAreBounded(t *testing.T) {
 // stored anyway (it was accepted before the policy knew), the queued work
 // skips the URL instead of panicking.
 func TestAnnouncedURLsThatCannotBeMints(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, Config{})
 	sk := nostr.GeneratePrivateKey()
 	for i, u := range []string{"http://[fe80::1%25eth0]/", "http://[::1%25lo]:9", "http://127.0.0.1:0", "http://127.0.0.1:99999"} {

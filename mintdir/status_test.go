@@ -9,6 +9,7 @@ import (
 )
 
 func TestStatusTransitionsAndIncidents(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, Config{Settings: Settings{ProbeInterval: time.Minute, SlowRTT: 300 * time.Millisecond}})
 	f := newFakeMint(t, "Status Mint", pk1)
 	id := e.submit(f.URL)
@@ -70,7 +71,7 @@ func TestStatusTransitionsAndIncidents(t *testing.T) {
 	}
 
 	// Slow answers make it degraded; so does minting disabled.
-	f.Misbehave(func(w http.ResponseWriter, r *http.Request) bool { time.Sleep(350 * time.Millisecond); return false })
+	f.Misbehave(func(w http.ResponseWriter, r *http.Request) bool { time.Sleep(350 * time.Millisecond); return false }) // the probe times answers on the wall clock
 	e.clock.Add(time.Minute)
 	if m = e.probe(id); m.Status != StatusDegraded {
 		t.Fatalf("slow mint: %s (rtt %v)", m.Status, *m.LastRTTMs)
@@ -129,6 +130,7 @@ func TestStatusTransitionsAndIncidents(t *testing.T) {
 }
 
 func TestAMintNeverUpGoesOfflineWithoutAnIncident(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, Config{})
 	f := newFakeMint(t, "Never", pk1)
 	f.Misbehave(mintdirtest.Fail(500))

@@ -11,6 +11,7 @@ func fp(v float64) *float64 { return &v }
 func ip(v int) *int         { return &v }
 
 func TestTrustFormula(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
 	old := now.Add(-40 * 24 * time.Hour)
 	info := &Info{Name: "n", Description: "d", Contact: []Contact{{"email", "x"}}}
@@ -108,6 +109,7 @@ func TestAuditTagOfAMonitor(t *testing.T) {
 }
 
 func TestViews(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, Config{})
 	m := e.mint(e.submit("http://127.0.0.1:1"))
 	day := 24 * time.Hour

@@ -28,6 +28,7 @@ func rateLimited() Check {
 }
 
 func TestUptimeFromRollups(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, Config{Settings: Settings{ProbeInterval: 5 * time.Minute}})
 	m := e.mint(e.submit("http://127.0.0.1:1"))
 	// About 31 days ago: outside every window.
@@ -68,6 +69,7 @@ func TestUptimeFromRollups(t *testing.T) {
 }
 
 func TestTimeseries(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, Config{Settings: Settings{ProbeInterval: 5 * time.Minute}})
 	m := e.mint(e.submit("http://127.0.0.1:1"))
 	e.clock.Set(e.clock.Now().Truncate(time.Hour)) // buckets line up with the checks
@@ -120,6 +122,7 @@ func TestTimeseries(t *testing.T) {
 }
 
 func TestWindowAndBucketParsing(t *testing.T) {
+	t.Parallel()
 	if w, _ := ParseWindow(""); w != Window24h {
 		t.Error("default window")
 	}
@@ -142,6 +145,7 @@ func TestWindowAndBucketParsing(t *testing.T) {
 }
 
 func TestRollupEncoding(t *testing.T) {
+	t.Parallel()
 	var r rollup
 	for i := range 1000 {
 		c := Check{OK: i%10 != 0, RTTMs: i, Status: StatusOnline}
@@ -157,6 +161,7 @@ func TestRollupEncoding(t *testing.T) {
 }
 
 func TestPruneKeepsWhatQueriesRead(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, Config{Settings: Settings{ProbeInterval: time.Hour}})
 	m := e.mint(e.submit("http://127.0.0.1:1"))
 	e.feed(m, time.Hour, ok(10), ok(10), bad())
@@ -197,6 +202,7 @@ func idBytes(m *Mint) []byte { id := m.ID; return id[:] }
 // A check and the summary that follows from it commit together: a reader
 // never sees a mint online after its first check with no uptime yet.
 func TestCheckAndSummaryCommitTogether(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, Config{})
 	m := e.mint(e.submit(newFakeMint(t, "Atomic", pk1).URL))
 	e.feed(m, time.Minute, ok(40))

@@ -8,6 +8,7 @@ import (
 // The directory's URLs are minturl's spelling (tested there), at most 100
 // bytes long.
 func TestCatalogueURL(t *testing.T) {
+	t.Parallel()
 	if got, err := catalogueURL("HTTPS://Mint.Example.com.:443/Cashu/"); err != nil || got != "https://mint.example.com/Cashu" {
 		t.Errorf("got %q, %v", got, err)
 	}
@@ -19,6 +20,7 @@ func TestCatalogueURL(t *testing.T) {
 }
 
 func TestURLTypes(t *testing.T) {
+	t.Parallel()
 	m := &Mint{CanonicalURL: "https://a.example", Status: StatusOnline, URLs: []MintURL{
 		{URL: "https://a.example"}, {URL: "http://abc.onion", Advertised: true}, {URL: "https://b.example"}}}
 	want := map[string][2]any{"https://a.example": {URLClearnet, true}, "http://abc.onion": {URLTor, true}, "https://b.example": {URLMirror, false}}

@@ -12,6 +12,7 @@ import (
 )
 
 func TestConsensus(t *testing.T) {
+	t.Parallel()
 	at := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
 	ago := func(d time.Duration) *time.Time { t := at.Add(-d); return &t }
 	on, deg, unk := Observation{Status: StatusOnline}, Observation{Status: StatusDegraded}, Observation{Status: StatusUnknown}
@@ -78,6 +79,7 @@ func vantageOf(vs []Vantage, pk string) *Vantage {
 // changes nothing, stale vantages drop out, an unfollowed monitor counts
 // for nothing, and an incident records who saw it.
 func TestFollowedMonitors(t *testing.T) {
+	t.Parallel()
 	self, a, b, stranger := newMonitor(), newMonitor(), newMonitor(), newMonitor()
 	e := newEnv(t, Config{Self: self.pk, Settings: Settings{ProbeInterval: time.Minute,
 		Monitors: []string{a.pk, b.pk, self.pk}}}) // its own key among them, as on every node of a group

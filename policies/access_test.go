@@ -10,6 +10,7 @@ import (
 )
 
 func TestAllowList(t *testing.T) {
+	t.Parallel()
 	l := NewBanList()
 	policy := RejectUnlistedAuthors(l)
 	publish := func(author string) bool {
@@ -38,6 +39,7 @@ func TestAllowList(t *testing.T) {
 }
 
 func TestKinds(t *testing.T) {
+	t.Parallel()
 	l := NewBanList()
 	policy := RejectDisallowedKinds(l)
 	accepted := func(kind int) bool {
@@ -61,6 +63,7 @@ func TestKinds(t *testing.T) {
 }
 
 func TestParseIPBlock(t *testing.T) {
+	t.Parallel()
 	tests := []struct{ in, want, err string }{
 		{"203.0.113.7", "203.0.113.7", ""},
 		{" 203.0.113.7 ", "203.0.113.7", ""},
@@ -92,6 +95,7 @@ func TestParseIPBlock(t *testing.T) {
 }
 
 func TestIPBlocks(t *testing.T) {
+	t.Parallel()
 	l := NewBanList()
 	changes := 0
 	l.WatchIPs(func() { changes++ })

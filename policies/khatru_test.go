@@ -14,6 +14,7 @@ import (
 // same signatures): a banned author and a blocked word are refused by
 // khatru's AddEvent, a clean note is stored.
 func TestPoliciesInAKhatruRelay(t *testing.T) {
+	t.Parallel()
 	bans := policies.NewBanList()
 	sk := nostr.GeneratePrivateKey()
 	banned, _ := nostr.GetPublicKey(sk)

@@ -13,6 +13,7 @@ import (
 )
 
 func TestPolicies(t *testing.T) {
+	t.Parallel()
 	l := NewBanList()
 	now := time.Now().Unix()
 	banned, lapsed, future, other := pk(1), pk(2), pk(3), pk(4)
@@ -64,6 +65,7 @@ func TestPolicies(t *testing.T) {
 }
 
 func TestBanListChanges(t *testing.T) {
+	t.Parallel()
 	l := NewBanList()
 	now := time.Now().Unix()
 	v0 := l.Version()
@@ -111,6 +113,7 @@ func raw(t *testing.T, h string) [32]byte {
 // bytes (Hides, the read path), listed back as the same hex, and found
 // however its hex is spelled; what is not a key bans nothing.
 func TestBanListKeysRawAndHex(t *testing.T) {
+	t.Parallel()
 	l := NewBanList()
 	now := time.Now().Unix()
 	author := "f7234bd4c1394dda46d09f35bd384dd30cc552ad5541990f98844fb06676e9ca"

@@ -98,6 +98,7 @@ func npubOf(i int) string { return pubkey.NPub(pk(i)) }
 // held is kept. (Before, the whole body was read into memory up to 64 MiB,
 // on every poll.)
 func TestEndlessBodies(t *testing.T) {
+	t.Parallel()
 	entry := `{"pubkey":"` + npubOf(1) + `","reason":"x","expires_at":null},`
 	for _, c := range []struct {
 		name          string
@@ -132,6 +133,7 @@ func TestEndlessBodies(t *testing.T) {
 // URL, HTML from a proxy, an array) are failures: the list held is kept,
 // not emptied.
 func TestGarbageKeepsTheList(t *testing.T) {
+	t.Parallel()
 	for _, body := range []string{`{}`, `{"cursor":"1"}`, `<html>bad gateway</html>`, `[1,2]`, `{"pubkeys":{"a":1}}`, `{"pubkeys":[1]}`, ``} {
 		h := newHostile(t, jsonAnswer(body))
 		list := NewBanList()
@@ -155,6 +157,7 @@ func TestGarbageKeepsTheList(t *testing.T) {
 // and the health reports a hang as failing once it has lasted FailAfter,
 // before the timeout.
 func TestHangAndTrickle(t *testing.T) {
+	t.Parallel()
 	release := make(chan struct{})
 	t.Cleanup(func() { close(release) })
 	hang := func(w http.ResponseWriter, r *http.Request) {
@@ -247,6 +250,7 @@ func TestBackoff(t *testing.T) {
 }
 
 func TestBackoffBounds(t *testing.T) {
+	t.Parallel()
 	for n := range 30 {
 		for range 100 {
 			d := backoff(2*time.Second, n)
@@ -311,6 +315,7 @@ func (p *primary) ban(i int) {
 // asked the new server for the changes since the old one's cursor, kept
 // the stale bans and missed the earlier ones.)
 func TestAnotherServerAtTheURL(t *testing.T) {
+	t.Parallel()
 	a := &primary{id: Identity{PubKey: "aa", Epoch: "1"}, bans: map[int]int64{}, now: 100}
 	b := &primary{id: Identity{PubKey: "bb", Epoch: "1"}, bans: map[int]int64{}, now: 0}
 	a.ban(1)
@@ -347,6 +352,7 @@ func TestAnotherServerAtTheURL(t *testing.T) {
 // are skipped with one line in the log per answer, not one per entry: a
 // remote cannot flood the log.
 func TestBadEntriesAreSkippedQuietly(t *testing.T) {
+	t.Parallel()
 	bad := strings.Repeat(`{"pubkey":"npub1notakey","reason":""},null,`, 1000)
 	h := newHostile(t, func(w http.ResponseWriter, r *http.Request) {
 		if strings.HasSuffix(r.URL.Path, "/words") {
@@ -375,6 +381,7 @@ func TestBadEntriesAreSkippedQuietly(t *testing.T) {
 // makes no sense: it is a failure, and the list held is kept. (Before, the
 // list was emptied.)
 func TestStatusesOutOfPlace(t *testing.T) {
+	t.Parallel()
 	for _, code := range []int{http.StatusGone, http.StatusNotModified} {
 		h := newHostile(t, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(code) })
 		list := NewBanList()

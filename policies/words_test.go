@@ -3,6 +3,7 @@ package policies
 import "testing"
 
 func TestNormalizeText(t *testing.T) {
+	t.Parallel()
 	tests := []struct{ in, want string }{
 		{"Hello World", "hello world"},
 		{"  many \t\n spaces  ", "many spaces"},
@@ -26,6 +27,7 @@ func TestNormalizeText(t *testing.T) {
 }
 
 func TestWordMatcher(t *testing.T) {
+	t.Parallel()
 	words := []string{"ass", "Bad Phrase", "spam.example", "casino", "ＳＣＡＭ", "死ね", "straße"}
 	m := newWordMatcher(words)
 	tests := []struct {
@@ -68,6 +70,7 @@ func TestWordMatcher(t *testing.T) {
 }
 
 func TestNewWordMatcherDropsEmptyAndDuplicates(t *testing.T) {
+	t.Parallel()
 	if newWordMatcher(nil) != nil || newWordMatcher([]string{"", " ", "!!!"}) != nil {
 		t.Fatal("no usable words should give a nil matcher")
 	}

@@ -133,6 +133,7 @@ func TestInfoFailureModes(t *testing.T) {
 }
 
 func TestInfoNetworkErrors(t *testing.T) {
+	t.Parallel()
 	// None of these cases waits for the timeout; a generous one keeps a TLS
 	// handshake under -race on a loaded machine from being called a timeout.
 	c := NewClient(ClientOptions{AllowPrivate: true, Timeout: 10 * time.Second})
@@ -180,6 +181,7 @@ func TestInfoNetworkErrors(t *testing.T) {
 }
 
 func TestDialGuardRefusesPrivateAddresses(t *testing.T) {
+	t.Parallel()
 	hits := 0
 	base := serve(t, func(w http.ResponseWriter, r *http.Request) { hits++; fmt.Fprint(w, goodInfo) })
 	guarded := NewClient(ClientOptions{Timeout: time.Second})
@@ -213,6 +215,7 @@ func TestDialGuardRefusesPrivateAddresses(t *testing.T) {
 }
 
 func TestKeysets(t *testing.T) {
+	t.Parallel()
 	base := serve(t, func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/v1/keysets" {
 			fmt.Fprint(w, `{"keysets":[{"id":"00ab","unit":"sat","active":true,"input_fee_ppk":100}]}`)

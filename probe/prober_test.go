@@ -56,11 +56,12 @@ func (c *counter) exit(id string) {
 func (c *counter) count(id string) int { c.mu.Lock(); defer c.mu.Unlock(); return c.total[id] }
 
 func TestRunOnceProbesEveryTargetWithinTheCap(t *testing.T) {
+	t.Parallel()
 	c := newCounter()
 	p := New(Config{Concurrency: 4, Log: quiet(), Targets: targets(40), Probe: func(ctx context.Context, id string) error {
 		c.enter(id)
 		defer c.exit(id)
-		time.Sleep(5 * time.Millisecond)
+		time.Sleep(5 * time.Millisecond) // probes take a while: they overlap, up to the cap
 		return nil
 	}})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -84,6 +85,7 @@ func TestRunOnceProbesEveryTargetWithinTheCap(t *testing.T) {
 // While a target's probe runs, neither a tick, nor Trigger, nor RunOnce
 // starts another of it; once it ends, Trigger does.
 func TestOneProbeInFlightPerTarget(t *testing.T) {
+	t.Parallel()
 	c := newCounter()
 	entered, release := make(chan struct{}, 1), make(chan struct{})
 	s := runStepped(t, Config{Concurrency: 8, Interval: time.Minute, Targets: targets(1), Probe: func(ctx context.Context, id string) error {
@@ -119,6 +121,7 @@ func TestOneProbeInFlightPerTarget(t *testing.T) {
 }
 
 func TestPanicsAreRecovered(t *testing.T) {
+	t.Parallel()
 	var ok atomic.Int32
 	p := New(Config{Log: quiet(), Targets: targets(5), Probe: func(ctx context.Context, id string) error {
 		if id == "m2" {
@@ -191,6 +194,7 @@ func (c *counter) counts(ids ...string) []int {
 // checked just now only an interval (± 10 %) later; then each comes round
 // once per interval.
 func TestRunFollowsTheIntervalAndTheLastCheck(t *testing.T) {
+	t.Parallel()
 	c := newCounter()
 	ts := []Target{{ID: "new"}, {ID: "recent", LastChecked: t0}, {ID: "old", LastChecked: t0.Add(-time.Hour)}}
 	s := runStepped(t, Config{Interval: time.Minute, Targets: func(context.Context) ([]Target, error) { return ts, nil },
@@ -219,6 +223,7 @@ func TestRunFollowsTheIntervalAndTheLastCheck(t *testing.T) {
 
 // Trigger makes a target due at once, without waiting for a tick.
 func TestTriggerProbesAtOnce(t *testing.T) {
+	t.Parallel()
 	probed := make(chan string, 10)
 	s := runStepped(t, Config{Interval: time.Hour,
 		Targets: func(context.Context) ([]Target, error) { return []Target{{ID: "a", LastChecked: t0}}, nil },
@@ -252,11 +257,12 @@ func TestDeadlineAndCancel(t *testing.T) {
 	}
 
 	ctx, cancel := context.WithCancel(context.Background())
+	var started atomic.Int32
 	p = New(Config{Interval: time.Second, Deadline: time.Hour, Log: quiet(), Targets: targets(3),
-		Probe: func(ctx context.Context, id string) error { <-ctx.Done(); return ctx.Err() }})
+		Probe: func(ctx context.Context, id string) error { started.Add(1); <-ctx.Done(); return ctx.Err() }})
 	done := make(chan struct{})
 	go func() { p.Run(ctx); close(done) }()
-	time.Sleep(50 * time.Millisecond)
+	testkit.WaitFor(t, 10*time.Second, "the probes to start", func() bool { return started.Load() == 3 })
 	cancel()
 	select {
 	case <-done:

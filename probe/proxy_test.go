@@ -32,6 +32,7 @@ func proxyURL(t *testing.T, raw string) *url.URL {
 // proxy (as Tor's) and through an HTTP proxy that CONNECTs; the name goes
 // to the proxy unresolved, and the guard, which stays on, lets it through.
 func TestProbeThroughProxy(t *testing.T) {
+	t.Parallel()
 	mint := minttest.Start(t, devmint.Options{})
 	hostport := strings.TrimPrefix(mint.URL, "http://")
 	for _, start := range []func(testing.TB, map[string]string) *probetest.Proxy{probetest.SOCKS5, probetest.Connect} {
@@ -58,6 +59,7 @@ func TestProbeThroughProxy(t *testing.T) {
 // resolve to them and names that are not onion services are refused before
 // the proxy hears of them. The proxy's own address, on loopback, is fine.
 func TestProxyKeepsTheGuard(t *testing.T) {
+	t.Parallel()
 	mint := minttest.Start(t, devmint.Options{})
 	for _, start := range []func(testing.TB, map[string]string) *probetest.Proxy{probetest.SOCKS5, probetest.Connect} {
 		px := start(t, nil)
@@ -91,6 +93,7 @@ func TestProxyKeepsTheGuard(t *testing.T) {
 // The mints outpost runs itself (Allow) are on this host: dialled directly,
 // not through a proxy that is elsewhere.
 func TestOwnMintSkipsTheProxy(t *testing.T) {
+	t.Parallel()
 	mint := minttest.Start(t, devmint.Options{})
 	px := probetest.SOCKS5(t, nil)
 	c := probe.NewClient(probe.ClientOptions{Timeout: 5 * time.Second, Proxy: proxyURL(t, px.URL), Allow: []string{strings.TrimPrefix(mint.URL, "http://")}})
@@ -105,6 +108,7 @@ func TestOwnMintSkipsTheProxy(t *testing.T) {
 // Without a proxy an onion service is never looked up: a clear kind at
 // once, not a DNS query for a name no resolver may answer.
 func TestOnionWithoutProxy(t *testing.T) {
+	t.Parallel()
 	c := probe.NewClient(probe.ClientOptions{Timeout: 2 * time.Second})
 	if res := c.Info(context.Background(), "http://"+onion, time.Now); res.OK || res.ErrKind != probe.KindNeedsProxy {
 		t.Fatalf("ok=%v kind=%q (%s), want %s", res.OK, res.ErrKind, res.Err, probe.KindNeedsProxy)
@@ -113,6 +117,7 @@ func TestOnionWithoutProxy(t *testing.T) {
 
 // A proxy that is down fails the check, as the mint's network would.
 func TestProxyDown(t *testing.T) {
+	t.Parallel()
 	c := probe.NewClient(probe.ClientOptions{Timeout: 2 * time.Second, Proxy: proxyURL(t, "socks5://127.0.0.1:1")})
 	if res := c.Info(context.Background(), "http://"+onion, time.Now); res.OK || res.ErrKind != probe.KindRefused {
 		t.Fatalf("ok=%v kind=%q (%s)", res.OK, res.ErrKind, res.Err)
@@ -120,6 +125,7 @@ func TestProxyDown(t *testing.T) {
 }
 
 func TestParseProxy(t *testing.T) {
+	t.Parallel()
 	for _, s := range []string{"socks5://127.0.0.1:9050", "http://proxy.example:3128", "socks5://u:p@[::1]:1080"} {
 		if u, err := probe.ParseProxy(s); err != nil || u == nil {
 			t.Errorf("%s: %v", s, err)

@@ -18,6 +18,7 @@ import (
 // encoded, so a buffer given back too early would show here as an event
 // whose signature no longer verifies, or as a frame that is not JSON.
 func TestStoredBatchesStayIntact(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	pub := dialWire(t, e.url, 0)
 	rng := rand.New(rand.NewPCG(1, 2))

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -23,6 +24,7 @@ import (
 	"github.com/nbd-wtf/go-nostr/nip45/hyperloglog"
 	"github.com/nbd-wtf/go-nostr/nip77/negentropy"
 	"github.com/nbd-wtf/go-nostr/nip77/negentropy/storage/vector"
+	"github.com/outpost-relay/outpost/internal/testkit"
 	"github.com/outpost-relay/outpost/internal/testkit/relaytest"
 	"github.com/outpost-relay/outpost/relay"
 )
@@ -79,6 +81,7 @@ func nip11(t *testing.T, url string) map[string]any {
 }
 
 func TestNIP11(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	doc := nip11(t, e.url)
 	if doc["self"] != e.service {
@@ -151,6 +154,7 @@ func TestNIP11(t *testing.T) {
 // Every limit NIP-11 advertises is the one enforced: at the limit accepted,
 // one over refused with its NIP-01 prefix.
 func TestAdvertisedLimitsAreEnforced(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, withLimits(func(l *relay.Limits) {
 		*l = relay.Limits{MaxMessageLength: 4000, MaxSubscriptions: 3, MaxFilters: 2, MaxLimit: 4, DefaultLimit: 2,
 			MaxEventTags: 5, MaxContentLength: 100}
@@ -298,6 +302,7 @@ func withLimit(f object, n int) object {
 // NIP-01: an event reaches a subscription once, however many of its filters
 // or filter values it matches, stored or live.
 func TestOncePerSubscription(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	sub := dialWire(t, e.url, 0)
 	pub := dialWire(t, e.url, 0)
@@ -319,6 +324,7 @@ func TestOncePerSubscription(t *testing.T) {
 // Publishing while subscribing: every event is delivered to the
 // subscription exactly once, before EOSE (stored) or after it (live).
 func TestNothingLostOrDoubledAroundEOSE(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, withLimits(func(l *relay.Limits) { l.EventsPerMinute, l.IPEventsPerMinute, l.MaxLimit = 0, 0, 1000 }))
 	sk, pk := newKey()
 	const n = 300
@@ -328,14 +334,17 @@ func TestNothingLostOrDoubledAroundEOSE(t *testing.T) {
 	}
 	pub := dialWire(t, e.url, 0)
 	done := make(chan struct{})
+	var sent atomic.Int32
 	go func() {
 		defer close(done)
 		for _, ev := range events {
 			pub.send("EVENT", ev)
+			sent.Add(1)
 		}
 	}()
 	sub := dialWire(t, e.url, 0)
-	time.Sleep(20 * time.Millisecond)
+	// The REQ goes while the events are still coming.
+	testkit.WaitFor(t, 10*time.Second, "the publishing to be under way", func() bool { return sent.Load() >= n/10 })
 	seen := map[string]int{}
 	for _, id := range sub.req("all", object{"authors": []string{pk}, "limit": 1000}) {
 		seen[id]++
@@ -359,6 +368,7 @@ func TestNothingLostOrDoubledAroundEOSE(t *testing.T) {
 }
 
 func TestSubscriptions(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	w := dialWire(t, e.url, 0)
 	pub := dialWire(t, e.url, 0)
@@ -437,6 +447,7 @@ func TestSubscriptions(t *testing.T) {
 }
 
 func TestEventChecks(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	w := dialWire(t, e.url, 0)
 	sk, _ := newKey()
@@ -484,6 +495,7 @@ func TestEventChecks(t *testing.T) {
 // (Ingest) get the same verdict in the same words, for every reason but
 // those that are a client's alone (rate limits, authenticating).
 func TestSameVerdictFromClientAndUpstream(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	w := dialWire(t, e.url, 0)
 	sk, _ := newKey()
@@ -528,6 +540,7 @@ func TestSameVerdictFromClientAndUpstream(t *testing.T) {
 // some client libraries) is accepted, as strfry does, and stored and served
 // without them: the id covers only NIP-01's fields.
 func TestUnknownEventFieldsIgnored(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	w := dialWire(t, e.url, 0)
 	sk, _ := newKey()
@@ -571,6 +584,7 @@ func TestUnknownEventFieldsIgnored(t *testing.T) {
 
 // NIP-45: COUNT counts the union of its filters.
 func TestNIP45(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	w := dialWire(t, e.url, 0)
 	sk, pk := newKey()
@@ -598,6 +612,7 @@ func TestNIP45(t *testing.T) {
 // relays' counts without counting an author twice; hidden (banned) authors
 // are left out of both. Any other COUNT answers the count alone.
 func TestNIP45HyperLogLog(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	w := dialWire(t, e.url, 0)
 	target := sign(t, nostr.GeneratePrivateKey(), 1, "react to me")
@@ -665,6 +680,7 @@ func TestNIP45HyperLogLog(t *testing.T) {
 
 // NIP-42 and NIP-70.
 func TestNIP42(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	w := dialWire(t, e.url, 0)
 	watcher := dialWire(t, e.url, 0)
@@ -747,6 +763,7 @@ func TestNIP42(t *testing.T) {
 
 // NIP-09: deletions are exact, only the author's own, and final.
 func TestNIP09(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	w := dialWire(t, e.url, 0)
 	sk, pk := newKey()
@@ -811,6 +828,7 @@ func TestNIP09(t *testing.T) {
 // NIP-40: expired events are neither returned nor counted, and a limit
 // counts live events only.
 func TestNIP40Limit(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	w := dialWire(t, e.url, 0)
 	sk, pk := newKey()
@@ -829,7 +847,7 @@ func TestNIP40Limit(t *testing.T) {
 	if n := w.count("c", mine); n != 5 {
 		t.Fatalf("before expiry: %d", n)
 	}
-	time.Sleep(time.Until(time.Unix(int64(now)+2, 0)) + 100*time.Millisecond)
+	testkit.Past(time.Unix(int64(now)+2, 0).Add(100 * time.Millisecond))
 	if n := w.count("c", mine); n != 2 {
 		t.Fatalf("after expiry counted %d, want 2", n)
 	}
@@ -851,6 +869,7 @@ func twoNotes(t *testing.T, sk string) (e *env, w *wire, a, b nostr.Event) {
 // Banned keys and banned events are not served (REQ, COUNT, broadcast) and
 // not deleted: they come back when the ban lifts.
 func TestBansHideEvents(t *testing.T) {
+	t.Parallel()
 	sk, pk := newKey()
 	e, w, a, _ := twoNotes(t, sk)
 	mine := object{"authors": []string{pk}}
@@ -889,6 +908,7 @@ func TestBansHideEvents(t *testing.T) {
 }
 
 func TestEphemeral(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	sub := dialWire(t, e.url, 0)
 	pub := dialWire(t, e.url, 0)
@@ -908,6 +928,7 @@ func TestEphemeral(t *testing.T) {
 // implementation; go-nostr's NegentropySync itself races with itself under
 // -race, so nip77_norace_test.go runs it without.
 func TestNIP77(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	w := dialWire(t, e.url, 0)
 	_, pk := newKey()
@@ -985,6 +1006,7 @@ func TestNIP77(t *testing.T) {
 // A client that stops answering (no pong, nothing sent) is dropped; one that
 // answers pings stays.
 func TestPingPong(t *testing.T) {
+	t.Parallel()
 	// 400 ms: a client is dropped after 1 s without a pong, which a loaded
 	// CI machine running -race can still answer in time.
 	e := newEnv(t, func(c *relay.Config) { c.PingInterval = 400 * time.Millisecond })
@@ -1015,16 +1037,11 @@ func TestPingPong(t *testing.T) {
 // waitClients waits until the relay has n clients.
 func waitClients(t *testing.T, rl *relay.Relay, n int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for rl.Clients() != n {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d clients, want %d", rl.Clients(), n)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testkit.WaitFor(t, 10*time.Second, fmt.Sprintf("%d clients", n), func() bool { return rl.Clients() == n })
 }
 
 func TestConnectionsPerIP(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, withLimits(func(l *relay.Limits) { l.ConnectionsPerIP = 2 }))
 	a := dialWire(t, e.url, 0)
 	dialWire(t, e.url, 0)
@@ -1099,6 +1116,7 @@ func TestEventRateLimits(t *testing.T) {
 // Stored events wait for room in the outbox: a client reading slowly gets
 // them all, more than its outbox and socket buffers hold, and is not dropped.
 func TestStoredEventsWaitForRoom(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, func(c *relay.Config) {
 		c.OutboxBytes = 64 << 10
 		l := relay.DefaultLimits()
@@ -1115,7 +1133,7 @@ func TestStoredEventsWaitForRoom(t *testing.T) {
 	slow.send("REQ", "slow", object{"authors": []string{pk}, "limit": n})
 	got := 0
 	for {
-		time.Sleep(2 * time.Millisecond)
+		time.Sleep(2 * time.Millisecond) // the slow reader under test
 		m := slow.next()
 		if m.label == "EOSE" {
 			break

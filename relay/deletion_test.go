@@ -8,12 +8,14 @@ import (
 	"time"
 
 	"github.com/nbd-wtf/go-nostr"
+	"github.com/outpost-relay/outpost/internal/testkit"
 	"github.com/outpost-relay/outpost/internal/testkit/relaytest"
 )
 
 // NIP-09 over a websocket: a deleted event stays refused while a deletion
 // request of its author naming it is stored, and only that long.
 func TestDeletionLastsAsLongAsItsRequest(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	c, _ := relaytest.Dial(t, e.srv.URL)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -81,7 +83,7 @@ func TestDeletionLastsAsLongAsItsRequest(t *testing.T) {
 		if !refused(t, note) {
 			t.Fatal("accepted before the deletion request expired")
 		}
-		time.Sleep(time.Until(time.Unix(at, 0)) + 100*time.Millisecond)
+		testkit.Past(time.Unix(at, 0).Add(100 * time.Millisecond))
 		if refused(t, note) {
 			t.Fatal("refused after the deletion request expired")
 		}

@@ -64,6 +64,7 @@ func rawQuery(t *testing.T, url string, f nostr.Filter) []string {
 // the whole filter, and publishing a replaceable or addressable event
 // replaces only its exact address.
 func TestRelayStoresAndServesExactly(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	c, _ := relaytest.Dial(t, e.srv.URL)
 	sk := nostr.GeneratePrivateKey()

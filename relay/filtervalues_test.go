@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/nbd-wtf/go-nostr"
+	"github.com/outpost-relay/outpost/internal/testkit"
 	"github.com/outpost-relay/outpost/relay"
 )
 
@@ -27,6 +28,7 @@ func tagFilter(from, n int) object { return object{"#e": hexValues(from, n), "li
 // closing and disconnecting give values back, and a refused REQ ends the
 // subscription it would have replaced.
 func TestFilterValueLimits(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, withLimits(func(l *relay.Limits) { l.MaxFilterValues, l.IPFilterValues = 100, 250 }))
 	a := dialWire(t, e.url, 0)
 
@@ -84,6 +86,7 @@ func TestFilterValueLimits(t *testing.T) {
 // by a disconnect leave nothing in the relay's index; while they are open,
 // events reach exactly the ones that match.
 func TestSubscriptionsLeaveNothingBehind(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	a, b, pub := dialWire(t, e.url, 0), dialWire(t, e.url, 0), dialWire(t, e.url, 0)
 	sk, pk := newKey()
@@ -136,11 +139,7 @@ func TestSubscriptionsLeaveNothingBehind(t *testing.T) {
 	waitClients(t, e.rl, 2)
 	a.req("sync", object{"limit": 0}) // a's CLOSEs are done once this is answered
 	a.send("CLOSE", "sync")
-	deadline := time.Now().Add(10 * time.Second)
-	for relay.IndexEntries(e.rl) != 0 || e.rl.Stats().FilterValues != 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("all closed: %d index entries and %d filter values held", relay.IndexEntries(e.rl), e.rl.Stats().FilterValues)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testkit.WaitFor(t, 10*time.Second, "no index entry and no filter value held once all are closed", func() bool {
+		return relay.IndexEntries(e.rl) == 0 && e.rl.Stats().FilterValues == 0
+	})
 }

@@ -20,6 +20,7 @@ import (
 // the rest outpost's own loop never consulted), and its exported fields are
 // the hooks its admission runs (TestServiceHooks).
 func TestRelayExposesOnlyWhatItHonours(t *testing.T) {
+	t.Parallel()
 	typ := reflect.TypeFor[relay.Relay]()
 	var exported []string
 	for f := range typ.Fields() {
@@ -46,6 +47,7 @@ func TestRelayExposesOnlyWhatItHonours(t *testing.T) {
 // such event stored, never for a duplicate, an older version of an
 // address, an ephemeral event, or the service's own.
 func TestServiceHooks(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	var mu sync.Mutex
 	var saved []string
@@ -119,6 +121,7 @@ func TestServiceHooks(t *testing.T) {
 // What the relay does not serve is a 404 in the JSON error contract, with
 // CORS, and a browser's preflight for NIP-86 is allowed.
 func TestNotServedAndPreflight(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	req, _ := http.NewRequest("OPTIONS", e.url+"/", nil)
 	req.Header.Set("Origin", "https://admin.example")

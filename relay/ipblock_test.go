@@ -14,12 +14,14 @@ import (
 
 	"github.com/fasthttp/websocket"
 	"github.com/outpost-relay/outpost/internal/storage/store"
+	"github.com/outpost-relay/outpost/internal/testkit"
 	"github.com/outpost-relay/outpost/policies"
 )
 
 // A connection the block did not reach when it was made (one admitted as
 // the block came in) is dropped at its next message.
 func TestBlockedAddressCheckedOnEveryMessage(t *testing.T) {
+	t.Parallel()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	st, err := store.Open(t.TempDir(), log)
 	if err != nil {
@@ -43,9 +45,7 @@ func TestBlockedAddressCheckedOnEveryMessage(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ws.Close()
-	for r.Clients() != 1 {
-		time.Sleep(5 * time.Millisecond)
-	}
+	testkit.WaitFor(t, 10*time.Second, "the client to be admitted", func() bool { return r.Clients() == 1 })
 	r.mu.Lock()
 	clear(r.clients) // as if the block came while it was being admitted
 	r.mu.Unlock()

@@ -105,6 +105,7 @@ func (g *gen) event() *nostr.Event {
 // whose filters nostr.Filter.Matches accepts, each once; subscriptions
 // taken out leave nothing behind.
 func TestIndexedMatchingAgreesWithFilterMatches(t *testing.T) {
+	t.Parallel()
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
 	for round := range 200 {
@@ -159,6 +160,7 @@ func (g *registry) held() int {
 
 // A filter is indexed under one field, its most selective.
 func TestFilterIndexedUnderOneField(t *testing.T) {
+	t.Parallel()
 	hex := func(i int) string { return fmt.Sprintf("%064x", i) }
 	many := func(n int) []string {
 		var vs []string

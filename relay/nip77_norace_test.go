@@ -12,6 +12,7 @@ import (
 	"github.com/fiatjaf/eventstore/slicestore"
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/nbd-wtf/go-nostr/nip77"
+	"github.com/outpost-relay/outpost/internal/testkit"
 	"github.com/outpost-relay/outpost/internal/testkit/relaytest"
 )
 
@@ -19,6 +20,7 @@ import (
 // NegentropySync races with itself, in its id pool and its use of the local
 // store, so this runs without -race; .ci/run runs it.)
 func TestNIP77NegentropySync(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	w := dialWire(t, e.url, 0)
 	sk, pk := newKey()
@@ -41,11 +43,7 @@ func TestNIP77NegentropySync(t *testing.T) {
 		t.Fatalf("the local store has %d events after the sync, want 4", n)
 	}
 	// The upload is not waited for by NegentropySync: give it a moment.
-	deadline := time.Now().Add(5 * time.Second)
-	for len(w.req("r", object{"authors": []string{pk}})) != 4 {
-		if time.Now().After(deadline) {
-			t.Fatal("the relay did not get the local-only event")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testkit.WaitFor(t, 5*time.Second, "the relay to get the local-only event", func() bool {
+		return len(w.req("r", object{"authors": []string{pk}})) == 4
+	})
 }

@@ -23,6 +23,7 @@ import (
 // A banpubkey token used once is refused as a replay after a restart on the
 // same data dir too, within its 60 s window.
 func TestNIP86ReplayAcrossRestart(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	const public = "http://outpost.test" // the u tag: the same for both runs
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))

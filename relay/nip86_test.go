@@ -22,6 +22,7 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/outpost-relay/outpost/banlist"
 	"github.com/outpost-relay/outpost/internal/nostr/pubkey"
+	"github.com/outpost-relay/outpost/internal/testkit"
 	"github.com/outpost-relay/outpost/internal/testkit/relaytest"
 	"github.com/outpost-relay/outpost/relay"
 )
@@ -38,7 +39,7 @@ func (e *env) do(t *testing.T, a relaytest.Admin, method string, params ...any) 
 		e.calls = map[string]nostr.Timestamp{}
 	}
 	if e.calls[string(key)] == nostr.Now() {
-		time.Sleep(time.Until(time.Unix(int64(nostr.Now())+1, 0)))
+		testkit.Past(time.Unix(int64(nostr.Now())+1, 0))
 	}
 	e.calls[string(key)] = nostr.Now()
 	r, err := a.Call(method, params...)
@@ -71,6 +72,7 @@ func (e *env) refused(t *testing.T, a relaytest.Admin, status int, method string
 // A token is good for 60 seconds either way, as docs/banlist.md says; older or
 // newer ones are 401 with a JSON error, and nothing happens.
 func TestNIP86TimeWindow(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	at := func(offset nostr.Timestamp) relaytest.Admin {
 		a := e.manager()
@@ -96,6 +98,7 @@ func TestNIP86TimeWindow(t *testing.T) {
 // banevent hides an event from REQ and COUNT without deleting it;
 // allowevent serves it again.
 func TestNIP86BanEventHides(t *testing.T) {
+	t.Parallel()
 	sk, pk := newKey()
 	e, w, a, b := twoNotes(t, sk)
 	mine := object{"authors": []string{pk}}
@@ -129,6 +132,7 @@ func TestNIP86BanEventHides(t *testing.T) {
 // when the ban is lifted (unbanpubkey) or lapses on its own. A banned
 // event likewise, until unbanevent.
 func TestBansHideWithoutDeleting(t *testing.T) {
+	t.Parallel()
 	sk, pk := newKey()
 	e, w, a, b := twoNotes(t, sk)
 	both := []string{a.ID, b.ID}
@@ -221,6 +225,7 @@ func from(ip string) http.Header { return http.Header{"X-Client-IP": {ip}} }
 // Who may call, and what a refusal looks like: always JSON, always with
 // the status NIP-98 and HTTP give it, and never a change.
 func TestNIP86Refusals(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	_, target := newKey()
 	good := e.manager()
@@ -358,6 +363,7 @@ func signed(a relaytest.Admin, change func(*nostr.Event)) relaytest.Admin {
 }
 
 func TestNIP86SupportedMethods(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	got := e.call(t, "supportedmethods")
 	want := []any{"allowevent", "allowkind", "allowpubkey", "banevent", "banpubkey", "blockip",
@@ -382,6 +388,7 @@ func TestNIP86SupportedMethods(t *testing.T) {
 
 // banpubkey, unbanpubkey and the allow list, seen by publishers and readers.
 func TestNIP86PubKeys(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	w := dialWire(t, e.url, 0)
 	ask, apk := newKey()
@@ -446,6 +453,7 @@ func TestNIP86PubKeys(t *testing.T) {
 // Reported events wait in listeventsneedingmoderation until a moderator
 // bans or allows them; unbanevent and unallowevent undo that.
 func TestNIP86EventModeration(t *testing.T) {
+	t.Parallel()
 	sk, pk := newKey()
 	e, w, a, b := twoNotes(t, sk)
 	reporter, _ := newKey()
@@ -493,6 +501,7 @@ func TestNIP86EventModeration(t *testing.T) {
 }
 
 func TestNIP86Kinds(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	w := dialWire(t, e.url, 0)
 	sk, _ := newKey()
@@ -528,6 +537,7 @@ func TestNIP86Kinds(t *testing.T) {
 // blockip: connections from the address or network are refused, open ones
 // dropped at once; other addresses are not touched.
 func TestNIP86BlockIP(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, withClientIP)
 	blocked := dialWireWith(t, e.url, 0, from("198.51.100.7"))
 	blocked.req("s", object{"kinds": []int{1}})
@@ -584,6 +594,7 @@ func TestNIP86BlockIP(t *testing.T) {
 // NIP-11 at once and survive a restart; an empty value goes back to the
 // configured one.
 func TestNIP86RelayInfo(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.call(t, "changerelayname", "Renamed")
 	e.call(t, "changerelaydescription", "A relay for tests")
@@ -612,6 +623,7 @@ func TestNIP86RelayInfo(t *testing.T) {
 // Every change made over NIP-86 is in the audit log: who (the admin's
 // npub), what, before, after, when.
 func TestNIP86Audit(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	_, pk := newKey()
 	id := strings.Repeat("ab", 32)

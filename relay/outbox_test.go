@@ -31,6 +31,7 @@ func bodies(fs []frame) []string {
 }
 
 func TestOutboxBounds(t *testing.T) {
+	t.Parallel()
 	o := newOutbox(10)
 	if !o.push(text("12345")) || !o.push(text("67890")) {
 		t.Fatal("frames within the limit were refused")
@@ -58,6 +59,7 @@ func TestOutboxBounds(t *testing.T) {
 // A REQ's stored events go in batches: a batch waits, as an answer does,
 // while the outbox is more than half full, then goes in whole and in order.
 func TestOutboxSendAll(t *testing.T) {
+	t.Parallel()
 	o := newOutbox(20)
 	o.push(text("123456789"))
 	o.push(text("abc"))
@@ -84,6 +86,7 @@ func TestOutboxSendAll(t *testing.T) {
 }
 
 func TestOutboxOrder(t *testing.T) {
+	t.Parallel()
 	o := newOutbox(1 << 20)
 	o.push(text("a"))
 	o.push(text("b"))
@@ -111,6 +114,7 @@ func TestOutboxOrder(t *testing.T) {
 // Frames written in one batch arrive as separate, valid websocket messages
 // to fasthttp/websocket's client.
 func TestWriteFrames(t *testing.T) {
+	t.Parallel()
 	server, client := net.Pipe()
 	defer server.Close()
 	defer client.Close()
@@ -152,6 +156,7 @@ func TestWriteFrames(t *testing.T) {
 }
 
 func TestAppendJSONString(t *testing.T) {
+	t.Parallel()
 	for _, s := range []string{"", "plain", `quote " and \ backslash`, "new\nline\ttab\r", "\x00\x1f control", "ünïcödé 🎉", "bad \xff utf8", "<html>&"} {
 		got := appendJSONString(nil, s)
 		var back string
@@ -169,6 +174,7 @@ func TestAppendJSONString(t *testing.T) {
 }
 
 func TestClosePayload(t *testing.T) {
+	t.Parallel()
 	p := closePayload(1001, strings.Repeat("é", 100))
 	if len(p) > 125 || !utf8.Valid(p[2:]) || p[0] != 0x03 || p[1] != 0xE9 {
 		t.Fatalf("close payload %d bytes % x", len(p), p[:2])

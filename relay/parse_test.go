@@ -9,6 +9,7 @@ import (
 // nothing in them may point into the REQ's frame, or the frame is held as
 // long.
 func TestFiltersHoldNoPartOfTheMessage(t *testing.T) {
+	t.Parallel()
 	msg := []byte(`["REQ","x",{"#e":["aa","bb"],"#t":["nostr"],"authors":["cc"],"ids":["dd"]},{"#p":["ee"]}]`)
 	_, m, reason := parseMessage(msg)
 	if reason != "" {
@@ -43,6 +44,7 @@ func TestFiltersHoldNoPartOfTheMessage(t *testing.T) {
 }
 
 func TestFilterValuesCountedAsSent(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		req  string
 		want int

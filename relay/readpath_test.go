@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/nbd-wtf/go-nostr"
+	"github.com/outpost-relay/outpost/internal/testkit"
 	"github.com/outpost-relay/outpost/relay"
 )
 
@@ -19,6 +21,7 @@ import (
 // in the mix, every visible event reaches a subscription once — stored,
 // published while the stored ones are read, or live — and a hidden one never.
 func TestOverlappingFiltersAndBans(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, withLimits(func(l *relay.Limits) { l.EventsPerMinute, l.IPEventsPerMinute, l.MaxLimit = 0, 0, 1000 }))
 	ctx := context.Background()
 	pub := dialWire(t, e.url, 0)
@@ -74,6 +77,7 @@ func TestOverlappingFiltersAndBans(t *testing.T) {
 	}
 	sub := dialWire(t, e.url, 0)
 	var wg sync.WaitGroup
+	var sent atomic.Int32
 	wg.Go(func() {
 		for i := range liveEvents {
 			pub.send("EVENT", liveEvents[i])
@@ -82,9 +86,10 @@ func TestOverlappingFiltersAndBans(t *testing.T) {
 			if err := e.rl.Publish(ctx, &hiddenLive[i]); err != nil {
 				t.Error(err)
 			}
+			sent.Add(1)
 		}
 	})
-	time.Sleep(5 * time.Millisecond)
+	testkit.WaitFor(t, 10*time.Second, "the publishing to be under way", func() bool { return sent.Load() >= 2 })
 	seen := map[string]int{}
 	for _, id := range sub.req("p", filters[:3]...) {
 		seen[id]++

@@ -19,6 +19,7 @@ import (
 	"github.com/outpost-relay/outpost/banlist"
 	"github.com/outpost-relay/outpost/internal/nostr/nip98"
 	"github.com/outpost-relay/outpost/internal/storage/store"
+	"github.com/outpost-relay/outpost/internal/testkit"
 	"github.com/outpost-relay/outpost/internal/testkit/relaytest"
 	"github.com/outpost-relay/outpost/policies"
 	"github.com/outpost-relay/outpost/relay"
@@ -83,6 +84,7 @@ func withLimits(change func(*relay.Limits)) func(*relay.Config) {
 }
 
 func TestNIP40(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	c, _ := relaytest.Dial(t, e.srv.URL)
 	sk := nostr.GeneratePrivateKey()
@@ -105,7 +107,7 @@ func TestNIP40(t *testing.T) {
 	if got := relaytest.Query(t, c, nostr.Filter{IDs: []string{ev.ID}}); len(got) != 1 {
 		t.Fatalf("before expiry: %d events", len(got))
 	}
-	time.Sleep(time.Until(time.Unix(soon, 0)) + 50*time.Millisecond)
+	testkit.Past(time.Unix(soon, 0).Add(50 * time.Millisecond))
 	if got := relaytest.Query(t, c, nostr.Filter{IDs: []string{ev.ID}}); len(got) != 0 {
 		t.Fatalf("an expired event was served: %v", got)
 	}
@@ -114,6 +116,7 @@ func TestNIP40(t *testing.T) {
 // An event's expiry is the store's sweep (events.SweepExpired runs
 // DeleteExpired) and nothing else.
 func TestExpiryIsTheStoresSweep(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	expires := nostr.Now() + 3600
 	ev := relaytest.Sign(t, nostr.GeneratePrivateKey(), 1, "for an hour", nostr.Tag{"expiration", strconv.FormatInt(int64(expires), 10)})
@@ -154,6 +157,7 @@ func (e *env) rpc(t *testing.T, method string, mod func(h *http.Header, body []b
 }
 
 func TestNIP86Auth(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	target := nostr.GeneratePrivateKey()
 	targetPK, _ := nostr.GetPublicKey(target)
@@ -227,6 +231,7 @@ func TestNIP86Auth(t *testing.T) {
 }
 
 func TestServiceEventsSkipPolicyAndShutdownRefusesWrites(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.svc.AddWord(context.Background(), "test", "scam")
 	r, err := e.svc.SubmitReport(context.Background(), banlist.NewReport{ReportedPubKey: mustPK(t), Reason: "spam", Comment: "posts scam links"})
@@ -252,6 +257,7 @@ func mustPK(t *testing.T) string {
 
 // NIP-09: once its author deleted an event, the relay refuses it again.
 func TestDeletedEventsStayDeleted(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	c, _ := relaytest.Dial(t, e.srv.URL)
 	sk := nostr.GeneratePrivateKey()

@@ -17,6 +17,7 @@ import (
 // "replaced: have newer event", as strfry does. A go-nostr client sees the
 // OK frame's reason in Publish's error.
 func TestOlderReplaceableIsRefused(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

@@ -20,6 +20,7 @@ import (
 // tell); and a key that shares a cache slot with another is never mistaken
 // for it.
 func TestVerifySignature(t *testing.T) {
+	t.Parallel()
 	r := &keyCache{}
 	// Keys two by two in the same cache slot.
 	type key struct{ sk, pk string }
@@ -84,6 +85,7 @@ func TestVerifySignature(t *testing.T) {
 // event id is): R with an odd y, R at infinity, r and s at the field's size
 // and the order, public keys off the curve or over the field.
 func TestVerifySignatureBIP340Vectors(t *testing.T) {
+	t.Parallel()
 	f, err := os.Open("testdata/bip340-vectors.csv")
 	if err != nil {
 		t.Fatal(err)
@@ -108,6 +110,7 @@ func TestVerifySignatureBIP340Vectors(t *testing.T) {
 // On good signatures and on ones with a random byte of the id, pubkey or
 // signature changed, keyCache.verify agrees with btcec's BIP-340 Verify.
 func TestVerifySignatureAgreesWithBtcec(t *testing.T) {
+	t.Parallel()
 	r := &keyCache{}
 	rng := rand.New(rand.NewPCG(1, 2))
 	keys := make([]string, 20)
@@ -145,6 +148,7 @@ func TestVerifySignatureAgreesWithBtcec(t *testing.T) {
 
 // Many goroutines verifying the events of a few authors share the cache.
 func TestVerifySignatureConcurrent(t *testing.T) {
+	t.Parallel()
 	r := &keyCache{}
 	var events []nostr.Event
 	for range 8 {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/nbd-wtf/go-nostr"
+	"github.com/outpost-relay/outpost/internal/testkit"
 	"github.com/outpost-relay/outpost/internal/testkit/relaytest"
 	"github.com/outpost-relay/outpost/relay"
 )
@@ -107,10 +108,7 @@ func TestSlowSubscribersHoldUpNoOne(t *testing.T) {
 
 	// Both slow subscribers go (the outbox bound or the write timeout,
 	// whichever comes first); the publishers and the keeper stay.
-	deadline := time.Now().Add(30 * time.Second)
-	for e.rl.Clients() > publishers+1 && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
+	testkit.WaitFor(t, 30*time.Second, "the slow subscribers to go", func() bool { return e.rl.Clients() <= publishers+1 })
 	if c := e.rl.Clients(); c != publishers+1 {
 		t.Errorf("%d clients %v after publishing, want the %d publishers and the keeper", c, time.Since(start), publishers)
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/nbd-wtf/go-nostr"
+	"github.com/outpost-relay/outpost/internal/testkit"
 )
 
 // startStrfry runs the real strfry (../shared/tools/strfry next to the
@@ -27,7 +28,7 @@ func startStrfry(t *testing.T) string {
 	}
 	tmpl, err := os.ReadFile(filepath.Join(dir, "strfry.conf.tmpl"))
 	if err != nil {
-		t.Skipf("no strfry at %s (set OUTPOST_STRFRY_DIR): %v", dir, err)
+		testkit.Missing(t, "strfry", fmt.Errorf("no strfry at %s (set OUTPOST_STRFRY_DIR): %w", dir, err))
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -83,6 +84,7 @@ func startStrfry(t *testing.T) string {
 // the same prefix ("replaced:" for an older version, "duplicate:" for the
 // held one again), the tie of one second going to the lowest id in both.
 func TestReplaceableLikeStrfry(t *testing.T) {
+	t.Parallel()
 	addr := startStrfry(t)
 	e := newEnv(t)
 	ours, theirs := dialWire(t, e.url, 0), dialWire(t, "http://"+addr, 0)

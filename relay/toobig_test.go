@@ -13,6 +13,7 @@ import (
 // rest of the frame, so the close frame reaches the client instead of a
 // reset (1006, which frames of 2 MB and more used to get).
 func TestOverLongFrameCloses1009(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	for _, size := range []int{600 << 10, 2 << 20, 5 << 20} {
 		x := dialWire(t, e.url, 0)

@@ -11,6 +11,7 @@ import (
 func rtt(ms int) *int { return &ms }
 
 func TestUptimeChart(t *testing.T) {
+	t.Parallel()
 	t0 := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
 	// The API answers newest first.
 	pts := []resource.Point{
@@ -47,6 +48,7 @@ func TestUptimeChart(t *testing.T) {
 }
 
 func TestRTTChart(t *testing.T) {
+	t.Parallel()
 	t0 := time.Date(2026, 11, 21, 0, 0, 0, 0, time.UTC)
 	var pts []resource.Point
 	// oldest first: 100, 200, gap, 300, gap, 400 (a lone bucket is a dot)
@@ -72,6 +74,7 @@ func TestRTTChart(t *testing.T) {
 }
 
 func TestNiceCeil(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[int]int{0: 1, 1: 1, 7: 10, 11: 20, 180: 200, 201: 500, 999: 1000, 2500: 5000} {
 		if got := niceCeil(in); got != want {
 			t.Errorf("niceCeil(%d) = %d, want %d", in, got, want)
@@ -83,6 +86,7 @@ func TestNiceCeil(t *testing.T) {
 // check, not a window of "no data" with a sliver; one never checked keeps
 // the window.
 func TestChartsOfANewMint(t *testing.T) {
+	t.Parallel()
 	t0 := time.Date(2026, 11, 21, 0, 0, 0, 0, time.UTC)
 	series := func(checked int) []resource.Point {
 		var pts []resource.Point // newest first

@@ -63,6 +63,7 @@ func checkPage(t *testing.T, path string, r response, status int) {
 }
 
 func TestPagesRenderWithCSPAndNoInlineCode(t *testing.T) {
+	t.Parallel()
 	s := newSite(t, siteOptions{})
 	m := mintdirtest.NewFakeMint(t, map[string]any{"name": "Good Mint", "description": "A mint.", "motd": "All fine."})
 	id := s.addMint(m.URL)
@@ -93,6 +94,7 @@ func TestPagesRenderWithCSPAndNoInlineCode(t *testing.T) {
 // Clients that are not browsers get exactly what outpost answered before
 // the pages existed; the negotiated answers say they vary by Accept.
 func TestOnlyBrowsersGetPages(t *testing.T) {
+	t.Parallel()
 	s := newSite(t, siteOptions{})
 	for _, c := range []struct {
 		method, path, accept, ctype, body string
@@ -154,6 +156,7 @@ func sameJSON(a, b string) bool {
 }
 
 func TestMintTextIsEscaped(t *testing.T) {
+	t.Parallel()
 	s := newSite(t, siteOptions{allowPrivateIcons: true})
 	m := mintdirtest.NewFakeMint(t, map[string]any{
 		"name":             `<script>alert("name")</script>`,
@@ -197,6 +200,7 @@ func TestMintTextIsEscaped(t *testing.T) {
 // The console lists the bootstrap key, which the API does not, only when
 // one is set.
 func TestConsoleKnowsTheBootstrapKey(t *testing.T) {
+	t.Parallel()
 	for _, set := range []bool{false, true} {
 		r := newSite(t, siteOptions{bootstrapKey: set}).get("/banlist/", browserAccept)
 		checkPage(t, "/banlist/", r, http.StatusOK)
@@ -207,6 +211,7 @@ func TestConsoleKnowsTheBootstrapKey(t *testing.T) {
 }
 
 func TestConsoleTextIsEscaped(t *testing.T) {
+	t.Parallel()
 	s := newSite(t, siteOptions{})
 	if _, err := s.bans.Ban(s.ctx, "test", strings.Repeat("cd", 32), `<script>alert("ban")</script>`, nil); err != nil {
 		t.Fatal(err)
@@ -249,6 +254,7 @@ func pngOf(t *testing.T, w, h int, noise bool) []byte {
 }
 
 func TestIconProxy(t *testing.T) {
+	t.Parallel()
 	small := pngOf(t, 32, 32, false)
 	logo := pngOf(t, 1500, 100, true) // a logo as mints publish them: over 1024 px and 128 KiB
 	huge := pngOf(t, 700, 700, true)  // over 1 MiB
@@ -316,6 +322,7 @@ func TestIconProxy(t *testing.T) {
 }
 
 func TestSubmitForm(t *testing.T) {
+	t.Parallel()
 	s := newSite(t, siteOptions{submitPerHour: 3})
 	m := mintdirtest.NewFakeMint(t, map[string]any{"name": "Form Mint"})
 
@@ -349,6 +356,7 @@ func TestSubmitForm(t *testing.T) {
 }
 
 func TestErrorPages(t *testing.T) {
+	t.Parallel()
 	s := newSite(t, siteOptions{rateLimit: 3})
 	m := mintdirtest.NewFakeMint(t, map[string]any{"name": "Some Mint"})
 	id := s.addMint(m.URL)
@@ -378,6 +386,7 @@ func TestErrorPages(t *testing.T) {
 }
 
 func TestIncidentShownAfterMintStops(t *testing.T) {
+	t.Parallel()
 	s := newSite(t, siteOptions{})
 	m := mintdirtest.NewFakeMint(t, map[string]any{"name": "Flaky Mint"})
 	id := s.addMint(m.URL)
@@ -404,6 +413,7 @@ func TestIncidentShownAfterMintStops(t *testing.T) {
 }
 
 func TestQRCodes(t *testing.T) {
+	t.Parallel()
 	s := newSite(t, siteOptions{})
 	r := s.do("POST", "/qr", "image/svg+xml", "text/plain", strings.NewReader("hello"))
 	if r.status != http.StatusOK || r.header.Get("Content-Type") != "image/svg+xml" || r.header.Get("Cache-Control") != "no-store" {
@@ -426,6 +436,7 @@ func TestQRCodes(t *testing.T) {
 }
 
 func TestMountsMayNotTakeThePagesPaths(t *testing.T) {
+	t.Parallel()
 	for _, mount := range []string{"/static", "/qr", "/", "mintdir", "/mintdir/", "/static/x"} {
 		_, err := web.New(web.Config{Mintdir: web.Service{Mount: mount, API: http.NotFoundHandler()}})
 		if err == nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/outpost-relay/outpost/internal/nostr/pubkey"
 	"github.com/outpost-relay/outpost/internal/storage/kv"
 	"github.com/outpost-relay/outpost/internal/storage/store"
+	"github.com/outpost-relay/outpost/internal/testkit"
 )
 
 // outpost backup through the admin socket while publishers and moderators
@@ -68,19 +69,11 @@ func TestBackupWhileServingAndRestore(t *testing.T) {
 		}
 	})
 	waitCount := func(n int) {
-		deadline := time.Now().Add(20 * time.Second)
-		for {
+		testkit.WaitFor(t, 20*time.Second, "the writers to make progress", func() bool {
 			mu.Lock()
-			enough := len(events) >= n && len(banned) >= n/4
-			mu.Unlock()
-			if enough || t.Failed() {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatal("the writers made no progress")
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+			defer mu.Unlock()
+			return len(events) >= n && len(banned) >= n/4 || t.Failed()
+		})
 	}
 	waitCount(40)
 

@@ -45,7 +45,7 @@ func sharedNutshells(t *testing.T) (settle, pend *nutshelltest.Mint) {
 		nutshells.Pair, nutshells.err = nutshelltest.StartPair(dir)
 	})
 	if errors.Is(nutshells.err, nutshelltest.ErrNotInstalled) {
-		t.Skipf("Nutshell mint not available: %v", nutshells.err)
+		testkit.Missing(t, "the Nutshell mint", nutshells.err)
 	}
 	if nutshells.err != nil {
 		t.Fatal(nutshells.err)

@@ -136,6 +136,9 @@ func TestFollowedMonitors(t *testing.T) {
 // when it is back online again. Each node holds one status event per
 // monitor for the mint: nothing loops or multiplies.
 func TestThreeMonitors(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: three whole programs; mintdir's TestConsensus, TestFollowedMonitors and TestHostileMonitor cover the vantages in-process")
+	}
 	mintDir, mintAddr := t.TempDir(), freeAddr(t)
 	mint := startTestMint(t, mintDir, mintAddr, "Shared Mint")
 	type node struct {

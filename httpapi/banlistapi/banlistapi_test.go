@@ -89,6 +89,7 @@ func wantStatus(t *testing.T, r *apitest.Response, status int, code string) {
 
 // TestAPI walks every endpoint; every response is checked against openapi.json.
 func TestAPI(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, options{reportsPerMin: 100})
 	api := e.api
 	_, pkHex, pkNpub := newKey()
@@ -364,6 +365,7 @@ type badRequest struct {
 }
 
 func TestReportsPublicAndRateLimits(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, options{reportsPublic: true, ratePerMin: 20, reportsPerMin: 2})
 	_, _, npub := newKey()
 	wantStatus(t, e.api.Do("GET", "/reports", nil), 200, "")
@@ -388,6 +390,7 @@ func TestReportsPublicAndRateLimits(t *testing.T) {
 
 // Another relay can follow this service's list with policies.SyncBanList.
 func TestRemoteSync(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, options{})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

@@ -20,6 +20,7 @@ import (
 // that gave the cursor: bans added, lifted and lapsed, words added and
 // removed; each answer's shape is checked against openapi.json.
 func TestChangesSince(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, options{})
 	api := e.api
 	mod := bearer(adminKey)
@@ -110,6 +111,7 @@ func TestChangesSince(t *testing.T) {
 // TestRemoteSyncFollowsChanges: after its first fetch, SyncBanList asks
 // only for changes (?since=), and bans, unbans and words reach it.
 func TestRemoteSyncFollowsChanges(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, options{})
 	var mu sync.Mutex
 	var full, deltas int

@@ -23,6 +23,7 @@ import (
 // store, and refuses changes to them with 409 naming the primary, over
 // REST and NIP-86 alike.
 func TestFollowPrimary(t *testing.T) {
+	t.Parallel()
 	primary := newEnv(t, options{})
 	_, a, aNpub := newKey()
 	_, b, _ := newKey()
@@ -103,6 +104,7 @@ func TestFollowPrimary(t *testing.T) {
 }
 
 func TestFollowSetting(t *testing.T) {
+	t.Parallel()
 	for _, s := range []string{"ftp://x", "https://u:p@x/banlist", "https://x/banlist?a=1", "x"} {
 		if (&banlist.Settings{Follow: s}).Valid() == nil {
 			t.Errorf("%s accepted", s)
@@ -148,6 +150,7 @@ func follow(t *testing.T, f *env) {
 // Every answer of the public lists, whole or changes, names its issuer:
 // the service key and the data's epoch.
 func TestAnswersNameTheirIssuer(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, options{})
 	id := e.svc.Identity()
 	if len(id.Epoch) != 32 || id.PubKey != e.svc.PubKey() {
@@ -175,6 +178,7 @@ func TestAnswersNameTheirIssuer(t *testing.T) {
 // new server for the changes since the old one's cursor: it kept the stale
 // bans and missed the earlier one, until a restart.)
 func TestFollowerMeetsAnotherPrimary(t *testing.T) {
+	t.Parallel()
 	a, b := newEnv(t, options{}), newEnv(t, options{})
 	_, early, _ := newKey()
 	wantStatus(t, b.api.Do("POST", "/admin/ban", map[string]any{"pubkey": early, "reason": "made on b first"}, bearer(adminKey)...), 200, "")
@@ -217,6 +221,7 @@ func TestFollowerMeetsAnotherPrimary(t *testing.T) {
 // (degraded, with the reason and since when); once the primary answers
 // again it is ok again.
 func TestFollowerHealth(t *testing.T) {
+	t.Parallel()
 	p := newEnv(t, options{})
 	fr := newFront(t, p.srv.URL)
 	f := newEnv(t, options{follow: fr.srv.URL + "/banlist"})

@@ -13,6 +13,7 @@ import (
 // A word or key name holds any character, "/" and "%" included: what can be
 // created can be deleted, by its path-escaped form.
 func TestPathValuesAreUnescaped(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, options{})
 	for _, word := range []string{"fz/slash1", "100% legit", "a?b#c", "semi;colon", "plus+sign", "grüße", "ünï/cødé%2F"} {
 		t.Run(word, func(t *testing.T) {
@@ -39,6 +40,7 @@ func TestPathValuesAreUnescaped(t *testing.T) {
 // Only white space may follow a JSON body; anything else is refused and
 // nothing is written.
 func TestTrailingJSON(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, options{reportsPerMin: 100})
 	_, pkHex, _ := newKey()
 	for _, tt := range []struct{ path, body string }{
@@ -67,6 +69,7 @@ func TestTrailingJSON(t *testing.T) {
 
 // An error message repeats at most a little of what the client sent.
 func TestEchoedValuesAreCapped(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, options{})
 	long := strings.Repeat("a", 5000)
 	for _, tt := range []struct {
@@ -94,6 +97,7 @@ func TestEchoedValuesAreCapped(t *testing.T) {
 // wrote; the list answers with a NIP-56 type (case folded, unknown ones as
 // "other") and keeps what was written in raw_type.
 func TestReportTypesAreNIP56(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, options{})
 	sk, _, _ := newKey()
 	_, target, targetNpub := newKey()
@@ -150,6 +154,7 @@ func TestReportTypesAreNIP56(t *testing.T) {
 // answer, and every operation answers HEAD, other methods, malformed
 // queries, missing keys, trailing and oversized bodies as it says.
 func TestContractEdges(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, options{reportsPerMin: 1000})
 	_, pkHex, _ := newKey()
 	e.api.AssertCommonStatuses()
@@ -159,6 +164,7 @@ func TestContractEdges(t *testing.T) {
 // Every operation, openapi.json and health included, is behind the
 // per-client rate limit, and documents its 429.
 func TestEveryOperationIsRateLimited(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, options{ratePerMin: 1, reportsPerMin: 1000})
 	wantStatus(t, e.api.Do("GET", "/health", nil), 200, "") // the minute's one request
 	_, pkHex, _ := newKey()

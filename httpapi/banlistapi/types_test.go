@@ -14,6 +14,7 @@ import (
 // field for field. (The admin answers built as maps are checked against the
 // document by every test's apitest client.)
 func TestTypesMatchTheDocument(t *testing.T) {
+	t.Parallel()
 	apitest.MatchTypes(t, openAPI, map[string]any{
 		"Error":          httpapi.ErrorBody{},
 		"Health":         outpost.Health[banlist.HealthChecks]{},

@@ -3,6 +3,7 @@ package faucetapi_test
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -45,6 +46,7 @@ import (
 var theMint, elsewhere *devmint.Mint
 
 func TestMain(m *testing.M) {
+	flag.Parse() // -short leaves Nutshell out
 	dir, err := os.MkdirTemp("", "faucetapi")
 	if err != nil {
 		panic(err)

@@ -41,7 +41,7 @@ func stopNutshells() { nutshelltest.Pair{Settle: nutshell, Pending: pendingMint}
 func needNutshell(t *testing.T) {
 	t.Helper()
 	if nutshell == nil || pendingMint == nil {
-		t.Skipf("Nutshell mint not available: %v", noNutshell)
+		testkit.Missing(t, "the Nutshell mint", noNutshell)
 	}
 }
 

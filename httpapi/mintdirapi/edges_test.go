@@ -11,6 +11,7 @@ import (
 // answer, and every operation answers HEAD, other methods, malformed
 // queries, trailing and oversized bodies as it says.
 func TestContractEdges(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, true, 0)
 	r := e.api.Do("POST", "/mints/submit", map[string]string{"mint_url": "http://127.0.0.1:1"})
 	wantStatus(t, r, 202, "")
@@ -21,6 +22,7 @@ func TestContractEdges(t *testing.T) {
 // Every operation, openapi.json and health included, is behind the
 // per-client rate limit, and documents its 429.
 func TestEveryOperationIsRateLimited(t *testing.T) {
+	t.Parallel()
 	now := time.Now()
 	e := newEnvLimited(t, true, 0, ratelimit.New(1, time.Minute, func() time.Time { return now }))
 	wantStatus(t, e.api.Do("GET", "/health", nil), 200, "") // the minute's one request

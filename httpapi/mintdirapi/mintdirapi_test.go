@@ -156,6 +156,7 @@ func dropOpenDurations(t *testing.T, r *apitest.Response) []byte {
 // the document), their majority makes the mint offline, and the incident
 // names them.
 func TestVantages(t *testing.T) {
+	t.Parallel()
 	a, b := nostr.GeneratePrivateKey(), nostr.GeneratePrivateKey()
 	aPK, _ := nostr.GetPublicKey(a)
 	bPK, _ := nostr.GetPublicKey(b)
@@ -201,6 +202,7 @@ func startMint(t *testing.T, dir, addr string) *devmint.Mint {
 // again (the incident closes with a severity). Every response is validated
 // against openapi.json.
 func TestAgainstARealMint(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, true, 100)
 	api := e.api
 	mintDir := t.TempDir()
@@ -497,6 +499,7 @@ func TestAgainstARealMint(t *testing.T) {
 }
 
 func TestSubmitGuards(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, false, 4) // refused submissions count too
 	mint := startMint(t, filepath.Join(t.TempDir(), "m"), "")
 	for _, u := range []string{mint.URL, strings.Replace(mint.URL, "127.0.0.1", "localhost", 1), "http://10.0.0.1:3338", "http://[::1]:3338"} {
@@ -514,6 +517,7 @@ func TestSubmitGuards(t *testing.T) {
 }
 
 func TestAMisbehavingMintShowsItsErrorKind(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, true, 0)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html")
@@ -540,6 +544,7 @@ func TestAMisbehavingMintShowsItsErrorKind(t *testing.T) {
 // normalised, so the same mint is found again. Announcements of such URLs
 // are refused by the relay.
 func TestSubmitURLForms(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, true, 0)
 	r := e.api.Do("POST", "/mints/submit", map[string]string{"mint_url": "http://127.0.0.1:1/cashu"})
 	wantStatus(t, r, 202, "")

@@ -14,6 +14,7 @@ import (
 // TestTypesMatchTheDocument: every answer of the document is a Go type the
 // handlers return (and the pages decode), field for field.
 func TestTypesMatchTheDocument(t *testing.T) {
+	t.Parallel()
 	types := map[string]any{
 		"Error":         httpapi.ErrorBody{},
 		"Mint":          resource.Mint{},

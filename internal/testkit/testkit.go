@@ -104,3 +104,13 @@ func Flat(t testing.TB, timeout time.Duration, fds0, g0, slack int) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// Past waits until the wall clock is past at. It is for what the code under
+// test reads from the wall clock in whole seconds with no clock injected
+// (NIP-40 expirations, NIP-98 created_at, badger's TTLs): there the only
+// way to see time pass is to let it.
+func Past(at time.Time) {
+	for d := time.Until(at); d >= 0; d = time.Until(at) {
+		time.Sleep(d + time.Millisecond)
+	}
+}

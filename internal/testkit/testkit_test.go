@@ -97,3 +97,19 @@ func TestExt4FilledFromOutside(t *testing.T) {
 		t.Errorf("writing after the filler was removed: %v", err)
 	}
 }
+
+// Past returns only once the wall clock is past the instant, in whole
+// seconds too: what a test waiting for an expiration relies on.
+func TestPast(t *testing.T) {
+	at := time.Now().Add(30 * time.Millisecond)
+	Past(at)
+	if now := time.Now(); !now.After(at) {
+		t.Fatalf("Past returned at %v, before %v", now, at)
+	}
+	sec := time.Unix(time.Now().Unix(), 0)
+	Past(sec)
+	if time.Now().Unix() < sec.Unix() {
+		t.Fatal("Past returned before the second")
+	}
+	Past(time.Now().Add(-time.Hour)) // already past: returns at once
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -39,6 +40,7 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	flag.Parse() // -short leaves Nutshell out
 	dir, err := os.MkdirTemp("", "ecash-test")
 	if err != nil {
 		panic(err)
@@ -82,7 +84,7 @@ func mints(t testing.TB) []mintUnderTest {
 
 func needNutshell(t *testing.T) {
 	if nutshell == nil {
-		t.Skipf("Nutshell mint not available: %v", noNutshell)
+		testkit.Missing(t, "the Nutshell mint", noNutshell)
 	}
 }
 
@@ -142,13 +144,7 @@ func fund(t testing.TB, m mintUnderTest, w *ecash.Wallet, sats uint64) {
 
 func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	testkit.WaitFor(t, 30*time.Second, what, cond)
 }
 
 // audit checks that the wallet's balance is what the mint says its proofs
@@ -321,7 +317,7 @@ type lossy struct {
 	mu    sync.Mutex
 	lose  map[string]int           // path → answers to lose
 	block map[string]int           // path → requests to drop before they reach the mint
-	late  map[string]time.Duration // path → deliver the next request this late, answering the wallet with an error at once
+	late  map[string]chan struct{} // path → deliver the next request once the channel is closed, answering the wallet with an error at once
 	lost  atomic.Int32
 }
 
@@ -335,10 +331,10 @@ func (l *lossy) RoundTrip(r *http.Request) (*http.Response, error) {
 	}
 	delete(l.late, r.URL.Path)
 	l.mu.Unlock()
-	if late > 0 {
+	if late != nil {
 		body, _ := io.ReadAll(r.Body)
 		go func() {
-			time.Sleep(late)
+			<-late
 			req, _ := http.NewRequest(r.Method, r.URL.String(), bytes.NewReader(body))
 			req.Header = r.Header
 			if resp, err := l.next.RoundTrip(req); err == nil {
@@ -370,7 +366,7 @@ func TestLostAnswers(t *testing.T) {
 		t.Run(m.name, func(t *testing.T) {
 			ctx := ctxT(t)
 			dir := t.TempDir()
-			tr := &lossy{next: http.DefaultTransport, lose: map[string]int{}, block: map[string]int{}, late: map[string]time.Duration{}}
+			tr := &lossy{next: http.DefaultTransport, lose: map[string]int{}, block: map[string]int{}, late: map[string]chan struct{}{}}
 			lossyHTTP := func(c *ecash.Config) { c.HTTP = &http.Client{Transport: tr} }
 			e := open(t, m.url, dir, lossyHTTP)
 			fund(t, m, e.w, 300)
@@ -555,16 +551,18 @@ func TestLateRequest(t *testing.T) {
 	for _, m := range mints(t) {
 		t.Run(m.name, func(t *testing.T) {
 			ctx := ctxT(t)
-			tr := &lossy{next: http.DefaultTransport, lose: map[string]int{}, block: map[string]int{}, late: map[string]time.Duration{}}
+			tr := &lossy{next: http.DefaultTransport, lose: map[string]int{}, block: map[string]int{}, late: map[string]chan struct{}{}}
 			e := open(t, m.url, "", func(c *ecash.Config) { c.HTTP, c.Timeout = &http.Client{Transport: tr}, 2*time.Second })
 			fund(t, m, e.w, 200)
-			tr.late["/v1/swap"] = 500 * time.Millisecond
+			release := make(chan struct{})
+			tr.late["/v1/swap"] = release
 			if _, err := e.w.Send(ctx, "late", 10, 0); err == nil {
 				t.Fatal("a token without an answer")
 			}
 			if n, _ := e.w.Recover(ctx); n != 1 || e.w.Balance() == 200 {
 				t.Fatalf("%d open, balance %d: the inputs of a request still on its way are spendable", n, e.w.Balance())
 			}
+			close(release) // the swap reaches the mint now
 			waitFor(t, "the late swap to be settled", func() bool {
 				n, _ := e.w.Recover(ctx)
 				return n == 0

@@ -71,6 +71,7 @@ func code(err error) string {
 }
 
 func TestPayouts(t *testing.T) {
+	t.Parallel()
 	m := minttest.Start(t, devmint.Options{})
 	tr := newTreasury(t, m)
 	ctx := context.Background()
@@ -168,6 +169,7 @@ func TestPayouts(t *testing.T) {
 }
 
 func TestRedeem(t *testing.T) {
+	t.Parallel()
 	m, other, stranger := minttest.Start(t, devmint.Options{}), minttest.Start(t, devmint.Options{}), minttest.Start(t, devmint.Options{})
 	tr := newTreasury(t, m, other.URL)
 	ctx := context.Background()
@@ -266,6 +268,7 @@ func TestRedeem(t *testing.T) {
 }
 
 func TestParseTokenGarbage(t *testing.T) {
+	t.Parallel()
 	for _, s := range []string{"", "c", "cashu", "cashuA", "cashuB", "cashuBo", "cashuA" + base64.URLEncoding.EncodeToString([]byte(`{"token":[]}`)),
 		"cashuA" + base64.URLEncoding.EncodeToString([]byte(`{"token":[{"mint":"http://m","proofs":[]}]}`)),
 		"cashuA" + base64.URLEncoding.EncodeToString([]byte(`{"token":[{"mint":"ftp://m","proofs":[{"amount":1,"id":"00","secret":"s","C":"02"}]}]}`)),
@@ -292,6 +295,7 @@ func FuzzParseToken(f *testing.F) {
 }
 
 func TestMintDown(t *testing.T) {
+	t.Parallel()
 	m := minttest.Start(t, devmint.Options{})
 	url := m.URL
 	m.Close()
@@ -319,6 +323,7 @@ func TestMintDown(t *testing.T) {
 // A check that fails for a reason of our own (here the database is closed)
 // says nothing about the mint, which stays ok, but is logged, not dropped.
 func TestCheckMintOwnFailureIsLogged(t *testing.T) {
+	t.Parallel()
 	m := minttest.Start(t, devmint.Options{})
 	st, err := store.Open(t.TempDir(), quiet)
 	if err != nil {

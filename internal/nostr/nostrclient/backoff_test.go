@@ -10,6 +10,7 @@ import (
 
 // Waits are drawn from the upper half of a span doubling from Min to Max.
 func TestBackoffBounds(t *testing.T) {
+	t.Parallel()
 	clock := testkit.NewClock(time.Unix(1e9, 0))
 	for _, tt := range []struct {
 		name string
@@ -44,6 +45,7 @@ func TestBackoffBounds(t *testing.T) {
 // The span is back to Min after an attempt that stayed up Healthy, or that
 // the caller calls healthy; not after a shorter one.
 func TestBackoffReset(t *testing.T) {
+	t.Parallel()
 	clock := testkit.NewClock(time.Unix(1e9, 0))
 	b := nostrclient.Backoff{Min: time.Second, Max: time.Hour, Healthy: time.Minute, Now: clock.Now,
 		Rand: func(int64) int64 { return 0 }}

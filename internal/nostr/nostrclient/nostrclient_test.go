@@ -66,6 +66,7 @@ func next(t *testing.T, ctx context.Context, c *nostrclient.Conn) nostrclient.Me
 
 // TestKhatru: every message a relay answers with arrives typed.
 func TestKhatru(t *testing.T) {
+	t.Parallel()
 	ctx := testContext(t)
 	c, err := nostrclient.Dial(ctx, startKhatru(t), nostrclient.Options{})
 	if err != nil {
@@ -108,6 +109,7 @@ func TestKhatru(t *testing.T) {
 // TestReadLimit: a message over the limit ends the connection; those
 // before it arrive.
 func TestReadLimit(t *testing.T) {
+	t.Parallel()
 	ctx := testContext(t)
 	url := startKhatru(t)
 	c, err := nostrclient.Dial(ctx, url, nostrclient.Options{ReadLimit: 4096})
@@ -135,6 +137,7 @@ func TestReadLimit(t *testing.T) {
 // A relay that answers pings stays connected through many of them; one that
 // stops reading (and so answering) is hung up on.
 func TestKeepalive(t *testing.T) {
+	t.Parallel()
 	ctx := testContext(t)
 	// (a PongWait generous enough for a loaded machine; the sleep spans
 	// several of them)
@@ -144,7 +147,7 @@ func TestKeepalive(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	time.Sleep(3 * (opt.PingEvery + opt.PongWait))
+	time.Sleep(3 * (opt.PingEvery + opt.PongWait)) // staying connected is over time: past three read deadlines the pongs moved
 	if err := c.Send(ctx, "REQ", "x", nostr.Filter{}); err != nil {
 		t.Fatal(err)
 	}
@@ -176,6 +179,7 @@ func TestKeepalive(t *testing.T) {
 // Whoever supplies a guarded dialer gets the guard: on the address dialled,
 // and without following a redirect.
 func TestGuardedDial(t *testing.T) {
+	t.Parallel()
 	ctx := testContext(t)
 	url := startKhatru(t)
 	guarded := nostrclient.Options{NetDial: (&net.Dialer{Control: netguard.Control}).DialContext}
@@ -194,6 +198,7 @@ func TestGuardedDial(t *testing.T) {
 
 // TestContextEndsConnection: the connection lives as long as Dial's ctx.
 func TestContextEndsConnection(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithCancel(testContext(t))
 	c, err := nostrclient.Dial(ctx, startKhatru(t), nostrclient.Options{})
 	if err != nil {

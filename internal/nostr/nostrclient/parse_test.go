@@ -6,6 +6,7 @@ import (
 
 // What a relay may send, hostile or not, and what the read loop makes of it.
 func TestParse(t *testing.T) {
+	t.Parallel()
 	for raw, want := range map[string]*Message{
 		`not json`:                              nil,
 		`["EVENT"`:                              nil,

@@ -18,6 +18,7 @@ import (
 // older one; those relays are dialled with NetDial, so a guarded dialer
 // keeps them off private addresses.
 func TestLatest(t *testing.T) {
+	t.Parallel()
 	local, localStore := relaytest.Start(t)
 	theirs, _ := relaytest.Start(t)
 	theirsWS := "ws" + strings.TrimPrefix(theirs.URL, "http")

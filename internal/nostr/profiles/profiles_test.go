@@ -37,6 +37,7 @@ func publish(t *testing.T, srv *httptest.Server, evs ...nostr.Event) {
 }
 
 func TestLocalAndRemote(t *testing.T) {
+	t.Parallel()
 	local, localStore := relaytest.Start(t)
 	remote, _ := relaytest.Start(t)
 	sk := nostr.GeneratePrivateKey()
@@ -119,6 +120,7 @@ func TestHostileRelay(t *testing.T) {
 }
 
 func TestParse(t *testing.T) {
+	t.Parallel()
 	sk := nostr.GeneratePrivateKey()
 	for content, want := range map[string]*profiles.Profile{
 		`{"name":"a","lud16":42,"displayName":"A"}`:                   {Name: "a", DisplayName: "A"},

@@ -10,6 +10,7 @@ import (
 
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/outpost-relay/outpost/internal/nostr/upstream"
+	"github.com/outpost-relay/outpost/internal/testkit"
 )
 
 // countingProxy forwards to target and counts the bytes both ways.
@@ -79,9 +80,7 @@ func BenchmarkSync(b *testing.B) {
 				start := time.Now()
 				done := make(chan struct{})
 				go func() { s.Run(ctx); close(done) }()
-				for s.Health(ctx).Checks.Relays[0].LastSyncAt == nil {
-					time.Sleep(5 * time.Millisecond)
-				}
+				testkit.WaitFor(b, time.Minute, "the catch-up", func() bool { return s.Health(ctx).Checks.Relays[0].LastSyncAt != nil })
 				elapsed := time.Since(start)
 				cancel()
 				<-done

@@ -11,6 +11,7 @@ import (
 // waits until they are given back (fetched, or not: its peer went away),
 // then may claim them itself.
 func TestClaims(t *testing.T) {
+	t.Parallel()
 	c := claims{m: map[string]chan struct{}{}}
 	mine, theirs := c.take([]string{"a", "b"})
 	if !slices.Equal(mine, []string{"a", "b"}) || len(theirs) != 0 {

@@ -14,6 +14,7 @@ import (
 // it holds, not only the directory's, and past the budgets, which are for
 // relays that are not ours; a URL listed as a relay and a peer is one peer.
 func TestPeer(t *testing.T) {
+	t.Parallel()
 	up, local := newNode(t), newNode(t)
 	var want []nostr.Event
 	for range 15 {
@@ -36,6 +37,7 @@ func TestPeer(t *testing.T) {
 }
 
 func TestPeerSetting(t *testing.T) {
+	t.Parallel()
 	s := upstream.Settings{Peers: []string{"http://node.example"}}
 	if s.Valid() == nil {
 		t.Fatal("an http:// peer was accepted")
@@ -54,6 +56,7 @@ func TestPeerSetting(t *testing.T) {
 // fetched from each), and the older version once: refused "replaced:",
 // it is not asked for again.
 func TestCatchUpFromPeers(t *testing.T) {
+	t.Parallel()
 	a, b, local := newNode(t), newNode(t), newNode(t)
 	const n = 600
 	var missed []nostr.Event

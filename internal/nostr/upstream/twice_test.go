@@ -1,6 +1,7 @@
 package upstream_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 // fetched, neither on the first connection, nor at a resync, nor after a
 // reconnect. A review published later arrives once, live.
 func TestNothingComesTwice(t *testing.T) {
+	t.Parallel()
 	up, local := newNode(t), newNode(t)
 	const n = 50
 	now := time.Now()
@@ -33,14 +35,14 @@ func TestNothingComesTwice(t *testing.T) {
 			t.Fatalf("%s: %+v, want %d received and stored, no duplicate", when, c, received)
 		}
 	}
-	time.Sleep(time.Second) // a few resyncs
+	resyncs(t, s, 2)
 	want("after the catch-up and resyncs", n)
 
 	proxy.Down()
 	testkit.WaitFor(t, 10*time.Second, "the relay to be seen gone", func() bool { return !relayHealth(t, s).Connected })
 	proxy.Up(t)
 	testkit.WaitFor(t, 20*time.Second, "a reconnect", func() bool { h := relayHealth(t, s); return h.Connected && h.Reconnects >= 1 })
-	time.Sleep(time.Second)
+	resyncs(t, s, 1)
 	want("after a reconnect", n)
 
 	later := review(t, nostr.GeneratePrivateKey(), 5)
@@ -48,6 +50,23 @@ func TestNothingComesTwice(t *testing.T) {
 	later.Sign(nostr.GeneratePrivateKey())
 	up.put(t, later)
 	testkit.WaitFor(t, 10*time.Second, "the review published later", func() bool { return local.has(t, later.ID) })
-	time.Sleep(time.Second)
+	resyncs(t, s, 1)
 	want("after a live review", n+1)
+}
+
+// resyncs waits until k catch-ups that began after the call have completed.
+// last_sync_at has whole seconds, so each new value of it is at least one
+// more catch-up, begun in a later second.
+func resyncs(t *testing.T, s *upstream.Syncer, k int) {
+	t.Helper()
+	seen := map[string]bool{}
+	after := time.Now().Unix()
+	testkit.WaitFor(t, 20*time.Second, fmt.Sprintf("%d resyncs", k), func() bool {
+		if at := relayHealth(t, s).LastSyncAt; at != nil {
+			if ts, err := time.Parse(time.RFC3339, *at); err == nil && ts.Unix() > after {
+				seen[*at] = true
+			}
+		}
+		return len(seen) >= k
+	})
 }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -88,12 +89,18 @@ func (n *node) has(t *testing.T, id string) bool {
 
 const mintURL = "https://mint.example.com"
 
-var clock = nostr.Timestamp(time.Now().Add(-48 * time.Hour).Unix())
+// clock is the created_at of the last review made, shared by the tests
+// that run in parallel.
+var clock = func() *atomic.Int64 {
+	var c atomic.Int64
+	c.Store(time.Now().Add(-48 * time.Hour).Unix())
+	return &c
+}()
 
 // review is a NIP-87 mint review; each call makes a distinct event.
 func review(t testing.TB, sk string, rating int) nostr.Event {
 	t.Helper()
-	clock++
+	clock := nostr.Timestamp(clock.Add(1))
 	ev := nostr.Event{Kind: 38000, CreatedAt: clock, Content: fmt.Sprintf("review %d", clock), Tags: nostr.Tags{
 		{"k", "38172"}, {"d", mintURL}, {"u", mintURL}, {"rating", fmt.Sprint(rating)}}}
 	if err := ev.Sign(sk); err != nil {
@@ -104,8 +111,7 @@ func review(t testing.TB, sk string, rating int) nostr.Event {
 
 func signed(t *testing.T, sk string, kind int, tags ...nostr.Tag) nostr.Event {
 	t.Helper()
-	clock++
-	ev := nostr.Event{Kind: kind, CreatedAt: clock, Tags: tags}
+	ev := nostr.Event{Kind: kind, CreatedAt: nostr.Timestamp(clock.Add(1)), Tags: tags}
 	if err := ev.Sign(sk); err != nil {
 		t.Fatal(err)
 	}
@@ -144,6 +150,7 @@ var reviewsAndAnnouncements = nostr.Filter{Kinds: []int{38000, 38172}}
 // comes over, except what our checks refuse; what is published there later
 // comes over live.
 func TestSyncWithNegentropy(t *testing.T) {
+	t.Parallel()
 	up, local := newNode(t), newNode(t)
 	banned := nostr.GeneratePrivateKey()
 	bannedPK, _ := nostr.GetPublicKey(banned)
@@ -193,6 +200,7 @@ func TestSyncWithNegentropy(t *testing.T) {
 // TestSyncWithREQ: a bare khatru relay without NIP-77 is caught up with
 // REQ pages (more events than one page holds).
 func TestSyncWithREQ(t *testing.T) {
+	t.Parallel()
 	db := &slicestore.SliceStore{}
 	db.Init()
 	k := khatru.NewRelay()
@@ -219,6 +227,7 @@ func TestSyncWithREQ(t *testing.T) {
 // TestRelayGoesAwayAndComesBack: what was published upstream while the
 // relay was unreachable is caught up once it is back.
 func TestRelayGoesAwayAndComesBack(t *testing.T) {
+	t.Parallel()
 	up, local := newNode(t), newNode(t)
 	first := review(t, nostr.GeneratePrivateKey(), 5)
 	up.put(t, first)
@@ -253,13 +262,18 @@ func TestRelayGoesAwayAndComesBack(t *testing.T) {
 // TestBudget: a relay that has more than its budget gets no more stored,
 // and its state says until when it is paused.
 func TestBudget(t *testing.T) {
+	t.Parallel()
 	up, local := newNode(t), newNode(t)
 	for range 40 {
 		up.put(t, review(t, nostr.GeneratePrivateKey(), 1))
 	}
 	s := follow(t, local, upstream.Config{Settings: upstream.Settings{Relays: []string{up.ws}, RelayBudget: 10, Budget: 1000}})
-	testkit.WaitFor(t, 10*time.Second, "the budget to run out", func() bool { return relayHealth(t, s).Events.Dropped > 0 })
-	time.Sleep(300 * time.Millisecond) // a reconnect would take more now
+	// Out of budget, the syncer hangs up and stays away until the pause
+	// ends: nothing can come in after that.
+	testkit.WaitFor(t, 10*time.Second, "the budget to run out and the relay to be left", func() bool {
+		h := relayHealth(t, s)
+		return h.Events.Dropped > 0 && !h.Connected
+	})
 	if got := local.count(t, reviewsAndAnnouncements); got != 10 {
 		t.Fatalf("stored %d events, want the budget of 10", got)
 	}
@@ -272,6 +286,7 @@ func TestBudget(t *testing.T) {
 // REQs with forged, unrequested and valid events; only the valid one is
 // stored, the rest counted.
 func TestHostileRelay(t *testing.T) {
+	t.Parallel()
 	good := review(t, nostr.GeneratePrivateKey(), 5)
 	forged := review(t, nostr.GeneratePrivateKey(), 5)
 	forged.Content = "changed after signing"

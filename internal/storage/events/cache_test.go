@@ -27,6 +27,7 @@ func cacheValue(i, n int) []byte {
 // value is there, the index holds no more entries than fit, and a value too
 // big for the cache is refused.
 func TestCacheRing(t *testing.T) {
+	t.Parallel()
 	c := newCache(cacheShards * 64 << 10)
 	rng := rand.New(rand.NewPCG(1, 2))
 	values := map[string][]byte{}
@@ -63,6 +64,7 @@ func TestCacheRing(t *testing.T) {
 }
 
 func TestCacheTooSmallCachesNothing(t *testing.T) {
+	t.Parallel()
 	c := newCache(1 << 10)
 	c.put(cacheID(1), []byte("x"))
 	if _, ok := c.get(cacheID(1), nil); ok || c != nil {
@@ -73,6 +75,7 @@ func TestCacheTooSmallCachesNothing(t *testing.T) {
 // TestCacheConcurrent reads and writes from several goroutines (run with
 // -race): every hit is the value put under that id.
 func TestCacheConcurrent(t *testing.T) {
+	t.Parallel()
 	c := newCache(cacheShards * 64 << 10)
 	var wg sync.WaitGroup
 	for g := range 4 {

@@ -21,6 +21,7 @@ func mustDeleted(t *testing.T, s *Store, ev *nostr.Event) bool {
 // NIP-09 by id: an event is deleted while a live deletion request (kind 5)
 // of its own author names it in an e tag, and for as long as one does.
 func TestDeleted(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := testStore(t, t0)
 	author, stranger := testPubs[0], testPubs[1]
@@ -78,6 +79,7 @@ func TestDeleted(t *testing.T) {
 // A deletion request that expires (NIP-40) stops counting at its
 // expiration, before the sweep removes it, and leaves no tombstone after.
 func TestDeletedExpires(t *testing.T) {
+	t.Parallel()
 	now := t0
 	s := testStore(t, now)
 	note := mkEvent(testPubs[0], 1, 100, "regret")
@@ -101,6 +103,7 @@ func TestDeletedExpires(t *testing.T) {
 // Requests saved at once, naming one event, each add their tombstone
 // (their transactions conflict and are retried).
 func TestConcurrentDeletions(t *testing.T) {
+	t.Parallel()
 	s := testStore(t, t0)
 	note := mkEvent(testPubs[0], 1, 100, "regret")
 	var dels []*nostr.Event
@@ -140,6 +143,7 @@ func matchesNothing(f nostr.Filter) bool { return f.LimitZero || newPlan(f).none
 // the first two filters are those khatru v0.19.1's AddEvent queries for
 // every event it adds (tag names "#e" and "#a", which are never indexed).
 func TestMatchesNothing(t *testing.T) {
+	t.Parallel()
 	s := testStore(t, t0)
 	note := mkEvent(testPubs[0], 1, 100, "regret")
 	mustSave(t, s, note)

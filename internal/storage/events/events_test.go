@@ -14,11 +14,13 @@ import (
 	"github.com/fiatjaf/eventstore"
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/outpost-relay/outpost/internal/storage/kv"
+	"github.com/outpost-relay/outpost/internal/testkit"
 )
 
 var t0 = time.Unix(1_700_000_000, 0)
 
 func TestReplacement(t *testing.T) {
+	t.Parallel()
 	pk := testPubs[0]
 	tests := []struct {
 		name       string
@@ -70,6 +72,7 @@ func TestReplacement(t *testing.T) {
 
 // NIP-01: of two versions at the same second, the lowest id stays.
 func TestReplacementTieKeepsLowestID(t *testing.T) {
+	t.Parallel()
 	pk := testPubs[0]
 	a, b := mkEvent(pk, 10000, 100, "a"), mkEvent(pk, 10000, 100, "b")
 	low, high := a, b
@@ -89,6 +92,7 @@ func TestReplacementTieKeepsLowestID(t *testing.T) {
 // Many writers racing on one address leave exactly its newest version, and
 // nothing else of it.
 func TestConcurrentReplacement(t *testing.T) {
+	t.Parallel()
 	s, err := Open(context.Background(), testDB(t, t.TempDir()), quiet())
 	if err != nil {
 		t.Fatal(err)
@@ -139,6 +143,7 @@ func mustTail(ev *nostr.Event) []byte {
 // khatru compares the error with ==: duplicates and superseded versions
 // both answer OK true without a broadcast.
 func TestSaveEventErrDupEventUnwrapped(t *testing.T) {
+	t.Parallel()
 	s := testStore(t, t0)
 	ctx := context.Background()
 	ev := mkEvent(testPubs[0], 1, 100, "a")
@@ -157,6 +162,7 @@ func TestSaveEventErrDupEventUnwrapped(t *testing.T) {
 }
 
 func TestInvalidEventsAreRefused(t *testing.T) {
+	t.Parallel()
 	s := testStore(t, t0)
 	good := mkEvent(testPubs[0], 1, 100, "a")
 	upper := *good
@@ -177,6 +183,7 @@ func TestInvalidEventsAreRefused(t *testing.T) {
 
 // The JSON handed to readers is go-nostr's own serialisation of the event.
 func TestRawIsCanonicalJSON(t *testing.T) {
+	t.Parallel()
 	s := testStore(t, t0)
 	ev := mkEvent(testPubs[0], 1, 100, "quote \" and <html> & \u2028", nostr.Tag{"t", "ünïcode"})
 	ev.Sig = strings.Repeat("ab", 64)
@@ -194,6 +201,7 @@ func TestRawIsCanonicalJSON(t *testing.T) {
 }
 
 func TestTagValues(t *testing.T) {
+	t.Parallel()
 	s := testStore(t, t0)
 	long := strings.Repeat("v", 400)
 	hexv := strings.Repeat("0f", 32)
@@ -238,6 +246,7 @@ func TestTagValues(t *testing.T) {
 }
 
 func TestExpiration(t *testing.T) {
+	t.Parallel()
 	now := t0
 	s := testStore(t, now)
 	ctx := context.Background()
@@ -311,6 +320,7 @@ func keyCount(t *testing.T, s *Store) int {
 // Deleting every event leaves no key behind: the keys removed are exactly
 // those written.
 func TestDeleteLeavesNoKeys(t *testing.T) {
+	t.Parallel()
 	s := testStore(t, t0)
 	g := newGen(7)
 	for range 300 {
@@ -327,6 +337,7 @@ func TestDeleteLeavesNoKeys(t *testing.T) {
 }
 
 func TestQuerySkipLimitAndStop(t *testing.T) {
+	t.Parallel()
 	s := testStore(t, t0)
 	var ids []string
 	for i := range 10 {
@@ -364,6 +375,7 @@ func TestQuerySkipLimitAndStop(t *testing.T) {
 
 // COUNT with several filters counts each matching event once (NIP-45).
 func TestCountUnion(t *testing.T) {
+	t.Parallel()
 	s := testStore(t, t0)
 	for i := range 6 {
 		mustSave(t, s, mkEvent(testPubs[0], 1+i%2, nostr.Timestamp(100+i), "n", nostr.Tag{"t", fmt.Sprint(i % 3)}))
@@ -378,6 +390,7 @@ func TestCountUnion(t *testing.T) {
 }
 
 func TestAddress(t *testing.T) {
+	t.Parallel()
 	s := testStore(t, t0)
 	ctx := context.Background()
 	pk := testPubs[0]
@@ -405,6 +418,7 @@ func TestAddress(t *testing.T) {
 // A filter with more (author, kind) pairs than maxAuthorKindScans scans by
 // author and checks the kind.
 func TestManyAuthorsAndKinds(t *testing.T) {
+	t.Parallel()
 	s := testStore(t, t0)
 	m := &model{events: map[string]*nostr.Event{}, now: nostr.Timestamp(t0.Unix())}
 	var authors []string
@@ -433,6 +447,7 @@ func TestManyAuthorsAndKinds(t *testing.T) {
 // feed) get the model's answer, newest first, with the events named but
 // deleted, replaced or never stored left out.
 func TestManyLookUps(t *testing.T) {
+	t.Parallel()
 	s := testStore(t, t0)
 	m := &model{events: map[string]*nostr.Event{}, now: nostr.Timestamp(t0.Unix())}
 	var authors, ids []string
@@ -475,18 +490,14 @@ func TestManyLookUps(t *testing.T) {
 }
 
 func TestSweepExpired(t *testing.T) {
+	t.Parallel()
 	s := testStore(t, t0)
 	mustSave(t, s, mkEvent(testPubs[0], 1, 100, "gone", nostr.Tag{"expiration", strconv.FormatInt(t0.Unix(), 10)}))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	done := make(chan struct{})
 	go func() { s.SweepExpired(ctx, time.Hour); close(done) }()
-	for keyCount(t, s) != 0 {
-		if ctx.Err() != nil {
-			t.Fatal("the sweep did not delete the expired event")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testkit.WaitFor(t, 10*time.Second, "the sweep to delete the expired event", func() bool { return keyCount(t, s) == 0 })
 	cancel()
 	<-done
 }
@@ -494,6 +505,7 @@ func TestSweepExpired(t *testing.T) {
 // An address key left pointing at no event (data damaged outside the store)
 // does not block the address forever.
 func TestDanglingAddressIsTaken(t *testing.T) {
+	t.Parallel()
 	for _, size := range []int{tailLen, 32} { // no such event; not even a ts and id
 		s := testStore(t, t0)
 		ev := mkEvent(testPubs[0], 30000, 100, "a", nostr.Tag{"d", "x"})
@@ -517,6 +529,7 @@ func TestDanglingAddressIsTaken(t *testing.T) {
 // keys name from the cache when it can; an event replaced or deleted after
 // it was cached must not come back from there.
 func TestAddressedReadsServeNoGoneEvent(t *testing.T) {
+	t.Parallel()
 	s := testStore(t, t0)
 	pk := testPubs[0]
 	f := nostr.Filter{Authors: []string{pk}, Kinds: []int{0, 3}}

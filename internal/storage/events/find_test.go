@@ -12,6 +12,7 @@ import (
 // Find yields the events Query finds, decoded, in its order and within its
 // limit; breaking out of the loop ends the read; a failure comes last.
 func TestFind(t *testing.T) {
+	t.Parallel()
 	s, err := Open(context.Background(), testDB(t, t.TempDir()), quiet())
 	if err != nil {
 		t.Fatal(err)

@@ -35,6 +35,7 @@ func notificationsStore(t *testing.T) (s *Store, me string, reply, reaction *nos
 // mentions, which a notifications query for replies and reactions does
 // not read.
 func TestScanPassesOverOtherKindsUnread(t *testing.T) {
+	t.Parallel()
 	s, me, reply, reaction := notificationsStore(t)
 	notifications := nostr.Filter{Tags: nostr.TagMap{"p": {me}}, Kinds: []int{1, 6, 7, 9735}, Limit: 100}
 	if got := queryIDs(t, s, notifications); !slices.Equal(got, []string{reaction.ID, reply.ID}) {
@@ -55,6 +56,7 @@ func TestScanPassesOverOtherKindsUnread(t *testing.T) {
 // Index keys written before flagKind carry no kind: their events are read
 // and checked, as before.
 func TestKeysWithoutKindAreRead(t *testing.T) {
+	t.Parallel()
 	s, me, _, _ := notificationsStore(t)
 	stripKinds(t, s.db, 1)
 	err := s.Query(context.Background(), nostr.Filter{Tags: nostr.TagMap{"p": {me}}, Kinds: []int{1, 7}}, nil, func(Meta, []byte) bool { return true })
@@ -65,6 +67,7 @@ func TestKeysWithoutKindAreRead(t *testing.T) {
 
 // Kinds whose hashes collide are told apart by the event itself.
 func TestKindHashCollision(t *testing.T) {
+	t.Parallel()
 	other := -1
 	for k := 2; k <= 0xFFFF; k++ {
 		if kindMeta(uint16(k)) == kindMeta(1) {

@@ -306,6 +306,7 @@ const (
 )
 
 func TestQueriesMatchTheModel(t *testing.T) {
+	t.Parallel()
 	for seed := range uint64(40) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) { checkAgainstModel(t, seed, 150, 150, modelOld(seed%2)) })
 	}

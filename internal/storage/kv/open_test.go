@@ -36,14 +36,21 @@ func TestUpdateRetriesConflicts(t *testing.T) {
 	const writers = 40
 	var wg sync.WaitGroup
 	errs := make(chan error, writers)
+	var read sync.WaitGroup // every writer's first attempt has read
+	read.Add(writers)
 	for range writers {
 		wg.Go(func() {
+			first := true
 			errs <- s.Update(func(txn *Txn) error {
 				var n int
 				if _, err := GetJSON(txn, k, &n); err != nil {
 					return err
 				}
-				time.Sleep(time.Millisecond) // let the others read the same value
+				if first { // all read the same value: all but one conflict
+					first = false
+					read.Done()
+					read.Wait()
+				}
 				return PutJSON(txn, k, n+1)
 			})
 		})

@@ -18,6 +18,7 @@ import (
 // before it started — events and records of every prefix, the faucet's
 // wallet included — and restores into a new data dir.
 func TestBackupUnderWriteLoad(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, err := Open(t.TempDir(), quiet())
 	if err != nil {
@@ -127,6 +128,7 @@ func TestBackupUnderWriteLoad(t *testing.T) {
 }
 
 func TestRestoreRefusesNonEmptyDirAndBadFiles(t *testing.T) {
+	t.Parallel()
 	s, err := Open(t.TempDir(), quiet())
 	if err != nil {
 		t.Fatal(err)

@@ -74,6 +74,7 @@ func (e *exactEnv) want(f nostr.Filter, evs ...nostr.Event) {
 }
 
 func TestTagValuesMatchExactly(t *testing.T) {
+	t.Parallel()
 	e := newExactEnv(t)
 	abc := e.put(1, nostr.Tag{"t", "abc"})
 	abcdef := e.put(1, nostr.Tag{"t", "abcdef"})
@@ -84,6 +85,7 @@ func TestTagValuesMatchExactly(t *testing.T) {
 }
 
 func TestEmptyTagValueMatchesOnlyItself(t *testing.T) {
+	t.Parallel()
 	e := newExactEnv(t)
 	empty := e.put(30000, nostr.Tag{"d", ""})
 	e.put(30000, nostr.Tag{"d", "friends"})
@@ -92,6 +94,7 @@ func TestEmptyTagValueMatchesOnlyItself(t *testing.T) {
 }
 
 func TestAddressableReplacesOnlyItsExactAddress(t *testing.T) {
+	t.Parallel()
 	e := newExactEnv(t)
 	xy := e.put(30000, nostr.Tag{"d", "xy"})
 	x := e.put(30000, nostr.Tag{"d", "x"})
@@ -99,6 +102,7 @@ func TestAddressableReplacesOnlyItsExactAddress(t *testing.T) {
 }
 
 func TestMissingDIsOneAddress(t *testing.T) {
+	t.Parallel()
 	e := newExactEnv(t)
 	friends := e.put(30000, nostr.Tag{"d", "friends"}, nostr.Tag{"p", "aa"})
 	muted := e.put(30000, nostr.Tag{"d", "muted"})
@@ -113,6 +117,7 @@ func TestMissingDIsOneAddress(t *testing.T) {
 }
 
 func TestMintReviewsSurvive(t *testing.T) {
+	t.Parallel()
 	e := newExactEnv(t)
 	k := nostr.Tag{"k", "38172"}
 	mintPK := "a7b1f3c0d8e2456f9a0b1c2d3e4f5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c0d1e2f"

@@ -12,6 +12,7 @@ import (
 	"github.com/outpost-relay/outpost/internal/nostr/nip98"
 	"github.com/outpost-relay/outpost/internal/storage/kv"
 	"github.com/outpost-relay/outpost/internal/storage/store"
+	"github.com/outpost-relay/outpost/internal/testkit"
 )
 
 func reopen(t *testing.T, dir string, prev *store.Store) *store.Store {
@@ -31,6 +32,7 @@ func reopen(t *testing.T, dir string, prev *store.Store) *store.Store {
 // A token is used once across restarts: its record outlives the process
 // until its window has passed.
 func TestReplaysSurviveReopen(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	st := reopen(t, dir, nil)
 	now := time.Now()
@@ -53,7 +55,7 @@ func TestReplaysSurviveReopen(t *testing.T) {
 	if n := countReplays(t, st); n != 2 {
 		t.Fatalf("%d records within the windows, want 2", n)
 	}
-	time.Sleep(time.Until(now.Add(3500 * time.Millisecond)))
+	testkit.Past(now.Add(3500 * time.Millisecond))
 	st = reopen(t, dir, st)
 	if n := countReplays(t, st); n != 0 {
 		t.Fatalf("%d records after the windows, want none", n)
@@ -76,6 +78,7 @@ func countReplays(t *testing.T, st *store.Store) int {
 // A NIP-98 token verified once is refused as a replay by a verifier of the
 // reopened store, within its window.
 func TestNIP98ReplayAcrossRestart(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	st := reopen(t, dir, nil)
 	const u = "http://outpost.test/faucet/auth/login"

@@ -27,6 +27,7 @@ import (
 // once space is freed. The database closes (flushing its memtable) and
 // opens again; a start with too little space is refused in words.
 func TestFullDisk(t *testing.T) {
+	t.Parallel()
 	disk := testkit.NewFullDisk(t)
 	dir, min := disk.Dir, disk.Min
 	filler := filepath.Join(dir, "filler") // leaves 40 MiB once badger's logs are allocated

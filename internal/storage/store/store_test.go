@@ -23,6 +23,7 @@ func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)
 // Events and domain records share one database; reopening it (which checks
 // its format) must leave both intact.
 func TestEventsAndRecordsSurviveReopen(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ctx := context.Background()
 	s, err := Open(dir, quiet())
@@ -107,6 +108,7 @@ func TestEventsAndRecordsSurviveReopen(t *testing.T) {
 }
 
 func TestOpenTwiceIsLocked(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	s, err := Open(dir, quiet())
 	if err != nil {
@@ -122,6 +124,7 @@ func TestOpenTwiceIsLocked(t *testing.T) {
 // layouts, eventstore's, a gonuts wallet) is refused with a message saying
 // what to do, and nothing in it is written.
 func TestOpenRefusesOtherFormats(t *testing.T) {
+	t.Parallel()
 	ev := func(prefix byte) []byte { return append([]byte{prefix}, bytes.Repeat([]byte{7}, 40)...) }
 	for _, c := range []struct {
 		name, found string

@@ -11,6 +11,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"flag"
 	"fmt"
 	"net"
 	"net/http"
@@ -23,11 +24,26 @@ import (
 	"testing"
 	"time"
 
+	"github.com/outpost-relay/outpost/internal/testkit"
 	_ "modernc.org/sqlite" // to rotate keysets in a stopped mint's database
 )
 
 // ErrNotInstalled is returned by Start when the Nutshell bundle is missing.
 var ErrNotInstalled = errors.New("nutshelltest: the Nutshell bundle was not found")
+
+// ErrShort is returned by Start under go test -short, and is also
+// ErrNotInstalled (so a test skips as where the bundle is missing): a
+// Nutshell mint takes seconds to start and its tests tens of seconds, so the
+// quick loop leaves it to the full suite.
+var ErrShort error = shortError{}
+
+type shortError struct{}
+
+func (shortError) Error() string {
+	return "nutshelltest: not started under -short (the gonuts mint runs the same flows; go test without -short runs Nutshell)"
+}
+
+func (shortError) Is(target error) bool { return target == ErrNotInstalled }
 
 // Options configure a mint. The zero value is Nutshell's defaults as run-mint
 // sets them: one v2 keyset, input fee 100 ppk, invoices paid after 1 s.
@@ -95,7 +111,7 @@ func StartT(t testing.TB, opt Options) *Mint {
 	defer cancel()
 	m, err := Start(ctx, opt)
 	if errors.Is(err, ErrNotInstalled) {
-		t.Skipf("Nutshell mint not available: %v", err)
+		testkit.Missing(t, "the Nutshell mint", err)
 	}
 	if err != nil {
 		t.Fatal(err)
@@ -112,6 +128,9 @@ func StartT(t testing.TB, opt Options) *Mint {
 // Start runs run-mint and waits (within ctx) until the mint answers
 // GET /v1/info. Stop it with Stop.
 func Start(ctx context.Context, opt Options) (*Mint, error) {
+	if flag.Parsed() && testing.Short() {
+		return nil, ErrShort
+	}
 	script, err := RunMint()
 	if err != nil {
 		return nil, err
