@@ -21,6 +21,7 @@ import (
 	"github.com/outpost-relay/outpost/httpapi/banlistapi"
 	"github.com/outpost-relay/outpost/httpapi/mintdirapi"
 	"github.com/outpost-relay/outpost/internal/audit"
+	"github.com/outpost-relay/outpost/internal/nostr/contacts"
 	"github.com/outpost-relay/outpost/internal/nostr/pubkey"
 	pub "github.com/outpost-relay/outpost/internal/nostr/publish"
 	"github.com/outpost-relay/outpost/internal/nostr/upstream"
@@ -73,6 +74,7 @@ type Config struct {
 	Upstream   upstream.Settings
 	Publish    pub.Settings
 	Wot        wot.Settings
+	WotRelays  contacts.Settings
 
 	fittedTo settings.Bytes // the container's memory, when MemoryLimit or CacheSize were sized to it (fitMemory)
 }
@@ -109,6 +111,7 @@ func defaultConfig() *Config {
 		BanlistMount:     "/banlist", MintdirMount: "/mintdir", FaucetMount: "/faucet", WotMount: "/wot",
 		MemoryLimit: defaultMemoryLimit, Store: kv.DefaultSettings(), Relay: relay.DefaultLimits(), BanlistAPI: banlistapi.DefaultSettings(), Mintdir: mintdir.DefaultSettings(), MintdirAPI: mintdirapi.DefaultSettings(),
 		Audit: audit.DefaultSettings(), Faucet: faucet.DefaultSettings(), Upstream: upstream.DefaultSettings(), Wot: wot.DefaultSettings(),
+		WotRelays:  contacts.DefaultSettings(),
 		RelayWrite: policies.DefaultWriteSettings(),
 	}
 }
@@ -163,7 +166,7 @@ func (c *Config) settingGroups() []settingGroup {
 		{"Faucet", []any{&c.Faucet}},
 		{"Upstream relays", []any{&c.Upstream}},
 		{"Published events", []any{&c.Publish}},
-		{"Web of trust", []any{&c.Wot}},
+		{"Web of trust", []any{&c.Wot, &c.WotRelays}},
 	}
 }
 
@@ -217,7 +220,7 @@ func (c *Config) validate() error {
 		}
 	}
 	errs = append(errs, c.validateLists(), c.validateMounts(), c.validateMemory())
-	errs = append(errs, c.Store.Valid(), c.Relay.Valid(), c.Banlist.Valid(), c.BanlistAPI.Valid(), c.Mintdir.Valid(), c.MintdirAPI.Valid(), c.Audit.Valid(), c.Faucet.Valid(), c.Upstream.Valid(), c.Publish.Valid(), c.Wot.Valid(), c.RelayWrite.Valid())
+	errs = append(errs, c.Store.Valid(), c.Relay.Valid(), c.Banlist.Valid(), c.BanlistAPI.Valid(), c.Mintdir.Valid(), c.MintdirAPI.Valid(), c.Audit.Valid(), c.Faucet.Valid(), c.Upstream.Valid(), c.Publish.Valid(), c.Wot.Valid(), c.WotRelays.Valid(), c.RelayWrite.Valid())
 	return errors.Join(errs...)
 }
 

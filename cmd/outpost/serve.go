@@ -63,11 +63,6 @@ type component struct {
 	// follow are more events the component reads (followed on upstream
 	// relays).
 	follow []nostr.Filter
-	// lists names the keys whose contact lists (kind 3) the component reads
-	// (followed on upstream relays); refilter, told when it changes, makes
-	// them followed at once.
-	lists   func(ctx context.Context) []string
-	onLists func(refilter func())
 }
 
 // expirySweep is how often events past their NIP-40 expiration are deleted;

@@ -20,18 +20,13 @@ func wireUpstream(d deps, components []component) *component {
 	}
 	var authors []func(context.Context) []string
 	var follow []nostr.Filter
-	var lists func(context.Context) []string
-	var onLists func(refilter func())
 	for _, c := range components {
 		if c.authors != nil {
 			authors = append(authors, c.authors)
 		}
-		if c.lists != nil { // the web of trust: its walked keys' contact lists, hop by hop
-			lists, onLists = c.lists, c.onLists
-		}
 		follow = append(follow, c.follow...)
 	}
-	s := upstream.New(upstream.Config{Settings: d.cfg.Upstream, Events: d.store.Events, Ingest: d.relay.Ingest, Follow: follow, Lists: lists,
+	s := upstream.New(upstream.Config{Settings: d.cfg.Upstream, Events: d.store.Events, Ingest: d.relay.Ingest, Follow: follow,
 		Log: d.log.With("service", "upstream"), Authors: func(ctx context.Context) []string {
 			var all []string
 			for _, f := range authors {
@@ -39,9 +34,6 @@ func wireUpstream(d deps, components []component) *component {
 			}
 			return all
 		}})
-	if onLists != nil {
-		onLists(s.Refilter)
-	}
 	return &component{
 		api:  httpapi.Service{Name: "upstream", Health: httpapi.ReportHealth(s.Health)},
 		jobs: []func(context.Context){s.Run},

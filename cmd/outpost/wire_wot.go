@@ -7,6 +7,7 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/outpost-relay/outpost/httpapi"
 	"github.com/outpost-relay/outpost/httpapi/wotapi"
+	"github.com/outpost-relay/outpost/internal/nostr/contacts"
 	"github.com/outpost-relay/outpost/internal/wot"
 	"github.com/outpost-relay/outpost/policies"
 )
@@ -56,12 +57,30 @@ func wireWot(ctx context.Context, d deps) (*wot.WoT, *component, error) {
 	if cfg.Publish && w.Enabled() {
 		jobs = append(jobs, (&wot.Publisher{WoT: w, SecretKey: d.secretKey, Sink: d.sink, Log: log}).Run)
 	}
+	if f := fetchLists(d, w, log); f != nil {
+		jobs = append(jobs, f.Run)
+	}
 	return w, &component{
-		api:     httpapi.Service{Name: "wot", Mount: d.cfg.WotMount, Routes: wotapi.Routes(wotapi.Config{WoT: w, Log: log}), Health: httpapi.ReportHealth(wotapi.Health(w))},
-		jobs:    jobs,
-		lists:   w.Walked,
-		onLists: w.OnWalked,
+		api:  httpapi.Service{Name: "wot", Mount: d.cfg.WotMount, Routes: wotapi.Routes(wotapi.Config{WoT: w, Log: log}), Health: httpapi.ReportHealth(wotapi.Health(w))},
+		jobs: jobs,
 	}, nil
+}
+
+// fetchLists fetches the contact lists of the keys the web of trust walks
+// through from --wot-relays (by default the upstream and profile relays),
+// hop by hop: each list taken in that reaches new keys asks for theirs. Nil
+// without seeds or relays.
+func fetchLists(d deps, w *wot.WoT, log *slog.Logger) *contacts.Fetcher {
+	cfg := d.cfg.WotRelays
+	if len(cfg.Relays) == 0 {
+		cfg.Relays = profileRelays(d.cfg.Faucet.ProfileRelays, d.cfg.Upstream.Relays)
+	}
+	if !w.Enabled() || len(cfg.Relays) == 0 {
+		return nil
+	}
+	f := contacts.New(contacts.Config{Settings: cfg, Authors: w.Walked, Ingest: d.relay.Ingest, Log: log})
+	w.OnWalked(f.Changed)
+	return f
 }
 
 // restrictWrites adds the relay's write policy of --relay-write wot: only

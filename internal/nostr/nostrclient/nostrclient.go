@@ -173,6 +173,7 @@ func (c *Conn) read(ctx context.Context) {
 		if !ok {
 			continue
 		}
+		m.Size = len(data)
 		select {
 		case c.in <- m:
 		case <-ctx.Done():
@@ -204,6 +205,7 @@ type Message struct {
 	Text  string
 	OK    bool         // OK: the event was accepted
 	Event *nostr.Event // EVENT: the event, unverified; nil when it does not parse
+	Size  int          // bytes of the message as received, for callers that budget them
 }
 
 // parse reads one relay message; ok is false for one that is not a JSON

@@ -29,9 +29,6 @@ type session struct {
 	seq  int
 	page pageStats // of the subscription being paged through
 	live string    // the filters of the open live subscriptions, as JSON
-	// changed, while following live, closes when the filters changed
-	// (Syncer.Refilter); nil otherwise.
-	changed <-chan struct{}
 }
 
 type pageStats struct {
@@ -70,7 +67,6 @@ func (s *Syncer) session(ctx context.Context, r *relayState) (caughtUp bool, err
 		// The live subscription opens before the catch-up, so what it
 		// takes in is held when the catch-up looks: nothing comes twice.
 		start := s.cfg.Now()
-		changed := s.changed.wait() // before the filters are read: a change from here on is heard
 		if err := ss.subscribe(ctx, start); err != nil {
 			return caughtUp, err
 		}
@@ -79,7 +75,7 @@ func (s *Syncer) session(ctx context.Context, r *relayState) (caughtUp bool, err
 		}
 		r.synced(start)
 		caughtUp = true
-		if err := ss.follow(ctx, changed); err != nil {
+		if err := ss.follow(ctx); err != nil {
 			return caughtUp, err
 		}
 	}
@@ -121,8 +117,6 @@ func (ss *session) next(ctx context.Context, idle time.Duration, until time.Time
 			}
 		case <-timer.C:
 			return nostrclient.Message{}, errTimeout
-		case <-ss.changed:
-			return nostrclient.Message{}, errTimeout // as at a resync: subscribe again
 		case <-ctx.Done():
 			return nostrclient.Message{}, ctx.Err()
 		}
@@ -421,9 +415,7 @@ func (ss *session) subscribe(ctx context.Context, start time.Time) error {
 }
 
 // follow takes in what the live subscriptions bring until the next resync.
-func (ss *session) follow(ctx context.Context, changed <-chan struct{}) error {
-	ss.changed = changed
-	defer func() { ss.changed = nil }()
+func (ss *session) follow(ctx context.Context) error {
 	resync := time.Now().Add(ss.s.cfg.Resync)
 	_, err := ss.next(ctx, 0, resync)
 	for err == nil { // a message other than an EVENT: none is for us

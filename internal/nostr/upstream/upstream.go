@@ -102,10 +102,6 @@ type Config struct {
 	// Authors lists the pubkeys whose kind-0 profiles are followed (the
 	// faucet's users); nil: none.
 	Authors func(ctx context.Context) []string
-	// Lists lists the pubkeys whose contact lists (kind 3) are followed:
-	// the web of trust's keys short of its depth, so that it grows hop by
-	// hop (see Refilter); nil: none.
-	Lists func(ctx context.Context) []string
 	// Follow are more filters to follow: the status events of the
 	// monitors the directory follows.
 	Follow []nostr.Filter
@@ -129,8 +125,6 @@ type Syncer struct {
 	each   *ratelimit.Limiter // keyed by relay URL
 	seen   refusedSet
 	claims claims // ids being fetched after a reconciliation
-	// changed ends a session's live following early (Refilter).
-	changed refilter
 }
 
 // New returns a Syncer for cfg.Relays.
@@ -214,8 +208,7 @@ func (s *Syncer) filters(ctx context.Context, r *relayState) []nostr.Filter {
 	for _, f := range s.cfg.Follow {
 		fs = append(fs, f.Clone())
 	}
-	fs = append(fs, byAuthors(ctx, 0, s.cfg.Authors)...)
-	return append(fs, byAuthors(ctx, nostr.KindFollowList, s.cfg.Lists)...)
+	return append(fs, byAuthors(ctx, 0, s.cfg.Authors)...)
 }
 
 // errOverBudget ends a session whose relay (or all relays) used up its budget.
