@@ -82,19 +82,34 @@ func TestWebOfTrust(t *testing.T) {
 }
 
 // TestWebOfTrustFromUpstream: the seed's and its follow's contact lists are
-// only on an upstream relay (another outpost, NIP-77); outpost fetches the
-// seed's list, then — the walk having reached alice — alice's, and bob,
-// whom only alice follows, stands at hop 2.
+// only on an upstream relay (another outpost, NIP-77) that outpost reads
+// for its web of trust (OUTPOST_WOT_RELAYS); outpost fetches the seed's
+// list, then — the walk having reached alice — alice's, and bob, whom only
+// alice follows, stands at hop 2. When the seed unfollows alice there,
+// alice loses her standing within 5 s: the faucet refuses her, and the
+// relay with wot refuses her next note.
 func TestWebOfTrustFromUpstream(t *testing.T) {
 	seedSK, aliceSK := nostr.GeneratePrivateKey(), nostr.GeneratePrivateKey()
 	seedPK, _ := nostr.GetPublicKey(seedSK)
 	alicePK, _ := nostr.GetPublicKey(aliceSK)
 	bobPK, _ := nostr.GetPublicKey(nostr.GeneratePrivateKey())
 	up := start(t, t.TempDir(), nil)
-	publishWS(t, up, note(t, seedSK, "", nostr.KindFollowList, nostr.Tag{"p", alicePK}))
-	publishWS(t, up, note(t, aliceSK, "", nostr.KindFollowList, nostr.Tag{"p", bobPK}))
+	now := nostr.Now()
+	contacts := func(sk string, at nostr.Timestamp, pks ...string) nostr.Event {
+		ev := nostr.Event{Kind: nostr.KindFollowList, CreatedAt: at}
+		for _, pk := range pks {
+			ev.Tags = append(ev.Tags, nostr.Tag{"p", pk})
+		}
+		if err := ev.Sign(sk); err != nil {
+			t.Fatal(err)
+		}
+		return ev
+	}
+	publishWS(t, up, contacts(seedSK, now-10, alicePK))
+	publishWS(t, up, contacts(aliceSK, now-10, bobPK))
 
-	inst := start(t, t.TempDir(), map[string]string{"OUTPOST_WOT_SEEDS": seedPK, "OUTPOST_UPSTREAM_RELAYS": up.ws})
+	inst := start(t, t.TempDir(), map[string]string{"OUTPOST_WOT_SEEDS": seedPK, "OUTPOST_WOT_RELAYS": up.ws,
+		"OUTPOST_RELAY_WRITE": "wot", "OUTPOST_FAUCET_WOT": "true", "OUTPOST_FAUCET_TEST_MINT_FUNDING": "20000"})
 	testkit.WaitFor(t, 30*time.Second, "bob at hop 2", func() bool {
 		_, st := call(t, "GET", inst.url+"/wot/"+bobPK, nil)
 		return st["hops"] == 2.0 && st["member"] == true
@@ -102,4 +117,23 @@ func TestWebOfTrustFromUpstream(t *testing.T) {
 	if _, st := call(t, "GET", inst.url+"/wot/"+alicePK, nil); st["hops"] != 1.0 {
 		t.Fatalf("alice %v", st)
 	}
+	r := connect(t, inst)
+	if err := publish(t, r, note(t, aliceSK, "hello from the web of trust", 1)); err != nil {
+		t.Fatalf("alice's note: %v", err)
+	}
+	quote := func() int {
+		_, login := signedCall(t, aliceSK, "POST", inst.url+"/faucet/auth/login", nil)
+		token, _ := login["token"].(string)
+		code, _ := call(t, "POST", inst.url+"/faucet/claim/quote", map[string]any{"method": "cashu"}, "Authorization", "Bearer "+token)
+		return code
+	}
+	if code := quote(); code != 200 {
+		t.Fatalf("alice's quote: %d", code)
+	}
+
+	publishWS(t, up, contacts(seedSK, now, bobPK)) // the seed unfollows alice, upstream only
+	testkit.WaitFor(t, 5*time.Second, "alice refused by the faucet and the relay", func() bool {
+		err := publish(t, r, note(t, aliceSK, "still here?", 1))
+		return quote() == 403 && err != nil && strings.Contains(err.Error(), "restricted:")
+	})
 }
