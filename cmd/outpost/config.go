@@ -75,6 +75,7 @@ type Config struct {
 	Publish    pub.Settings
 	Wot        wot.Settings
 	WotRelays  contacts.Settings
+	ReportBan  banlist.ReportBanSettings
 
 	fittedTo settings.Bytes // the container's memory, when MemoryLimit or CacheSize were sized to it (fitMemory)
 }
@@ -111,7 +112,7 @@ func defaultConfig() *Config {
 		BanlistMount:     "/banlist", MintdirMount: "/mintdir", FaucetMount: "/faucet", WotMount: "/wot",
 		MemoryLimit: defaultMemoryLimit, Store: kv.DefaultSettings(), Relay: relay.DefaultLimits(), BanlistAPI: banlistapi.DefaultSettings(), Mintdir: mintdir.DefaultSettings(), MintdirAPI: mintdirapi.DefaultSettings(),
 		Audit: audit.DefaultSettings(), Faucet: faucet.DefaultSettings(), Upstream: upstream.DefaultSettings(), Wot: wot.DefaultSettings(),
-		WotRelays:  contacts.DefaultSettings(),
+		WotRelays: contacts.DefaultSettings(), ReportBan: banlist.DefaultReportBanSettings(),
 		RelayWrite: policies.DefaultWriteSettings(),
 	}
 }
@@ -166,7 +167,7 @@ func (c *Config) settingGroups() []settingGroup {
 		{"Faucet", []any{&c.Faucet}},
 		{"Upstream relays", []any{&c.Upstream}},
 		{"Published events", []any{&c.Publish}},
-		{"Web of trust", []any{&c.Wot, &c.WotRelays}},
+		{"Web of trust", []any{&c.Wot, &c.WotRelays, &c.ReportBan}},
 	}
 }
 
@@ -220,7 +221,7 @@ func (c *Config) validate() error {
 		}
 	}
 	errs = append(errs, c.validateLists(), c.validateMounts(), c.validateMemory())
-	errs = append(errs, c.Store.Valid(), c.Relay.Valid(), c.Banlist.Valid(), c.BanlistAPI.Valid(), c.Mintdir.Valid(), c.MintdirAPI.Valid(), c.Audit.Valid(), c.Faucet.Valid(), c.Upstream.Valid(), c.Publish.Valid(), c.Wot.Valid(), c.WotRelays.Valid(), c.RelayWrite.Valid())
+	errs = append(errs, c.Store.Valid(), c.Relay.Valid(), c.Banlist.Valid(), c.BanlistAPI.Valid(), c.Mintdir.Valid(), c.MintdirAPI.Valid(), c.Audit.Valid(), c.Faucet.Valid(), c.Upstream.Valid(), c.Publish.Valid(), c.Wot.Valid(), c.WotRelays.Valid(), c.ReportBan.Valid(), c.RelayWrite.Valid())
 	return errors.Join(errs...)
 }
 

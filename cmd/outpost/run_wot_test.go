@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -136,4 +137,96 @@ func TestWebOfTrustFromUpstream(t *testing.T) {
 		err := publish(t, r, note(t, aliceSK, "still here?", 1))
 		return quote() == 403 && err != nil && strings.Contains(err.Error(), "restricted:")
 	})
+}
+
+// TestBanOnMembersReports: with OUTPOST_WOT_REPORT_BAN_MIN=2, reports
+// (kind 1984, signed, through the relay) against mallory by any number of
+// outsiders and by one member ban nothing; a second member's report bans
+// mallory for OUTPOST_WOT_REPORT_BAN_FOR, with an audit entry naming both
+// members. Two members reporting the seed ban nothing: a seed is never
+// banned so.
+func TestBanOnMembersReports(t *testing.T) {
+	seedSK, aliceSK, bobSK, mallorySK := nostr.GeneratePrivateKey(), nostr.GeneratePrivateKey(), nostr.GeneratePrivateKey(), nostr.GeneratePrivateKey()
+	seedPK, _ := nostr.GetPublicKey(seedSK)
+	alicePK, _ := nostr.GetPublicKey(aliceSK)
+	bobPK, _ := nostr.GetPublicKey(bobSK)
+	malloryPK, _ := nostr.GetPublicKey(mallorySK)
+	inst := start(t, t.TempDir(), map[string]string{"OUTPOST_WOT_SEEDS": seedPK, "OUTPOST_WOT_REPORT_BAN_MIN": "2",
+		"OUTPOST_WOT_REPORT_BAN_FOR": "2h"})
+	r := connect(t, inst)
+	if err := publish(t, r, note(t, seedSK, "", nostr.KindFollowList, nostr.Tag{"p", alicePK}, nostr.Tag{"p", bobPK})); err != nil {
+		t.Fatal(err)
+	}
+	report := func(sk, pk string) {
+		t.Helper()
+		if err := publish(t, r, note(t, sk, "", 1984, nostr.Tag{"p", pk, "spam"})); err != nil {
+			t.Fatalf("report: %v", err)
+		}
+	}
+	blocked := func(pk string) bool {
+		_, st := call(t, "GET", inst.url+"/banlist/blocked/pubkeys/"+pk, nil)
+		return st["blocked"] == true
+	}
+	for range 3 {
+		report(nostr.GeneratePrivateKey(), malloryPK)
+	}
+	report(aliceSK, malloryPK)
+	report(aliceSK, malloryPK) // the same member twice is one reporter
+	report(aliceSK, seedPK)
+	report(bobSK, seedPK)
+	if blocked(malloryPK) || blocked(seedPK) {
+		t.Fatal("banned on one member's reports, or a seed banned")
+	}
+	report(bobSK, malloryPK)
+	if !blocked(malloryPK) {
+		t.Fatal("mallory not banned after reports by two members")
+	}
+	if err := publish(t, r, note(t, mallorySK, "still here", 1)); err == nil || !strings.Contains(err.Error(), "blocked:") {
+		t.Fatalf("mallory's note: %v, want blocked:", err)
+	}
+	_, audit := call(t, "GET", inst.url+"/banlist/admin/audit?limit=10", nil, admin()...)
+	entries, _ := audit["audit"].([]any)
+	for _, e := range entries {
+		e, _ := e.(map[string]any)
+		after, _ := e["after"].(map[string]any)
+		ban, _ := after["ban"].(map[string]any)
+		if e["action"] != "ban.wot_reports" || e["target"] != malloryPK {
+			continue
+		}
+		reporters := fmt.Sprint(after["reporters"])
+		if e["actor"] != "wot-reports" || ban["expires_at"] == nil || !strings.Contains(reporters, alicePK) || !strings.Contains(reporters, bobPK) {
+			t.Fatalf("audit entry %v", e)
+		}
+		unbanAndReportAgain(t, inst, r, malloryPK, blocked, aliceSK, bobSK)
+		return
+	}
+	t.Fatalf("no audit entry of the ban: %v", audit)
+}
+
+// unbanAndReportAgain: a moderator lifts the ban; the reports it overruled
+// do not count again, so one member's new report bans nothing, a second
+// member's does.
+func unbanAndReportAgain(t *testing.T, inst *instance, r *nostr.Relay, pk string, blocked func(string) bool, aSK, bSK string) {
+	t.Helper()
+	if code, _ := call(t, "POST", inst.url+"/banlist/admin/unban", map[string]any{"pubkey": pk}, admin()...); code != 200 {
+		t.Fatalf("unban: %d", code)
+	}
+	report := func(sk string) { // dated after the lifting's second, from which reports count again
+		t.Helper()
+		ev := nostr.Event{Kind: 1984, CreatedAt: nostr.Now() + 2, Tags: nostr.Tags{{"p", pk, "spam"}}}
+		if err := ev.Sign(sk); err != nil {
+			t.Fatal(err)
+		}
+		if err := publish(t, r, ev); err != nil {
+			t.Fatalf("report: %v", err)
+		}
+	}
+	report(aSK)
+	if blocked(pk) {
+		t.Fatal("banned again on the reports the unban overruled")
+	}
+	report(bSK)
+	if !blocked(pk) {
+		t.Fatal("not banned again after two members' new reports")
+	}
 }

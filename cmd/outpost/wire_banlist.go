@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"log/slog"
+	"slices"
 
 	"github.com/outpost-relay/outpost/banlist"
 	"github.com/outpost-relay/outpost/httpapi"
@@ -30,6 +32,7 @@ func wireBanlist(ctx context.Context, d deps) (*component, error) {
 		return nil, err
 	}
 	d.relay.RejectEvent = append(d.relay.RejectEvent, banlist.RejectInvalidReports)
+	banOnReports(d, bl, log)
 	d.metrics.WatchBanlist(bl)
 	c := &component{api: httpapi.Service{
 		Name: "banlist", Mount: d.cfg.BanlistMount, Health: httpapi.ReportHealth(bl.Health),
@@ -52,4 +55,24 @@ func wireBanlist(ctx context.Context, d deps) (*component, error) {
 	// closes after them.
 	c.jobs = append(c.jobs, func(ctx context.Context) { <-ctx.Done(); admin.Close() })
 	return c, nil
+}
+
+// banOnReports makes the temporary bans of --wot-report-ban-min: reports
+// saved by the relay, by members of the web of trust, against a key that is
+// neither a seed nor an admin.
+func banOnReports(d deps, bl *banlist.Service, log *slog.Logger) {
+	cfg := d.cfg.ReportBan
+	if cfg.MinReporters == 0 {
+		return
+	}
+	if !d.wot.Enabled() {
+		log.Warn("--wot-report-ban-min without seeds (--wot-seeds, --admin-pubkeys): no key is a member, so reports never ban")
+		return
+	}
+	rb := &banlist.ReportBan{ReportBanSettings: cfg, Service: bl, Log: log,
+		Member: func(pk string) bool { return d.wot.StandingOf(pk).Member },
+		Protected: func(pk string) bool {
+			return d.wot.StandingOf(pk).Hops == 0 || slices.Contains(d.cfg.AdminPubKeys, pk)
+		}}
+	d.relay.OnEventSaved = append(d.relay.OnEventSaved, rb.OnReport)
 }
