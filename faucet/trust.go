@@ -54,6 +54,30 @@ func (s *Service) Standing(pk string) *wot.Standing {
 	return &st
 }
 
+// ClaimStanding is a user's standing as the claim gate sees it: what
+// /auth/me shows, and the faucet page with it.
+type ClaimStanding struct {
+	wot.Standing
+	Gated        bool    `json:"gated"` // --faucet-wot
+	MaxHops      int     `json:"max_hops"`
+	MinFollowers int     `json:"min_followers"`
+	Missing      *string `json:"missing"` // what the standing lacks for a claim; nil when nothing or not gated
+}
+
+// ClaimStanding is pk's standing and what it lacks for a claim; nil
+// without a web of trust.
+func (s *Service) ClaimStanding(pk string) *ClaimStanding {
+	st := s.Standing(pk)
+	if st == nil {
+		return nil
+	}
+	cs := &ClaimStanding{Standing: *st, Gated: s.cfg.WoT, MaxHops: s.cfg.WoTMaxHops, MinFollowers: s.cfg.WoTMinFollowers}
+	if missing := s.outsideTrust(pk); missing != "" {
+		cs.Missing = &missing
+	}
+	return cs
+}
+
 // outsideTrust says what pk's standing lacks for a claim with --faucet-wot
 // ("" when nothing, or when the gate is off or there is no web of trust).
 func (s *Service) outsideTrust(pk string) string {

@@ -14,7 +14,6 @@ import (
 	"github.com/outpost-relay/outpost/internal/guard/ratelimit"
 	"github.com/outpost-relay/outpost/internal/nostr/nip98"
 	"github.com/outpost-relay/outpost/internal/nostr/pubkey"
-	"github.com/outpost-relay/outpost/internal/wot"
 )
 
 //go:embed openapi.json
@@ -166,10 +165,10 @@ func handleLoginNPub(svc *faucet.Service) http.HandlerFunc {
 }
 
 type meResponse struct {
-	User        faucet.UserProfile `json:"user"`
-	LoginMethod string             `json:"login_method"`
-	Eligibility faucet.Eligibility `json:"eligibility"`
-	WoT         *wot.Standing      `json:"wot"` // null without a web of trust
+	User        faucet.UserProfile    `json:"user"`
+	LoginMethod string                `json:"login_method"`
+	Eligibility faucet.Eligibility    `json:"eligibility"`
+	WoT         *faucet.ClaimStanding `json:"wot"` // null without a web of trust
 }
 
 func handleMe(svc *faucet.Service) http.HandlerFunc {
@@ -183,7 +182,7 @@ func handleMe(svc *faucet.Service) http.HandlerFunc {
 		if err != nil {
 			return err
 		}
-		return httpapi.Encode(w, http.StatusOK, meResponse{User: u.Public(), LoginMethod: sess.Method, Eligibility: el, WoT: svc.Standing(sess.PubKey)})
+		return httpapi.Encode(w, http.StatusOK, meResponse{User: u.Public(), LoginMethod: sess.Method, Eligibility: el, WoT: svc.ClaimStanding(sess.PubKey)})
 	})
 }
 

@@ -40,7 +40,7 @@ func TestWoTGate(t *testing.T) {
 
 	e.login(member)
 	e.quote(member, map[string]any{"method": "cashu"})
-	if st := e.as(member, "GET", "/auth/me", nil).Map(t)["wot"].(map[string]any); st["hops"] != 1.0 || st["member"] != true {
+	if st := e.as(member, "GET", "/auth/me", nil).Map(t)["wot"].(map[string]any); st["hops"] != 1.0 || st["member"] != true || st["missing"] != nil {
 		t.Fatalf("member's standing %v", st)
 	}
 
@@ -48,7 +48,8 @@ func TestWoTGate(t *testing.T) {
 	r := e.as(stranger, "POST", "/claim/quote", map[string]any{"method": "cashu"})
 	want(t, r, 403, "not_in_web_of_trust")
 	me := e.as(stranger, "GET", "/auth/me", nil).Map(t)
-	if st := me["wot"].(map[string]any); st["hops"] != -1.0 || st["member"] != false {
+	if st := me["wot"].(map[string]any); st["hops"] != -1.0 || st["member"] != false || st["gated"] != true ||
+		st["missing"] != "no one in the web of trust follows you within 2 hops of its seeds" {
 		t.Fatalf("stranger's standing %v", st)
 	}
 	if reasons := strs(me["eligibility"].(map[string]any)["reasons"]); !slices.Contains(reasons, "not_in_web_of_trust") {
