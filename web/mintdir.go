@@ -138,12 +138,13 @@ type mintView struct {
 	Submitted   string // "queued" or "exists" after the submit form
 	Icon        bool
 	SelfMonitor string // this outpost's npub among the vantages, to name it in incidents
+	FaucetMount string // whose session (this tab's sign-in) names the viewer of "reviewed by people you follow"
 }
 
 func (p *Pages) handleMint(w http.ResponseWriter, r *http.Request) {
 	id := chi.URLParam(r, "id")
 	q := r.URL.Query()
-	v := mintView{Mount: p.cfg.Mintdir.Mount, Window: q.Get("window"), Windows: []string{"24h", "7d", "30d"}}
+	v := mintView{Mount: p.cfg.Mintdir.Mount, Window: q.Get("window"), Windows: []string{"24h", "7d", "30d"}, FaucetMount: p.cfg.Faucet.Mount}
 	if v.Window == "" {
 		v.Window = "24h"
 	}
@@ -214,5 +215,5 @@ func (p *Pages) handleMint(w http.ResponseWriter, r *http.Request) {
 			v.SelfMonitor = vt.Monitor
 		}
 	}
-	p.render(w, r, http.StatusOK, "mint", view{Title: v.Core.Title() + " · mint directory", Section: "mintdir", Main: v})
+	p.render(w, r, http.StatusOK, "mint", view{Title: v.Core.Title() + " · mint directory", Section: "mintdir", Script: "mint.js", Main: v})
 }

@@ -2,25 +2,16 @@
 // NIP-98 login event; no key is ever typed here) or an npub, claim, and give
 // sats back, all through the faucet's REST API. The session token lives in
 // this tab's sessionStorage only.
-import { api, h, $, show, showError, busy, copy, qr, time, utc, within, sats } from './lib.js'
+import { api, h, $, show, showError, busy, copy, qr, time, utc, within, sats, FAUCET_SESSION as STORE, faucetSession } from './lib.js'
 
 const root = $('faucet')
 const mount = root.dataset.mount
 const publicURL = root.dataset.publicUrl
-const STORE = 'outpost.faucet.session'
 
-let session = load()
+let session = faucetSession()
 let quote = null
 let limited = false // an npub session: paid only to the profile's Lightning address
 let countdown = null
-
-function load() {
-  try {
-    const s = JSON.parse(sessionStorage.getItem(STORE))
-    if (s?.token && s.expires_at > Date.now() / 1000) return s
-  } catch { /* nothing stored */ }
-  return null
-}
 
 function save(s) {
   session = s ? { token: s.token, expires_at: s.expires_at, login_method: s.login_method } : null
@@ -144,11 +135,29 @@ function render(me) {
     $('eligibility').className = 'notice'
   }
   $('quote-button').disabled = !el.eligible
+  show($('wot-standing'), standingWords(me.wot))
   for (const input of document.querySelectorAll('#quote-form input[name=method]')) {
     input.disabled = limited && input.value !== 'lightning_address'
     if (limited && input.value === 'lightning_address') input.checked = true
   }
   methodChanged()
+}
+
+// standingWords says where the user stands in the web of trust, as
+// /auth/me has it, and what a claim needs that he lacks; '' without one.
+function standingWords(wot) {
+  if (!wot) return ''
+  const members = n => `${n} ${n === 1 ? 'member' : 'members'}`
+  const where = wot.hops < 0 ? 'not reached by this outpost’s web of trust'
+    : wot.hops === 0 ? 'a seed of this outpost’s web of trust'
+      : `${wot.hops} ${wot.hops === 1 ? 'hop' : 'hops'} from the seeds of this outpost’s web of trust, followed by ${members(wot.followers)} nearer to them`
+  let text = `Web of trust: you are ${where}, ${wot.member ? 'a member' : 'not a member'}.`
+  if (wot.gated) {
+    text += wot.missing
+      ? ` Claims are for keys within ${wot.max_hops} hops of the seeds, followed by at least ${members(wot.min_followers)} beyond them: ${wot.missing}.`
+      : ' Claims are for members of the web of trust, and you are one.'
+  }
+  return text
 }
 
 async function refreshProfile() {

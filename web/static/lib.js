@@ -54,6 +54,20 @@ export function h(tag, attrs = {}, ...children) {
 
 export const $ = id => document.getElementById(id)
 
+// FAUCET_SESSION is where the faucet page keeps this tab's sign-in, which
+// the mint page reads to know its viewer.
+export const FAUCET_SESSION = 'outpost.faucet.session'
+
+// faucetSession is this tab's unexpired faucet sign-in ({token, expires_at,
+// login_method}); null without one.
+export function faucetSession() {
+  try {
+    const s = JSON.parse(sessionStorage.getItem(FAUCET_SESSION))
+    if (s?.token && s.expires_at > Date.now() / 1000) return s
+  } catch { /* nothing stored */ }
+  return null
+}
+
 // show puts a message into an element and unhides it; '' hides it.
 export function show(el, text) {
   el.textContent = text || ''
