@@ -250,3 +250,23 @@ func TestRelayThatFloods(t *testing.T) {
 		t.Fatalf("%d events taken in from a relay with a budget of 20 a minute", n)
 	}
 }
+
+// TestRelayThatFloodsGarbage: a relay that answers with thousands of
+// messages that are not relay messages at all, then its EOSE, is hung up
+// on at its budget all the same: garbage costs what an event costs.
+func TestRelayThatFloodsGarbage(t *testing.T) {
+	_, seed := relaytest.NewKey()
+	flood := newFake(t, func(c *websocket.Conn, sub string, f nostr.Filter) {
+		if f.LimitZero {
+			return
+		}
+		for range 200 {
+			if c.WriteMessage(websocket.TextMessage, []byte(`not json at all`)) != nil {
+				return
+			}
+		}
+		c.WriteJSON([]any{"EOSE", sub})
+	})
+	newLocal(t, seed, []string{flood.ws()}, contacts.Settings{RelayEvents: 20})
+	testkit.WaitFor(t, 30*time.Second, "the relay flooding garbage hung up on", func() bool { return flood.gone.Load() >= 1 })
+}

@@ -169,10 +169,9 @@ func (c *Conn) read(ctx context.Context) {
 			c.err = cmp.Or(ctx.Err(), err)
 			return
 		}
-		m, ok := parse(data)
-		if !ok {
-			continue
-		}
+		// A message that is not a relay message is passed on all the same,
+		// with no Label, so that a caller's budget counts a flood of garbage.
+		m, _ := parse(data)
 		m.Size = len(data)
 		select {
 		case c.in <- m:
@@ -198,7 +197,8 @@ func (c *Conn) keepalive(ctx context.Context) {
 // first element; Sub its second for those that name a subscription (EVENT,
 // EOSE, CLOSED, NEG-MSG, NEG-ERR) or, for OK, the event id. Text is the
 // reason of CLOSED, OK and NEG-ERR, the text of NOTICE, the challenge of
-// AUTH and the payload of NEG-MSG.
+// AUTH and the payload of NEG-MSG. Label is "" for a message that is not a
+// JSON array of at least two elements.
 type Message struct {
 	Label string
 	Sub   string

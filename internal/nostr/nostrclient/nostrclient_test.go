@@ -54,13 +54,19 @@ func sign(t *testing.T, kind int, content string) nostr.Event {
 	return ev
 }
 
-// next returns the next message, failing the test when there is none.
+// next returns the next message, failing the test when there is none; its
+// Size, checked to be there, is left out so that messages compare by what
+// they say.
 func next(t *testing.T, ctx context.Context, c *nostrclient.Conn) nostrclient.Message {
 	t.Helper()
 	m, err := c.Next(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
+	if m.Size <= 0 {
+		t.Fatalf("%+v: no size", m)
+	}
+	m.Size = 0
 	return m
 }
 
@@ -131,6 +137,36 @@ func TestReadLimit(t *testing.T) {
 	c.Send(ctx, "REQ", "big", nostr.Filter{IDs: []string{big.ID}})
 	if _, err := c.Next(ctx); !errors.Is(err, websocket.ErrReadLimit) {
 		t.Fatalf("the big event: %v, want the read limit", err)
+	}
+}
+
+// TestGarbage: what is not a relay message arrives without a Label but
+// with its Size, for budgets to count; the connection goes on.
+func TestGarbage(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var up websocket.Upgrader
+		ws, err := up.Upgrade(w, r, nil)
+		if err != nil {
+			return
+		}
+		defer ws.Close()
+		for _, msg := range []string{`not json at all`, `["EOSE"]`, `["NOTICE","still here"]`} {
+			ws.WriteMessage(websocket.TextMessage, []byte(msg))
+		}
+		<-r.Context().Done()
+	}))
+	defer srv.Close()
+	c, err := nostrclient.Dial(ctx, "ws"+strings.TrimPrefix(srv.URL, "http"), nostrclient.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for _, want := range []nostrclient.Message{{Size: 15}, {Size: 8}, {Label: "NOTICE", Text: "still here", Size: 23}} {
+		if m, err := c.Next(ctx); err != nil || m != want {
+			t.Fatalf("got %+v %v, want %+v", m, err, want)
+		}
 	}
 }
 
