@@ -122,7 +122,7 @@ func (f *Fetcher) wait() <-chan struct{} {
 func (f *Fetcher) Run(ctx context.Context) {
 	var wg sync.WaitGroup
 	for _, u := range slices.Compact(slices.Sorted(slices.Values(f.cfg.Relays))) {
-		wg.Go(func() { f.follow(ctx, &relay{url: u, fetched: map[string]bool{}}) })
+		wg.Go(func() { f.follow(ctx, &relay{url: u, fetched: map[string]bool{}, tooBig: map[string]bool{}}) })
 	}
 	wg.Wait()
 }
@@ -158,6 +158,15 @@ type relay struct {
 	fetched map[string]bool
 	lost    time.Time
 	budget  budget
+	// suspects are the authors of the request a message too big to read
+	// answered (it ends the connection, so the relay never says which
+	// list it was): the next connection asks for them in halves, until
+	// one author is left, who goes to tooBig.
+	suspects []string
+	// tooBig are the authors whose list is bigger than a message may be;
+	// the relay is asked no more for them (the relay's checks would refuse
+	// such a list anyway).
+	tooBig map[string]bool
 }
 
 // budget counts one relay's events and bytes in the current minute.

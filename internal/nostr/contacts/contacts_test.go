@@ -1,12 +1,15 @@
 package contacts_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -269,4 +272,59 @@ func TestRelayThatFloodsGarbage(t *testing.T) {
 	})
 	newLocal(t, seed, []string{flood.ws()}, contacts.Settings{RelayEvents: 20})
 	testkit.WaitFor(t, 30*time.Second, "the relay flooding garbage hung up on", func() bool { return flood.gone.Load() >= 1 })
+}
+
+// TestListTooBig: one followed key's list is bigger than a relay message
+// may be, which ends the connection whichever other lists the request asked
+// for. The request is split until that key alone is left, and the key is
+// asked no more of the relay: the other lists still arrive (alice's, so bob
+// stands at hop 2).
+func TestListTooBig(t *testing.T) {
+	seedSK, seed := relaytest.NewKey()
+	aliceSK, alice := relaytest.NewKey()
+	_, big := relaytest.NewKey()
+	_, bob := relaytest.NewKey()
+	lists := map[string]nostr.Event{seed: list(t, seedSK, nostr.Now(), alice, big), alice: list(t, aliceSK, nostr.Now(), bob)}
+	huge := []byte(`["EVENT","x",{"content":"` + strings.Repeat("x", 2<<20) + `"}]`)
+	relay := newFake(t, func(c *websocket.Conn, sub string, f nostr.Filter) {
+		if f.LimitZero {
+			return
+		}
+		if slices.Contains(f.Authors, big) { // first, so that the rest never arrives
+			huge := bytes.Replace(huge, []byte(`"x"`), []byte(`"`+sub+`"`), 1)
+			if c.WriteMessage(websocket.TextMessage, huge) != nil {
+				return
+			}
+		}
+		for _, a := range f.Authors {
+			if ev, ok := lists[a]; ok {
+				c.WriteJSON([]any{"EVENT", sub, ev})
+			}
+		}
+		c.WriteJSON([]any{"EOSE", sub})
+	})
+	l := newLocal(t, seed, []string{relay.ws()}, contacts.Settings{})
+	testkit.WaitFor(t, 60*time.Second, "bob at hop 2", func() bool { return l.hops(bob) == 2 })
+}
+
+// TestLiveAsksForNothingStored: the live subscription asks for no stored
+// lists (limit 0; the fetches ask for those), so a relay does not send them
+// a second time.
+func TestLiveAsksForNothingStored(t *testing.T) {
+	_, seed := relaytest.NewKey()
+	var live, stored atomic.Int64
+	relay := newFake(t, func(c *websocket.Conn, sub string, f nostr.Filter) {
+		if strings.HasPrefix(sub, "live-") {
+			if live.Add(1); !f.LimitZero || f.Limit != 0 {
+				stored.Add(1)
+			}
+			return
+		}
+		c.WriteJSON([]any{"EOSE", sub})
+	})
+	newLocal(t, seed, []string{relay.ws()}, contacts.Settings{})
+	testkit.WaitFor(t, 30*time.Second, "a live subscription", func() bool { return live.Load() >= 1 })
+	if n := stored.Load(); n != 0 {
+		t.Fatalf("%d live subscriptions asked for stored lists", n)
+	}
 }

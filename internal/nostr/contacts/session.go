@@ -55,7 +55,7 @@ func (f *Fetcher) session(ctx context.Context, r *relay) (progressed bool, err e
 	}()
 	for {
 		changed := f.wait() // before Authors is read: a change from here on is heard
-		authors := slices.Compact(slices.Sorted(slices.Values(f.cfg.Authors(ctx))))
+		authors := slices.DeleteFunc(slices.Compact(slices.Sorted(slices.Values(f.cfg.Authors(ctx)))), func(a string) bool { return r.tooBig[a] })
 		if err := ss.subscribe(ctx, authors); err != nil {
 			return ss.fetched, err
 		}
@@ -84,7 +84,8 @@ func (ss *session) subscribe(ctx context.Context, authors []string) error {
 	since := nostr.Timestamp(ss.f.cfg.Now().Add(-skew).Unix())
 	filters := byAuthors(authors, &since)
 	for i := range filters {
-		filters[i].LimitZero = true
+		// (go-nostr sends a Limit that is not 0 even with LimitZero)
+		filters[i].Limit, filters[i].LimitZero = 0, true
 	}
 	for chunk := range slices.Chunk(filters, filtersPerREQ) {
 		sub := ss.newSub("live")
@@ -101,18 +102,31 @@ func (ss *session) subscribe(ctx context.Context, authors []string) error {
 // asked for: in full for those never asked of the relay, since the last
 // connection was lost for the others.
 func (ss *session) catchUp(ctx context.Context, authors []string, since nostr.Timestamp) error {
+	if err := ss.fetchAll(ctx, ss.suspects()); err != nil { // first: it may find a list too big
+		return err
+	}
 	var fresh, again []string
 	for _, a := range authors {
 		switch {
-		case ss.asked[a]:
+		case ss.asked[a], ss.r.tooBig[a]:
 		case ss.r.fetched[a]:
 			again = append(again, a)
 		default:
 			fresh = append(fresh, a)
 		}
 	}
-	for _, f := range slices.Concat(byAuthors(fresh, nil), byAuthors(again, &since)) {
-		if err := ss.fetch(ctx, f); err != nil {
+	return ss.fetchAll(ctx, slices.Concat(byAuthors(fresh, nil), byAuthors(again, &since)))
+}
+
+// fetchAll fetches each filter in turn. When a message too big to read
+// ends the connection, the filter's authors are suspects.
+func (ss *session) fetchAll(ctx context.Context, filters []nostr.Filter) error {
+	for _, f := range filters {
+		err := ss.fetch(ctx, f)
+		if errors.Is(err, nostrclient.ErrMessageTooBig) {
+			ss.r.suspects = f.Authors
+		}
+		if err != nil {
 			return err
 		}
 		for _, a := range f.Authors {
@@ -120,6 +134,23 @@ func (ss *session) catchUp(ctx context.Context, authors []string, since nostr.Ti
 		}
 	}
 	return nil
+}
+
+// suspects are the requests for the authors of the last request answered
+// by a message too big to read: a half of them each, or none when one
+// author was left, whose list it was. (A too big message on a live
+// subscription is blamed on the fetch under way, if any: then a key may be
+// left out wrongly, for as long as the process runs.)
+func (ss *session) suspects() []nostr.Filter {
+	s := ss.r.suspects
+	ss.r.suspects = nil
+	if len(s) == 1 {
+		ss.f.cfg.Log.Warn("wot: a contact list bigger than a relay message may be; not asked for again", "relay", ss.r.url, "pubkey", s[0])
+		ss.r.tooBig[s[0]] = true
+		return nil
+	}
+	half := (len(s) + 1) / 2
+	return slices.Concat(byAuthors(s[:half], nil), byAuthors(s[half:], nil))
 }
 
 // byAuthors are the contact-list filters of authors, in chunks a relay

@@ -45,6 +45,10 @@ type Options struct {
 	PingEvery, PongWait time.Duration
 }
 
+// ErrMessageTooBig is why reading stopped (Err, Next) when the relay sent
+// a message over Options.ReadLimit: the connection is over.
+var ErrMessageTooBig = websocket.ErrReadLimit
+
 // Conn is one connection to a relay. Messages and Next are for one reader;
 // Send may be called by several goroutines.
 type Conn struct {
