@@ -1,0 +1,87 @@
+package audit_test
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/outpost-relay/outpost/internal/audit"
+	"github.com/outpost-relay/outpost/internal/cashu/devmint"
+	"github.com/outpost-relay/outpost/internal/testkit/lnbitstest"
+	"github.com/outpost-relay/outpost/internal/testkit/nutshelltest"
+)
+
+// payer pays invoices into the network from outside it (a deposit).
+type payer interface{ PayInvoice(bolt11 string) error }
+
+// fundAt deposits sats at mint by a quote whose invoice node pays, and
+// waits until the audit wallet minted it.
+func fundAt(t *testing.T, a *audit.Auditor, mint string, node payer, sats int64) {
+	t.Helper()
+	ctx := ctxT(t)
+	d, err := a.DepositQuote(ctx, mint, sats)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := node.PayInvoice(d.Invoice); err != nil {
+		t.Fatal(err)
+	}
+	for d.State != audit.DepositDone {
+		if d, err = a.Deposit(ctx, d.ID); err != nil && ctx.Err() != nil {
+			t.Fatalf("deposit not minted: %v", err)
+		}
+		if d.State == audit.DepositFailed {
+			t.Fatalf("deposit failed: %+v", d)
+		}
+	}
+}
+
+// onNetwork starts a gonuts mint on network.
+func onNetwork(t *testing.T, network *devmint.Network, opt devmint.Options) *devmint.Mint {
+	t.Helper()
+	node, err := network.NewNode("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if opt.Dir == "" {
+		opt.Dir = filepath.Join(t.TempDir(), "mint")
+	}
+	opt.Node = node
+	m, err := devmint.Start(opt)
+	if err != nil {
+		node.Close()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close(); node.Close() })
+	return m
+}
+
+// TestNutshellAndGonuts: a Nutshell mint on its LNbits backend (an
+// lnbitstest server) and a gonuts mint share one fake Lightning network: a
+// melt at Nutshell pays the gonuts mint's quote and the other way round,
+// real BOLT11 invoices each side decodes. Rounds both ways end ok, the
+// fees within the reserve, the books balanced.
+func TestNutshellAndGonuts(t *testing.T) {
+	network := &devmint.Network{}
+	lnb := lnbitstest.Start(t, network)
+	nut := nutshelltest.StartT(t, nutshelltest.Options{Env: lnb.Env()})
+	gm := onNetwork(t, network, devmint.Options{})
+	st := openStore(t, t.TempDir())
+	defer st.Close()
+	a := newAuditor(t, st, nil)
+	fundAt(t, a, nut.URL, lnb.Node, 200)
+	fundAt(t, a, gm.URL, gm.Node, 200)
+	for i, c := range []struct{ payer, payee string }{{nut.URL, gm.URL}, {gm.URL, nut.URL}, {nut.URL, gm.URL}, {gm.URL, nut.URL}} {
+		r, err := a.Audit(ctxT(t), c.payer, c.payee, uint64(20+i))
+		if err != nil || r.Outcome != audit.OutcomeOK {
+			t.Fatalf("round %d %s → %s: %+v %v", i, c.payer, c.payee, r, err)
+		}
+		if r.Fee > r.FeeReserve+1 { // the reserve, and Nutshell's input fee of 100 ppk
+			t.Errorf("round %d: fee %d over the reserve %d", i, r.Fee, r.FeeReserve)
+		}
+		balanced(t, a)
+	}
+	h := balanced(t, a)
+	if h.Books.InFlightSats != 0 || h.Books.LostToMintSats != 0 || h.Books.HeldSats+h.Books.FeesPaidSats != 400 {
+		t.Fatalf("books after the rounds: %+v", h.Books)
+	}
+}
