@@ -14,6 +14,7 @@ import (
 
 	"github.com/elnosh/gonuts/mint/lightning"
 	"github.com/outpost-relay/outpost/internal/audit"
+	"github.com/outpost-relay/outpost/internal/cashu/devmint"
 	"github.com/outpost-relay/outpost/internal/storage/store"
 	"github.com/outpost-relay/outpost/internal/testkit/hostile"
 )
@@ -103,10 +104,12 @@ func TestPayeeRefusesToMint(t *testing.T) {
 	}
 }
 
-// TestPayerNeverPays: a melt the payer takes and never pays stays pending,
-// its sats in flight, the books balanced, before and after a resume.
+// TestPayerNeverPays: a melt the payer takes and never pays fails the
+// round on the payer once the payee wait is over, its sats in flight, the
+// books balanced; the payer is not asked to pay again meanwhile; when it
+// pays after all, the round goes on and ends ok.
 func TestPayerNeverPays(t *testing.T) {
-	ms := mints(t, 2)
+	ms := mints(t, 3)
 	st := openStore(t, t.TempDir())
 	defer st.Close()
 	a := shortWait(t, st)
@@ -121,15 +124,34 @@ func TestPayerNeverPays(t *testing.T) {
 	if h := mintHolding(t, a, ms[1].URL); h.InFlightSats < 10 || h.HeldSats > 90 {
 		t.Fatalf("payer holding: %+v", h)
 	}
-	time.Sleep(2 * time.Second) // past PayeeWait: the entry says why it is pending
+	time.Sleep(2 * time.Second) // past PayeeWait
 	if err := a.Resume(ctxT(t)); err != nil {
 		t.Fatal(err)
 	}
 	es, _, _ := a.Entries(ms[1].URL, 0, 10)
-	if len(es) != 1 || es[0].Outcome != audit.OutcomePending || es[0].Role != audit.RolePayer {
+	if len(es) != 1 || es[0].Outcome != audit.OutcomeFailed || es[0].Role != audit.RolePayer || es[0].Error == nil {
 		t.Fatalf("payer entries: %+v", es)
 	}
-	balanced(t, a)
+	if h := balanced(t, a); h.Books.InFlightSats < 10 || h.Books.LostToMintSats != 0 {
+		t.Fatalf("books with the melt pending: %+v", h.Books)
+	}
+	for range 2 {
+		if r, err := a.RunRound(ctxT(t)); err == nil && r.Payer == ms[1].URL {
+			t.Fatalf("the payer of a pending melt was asked to pay again: %+v", r)
+		}
+	}
+	if err := ms[1].Node.ResolvePending(r.Invoice, true); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Resume(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	if es, _, _ = a.Entries(ms[1].URL, 0, 10); es[len(es)-1].Outcome != audit.OutcomeOK {
+		t.Fatalf("the melt paid late: payer entries %+v", es)
+	}
+	if h := balanced(t, a); h.Books.InFlightSats != 0 || h.Books.LostToMintSats != 0 {
+		t.Fatalf("books after the late payment: %+v", h.Books)
+	}
 }
 
 // spentSayer is a mint that says every proof is spent (NUT-07).
@@ -217,5 +239,49 @@ func TestLowTrustWithdrawn(t *testing.T) {
 	r, err := a.RunRound(ctxT(t))
 	if err != nil || r.Payer != ms[0].URL || r.Outcome != audit.OutcomeOK {
 		t.Fatalf("the low-trust mint is not paying out: %+v %v", r, err)
+	}
+}
+
+// lostAt is what the audit wallet booked lost to mint.
+func lostAt(t *testing.T, a *audit.Auditor, mint string) uint64 {
+	t.Helper()
+	return mintHolding(t, a, mint).LostSats
+}
+
+// TestPayerKeepsMelt: a payer that takes the melt's inputs (NUT-07 then
+// says SPENT) and never pays, answering the melt and its quote UNPAID:
+// the round fails on the payer, the sats it kept are booked lost to it,
+// and nothing else moves; the wallet holds no proof the mint spent.
+func TestPayerKeepsMelt(t *testing.T) {
+	ms := mints(t, 2)
+	px := hostile.New(t, ms[1].URL)
+	st := openStore(t, t.TempDir())
+	defer st.Close()
+	a := shortWait(t, st)
+	fund(t, a, ms[0], 100)
+	fundAt(t, a, px.URL, ms[1].Node, 100)
+	ms[1].Node.SetOutcome(func(string) lightning.State { return devmint.Kept })
+	px.Add(hostile.Rule{Route: "/v1/melt/bolt11", Fault: hostile.ChangeState, State: "UNPAID"})
+	px.Add(hostile.Rule{Route: "/v1/melt/quote/bolt11/*", Fault: hostile.ChangeState, State: "UNPAID"})
+	r, err := a.Audit(ctxT(t), px.URL, ms[0].URL, 10)
+	if err != nil || r.Outcome != audit.OutcomeFailed || r.Fault != audit.RolePayer {
+		t.Fatalf("round: %+v %v", r, err)
+	}
+	if px.Applied("/v1/melt/bolt11") == 0 {
+		t.Fatal("the melt was never answered UNPAID")
+	}
+	h := balanced(t, a)
+	if lostAt(t, a, px.URL) != 10 || h.Books.LostToMintSats != 10 || held(h, px.URL) != 90 || held(h, ms[0].URL) != 100 {
+		t.Fatalf("after the kept melt: %+v %+v", h.Books, h.Mints)
+	}
+	if err := a.CheckHoldings(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	if f := mintHolding(t, a, px.URL).Flag; f != nil {
+		t.Fatalf("the wallet held proofs the mint spent: %+v", f)
+	}
+	es, _, _ := a.Entries(px.URL, 0, 10)
+	if len(es) != 1 || es[0].Outcome != audit.OutcomeFailed || es[0].Role != audit.RolePayer {
+		t.Fatalf("payer entries: %+v", es)
 	}
 }

@@ -49,9 +49,11 @@ type Round struct {
 	MeltSent   int64  `json:"melt_sent_ms,omitempty"`
 	PayMs      int64  `json:"pay_ms,omitempty"`   // the melt request until the payer said paid
 	PayeeMs    int64  `json:"payee_ms,omitempty"` // the melt request until the payee minted
-	// Late: the payee was paid but has not minted; the round is failed
-	// (and its amount booked lost) but the quote is still tried, so a
-	// payee that mints late gives the sats back.
+	// Late: the round failed but is still followed. At step wait, the
+	// payee was paid but has not minted (its amount booked lost); the quote
+	// is still tried, so a payee that mints late gives the sats back. At
+	// step melt, the payer's melt stayed pending (its sats in flight); it
+	// is still asked about (melted).
 	Late bool `json:"late,omitempty"`
 }
 
@@ -274,19 +276,29 @@ func (a *Auditor) melt(ctx context.Context, r *Round) error {
 	return a.melted(r, p)
 }
 
-// melted records a melt's outcome.
+// melted records a melt's outcome. A melt still pending after PayeeWait
+// fails the round on the payer at once (a mint that takes melts and never
+// pays must not keep a clean record while it holds them), its sats in
+// flight; the round stays Late and the melt is asked about at every
+// resume: paid after all, the round goes on to the payee and is judged
+// again; failed, the sats are the wallet's again (or lost, if the mint
+// spent them).
 func (a *Auditor) melted(r *Round, p ecash.Payment) error {
 	fee := func(l *ledger) { l.FeesPaidSats += p.Fee }
 	switch p.State {
 	case ecash.Paid:
 		r.Fee, r.PayMs, r.Step = p.Fee, a.now().UnixMilli()-r.MeltSent, stepWait
+		if r.Late {
+			r.Outcome, r.Fault, r.Error, r.Late = OutcomePending, "", "", false
+		}
 		return a.save(r, fee)
 	case ecash.Unpaid:
+		r.Late = false
 		return a.fail(r, RolePayer, fmt.Errorf("the melt failed: %s", p.Reason), fee)
 	}
-	if a.now().UnixMilli()-r.MeltSent > a.cfg.PayeeWait.Milliseconds() && r.Error == "" {
-		r.Error = "the melt is pending"
-		return a.save(r, nil) // shown as pending; settled by its quote's state later
+	if !r.Late && a.now().UnixMilli()-r.MeltSent > a.cfg.PayeeWait.Milliseconds() {
+		r.Late = true
+		return a.fail(r, RolePayer, fmt.Errorf("the melt is still pending after %v: the payer holds the sats and has not paid", a.cfg.PayeeWait), nil)
 	}
 	return nil
 }
@@ -299,7 +311,7 @@ func (a *Auditor) wait(ctx context.Context, r *Round) error {
 	if err != nil {
 		return err
 	}
-	deadline := time.UnixMilli(r.MeltSent).Add(a.cfg.PayeeWait)
+	deadline := time.UnixMilli(r.MeltSent + r.PayMs).Add(a.cfg.PayeeWait) // from the payment: a late payer is not the payee's fault
 	for {
 		cctx, cancel := a.ctx(ctx)
 		st, err := payee.CompleteMint(cctx, r.MintQuote)
@@ -399,6 +411,10 @@ func (a *Auditor) pick() (payer, payee string, amount uint64, err error) {
 	}); err != nil {
 		return "", "", 0, err
 	}
+	busy, err := a.melting()
+	if err != nil {
+		return "", "", 0, err
+	}
 	held := map[string]uint64{}
 	for _, m := range mints {
 		w, err := a.wallet(m)
@@ -413,7 +429,7 @@ func (a *Auditor) pick() (payer, payee string, amount uint64, err error) {
 			continue
 		}
 		for _, er := range mints {
-			if er == ee || held[er] < amount || [2]string{er, ee} == last {
+			if er == ee || held[er] < amount || [2]string{er, ee} == last || busy[er] {
 				continue
 			}
 			// need: the payer's surplus over the payee's; a withdrawn
@@ -431,6 +447,21 @@ func (a *Auditor) pick() (payer, payee string, amount uint64, err error) {
 		return "", "", 0, ErrNoPair
 	}
 	return payer, payee, amount, nil
+}
+
+// melting are the mints with a melt of a round still pending: none is
+// asked to pay again meanwhile, so a mint that takes melts and never pays
+// holds at most one round's sats.
+func (a *Auditor) melting() (map[string]bool, error) {
+	busy := map[string]bool{}
+	err := a.db.View(func(txn *kv.Txn) error {
+		return a.eachOpenRound(txn, func(r Round) {
+			if r.Step == stepMelt {
+				busy[r.Payer] = true
+			}
+		})
+	})
+	return busy, err
 }
 
 // Run runs a round every Interval (after resuming) until ctx ends. A panic

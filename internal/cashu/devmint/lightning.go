@@ -55,13 +55,20 @@ type Node struct {
 }
 
 // SetOutcome makes f decide the fate of outgoing payments before the network
-// is tried: return lightning.Failed or lightning.Pending to simulate them, or
+// is tried: return lightning.Failed or lightning.Pending to simulate them,
+// Kept for a payment reported made that never leaves, or
 // lightning.Succeeded to let a payment go ahead. nil restores the default.
 func (nd *Node) SetOutcome(f func(bolt11 string) lightning.State) {
 	nd.mu.Lock()
 	nd.outcome = f
 	nd.mu.Unlock()
 }
+
+// Kept is an outcome for SetOutcome: the payment is reported made, with a
+// preimage that is not the invoice's, and never reaches the payee. The
+// mint then takes the melt's inputs as spent and the payee is never paid:
+// a mint that keeps its melts' sats.
+const Kept lightning.State = -1
 
 type invoice struct {
 	Request  string `json:"request"`
@@ -268,6 +275,8 @@ func (nd *Node) pay(hash string, amount uint64, request, description string) (li
 	switch {
 	case description == lightning.FailPaymentDescription:
 		p.State, p.Reason = lightning.Failed, "payment failed"
+	case forced == Kept:
+		p.State, p.Preimage = lightning.Succeeded, hex.EncodeToString(make([]byte, 32))
 	case forced != lightning.Succeeded:
 		p.State = forced
 		p.Reason = "payment " + map[lightning.State]string{lightning.Failed: "failed", lightning.Pending: "pending"}[p.State]

@@ -232,7 +232,7 @@ func (w *Wallet) melt(ctx context.Context, op *Op) (Payment, error) {
 	case Pending:
 		return w.stillPending(op, false, "the Lightning payment is in flight")
 	case Unpaid:
-		return w.unpaid(op, "the Lightning payment failed")
+		return w.unpaid(ctx, op, "the Lightning payment failed")
 	}
 	return w.settleMelt(ctx, op, incompatible(w.mint, "/v1/melt/bolt11", "unknown melt state %q", res.State))
 }
@@ -358,13 +358,26 @@ func (w *Wallet) stillPending(op *Op, unsure bool, reason string) (Payment, erro
 	return p, nil
 }
 
-func (w *Wallet) unpaid(op *Op, reason string) (Payment, error) {
-	ys, err := inputYs(op)
-	if err != nil {
-		return Payment{}, err
+// unpaid records a melt the mint answered unpaid. Its inputs are asked
+// about first (NUT-07): a mint that answers unpaid while it spent them
+// kept their sats, which are booked lost and never spent again (nor is the
+// melt tried again with others, which it could keep too).
+func (w *Wallet) unpaid(ctx context.Context, op *Op, reason string) (Payment, error) {
+	out, pending, err := w.inputOutcome(ctx, op)
+	switch {
+	case err != nil:
+		return w.stillPending(op, true, "the payment failed; its inputs' state is not known yet")
+	case pending:
+		return w.stillPending(op, false, "the mint still holds the inputs")
+	}
+	for _, y := range out.spent {
+		op.Lost += w.inputAmount(op, y)
+	}
+	if op.Lost > 0 {
+		w.log.Error("ecash: a melt the mint answered unpaid spent its inputs; their sats are lost", "op", op.ID, "quote", op.Quote, "sats", op.Lost)
 	}
 	op.State, op.Reason = OpFailed, reason
-	if err := w.commit(op, outcome{release: ys}); err != nil {
+	if err := w.commit(op, out); err != nil {
 		return Payment{}, err
 	}
 	return w.payment(op), nil

@@ -71,10 +71,11 @@ const (
 	WrongKeyset            // forward; replace the selected signatures' "id" with another keyset id
 	Stall                  // hold the request without forwarding until the client gives up (its context) or the proxy goes down
 	Refuse                 // answer HTTP 400 {"detail": Rule.Detail, "code": Rule.Code} without forwarding
+	ChangeState            // forward; the mint acts; answer its 200 answer with "state" set to Rule.State (a melt said UNPAID or PENDING that the mint took)
 )
 
 var faultNames = [...]string{"Pass", "FailBefore", "FailAfter", "Truncate", "DropDLEQ", "CorruptSig",
-	"CorruptSigNoDLEQ", "WrongKeyset", "Stall", "Refuse"}
+	"CorruptSigNoDLEQ", "WrongKeyset", "Stall", "Refuse", "ChangeState"}
 
 func (f Fault) String() string {
 	if f >= 0 && int(f) < len(faultNames) {
@@ -101,6 +102,8 @@ type Rule struct {
 	// KeysetID is the id WrongKeyset puts in; "" = another keyset the mint
 	// lists in /v1/keysets, or, if it has no other, a made-up id.
 	KeysetID string
+	// State is the "state" ChangeState puts in an answer, e.g. "UNPAID".
+	State string
 }
 
 // matches reports whether route (a Rule.Route pattern) covers path.
@@ -379,6 +382,8 @@ func (p *Proxy) forward(w http.ResponseWriter, req *http.Request, upstream strin
 		a = answer{status: http.StatusInternalServerError, body: []byte("hostile: FailAfter\n")}
 	case r.Fault == Truncate:
 		a.status, a.body = http.StatusOK, a.body[:len(a.body)/2]
+	case r.Fault == ChangeState && a.status == http.StatusOK:
+		a.body, applied = withState(a.body, r.State)
 	case r.Fault.changesSignatures() && a.status == http.StatusOK:
 		t := &tamperer{Rule: r.Rule, keysets: func() []string { return p.keysets(ctx, upstream) }}
 		a.body, applied = t.tamper(a.body)

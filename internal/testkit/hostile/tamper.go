@@ -153,3 +153,22 @@ func jsonString(s string) json.RawMessage {
 	b, _ := json.Marshal(s)
 	return b
 }
+
+// withState is body with its "state" member set to state (and "paid", of
+// older melt answers, to whether it is PAID); an answer without a state
+// is left as it is.
+func withState(body []byte, state string) ([]byte, bool) {
+	var top map[string]json.RawMessage
+	if json.Unmarshal(body, &top) != nil || top["state"] == nil {
+		return body, false
+	}
+	top["state"] = jsonString(state)
+	if _, ok := top["paid"]; ok {
+		top["paid"], _ = json.Marshal(state == "PAID")
+	}
+	out, err := json.Marshal(top)
+	if err != nil {
+		return body, false
+	}
+	return out, true
+}
