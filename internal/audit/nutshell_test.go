@@ -6,6 +6,7 @@ import (
 
 	"github.com/outpost-relay/outpost/internal/audit"
 	"github.com/outpost-relay/outpost/internal/cashu/devmint"
+	"github.com/outpost-relay/outpost/internal/testkit/hostile"
 	"github.com/outpost-relay/outpost/internal/testkit/lnbitstest"
 	"github.com/outpost-relay/outpost/internal/testkit/nutshelltest"
 )
@@ -83,5 +84,45 @@ func TestNutshellAndGonuts(t *testing.T) {
 	h := balanced(t, a)
 	if h.Books.InFlightSats != 0 || h.Books.LostToMintSats != 0 || h.Books.HeldSats+h.Books.FeesPaidSats != 400 {
 		t.Fatalf("books after the rounds: %+v", h.Books)
+	}
+}
+
+// TestPayerOverchargesFee: a payer that returns less of the fee reserve
+// than it owes (Nutshell behind a proxy that drops a change signature of
+// the melt, NUT-08) took more than the reserve it quoted: the excess is
+// recorded on the round and booked lost to the payer, the payer flagged
+// and the round failed on it, the payee's part ok, the books balanced.
+func TestPayerOverchargesFee(t *testing.T) {
+	network := &devmint.Network{}
+	lnb := lnbitstest.Start(t, network)
+	nut := nutshelltest.StartT(t, nutshelltest.Options{Env: lnb.Env()})
+	px := hostile.New(t, nut.URL)
+	gm := onNetwork(t, network, devmint.Options{})
+	st := openStore(t, t.TempDir())
+	defer st.Close()
+	a := newAuditor(t, st, nil)
+	fundAt(t, a, px.URL, lnb.Node, 200) // 128+64+8: a melt of 20 overpays, its change comes back
+	fundAt(t, a, gm.URL, gm.Node, 100)
+	px.Add(hostile.Rule{Route: "/v1/melt/bolt11", Fault: hostile.DropSigs, Indices: []int{1, 2, 3, 4, 5, 6, 7}, Times: 1})
+	r, err := a.Audit(ctxT(t), px.URL, gm.URL, 20)
+	if err != nil || r.Outcome != audit.OutcomeFailed || r.Fault != audit.RolePayer || r.FeeExcess == 0 {
+		t.Fatalf("round: %+v %v", r, err)
+	}
+	if px.Applied("/v1/melt/bolt11") != 1 {
+		t.Fatal("no change signature was dropped")
+	}
+	h := balanced(t, a)
+	if h.Books.LostToMintSats != r.FeeExcess || lostAt(t, a, px.URL) != 0 || held(h, gm.URL) != 120 {
+		t.Fatalf("books: %+v, excess %d", h.Books, r.FeeExcess)
+	}
+	if m := mintHolding(t, a, px.URL); m.Flag == nil || m.Flag.Sats != r.FeeExcess || !m.Withdrawn {
+		t.Fatalf("the payer is not flagged: %+v", m)
+	}
+	es, _, _ := a.Entries(px.URL, 0, 10)
+	if len(es) != 1 || es[0].Outcome != audit.OutcomeFailed || es[0].FeeSats <= es[0].FeeReserveSats {
+		t.Fatalf("payer entries: %+v", es)
+	}
+	if es, _, _ := a.Entries(gm.URL, 0, 10); len(es) != 1 || es[0].Outcome != audit.OutcomeOK {
+		t.Fatalf("payee entries: %+v", es)
 	}
 }

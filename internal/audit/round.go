@@ -45,6 +45,9 @@ type Round struct {
 	MeltQuote  string `json:"melt_quote,omitempty"`
 	FeeReserve uint64 `json:"fee_reserve_sats"`
 	Fee        uint64 `json:"fee_sats"`
+	// FeeExcess is what the payer took over its quoted fee reserve (beyond
+	// its input fees): booked lost to it, and the payer flagged.
+	FeeExcess uint64 `json:"fee_excess_sats,omitempty"`
 	Started    int64  `json:"started_ms"`
 	MeltSent   int64  `json:"melt_sent_ms,omitempty"`
 	PayMs      int64  `json:"pay_ms,omitempty"`   // the melt request until the payer said paid
@@ -291,7 +294,7 @@ func (a *Auditor) melted(r *Round, p ecash.Payment) error {
 		if r.Late {
 			r.Outcome, r.Fault, r.Error, r.Late = OutcomePending, "", "", false
 		}
-		return a.save(r, fee)
+		return a.paid(r, p)
 	case ecash.Unpaid:
 		r.Late = false
 		return a.fail(r, RolePayer, fmt.Errorf("the melt failed: %s", p.Reason), fee)
@@ -301,6 +304,51 @@ func (a *Auditor) melted(r *Round, p ecash.Payment) error {
 		return a.fail(r, RolePayer, fmt.Errorf("the melt is still pending after %v: the payer holds the sats and has not paid", a.cfg.PayeeWait), nil)
 	}
 	return nil
+}
+
+// paid records a paid melt, with what the payer took over its quoted fee
+// reserve: the Lightning fee is what the melt cost less the input fees
+// (NUT-02) of its inputs and of the swap that made them. An excess is
+// booked lost to the payer (not a fee) and flags it; the round goes on to
+// the payee and fails on the payer at the end (minted).
+func (a *Auditor) paid(r *Round, p ecash.Payment) error {
+	w, err := a.wallet(r.Payer)
+	if err != nil {
+		return err
+	}
+	in, err := inputFees(w, r.MeltQuote)
+	if err != nil {
+		return err
+	}
+	r.FeeExcess = p.Fee - min(p.Fee, in+r.FeeReserve)
+	excess := r.FeeExcess
+	if err := a.save(r, func(l *ledger) { l.FeesPaidSats += p.Fee - excess; l.LostSats += excess }); err != nil || excess == 0 {
+		return err
+	}
+	return a.putFlag(r.Payer, fmt.Sprintf("the mint took %d sats over the fee reserve of %d it quoted for a melt", excess, r.FeeReserve), excess)
+}
+
+// inputFees is what input fees took of the melt of quote: those of its
+// inputs and of the swap that made them exact.
+func inputFees(w *ecash.Wallet, quote string) (uint64, error) {
+	op, found, err := w.Operation(quote)
+	if err != nil || !found {
+		return 0, err
+	}
+	ppk := map[string]uint64{}
+	for _, k := range w.Keysets() {
+		ppk[k.ID] = k.InputFeePpk
+	}
+	var sum uint64
+	for _, p := range op.Inputs {
+		sum += ppk[p.Id]
+	}
+	fee := (sum + 999) / 1000
+	split, found, err := w.Operation("split:" + quote)
+	if found {
+		fee += split.Fee
+	}
+	return fee, err
 }
 
 // wait mints the payee's quote once it sees the payment. A payee that has
@@ -358,6 +406,9 @@ func (a *Auditor) minted(r *Round) error {
 	r.Step, r.Late = stepDone, false
 	if late { // failed already; the sats came back
 		return a.save(r, func(l *ledger) { l.RecoveredSats += r.Amount })
+	}
+	if r.FeeExcess > 0 { // the payee did its part; the payer overcharged
+		return a.fail(r, RolePayer, fmt.Errorf("the payer took %d sats over its fee reserve of %d", r.FeeExcess, r.FeeReserve), nil)
 	}
 	r.Outcome = OutcomeOK
 	return a.save(r, nil)

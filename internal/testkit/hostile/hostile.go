@@ -72,10 +72,11 @@ const (
 	Stall                  // hold the request without forwarding until the client gives up (its context) or the proxy goes down
 	Refuse                 // answer HTTP 400 {"detail": Rule.Detail, "code": Rule.Code} without forwarding
 	ChangeState            // forward; the mint acts; answer its 200 answer with "state" set to Rule.State (a melt said UNPAID or PENDING that the mint took)
+	DropSigs               // forward; remove the selected signatures from the answer (a mint that signs less than it owes: a melt's change short)
 )
 
 var faultNames = [...]string{"Pass", "FailBefore", "FailAfter", "Truncate", "DropDLEQ", "CorruptSig",
-	"CorruptSigNoDLEQ", "WrongKeyset", "Stall", "Refuse", "ChangeState"}
+	"CorruptSigNoDLEQ", "WrongKeyset", "Stall", "Refuse", "ChangeState", "DropSigs"}
 
 func (f Fault) String() string {
 	if f >= 0 && int(f) < len(faultNames) {
@@ -86,7 +87,7 @@ func (f Fault) String() string {
 
 // changesSignatures reports whether f edits the signatures of an answer.
 func (f Fault) changesSignatures() bool {
-	return f == DropDLEQ || f == CorruptSig || f == CorruptSigNoDLEQ || f == WrongKeyset
+	return f == DropDLEQ || f == CorruptSig || f == CorruptSigNoDLEQ || f == WrongKeyset || f == DropSigs
 }
 
 // Rule applies Fault to requests of Route (an exact path like "/v1/swap", or

@@ -41,6 +41,9 @@ func (t *tamperer) tamper(body []byte) ([]byte, bool) {
 		for _, i := range sel {
 			t.apply(sigs[i])
 		}
+		if t.Fault == DropSigs {
+			sigs = without(sigs, sel)
+		}
 		b, err := json.Marshal(sigs)
 		if err != nil {
 			return body, false
@@ -171,4 +174,19 @@ func withState(body []byte, state string) ([]byte, bool) {
 		return body, false
 	}
 	return out, true
+}
+
+// without is sigs less those at the indices sel.
+func without(sigs []map[string]json.RawMessage, sel []int) []map[string]json.RawMessage {
+	drop := map[int]bool{}
+	for _, i := range sel {
+		drop[i] = true
+	}
+	out := []map[string]json.RawMessage{}
+	for i, s := range sigs {
+		if !drop[i] {
+			out = append(out, s)
+		}
+	}
+	return out
 }
