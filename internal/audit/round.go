@@ -48,10 +48,10 @@ type Round struct {
 	// FeeExcess is what the payer took over its quoted fee reserve (beyond
 	// its input fees): booked lost to it, and the payer flagged.
 	FeeExcess uint64 `json:"fee_excess_sats,omitempty"`
-	Started    int64  `json:"started_ms"`
-	MeltSent   int64  `json:"melt_sent_ms,omitempty"`
-	PayMs      int64  `json:"pay_ms,omitempty"`   // the melt request until the payer said paid
-	PayeeMs    int64  `json:"payee_ms,omitempty"` // the melt request until the payee minted
+	Started   int64  `json:"started_ms"`
+	MeltSent  int64  `json:"melt_sent_ms,omitempty"`
+	PayMs     int64  `json:"pay_ms,omitempty"`   // the melt request until the payer said paid
+	PayeeMs   int64  `json:"payee_ms,omitempty"` // the melt request until the payee minted
 	// Late: the round failed but is still followed. At step wait, the
 	// payee was paid but has not minted (its amount booked lost); the quote
 	// is still tried, so a payee that mints late gives the sats back. At
@@ -244,6 +244,7 @@ func (a *Auditor) melt(ctx context.Context, r *Round) error {
 	cctx, cancel := context.WithTimeout(ctx, 4*a.cfg.Timeout)
 	defer cancel()
 	var p ecash.Payment
+	quarantined := payer.Holdings().Quarantined
 	if r.MeltSent == 0 {
 		r.MeltSent = a.now().UnixMilli()
 		if err := a.save(r, nil); err != nil {
@@ -254,29 +255,44 @@ func (a *Auditor) melt(ctx context.Context, r *Round) error {
 			return a.melted(r, p)
 		}
 	}
-	// A melt the wallet has no operation for was never sent: not the
-	// payer's failure (our own funds or a crash), and not to be sent now.
 	op, found, oerr := payer.Operation(r.MeltQuote)
 	switch {
 	case oerr != nil:
 		return oerr
 	case !found || op.Kind != "melt":
-		// Preparing its inputs may have cost a swap's fee, which the
-		// wallet tells once that swap is settled.
-		ps, serr := payer.MeltStatus(cctx, r.MeltQuote)
-		if serr != nil || ps.State == ecash.Pending {
-			return serr
-		}
-		if err == nil {
-			err = errors.New("cut short before the melt was sent")
-		}
-		fee := max(p.Fee, ps.Fee)
-		return a.fail(r, "", err, func(l *ledger) { l.FeesPaidSats += fee })
+		refused := ecash.ProblemOf(err) == ecash.Refused || payer.Holdings().Quarantined > quarantined
+		return a.notSent(cctx, r, payer, p, err, refused)
 	}
 	if p, err = payer.MeltStatus(cctx, r.MeltQuote); err != nil {
 		return err // the payer's state is unknown: left pending
 	}
 	return a.melted(r, p)
+}
+
+// notSent settles a round whose melt the wallet has no operation for: it
+// was never sent, and is not to be sent now. That is no mint's failure
+// (our own funds, or a crash) unless the payer refused the wallet's own
+// proofs on the way (refused: the melt's, or those of the swap that makes
+// its inputs): then it is the payer's, flagged at once with what it
+// refused.
+func (a *Auditor) notSent(ctx context.Context, r *Round, payer *ecash.Wallet, p ecash.Payment, err error, refused bool) error {
+	// Preparing its inputs may have cost a swap's fee, which the wallet
+	// tells once that swap is settled.
+	ps, serr := payer.MeltStatus(ctx, r.MeltQuote)
+	if serr != nil || ps.State == ecash.Pending {
+		return serr
+	}
+	if err == nil {
+		err = errors.New("cut short before the melt was sent")
+	}
+	fee := max(p.Fee, ps.Fee)
+	if !refused {
+		return a.fail(r, "", err, func(l *ledger) { l.FeesPaidSats += fee })
+	}
+	if err := a.fail(r, RolePayer, fmt.Errorf("the payer refused the audit wallet's proofs: %w", err), func(l *ledger) { l.FeesPaidSats += fee }); err != nil {
+		return err
+	}
+	return a.checkHolding(ctx, r.Payer)
 }
 
 // melted records a melt's outcome. A melt still pending after PayeeWait

@@ -39,8 +39,8 @@
 //
 // Keyset rotation: see RestartNutshell for Nutshell. The gonuts mint retires
 // every other keyset by itself when it starts with another
-// mint.Config.DerivationPathIdx, but devmint.Options does not expose that
-// field, so a devmint mint cannot rotate today; WrongKeyset with
+// devmint.Options.KeysetIndex (mint.Config.DerivationPathIdx); a Call rule
+// can restart it so in the middle of a client's flow. WrongKeyset with
 // Rule.KeysetID stands in for a signature under the wrong keyset.
 package hostile
 
@@ -73,10 +73,11 @@ const (
 	Refuse                 // answer HTTP 400 {"detail": Rule.Detail, "code": Rule.Code} without forwarding
 	ChangeState            // forward; the mint acts; answer its 200 answer with "state" set to Rule.State (a melt said UNPAID or PENDING that the mint took)
 	DropSigs               // forward; remove the selected signatures from the answer (a mint that signs less than it owes: a melt's change short)
+	Call                   // run Rule.Call, then forward: the test acts between a request and the mint's answer (e.g. rotates the mint's keyset)
 )
 
 var faultNames = [...]string{"Pass", "FailBefore", "FailAfter", "Truncate", "DropDLEQ", "CorruptSig",
-	"CorruptSigNoDLEQ", "WrongKeyset", "Stall", "Refuse", "ChangeState", "DropSigs"}
+	"CorruptSigNoDLEQ", "WrongKeyset", "Stall", "Refuse", "ChangeState", "DropSigs", "Call"}
 
 func (f Fault) String() string {
 	if f >= 0 && int(f) < len(faultNames) {
@@ -105,6 +106,9 @@ type Rule struct {
 	KeysetID string
 	// State is the "state" ChangeState puts in an answer, e.g. "UNPAID".
 	State string
+	// Call is what Call runs before it forwards; it may point the proxy
+	// at another mint (SetUpstream).
+	Call func()
 }
 
 // matches reports whether route (a Rule.Route pattern) covers path.
@@ -325,6 +329,12 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		http.Error(w, "hostile: FailBefore", http.StatusInternalServerError)
 	case Refuse:
 		refuse(w, r.Rule)
+	case Call:
+		r.Call()
+		p.mu.Lock()
+		upstream = p.upstream
+		p.mu.Unlock()
+		p.forward(w, req, upstream, stop, nil)
 	case Stall:
 		// net/http notices a client that gave up (and cancels the request's
 		// context) only once the body has been read.
