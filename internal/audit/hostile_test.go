@@ -249,39 +249,57 @@ func lostAt(t *testing.T, a *audit.Auditor, mint string) uint64 {
 }
 
 // TestPayerKeepsMelt: a payer that takes the melt's inputs (NUT-07 then
-// says SPENT) and never pays, answering the melt and its quote UNPAID:
-// the round fails on the payer, the sats it kept are booked lost to it,
-// and nothing else moves; the wallet holds no proof the mint spent.
+// says SPENT) and never pays, whatever it answers the melt and its quote:
+// UNPAID, PENDING, or PAID with a preimage that is not the invoice's. The
+// round fails on the payer (once the payee wait is over, where it said
+// pending or paid), the sats it kept are booked lost, and nothing else
+// moves; the wallet holds no proof the mint spent.
 func TestPayerKeepsMelt(t *testing.T) {
-	ms := mints(t, 2)
-	px := hostile.New(t, ms[1].URL)
-	st := openStore(t, t.TempDir())
-	defer st.Close()
-	a := shortWait(t, st)
-	fund(t, a, ms[0], 100)
-	fundAt(t, a, px.URL, ms[1].Node, 100)
-	ms[1].Node.SetOutcome(func(string) lightning.State { return devmint.Kept })
-	px.Add(hostile.Rule{Route: "/v1/melt/bolt11", Fault: hostile.ChangeState, State: "UNPAID"})
-	px.Add(hostile.Rule{Route: "/v1/melt/quote/bolt11/*", Fault: hostile.ChangeState, State: "UNPAID"})
-	r, err := a.Audit(ctxT(t), px.URL, ms[0].URL, 10)
-	if err != nil || r.Outcome != audit.OutcomeFailed || r.Fault != audit.RolePayer {
-		t.Fatalf("round: %+v %v", r, err)
-	}
-	if px.Applied("/v1/melt/bolt11") == 0 {
-		t.Fatal("the melt was never answered UNPAID")
-	}
-	h := balanced(t, a)
-	if lostAt(t, a, px.URL) != 10 || h.Books.LostToMintSats != 10 || held(h, px.URL) != 90 || held(h, ms[0].URL) != 100 {
-		t.Fatalf("after the kept melt: %+v %+v", h.Books, h.Mints)
-	}
-	if err := a.CheckHoldings(ctxT(t)); err != nil {
-		t.Fatal(err)
-	}
-	if f := mintHolding(t, a, px.URL).Flag; f != nil {
-		t.Fatalf("the wallet held proofs the mint spent: %+v", f)
-	}
-	es, _, _ := a.Entries(px.URL, 0, 10)
-	if len(es) != 1 || es[0].Outcome != audit.OutcomeFailed || es[0].Role != audit.RolePayer {
-		t.Fatalf("payer entries: %+v", es)
+	for _, state := range []string{"UNPAID", "PENDING", "PAID"} {
+		t.Run(state, func(t *testing.T) {
+			ms := mints(t, 2)
+			px := hostile.New(t, ms[1].URL)
+			st := openStore(t, t.TempDir())
+			defer st.Close()
+			a := shortWait(t, st)
+			fund(t, a, ms[0], 100)
+			fundAt(t, a, px.URL, ms[1].Node, 100)
+			ms[1].Node.SetOutcome(func(string) lightning.State { return devmint.Kept })
+			if state != "PAID" {
+				px.Add(hostile.Rule{Route: "/v1/melt/bolt11", Fault: hostile.ChangeState, State: state})
+				px.Add(hostile.Rule{Route: "/v1/melt/quote/bolt11/*", Fault: hostile.ChangeState, State: state})
+			}
+			ctx := ctxT(t)
+			r, err := a.Audit(ctx, px.URL, ms[0].URL, 10)
+			if err != nil {
+				t.Fatalf("round: %+v %v", r, err)
+			}
+			es, _, _ := a.Entries(px.URL, 0, 10)
+			for ; len(es) != 1 || es[0].Outcome != audit.OutcomeFailed || balanced(t, a).Books.InFlightSats != 0; es, _, _ = a.Entries(px.URL, 0, 10) {
+				if ctx.Err() != nil {
+					t.Fatalf("the round never failed on the payer: %+v", es)
+				}
+				time.Sleep(100 * time.Millisecond) // the payee wait is measured by the clock
+				if err := a.Resume(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if es[0].Role != audit.RolePayer || es[0].Error == nil {
+				t.Fatalf("payer entries: %+v", es)
+			}
+			if es, _, _ := a.Entries(ms[0].URL, 0, 10); len(es) > 0 && es[0].Outcome != audit.OutcomeOK {
+				t.Fatalf("the payee is blamed: %+v", es)
+			}
+			h := balanced(t, a)
+			if h.Books.LostToMintSats != 10 || held(h, px.URL) != 90 || held(h, ms[0].URL) != 100 {
+				t.Fatalf("after the kept melt: %+v %+v", h.Books, h.Mints)
+			}
+			if err := a.CheckHoldings(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if f := mintHolding(t, a, px.URL).Flag; f != nil {
+				t.Fatalf("the wallet held proofs the mint spent: %+v", f)
+			}
+		})
 	}
 }

@@ -53,7 +53,7 @@ func (r Round) entries() []struct {
 			e.FeeSats, e.FeeReserveSats = r.Fee, r.FeeReserve
 		}
 		switch {
-		case r.Fault != "" && r.Fault != role, role == RolePayer && r.Step == stepWait:
+		case r.Fault != "" && r.Fault != role, role == RolePayer && r.Step == stepWait && r.Fault != RolePayer:
 			e.Outcome = OutcomeOK // it did its part
 		case e.Outcome == OutcomeFailed:
 			s := r.Error

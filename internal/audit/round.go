@@ -2,11 +2,14 @@ package audit
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"time"
 
+	decodepay "github.com/nbd-wtf/ln-decodepay"
 	"github.com/outpost-relay/outpost"
 	"github.com/outpost-relay/outpost/internal/cashu/ecash"
 	"github.com/outpost-relay/outpost/internal/storage/kv"
@@ -48,10 +51,12 @@ type Round struct {
 	// FeeExcess is what the payer took over its quoted fee reserve (beyond
 	// its input fees): booked lost to it, and the payer flagged.
 	FeeExcess uint64 `json:"fee_excess_sats,omitempty"`
-	Started   int64  `json:"started_ms"`
-	MeltSent  int64  `json:"melt_sent_ms,omitempty"`
-	PayMs     int64  `json:"pay_ms,omitempty"`   // the melt request until the payer said paid
-	PayeeMs   int64  `json:"payee_ms,omitempty"` // the melt request until the payee minted
+	// Preimage is what the payer gave as proof of payment ("" for none).
+	Preimage string `json:"preimage,omitempty"`
+	Started  int64  `json:"started_ms"`
+	MeltSent int64  `json:"melt_sent_ms,omitempty"`
+	PayMs    int64  `json:"pay_ms,omitempty"`   // the melt request until the payer said paid
+	PayeeMs  int64  `json:"payee_ms,omitempty"` // the melt request until the payee minted
 	// Late: the round failed but is still followed. At step wait, the
 	// payee was paid but has not minted (its amount booked lost); the quote
 	// is still tried, so a payee that mints late gives the sats back. At
@@ -306,7 +311,7 @@ func (a *Auditor) melted(r *Round, p ecash.Payment) error {
 	fee := func(l *ledger) { l.FeesPaidSats += p.Fee }
 	switch p.State {
 	case ecash.Paid:
-		r.Fee, r.PayMs, r.Step = p.Fee, a.now().UnixMilli()-r.MeltSent, stepWait
+		r.Fee, r.PayMs, r.Step, r.Preimage = p.Fee, a.now().UnixMilli()-r.MeltSent, stepWait, p.Preimage
 		if r.Late {
 			r.Outcome, r.Fault, r.Error, r.Late = OutcomePending, "", "", false
 		}
@@ -396,6 +401,10 @@ func (a *Auditor) wait(ctx context.Context, r *Round) error {
 				err = fmt.Errorf("the payee did not see the payment within %v", a.cfg.PayeeWait)
 			}
 			r.Late = true
+			if !r.proven() { // the payer said paid and cannot show it
+				return a.fail(r, RolePayer, fmt.Errorf("the payer gave no preimage of the invoice and the payee never saw the payment: %w", err),
+					func(l *ledger) { l.LostSats += r.Amount })
+			}
 			return a.lost(r, err)
 		}
 		select {
@@ -404,6 +413,18 @@ func (a *Auditor) wait(ctx context.Context, r *Round) error {
 		case <-time.After(a.pollEvery()):
 		}
 	}
+}
+
+// proven: the payer's preimage is the invoice's, so it paid it; a payee
+// that did not see the payment is then to blame, otherwise the payer.
+func (r Round) proven() bool {
+	inv, err := decodepay.Decodepay(r.Invoice)
+	b, herr := hex.DecodeString(r.Preimage)
+	if err != nil || herr != nil {
+		return false
+	}
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:]) == inv.PaymentHash
 }
 
 // lateFor is how long a payee that was paid and did not mint is still

@@ -247,7 +247,7 @@ func (w *Wallet) settleMelt(ctx context.Context, op *Op, cause error) (Payment, 
 	case Paid:
 		return w.paid(ctx, op, q)
 	case Pending:
-		return w.stillPending(op, false, "the Lightning payment is in flight")
+		return w.pending(ctx, op, q)
 	case Unpaid:
 		// After a request that got no answer (or a crash before it could),
 		// "unpaid" may still turn: the request may reach the mint late.
@@ -343,6 +343,21 @@ func (w *Wallet) paid(ctx context.Context, op *Op, q MeltQuote) (Payment, error)
 		return Payment{}, err
 	}
 	return w.payment(op), nil
+}
+
+// pending settles a melt whose quote the mint says is still pending. Its
+// inputs are then pending too (NUT-05); a mint that says every one of them
+// is spent took them as paid, whatever it says of the quote, so the melt
+// is recorded paid: its sats never come back, and the caller checks the
+// payment by its preimage (none here).
+func (w *Wallet) pending(ctx context.Context, op *Op, q MeltQuote) (Payment, error) {
+	out, pending, err := w.inputOutcome(ctx, op)
+	if err != nil || pending || len(out.release) > 0 || len(out.spent) == 0 {
+		return w.stillPending(op, false, "the Lightning payment is in flight")
+	}
+	w.log.Warn("ecash: the mint says a melt is pending but spent all its inputs; recording it paid", "op", op.ID, "quote", op.Quote)
+	q.Preimage = nil
+	return w.paid(ctx, op, q)
 }
 
 func (w *Wallet) stillPending(op *Op, unsure bool, reason string) (Payment, error) {
