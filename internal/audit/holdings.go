@@ -35,7 +35,8 @@ func (a *Auditor) flag(mint string) (Flag, error) {
 // CheckHoldings asks each mint for the state of every proof the wallet
 // holds there (NUT-07): a mint that says some are spent (the wallet spent
 // none of them), or whose proofs the wallet had to quarantine, is flagged
-// at once, and so gets no more sats. A mint that cannot be asked is left
+// at once, and so gets no more sats. Proofs it says are spent are
+// quarantined, so the books count them lost to it. A mint that cannot be asked is left
 // to the rounds. It returns the first error.
 func (a *Auditor) CheckHoldings(ctx context.Context) error {
 	mints, err := a.Mints()
@@ -56,7 +57,7 @@ func (a *Auditor) checkHolding(ctx context.Context, mint string) error {
 	}
 	cctx, cancel := a.ctx(ctx)
 	defer cancel()
-	au, err := w.Audit(cctx)
+	au, err := w.QuarantineSpent(cctx) // what it says is spent it kept: lost to it, unless it takes them after all
 	if err != nil {
 		return err
 	}

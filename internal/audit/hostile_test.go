@@ -178,7 +178,9 @@ func spentSayer(t *testing.T, mint string) string {
 }
 
 // TestHeldProofsSaidSpent: a mint that says the wallet's unspent ecash is
-// spent is flagged by the holdings check at once, and gets no more sats.
+// spent is flagged by the holdings check at once, and gets no more sats;
+// what it says is spent is quarantined, booked lost to it, the books
+// balanced.
 func TestHeldProofsSaidSpent(t *testing.T) {
 	ms := mints(t, 2)
 	liar := spentSayer(t, ms[0].URL)
@@ -200,6 +202,9 @@ func TestHeldProofsSaidSpent(t *testing.T) {
 	h := mintHolding(t, a, liar)
 	if h.Flag == nil || !h.Withdrawn || h.Flag.Sats != 100 {
 		t.Fatalf("not flagged: %+v", h)
+	}
+	if b := balanced(t, a).Books; h.HeldSats != 0 || h.LostSats != 100 || h.QuarantinedSats != 100 || b.LostToMintSats != 100 || b.HeldSats != 100 {
+		t.Fatalf("what the mint says it spent is not booked lost to it: %+v %+v", h, b)
 	}
 	if h := mintHolding(t, a, ms[1].URL); h.Flag != nil || h.Withdrawn {
 		t.Fatalf("the honest mint is flagged: %+v", h)
