@@ -1,8 +1,12 @@
 package audit_test
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"path/filepath"
 	"testing"
+
+	decodepay "github.com/nbd-wtf/ln-decodepay"
 
 	"github.com/outpost-relay/outpost/internal/audit"
 	"github.com/outpost-relay/outpost/internal/cashu/devmint"
@@ -59,8 +63,9 @@ func onNetwork(t *testing.T, network *devmint.Network, opt devmint.Options) *dev
 // TestNutshellAndGonuts: a Nutshell mint on its LNbits backend (an
 // lnbitstest server) and a gonuts mint share one fake Lightning network: a
 // melt at Nutshell pays the gonuts mint's quote and the other way round,
-// real BOLT11 invoices each side decodes. Rounds both ways end ok, the
-// fees within the reserve, the books balanced.
+// real BOLT11 invoices each side decodes. Rounds both ways end ok, each
+// payer showing the invoice's preimage, the fees within the reserve, the
+// books balanced.
 func TestNutshellAndGonuts(t *testing.T) {
 	network := &devmint.Network{}
 	lnb := lnbitstest.Start(t, network)
@@ -76,6 +81,9 @@ func TestNutshellAndGonuts(t *testing.T) {
 		if err != nil || r.Outcome != audit.OutcomeOK {
 			t.Fatalf("round %d %s → %s: %+v %v", i, c.payer, c.payee, r, err)
 		}
+		if !paidInvoice(r) { // else a payee that failed to mint would not be blamed
+			t.Errorf("round %d: the payer's preimage %q is not the invoice's", i, r.Preimage)
+		}
 		if r.Fee > r.FeeReserve+1 { // the reserve, and Nutshell's input fee of 100 ppk
 			t.Errorf("round %d: fee %d over the reserve %d", i, r.Fee, r.FeeReserve)
 		}
@@ -85,6 +93,15 @@ func TestNutshellAndGonuts(t *testing.T) {
 	if h.Books.InFlightSats != 0 || h.Books.LostToMintSats != 0 || h.Books.HeldSats+h.Books.FeesPaidSats != 400 {
 		t.Fatalf("books after the rounds: %+v", h.Books)
 	}
+}
+
+// paidInvoice: the payer's preimage of r hashes to its invoice's payment
+// hash.
+func paidInvoice(r audit.Round) bool {
+	inv, err := decodepay.Decodepay(r.Invoice)
+	b, _ := hex.DecodeString(r.Preimage)
+	h := sha256.Sum256(b)
+	return err == nil && len(b) == 32 && hex.EncodeToString(h[:]) == inv.PaymentHash
 }
 
 // TestPayerOverchargesFee: a payer that returns less of the fee reserve
