@@ -7,8 +7,8 @@ import (
 // MintHolding is what the audit wallet holds at one mint.
 type MintHolding struct {
 	MintURL         string `json:"mint_url"`
-	HeldSats        uint64 `json:"held_sats"`        // spendable and quarantined proofs
-	QuarantinedSats uint64 `json:"quarantined_sats"` // of held: proofs the mint refused
+	HeldSats        uint64 `json:"held_sats"`        // spendable proofs
+	QuarantinedSats uint64 `json:"quarantined_sats"` // of lost: proofs the mint refused (held again if it takes them)
 	InFlightSats    uint64 `json:"in_flight_sats"`   // proofs operations are spending, and sats paid to it not minted yet
 	LostSats        uint64 `json:"lost_to_mint_sats"`
 	SurplusSats     uint64 `json:"mint_surplus_sats"`
@@ -48,8 +48,9 @@ func (a *Auditor) holding(mint string) (MintHolding, error) {
 	if err != nil {
 		return MintHolding{}, err
 	}
-	m := MintHolding{MintURL: mint, HeldSats: h.Unspent + h.Quarantined, QuarantinedSats: h.Quarantined, InFlightSats: h.Reserved,
-		LostSats: t.LostSats, SurplusSats: t.SurplusSats, InternalFeeSats: t.InternalFeeSats}
+	// Proofs the mint refuses are what it kept, as long as it refuses them.
+	m := MintHolding{MintURL: mint, HeldSats: h.Unspent, QuarantinedSats: h.Quarantined, InFlightSats: h.Reserved,
+		LostSats: t.LostSats + h.Quarantined, SurplusSats: t.SurplusSats, InternalFeeSats: t.InternalFeeSats}
 	err = a.db.View(func(txn *kv.Txn) error {
 		return a.eachOpenRound(txn, func(r Round) {
 			if r.Payee == mint && r.paidNotMinted() {

@@ -9,9 +9,10 @@ import (
 	"github.com/outpost-relay/outpost/internal/storage/kv"
 )
 
-// Flag is a mint caught failing the audit wallet outside a round: ecash
-// it issued reported spent although the wallet never spent it (NUT-07),
-// or valid proofs refused (quarantined by the wallet).
+// Flag is a mint caught cheating the audit wallet: ecash it issued
+// reported spent although the wallet never spent it (NUT-07), valid proofs
+// refused (quarantined by the wallet), or a melt that took more than the
+// fee reserve it quoted.
 type Flag struct {
 	MintURL string    `json:"mint_url"`
 	At      time.Time `json:"at"`
@@ -34,7 +35,8 @@ func (a *Auditor) flag(mint string) (Flag, error) {
 // CheckHoldings asks each mint for the state of every proof the wallet
 // holds there (NUT-07): a mint that says some are spent (the wallet spent
 // none of them), or whose proofs the wallet had to quarantine, is flagged
-// at once, and so gets no more sats. A mint that cannot be asked is left
+// at once, and so gets no more sats. Proofs it says are spent are
+// quarantined, so the books count them lost to it. A mint that cannot be asked is left
 // to the rounds. It returns the first error.
 func (a *Auditor) CheckHoldings(ctx context.Context) error {
 	mints, err := a.Mints()
@@ -55,20 +57,22 @@ func (a *Auditor) checkHolding(ctx context.Context, mint string) error {
 	}
 	cctx, cancel := a.ctx(ctx)
 	defer cancel()
-	au, err := w.Audit(cctx)
+	au, err := w.QuarantineSpent(cctx) // what it says is spent it kept: lost to it, unless it takes them after all
 	if err != nil {
 		return err
 	}
-	var f Flag
 	switch {
 	case au.UnspentSats < au.HeldSats:
-		f = Flag{Reason: fmt.Sprintf("the mint says %d of the %d sats of ecash it issued to the audit wallet are not unspent", au.HeldSats-au.UnspentSats, au.HeldSats), Sats: au.HeldSats - au.UnspentSats}
+		return a.putFlag(mint, fmt.Sprintf("the mint says %d of the %d sats of ecash it issued to the audit wallet are not unspent", au.HeldSats-au.UnspentSats, au.HeldSats), au.HeldSats-au.UnspentSats)
 	case au.QuarantinedSats > 0:
-		f = Flag{Reason: fmt.Sprintf("the mint refused %d sats of the audit wallet's proofs", au.QuarantinedSats), Sats: au.QuarantinedSats}
-	default:
-		return nil
+		return a.putFlag(mint, fmt.Sprintf("the mint refused %d sats of the audit wallet's proofs", au.QuarantinedSats), au.QuarantinedSats)
 	}
-	f.MintURL, f.At = mint, a.now().UTC()
+	return nil
+}
+
+// putFlag flags mint: it gets no more sats.
+func (a *Auditor) putFlag(mint, reason string, sats uint64) error {
+	f := Flag{MintURL: mint, At: a.now().UTC(), Reason: reason, Sats: sats}
 	a.log.Warn("audit: a mint is flagged", "mint", mint, "reason", f.Reason)
 	return a.db.Record(func(txn *kv.Txn) error { return kv.PutJSON(txn, flagKey(mint), f) })
 }

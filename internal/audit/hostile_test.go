@@ -14,6 +14,7 @@ import (
 
 	"github.com/elnosh/gonuts/mint/lightning"
 	"github.com/outpost-relay/outpost/internal/audit"
+	"github.com/outpost-relay/outpost/internal/cashu/devmint"
 	"github.com/outpost-relay/outpost/internal/storage/store"
 	"github.com/outpost-relay/outpost/internal/testkit/hostile"
 )
@@ -103,10 +104,12 @@ func TestPayeeRefusesToMint(t *testing.T) {
 	}
 }
 
-// TestPayerNeverPays: a melt the payer takes and never pays stays pending,
-// its sats in flight, the books balanced, before and after a resume.
+// TestPayerNeverPays: a melt the payer takes and never pays fails the
+// round on the payer once the payee wait is over, its sats in flight, the
+// books balanced; the payer is not asked to pay again meanwhile; when it
+// pays after all, the round goes on and ends ok.
 func TestPayerNeverPays(t *testing.T) {
-	ms := mints(t, 2)
+	ms := mints(t, 3)
 	st := openStore(t, t.TempDir())
 	defer st.Close()
 	a := shortWait(t, st)
@@ -121,15 +124,34 @@ func TestPayerNeverPays(t *testing.T) {
 	if h := mintHolding(t, a, ms[1].URL); h.InFlightSats < 10 || h.HeldSats > 90 {
 		t.Fatalf("payer holding: %+v", h)
 	}
-	time.Sleep(2 * time.Second) // past PayeeWait: the entry says why it is pending
+	time.Sleep(2 * time.Second) // past PayeeWait
 	if err := a.Resume(ctxT(t)); err != nil {
 		t.Fatal(err)
 	}
 	es, _, _ := a.Entries(ms[1].URL, 0, 10)
-	if len(es) != 1 || es[0].Outcome != audit.OutcomePending || es[0].Role != audit.RolePayer {
+	if len(es) != 1 || es[0].Outcome != audit.OutcomeFailed || es[0].Role != audit.RolePayer || es[0].Error == nil {
 		t.Fatalf("payer entries: %+v", es)
 	}
-	balanced(t, a)
+	if h := balanced(t, a); h.Books.InFlightSats < 10 || h.Books.LostToMintSats != 0 {
+		t.Fatalf("books with the melt pending: %+v", h.Books)
+	}
+	for range 2 {
+		if r, err := a.RunRound(ctxT(t)); err == nil && r.Payer == ms[1].URL {
+			t.Fatalf("the payer of a pending melt was asked to pay again: %+v", r)
+		}
+	}
+	if err := ms[1].Node.ResolvePending(r.Invoice, true); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Resume(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	if es, _, _ = a.Entries(ms[1].URL, 0, 10); es[len(es)-1].Outcome != audit.OutcomeOK {
+		t.Fatalf("the melt paid late: payer entries %+v", es)
+	}
+	if h := balanced(t, a); h.Books.InFlightSats != 0 || h.Books.LostToMintSats != 0 {
+		t.Fatalf("books after the late payment: %+v", h.Books)
+	}
 }
 
 // spentSayer is a mint that says every proof is spent (NUT-07).
@@ -156,7 +178,9 @@ func spentSayer(t *testing.T, mint string) string {
 }
 
 // TestHeldProofsSaidSpent: a mint that says the wallet's unspent ecash is
-// spent is flagged by the holdings check at once, and gets no more sats.
+// spent is flagged by the holdings check at once, and gets no more sats;
+// what it says is spent is quarantined, booked lost to it, the books
+// balanced.
 func TestHeldProofsSaidSpent(t *testing.T) {
 	ms := mints(t, 2)
 	liar := spentSayer(t, ms[0].URL)
@@ -178,6 +202,9 @@ func TestHeldProofsSaidSpent(t *testing.T) {
 	h := mintHolding(t, a, liar)
 	if h.Flag == nil || !h.Withdrawn || h.Flag.Sats != 100 {
 		t.Fatalf("not flagged: %+v", h)
+	}
+	if b := balanced(t, a).Books; h.HeldSats != 0 || h.LostSats != 100 || h.QuarantinedSats != 100 || b.LostToMintSats != 100 || b.HeldSats != 100 {
+		t.Fatalf("what the mint says it spent is not booked lost to it: %+v %+v", h, b)
 	}
 	if h := mintHolding(t, a, ms[1].URL); h.Flag != nil || h.Withdrawn {
 		t.Fatalf("the honest mint is flagged: %+v", h)
@@ -217,5 +244,67 @@ func TestLowTrustWithdrawn(t *testing.T) {
 	r, err := a.RunRound(ctxT(t))
 	if err != nil || r.Payer != ms[0].URL || r.Outcome != audit.OutcomeOK {
 		t.Fatalf("the low-trust mint is not paying out: %+v %v", r, err)
+	}
+}
+
+// lostAt is what the audit wallet booked lost to mint.
+func lostAt(t *testing.T, a *audit.Auditor, mint string) uint64 {
+	t.Helper()
+	return mintHolding(t, a, mint).LostSats
+}
+
+// TestPayerKeepsMelt: a payer that takes the melt's inputs (NUT-07 then
+// says SPENT) and never pays, whatever it answers the melt and its quote:
+// UNPAID, PENDING, or PAID with a preimage that is not the invoice's. The
+// round fails on the payer (once the payee wait is over, where it said
+// pending or paid), the sats it kept are booked lost, and nothing else
+// moves; the wallet holds no proof the mint spent.
+func TestPayerKeepsMelt(t *testing.T) {
+	for _, state := range []string{"UNPAID", "PENDING", "PAID"} {
+		t.Run(state, func(t *testing.T) {
+			ms := mints(t, 2)
+			px := hostile.New(t, ms[1].URL)
+			st := openStore(t, t.TempDir())
+			defer st.Close()
+			a := shortWait(t, st)
+			fund(t, a, ms[0], 100)
+			fundAt(t, a, px.URL, ms[1].Node, 100)
+			ms[1].Node.SetOutcome(func(string) lightning.State { return devmint.Kept })
+			if state != "PAID" {
+				px.Add(hostile.Rule{Route: "/v1/melt/bolt11", Fault: hostile.ChangeState, State: state})
+				px.Add(hostile.Rule{Route: "/v1/melt/quote/bolt11/*", Fault: hostile.ChangeState, State: state})
+			}
+			ctx := ctxT(t)
+			r, err := a.Audit(ctx, px.URL, ms[0].URL, 10)
+			if err != nil {
+				t.Fatalf("round: %+v %v", r, err)
+			}
+			es, _, _ := a.Entries(px.URL, 0, 10)
+			for ; len(es) != 1 || es[0].Outcome != audit.OutcomeFailed || balanced(t, a).Books.InFlightSats != 0; es, _, _ = a.Entries(px.URL, 0, 10) {
+				if ctx.Err() != nil {
+					t.Fatalf("the round never failed on the payer: %+v", es)
+				}
+				time.Sleep(100 * time.Millisecond) // the payee wait is measured by the clock
+				if err := a.Resume(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if es[0].Role != audit.RolePayer || es[0].Error == nil {
+				t.Fatalf("payer entries: %+v", es)
+			}
+			if es, _, _ := a.Entries(ms[0].URL, 0, 10); len(es) > 0 && es[0].Outcome != audit.OutcomeOK {
+				t.Fatalf("the payee is blamed: %+v", es)
+			}
+			h := balanced(t, a)
+			if h.Books.LostToMintSats != 10 || held(h, px.URL) != 90 || held(h, ms[0].URL) != 100 {
+				t.Fatalf("after the kept melt: %+v %+v", h.Books, h.Mints)
+			}
+			if err := a.CheckHoldings(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if f := mintHolding(t, a, px.URL).Flag; f != nil {
+				t.Fatalf("the wallet held proofs the mint spent: %+v", f)
+			}
+		})
 	}
 }

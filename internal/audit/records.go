@@ -38,7 +38,7 @@ func entryKey(mint string, startedMs int64, round, role string) []byte {
 
 // entries are a round's parts for each mint it tested: the payer once it
 // was asked for a melt quote, the payee once it was paid (or failed
-// first). A round cut short by us is no mint's failure.
+// first), and still once it minted in a round the payer failed. A round cut short by us is no mint's failure.
 func (r Round) entries() []struct {
 	mint  string
 	entry Entry
@@ -53,7 +53,7 @@ func (r Round) entries() []struct {
 			e.FeeSats, e.FeeReserveSats = r.Fee, r.FeeReserve
 		}
 		switch {
-		case r.Fault != "" && r.Fault != role, role == RolePayer && r.Step == stepWait:
+		case r.Fault != "" && r.Fault != role, role == RolePayer && r.Step == stepWait && r.Fault != RolePayer:
 			e.Outcome = OutcomeOK // it did its part
 		case e.Outcome == OutcomeFailed:
 			s := r.Error
@@ -70,7 +70,7 @@ func (r Round) entries() []struct {
 	if r.MeltSent != 0 || r.Fault == RolePayer {
 		add(r.Payer, RolePayer, r.Payee, r.PayMs)
 	}
-	if r.Step == stepWait || r.Outcome == OutcomeOK || r.Fault == RolePayee {
+	if r.Step == stepWait || r.Outcome == OutcomeOK || r.Fault == RolePayee || r.PayeeMs != 0 {
 		add(r.Payee, RolePayee, r.Payer, r.PayeeMs)
 	}
 	return out

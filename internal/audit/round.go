@@ -2,11 +2,14 @@ package audit
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"time"
 
+	decodepay "github.com/nbd-wtf/ln-decodepay"
 	"github.com/outpost-relay/outpost"
 	"github.com/outpost-relay/outpost/internal/cashu/ecash"
 	"github.com/outpost-relay/outpost/internal/storage/kv"
@@ -45,13 +48,20 @@ type Round struct {
 	MeltQuote  string `json:"melt_quote,omitempty"`
 	FeeReserve uint64 `json:"fee_reserve_sats"`
 	Fee        uint64 `json:"fee_sats"`
-	Started    int64  `json:"started_ms"`
-	MeltSent   int64  `json:"melt_sent_ms,omitempty"`
-	PayMs      int64  `json:"pay_ms,omitempty"`   // the melt request until the payer said paid
-	PayeeMs    int64  `json:"payee_ms,omitempty"` // the melt request until the payee minted
-	// Late: the payee was paid but has not minted; the round is failed
-	// (and its amount booked lost) but the quote is still tried, so a
-	// payee that mints late gives the sats back.
+	// FeeExcess is what the payer took over its quoted fee reserve (beyond
+	// its input fees): booked lost to it, and the payer flagged.
+	FeeExcess uint64 `json:"fee_excess_sats,omitempty"`
+	// Preimage is what the payer gave as proof of payment ("" for none).
+	Preimage string `json:"preimage,omitempty"`
+	Started  int64  `json:"started_ms"`
+	MeltSent int64  `json:"melt_sent_ms,omitempty"`
+	PayMs    int64  `json:"pay_ms,omitempty"`   // the melt request until the payer said paid
+	PayeeMs  int64  `json:"payee_ms,omitempty"` // the melt request until the payee minted
+	// Late: the round failed but is still followed. At step wait, the
+	// payee was paid but has not minted (its amount booked lost); the quote
+	// is still tried, so a payee that mints late gives the sats back. At
+	// step melt, the payer's melt stayed pending (its sats in flight); it
+	// is still asked about (melted).
 	Late bool `json:"late,omitempty"`
 }
 
@@ -239,6 +249,7 @@ func (a *Auditor) melt(ctx context.Context, r *Round) error {
 	cctx, cancel := context.WithTimeout(ctx, 4*a.cfg.Timeout)
 	defer cancel()
 	var p ecash.Payment
+	quarantined := payer.Holdings().Quarantined
 	if r.MeltSent == 0 {
 		r.MeltSent = a.now().UnixMilli()
 		if err := a.save(r, nil); err != nil {
@@ -249,24 +260,13 @@ func (a *Auditor) melt(ctx context.Context, r *Round) error {
 			return a.melted(r, p)
 		}
 	}
-	// A melt the wallet has no operation for was never sent: not the
-	// payer's failure (our own funds or a crash), and not to be sent now.
 	op, found, oerr := payer.Operation(r.MeltQuote)
 	switch {
 	case oerr != nil:
 		return oerr
 	case !found || op.Kind != "melt":
-		// Preparing its inputs may have cost a swap's fee, which the
-		// wallet tells once that swap is settled.
-		ps, serr := payer.MeltStatus(cctx, r.MeltQuote)
-		if serr != nil || ps.State == ecash.Pending {
-			return serr
-		}
-		if err == nil {
-			err = errors.New("cut short before the melt was sent")
-		}
-		fee := max(p.Fee, ps.Fee)
-		return a.fail(r, "", err, func(l *ledger) { l.FeesPaidSats += fee })
+		refused := ecash.ProblemOf(err) == ecash.Refused || payer.Holdings().Quarantined > quarantined
+		return a.notSent(cctx, r, payer, p, err, refused)
 	}
 	if p, err = payer.MeltStatus(cctx, r.MeltQuote); err != nil {
 		return err // the payer's state is unknown: left pending
@@ -274,21 +274,102 @@ func (a *Auditor) melt(ctx context.Context, r *Round) error {
 	return a.melted(r, p)
 }
 
-// melted records a melt's outcome.
+// notSent settles a round whose melt the wallet has no operation for: it
+// was never sent, and is not to be sent now. That is no mint's failure
+// (our own funds, or a crash) unless the payer refused the wallet's own
+// proofs on the way (refused: the melt's, or those of the swap that makes
+// its inputs): then it is the payer's, flagged at once with what it
+// refused.
+func (a *Auditor) notSent(ctx context.Context, r *Round, payer *ecash.Wallet, p ecash.Payment, err error, refused bool) error {
+	// Preparing its inputs may have cost a swap's fee, which the wallet
+	// tells once that swap is settled.
+	ps, serr := payer.MeltStatus(ctx, r.MeltQuote)
+	if serr != nil || ps.State == ecash.Pending {
+		return serr
+	}
+	if err == nil {
+		err = errors.New("cut short before the melt was sent")
+	}
+	fee := max(p.Fee, ps.Fee)
+	if !refused {
+		return a.fail(r, "", err, func(l *ledger) { l.FeesPaidSats += fee })
+	}
+	if err := a.fail(r, RolePayer, fmt.Errorf("the payer refused the audit wallet's proofs: %w", err), func(l *ledger) { l.FeesPaidSats += fee }); err != nil {
+		return err
+	}
+	return a.checkHolding(ctx, r.Payer)
+}
+
+// melted records a melt's outcome. A melt still pending after PayeeWait
+// fails the round on the payer at once (a mint that takes melts and never
+// pays must not keep a clean record while it holds them), its sats in
+// flight; the round stays Late and the melt is asked about at every
+// resume: paid after all, the round goes on to the payee and is judged
+// again; failed, the sats are the wallet's again (or lost, if the mint
+// spent them).
 func (a *Auditor) melted(r *Round, p ecash.Payment) error {
 	fee := func(l *ledger) { l.FeesPaidSats += p.Fee }
 	switch p.State {
 	case ecash.Paid:
-		r.Fee, r.PayMs, r.Step = p.Fee, a.now().UnixMilli()-r.MeltSent, stepWait
-		return a.save(r, fee)
+		r.Fee, r.PayMs, r.Step, r.Preimage = p.Fee, a.now().UnixMilli()-r.MeltSent, stepWait, p.Preimage
+		if r.Late {
+			r.Outcome, r.Fault, r.Error, r.Late = OutcomePending, "", "", false
+		}
+		return a.paid(r, p)
 	case ecash.Unpaid:
+		r.Late = false
 		return a.fail(r, RolePayer, fmt.Errorf("the melt failed: %s", p.Reason), fee)
 	}
-	if a.now().UnixMilli()-r.MeltSent > a.cfg.PayeeWait.Milliseconds() && r.Error == "" {
-		r.Error = "the melt is pending"
-		return a.save(r, nil) // shown as pending; settled by its quote's state later
+	if !r.Late && a.now().UnixMilli()-r.MeltSent > a.cfg.PayeeWait.Milliseconds() {
+		r.Late = true
+		return a.fail(r, RolePayer, fmt.Errorf("the melt is still pending after %v: the payer holds the sats and has not paid", a.cfg.PayeeWait), nil)
 	}
 	return nil
+}
+
+// paid records a paid melt, with what the payer took over its quoted fee
+// reserve: the Lightning fee is what the melt cost less the input fees
+// (NUT-02) of its inputs and of the swap that made them. An excess is
+// booked lost to the payer (not a fee) and flags it; the round goes on to
+// the payee and fails on the payer at the end (minted).
+func (a *Auditor) paid(r *Round, p ecash.Payment) error {
+	w, err := a.wallet(r.Payer)
+	if err != nil {
+		return err
+	}
+	in, err := inputFees(w, r.MeltQuote)
+	if err != nil {
+		return err
+	}
+	r.FeeExcess = p.Fee - min(p.Fee, in+r.FeeReserve)
+	excess := r.FeeExcess
+	if err := a.save(r, func(l *ledger) { l.FeesPaidSats += p.Fee - excess; l.LostSats += excess }); err != nil || excess == 0 {
+		return err
+	}
+	return a.putFlag(r.Payer, fmt.Sprintf("the mint took %d sats over the fee reserve of %d it quoted for a melt", excess, r.FeeReserve), excess)
+}
+
+// inputFees is what input fees took of the melt of quote: those of its
+// inputs and of the swap that made them exact.
+func inputFees(w *ecash.Wallet, quote string) (uint64, error) {
+	op, found, err := w.Operation(quote)
+	if err != nil || !found {
+		return 0, err
+	}
+	ppk := map[string]uint64{}
+	for _, k := range w.Keysets() {
+		ppk[k.ID] = k.InputFeePpk
+	}
+	var sum uint64
+	for _, p := range op.Inputs {
+		sum += ppk[p.Id]
+	}
+	fee := (sum + 999) / 1000
+	split, found, err := w.Operation("split:" + quote)
+	if found {
+		fee += split.Fee
+	}
+	return fee, err
 }
 
 // wait mints the payee's quote once it sees the payment. A payee that has
@@ -299,7 +380,7 @@ func (a *Auditor) wait(ctx context.Context, r *Round) error {
 	if err != nil {
 		return err
 	}
-	deadline := time.UnixMilli(r.MeltSent).Add(a.cfg.PayeeWait)
+	deadline := time.UnixMilli(r.MeltSent + r.PayMs).Add(a.cfg.PayeeWait) // from the payment: a late payer is not the payee's fault
 	for {
 		cctx, cancel := a.ctx(ctx)
 		st, err := payee.CompleteMint(cctx, r.MintQuote)
@@ -320,6 +401,10 @@ func (a *Auditor) wait(ctx context.Context, r *Round) error {
 				err = fmt.Errorf("the payee did not see the payment within %v", a.cfg.PayeeWait)
 			}
 			r.Late = true
+			if !r.proven() { // the payer said paid and cannot show it
+				return a.fail(r, RolePayer, fmt.Errorf("the payer gave no preimage of the invoice and the payee never saw the payment: %w", err),
+					func(l *ledger) { l.LostSats += r.Amount })
+			}
 			return a.lost(r, err)
 		}
 		select {
@@ -328,6 +413,18 @@ func (a *Auditor) wait(ctx context.Context, r *Round) error {
 		case <-time.After(a.pollEvery()):
 		}
 	}
+}
+
+// proven: the payer's preimage is the invoice's, so it paid it; a payee
+// that did not see the payment is then to blame, otherwise the payer.
+func (r Round) proven() bool {
+	inv, err := decodepay.Decodepay(r.Invoice)
+	b, herr := hex.DecodeString(r.Preimage)
+	if err != nil || herr != nil {
+		return false
+	}
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:]) == inv.PaymentHash
 }
 
 // lateFor is how long a payee that was paid and did not mint is still
@@ -346,6 +443,9 @@ func (a *Auditor) minted(r *Round) error {
 	r.Step, r.Late = stepDone, false
 	if late { // failed already; the sats came back
 		return a.save(r, func(l *ledger) { l.RecoveredSats += r.Amount })
+	}
+	if r.FeeExcess > 0 { // the payee did its part; the payer overcharged
+		return a.fail(r, RolePayer, fmt.Errorf("the payer took %d sats over its fee reserve of %d", r.FeeExcess, r.FeeReserve), nil)
 	}
 	r.Outcome = OutcomeOK
 	return a.save(r, nil)
@@ -399,6 +499,10 @@ func (a *Auditor) pick() (payer, payee string, amount uint64, err error) {
 	}); err != nil {
 		return "", "", 0, err
 	}
+	busy, err := a.melting()
+	if err != nil {
+		return "", "", 0, err
+	}
 	held := map[string]uint64{}
 	for _, m := range mints {
 		w, err := a.wallet(m)
@@ -413,7 +517,7 @@ func (a *Auditor) pick() (payer, payee string, amount uint64, err error) {
 			continue
 		}
 		for _, er := range mints {
-			if er == ee || held[er] < amount || [2]string{er, ee} == last {
+			if er == ee || held[er] < amount || [2]string{er, ee} == last || busy[er] {
 				continue
 			}
 			// need: the payer's surplus over the payee's; a withdrawn
@@ -431,6 +535,21 @@ func (a *Auditor) pick() (payer, payee string, amount uint64, err error) {
 		return "", "", 0, ErrNoPair
 	}
 	return payer, payee, amount, nil
+}
+
+// melting are the mints with a melt of a round still pending: none is
+// asked to pay again meanwhile, so a mint that takes melts and never pays
+// holds at most one round's sats.
+func (a *Auditor) melting() (map[string]bool, error) {
+	busy := map[string]bool{}
+	err := a.db.View(func(txn *kv.Txn) error {
+		return a.eachOpenRound(txn, func(r Round) {
+			if r.Step == stepMelt {
+				busy[r.Payer] = true
+			}
+		})
+	})
+	return busy, err
 }
 
 // Run runs a round every Interval (after resuming) until ctx ends. A panic

@@ -11,7 +11,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/btcsuite/btcd/chaincfg"
+	"github.com/decred/dcrd/dcrec/secp256k1/v4"
+	"github.com/decred/dcrd/dcrec/secp256k1/v4/ecdsa"
 	"github.com/elnosh/gonuts/mint/lightning"
+	"github.com/lightningnetwork/lnd/lnwire"
+	"github.com/lightningnetwork/lnd/zpay32"
 	decodepay "github.com/nbd-wtf/ln-decodepay"
 	"github.com/outpost-relay/outpost/internal/ops/atomicfile"
 )
@@ -38,7 +43,9 @@ type Node struct {
 	changed  *sync.Cond
 	invoices map[string]*invoice // by payment hash: invoices this node issued
 	payments map[string]*payment // by payment hash: payments this node made
+	settled  []string            // payment hashes of this node's invoices, in the order they were paid
 	closed   bool
+	key      *secp256k1.PrivateKey // signs this node's invoices
 
 	outcome func(bolt11 string) lightning.State // see SetOutcome
 
@@ -48,13 +55,20 @@ type Node struct {
 }
 
 // SetOutcome makes f decide the fate of outgoing payments before the network
-// is tried: return lightning.Failed or lightning.Pending to simulate them, or
+// is tried: return lightning.Failed or lightning.Pending to simulate them,
+// Kept for a payment reported made that never leaves, or
 // lightning.Succeeded to let a payment go ahead. nil restores the default.
 func (nd *Node) SetOutcome(f func(bolt11 string) lightning.State) {
 	nd.mu.Lock()
 	nd.outcome = f
 	nd.mu.Unlock()
 }
+
+// Kept is an outcome for SetOutcome: the payment is reported made, with a
+// preimage that is not the invoice's, and never reaches the payee. The
+// mint then takes the melt's inputs as spent and the payee is never paid:
+// a mint that keeps its melts' sats.
+const Kept lightning.State = -1
 
 type invoice struct {
 	Request  string `json:"request"`
@@ -75,7 +89,11 @@ type payment struct {
 // NewNode joins a new node to n. With a path, its invoices and payments are
 // kept in that file, so a restarted mint still knows its quotes.
 func (n *Network) NewNode(path string) (*Node, error) {
-	node := &Node{net: n, path: path, invoices: map[string]*invoice{}, payments: map[string]*payment{}}
+	key, err := secp256k1.GeneratePrivateKey()
+	if err != nil {
+		return nil, err
+	}
+	node := &Node{net: n, path: path, invoices: map[string]*invoice{}, payments: map[string]*payment{}, key: key}
 	node.changed = sync.NewCond(&node.mu)
 	if path != "" {
 		b, err := os.ReadFile(path)
@@ -136,7 +154,8 @@ func (nd *Node) save() {
 func (nd *Node) ConnectionStatus() error { return nil }
 
 func (nd *Node) CreateInvoice(amount uint64) (lightning.Invoice, error) {
-	req, preimage, hash, err := lightning.CreateFakeInvoice(amount, false)
+	preimage, hash := RandomPreimage()
+	req, err := Invoice(nd.key, hash, amount, "test")
 	if err != nil {
 		return lightning.Invoice{}, err
 	}
@@ -146,6 +165,29 @@ func (nd *Node) CreateInvoice(amount uint64) (lightning.Invoice, error) {
 	nd.save()
 	nd.mu.Unlock()
 	return inv.public(), nil
+}
+
+// Invoice is a signet BOLT11 invoice for amount sats with payment hash
+// hash (hex), signed by key, with the payment secret that BOLT 11 requires
+// and Nutshell's decoder demands (gonuts' fake invoices have none), so
+// that both gonuts and Nutshell decode it as a real one.
+func Invoice(key *secp256k1.PrivateKey, hash string, amount uint64, description string) (string, error) {
+	h, err := hex.DecodeString(hash)
+	if err != nil || len(h) != 32 {
+		return "", errors.New("devmint: a payment hash is 32 bytes of hex")
+	}
+	var secret [32]byte
+	rand.Read(secret[:])
+	inv, err := zpay32.NewInvoice(&chaincfg.SigNetParams, [32]byte(h), time.Now(),
+		zpay32.Amount(lnwire.MilliSatoshi(amount*1000)), zpay32.Description(description),
+		zpay32.PaymentAddr(secret), zpay32.Expiry(invoiceExpiry))
+	if err != nil {
+		return "", err
+	}
+	return inv.Encode(zpay32.MessageSigner{SignCompact: func(msg []byte) ([]byte, error) {
+		h := sha256.Sum256(msg) // BOLT 11 signs the single SHA-256 of the message
+		return ecdsa.SignCompact(key, h[:], true), nil
+	}})
 }
 
 // invoiceExpiry is how long an invoice can be paid: the expiry that
@@ -199,6 +241,7 @@ func (nd *Node) settle(hash string, amount uint64) (string, error) {
 		return "", errors.New("invoice expired")
 	}
 	inv.Settled = true
+	nd.settled = append(nd.settled, hash)
 	nd.save()
 	nd.changed.Broadcast()
 	return inv.Preimage, nil
@@ -232,6 +275,8 @@ func (nd *Node) pay(hash string, amount uint64, request, description string) (li
 	switch {
 	case description == lightning.FailPaymentDescription:
 		p.State, p.Reason = lightning.Failed, "payment failed"
+	case forced == Kept:
+		p.State, p.Preimage = lightning.Succeeded, hex.EncodeToString(make([]byte, 32))
 	case forced != lightning.Succeeded:
 		p.State = forced
 		p.Reason = "payment " + map[lightning.State]string{lightning.Failed: "failed", lightning.Pending: "pending"}[p.State]
@@ -335,6 +380,40 @@ func (s *invoiceSub) Recv() (lightning.Invoice, error) {
 		}
 		nd.changed.Wait()
 	}
+}
+
+// Settled waits until more than from of this node's invoices were paid
+// since it joined the network, and returns the payment hashes of those
+// past from, and the count to wait past next; it returns early with
+// ctx's error, or when the node closes. An LNbits-style stream of paid
+// invoices (testkit/lnbitstest) reads it.
+func (nd *Node) Settled(ctx context.Context, from int) (hashes []string, next int, err error) {
+	stop := context.AfterFunc(ctx, func() {
+		nd.mu.Lock()
+		nd.changed.Broadcast()
+		nd.mu.Unlock()
+	})
+	defer stop()
+	nd.mu.Lock()
+	defer nd.mu.Unlock()
+	for len(nd.settled) <= from {
+		switch {
+		case ctx.Err() != nil:
+			return nil, from, ctx.Err()
+		case nd.closed:
+			return nil, from, errors.New("lightning node closed")
+		}
+		nd.changed.Wait()
+	}
+	return append([]string(nil), nd.settled[from:]...), len(nd.settled), nil
+}
+
+// SettledCount is how many of this node's invoices were paid since it
+// joined the network: Settled from it waits for the next.
+func (nd *Node) SettledCount() int {
+	nd.mu.Lock()
+	defer nd.mu.Unlock()
+	return len(nd.settled)
 }
 
 // RandomPreimage returns a preimage and its payment hash, hex encoded.

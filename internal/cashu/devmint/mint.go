@@ -33,6 +33,11 @@ type Options struct {
 	Name, Description, LongDescription, Motd, IconURL string
 	InputFeePpk                                       uint
 	Limits                                            mint.MintLimits
+	// KeysetIndex is the derivation index of the active keyset. A mint
+	// restarted on its Dir with another index rotates its keyset: gonuts
+	// makes that one active and every other inactive (still honoured as
+	// inputs).
+	KeysetIndex uint32
 }
 
 // Mint is a running test mint.
@@ -74,12 +79,13 @@ func Start(opt Options) (*Mint, error) {
 		opt.Name = "outpost test mint"
 	}
 	ms, err := mint.SetupMintServer(mint.Config{
-		MintPath:        opt.Dir,
-		Port:            ln.Addr().(*net.TCPAddr).Port,
-		InputFeePpk:     opt.InputFeePpk,
-		LightningClient: node,
-		Limits:          opt.Limits,
-		LogLevel:        mint.Disable,
+		MintPath:          opt.Dir,
+		DerivationPathIdx: opt.KeysetIndex,
+		Port:              ln.Addr().(*net.TCPAddr).Port,
+		InputFeePpk:       opt.InputFeePpk,
+		LightningClient:   node,
+		Limits:            opt.Limits,
+		LogLevel:          mint.Disable,
 		MintInfo: mint.MintInfo{Name: opt.Name, Description: opt.Description, LongDescription: opt.LongDescription,
 			Motd: opt.Motd, IconURL: opt.IconURL, URLs: []string{url}},
 	})

@@ -232,7 +232,7 @@ func (w *Wallet) melt(ctx context.Context, op *Op) (Payment, error) {
 	case Pending:
 		return w.stillPending(op, false, "the Lightning payment is in flight")
 	case Unpaid:
-		return w.unpaid(op, "the Lightning payment failed")
+		return w.unpaid(ctx, op, "the Lightning payment failed")
 	}
 	return w.settleMelt(ctx, op, incompatible(w.mint, "/v1/melt/bolt11", "unknown melt state %q", res.State))
 }
@@ -247,7 +247,7 @@ func (w *Wallet) settleMelt(ctx context.Context, op *Op, cause error) (Payment, 
 	case Paid:
 		return w.paid(ctx, op, q)
 	case Pending:
-		return w.stillPending(op, false, "the Lightning payment is in flight")
+		return w.pending(ctx, op, q)
 	case Unpaid:
 		// After a request that got no answer (or a crash before it could),
 		// "unpaid" may still turn: the request may reach the mint late.
@@ -345,6 +345,21 @@ func (w *Wallet) paid(ctx context.Context, op *Op, q MeltQuote) (Payment, error)
 	return w.payment(op), nil
 }
 
+// pending settles a melt whose quote the mint says is still pending. Its
+// inputs are then pending too (NUT-05); a mint that says every one of them
+// is spent took them as paid, whatever it says of the quote, so the melt
+// is recorded paid: its sats never come back, and the caller checks the
+// payment by its preimage (none here).
+func (w *Wallet) pending(ctx context.Context, op *Op, q MeltQuote) (Payment, error) {
+	out, pending, err := w.inputOutcome(ctx, op)
+	if err != nil || pending || len(out.release) > 0 || len(out.spent) == 0 {
+		return w.stillPending(op, false, "the Lightning payment is in flight")
+	}
+	w.log.Warn("ecash: the mint says a melt is pending but spent all its inputs; recording it paid", "op", op.ID, "quote", op.Quote)
+	q.Preimage = nil
+	return w.paid(ctx, op, q)
+}
+
 func (w *Wallet) stillPending(op *Op, unsure bool, reason string) (Payment, error) {
 	op.Reason = reason
 	if err := w.commit(op, outcome{}); err != nil {
@@ -358,13 +373,26 @@ func (w *Wallet) stillPending(op *Op, unsure bool, reason string) (Payment, erro
 	return p, nil
 }
 
-func (w *Wallet) unpaid(op *Op, reason string) (Payment, error) {
-	ys, err := inputYs(op)
-	if err != nil {
-		return Payment{}, err
+// unpaid records a melt the mint answered unpaid. Its inputs are asked
+// about first (NUT-07): a mint that answers unpaid while it spent them
+// kept their sats, which are booked lost and never spent again (nor is the
+// melt tried again with others, which it could keep too).
+func (w *Wallet) unpaid(ctx context.Context, op *Op, reason string) (Payment, error) {
+	out, pending, err := w.inputOutcome(ctx, op)
+	switch {
+	case err != nil:
+		return w.stillPending(op, true, "the payment failed; its inputs' state is not known yet")
+	case pending:
+		return w.stillPending(op, false, "the mint still holds the inputs")
+	}
+	for _, y := range out.spent {
+		op.Lost += w.inputAmount(op, y)
+	}
+	if op.Lost > 0 {
+		w.log.Error("ecash: a melt the mint answered unpaid spent its inputs; their sats are lost", "op", op.ID, "quote", op.Quote, "sats", op.Lost)
 	}
 	op.State, op.Reason = OpFailed, reason
-	if err := w.commit(op, outcome{release: ys}); err != nil {
+	if err := w.commit(op, out); err != nil {
 		return Payment{}, err
 	}
 	return w.payment(op), nil

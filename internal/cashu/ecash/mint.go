@@ -155,10 +155,30 @@ func (w *Wallet) sendMint(ctx context.Context, op *Op) (MintState, error) {
 	}
 	w.log.Debug("ecash: mint request failed; asking the mint what it did", "op", op.ID, "err", err)
 	st, serr := w.settleMint(ctx, op, false)
+	if serr == nil && st == "" && keysetsStale(err) {
+		return w.rotated(ctx, op, err)
+	}
 	if serr != nil || st == "" {
 		return "", err
 	}
 	return st, nil
+}
+
+// rotated gives up a mint request whose outputs are of a keyset the mint
+// no longer signs with (it rotated since they were made) and none of which
+// it signed: the quote is still paid, and the next CompleteMint asks with
+// outputs of the keyset the mint has active now. Sent again as they are,
+// they would be refused until the quote expired.
+func (w *Wallet) rotated(ctx context.Context, op *Op, cause error) (MintState, error) {
+	op.State, op.Reason = OpFailed, "the mint's keyset changed: "+errText(cause)
+	if err := w.commit(op, outcome{}); err != nil {
+		return "", err
+	}
+	w.log.Info("ecash: the mint rotated its keyset; minting again with its active one", "op", op.ID, "quote", op.Quote)
+	if err := w.Refresh(ctx); err != nil {
+		return "", err
+	}
+	return "", cause
 }
 
 func (w *Wallet) issued(op *Op, proofs []cashu.Proof) (MintState, error) {

@@ -462,3 +462,37 @@ func (w *Wallet) dropSpent(ys []string) error {
 	}
 	return w.refreshBalance()
 }
+
+// QuarantineSpent is Audit, and then takes the spendable proofs the mint
+// says are spent out of the balance into quarantine: a mint that says so
+// will not honour them, so they count as lost to it, yet they are kept
+// (unlike Tidy, which drops them) in case it was only its answer that
+// lied. A proof an operation reserved since it was asked about is left
+// to that operation.
+func (w *Wallet) QuarantineSpent(ctx context.Context) (Audit, error) {
+	a, err := w.Audit(ctx)
+	if err != nil || len(a.spent) == 0 {
+		return a, err
+	}
+	err = w.db.Update(func(txn *kv.Txn) error {
+		for _, y := range a.spent {
+			var rec proofRecord
+			found, err := kv.GetJSON(txn, w.key(kindProof, y), &rec)
+			if err != nil {
+				return err
+			}
+			if !found || rec.State != proofUnspent {
+				continue
+			}
+			rec.State, rec.Reason = proofQuarantined, "the mint says it is spent (NUT-07)"
+			if err := kv.PutJSON(txn, w.key(kindProof, y), rec); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return a, fmt.Errorf("ecash: quarantining proofs the mint says are spent: %w", err)
+	}
+	return a, w.refreshBalance()
+}

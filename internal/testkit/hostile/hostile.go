@@ -39,8 +39,8 @@
 //
 // Keyset rotation: see RestartNutshell for Nutshell. The gonuts mint retires
 // every other keyset by itself when it starts with another
-// mint.Config.DerivationPathIdx, but devmint.Options does not expose that
-// field, so a devmint mint cannot rotate today; WrongKeyset with
+// devmint.Options.KeysetIndex (mint.Config.DerivationPathIdx); a Call rule
+// can restart it so in the middle of a client's flow. WrongKeyset with
 // Rule.KeysetID stands in for a signature under the wrong keyset.
 package hostile
 
@@ -71,10 +71,13 @@ const (
 	WrongKeyset            // forward; replace the selected signatures' "id" with another keyset id
 	Stall                  // hold the request without forwarding until the client gives up (its context) or the proxy goes down
 	Refuse                 // answer HTTP 400 {"detail": Rule.Detail, "code": Rule.Code} without forwarding
+	ChangeState            // forward; the mint acts; answer its 200 answer with "state" set to Rule.State (a melt said UNPAID or PENDING that the mint took)
+	DropSigs               // forward; remove the selected signatures from the answer (a mint that signs less than it owes: a melt's change short)
+	Call                   // run Rule.Call, then forward: the test acts between a request and the mint's answer (e.g. rotates the mint's keyset)
 )
 
 var faultNames = [...]string{"Pass", "FailBefore", "FailAfter", "Truncate", "DropDLEQ", "CorruptSig",
-	"CorruptSigNoDLEQ", "WrongKeyset", "Stall", "Refuse"}
+	"CorruptSigNoDLEQ", "WrongKeyset", "Stall", "Refuse", "ChangeState", "DropSigs", "Call"}
 
 func (f Fault) String() string {
 	if f >= 0 && int(f) < len(faultNames) {
@@ -85,7 +88,7 @@ func (f Fault) String() string {
 
 // changesSignatures reports whether f edits the signatures of an answer.
 func (f Fault) changesSignatures() bool {
-	return f == DropDLEQ || f == CorruptSig || f == CorruptSigNoDLEQ || f == WrongKeyset
+	return f == DropDLEQ || f == CorruptSig || f == CorruptSigNoDLEQ || f == WrongKeyset || f == DropSigs
 }
 
 // Rule applies Fault to requests of Route (an exact path like "/v1/swap", or
@@ -101,6 +104,11 @@ type Rule struct {
 	// KeysetID is the id WrongKeyset puts in; "" = another keyset the mint
 	// lists in /v1/keysets, or, if it has no other, a made-up id.
 	KeysetID string
+	// State is the "state" ChangeState puts in an answer, e.g. "UNPAID".
+	State string
+	// Call is what Call runs before it forwards; it may point the proxy
+	// at another mint (SetUpstream).
+	Call func()
 }
 
 // matches reports whether route (a Rule.Route pattern) covers path.
@@ -321,6 +329,12 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		http.Error(w, "hostile: FailBefore", http.StatusInternalServerError)
 	case Refuse:
 		refuse(w, r.Rule)
+	case Call:
+		r.Call()
+		p.mu.Lock()
+		upstream = p.upstream
+		p.mu.Unlock()
+		p.forward(w, req, upstream, stop, nil)
 	case Stall:
 		// net/http notices a client that gave up (and cancels the request's
 		// context) only once the body has been read.
@@ -379,6 +393,8 @@ func (p *Proxy) forward(w http.ResponseWriter, req *http.Request, upstream strin
 		a = answer{status: http.StatusInternalServerError, body: []byte("hostile: FailAfter\n")}
 	case r.Fault == Truncate:
 		a.status, a.body = http.StatusOK, a.body[:len(a.body)/2]
+	case r.Fault == ChangeState && a.status == http.StatusOK:
+		a.body, applied = withState(a.body, r.State)
 	case r.Fault.changesSignatures() && a.status == http.StatusOK:
 		t := &tamperer{Rule: r.Rule, keysets: func() []string { return p.keysets(ctx, upstream) }}
 		a.body, applied = t.tamper(a.body)

@@ -27,6 +27,8 @@ func cannedMint(t *testing.T) *httptest.Server {
 			w.Write([]byte(`{"signatures":[` + cannedSig + `,` + cannedSig + `,` + cannedSig + `]}`))
 		case "/v1/keysets":
 			w.Write([]byte(`{"keysets":[{"id":"00aa","unit":"sat","active":true},{"id":"00bb","unit":"sat","active":false}]}`))
+		case "/v1/melt/bolt11":
+			w.Write([]byte(`{"quote":"q","state":"PAID","paid":true}`))
 		case "/v1/refused":
 			w.WriteHeader(http.StatusBadRequest)
 			w.Write([]byte(`{"detail":"no","code":11001}`))
@@ -117,6 +119,36 @@ func TestMoreRules(t *testing.T) {
 	}
 	if json.Unmarshal(b, &e); status != 400 || e.Code != 11001 || e.Detail != "Token already spent." {
 		t.Fatalf("refused: %d %s", status, b)
+	}
+}
+
+// TestStateSigsCall: ChangeState rewrites a melt answer's state (and its
+// older "paid"), DropSigs takes the selected signatures out, and Call runs
+// before the request goes on.
+func TestStateSigsCall(t *testing.T) {
+	ctx := ctxT(t, 30*time.Second)
+	p := New(t, cannedMint(t).URL)
+	p.Add(Rule{Route: "/v1/melt/bolt11", Fault: ChangeState, State: "UNPAID", Times: 1})
+	var melt struct {
+		Quote, State string
+		Paid         bool
+	}
+	if _, b, err := call(ctx, p.URL, http.MethodPost, "/v1/melt/bolt11", map[string]any{}); err != nil || json.Unmarshal(b, &melt) != nil ||
+		melt.Quote != "q" || melt.State != "UNPAID" || melt.Paid || p.Applied("/v1/melt/bolt11") != 1 {
+		t.Fatalf("melt answer %+v %v", melt, err)
+	}
+	p.Add(Rule{Route: "/v1/info", Fault: ChangeState, State: "UNPAID", Times: 1})
+	if _, b, _ := call(ctx, p.URL, http.MethodGet, "/v1/info", nil); string(b) != "{}" || p.Applied("/v1/info") != 0 {
+		t.Fatalf("an answer without a state was changed: %s", b)
+	}
+	p.Add(Rule{Route: "/v1/swap", Fault: DropSigs, Indices: []int{1}, Times: 1})
+	if _, sigs := cannedSwap(t, ctx, p); len(sigs) != 2 {
+		t.Fatalf("after DropSigs: %+v", sigs)
+	}
+	calls := 0
+	p.Add(Rule{Route: "/v1/swap", Fault: Call, Call: func() { calls++ }, Times: 1})
+	if status, sigs := cannedSwap(t, ctx, p); status != 200 || len(sigs) != 3 || calls != 1 {
+		t.Fatalf("after Call: %d %+v, %d calls", status, sigs, calls)
 	}
 }
 

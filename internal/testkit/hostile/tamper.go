@@ -41,6 +41,9 @@ func (t *tamperer) tamper(body []byte) ([]byte, bool) {
 		for _, i := range sel {
 			t.apply(sigs[i])
 		}
+		if t.Fault == DropSigs {
+			sigs = without(sigs, sel)
+		}
 		b, err := json.Marshal(sigs)
 		if err != nil {
 			return body, false
@@ -152,4 +155,38 @@ func stringOf(raw json.RawMessage) string {
 func jsonString(s string) json.RawMessage {
 	b, _ := json.Marshal(s)
 	return b
+}
+
+// withState is body with its "state" member set to state (and "paid", of
+// older melt answers, to whether it is PAID); an answer without a state
+// is left as it is.
+func withState(body []byte, state string) ([]byte, bool) {
+	var top map[string]json.RawMessage
+	if json.Unmarshal(body, &top) != nil || top["state"] == nil {
+		return body, false
+	}
+	top["state"] = jsonString(state)
+	if _, ok := top["paid"]; ok {
+		top["paid"], _ = json.Marshal(state == "PAID")
+	}
+	out, err := json.Marshal(top)
+	if err != nil {
+		return body, false
+	}
+	return out, true
+}
+
+// without is sigs less those at the indices sel.
+func without(sigs []map[string]json.RawMessage, sel []int) []map[string]json.RawMessage {
+	drop := map[int]bool{}
+	for _, i := range sel {
+		drop[i] = true
+	}
+	out := []map[string]json.RawMessage{}
+	for i, s := range sigs {
+		if !drop[i] {
+			out = append(out, s)
+		}
+	}
+	return out
 }
