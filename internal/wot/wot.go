@@ -170,7 +170,7 @@ type Config struct {
 	// are fetched again instead (Walked).
 	Events Events
 	Log    *slog.Logger     // default: slog.Default()
-	Now func() time.Time // the clock of first-seen times; default: time.Now
+	Now    func() time.Time // the clock of first-seen times; default: time.Now
 }
 
 // New makes the web of trust on the store, empty until Load; settings
