@@ -1,6 +1,7 @@
 package wot
 
 import (
+	"cmp"
 	"context"
 	"encoding/hex"
 	"errors"
@@ -24,7 +25,9 @@ import (
 // not: members may follow 10,000 keys each. Past maxFollowsHeld follows or
 // maxKeys keys, the lists of the farthest members are let go first (then
 // the keys they alone named), so the seeds' reach stays whole and only the
-// outer ring is cut; Size reports it, and the log says so once.
+// outer ring is cut, and of equally far lists the longest go first (a
+// flood of 10,000-follow lists before the ordinary ones); Size reports it,
+// and the log says so once.
 const (
 	// maxFollowsHeld: 48 MB of ids, about the 9M distinct follows of
 	// 200,000 real-sized lists (bench wot) and a margin.
@@ -41,6 +44,11 @@ const (
 	// count only nearer members), which must not loop.
 	settleRounds = 16
 )
+
+// bounds are the graph's bounds, the constants above but in tests.
+type bounds struct{ follows, keys, compactFloor int }
+
+var defaultBounds = bounds{follows: maxFollowsHeld, keys: maxKeys, compactFloor: compactFloor}
 
 // Events is where the lists the graph does not hold are read back when
 // their authors come within reach: the relay's store (*events.Store).
@@ -161,7 +169,7 @@ func (w *WoT) take(k Key, l List, found bool) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	id, _ := w.g.lookup(k)
-	if found && w.g.held+len(l.Follows) > maxFollowsHeld {
+	if found && w.g.held+len(l.Follows) > w.bounds.follows {
 		w.setFull()
 		found = false
 	}
@@ -220,15 +228,16 @@ func (w *WoT) storedList(k Key) (l List, found bool, err error) {
 // at a time, until it holds again. A graph well within the bound again
 // forgets which lists it left out, to read them at the next change.
 func (w *WoT) tidy() {
-	if n := len(w.g.keys); n > maxKeys || w.g.removed > max(compactFloor, n/2) {
+	b := w.bounds
+	if n := len(w.g.keys); n > b.keys || w.g.removed > max(b.compactFloor, n/2) {
 		w.compact()
 	}
-	for w.g.held > maxFollowsHeld || len(w.g.keys) > maxKeys {
+	for w.g.held > b.follows || len(w.g.keys) > b.keys {
 		w.setFull()
 		w.evict(w.g.held - w.g.held/10)
 		w.compact()
 	}
-	if w.full && w.g.held < maxFollowsHeld*8/10 && len(w.g.keys) < maxKeys*8/10 {
+	if w.full && w.g.held < b.follows*8/10 && len(w.g.keys) < b.keys*8/10 {
 		w.full = false
 		clear(w.missing)
 	}
@@ -241,8 +250,9 @@ func (w *WoT) setFull() {
 	w.full = true
 }
 
-// evict lets go of held lists, the farthest authors' first, until at most
-// keep follows are held; their authors are marked missing.
+// evict lets go of held lists, the farthest authors' first and of those
+// the longest, until at most keep follows are held; their authors are
+// marked missing.
 func (w *WoT) evict(keep int) {
 	s := w.snap.Load()
 	hop := func(id uint32) int {
@@ -257,7 +267,9 @@ func (w *WoT) evict(keep int) {
 			held = append(held, uint32(id))
 		}
 	}
-	slices.SortStableFunc(held, func(a, b uint32) int { return hop(b) - hop(a) })
+	slices.SortStableFunc(held, func(a, b uint32) int {
+		return cmp.Or(hop(b)-hop(a), len(w.g.out[b])-len(w.g.out[a]))
+	})
 	for _, id := range held {
 		if w.g.held <= keep {
 			return

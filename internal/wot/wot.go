@@ -127,6 +127,7 @@ type WoT struct {
 	events  Events // lists not held are read from here (hold.go)
 	missing []bool // per id: needed, but no list found or the graph full
 	full    bool   // the bound left lists out (hold.go)
+	bounds  bounds
 
 	walked   []uint32 // Walked's ids, as of the last walk
 	onWalked atomic.Pointer[func()]
@@ -189,7 +190,7 @@ func New(c Config) (*WoT, error) {
 	def := DefaultSettings()
 	c.Depth, c.MinFollowers, c.MaxFollows = cmp.Or(c.Depth, def.Depth), cmp.Or(c.MinFollowers, def.MinFollowers), cmp.Or(c.MaxFollows, def.MaxFollows)
 	w := &WoT{db: c.DB, cfg: c.Settings, log: c.Log, now: c.Now, g: newGraph(), noted: map[Key]struct{}{}, dirty: make(chan struct{}, 1),
-		ranked: make(chan struct{}, 1), events: c.Events}
+		ranked: make(chan struct{}, 1), events: c.Events, bounds: defaultBounds}
 	for _, s := range seeds {
 		w.seeds = append(w.seeds, w.g.intern(s))
 	}
