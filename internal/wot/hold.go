@@ -71,10 +71,11 @@ func (w *WoT) needed(s *snapshot, id uint32) bool {
 }
 
 // settle brings the lists held in line with the walk: it reads the lists
-// newly needed (from pending, then the store's own records, then the
-// relay's events), the nearest first, and lets go of those no longer
-// needed, walking again after each round. The caller holds apply.
-func (w *WoT) settle(ctx context.Context, pending map[Key]List) error {
+// newly needed (from pending, else the newer of the store's own record and
+// the relay's event), the nearest first, and lets go of those no longer
+// needed, walking again after each round. saved says the relay's store
+// holds pending's lists. The caller holds apply.
+func (w *WoT) settle(ctx context.Context, pending map[Key]List, saved bool) error {
 	for range settleRounds {
 		w.rewalk()
 		load, drop := w.wanted()
@@ -84,7 +85,7 @@ func (w *WoT) settle(ctx context.Context, pending map[Key]List) error {
 		if len(load) == 0 {
 			return nil
 		}
-		if err := w.fill(ctx, load, pending); err != nil {
+		if err := w.fill(ctx, load, pending, saved); err != nil {
 			return err
 		}
 	}
@@ -136,17 +137,23 @@ func (w *WoT) release(drop []uint32) error {
 }
 
 // fill reads and takes the lists of load one at a time, so that no more
-// than one is held as keys; lists new to the store's records are written
-// in batches.
-func (w *WoT) fill(ctx context.Context, load []Key, pending map[Key]List) error {
+// than one is held as keys. Only a list the relay's store lacks (pending,
+// not saved) is written as a record of the web of trust's own, in batches;
+// a record the relay's store has a list as new as is deleted (a store of a
+// version that kept every list).
+func (w *WoT) fill(ctx context.Context, load []Key, pending map[Key]List, saved bool) error {
 	var write []List
+	var redundant []Key
 	size := 0
 	for _, k := range load {
-		l, stored, found, err := w.find(ctx, k, pending)
+		l, src, err := w.find(ctx, k, pending)
 		if err != nil {
 			return err
 		}
-		if w.take(k, l, found) && !stored {
+		if src == fromEventsOverRecord {
+			redundant = append(redundant, k)
+		}
+		if w.take(k, l, src != notFound) && src == fromPending && !saved {
 			write, size = append(write, l), size+8+32*len(l.Follows)
 		}
 		if size >= listBatch {
@@ -160,6 +167,9 @@ func (w *WoT) fill(ctx context.Context, load []Key, pending map[Key]List) error 
 	w.tidy()
 	w.mu.Unlock()
 	w.markDirty()
+	if err := w.deleteLists(redundant); err != nil {
+		return err
+	}
 	return w.putLists(write)
 }
 
@@ -182,24 +192,52 @@ func (w *WoT) take(k Key, l List, found bool) bool {
 	return true
 }
 
-// find reads k's list: pending, else the store's record (stored), else
-// the relay's events.
-func (w *WoT) find(ctx context.Context, k Key, pending map[Key]List) (l List, stored, found bool, err error) {
+// source is where find found a list.
+type source int
+
+const (
+	notFound source = iota
+	fromPending
+	fromRecord           // the web of trust's own record
+	fromEvents           // the relay's store
+	fromEventsOverRecord // the relay's store, whose list is as new as the record
+)
+
+// find reads k's list: pending's, else the newer of the store's record
+// and the relay's event.
+func (w *WoT) find(ctx context.Context, k Key, pending map[Key]List) (List, source, error) {
 	if l, ok := pending[k]; ok {
-		return l, false, true, nil
+		return l, fromPending, nil
 	}
-	if l, found, err = w.storedList(k); found || err != nil {
-		return l, found, found, err
+	rec, stored, err := w.storedList(k)
+	if err != nil {
+		return List{}, notFound, err
 	}
+	ev, saved, err := w.savedList(ctx, k)
+	switch {
+	case err != nil:
+		return List{}, notFound, err
+	case saved && stored && ev.At >= rec.At:
+		return ev, fromEventsOverRecord, nil
+	case stored:
+		return rec, fromRecord, nil
+	case saved:
+		return ev, fromEvents, nil
+	}
+	return List{}, notFound, nil
+}
+
+// savedList reads k's list from the relay's store.
+func (w *WoT) savedList(ctx context.Context, k Key) (l List, found bool, err error) {
 	if w.events == nil {
-		return List{}, false, false, nil
+		return List{}, false, nil
 	}
 	ev, err := w.events.Address(ctx, nostr.KindFollowList, hex.EncodeToString(k[:]), "")
 	if err != nil || ev == nil {
-		return List{}, false, false, err
+		return List{}, false, err
 	}
 	l, found = w.list(ev)
-	return l, false, found, nil
+	return l, found, nil
 }
 
 // storedList reads k's record.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/nbd-wtf/go-nostr"
+	"github.com/outpost-relay/outpost/internal/storage/kv"
 	"github.com/outpost-relay/outpost/internal/storage/store"
 	"github.com/outpost-relay/outpost/internal/testkit/storetest"
 	"github.com/outpost-relay/outpost/internal/wot"
@@ -174,6 +175,64 @@ func TestRepublishFreesIDs(t *testing.T) {
 	}
 	if st := r.Standing(freshKeys(6, 29*2_000, 1)[0]); st.Hops != 2 {
 		t.Errorf("a's newest follow stands %+v", st)
+	}
+}
+
+// records counts the web of trust's own records of contact lists.
+func (r relayWoT) records(t *testing.T) int {
+	t.Helper()
+	n := 0
+	err := r.st.DB.View(func(txn *kv.Txn) error {
+		it := txn.NewIterator(kv.IteratorOptions{Prefix: []byte{kv.PrefixWot, 'c'}})
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			n++
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// reopen is a web of trust opened again on r's store, as a restart does.
+func (r relayWoT) reopen(t *testing.T, cfg wot.Settings) relayWoT {
+	t.Helper()
+	w, err := wot.New(wot.Config{Settings: cfg, DB: r.st.DB, Events: r.st.Events, Log: discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Load(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return relayWoT{w, r.st}
+}
+
+// The contact lists the relay saved are read from its store after a
+// restart, not copied into records of the web of trust's own (writing
+// 260 MB of them at 200,000 lists set badger compacting, which took more
+// memory than the graph); a record of an older list, as a version that
+// kept every list left, gives way to the relay's newer one and is deleted.
+func TestSavedListsNotCopied(t *testing.T) {
+	seed, a, b, c := key("seed"), key("a"), key("b"), key("c")
+	cfg := settingsWithSeeds(seed)
+	r := newRelayWoT(t, cfg)
+	set(t, r.WoT, seed, 100, []wot.Key{c}) // a list the relay does not have: kept as a record
+	r.save(t, contactList(seed, 200, a))
+	r.save(t, contactList(a, 200, b))
+	if n := r.records(t); n != 1 {
+		t.Fatalf("%d list records after the relay saved two lists; want the one it lacks", n)
+	}
+	r2 := r.reopen(t, cfg)
+	if st := r2.Standing(b); st.Hops != 2 {
+		t.Fatalf("after a restart b stands %+v; want hops 2", st)
+	}
+	if st := r2.Standing(c); st.Hops != -1 {
+		t.Fatalf("after a restart the seed's older list (a record) won: c stands %+v", st)
+	}
+	if n := r2.records(t); n != 0 {
+		t.Fatalf("%d list records after a restart; the relay's store has newer lists of all", n)
 	}
 }
 

@@ -14,7 +14,7 @@ func (w *WoT) ImportStored(ctx context.Context, st Events) (int, error) {
 	clear(w.missing) // look again, there
 	before := w.lists()
 	w.mu.Unlock()
-	if err := w.settle(ctx, nil); err != nil {
+	if err := w.settle(ctx, nil, false); err != nil {
 		return 0, err
 	}
 	w.mu.RLock()

@@ -13,7 +13,8 @@ import (
 // Records, under kv.PrefixWot:
 //
 //	'c' author → created_at (8 bytes) and the followed keys (32 bytes each):
-//	             the newest contact list of author, as applied
+//	             a contact list given to SetLists that the relay's store may
+//	             not hold (lists the relay saved are read from there)
 //	's' key    → FirstSeen (8 bytes, Unix seconds)
 const (
 	kindList byte = 'c'
@@ -92,8 +93,9 @@ func putSeenOnce(txn *kv.Txn, k Key, v []byte) error {
 	return txn.Set(seenKey(k), v)
 }
 
-// Load reads the stored contact lists the walk needs, out from the seeds
-// one hop at a time, and the first-seen times of the keys in the graph,
+// Load reads the contact lists the walk needs, out from the seeds one hop
+// at a time, from the relay's store and the records of lists it lacks
+// (the newer of the two), and the first-seen times of the keys in the graph,
 // then walks it; Run computes the rank. Records of lists no longer needed
 // (an author out of reach, or a store of a version that kept every list)
 // are deleted: the relay's store has them, should they be needed again.
@@ -101,7 +103,7 @@ func (w *WoT) Load(ctx context.Context) error {
 	start := time.Now()
 	w.apply.Lock()
 	defer w.apply.Unlock()
-	if err := w.settle(ctx, nil); err != nil {
+	if err := w.settle(ctx, nil, false); err != nil {
 		return err
 	}
 	if err := w.db.View(func(txn *kv.Txn) error { return w.loadSeen(ctx, txn) }); err != nil {
