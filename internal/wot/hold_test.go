@@ -90,6 +90,10 @@ func TestFloodLeavesGraph(t *testing.T) {
 	if !r.Follows(flooders[1], freshKeys(1, 2_000, 1)[0]) {
 		t.Error("Follows does not read a list the graph does not hold")
 	}
+	r.save(t, contactList(seed, 300, a)) // the flooder is back at hop 2: his list goes
+	if _, f, _ := r.Size(); f != 3 {
+		t.Fatalf("once the seed unfollows the flooder the graph holds %d follows; want the seed's 1 and a's 2", f)
+	}
 }
 
 // Lists come within reach hop by hop after a restart too: a web of trust
