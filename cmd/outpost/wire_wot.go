@@ -23,7 +23,7 @@ func wireWot(ctx context.Context, d deps) (*wot.WoT, *component, error) {
 	if len(cfg.Seeds) == 0 {
 		cfg.Seeds = d.cfg.AdminPubKeys
 	}
-	w, err := wot.New(wot.Config{Settings: cfg, DB: d.store.DB, Log: log})
+	w, err := wot.New(wot.Config{Settings: cfg, DB: d.store.DB, Events: d.store.Events, Log: log})
 	if err != nil {
 		return nil, nil, err
 	}

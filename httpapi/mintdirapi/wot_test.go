@@ -11,10 +11,11 @@ import (
 )
 
 // wotOn is a web of trust (without seeds) on st that takes the contact
-// lists rl saves, as outpost wires it; it returns its FollowsOf.
+// lists rl saves, as outpost wires it (a viewer outside it is answered from
+// the relay's store); it returns its FollowsOf.
 func wotOn(t *testing.T, st *store.Store, rl *relay.Relay) func(viewer, author string) bool {
 	t.Helper()
-	w, err := wot.New(wot.Config{DB: st.DB})
+	w, err := wot.New(wot.Config{DB: st.DB, Events: st.Events})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -44,13 +44,22 @@ type HealthChecks struct {
 	Enabled bool `json:"enabled"`
 	Lists   int  `json:"lists"`
 	Members int  `json:"members"`
+	Keys    int  `json:"keys"`    // keys with an id in the graph
+	Follows int  `json:"follows"` // follows held, all lists together
+	Full    bool `json:"full"`    // the graph's bound left the farthest members' lists out
 }
 
 // Health reports the web of trust: never down, as it computes in memory
-// what the store gave it.
+// what the store gave it; degraded while its graph is full, which leaves
+// the outer ring of the walk short of lists.
 func Health(w *wot.WoT) func(context.Context) outpost.Health[HealthChecks] {
 	return func(context.Context) outpost.Health[HealthChecks] {
-		return outpost.NewHealth(outpost.Version, HealthChecks{Enabled: w.Enabled(), Lists: w.Lists(), Members: w.Members()})
+		keys, follows, full := w.Size()
+		h := outpost.NewHealth(outpost.Version, HealthChecks{Enabled: w.Enabled(), Lists: w.Lists(), Members: w.Members(), Keys: keys, Follows: follows, Full: full})
+		if full {
+			h.Fail(outpost.HealthDegraded, "the graph is full: the farthest members' contact lists are left out")
+		}
+		return h
 	}
 }
 

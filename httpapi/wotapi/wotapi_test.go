@@ -61,7 +61,8 @@ func TestStanding(t *testing.T) {
 	if r := api.Do("GET", "/npub1nothing", nil); r.Status != 400 || r.ErrorCode() != "invalid_pubkey" {
 		t.Fatalf("a bad key: %d %s", r.Status, r.Body)
 	}
-	if h := api.Do("GET", "/health", nil).Map(t); h["checks"].(map[string]any)["members"] != 2.0 {
+	if h := api.Do("GET", "/health", nil).Map(t); h["status"] != "ok" || h["checks"].(map[string]any)["members"] != 2.0 ||
+		h["checks"].(map[string]any)["keys"] != 2.0 || h["checks"].(map[string]any)["follows"] != 1.0 || h["checks"].(map[string]any)["full"] != false {
 		t.Fatalf("health %v", h)
 	}
 	api.AssertCommonStatuses()

@@ -22,8 +22,12 @@ type graph struct {
 	idx  map[uint64]uint32
 	more map[Key]uint32
 	keys []Key
-	out  [][]uint32 // the ids a key follows, sorted; nil: no contact list
+	out  [][]uint32 // the ids a key follows, sorted; nil: no contact list held
 	at   []uint32   // the created_at of the list in out, to keep the newest
+	held int        // the follows in out, all lists together
+	// removed counts the follows dropped or replaced since the graph was
+	// built: at most as many ids as no list names any more (compact).
+	removed int
 }
 
 func newGraph() *graph { return &graph{idx: map[uint64]uint32{}, more: map[Key]uint32{}} }
@@ -78,6 +82,8 @@ func (g *graph) set(author Key, follows []Key, at uint32) bool {
 	slices.Sort(ids)
 	ids = slices.Clip(slices.Compact(ids))
 	old := g.out[a]
+	g.held += len(ids) - len(old)
+	g.removed += lost(old, ids)
 	g.out[a], g.at[a] = ids, at
 	if len(ids) == 0 {
 		g.out[a] = []uint32{} // a list, empty: not "no list"
@@ -86,10 +92,66 @@ func (g *graph) set(author Key, follows []Key, at uint32) bool {
 }
 
 // edges counts the follows held.
-func (g *graph) edges() int {
+func (g *graph) edges() int { return g.held }
+
+// lost counts the ids of old not in now (sorted).
+func lost(old, now []uint32) int {
 	n := 0
-	for _, o := range g.out {
-		n += len(o)
+	for _, v := range old {
+		if _, found := slices.BinarySearch(now, v); !found {
+			n++
+		}
 	}
 	return n
+}
+
+// drop forgets id's list.
+func (g *graph) drop(id uint32) {
+	g.held -= len(g.out[id])
+	g.removed += len(g.out[id])
+	g.out[id], g.at[id] = nil, 0
+}
+
+// gone is the new id of a key compact let go.
+const gone = ^uint32(0)
+
+// compact is g with only the keys still used — keep's, the authors of the
+// lists held and the keys they follow — so that the ids of keys no list
+// names any more (a list replaced, an author gone out of reach) are freed.
+// The keys keep their order, so the lists stay sorted; remap is each old
+// id's new one, or gone. Nothing of g is changed: a rank computation may
+// still be reading its lists.
+func (g *graph) compact(keep []uint32) (c *graph, remap []uint32) {
+	used := make([]bool, len(g.keys))
+	for _, id := range keep {
+		used[id] = true
+	}
+	for id, o := range g.out {
+		if o != nil {
+			used[id] = true
+			for _, v := range o {
+				used[v] = true
+			}
+		}
+	}
+	remap = make([]uint32, len(g.keys))
+	c = newGraph()
+	for id, u := range used {
+		remap[id] = gone
+		if u {
+			remap[id] = c.intern(g.keys[id])
+		}
+	}
+	for id, o := range g.out {
+		if o == nil {
+			continue
+		}
+		ids := make([]uint32, len(o))
+		for i, v := range o {
+			ids[i] = remap[v]
+		}
+		c.out[remap[id]], c.at[remap[id]] = ids, g.at[id]
+		c.held += len(ids)
+	}
+	return c, remap
 }

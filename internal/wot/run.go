@@ -37,10 +37,15 @@ func (w *WoT) Run(ctx context.Context) {
 func (w *WoT) Rerank() {
 	w.mu.RLock()
 	g := &graph{out: slices.Clone(w.g.out), keys: w.g.keys[:len(w.g.keys):len(w.g.keys)]}
-	seeds := slices.Clone(w.seeds)
+	seeds, gen := slices.Clone(w.seeds), w.gen
 	w.mu.RUnlock()
 	r := g.rank(seeds)
 	w.mu.Lock()
+	if gen != w.gen { // the keys have new ids since: compute again
+		w.mu.Unlock()
+		w.markDirty()
+		return
+	}
 	w.snap.Store(w.snap.Load().withRank(r))
 	w.mu.Unlock()
 	select {

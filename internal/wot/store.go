@@ -13,7 +13,8 @@ import (
 // Records, under kv.PrefixWot:
 //
 //	'c' author → created_at (8 bytes) and the followed keys (32 bytes each):
-//	             the newest contact list of author, as applied
+//	             a contact list given to SetLists that the relay's store may
+//	             not hold (lists the relay saved are read from there)
 //	's' key    → FirstSeen (8 bytes, Unix seconds)
 const (
 	kindList byte = 'c'
@@ -92,19 +93,23 @@ func putSeenOnce(txn *kv.Txn, k Key, v []byte) error {
 	return txn.Set(seenKey(k), v)
 }
 
-// Load reads the stored contact lists and first-seen times into memory and
-// walks the graph; Run computes the rank.
+// Load reads the contact lists the walk needs, out from the seeds one hop
+// at a time, from the relay's store and the records of lists it lacks
+// (the newer of the two), and the first-seen times of the keys in the graph,
+// then walks it; Run computes the rank. Records of lists no longer needed
+// (an author out of reach, or a store of a version that kept every list)
+// are deleted: the relay's store has them, should they be needed again.
 func (w *WoT) Load(ctx context.Context) error {
 	start := time.Now()
 	w.apply.Lock()
 	defer w.apply.Unlock()
-	err := w.db.View(func(txn *kv.Txn) error {
-		if err := w.loadLists(ctx, txn); err != nil {
-			return err
-		}
-		return w.loadSeen(ctx, txn)
-	})
-	if err != nil {
+	if err := w.settle(ctx, nil, false); err != nil {
+		return err
+	}
+	if err := w.db.View(func(txn *kv.Txn) error { return w.loadSeen(ctx, txn) }); err != nil {
+		return err
+	}
+	if err := w.prune(ctx); err != nil {
 		return err
 	}
 	w.rewalk()
@@ -113,37 +118,58 @@ func (w *WoT) Load(ctx context.Context) error {
 	return nil
 }
 
-func (w *WoT) loadLists(ctx context.Context, txn *kv.Txn) error {
+// decodeList reads a list record into follows' memory.
+func decodeList(author Key, v []byte, follows []Key) (at uint32, _ []Key, err error) {
+	if len(v) < 8 || (len(v)-8)%32 != 0 {
+		return 0, nil, fmt.Errorf("wot: the contact list of %x is %d bytes", author, len(v))
+	}
+	follows = follows[:0]
+	for b := v[8:]; len(b) > 0; b = b[32:] {
+		follows = append(follows, Key(b[:32]))
+	}
+	return uint32(binary.BigEndian.Uint64(v)), follows, nil
+}
+
+// prune deletes the list records of authors whose lists are not held.
+func (w *WoT) prune(ctx context.Context) error {
+	var stale []Key
 	prefix := []byte{kv.PrefixWot, kindList}
-	it := txn.NewIterator(kv.IteratorOptions{Prefix: prefix, Values: true})
-	defer it.Close()
-	var follows []Key
-	for it.Rewind(); it.Valid(); it.Next() {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		author := Key(it.Item().Key()[len(prefix):])
-		var at uint32
-		err := it.Item().Value(func(v []byte) error {
-			if len(v) < 8 || (len(v)-8)%32 != 0 {
-				return fmt.Errorf("wot: the contact list of %x is %d bytes", author, len(v))
+	err := w.db.View(func(txn *kv.Txn) error {
+		it := txn.NewIterator(kv.IteratorOptions{Prefix: prefix})
+		defer it.Close()
+		w.mu.RLock()
+		defer w.mu.RUnlock()
+		for it.Rewind(); it.Valid() && ctx.Err() == nil; it.Next() {
+			k := Key(it.Item().Key()[len(prefix):])
+			if id, ok := w.g.lookup(k); !ok || w.g.out[id] == nil {
+				stale = append(stale, k)
 			}
-			at, follows = uint32(binary.BigEndian.Uint64(v)), follows[:0]
-			for b := v[8:]; len(b) > 0; b = b[32:] {
-				follows = append(follows, Key(b[:32]))
+		}
+		return ctx.Err()
+	})
+	if err != nil {
+		return err
+	}
+	return w.deleteLists(stale)
+}
+
+// deleteLists deletes the list records of keys.
+func (w *WoT) deleteLists(keys []Key) error {
+	for len(keys) > 0 {
+		n := min(len(keys), seenBatch)
+		err := w.db.Update(func(txn *kv.Txn) error {
+			for _, k := range keys[:n] {
+				if err := txn.Delete(listKey(k)); err != nil {
+					return err
+				}
 			}
 			return nil
 		})
 		if err != nil {
 			return err
 		}
-		w.mu.Lock()
-		w.g.set(author, follows, at)
-		w.mu.Unlock()
+		keys = keys[n:]
 	}
-	w.mu.Lock()
-	w.growSeen()
-	w.mu.Unlock()
 	return nil
 }
 

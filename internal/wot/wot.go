@@ -122,6 +122,12 @@ type WoT struct {
 	seeds []uint32
 	seen  []uint32 // per id: FirstSeen, Unix seconds; 0 unknown
 	noted map[Key]struct{}
+	gen   uint64 // counts compactions, which give keys new ids (Rerank)
+
+	events  Events // lists not held are read from here (hold.go)
+	missing []bool // per id: needed, but no list found or the graph full
+	full    bool   // the bound left lists out (hold.go)
+	bounds  bounds
 
 	walked   []uint32 // Walked's ids, as of the last walk
 	onWalked atomic.Pointer[func()]
@@ -159,9 +165,13 @@ func (s snapshot) withRank(r []float32) *snapshot {
 // Config is what New takes.
 type Config struct {
 	Settings
-	DB  *kv.DB
-	Log *slog.Logger     // default: slog.Default()
-	Now func() time.Time // the clock of first-seen times; default: time.Now
+	DB *kv.DB
+	// Events is the relay's store, where the contact lists the graph does
+	// not hold are read when their authors come within reach; nil: they
+	// are fetched again instead (Walked).
+	Events Events
+	Log    *slog.Logger     // default: slog.Default()
+	Now    func() time.Time // the clock of first-seen times; default: time.Now
 }
 
 // New makes the web of trust on the store, empty until Load; settings
@@ -180,11 +190,11 @@ func New(c Config) (*WoT, error) {
 	def := DefaultSettings()
 	c.Depth, c.MinFollowers, c.MaxFollows = cmp.Or(c.Depth, def.Depth), cmp.Or(c.MinFollowers, def.MinFollowers), cmp.Or(c.MaxFollows, def.MaxFollows)
 	w := &WoT{db: c.DB, cfg: c.Settings, log: c.Log, now: c.Now, g: newGraph(), noted: map[Key]struct{}{}, dirty: make(chan struct{}, 1),
-		ranked: make(chan struct{}, 1)}
+		ranked: make(chan struct{}, 1), events: c.Events, bounds: defaultBounds}
 	for _, s := range seeds {
 		w.seeds = append(w.seeds, w.g.intern(s))
 	}
-	w.seen = make([]uint32, len(w.g.keys))
+	w.growSeen()
 	w.snap.Store(&snapshot{})
 	w.rewalk()
 	return w, nil
@@ -228,6 +238,10 @@ func (w *WoT) StandingOf(pubkey string) Standing {
 func (w *WoT) Lists() int {
 	w.mu.RLock()
 	defer w.mu.RUnlock()
+	return w.lists()
+}
+
+func (w *WoT) lists() int {
 	n := 0
 	for _, o := range w.g.out {
 		if o != nil {
@@ -294,17 +308,34 @@ func (w *WoT) Walked(context.Context) []string {
 // Members counts the members.
 func (w *WoT) Members() int { return w.snap.Load().members }
 
-// Follows reports whether a follows b by a's contact list.
+// Follows reports whether a follows b by a's contact list: the one held,
+// else the one in the relay's store.
 func (w *WoT) Follows(a, b Key) bool {
+	follows, held, events := w.followsHeld(a, b)
+	if held || events == nil {
+		return follows
+	}
+	ev, err := events.Address(context.Background(), nostr.KindFollowList, hex.EncodeToString(a[:]), "")
+	if err != nil || ev == nil {
+		return false
+	}
+	l, _ := w.list(ev)
+	return slices.Contains(l.Follows, b)
+}
+
+func (w *WoT) followsHeld(a, b Key) (follows, held bool, events Events) {
 	w.mu.RLock()
 	defer w.mu.RUnlock()
 	ia, ok := w.g.lookup(a)
-	ib, ok2 := w.g.lookup(b)
-	if !ok || !ok2 {
-		return false
+	if !ok || w.g.out[ia] == nil {
+		return false, false, w.events
+	}
+	ib, ok := w.g.lookup(b)
+	if !ok {
+		return false, true, nil
 	}
 	_, found := slices.BinarySearch(w.g.out[ia], ib)
-	return found
+	return found, true, nil
 }
 
 // FollowsOf is Follows of two hex public keys.
@@ -328,7 +359,7 @@ func (w *WoT) Apply(ev *nostr.Event) error {
 	if !ok {
 		return nil
 	}
-	return w.SetLists([]List{l})
+	return w.setLists([]List{l}, w.events != nil)
 }
 
 // list reads a contact list. One dated more than an hour ahead is left
@@ -367,61 +398,73 @@ type List struct {
 	Follows []Key
 }
 
-// SetLists stores and applies lists, in one transaction, skipping any whose
-// author has a newer list already; the walk runs again, once, when one of
-// them is a list it follows (a member's short of the depth).
-func (w *WoT) SetLists(lists []List) error {
+// SetLists stores and applies lists, skipping any whose author has a newer
+// list already. Only the lists the walk needs are held (hold.go): those of
+// members short of the depth, at once, and any other of lists whose
+// author they bring within reach; the rest are left to the relay's store.
+func (w *WoT) SetLists(lists []List) error { return w.setLists(lists, false) }
+
+// setLists is SetLists; saved says the relay's store holds the lists
+// (Apply, which the relay calls once it saved the event), so that they are
+// read from there after a restart and not written again as records of the
+// web of trust's own: 32 bytes a follow, 260 MB for 200,000 lists, whose
+// compaction made badger's heap the largest part of outpost's memory.
+func (w *WoT) setLists(lists []List, saved bool) error {
 	w.apply.Lock()
 	defer w.apply.Unlock()
-	lists = w.newer(lists)
-	if len(lists) == 0 {
-		return nil
+	held, pending := w.sortLists(lists)
+	if len(held) == 0 {
+		return nil // nothing the walk goes through changed, so nothing comes within reach
 	}
-	if err := w.putLists(lists); err != nil {
-		return err
+	if !saved {
+		if err := w.putLists(held); err != nil {
+			return err
+		}
 	}
 	w.mu.Lock()
-	var changed, walked bool
-	for _, l := range lists {
-		if w.g.set(l.Author, l.Follows, l.At) {
-			id, _ := w.g.lookup(l.Author)
-			changed, walked = true, walked || w.walks(id)
-		}
+	changed := false
+	for _, l := range held {
+		changed = w.g.set(l.Author, l.Follows, l.At) || changed
 	}
 	w.growSeen()
+	w.tidy()
 	w.mu.Unlock()
-	if changed {
-		w.markDirty()
+	if !changed {
+		return nil
 	}
-	if walked {
-		w.rewalk()
-	}
-	return nil
+	w.markDirty()
+	return w.settle(context.Background(), pending, saved)
 }
 
-// newer keeps the lists newer than the ones held.
-func (w *WoT) newer(lists []List) []List {
+// sortLists parts lists into the newer lists of needed authors (the
+// newest of each) and the others, by author.
+func (w *WoT) sortLists(lists []List) (held []List, pending map[Key]List) {
 	w.mu.RLock()
 	defer w.mu.RUnlock()
-	var keep []List
+	s := w.snap.Load()
+	pending = map[Key]List{}
 	for _, l := range lists {
-		if id, ok := w.g.lookup(l.Author); !ok || w.g.out[id] == nil || l.At >= w.g.at[id] {
-			keep = append(keep, l)
+		if p, ok := pending[l.Author]; ok && p.At > l.At {
+			continue
+		}
+		pending[l.Author] = l
+	}
+	for k, l := range pending {
+		id, ok := w.g.lookup(k)
+		if ok && w.needed(s, id) && (w.g.out[id] == nil || l.At >= w.g.at[id]) {
+			held = append(held, l)
+			delete(pending, k)
 		}
 	}
-	return keep
-}
-
-// walks reports whether the walk follows id's list: a member short of the
-// depth. A new key (beyond the snapshot) is not reached yet.
-func (w *WoT) walks(id uint32) bool {
-	s := w.snap.Load()
-	return int(id) < len(s.member) && s.member[id] && int(s.hops[id]) < w.cfg.Depth
+	return held, pending
 }
 
 func (w *WoT) growSeen() {
 	if n := len(w.g.keys) - len(w.seen); n > 0 {
 		w.seen = append(w.seen, make([]uint32, n)...)
+	}
+	if n := len(w.g.keys) - len(w.missing); n > 0 {
+		w.missing = append(w.missing, make([]bool, n)...)
 	}
 }
 
