@@ -97,6 +97,7 @@ type mixRelay struct {
 	first   map[string][]loadResult // by shape: the pass right after a restart (mixRound)
 	tput    map[string][]loadResult
 	serving mem // the most it held while serving the mix (by RSS), over the rounds
+	restart mem // the most it held from a restart through the first pass, over the rounds
 }
 
 // mixLoad is what loading a relay measured; it is kept in the data dir so
@@ -402,6 +403,10 @@ func (b *bench) mixRound(r *mixRelay, round int, files, first map[string]string)
 		}
 		r.first[s.name] = append(r.first[s.name], lat)
 	}
+	// What the first minute costs: a warm at start shows here.
+	restart := sampling()
+	r.restart = heavier(r.restart, restart)
+	sampling = sampleMem(srv)
 	for _, s := range mixShapesWith(b.mix.sample) {
 		lat, err := latency(files[s.name])
 		if err != nil {
@@ -418,10 +423,16 @@ func (b *bench) mixRound(r *mixRelay, round int, files, first map[string]string)
 		}
 		r.lat[s.name], r.tput[s.name] = append(r.lat[s.name], lat), append(r.tput[s.name], tput)
 	}
-	if m := sampling(); m.RSS > r.serving.RSS {
-		r.serving = m
-	}
+	r.serving = heavier(r.serving, heavier(restart, sampling()))
 	return nil
+}
+
+// heavier is the sample with more RSS.
+func heavier(a, b mem) mem {
+	if b.RSS > a.RSS {
+		return b
+	}
+	return a
 }
 
 // sampleMem samples srv's memory every 200 ms until the function it
@@ -573,12 +584,13 @@ func (b *bench) mixVersus(out, base *mixRelay, targets bool) []row {
 		rows = append(rows, memTarget(row{measure: "peak RSS while ingesting", value: mb(ol.PeakLoad), baseline: "– (strfry imported the bulk)"}, mem{RSS: ol.PeakLoad}))
 	}
 	if ol.PeakAnon > 0 {
-		anon := row{measure: "most anonymous memory sampled while ingesting (heap, stacks: RSS less mapped files)", value: mb(ol.PeakAnon), baseline: "– (strfry imported the bulk)"}
+		anon := target(row{measure: "most anonymous memory sampled while ingesting (heap, stacks: RSS less mapped files)", value: mb(ol.PeakAnon), baseline: "– (strfry imported the bulk)"}, "≤ 256 MiB", ol.PeakAnon <= 256<<20)
 		if bl.PeakAnon > 0 {
 			anon.baseline, anon.ratio = mb(bl.PeakAnon)+vs, float64(ol.PeakAnon)/float64(bl.PeakAnon)
 		}
 		rows = append(rows, anon)
 	}
+	rows = append(rows, target(row{measure: "highest RSS sampled from a restart through the first pass", value: memText(out.restart), baseline: memText(base.restart) + vs, ratio: float64(out.restart.RSS) / float64(base.restart.RSS)}, "≤ 1×", out.restart.RSS <= base.restart.RSS))
 	rows = append(rows, memTarget(row{measure: "highest RSS sampled while serving the mix", value: memText(out.serving), baseline: memText(base.serving) + vs, ratio: float64(out.serving.RSS) / float64(base.serving.RSS)}, out.serving))
 	return rows
 }
