@@ -121,10 +121,10 @@ func defaultConfig() *Config {
 // limit of 224 MiB the collector used 3.9% of the CPU (1.1% under 384 MiB)
 // and outpost's anonymous memory peaked at 217 MiB, against 359 MiB with
 // 2 MiB tables under 384 MiB, where the collector let the heap grow to
-// twice what was live (docs/benchmarks.md, issue 53). Under a limit below
+// twice what was live (BENCHMARKS.md §13, issue 53). Under a limit below
 // what is live the collector runs all the time: 200,000 events with 2 MiB
-// tables under 224 MiB collected 8× as often. The floor is what a relay needs at all, not what it needs to
-// ingest fast.
+// tables under 224 MiB collected 8× as often. The floor is what a relay
+// needs at all, not what it needs to ingest fast.
 const (
 	defaultMemoryLimit settings.Bytes = 224 << 20
 	memoryOverCache    settings.Bytes = 96 << 20

@@ -189,7 +189,7 @@ func (s Settings) badgerOptions(path string, log *slog.Logger) badger.Options {
 // compactors; the buffers go back to a pool of 8 that keeps them while
 // tables are written. Ingesting 200,000 events of the mix from 16
 // connections, 2 MiB tables kept 184 MB of such buffers live at the end
-// and 1 MiB tables 112 MB (docs/benchmarks.md, issue 53); under the 224 MiB
+// and 1 MiB tables 112 MB (BENCHMARKS.md §13, issue 53); under the 224 MiB
 // memory limit the collector then ran 122 times rather than 1,001. The
 // price is twice the tables, each a file badger keeps open and mapped
 // (186 after 500,000 events of the mix).

@@ -34,7 +34,7 @@ type warmPlan struct {
 // counted in outpost's RSS from the start (852 MiB right after a restart
 // on a 500k-event store, more than strfry's), though most of them no REQ
 // of the first minutes reads; cached, a REQ maps the pages it reads from
-// the cache without the disk (a minor fault; see docs/benchmarks.md).
+// the cache without the disk (a minor fault; see BENCHMARKS.md §13).
 //
 // The plan is made as the store opens: a table written since is what this
 // process wrote, which ReleasePages gives back, and warming it would undo
