@@ -204,6 +204,7 @@ func runMain(args []string) error {
 	mixKhatru := fs.Bool("mix-khatru", false, "measure bare khatru in the query mix too (always when there is no -strfry)")
 	mixWS := fs.Bool("mix-ws", false, "load strfry's whole store over websocket (default: its two ingest samples over websocket, the rest with strfry import)")
 	mixMore := fs.Bool("mix-more", false, "the query mix also sends other queries clients send (ids, reactions, replies, notifications by kind, pages back through history, since, profile and lists; see moreShapes), with the same targets")
+	mixWindow := fs.Int("mix-window", 16, "EVENTs each of the query mix's loading connections keeps in flight before their OKs, for every relay alike (1: wait for each OK)")
 	mixCold := fs.Bool("mix-cold", false, "drop the OS page cache before each relay's round of the query mix (root only; slows everything else on the machine for a moment)")
 	fs.Parse(args)
 
@@ -227,7 +228,7 @@ func runMain(args []string) error {
 	if *mixEvents > 0 {
 		b.MixEvents = *mixEvents
 	}
-	b.mix = mixOptions{events: b.MixEvents, seed: *mixSeed, cache: *mixCache, keep: *mixKeep, rounds: *mixRounds, khatru: *mixKhatru, ws: *mixWS, cold: *mixCold, more: *mixMore}
+	b.mix = mixOptions{events: b.MixEvents, seed: *mixSeed, cache: *mixCache, keep: *mixKeep, rounds: *mixRounds, khatru: *mixKhatru, ws: *mixWS, cold: *mixCold, more: *mixMore, window: max(*mixWindow, 1)}
 	if *profile != "" {
 		var err error
 		if b.profileDir, err = filepath.Abs(*profile); err != nil {

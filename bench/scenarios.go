@@ -494,9 +494,9 @@ func hostileScenario(b *bench) ([]row, error) {
 		{measure: "OK latency p99", value: msText(loaded.P99ms), baseline: msText(quiet.P99ms) + base,
 			ratio: loaded.P99ms / quiet.P99ms, target: "≤ 1.5×", holds: ptr(loaded.P99ms <= 1.5*quiet.P99ms)},
 		{measure: "RSS of outpost with the subscriptions held, after publishing", value: memText(loaded.Held), baseline: memText(quiet.Held) + base,
-			ratio: float64(loaded.Held.RSS) / float64(quiet.Held.RSS), target: "≤ 384 MiB (memory limit)", holds: ptr(loaded.Held.RSS <= 384<<20)},
+			ratio: float64(loaded.Held.RSS) / float64(quiet.Held.RSS), target: "≤ 224 MiB (memory limit)", holds: ptr(loaded.Held.RSS <= 224<<20)},
 		{measure: "peak anonymous memory (Go heap, stacks), sampled every 50 ms", value: mb(loaded.PeakAnon), baseline: mb(quiet.PeakAnon) + base,
-			ratio: float64(loaded.PeakAnon) / float64(quiet.PeakAnon), target: "≤ 384 MiB (memory limit)", holds: ptr(loaded.PeakAnon <= 384<<20)},
+			ratio: float64(loaded.PeakAnon) / float64(quiet.PeakAnon), target: "≤ 224 MiB (memory limit)", holds: ptr(loaded.PeakAnon <= 224<<20)},
 		{measure: "peak RSS of outpost (anonymous and file-backed)", value: mb(loadedPeak), baseline: mb(quietPeak) + base, ratio: float64(loadedPeak) / float64(quietPeak)},
 	}
 	off := " (filter-value limits off, every REQ held)"

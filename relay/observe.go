@@ -14,12 +14,17 @@ type Observer interface {
 	// ReqAnswered is called when a REQ's stored events are sent and EOSE is
 	// queued.
 	ReqAnswered(took time.Duration)
+	// BatchCommitted is called as the writer commits a transaction of
+	// events (writer.go), before any of them is answered: how well writes
+	// group under load shows in the sizes.
+	BatchCommitted(events int)
 }
 
 type noObserver struct{}
 
 func (noObserver) EventAnswered(bool, string, time.Duration) {}
 func (noObserver) ReqAnswered(time.Duration)                 {}
+func (noObserver) BatchCommitted(int)                        {}
 
 // Stats are the relay's figures at this moment, for metrics.
 type Stats struct {

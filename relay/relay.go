@@ -133,6 +133,7 @@ func New(cfg Config) *Relay {
 	}
 	r.events = gatedReader{g: &r.gate, er: cfg.Store.Events}
 	r.write.store = cfg.Store.Events
+	r.write.observer = r.observer
 	if cfg.BanList != nil {
 		cfg.BanList.WatchIPs(r.expelBlocked)
 	}

@@ -46,10 +46,11 @@ type batchStore interface {
 
 // writer groups the events handed to it into transactions.
 type writer struct {
-	store   batchStore
-	mu      sync.Mutex
-	queue   []*write
-	running bool
+	store    batchStore
+	observer Observer
+	mu       sync.Mutex
+	queue    []*write
+	running  bool
 	// deletions counts the transactions that stored a deletion request,
 	// counted once committed (see Relay.deletedSince).
 	deletions atomic.Uint64
@@ -90,6 +91,7 @@ func (w *writer) run() {
 			wr.later = wr.seen != before
 		}
 		w.commit(batch)
+		w.observer.BatchCommitted(len(batch))
 		if storedDeletion(batch) {
 			w.deletions.Add(1)
 		}

@@ -2,10 +2,12 @@ package relay
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -237,5 +239,70 @@ func TestDeletionBetweenCheckAndCommit(t *testing.T) {
 	}
 	if held := stored(t, r, []*nostr.Event{x}); held[0] {
 		t.Error("the deleted event is stored")
+	}
+}
+
+// batchObserver records the writer's transactions, and how many events
+// the test counts had been answered as each was reported.
+type batchObserver struct {
+	noObserver
+	answered *atomic.Int64
+	mu       sync.Mutex
+	sizes    []int
+	before   []int64 // answers given when each transaction was reported
+}
+
+func (o *batchObserver) BatchCommitted(events int) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.sizes = append(o.sizes, events)
+	o.before = append(o.before, o.answered.Load())
+}
+
+// TestAnsweredAfterItsTransaction: events that arrive while a transaction
+// commits are committed together in the next one, which the metrics see
+// with its size, and none of them is answered before it committed.
+func TestAnsweredAfterItsTransaction(t *testing.T) {
+	var answered atomic.Int64
+	obs := &batchObserver{answered: &answered}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	st, err := store.Open(t.TempDir(), log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	r := New(Config{Store: st, BanList: policies.NewBanList(), Log: log, PublicURL: "http://127.0.0.1:1", Name: "test", Observer: obs})
+	held := holdTransactions(r, 1, 2)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	const waiting = 20
+	var wg sync.WaitGroup
+	wg.Go(func() { // takes the first transaction, which holds
+		if err := r.Publish(ctx, note(t, nostr.GeneratePrivateKey(), "first", 1)); err != nil {
+			t.Error(err)
+		}
+	})
+	wait(t, ctx, held.holds[1].entered)
+	for i := range waiting {
+		ev := note(t, nostr.GeneratePrivateKey(), fmt.Sprint(i), 1)
+		wg.Go(func() {
+			if ok, reason := r.Ingest(ctx, ev); !ok {
+				t.Errorf("refused: %s", reason)
+			}
+			answered.Add(1)
+		})
+	}
+	queued(t, ctx, r, waiting)
+	close(held.holds[1].release)
+	wait(t, ctx, held.holds[2].entered) // the twenty, their transaction not yet committed
+	if n := answered.Load(); n != 0 {
+		t.Errorf("%d events answered before their transaction committed", n)
+	}
+	close(held.holds[2].release)
+	wg.Wait()
+	obs.mu.Lock()
+	defer obs.mu.Unlock()
+	if !slices.Equal(obs.sizes, []int{1, waiting}) || !slices.Equal(obs.before, []int64{0, 0}) {
+		t.Errorf("transactions of %v events reported, with %v of the %[3]d answered before each; want [1 %[3]d], none answered", obs.sizes, obs.before, waiting)
 	}
 }

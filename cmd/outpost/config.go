@@ -120,14 +120,17 @@ func defaultConfig() *Config {
 // defaultMemoryLimit and memoryOverCache size the Go heap. What is live
 // besides the cache is mostly badger's: up to three 16 MiB memtables, and
 // the table builders of a flush and of compactions, which hold each table
-// they write whole. 16 writers saving 200,000 notes straight into the store
-// kept up to 230 MiB live (kv.Settings: two compactors). Under a limit below what is
-// live the collector runs all the time: 160 MiB cost 1.4× the CPU per note
-// of no limit, 256 MiB 1.25×, 384 MiB nothing measurable, with 250–300 MiB
-// of anonymous memory afterwards against 630 MiB without a limit. The floor
-// is what a relay needs at all, not what it needs to ingest fast.
+// they write whole (kv: 1 MiB tables, two compactors). Ingesting 500,000
+// events of the mix from 16 connections kept up to 150 MB live; under a
+// limit of 224 MiB the collector used 3.9% of the CPU (1.1% under 384 MiB)
+// and outpost's anonymous memory peaked at 217 MiB, against 359 MiB with
+// 2 MiB tables under 384 MiB, where the collector let the heap grow to
+// twice what was live (BENCHMARKS.md §13, issue 53). Under a limit below
+// what is live the collector runs all the time: 200,000 events with 2 MiB
+// tables under 224 MiB collected 8× as often. The floor is what a relay
+// needs at all, not what it needs to ingest fast.
 const (
-	defaultMemoryLimit settings.Bytes = 384 << 20
+	defaultMemoryLimit settings.Bytes = 224 << 20
 	memoryOverCache    settings.Bytes = 96 << 20
 )
 

@@ -69,12 +69,12 @@ func TestFitMemory(t *testing.T) {
 		limit, cache settings.Bytes
 		fitted       bool
 	}{
-		{"no container", 0, nil, 384 * mib, 32 * mib, false},
-		{"1 GiB: the defaults fit", 1024 * mib, nil, 384 * mib, 32 * mib, false},
+		{"no container", 0, nil, 224 * mib, 32 * mib, false},
+		{"1 GiB: the defaults fit", 1024 * mib, nil, 224 * mib, 32 * mib, false},
 		{"256 MiB", 256 * mib, nil, 256 * mib / 3 * 2, 32 * mib, true},
 		{"150 MiB", 150 * mib, nil, 100 * mib, 4 * mib, true},
 		{"150 MiB, the limit set", 150 * mib, map[string]string{"OUTPOST_MEMORY_LIMIT": "200MiB"}, 200 * mib, 4 * mib, true},
-		{"150 MiB, GOMEMLIMIT set", 150 * mib, map[string]string{"GOMEMLIMIT": "120MiB"}, 384 * mib, 4 * mib, true},
+		{"150 MiB, GOMEMLIMIT set", 150 * mib, map[string]string{"GOMEMLIMIT": "120MiB"}, 224 * mib, 4 * mib, true},
 		{"150 MiB, the cache set", 150 * mib, map[string]string{"OUTPOST_CACHE_SIZE": "16MiB"}, 112 * mib, 16 * mib, true},
 		{"150 MiB, both set", 150 * mib, map[string]string{"OUTPOST_CACHE_SIZE": "8MiB", "OUTPOST_MEMORY_LIMIT": "0"}, 0, 8 * mib, false},
 		{"96 MiB: the floor", 96 * mib, nil, 100 * mib, 4 * mib, true},

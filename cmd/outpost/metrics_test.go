@@ -183,6 +183,7 @@ func TestMetricsScrape(t *testing.T) {
 		{"outpost_relay_events_total", []string{"outcome", "refused", "reason", "invalid"}, 1},
 		{"outpost_relay_event_duration_seconds", nil, 4},
 		{"outpost_relay_req_duration_seconds", nil, 1},
+		{"outpost_relay_write_batch_events", nil, 1},
 		{"outpost_relay_connections", nil, 1},
 		{"outpost_http_requests_total", []string{"service", "banlist", "route", "/blocked/pubkeys/{pubkey}", "method", "GET", "code", "200"}, 1},
 		{"outpost_http_requests_total", []string{"service", "banlist", "route", "unmatched", "code", "404"}, 1},

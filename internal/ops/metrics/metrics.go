@@ -28,6 +28,7 @@ type Metrics struct {
 	relayEvents   *prometheus.CounterVec
 	relayEventDur prometheus.Histogram
 	relayReqDur   prometheus.Histogram
+	relayBatches  prometheus.Histogram
 	httpRequests  *prometheus.CounterVec
 	httpDuration  *prometheus.HistogramVec
 	mintChecks    *prometheus.CounterVec
@@ -50,6 +51,9 @@ func New(version, revision string) *Metrics {
 			Help: "Time from an EVENT message to its OK answer.", Buckets: latencyBuckets}),
 		relayReqDur: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: namespace, Subsystem: "relay", Name: "req_duration_seconds",
 			Help: "Time from a REQ message to its EOSE (stored events sent).", Buckets: latencyBuckets}),
+		relayBatches: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: namespace, Subsystem: "relay", Name: "write_batch_events",
+			Help:    "Events in each transaction the relay's writer committed (group commit: what arrived while the commit before ran, up to 256).",
+			Buckets: prometheus.ExponentialBuckets(1, 2, 9)}),
 		httpRequests: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Subsystem: "http", Name: "requests_total",
 			Help: "REST requests answered, by service, route pattern, method and status code."},
 			[]string{"service", "route", "method", "code"}),
@@ -63,7 +67,7 @@ func New(version, revision string) *Metrics {
 			Help: "Faucet claims that reached a state (paid, pending, failed) in this process, by payout method."},
 			[]string{"method", "state"}),
 	}
-	reg.MustRegister(m.relayEvents, m.relayEventDur, m.relayReqDur, m.httpRequests, m.httpDuration, m.mintChecks, m.faucetClaims)
+	reg.MustRegister(m.relayEvents, m.relayEventDur, m.relayReqDur, m.relayBatches, m.httpRequests, m.httpDuration, m.mintChecks, m.faucetClaims)
 	build := prometheus.NewGauge(prometheus.GaugeOpts{Namespace: namespace, Name: "build_info",
 		Help:        "Always 1: the running outpost's version and the VCS revision it was built from.",
 		ConstLabels: prometheus.Labels{"version": version, "revision": revision}})
@@ -110,6 +114,9 @@ func (m *Metrics) EventAnswered(ok bool, reason string, took time.Duration) {
 
 // ReqAnswered records a REQ's time to EOSE.
 func (m *Metrics) ReqAnswered(took time.Duration) { m.relayReqDur.Observe(took.Seconds()) }
+
+// BatchCommitted records the events of a transaction the writer committed.
+func (m *Metrics) BatchCommitted(events int) { m.relayBatches.Observe(float64(events)) }
 
 // --- mint directory and faucet hooks ---
 

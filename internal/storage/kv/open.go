@@ -90,7 +90,6 @@ func (s Settings) Open(dataDir string, log *slog.Logger) (_ *DB, err error) {
 	d.keepOpened()
 	if s.WarmStore {
 		plan := d.planWarm(s.warmBudget())
-		plan.cacheOnly = s.RSSLimit > 0
 		go func() {
 			defer close(d.warming)
 			warmStore(ctx, plan, log.With("component", "badger"))
@@ -177,8 +176,24 @@ func (s Settings) badgerOptions(path string, log *slog.Logger) badger.Options {
 		WithMetricsEnabled(false).
 		WithValueLogFileSize(64 << 20).
 		WithNumCompactors(numCompactors).
-		WithNumLevelZeroTables(levelZeroTables)
+		WithNumLevelZeroTables(levelZeroTables).
+		WithBaseTableSize(baseTableSize)
 }
+
+// baseTableSize is the size of the tables badger's compactions write to
+// the level below level 0 (twice that a level further down, and so on): 1
+// MiB, not its 2 MiB. It bounds what ingest holds live. Each table being
+// written is built whole in memory, in a buffer badger allocates at twice
+// the table's size as it starts it, and a compaction writes up to 8 tables
+// at once, plus one per part it splits its range into, in each of the two
+// compactors; the buffers go back to a pool of 8 that keeps them while
+// tables are written. Ingesting 200,000 events of the mix from 16
+// connections, 2 MiB tables kept 184 MB of such buffers live at the end
+// and 1 MiB tables 112 MB (BENCHMARKS.md §13, issue 53); under the 224 MiB
+// memory limit the collector then ran 122 times rather than 1,001. The
+// price is twice the tables, each a file badger keeps open and mapped
+// (186 after 500,000 events of the mix).
+const baseTableSize = 1 << 20
 
 // levelZeroTables is how many tables badger's level 0 may hold before it
 // compacts them into the levels below: one, not its five. Every level-0

@@ -238,3 +238,14 @@ func TestWritesRefusedOnceTheDataDirIsGone(t *testing.T) {
 		t.Errorf("health %+v, want down, not writable, with the reason", h)
 	}
 }
+
+// badger's compactions write tables of at most 1 MiB to the first level
+// below level 0: each table being written takes twice its size in buffers
+// until it is done, and with badger's 2 MiB ingest held 180 MB of them
+// live, more than the memory limit leaves (see baseTableSize).
+func TestTablesBuiltSmall(t *testing.T) {
+	s := openTest(t)
+	if got := s.db.Opts().BaseTableSize; got > 1<<20 {
+		t.Errorf("badger's base table size is %d bytes; want at most 1 MiB", got)
+	}
+}

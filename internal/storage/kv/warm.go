@@ -19,20 +19,22 @@ type warmPlan struct {
 	total  int64 // bytes of all the tables mapped
 	budget int64
 	err    error // the mappings could not be read
-
-	// cacheOnly reads the tables into the page cache, not outpost's
-	// mappings of them (see Settings.RSSLimit).
-	cacheOnly bool
 }
 
-// warmStore reads the tables of p into outpost's mappings of them (into
-// the page cache only, with p.cacheOnly), in the background (see
-// Settings.WarmStore), and logs what it read. A restarted relay otherwise
-// reads each page of them from the disk the first time a REQ needs it,
-// once the kernel has let the page cache go while no process had the
-// tables mapped (on the VM of BENCHMARKS.md, 28 MB of a 1M-event store's
-// 1.1 GB of tables were still cached five minutes after the relay
+// warmStore reads the tables of p into the page cache, in the background
+// (see Settings.WarmStore), and logs what it read. A restarted relay
+// otherwise reads each page of them from the disk the first time a REQ
+// needs it, once the kernel has let the page cache go while no process had
+// the tables mapped (on the VM of BENCHMARKS.md, 28 MB of a 1M-event
+// store's 1.1 GB of tables were still cached five minutes after the relay
 // stopped). Read in order, the store comes back at the disk's speed.
+//
+// It reads them with read(2), not into outpost's mappings of them
+// (MADV_POPULATE_READ, as it did until issue 53): populated, every page
+// counted in outpost's RSS from the start (852 MiB right after a restart
+// on a 500k-event store, more than strfry's), though most of them no REQ
+// of the first minutes reads; cached, a REQ maps the pages it reads from
+// the cache without the disk (a minor fault; see BENCHMARKS.md §13).
 //
 // The plan is made as the store opens: a table written since is what this
 // process wrote, which ReleasePages gives back, and warming it would undo
@@ -53,12 +55,8 @@ func warmStore(ctx context.Context, p warmPlan, log *slog.Logger) {
 // read reads the plan's tables and returns how many bytes it read, in
 // how many tables: those compacted away meanwhile are not counted.
 func (p warmPlan) read(ctx context.Context) (read int64, tables int, err error) {
-	warm := populate
-	if p.cacheOnly {
-		warm = readFile
-	}
 	for _, m := range p.tables {
-		switch err := warm(ctx, m); {
+		switch err := readFile(ctx, m); {
 		case err == errUnmapped:
 		case err != nil:
 			return read, tables, err

@@ -14,7 +14,6 @@ import (
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/dgraph-io/badger/v4/table"
-	"golang.org/x/sys/unix"
 )
 
 // planWarm lists outpost's mappings of the store's tables to read within
@@ -49,39 +48,12 @@ func (d *DB) planWarm(budget int64) warmPlan {
 	return p
 }
 
-// populateChunk is how much one madvise reads at most: a cancelled warm
-// (outpost stopping) waits for one chunk, not a table.
-const populateChunk = 8 << 20
-
-// populate faults every page of m into this process's page tables
-// (MADV_POPULATE_READ, Linux 5.14), reading from the disk what is not
-// cached. It never changes what is mapped, so a range badger unmapped
-// meanwhile, or that a new mapping took, comes to no harm.
-func populate(ctx context.Context, m mapping) error {
-	for at := m.start; at < m.end; at += populateChunk {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		_, _, e := unix.Syscall(unix.SYS_MADVISE, at, min(populateChunk, m.end-at), unix.MADV_POPULATE_READ)
-		switch e {
-		case 0:
-		case unix.ENOMEM:
-			return errUnmapped
-		case unix.EINVAL:
-			return errors.New("this kernel cannot populate mappings (MADV_POPULATE_READ: Linux 5.14 or later)")
-		default:
-			return e
-		}
-	}
-	return nil
-}
-
 // readChunk is how much readFile reads at once.
 const readChunk = 1 << 20
 
 // readFile reads m's file into the page cache, from the disk what is not
-// cached, and not into outpost's mappings, where boundRSS would unmap it: a
-// page counts in outpost's RSS once a REQ reads it. A table compacted away
+// cached, and not into outpost's mappings: a page counts in outpost's RSS
+// once a REQ reads it (and boundRSS would unmap it). A table compacted away
 // meanwhile is errUnmapped.
 func readFile(ctx context.Context, m mapping) error {
 	f, err := os.Open(m.path)

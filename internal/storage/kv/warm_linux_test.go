@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/outpost-relay/outpost/internal/ops/settings"
 	"golang.org/x/sys/unix"
 )
 
@@ -52,33 +53,61 @@ func openUnwarmed(t *testing.T, dir string) *DB {
 	return s
 }
 
-// Opened with WarmStore, the store's tables end up resident in outpost's
-// mappings; without it, only what badger read as it opened them is.
+// Opened with WarmStore, the store's tables end up in the page cache, not
+// resident in outpost's mappings, where they would count in its RSS from
+// the start (issue 53); with an RSS limit too, where boundRSS would unmap
+// them.
 func TestWarmStore(t *testing.T) {
 	dir := t.TempDir()
-	size := tablesOnDisk(t, dir)
-	for _, warm := range []bool{false, true} {
-		settings := DefaultSettings()
-		settings.WarmStore = warm
-		s, err := settings.Open(dir, quiet())
+	tablesOnDisk(t, dir)
+	for _, rssLimit := range []settings.Bytes{0, 1 << 40} { // 1 TiB: boundRSS runs and never unmaps
+		uncache(t, filepath.Join(dir, "badger"))
+		s := DefaultSettings()
+		s.RSSLimit = rssLimit
+		db, err := s.Open(dir, quiet())
 		if err != nil {
 			t.Fatal(err)
 		}
 		select {
-		case <-s.warming:
+		case <-db.warming:
 		case <-time.After(30 * time.Second):
 			t.Fatal("warming did not end within 30 s")
 		}
-		resident := residentTables(t, s.dir)
-		if err := s.Close(); err != nil {
+		cached, size := pageCached(t, db.dir)
+		resident := residentTables(t, db.dir)
+		if err := db.Close(); err != nil {
 			t.Fatal(err)
 		}
-		switch {
-		case warm && resident < size*9/10:
-			t.Errorf("warmed: %d of %d bytes of tables resident; want all", resident, size)
-		case !warm && resident > size/2:
-			t.Errorf("not warmed: %d of %d bytes of tables resident; want few, or this test shows nothing", resident, size)
+		if cached < size*9/10 {
+			t.Errorf("RSS limit %v: %d of %d bytes of tables in the page cache after the warm; want nearly all", rssLimit, cached, size)
 		}
+		if resident > size/2 {
+			t.Errorf("RSS limit %v: %d of %d bytes of tables resident in outpost's mappings after the warm; want few", rssLimit, resident, size)
+		}
+	}
+}
+
+// uncache drops the page cache of the tables in dir, or skips the test
+// where it cannot (tmpfs).
+func uncache(t *testing.T, dir string) {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, "*.sst"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range files {
+		f, err := os.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED)
+		f.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if cached, size := pageCached(t, dir); cached > size/2 {
+		t.Skipf("%d of %d bytes of tables still in the page cache after FADV_DONTNEED (tmpfs?): nothing to test", cached, size)
 	}
 }
 
@@ -108,49 +137,5 @@ func TestWarmBudget(t *testing.T) {
 	stop()
 	if _, _, err := all.read(ended); err != context.Canceled {
 		t.Errorf("context ended: %v; want context.Canceled", err)
-	}
-}
-
-// With an RSS limit, the warm reads the tables into the page cache and not
-// into outpost's mappings, where boundRSS would unmap them.
-func TestWarmStoreCacheOnly(t *testing.T) {
-	dir := t.TempDir()
-	tablesOnDisk(t, dir)
-	files, err := filepath.Glob(filepath.Join(dir, "badger", "*.sst"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, path := range files {
-		f, err := os.Open(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		err = unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED)
-		f.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	if cached, size := pageCached(t, filepath.Join(dir, "badger")); cached > size/2 {
-		t.Skipf("%d of %d bytes of tables still in the page cache after FADV_DONTNEED (tmpfs?): nothing to test", cached, size)
-	}
-	settings := DefaultSettings()
-	settings.RSSLimit = 1 << 40 // boundRSS runs and never unmaps
-	s, err := settings.Open(dir, quiet())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	select {
-	case <-s.warming:
-	case <-time.After(30 * time.Second):
-		t.Fatal("warming did not end within 30 s")
-	}
-	cached, size := pageCached(t, s.dir)
-	if cached < size*9/10 {
-		t.Errorf("%d of %d bytes of tables in the page cache after the warm; want nearly all", cached, size)
-	}
-	if resident := residentTables(t, s.dir); resident > size/2 {
-		t.Errorf("%d of %d bytes of tables resident in outpost's mappings; want few", resident, size)
 	}
 }
