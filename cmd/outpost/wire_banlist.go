@@ -21,7 +21,7 @@ func wireBanlist(ctx context.Context, d deps) (*component, error) {
 		return nil, err
 	}
 	bl, err := banlist.New(banlist.Config{Settings: d.cfg.Banlist, DB: d.store.DB, Events: d.store.Events, List: d.banList,
-		Publish: d.relay.Publish, SecretKey: d.secretKey, Epoch: epoch, Log: log})
+		Publish: d.relay.Publish, SecretKey: d.secretKey, Epoch: epoch, Log: log, Publishing: d.publishing})
 	if err != nil {
 		return nil, err
 	}

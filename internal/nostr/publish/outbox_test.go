@@ -3,6 +3,7 @@ package publish_test
 import (
 	"context"
 	"net/http/httptest"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -66,4 +67,52 @@ func TestOutboxDelivers(t *testing.T) {
 	o.Send(away)
 	proxy.Up(t)
 	testkit.WaitFor(t, 30*time.Second, "the list signed while away on the relay", stored(away))
+}
+
+// A relay that refuses an event (as strfry refuses one with too many tags)
+// is told it again, later, until it takes it; meanwhile State names the
+// relay, the event and the reason, and counts the refusals.
+func TestOutboxRetriesRefusals(t *testing.T) {
+	st := storetest.Open(t, storetest.Options{})
+	srv := httptest.NewUnstartedServer(nil)
+	pk, _ := nostr.GetPublicKey(nostr.GeneratePrivateKey())
+	rl := relay.New(relay.Config{Store: st, BanList: policies.NewBanList(), Log: quiet(),
+		PublicURL: "http://" + srv.Listener.Addr().String(), ServicePub: pk, Name: "test"})
+	var refuse atomic.Bool
+	refuse.Store(true)
+	rl.RejectEvent = append(rl.RejectEvent, func(context.Context, *nostr.Event) (bool, string) {
+		return refuse.Load(), "invalid: too many tags"
+	})
+	srv.Config.Handler = rl
+	relaytest.Serve(t, srv, rl, st)
+	url := "ws://" + srv.Listener.Addr().String()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	o := publish.NewOutbox([]string{url}, quiet())
+	ev := &nostr.Event{Kind: publish.KindBanPage, CreatedAt: nostr.Now(), Tags: nostr.Tags{{"d", "outpost-bans-00"}}}
+	if err := ev.Sign(nostr.GeneratePrivateKey()); err != nil {
+		t.Fatal(err)
+	}
+	o.Send(ev)
+	done := make(chan struct{})
+	go func() { o.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	testkit.WaitFor(t, 30*time.Second, "the refusal in the outbox's state", func() bool {
+		s := o.State()[0]
+		return s.Refused > 0 && len(s.Refusals) == 1
+	})
+	s := o.State()[0]
+	if r := s.Refusals[0]; s.Relay != url || r.Kind != publish.KindBanPage || r.D != "outpost-bans-00" || r.Reason != "invalid: too many tags" || s.Published != 0 {
+		t.Fatalf("state %+v", s)
+	}
+	refuse.Store(false)
+	testkit.WaitFor(t, 30*time.Second, "the page taken when tried again", func() bool {
+		got, err := st.Events.Address(ctx, ev.Kind, ev.PubKey, "outpost-bans-00")
+		return err == nil && got != nil && got.ID == ev.ID
+	})
+	testkit.WaitFor(t, 10*time.Second, "the state to say so", func() bool {
+		s := o.State()[0]
+		return s.Published == 1 && len(s.Refusals) == 0
+	})
 }
