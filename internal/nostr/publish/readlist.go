@@ -19,8 +19,9 @@ type List struct {
 }
 
 // readBatch is how many pages one filter asks for: under the max_limit
-// relays clamp a filter to (500 on outpost and strfry by default).
-const readBatch = 250
+// relays clamp a filter to (500 on outpost and strfry by default) and
+// the values a filter may name (strfry: 200).
+const readBatch = 100
 
 // ReadList reads the ban list that pubkey publishes from a relay, as any
 // reader may: from the pages of the shortest prefixes (the 256 of two

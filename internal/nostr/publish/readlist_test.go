@@ -106,4 +106,3 @@ func key(prefix string) string {
 	rand.Read(b[:])
 	return prefix + hex.EncodeToString(b[:])[len(prefix):]
 }
-
