@@ -222,9 +222,15 @@ func (o *Outbox) answered(relay, addr string, q *queued, ok bool, reason string)
 		"d", q.ev.Tags.GetD(), "reason", reason, "tries", q.refused)
 }
 
+// isListEvent says whether an event of kind at d is one of the ban list's:
+// a page of keys or of words, or the mute list of earlier versions.
+func isListEvent(kind int, d string) bool {
+	return kind == KindMuteList || kind == KindBanPage && (strings.HasPrefix(d, banPagePrefix) || strings.HasPrefix(d, wordPagePrefix))
+}
+
 // BanListChecks are the ban list's health checks of its publish relays
 // (banlist.Config.Publishing): a relay is in error while the last
-// connection to it failed, or while it refuses a page or the mute list.
+// connection to it failed, or while it refuses a page (of keys or words) or the mute list.
 func (o *Outbox) BanListChecks() []banlist.PublishCheck {
 	var out []banlist.PublishCheck
 	for _, st := range o.State() {
@@ -234,7 +240,7 @@ func (o *Outbox) BanListChecks() []banlist.PublishCheck {
 			why = append(why, "unreachable: "+st.Down)
 		}
 		for _, r := range st.Refusals {
-			if r.Kind == KindMuteList || r.Kind == KindBanPage && strings.HasPrefix(r.D, banPagePrefix) {
+			if isListEvent(r.Kind, r.D) {
 				why = append(why, fmt.Sprintf("refused %s (kind %d) %d times, trying again: %s", cmp.Or(r.D, "the mute list"), r.Kind, r.Tries, r.Reason))
 			}
 		}

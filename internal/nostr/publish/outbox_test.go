@@ -3,12 +3,14 @@ package publish_test
 import (
 	"context"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/outpost-relay/outpost/internal/nostr/publish"
+	"github.com/outpost-relay/outpost/internal/storage/store"
 	"github.com/outpost-relay/outpost/internal/testkit"
 	"github.com/outpost-relay/outpost/internal/testkit/relaytest"
 	"github.com/outpost-relay/outpost/internal/testkit/storetest"
@@ -73,27 +75,11 @@ func TestOutboxDelivers(t *testing.T) {
 // is told it again, later, until it takes it; meanwhile State names the
 // relay, the event and the reason, and counts the refusals.
 func TestOutboxRetriesRefusals(t *testing.T) {
-	st := storetest.Open(t, storetest.Options{})
-	srv := httptest.NewUnstartedServer(nil)
-	pk, _ := nostr.GetPublicKey(nostr.GeneratePrivateKey())
-	rl := relay.New(relay.Config{Store: st, BanList: policies.NewBanList(), Log: quiet(),
-		PublicURL: "http://" + srv.Listener.Addr().String(), ServicePub: pk, Name: "test"})
-	var refuse atomic.Bool
-	refuse.Store(true)
-	rl.RejectEvent = append(rl.RejectEvent, func(context.Context, *nostr.Event) (bool, string) {
-		return refuse.Load(), "invalid: too many tags"
-	})
-	srv.Config.Handler = rl
-	relaytest.Serve(t, srv, rl, st)
-	url := "ws://" + srv.Listener.Addr().String()
-
+	st, url, refuse := refusingRelay(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	o := publish.NewOutbox([]string{url}, quiet())
-	ev := &nostr.Event{Kind: publish.KindBanPage, CreatedAt: nostr.Now(), Tags: nostr.Tags{{"d", "outpost-bans-00"}}}
-	if err := ev.Sign(nostr.GeneratePrivateKey()); err != nil {
-		t.Fatal(err)
-	}
+	ev := page(t, "outpost-bans-00")
 	o.Send(ev)
 	done := make(chan struct{})
 	go func() { o.Run(ctx); close(done) }()
@@ -115,4 +101,56 @@ func TestOutboxRetriesRefusals(t *testing.T) {
 		s := o.State()[0]
 		return s.Published == 1 && len(s.Refusals) == 0
 	})
+}
+
+// refusingRelay is the real relay, refusing every event while refuse is
+// set (it starts set), as strfry refuses an event with too many tags.
+func refusingRelay(t *testing.T) (st *store.Store, url string, refuse *atomic.Bool) {
+	t.Helper()
+	st = storetest.Open(t, storetest.Options{})
+	srv := httptest.NewUnstartedServer(nil)
+	pk, _ := nostr.GetPublicKey(nostr.GeneratePrivateKey())
+	rl := relay.New(relay.Config{Store: st, BanList: policies.NewBanList(), Log: quiet(),
+		PublicURL: "http://" + srv.Listener.Addr().String(), ServicePub: pk, Name: "test"})
+	refuse = &atomic.Bool{}
+	refuse.Store(true)
+	rl.RejectEvent = append(rl.RejectEvent, func(context.Context, *nostr.Event) (bool, string) {
+		return refuse.Load(), "invalid: too many tags"
+	})
+	srv.Config.Handler = rl
+	relaytest.Serve(t, srv, rl, st)
+	return st, "ws://" + srv.Listener.Addr().String(), refuse
+}
+
+// page is a signed, empty list page at d.
+func page(t *testing.T, d string) *nostr.Event {
+	t.Helper()
+	ev := &nostr.Event{Kind: publish.KindBanPage, CreatedAt: nostr.Now(), Tags: nostr.Tags{{"d", d}}}
+	if err := ev.Sign(nostr.GeneratePrivateKey()); err != nil {
+		t.Fatal(err)
+	}
+	return ev
+}
+
+// A refused page of blocked words is in the ban list's health as a refused
+// page of keys is; another addressable event the service signs (a mint's
+// status) is not: it is not the list.
+func TestBanListChecksNameEveryRefusedPage(t *testing.T) {
+	_, url, _ := refusingRelay(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	o := publish.NewOutbox([]string{url}, quiet())
+	for _, d := range []string{"outpost-bans-00", "outpost-words-", "https://mint.example"} {
+		o.Send(page(t, d))
+	}
+	done := make(chan struct{})
+	go func() { o.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	testkit.WaitFor(t, 30*time.Second, "the three refusals in the outbox's state", func() bool {
+		return len(o.State()[0].Refusals) == 3
+	})
+	c := o.BanListChecks()[0]
+	if c.Error == nil || !strings.Contains(*c.Error, "outpost-bans-00") || !strings.Contains(*c.Error, "outpost-words-") || strings.Contains(*c.Error, "mint.example") {
+		t.Fatalf("the ban list's check of a relay refusing its pages: %+v (error %v)", c, c.Error)
+	}
 }
