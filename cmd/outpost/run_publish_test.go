@@ -169,7 +169,17 @@ func (rec *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		var msg []json.RawMessage
 		var ev nostr.Event
-		if json.Unmarshal(data, &msg) != nil || len(msg) != 2 || json.Unmarshal(msg[1], &ev) != nil {
+		var label, sub string
+		if json.Unmarshal(data, &msg) != nil || len(msg) < 2 || json.Unmarshal(msg[0], &label) != nil {
+			continue
+		}
+		if label != "EVENT" { // it answers no REQ or COUNT
+			json.Unmarshal(msg[1], &sub)
+			closed, _ := json.Marshal([]any{"CLOSED", sub, "unsupported: only EVENT"})
+			c.WriteMessage(websocket.TextMessage, closed)
+			continue
+		}
+		if len(msg) != 2 || json.Unmarshal(msg[1], &ev) != nil {
 			continue
 		}
 		rec.mu.Lock()
@@ -233,4 +243,33 @@ func TestPublishRefusalsReported(t *testing.T) {
 	if got := value(m, "outpost_publish_events_total", "relay", relayURL, "outcome", "published"); got < 1 {
 		t.Fatalf("published in /metrics: %v", got)
 	}
+}
+
+// TestRestartOffersThePages: pages signed while a publish relay was not
+// configured (or was away, and the queue went with the process) reach it
+// after a restart, though they are not signed again.
+func TestRestartOffersThePages(t *testing.T) {
+	dir := t.TempDir()
+	first := start(t, dir, nil)
+	pk, _ := nostr.GetPublicKey(nostr.GeneratePrivateKey())
+	if code, body := call(t, "POST", first.url+"/banlist/admin/ban", map[string]any{"pubkey": pk, "reason": "spam"}, admin()...); code != 200 {
+		t.Fatalf("ban: %d %v", code, body)
+	}
+	service := servicePubKey(t, first)
+	page := nostr.Filter{Kinds: []int{30000}, Authors: []string{service}, Tags: nostr.TagMap{"d": {"outpost-bans-" + pk[:2]}}}
+	var id string
+	testkit.WaitFor(t, 10*time.Second, "the page on outpost's relay", func() bool {
+		evs := query(t, connect(t, first), page)
+		if len(evs) == 1 {
+			id = evs[0].ID
+		}
+		return id != ""
+	})
+	first.shutdown(t)
+
+	rec := &recorder{}
+	srv := httptest.NewServer(rec)
+	t.Cleanup(srv.Close)
+	start(t, dir, map[string]string{"OUTPOST_PUBLISH_RELAYS": "ws" + strings.TrimPrefix(srv.URL, "http")})
+	testkit.WaitFor(t, 20*time.Second, "the page signed before the restart on the publish relay", func() bool { return rec.has(id) })
 }

@@ -42,13 +42,15 @@ type deps struct {
 	sink    pub.Sink          // where events the service signs go: the relay, and OUTPOST_PUBLISH_RELAYS
 	// publishing says how the list's publication to OUTPOST_PUBLISH_RELAYS goes; nil when there are none
 	publishing func() []banlist.PublishCheck
-	publicURL  string
-	secretKey  string // service key, hex
-	pubKey     string // service key, hex
-	metrics    *metrics.Metrics
-	embedded   *devmint.Mint // the faucet's test mint, without a mint URL set; nil with one
-	wot        *wot.WoT      // the web of trust, which the services ask
-	adminKeys  *adminKeys    // set by wireBanlist, read by the services wired after it
+	// offer gives the publish relays what was signed before the start, if they lack it; nil when there are none
+	offer     func(*nostr.Event)
+	publicURL string
+	secretKey string // service key, hex
+	pubKey    string // service key, hex
+	metrics   *metrics.Metrics
+	embedded  *devmint.Mint // the faucet's test mint, without a mint URL set; nil with one
+	wot       *wot.WoT      // the web of trust, which the services ask
+	adminKeys *adminKeys    // set by wireBanlist, read by the services wired after it
 }
 
 // adminKeys is the ban list's service once wireBanlist has made it: other
@@ -169,7 +171,7 @@ func serve(ctx context.Context, cfg *Config, stdout, stderr io.Writer) (err erro
 	d := deps{cfg: cfg, log: logger, store: st, relay: rl, banList: list, sink: sink, publicURL: publicURL, secretKey: sk, pubKey: pk, metrics: m,
 		embedded: embedded, adminKeys: &adminKeys{}}
 	if len(cfg.Publish.Relays) > 0 {
-		d.publishing = outbox.BanListChecks
+		d.publishing, d.offer = outbox.BanListChecks, outbox.Offer
 	}
 	components, err := wireServices(ctx, &d, component{jobs: []func(context.Context){outbox.Run}})
 	if err != nil {

@@ -42,6 +42,9 @@ type BanList struct {
 	Log       *slog.Logger
 	Now       func() time.Time
 	Every     time.Duration // how often the list is looked at; default 200ms
+	// Offer takes each current event published before the start, for the
+	// publish relays that lack it (Outbox.Offer); nil: there are none.
+	Offer func(*nostr.Event)
 }
 
 // muteListD is the address of the kind-10000 mute list among the pages.
@@ -83,16 +86,21 @@ func (b *BanList) Run(ctx context.Context) {
 }
 
 // earlier is what was published before, by d: a digest of each page's
-// tags (32 bytes a page, where the tags would hold the whole list).
+// tags (32 bytes a page, where the tags would hold the whole list). Each
+// of those events goes to Offer, before any newer version is signed.
 func (b *BanList) earlier(ctx context.Context, sg *signer) (map[string][32]byte, error) {
 	last := map[string][32]byte{}
-	err := sg.load(ctx, b.Events, KindBanPage, func(d string, ev *nostr.Event) {
-		if strings.HasPrefix(d, banPages.prefix) || strings.HasPrefix(d, wordPages.prefix) {
+	found := func(d string, ev *nostr.Event) {
+		if isListEvent(ev.Kind, d) {
 			last[d] = digest(ev.Tags)
+			if b.Offer != nil {
+				b.Offer(ev)
+			}
 		}
-	})
+	}
+	err := sg.load(ctx, b.Events, KindBanPage, found)
 	if err == nil {
-		err = sg.load(ctx, b.Events, KindMuteList, func(_ string, ev *nostr.Event) { last[muteListD] = digest(ev.Tags) })
+		err = sg.load(ctx, b.Events, KindMuteList, found)
 	}
 	return last, err
 }

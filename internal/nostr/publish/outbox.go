@@ -13,6 +13,7 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/outpost-relay/outpost/banlist"
 	"github.com/outpost-relay/outpost/internal/nostr/nostrclient"
+	"github.com/tidwall/gjson"
 )
 
 // Outbox forwards the events outpost signs to other relays. Only the latest
@@ -39,6 +40,7 @@ type queued struct {
 	due     time.Time // not before; zero: at once
 	refused int       // times the relay refused it
 	reason  string    // the relay's last refusal
+	offered bool      // signed before a restart: sent only if the relay lacks it (Offer)
 }
 
 // RelayState is how sending to one relay goes.
@@ -80,16 +82,41 @@ func NewOutbox(relays []string, log *slog.Logger) *Outbox {
 // Send queues ev for every relay, in place of an older version of its
 // address.
 func (o *Outbox) Send(ev *nostr.Event) {
-	addr := ev.ID
-	if ev.Kind >= 10000 && ev.Kind < 20000 || ev.Kind >= 30000 && ev.Kind < 40000 {
-		addr = fmt.Sprintf("%d:%s:%s", ev.Kind, ev.PubKey, ev.Tags.GetD())
-	}
+	addr := addressOf(ev)
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	for _, r := range o.relays {
 		o.pending[r][addr] = &queued{ev: ev}
 		o.poke(r)
 	}
+}
+
+// Offer queues ev, signed before a restart, for every relay that lacks
+// it: the queue of a process that stopped is gone, and a relay that was
+// away or refused an event then would otherwise never get it, since an
+// unchanged page is not signed again. Before sending offered events the
+// outbox asks the relay (NIP-45 COUNT) which of them it holds, so a
+// restart sends nothing a relay holds already. Offer never replaces what
+// Send queued.
+func (o *Outbox) Offer(ev *nostr.Event) {
+	addr := addressOf(ev)
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, r := range o.relays {
+		if _, ok := o.pending[r][addr]; !ok {
+			o.pending[r][addr] = &queued{ev: ev, offered: true}
+			o.poke(r)
+		}
+	}
+}
+
+// addressOf is what a newer event replaces ev at: its address when it is
+// replaceable or addressable, its id when not.
+func addressOf(ev *nostr.Event) string {
+	if nostr.IsReplaceableKind(ev.Kind) || nostr.IsAddressableKind(ev.Kind) {
+		return fmt.Sprintf("%d:%s:%s", ev.Kind, ev.PubKey, ev.Tags.GetD())
+	}
+	return ev.ID
 }
 
 func (o *Outbox) poke(relay string) {
@@ -153,8 +180,10 @@ func (o *Outbox) deliver(ctx context.Context, relay string) error {
 	o.mu.Lock()
 	o.states[relay].Down = ""
 	o.mu.Unlock()
+	held := heldAsker{c: c}
 	for {
 		batch, next := o.due(relay)
+		o.dropHeld(ctx, relay, batch, &held)
 		for addr, q := range batch {
 			sctx, cancel := context.WithTimeout(ctx, publishTimeout)
 			ok, reason, err := c.Publish(sctx, q.ev)
@@ -181,6 +210,105 @@ func (o *Outbox) deliver(ctx context.Context, relay string) error {
 			}
 		}
 		timer.Stop()
+	}
+}
+
+// dropHeld takes the offered events of batch that relay holds out of
+// batch and of what waits for it.
+func (o *Outbox) dropHeld(ctx context.Context, relay string, batch map[string]*queued, held *heldAsker) {
+	var offered []string
+	byID := map[string]string{}
+	for addr, q := range batch {
+		if q.offered {
+			offered = append(offered, q.ev.ID)
+			byID[q.ev.ID] = addr
+		}
+	}
+	if len(offered) == 0 {
+		return
+	}
+	slices.Sort(offered) // the same questions for the same events, whatever the map's order
+	lacking := map[string]bool{}
+	for chunk := range slices.Chunk(offered, countBatch) {
+		for _, id := range held.lacking(ctx, chunk) {
+			lacking[id] = true
+		}
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, id := range offered {
+		if addr := byID[id]; !lacking[id] {
+			if o.pending[relay][addr] == batch[addr] {
+				delete(o.pending[relay], addr)
+			}
+			delete(batch, addr)
+		}
+	}
+}
+
+// countBatch is how many ids one COUNT names: under the values strfry
+// takes in one filter (200).
+const countBatch = 100
+
+// heldAsker asks a relay which events it holds, by NIP-45 COUNT, each
+// answer under countTimeout. A relay that does not answer one (no COUNT
+// support, or a hostile one) is not asked again on this connection: it is
+// then sent everything offered, which it keeps once.
+type heldAsker struct {
+	c      *nostrclient.Conn
+	n      int
+	failed bool
+}
+
+const countTimeout = 5 * time.Second
+
+// lacking are the ids the relay does not hold: all of them when it cannot
+// say. A chunk held in part is halved until each half is held whole or
+// not at all, so a few missing events cost a few questions.
+func (h *heldAsker) lacking(ctx context.Context, ids []string) []string {
+	if h.failed {
+		return ids
+	}
+	n, err := h.count(ctx, ids)
+	switch {
+	case err != nil:
+		h.failed = true
+		return ids
+	case n >= len(ids):
+		return nil
+	case n == 0 || len(ids) == 1:
+		return ids
+	}
+	half := len(ids) / 2
+	return append(h.lacking(ctx, ids[:half]), h.lacking(ctx, ids[half:])...)
+}
+
+// count asks how many of ids the relay holds.
+func (h *heldAsker) count(ctx context.Context, ids []string) (int, error) {
+	ctx, cancel := context.WithTimeout(ctx, countTimeout)
+	defer cancel()
+	h.n++
+	sub := fmt.Sprint("held-", h.n)
+	if err := h.c.Send(ctx, "COUNT", sub, nostr.Filter{IDs: ids}); err != nil {
+		return 0, err
+	}
+	for {
+		m, err := h.c.Next(ctx)
+		if err != nil {
+			return 0, err
+		}
+		switch {
+		case m.Label == "NOTICE":
+			return 0, fmt.Errorf("COUNT answered with a notice: %s", m.Text)
+		case m.Sub != sub:
+		case m.Label == "COUNT":
+			if c := gjson.Get(m.Text, "count"); c.Type == gjson.Number {
+				return int(c.Int()), nil
+			}
+			return 0, fmt.Errorf("COUNT answered %s", m.Text)
+		default: // CLOSED
+			return 0, fmt.Errorf("COUNT refused: %s", m.Text)
+		}
 	}
 }
 

@@ -2,6 +2,7 @@ package publish_test
 
 import (
 	"context"
+	"fmt"
 	"net/http/httptest"
 	"strings"
 	"sync/atomic"
@@ -152,5 +153,45 @@ func TestBanListChecksNameEveryRefusedPage(t *testing.T) {
 	c := o.BanListChecks()[0]
 	if c.Error == nil || !strings.Contains(*c.Error, "outpost-bans-00") || !strings.Contains(*c.Error, "outpost-words-") || strings.Contains(*c.Error, "mint.example") {
 		t.Fatalf("the ban list's check of a relay refusing its pages: %+v (error %v)", c, c.Error)
+	}
+}
+
+// Events signed before a restart are offered to a relay: it is sent those
+// it lacks (a few among many, found by halving) and none of those it holds.
+func TestOutboxOffersWhatARelayLacks(t *testing.T) {
+	st, url, refuse := refusingRelay(t)
+	refuse.Store(false)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var offered []*nostr.Event
+	var lacking []*nostr.Event
+	for i := range 150 {
+		ev := page(t, fmt.Sprint("outpost-bans-", i))
+		offered = append(offered, ev)
+		if i%50 == 7 {
+			lacking = append(lacking, ev)
+			continue
+		}
+		if _, err := st.Events.Save(ctx, ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	o := publish.NewOutbox([]string{url}, quiet())
+	for _, ev := range offered {
+		o.Offer(ev)
+	}
+	done := make(chan struct{})
+	go func() { o.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	testkit.WaitFor(t, 30*time.Second, "the relay to hold every offered event", func() bool {
+		for _, ev := range lacking {
+			if got, err := st.Events.Address(ctx, ev.Kind, ev.PubKey, ev.Tags.GetD()); err != nil || got == nil || got.ID != ev.ID {
+				return false
+			}
+		}
+		return true
+	})
+	if s := o.State()[0]; s.Published != uint64(len(lacking)) {
+		t.Fatalf("%d events sent, want the %d the relay lacked", s.Published, len(lacking))
 	}
 }
