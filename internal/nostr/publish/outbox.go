@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -64,7 +65,7 @@ type Refusal struct {
 const (
 	refusedRetry    = 5 * time.Second
 	refusedRetryMax = 5 * time.Minute
-	publishTimeout  = 15 * time.Second // for one event's OK: a relay cannot stretch it
+	publishTimeout  = 15 * time.Second // for the OKs of events sent together: a relay cannot stretch it
 )
 
 // NewOutbox returns an outbox for relays; Run sends.
@@ -184,14 +185,8 @@ func (o *Outbox) deliver(ctx context.Context, relay string) error {
 	for {
 		batch, next := o.due(relay)
 		o.dropHeld(ctx, relay, batch, &held)
-		for addr, q := range batch {
-			sctx, cancel := context.WithTimeout(ctx, publishTimeout)
-			ok, reason, err := c.Publish(sctx, q.ev)
-			cancel()
-			if err != nil {
-				return fmt.Errorf("no OK for an event: %w", err)
-			}
-			o.answered(relay, addr, q, ok, reason)
+		if err := o.sendBatch(ctx, c, relay, batch); err != nil {
+			return err
 		}
 		timer := time.NewTimer(next)
 		select {
@@ -211,6 +206,48 @@ func (o *Outbox) deliver(ctx context.Context, relay string) error {
 		}
 		timer.Stop()
 	}
+}
+
+// inFlight is how many events are sent to a relay before their OKs are
+// read: one at a time, a republished list of thousands of pages took
+// minutes on round trips alone.
+const inFlight = 32
+
+// sendBatch sends batch to relay, inFlight events at a time, and records
+// each OK; the OKs of each group are awaited under publishTimeout, which a
+// relay cannot stretch.
+func (o *Outbox) sendBatch(ctx context.Context, c *nostrclient.Conn, relay string, batch map[string]*queued) error {
+	for group := range slices.Chunk(slices.Sorted(maps.Keys(batch)), inFlight) {
+		waiting := map[string]string{} // event id → address
+		for _, addr := range group {
+			if err := c.Send(ctx, "EVENT", batch[addr].ev); err != nil {
+				return err
+			}
+			waiting[batch[addr].ev.ID] = addr
+		}
+		if err := o.awaitOKs(ctx, c, relay, batch, waiting); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// awaitOKs reads the relay's OKs for the events waiting, what else it says
+// dropped.
+func (o *Outbox) awaitOKs(ctx context.Context, c *nostrclient.Conn, relay string, batch map[string]*queued, waiting map[string]string) error {
+	ctx, cancel := context.WithTimeout(ctx, publishTimeout)
+	defer cancel()
+	for len(waiting) > 0 {
+		m, err := c.Next(ctx)
+		if err != nil {
+			return fmt.Errorf("no OK for %d events: %w", len(waiting), err)
+		}
+		if addr, ok := waiting[m.Sub]; ok && m.Label == "OK" {
+			delete(waiting, m.Sub)
+			o.answered(relay, addr, batch[addr], m.OK, m.Text)
+		}
+	}
+	return nil
 }
 
 // dropHeld takes the offered events of batch that relay holds out of

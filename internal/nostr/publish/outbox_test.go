@@ -2,13 +2,16 @@ package publish_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/fasthttp/websocket"
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/outpost-relay/outpost/internal/nostr/publish"
 	"github.com/outpost-relay/outpost/internal/storage/store"
@@ -194,4 +197,49 @@ func TestOutboxOffersWhatARelayLacks(t *testing.T) {
 	if s := o.State()[0]; s.Published != uint64(len(lacking)) {
 		t.Fatalf("%d events sent, want the %d the relay lacked", s.Published, len(lacking))
 	}
+}
+
+// The outbox sends a relay several events before it reads their OKs: a
+// relay that answers only once it holds a group of them (as a round trip
+// per event would) gets every one, where one event at a time waited for
+// an OK that never came.
+func TestOutboxSendsAheadOfOKs(t *testing.T) {
+	const n = 20
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var up websocket.Upgrader
+		c, err := up.Upgrade(w, r, nil)
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		var ids []string
+		for {
+			var msg []json.RawMessage
+			var ev nostr.Event
+			if c.ReadJSON(&msg) != nil {
+				return
+			}
+			if len(msg) == 2 && json.Unmarshal(msg[1], &ev) == nil {
+				ids = append(ids, ev.ID)
+			}
+			if len(ids) < n {
+				continue
+			}
+			for _, id := range ids {
+				c.WriteJSON([]any{"OK", id, true, ""})
+			}
+			ids = nil
+		}
+	}))
+	t.Cleanup(srv.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	o := publish.NewOutbox([]string{"ws" + strings.TrimPrefix(srv.URL, "http")}, quiet())
+	for i := range n {
+		o.Send(page(t, fmt.Sprint("outpost-bans-", i)))
+	}
+	done := make(chan struct{})
+	go func() { o.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	testkit.WaitFor(t, 30*time.Second, "every event taken", func() bool { return o.State()[0].Published == n })
 }
