@@ -317,7 +317,9 @@ func (h *heldAsker) lacking(ctx context.Context, ids []string) []string {
 		return ids
 	}
 	half := len(ids) / 2
-	return append(h.lacking(ctx, ids[:half]), h.lacking(ctx, ids[half:])...)
+	// Concat, not append: a half that lacks everything is ids itself, a
+	// window on the caller's slice that append would write over.
+	return slices.Concat(h.lacking(ctx, ids[:half]), h.lacking(ctx, ids[half:]))
 }
 
 // count asks how many of ids the relay holds.
