@@ -84,23 +84,27 @@ type Config struct {
 	Log        *slog.Logger
 	Now        func() time.Time // default time.Now
 	MaxReports int              // page size cap for reports and bans; default 1000
+	// Publishing says how the list's publication to each publish relay
+	// goes (cmd/outpost reads its outbox); nil: there are none.
+	Publishing func() []PublishCheck
 }
 
 // Service implements the ban list.
 type Service struct {
-	db        *kv.DB
-	events    Events
-	list      *policies.BanList
-	publish   func(context.Context, *nostr.Event) error
-	secretKey string
-	pubKey    string
-	log       *slog.Logger
-	now       func() time.Time
-	adminHash *[32]byte
-	primary   string    // the ban list this one mirrors (Settings.Follow)
-	loadedAt  time.Time // bans that lapsed before are not held (see Changes)
-	epoch     string
-	following policies.SyncHealth // of the mirror (Follow)
+	db         *kv.DB
+	events     Events
+	list       *policies.BanList
+	publish    func(context.Context, *nostr.Event) error
+	secretKey  string
+	pubKey     string
+	log        *slog.Logger
+	now        func() time.Time
+	adminHash  *[32]byte
+	primary    string    // the ban list this one mirrors (Settings.Follow)
+	loadedAt   time.Time // bans that lapsed before are not held (see Changes)
+	epoch      string
+	following  policies.SyncHealth // of the mirror (Follow)
+	publishing func() []PublishCheck
 
 	// writes serializes changes so the snapshot is updated in commit order.
 	writes sync.Mutex
@@ -123,7 +127,7 @@ func New(cfg Config) (*Service, error) {
 	s := &Service{
 		db: cfg.DB, events: cfg.Events, list: cfg.List, publish: cfg.Publish,
 		secretKey: cfg.SecretKey, pubKey: pk, log: cfg.Log, now: cfg.Now,
-		primary: strings.TrimSuffix(cfg.Follow, "/"), epoch: cfg.Epoch,
+		primary: strings.TrimSuffix(cfg.Follow, "/"), epoch: cfg.Epoch, publishing: cfg.Publishing,
 	}
 	if s.epoch == "" {
 		s.epoch = NewEpoch()
@@ -286,6 +290,18 @@ type HealthChecks struct {
 	ActiveBans   int          `json:"active_bans"`
 	BlockedWords int          `json:"blocked_words"`
 	Following    *FollowCheck `json:"following,omitempty"`
+	// Publishing is one check per publish relay (OUTPOST_PUBLISH_RELAYS).
+	Publishing []PublishCheck `json:"publishing,omitempty"`
+}
+
+// PublishCheck is how publishing to one relay goes: the events outpost
+// signs (the list's pages, mint status) that it took and refused, and why
+// it does not hold the current list, if it does not.
+type PublishCheck struct {
+	Relay     string  `json:"relay"`
+	Published uint64  `json:"published"` // events it took since start
+	Refused   uint64  `json:"refused"`   // refusals since start, every try counted
+	Error     *string `json:"error"`     // unreachable, or what it refuses of the list; null when neither
 }
 
 // FollowCheck is how a follower's syncs with its primary go.
@@ -298,12 +314,28 @@ type FollowCheck struct {
 	PrimaryEpoch  string  `json:"primary_epoch"`
 }
 
+// publishHealth adds the publish relays' checks to h: one that is
+// unreachable or refuses part of the list degrades it (the relays that
+// read the list there get a stale one).
+func (s *Service) publishHealth(h *outpost.Health[HealthChecks]) {
+	if s.publishing == nil {
+		return
+	}
+	h.Checks.Publishing = s.publishing()
+	for _, c := range h.Checks.Publishing {
+		if c.Error != nil {
+			h.Fail(outpost.HealthDegraded, fmt.Sprintf("publish relay %s: %s", c.Relay, *c.Error))
+		}
+	}
+}
+
 // Health makes no outbound calls and never copies the list: it is asked
 // by probes, at any list size. A follower whose syncs have failed for
 // longer than policies.FailAfter is degraded: it enforces the last list it
 // got, which may be stale.
 func (s *Service) Health(ctx context.Context) outpost.Health[HealthChecks] {
 	h := outpost.NewHealth(outpost.Version, HealthChecks{ActiveBans: s.list.ActiveBans(s.now().Unix()), BlockedWords: s.list.WordCount()})
+	s.publishHealth(&h)
 	if s.primary == "" {
 		return h
 	}

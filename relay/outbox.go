@@ -23,6 +23,15 @@ type frame struct {
 	op               byte
 	head, body, tail []byte
 	done             *[]byte // a batchBufs buffer to give back once this frame is encoded
+	latest           *latest // a broadcast a newer version of its address may replace while queued
+}
+
+// latest names the queued broadcast of one version of an address to one
+// subscription.
+type latest struct {
+	s *sub
+	v *version
+	n uint64 // its place: the frames ever queued before it
 }
 
 func (f frame) size() int { return len(f.head) + len(f.body) + len(f.tail) }
@@ -42,6 +51,13 @@ type outbox struct {
 	closed   bool   // no more frames
 	farewell *frame // the close frame, written last
 	wake     chan struct{}
+	appended uint64                // data frames ever queued
+	latests  map[latestKey]*latest // the queued broadcasts of replaceable and addressable events
+}
+
+type latestKey struct {
+	s *sub
+	a address
 }
 
 func newOutbox(limit int) *outbox {
@@ -60,6 +76,41 @@ func (o *outbox) signal() {
 // push queues a frame without waiting; false when the outbox is closed or
 // the frame would take it over its limit.
 func (o *outbox) push(f frame) bool { return o.queue(false, f) }
+
+// pushLatest is push for a broadcast to subscription s of an event whose
+// version is v (nil: it has none). A version of v's address that is still
+// queued for s is replaced by v in its place when v is newer, and v is
+// dropped when it is not: a reader behind a burst of republished lists is
+// sent the newest of each, and its queue holds one version of each, where
+// it would overflow with all of them.
+func (o *outbox) pushLatest(f frame, s *sub, v *version) bool {
+	if v == nil {
+		return o.push(f)
+	}
+	k := latestKey{s, v.address}
+	o.mu.Lock()
+	if q, ok := o.latests[k]; ok && !o.closed {
+		defer o.mu.Unlock()
+		if !v.newer(q.v) {
+			return true
+		}
+		i := o.first + int(q.n-o.taken())
+		size := o.queued - o.data[i].size() + f.size()
+		if size > o.limit {
+			return false
+		}
+		q.v, o.queued, f.latest = v, size, q
+		o.data[i] = f
+		return true
+	}
+	o.mu.Unlock()
+	f.latest = &latest{s: s, v: v}
+	return o.push(f)
+}
+
+// taken is how many data frames ever queued have been taken to be
+// written. Under o.mu.
+func (o *outbox) taken() uint64 { return o.appended - uint64(len(o.data)-o.first) }
 
 // pushAll is push for several frames at once: all or none.
 func (o *outbox) pushAll(fs []frame) bool { return o.queue(false, fs...) }
@@ -113,8 +164,26 @@ func (o *outbox) append(f frame) {
 		clear(o.data[n:])
 		o.data, o.first = o.data[:n], 0
 	}
+	if f.latest != nil {
+		if o.latests == nil {
+			o.latests = map[latestKey]*latest{}
+		}
+		f.latest.n = o.appended
+		o.latests[latestKey{f.latest.s, f.latest.v.address}] = f.latest
+	}
 	o.data = append(o.data, f)
+	o.appended++
 	o.queued += f.size()
+}
+
+// forget takes the frames from o.data[from:to], leaving the queue, out of
+// latests. Under o.mu.
+func (o *outbox) forget(from, to int) {
+	for _, f := range o.data[from:to] {
+		if f.latest != nil {
+			delete(o.latests, latestKey{f.latest.s, f.latest.v.address})
+		}
+	}
 }
 
 // control queues a ping or pong ahead of the data.
@@ -137,6 +206,7 @@ func (o *outbox) shut(payload []byte) {
 		for _, f := range o.data[o.first:] {
 			o.queued -= f.size()
 		}
+		o.latests = nil
 		clear(o.data)
 		o.data, o.first = o.data[:0], 0
 		o.room.Broadcast()
@@ -170,6 +240,7 @@ func (o *outbox) take(into []frame, max int) (frames []frame, last bool) {
 		n++
 	}
 	into = append(into, o.data[o.first:n]...)
+	o.forget(o.first, n)
 	clear(o.data[o.first:n])
 	if o.first = n; o.first == len(o.data) {
 		o.data, o.first = o.data[:0], 0

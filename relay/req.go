@@ -112,6 +112,9 @@ func (c *conn) sendStored(s *sub, filters nostr.Filters) bool {
 				return true
 			}
 			sent.add(m.ID)
+			if nostr.IsReplaceableKind(m.Kind) || nostr.IsAddressableKind(m.Kind) {
+				sent.addVersion(versionOf(m.Kind, m, func() string { return rawD(raw) }))
+			}
 			return stored.add(raw)
 		})
 		if s.ctx.Err() != nil {
@@ -332,4 +335,18 @@ func matchesNothing(f nostr.Filter) bool {
 		}
 	}
 	return f.Since != nil && f.Until != nil && *f.Since > *f.Until
+}
+
+// rawD is the value of the first d tag of an event's JSON ("" when none),
+// as nostr.Tags.GetD reads it from the decoded event.
+func rawD(raw []byte) string {
+	d := ""
+	gjson.GetBytes(raw, "tags").ForEach(func(_, tag gjson.Result) bool {
+		if t := tag.Array(); len(t) >= 2 && t[0].Str == "d" {
+			d = t[1].Str
+			return false
+		}
+		return true
+	})
+	return d
 }

@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"bytes"
 	"context"
 	"slices"
 	"sync"
@@ -11,7 +12,11 @@ import (
 // sub is one REQ subscription. Until its stored events are sent it is not
 // live: matching broadcasts wait in pending and follow EOSE, minus those the
 // stored events already included, so every event reaches a subscription
-// once, after or before EOSE but never twice.
+// once, after or before EOSE but never twice. Of a replaceable or
+// addressable event only the newest version of its address waits, and none
+// older than the version the stored events sent: a burst of republished
+// lists costs a subscription one version of each, never its connection,
+// and no reader is sent a version after a newer one.
 type sub struct {
 	c       *conn
 	id      string
@@ -25,11 +30,49 @@ type sub struct {
 	live, closed bool
 	pending      []pendingEvent
 	pendingBytes int
+	pendingAt    map[address]int // where the version of an address waits in pending
 }
 
 type pendingEvent struct {
 	id [32]byte
 	f  frame
+	v  *version // nil: not replaceable
+}
+
+// address names a replaceable (d "") or addressable event's slot: NIP-01
+// keeps one event of each.
+type address struct {
+	kind   int
+	pubkey [32]byte
+	d      string
+}
+
+// version is one event of an address.
+type version struct {
+	address
+	id [32]byte
+	at nostr.Timestamp
+}
+
+// versionOf is the address and version of an event, nil when its kind is
+// neither replaceable nor addressable.
+func versionOf(kind int, m Meta, d func() string) *version {
+	switch {
+	case nostr.IsReplaceableKind(kind):
+		return &version{address{kind, m.PubKey, ""}, m.ID, m.CreatedAt}
+	case nostr.IsAddressableKind(kind):
+		return &version{address{kind, m.PubKey, d()}, m.ID, m.CreatedAt}
+	}
+	return nil
+}
+
+// newer says whether v replaces w (NIP-01: the later created_at, then the
+// lower id).
+func (v *version) newer(w *version) bool {
+	if v.at != w.at {
+		return v.at > w.at
+	}
+	return bytes.Compare(v.id[:], w.id[:]) < 0
 }
 
 func newSub(c *conn, id string, filters nostr.Filters, values int) *sub {
@@ -48,22 +91,51 @@ func (s *sub) compile(filters nostr.Filters) {
 	}
 }
 
-// deliver queues a broadcast event for the subscription; it never waits. A
-// client that cannot take it is dropped.
-func (s *sub) deliver(id [32]byte, body []byte) {
+// deliver queues a broadcast event (v its version, nil when it has none)
+// for the subscription; it never waits. A client that cannot take it is
+// dropped.
+func (s *sub) deliver(id [32]byte, v *version, body []byte) {
 	f := eventFrame(s.head, body)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch {
 	case s.closed:
 	case !s.live:
-		if s.pendingBytes += f.size(); s.pendingBytes > s.c.out.limit {
-			s.c.drop("too many events arrived while its stored events were read")
-			return
-		}
-		s.pending = append(s.pending, pendingEvent{id, f})
-	case !s.c.out.push(f):
+		s.hold(pendingEvent{id, f, v})
+	case !s.c.out.pushLatest(f, s, v):
 		s.c.drop("its outbound queue is full")
+	}
+}
+
+// hold keeps p until the subscription is live, in place of an older
+// version of its address. Under s.mu.
+func (s *sub) hold(p pendingEvent) {
+	i, replaces := -1, false
+	if p.v != nil {
+		i, replaces = s.pendingAt[p.v.address]
+	}
+	if replaces && !p.v.newer(s.pending[i].v) {
+		return // a newer version waits already
+	}
+	size := p.f.size()
+	if replaces {
+		size -= s.pending[i].f.size()
+	}
+	if s.pendingBytes += size; s.pendingBytes > s.c.out.limit {
+		s.c.drop("too many events arrived while its stored events were read")
+		return
+	}
+	switch {
+	case replaces:
+		s.pending[i] = p
+	case p.v != nil:
+		if s.pendingAt == nil {
+			s.pendingAt = map[address]int{}
+		}
+		s.pendingAt[p.v.address] = len(s.pending)
+		fallthrough
+	default:
+		s.pending = append(s.pending, p)
 	}
 }
 
@@ -78,11 +150,11 @@ func (s *sub) goLive(sent *sentIDs, last []frame) {
 	}
 	ok := s.c.out.pushAll(append(last, eoseMessage(s.id)))
 	for _, p := range s.pending {
-		if ok && !sent.has(p.id) {
-			ok = s.c.out.push(p.f)
+		if ok && !sent.has(p.id) && !sent.supersedes(p.v) {
+			ok = s.c.out.pushLatest(p.f, s, p.v)
 		}
 	}
-	s.pending, s.pendingBytes, s.live = nil, 0, true
+	s.pending, s.pendingBytes, s.pendingAt, s.live = nil, 0, nil, true
 	if !ok {
 		s.c.drop("its outbound queue is full")
 	}
@@ -93,8 +165,30 @@ func (s *sub) goLive(sent *sentIDs, last []frame) {
 // whether one was sent: most REQs have one filter and nothing arrives, and
 // a set would cost a map grown to the limit on every one of them.
 type sentIDs struct {
-	list [][32]byte
-	set  map[[32]byte]struct{}
+	list     [][32]byte
+	set      map[[32]byte]struct{}
+	versions map[address]*version // of the replaceable and addressable events sent
+}
+
+// addVersion notes the version of a stored event sent, if it has one.
+func (s *sentIDs) addVersion(v *version) {
+	if v == nil {
+		return
+	}
+	if s.versions == nil {
+		s.versions = map[address]*version{}
+	}
+	s.versions[v.address] = v
+}
+
+// supersedes says whether a version of v's address as new as v or newer
+// was sent (v nil: it has no address).
+func (s *sentIDs) supersedes(v *version) bool {
+	if v == nil {
+		return false
+	}
+	w, ok := s.versions[v.address]
+	return ok && !v.newer(w)
 }
 
 func (s *sentIDs) add(id [32]byte) {
@@ -119,7 +213,7 @@ func (s *sentIDs) has(id [32]byte) bool {
 func (s *sub) close() {
 	s.cancel()
 	s.mu.Lock()
-	s.closed, s.pending = true, nil
+	s.closed, s.pending, s.pendingAt = true, nil, nil
 	s.mu.Unlock()
 }
 
@@ -209,7 +303,8 @@ func (g *registry) remove(s *sub) {
 func (g *registry) broadcast(ev *nostr.Event, m Meta, body []byte) {
 	g.mu.RLock()
 	defer g.mu.RUnlock()
-	g.match(ev, m, func(s *sub) { s.deliver(m.ID, body) })
+	v := versionOf(ev.Kind, m, ev.Tags.GetD)
+	g.match(ev, m, func(s *sub) { s.deliver(m.ID, v, body) })
 }
 
 // match calls reach once for every subscription with a filter matching ev;

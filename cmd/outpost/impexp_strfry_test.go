@@ -68,13 +68,14 @@ func fileExists(path string) bool {
 
 // strfryDB is a strfry LMDB database in a directory of its own, with a
 // strfry.conf from shared/tools/strfry's template serving it on a free
-// loopback port.
+// loopback port, with plugin (an absolute path; "": none) as its write
+// policy.
 type strfryDB struct {
 	bin, conf string
 	port      int
 }
 
-func newStrfryDB(t *testing.T, bin string) *strfryDB {
+func newStrfryDB(t *testing.T, bin, plugin string) *strfryDB {
 	t.Helper()
 	dir := t.TempDir()
 	tmpl, err := os.ReadFile(filepath.Join(filepath.Dir(bin), "strfry.conf.tmpl"))
@@ -88,7 +89,7 @@ func newStrfryDB(t *testing.T, bin string) *strfryDB {
 	port := ln.Addr().(*net.TCPAddr).Port
 	ln.Close()
 	os.MkdirAll(filepath.Join(dir, "db"), 0o700)
-	conf := strings.NewReplacer("@DB@", filepath.Join(dir, "db")+"/", "@PORT@", fmt.Sprint(port), "@PLUGIN@", "").Replace(string(tmpl))
+	conf := strings.NewReplacer("@DB@", filepath.Join(dir, "db")+"/", "@PORT@", fmt.Sprint(port), "@PLUGIN@", plugin).Replace(string(tmpl))
 	path := filepath.Join(dir, "strfry.conf")
 	if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
 		t.Fatal(err)
@@ -160,7 +161,7 @@ func TestStrfryRoundTrip(t *testing.T) {
 	tmp := t.TempDir()
 	generated, evs := writeMixed(t, tmp, 3000, false)
 
-	from := newStrfryDB(t, bin)
+	from := newStrfryDB(t, bin, "")
 	from.run(t, generated, "import")
 	fromStrfry := filepath.Join(tmp, "strfry-export.jsonl")
 	os.WriteFile(fromStrfry, from.run(t, "", "export"), 0o600)
@@ -174,7 +175,7 @@ func TestStrfryRoundTrip(t *testing.T) {
 	if _, stderr, err := imp(t, env, "export", "--output", fromOutpost); err != nil {
 		t.Fatalf("export: %v\n%s", err, stderr)
 	}
-	back := newStrfryDB(t, bin)
+	back := newStrfryDB(t, bin, "")
 	back.run(t, fromOutpost, "import")
 
 	inst := start(t, dir, nil)

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -81,7 +82,7 @@ func TestPublishedEvents(t *testing.T) {
 		t.Fatal(err)
 	}
 	statuses := watchRelay(t, inst, nostr.Filter{Kinds: []int{38166}, Authors: []string{service}})
-	bans := watchRelay(t, inst, nostr.Filter{Kinds: []int{30000, 10000}, Authors: []string{service}})
+	bans := watchRelay(t, inst, nostr.Filter{Kinds: []int{30000}, Authors: []string{service}})
 
 	if code, body := call(t, "POST", inst.url+"/mintdir/mints/submit", map[string]any{"mint_url": mint.URL}); code != 202 {
 		t.Fatalf("submit: %d %v", code, body)
@@ -125,7 +126,7 @@ func TestPublishedEvents(t *testing.T) {
 		return nil
 	}
 	testkit.WaitFor(t, 3*time.Second, "both bans and the word published", func() bool {
-		return listed(bannedPK) != nil && listed(tempPK) != nil && tagValue(bans.latest(""), "word") == "buy now"
+		return listed(bannedPK) != nil && listed(tempPK) != nil && tagValue(bans.latest("outpost-words-"), "word") == "buy now"
 	})
 	if p := listed(bannedPK); len(p) != 4 || p[3] != "spam bot" {
 		t.Fatalf("p tag of a ban: %v", p)
@@ -142,8 +143,16 @@ func TestPublishedEvents(t *testing.T) {
 
 // recorder is a relay that takes every event and keeps its id.
 type recorder struct {
-	mu  sync.Mutex
-	ids map[string]bool
+	mu     sync.Mutex
+	ids    map[string]bool
+	refuse string // when set, every event is refused with this reason
+}
+
+// refusing makes rec refuse every event with reason ("": take them).
+func (rec *recorder) refusing(reason string) {
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	rec.refuse = reason
 }
 
 func (rec *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -160,16 +169,29 @@ func (rec *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		var msg []json.RawMessage
 		var ev nostr.Event
-		if json.Unmarshal(data, &msg) != nil || len(msg) != 2 || json.Unmarshal(msg[1], &ev) != nil {
+		var label, sub string
+		if json.Unmarshal(data, &msg) != nil || len(msg) < 2 || json.Unmarshal(msg[0], &label) != nil {
+			continue
+		}
+		if label != "EVENT" { // it answers no REQ or COUNT
+			json.Unmarshal(msg[1], &sub)
+			closed, _ := json.Marshal([]any{"CLOSED", sub, "unsupported: only EVENT"})
+			c.WriteMessage(websocket.TextMessage, closed)
+			continue
+		}
+		if len(msg) != 2 || json.Unmarshal(msg[1], &ev) != nil {
 			continue
 		}
 		rec.mu.Lock()
 		if rec.ids == nil {
 			rec.ids = map[string]bool{}
 		}
-		rec.ids[ev.ID] = true
+		refuse := rec.refuse
+		if refuse == "" {
+			rec.ids[ev.ID] = true
+		}
 		rec.mu.Unlock()
-		ok, _ := json.Marshal([]any{"OK", ev.ID, true, ""})
+		ok, _ := json.Marshal([]any{"OK", ev.ID, refuse == "", refuse})
 		c.WriteMessage(websocket.TextMessage, ok)
 	}
 }
@@ -178,4 +200,76 @@ func (rec *recorder) has(id string) bool {
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
 	return rec.ids[id]
+}
+
+// TestPublishRefusalsReported: a publish relay that refuses the list's
+// pages (as strfry refuses an event over its limits) degrades the ban
+// list's health, naming the relay, the page and the reason, and counts in
+// /metrics; the page is tried again until the relay takes it.
+func TestPublishRefusalsReported(t *testing.T) {
+	rec := &recorder{}
+	rec.refusing("invalid: too many tags")
+	srv := httptest.NewServer(rec)
+	t.Cleanup(srv.Close)
+	relayURL := "ws" + strings.TrimPrefix(srv.URL, "http")
+	inst := start(t, t.TempDir(), map[string]string{"OUTPOST_PUBLISH_RELAYS": relayURL})
+	pk, _ := nostr.GetPublicKey(nostr.GeneratePrivateKey())
+	if code, body := call(t, "POST", inst.url+"/banlist/admin/ban", map[string]any{"pubkey": pk, "reason": "spam"}, admin()...); code != 200 {
+		t.Fatalf("ban: %d %v", code, body)
+	}
+	page := "outpost-bans-" + pk[:2]
+	var health map[string]any
+	testkit.WaitFor(t, 20*time.Second, "the refusal in /banlist/health", func() bool {
+		_, health = call(t, "GET", inst.url+"/banlist/health", nil)
+		return health["status"] == "degraded" && strings.Contains(fmt.Sprint(health["reason"]), page)
+	})
+	if reason := fmt.Sprint(health["reason"]); !strings.Contains(reason, relayURL) || !strings.Contains(reason, "too many tags") {
+		t.Fatalf("health reason %q names neither the relay nor why", reason)
+	}
+	m, _ := scrape(t, inst.url+"/metrics")
+	if got := value(m, "outpost_publish_events_total", "relay", relayURL, "outcome", "refused"); got < 1 {
+		t.Fatalf("refused publications in /metrics: %v", got)
+	}
+	if _, root := call(t, "GET", inst.url+"/health", nil); root["status"] != "degraded" {
+		t.Fatalf("root health: %v", root)
+	}
+
+	rec.refusing("")
+	testkit.WaitFor(t, 30*time.Second, "the page taken when tried again, and health ok", func() bool {
+		_, health = call(t, "GET", inst.url+"/banlist/health", nil)
+		return health["status"] == "ok"
+	})
+	m, _ = scrape(t, inst.url+"/metrics")
+	if got := value(m, "outpost_publish_events_total", "relay", relayURL, "outcome", "published"); got < 1 {
+		t.Fatalf("published in /metrics: %v", got)
+	}
+}
+
+// TestRestartOffersThePages: pages signed while a publish relay was not
+// configured (or was away, and the queue went with the process) reach it
+// after a restart, though they are not signed again.
+func TestRestartOffersThePages(t *testing.T) {
+	dir := t.TempDir()
+	first := start(t, dir, nil)
+	pk, _ := nostr.GetPublicKey(nostr.GeneratePrivateKey())
+	if code, body := call(t, "POST", first.url+"/banlist/admin/ban", map[string]any{"pubkey": pk, "reason": "spam"}, admin()...); code != 200 {
+		t.Fatalf("ban: %d %v", code, body)
+	}
+	service := servicePubKey(t, first)
+	page := nostr.Filter{Kinds: []int{30000}, Authors: []string{service}, Tags: nostr.TagMap{"d": {"outpost-bans-" + pk[:2]}}}
+	var id string
+	testkit.WaitFor(t, 10*time.Second, "the page on outpost's relay", func() bool {
+		evs := query(t, connect(t, first), page)
+		if len(evs) == 1 {
+			id = evs[0].ID
+		}
+		return id != ""
+	})
+	first.shutdown(t)
+
+	rec := &recorder{}
+	srv := httptest.NewServer(rec)
+	t.Cleanup(srv.Close)
+	start(t, dir, map[string]string{"OUTPOST_PUBLISH_RELAYS": "ws" + strings.TrimPrefix(srv.URL, "http")})
+	testkit.WaitFor(t, 20*time.Second, "the page signed before the restart on the publish relay", func() bool { return rec.has(id) })
 }

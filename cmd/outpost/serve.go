@@ -34,12 +34,16 @@ import (
 
 // deps is what every service's wiring gets.
 type deps struct {
-	cfg       *Config
-	log       *slog.Logger
-	store     *store.Store
-	relay     *relay.Relay
-	banList   *policies.BanList // the snapshot the relay enforces
-	sink      pub.Sink          // where events the service signs go: the relay, and OUTPOST_PUBLISH_RELAYS
+	cfg     *Config
+	log     *slog.Logger
+	store   *store.Store
+	relay   *relay.Relay
+	banList *policies.BanList // the snapshot the relay enforces
+	sink    pub.Sink          // where events the service signs go: the relay, and OUTPOST_PUBLISH_RELAYS
+	// publishing says how the list's publication to OUTPOST_PUBLISH_RELAYS goes; nil when there are none
+	publishing func() []banlist.PublishCheck
+	// offer gives the publish relays what was signed before the start, if they lack it; nil when there are none
+	offer     func(*nostr.Event)
 	publicURL string
 	secretKey string // service key, hex
 	pubKey    string // service key, hex
@@ -161,6 +165,9 @@ func serve(ctx context.Context, cfg *Config, stdout, stderr io.Writer) (err erro
 	}
 	d := deps{cfg: cfg, log: logger, store: st, relay: rl, banList: list, sink: sink, publicURL: publicURL, secretKey: sk, pubKey: pk, metrics: m,
 		embedded: embedded, adminKeys: &adminKeys{}}
+	if len(cfg.Publish.Relays) > 0 {
+		d.publishing, d.offer = outbox.BanListChecks, outbox.Offer
+	}
 	components, err := wireServices(ctx, &d, component{jobs: []func(context.Context){outbox.Run}})
 	if err != nil {
 		return err

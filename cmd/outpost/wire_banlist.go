@@ -23,7 +23,7 @@ func wireBanlist(ctx context.Context, d deps) (*component, error) {
 		return nil, err
 	}
 	bl, err := banlist.New(banlist.Config{Settings: d.cfg.Banlist, DB: d.store.DB, Events: d.store.Events, List: d.banList,
-		Publish: d.relay.Publish, SecretKey: d.secretKey, Epoch: epoch, Log: log})
+		Publish: d.relay.Publish, SecretKey: d.secretKey, Epoch: epoch, Log: log, Publishing: d.publishing})
 	if err != nil {
 		return nil, err
 	}
@@ -40,7 +40,7 @@ func wireBanlist(ctx context.Context, d deps) (*component, error) {
 		PassBlocked: banlistapi.PassBlocked(bl, d.cfg.BanlistMount),
 	}}
 	// The list as signed NIP-51 events, on our relay and the publish relays.
-	events := &pub.BanList{List: d.banList, Events: d.store.Events, Sink: d.sink, SecretKey: d.secretKey, Log: log}
+	events := &pub.BanList{List: d.banList, Events: d.store.Events, Sink: d.sink, SecretKey: d.secretKey, Log: log, Offer: d.offer}
 	c.jobs = append(c.jobs, events.Run)
 	if p := bl.Following(); p != "" {
 		log.Info("banlist: mirroring the primary's bans and blocked words; changes to them are made there", "primary", p)

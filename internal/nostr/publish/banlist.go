@@ -3,10 +3,14 @@ package publish
 import (
 	"cmp"
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
 	"log/slog"
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/nbd-wtf/go-nostr"
@@ -14,16 +18,22 @@ import (
 	"github.com/outpost-relay/outpost/policies"
 )
 
-// BanList publishes a ban list as signed NIP-51 lists, within a second of
-// every change and of every temporary ban lapsing:
+// BanList publishes a ban list as signed NIP-51 sets (kind 30000), within
+// a second of every change and of every temporary ban lapsing, in pages
+// that every relay takes (see pageSet.pages):
 //
-//   - the banned keys as kind-30000 sets, one page per prefix of the key
-//     (d = "outpost-bans-<2 or more hex digits>", see BanPages; a change
-//     republishes only the pages whose tags changed), each key a tag
-//     ["p", <hex>, "", <reason>, <expires_at unix, for a temporary ban>];
-//     a page that empties is republished empty;
-//   - the blocked words as the service's kind-10000 mute list, one
-//     ["word", <word in its matching form>] tag each.
+//   - the banned keys, d = "outpost-bans-<2 or more hex digits of the
+//     key>", each key a tag ["p", <hex>, "", <reason>, <expires_at unix,
+//     for a temporary ban>];
+//   - the blocked words, d = "outpost-words-<0 or more hex digits of the
+//     SHA-256 of the word>", each word a tag ["word", <word in its
+//     matching form>].
+//
+// Only pages whose tags changed are signed and sent; a page that empties
+// is republished empty. What was published before is read from the store
+// at start, so a restart republishes nothing unchanged. The kind-10000 mute
+// list of earlier versions (every word in one event, which relays refuse
+// past about 2,000 words) is republished empty once.
 type BanList struct {
 	List      *policies.BanList
 	Events    *events.Store // where earlier publications are read at start
@@ -32,7 +42,13 @@ type BanList struct {
 	Log       *slog.Logger
 	Now       func() time.Time
 	Every     time.Duration // how often the list is looked at; default 200ms
+	// Offer takes each current event published before the start, for the
+	// publish relays that lack it (Outbox.Offer); nil: there are none.
+	Offer func(*nostr.Event)
 }
+
+// muteListD is the address of the kind-10000 mute list among the pages.
+const muteListD = ""
 
 // Run publishes until ctx ends.
 func (b *BanList) Run(ctx context.Context) {
@@ -43,22 +59,10 @@ func (b *BanList) Run(ctx context.Context) {
 		log.Error("publish: ban list", "err", err)
 		return
 	}
-	pages, err := sg.published(ctx, b.Events, KindBanPage)
+	last, err := b.earlier(ctx, sg)
 	if err != nil {
 		log.Error("publish: reading earlier ban list events", "err", err)
 		return
-	}
-	words, err := sg.published(ctx, b.Events, KindMuteList)
-	if err != nil {
-		log.Error("publish: reading earlier ban list events", "err", err)
-		return
-	}
-	last := map[string]nostr.Tags{}
-	for d, ev := range pages {
-		last[d] = ev.Tags
-	}
-	if ev := words[""]; ev != nil {
-		last[""] = ev.Tags
 	}
 	t := time.NewTicker(cmp.Or(b.Every, 200*time.Millisecond))
 	defer t.Stop()
@@ -81,23 +85,44 @@ func (b *BanList) Run(ctx context.Context) {
 	}
 }
 
-// publish signs and sinks every page whose tags changed; it returns when
-// the next listed ban lapses (0: none does), and whether a page failed.
-func (b *BanList) publish(ctx context.Context, sg *signer, last map[string]nostr.Tags, at time.Time) (next int64, failed bool) {
-	bans, next := b.List.Bans(at.Unix())
-	want := BanPages(bans)
-	for d := range last {
-		if _, ok := want[d]; !ok && d != "" {
-			want[d] = banPageTags(d, nil)
+// earlier is what was published before, by d: a digest of each page's
+// tags (32 bytes a page, where the tags would hold the whole list). Each
+// of those events goes to Offer, before any newer version is signed.
+func (b *BanList) earlier(ctx context.Context, sg *signer) (map[string][32]byte, error) {
+	last := map[string][32]byte{}
+	found := func(d string, ev *nostr.Event) {
+		if isListEvent(ev.Kind, d) {
+			last[d] = digest(ev.Tags)
+			if b.Offer != nil {
+				b.Offer(ev)
+			}
 		}
 	}
-	want[""] = wordTags(b.List.Words())
+	err := sg.load(ctx, b.Events, KindBanPage, found)
+	if err == nil {
+		err = sg.load(ctx, b.Events, KindMuteList, found)
+	}
+	return last, err
+}
+
+// publish signs and sinks every page whose tags changed; it returns when
+// the next listed ban lapses (0: none does), and whether a page failed.
+func (b *BanList) publish(ctx context.Context, sg *signer, last map[string][32]byte, at time.Time) (next int64, failed bool) {
+	bans, next := b.List.Bans(at.Unix())
+	want := BanPages(bans)
+	maps.Copy(want, WordPages(b.List.Words()))
+	for d := range last {
+		if _, ok := want[d]; !ok {
+			want[d] = emptyPage(d)
+		}
+	}
 	for _, d := range slices.Sorted(maps.Keys(want)) {
-		if tags, ok := last[d]; ok && sameTags(tags, want[d]) {
+		sum := digest(want[d])
+		if was, ok := last[d]; ok && was == sum {
 			continue
 		}
 		kind := KindBanPage
-		if d == "" {
+		if d == muteListD {
 			kind = KindMuteList
 		}
 		ev, err := sg.sign(kind, d, want[d], "", nostr.Timestamp(at.Unix()))
@@ -111,69 +136,138 @@ func (b *BanList) publish(ctx context.Context, sg *signer, last map[string]nostr
 			failed = true
 			continue
 		}
-		last[d] = want[d]
+		last[d] = sum
 	}
 	return next, failed
+}
+
+// digest sums tags, each element length-prefixed so no two lists share one.
+func digest(tags nostr.Tags) [32]byte {
+	h := sha256.New()
+	var n [8]byte
+	for _, tag := range tags {
+		h.Write(binary.BigEndian.AppendUint64(n[:0], uint64(len(tag))))
+		for _, v := range tag {
+			h.Write(binary.BigEndian.AppendUint64(n[:0], uint64(len(v))))
+			h.Write([]byte(v))
+		}
+	}
+	return [32]byte(h.Sum(nil))
 }
 
 // Limits of one page, under what relays take by default (strfry: 65,536
 // bytes an event; many relays: 1,000 tags or fewer).
 const (
 	maxPageTags  = 1000
-	maxPageBytes = 55_000 // of p tags: the rest of the event fits in the 60 KB a page may take
+	maxPageBytes = 55_000 // of the listed tags: the rest of the event fits in the 60 KB a page may take
 )
 
+// pageSet is one kind of page: its d prefix, its title, and how many hex
+// digits its shortest prefix has.
+type pageSet struct {
+	prefix, title string
+	depth         int
+}
+
+var (
+	banPages  = pageSet{prefix: banPagePrefix, title: "Banned public keys", depth: 2}
+	wordPages = pageSet{prefix: wordPagePrefix, title: "Blocked words", depth: 0}
+)
+
+// entry is one listed tag and the 64 hex digits it is paged by.
+type entry struct {
+	key string
+	tag nostr.Tag
+}
+
 // BanPages sorts bans (sorted by key, as BanList.Bans gives them) into
-// their kind-30000 pages, by d tag: "outpost-bans-<prefix>", where prefix
-// is the first two hex digits of the keys it holds, and one more digit for
-// every time the page would outgrow maxPageTags or maxPageBytes: a full
-// page is split into the 16 pages of its prefix and one more digit, so the
-// pages deepen where the list grows. The prefixes of the pages are never
-// one another's: a reader takes every current kind-30000 page of the
-// service key whose d starts "outpost-bans-", and the union of their p tags
-// is the list (a page a split or a lift emptied is published empty).
+// their kind-30000 pages, by d tag (see pageSet.pages).
 func BanPages(bans []policies.Ban) map[string]nostr.Tags {
+	entries := make([]entry, len(bans))
+	for i, ban := range bans {
+		p := nostr.Tag{"p", ban.PubKey, "", ban.Reason}
+		if ban.ExpiresAt != 0 {
+			p = append(p, strconv.FormatInt(ban.ExpiresAt, 10))
+		}
+		entries[i] = entry{ban.PubKey, p}
+	}
+	return banPages.pages(entries)
+}
+
+// WordPages sorts blocked words, in their matching form, into their
+// kind-30000 pages, paged by the hex of each one's SHA-256 (see
+// pageSet.pages).
+func WordPages(words []string) map[string]nostr.Tags {
+	seen := map[string]bool{}
+	var entries []entry
+	for _, w := range words {
+		if n := policies.NormalizeText(w); n != "" && !seen[n] {
+			seen[n] = true
+			sum := sha256.Sum256([]byte(n))
+			entries = append(entries, entry{hex.EncodeToString(sum[:]), nostr.Tag{"word", n}})
+		}
+	}
+	slices.SortFunc(entries, func(a, b entry) int { return strings.Compare(a.key, b.key) })
+	return wordPages.pages(entries)
+}
+
+// pages sorts entries (sorted by key) into pages, by d tag: the set's
+// prefix and a prefix of the keys: depth hex digits, and one more for
+// every time the page would outgrow maxPageTags or maxPageBytes: a full
+// page is split into the 16 pages of its prefix and one more digit, so
+// the pages deepen where the list grows. The prefixes of the pages are
+// never one another's but for the empty pages of the prefixes split: a
+// reader starts from the pages of depth digits, takes the tags of each
+// page that has some and looks one digit deeper under each that is empty
+// (ReadList); the union of the tags is the list. A page that a split or a
+// removal emptied is published empty.
+func (ps pageSet) pages(entries []entry) map[string]nostr.Tags {
 	out := map[string]nostr.Tags{}
-	for lo := 0; lo < len(bans); {
-		hi := runOf(bans, lo, 2)
-		addPages(out, bans[lo].PubKey[:2], bans[lo:hi])
+	for lo := 0; lo < len(entries); {
+		hi := runOf(entries, lo, ps.depth)
+		ps.addPages(out, entries[lo].key[:ps.depth], entries[lo:hi])
 		lo = hi
 	}
 	return out
 }
 
-// runOf is where the run of bans from lo that share lo's first n digits ends.
-func runOf(bans []policies.Ban, lo, n int) int {
+// runOf is where the run of entries from lo that share lo's first n digits ends.
+func runOf(entries []entry, lo, n int) int {
 	hi := lo + 1
-	for hi < len(bans) && bans[hi].PubKey[:n] == bans[lo].PubKey[:n] {
+	for hi < len(entries) && entries[hi].key[:n] == entries[lo].key[:n] {
 		hi++
 	}
 	return hi
 }
 
-// addPages adds the page of prefix, or if its bans do not fit one, the
-// pages one digit deeper.
-func addPages(out map[string]nostr.Tags, prefix string, bans []policies.Ban) {
-	if fits(bans) || len(prefix) == 64 {
-		out[banPagePrefix+prefix] = banPageTags(banPagePrefix+prefix, bans)
+// addPages adds the page of prefix, or if its entries do not fit one, the
+// pages one digit deeper, and prefix's page empty: a reader looks deeper
+// under an empty page, and only there (see ReadList).
+func (ps pageSet) addPages(out map[string]nostr.Tags, prefix string, entries []entry) {
+	if fits(entries) || len(prefix) == 64 {
+		out[ps.prefix+prefix] = ps.page(prefix, entries)
 		return
 	}
-	for lo := 0; lo < len(bans); {
-		hi := runOf(bans, lo, len(prefix)+1)
-		addPages(out, bans[lo].PubKey[:len(prefix)+1], bans[lo:hi])
+	out[ps.prefix+prefix] = ps.page(prefix, nil)
+	for lo := 0; lo < len(entries); {
+		hi := runOf(entries, lo, len(prefix)+1)
+		ps.addPages(out, entries[lo].key[:len(prefix)+1], entries[lo:hi])
 		lo = hi
 	}
 }
 
-// fits reports whether bans fit one page, counting each tag's JSON at its
-// longest: an escaped character as 6 bytes, a byte of UTF-8 as 2.
-func fits(bans []policies.Ban) bool {
-	if len(bans)+2 > maxPageTags {
+// fits reports whether entries fit one page, counting each tag's JSON at
+// its longest: an escaped character as 6 bytes, a byte of UTF-8 as 2.
+func fits(entries []entry) bool {
+	if len(entries)+2 > maxPageTags {
 		return false
 	}
 	size := 0
-	for _, b := range bans {
-		size += len(`["p","","",""],`) + len(b.PubKey) + len(`,"9999999999"`) + jsonLen(b.Reason)
+	for _, e := range entries {
+		size += len(`[],`)
+		for _, v := range e.tag {
+			size += len(`"",`) + jsonLen(v)
+		}
 	}
 	return size <= maxPageBytes
 }
@@ -193,29 +287,25 @@ func jsonLen(s string) int {
 	return n
 }
 
-func banPageTags(d string, bans []policies.Ban) nostr.Tags {
-	tags := make(nostr.Tags, 0, len(bans)+2)
-	tags = append(tags, nostr.Tag{"d", d}, nostr.Tag{"title", "Banned public keys, page " + d[len(banPagePrefix):]})
-	for _, ban := range bans {
-		p := nostr.Tag{"p", ban.PubKey, "", ban.Reason}
-		if ban.ExpiresAt != 0 {
-			p = append(p, strconv.FormatInt(ban.ExpiresAt, 10))
-		}
-		tags = append(tags, p)
+func (ps pageSet) page(prefix string, entries []entry) nostr.Tags {
+	title := ps.title
+	if prefix != "" {
+		title += ", page " + prefix
+	}
+	tags := make(nostr.Tags, 0, len(entries)+2)
+	tags = append(tags, nostr.Tag{"d", ps.prefix + prefix}, nostr.Tag{"title", title})
+	for _, e := range entries {
+		tags = append(tags, e.tag)
 	}
 	return tags
 }
 
-func wordTags(words []string) nostr.Tags {
-	tags := nostr.Tags{}
-	seen := map[string]bool{}
-	for _, w := range words {
-		n := policies.NormalizeText(w)
-		if n != "" && !seen[n] {
-			seen[n] = true
-			tags = append(tags, nostr.Tag{"word", n})
+// emptyPage is what page d holds once nothing is listed there.
+func emptyPage(d string) nostr.Tags {
+	for _, ps := range []pageSet{banPages, wordPages} {
+		if prefix, ok := strings.CutPrefix(d, ps.prefix); ok {
+			return ps.page(prefix, nil)
 		}
 	}
-	slices.SortFunc(tags, func(a, b nostr.Tag) int { return cmp.Compare(a[1], b[1]) })
-	return tags
+	return nostr.Tags{} // the mute list of earlier versions
 }

@@ -1,14 +1,24 @@
 package publish
 
 import (
+	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/nbd-wtf/go-nostr"
+	"github.com/outpost-relay/outpost/internal/storage/events"
+	"github.com/outpost-relay/outpost/internal/testkit"
+	"github.com/outpost-relay/outpost/internal/testkit/storetest"
 	"github.com/outpost-relay/outpost/policies"
 )
 
@@ -45,7 +55,9 @@ func TestBanPagesFitRelays(t *testing.T) {
 			t.Errorf("page %s: %d tags, %d bytes", d, len(tags), len(raw))
 		}
 		prefix := strings.TrimPrefix(d, banPagePrefix)
-		prefixes = append(prefixes, prefix)
+		if len(tags) > 2 { // an empty page is a split one's: readers look deeper there
+			prefixes = append(prefixes, prefix)
+		}
 		for _, tag := range tags {
 			if tag[0] == "p" {
 				if !strings.HasPrefix(tag[1], prefix) {
@@ -76,4 +88,121 @@ func randomKey(prefix string) string {
 	var b [32]byte
 	rand.Read(b[:])
 	return prefix + hex.EncodeToString(b[:])[len(prefix):]
+}
+
+// TestWordPagesFitRelays: 5,000 blocked words (the mute list of one event
+// that strfry refused with "too many tags: 5000"), some long, are split
+// into pages under 1,000 tags and 60 KB, by prefixes of their SHA-256, and
+// the pages together hold every word once.
+func TestWordPagesFitRelays(t *testing.T) {
+	var words []string
+	for i := range 5000 {
+		w := fmt.Sprint("word", i)
+		if i%50 == 0 {
+			w += strings.Repeat(" é\"", 60)
+		}
+		words = append(words, w, strings.ToUpper(w)) // the same word twice: once in the pages
+	}
+	pages := WordPages(words)
+	var union []string
+	for d, tags := range pages {
+		checkPage(t, d, tags)
+		prefix := strings.TrimPrefix(d, wordPagePrefix)
+		for _, tag := range tags[2:] {
+			if sum := sha256.Sum256([]byte(tag[1])); tag[0] != "word" || !strings.HasPrefix(hex.EncodeToString(sum[:]), prefix) {
+				t.Fatalf("page %s holds %v", d, tag)
+			}
+			union = append(union, tag[1])
+		}
+	}
+	if len(union) != 5000 || len(slices.Compact(slices.Sorted(slices.Values(union)))) != 5000 {
+		t.Fatalf("the pages hold %d words, want 5000 distinct", len(union))
+	}
+	if few := WordPages([]string{"spam", "scam"}); len(few) != 1 || len(few[wordPagePrefix]) != 4 {
+		t.Fatalf("two words: %v", few)
+	}
+	t.Logf("5000 words in %d pages", len(pages))
+}
+
+// checkPage fails unless page d, signed, stays under 1,000 tags and 60 KB.
+func checkPage(t *testing.T, d string, tags nostr.Tags) {
+	t.Helper()
+	ev := nostr.Event{Kind: KindBanPage, Tags: tags, CreatedAt: nostr.Now()}
+	if err := ev.Sign(nostr.GeneratePrivateKey()); err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := json.Marshal(ev)
+	if len(tags) > 1000 || len(raw) > 60_000 {
+		t.Errorf("page %s: %d tags, %d bytes", d, len(tags), len(raw))
+	}
+}
+
+// sinkLog records what a publisher sinks, and stores it as the relay would.
+type sinkLog struct {
+	st  *events.Store
+	mu  sync.Mutex
+	evs []*nostr.Event
+}
+
+func (s *sinkLog) sink(ctx context.Context, ev *nostr.Event) error {
+	if _, err := s.st.Save(ctx, ev); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.evs = append(s.evs, ev)
+	return nil
+}
+
+func (s *sinkLog) count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.evs)
+}
+
+// Only the pages a change touches are republished: one ban, one word,
+// one page each; and a restart on the same store republishes nothing.
+func TestOnlyChangedPagesRepublished(t *testing.T) {
+	st := storetest.Open(t, storetest.Options{})
+	list := policies.NewBanList()
+	var bans []policies.Ban
+	for range 3000 {
+		bans = append(bans, policies.Ban{PubKey: randomKey(""), Reason: "spam"})
+	}
+	list.SetBans(bans)
+	var words []string
+	for i := range 3000 {
+		words = append(words, fmt.Sprint("word", i))
+	}
+	list.SetWords(words)
+	sk := nostr.GeneratePrivateKey()
+	run := func(s *sinkLog) (stop func()) {
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		b := &BanList{List: list, Events: st.Events, Sink: s.sink, SecretKey: sk, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Every: 10 * time.Millisecond}
+		go func() { b.Run(ctx); close(done) }()
+		return func() { cancel(); <-done }
+	}
+	first := &sinkLog{st: st.Events}
+	stop := run(first)
+	sorted, _ := list.Bans(0)
+	all := len(BanPages(sorted)) + len(WordPages(words))
+	testkit.WaitFor(t, 30*time.Second, "every page published", func() bool { return first.count() == all })
+	list.Ban(policies.Ban{PubKey: bans[0].PubKey[:2] + randomKey("")[2:], Reason: "new"})
+	testkit.WaitFor(t, 10*time.Second, "the ban published", func() bool { return first.count() == all+1 })
+	list.AddWords("brand new phrase")
+	testkit.WaitFor(t, 10*time.Second, "the word published", func() bool { return first.count() == all+2 })
+	stop()
+	if n := first.count(); n != all+2 {
+		t.Fatalf("%d events for %d pages, one ban and one word", n, all)
+	}
+
+	again := &sinkLog{st: st.Events}
+	stop = run(again)
+	list.AddWords("after the restart")
+	testkit.WaitFor(t, 10*time.Second, "the word added after the restart published", func() bool { return again.count() > 0 })
+	stop()
+	if again.count() != 1 {
+		t.Fatalf("a restart and one word republished %d pages", again.count())
+	}
 }

@@ -28,12 +28,12 @@ import (
 // are outpost's own, numbered after NIP-66's relay kinds (30166, 10166)
 // in the NIP-87 range.
 const (
-	KindBanPage      = 30000                  // NIP-51 follow set: one page of banned keys
-	KindMuteList     = 10000                  // NIP-51 mute list: the blocked words
-	KindMintStatus   = mintdir.KindMintStatus // one mint's status, d = its canonical URL
-	KindMintMonitor  = 18166                  // how the monitor checks
-	banPagePrefix    = "outpost-bans-"
-	maxEventsPerLoad = 10_000
+	KindBanPage     = 30000                  // NIP-51 follow set: one page of banned keys
+	KindMuteList    = 10000                  // NIP-51 mute list: the blocked words
+	KindMintStatus  = mintdir.KindMintStatus // one mint's status, d = its canonical URL
+	KindMintMonitor = 18166                  // how the monitor checks
+	banPagePrefix   = "outpost-bans-"
+	wordPagePrefix  = "outpost-words-"
 )
 
 // Settings are the publishing settings, bound by cmd/outpost.
@@ -95,20 +95,34 @@ func (s *signer) sign(kind int, d string, tags nostr.Tags, content string, now n
 // each address), so a restart republishes only what changed.
 func (s *signer) published(ctx context.Context, st *events.Store, kind int) (map[string]*nostr.Event, error) {
 	out := map[string]*nostr.Event{}
-	if st == nil {
-		return out, nil
-	}
-	for ev, err := range st.Find(ctx, nostr.Filter{Kinds: []int{kind}, Authors: []string{s.pk}, Limit: maxEventsPerLoad}) {
-		if err != nil {
-			return nil, err
-		}
-		d := ev.Tags.GetD()
+	err := s.load(ctx, st, kind, func(d string, ev *nostr.Event) {
 		if cur, ok := out[d]; !ok || ev.CreatedAt > cur.CreatedAt {
 			out[d] = ev
-			s.last[fmt.Sprintf("%d:%s", kind, d)] = ev.CreatedAt
 		}
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
+}
+
+// load calls fn with each event this key published of kind before, all
+// of them (a restart that missed some would republish them), and notes
+// their created_at so no later version is signed older.
+func (s *signer) load(ctx context.Context, st *events.Store, kind int, fn func(d string, ev *nostr.Event)) error {
+	if st == nil {
+		return nil
+	}
+	for ev, err := range st.Find(ctx, nostr.Filter{Kinds: []int{kind}, Authors: []string{s.pk}}) {
+		if err != nil {
+			return err
+		}
+		d := ev.Tags.GetD()
+		addr := fmt.Sprintf("%d:%s", kind, d)
+		s.last[addr] = max(s.last[addr], ev.CreatedAt)
+		fn(d, ev)
+	}
+	return nil
 }
 
 // sameTags: the event would say nothing new.

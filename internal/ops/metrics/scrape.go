@@ -107,10 +107,16 @@ func (m *Metrics) WatchHealth(services []ServiceStatus) {
 func (m *Metrics) WatchBanlist(bl *banlist.Service) {
 	bans := desc("banlist", "active_bans", "Public keys banned now.")
 	words := desc("banlist", "blocked_words", "Blocked words and phrases.")
-	m.Register(collector{descs: []*prometheus.Desc{bans, words}, collect: func(ctx context.Context, ch chan<- prometheus.Metric) {
+	published := desc("publish", "events_total", "Events outpost signed (ban list pages, mint status) sent to a publish relay "+
+		"(OUTPOST_PUBLISH_RELAYS) since start, by relay and outcome: published (OK true), refused (OK false, every try counted).", "relay", "outcome")
+	m.Register(collector{descs: []*prometheus.Desc{bans, words, published}, collect: func(ctx context.Context, ch chan<- prometheus.Metric) {
 		c := bl.Health(ctx).Checks
 		ch <- gauge(bans, float64(c.ActiveBans))
 		ch <- gauge(words, float64(c.BlockedWords))
+		for _, p := range c.Publishing {
+			ch <- counter(published, float64(p.Published), p.Relay, "published")
+			ch <- counter(published, float64(p.Refused), p.Relay, "refused")
+		}
 	}})
 }
 
