@@ -37,7 +37,7 @@ func open(t *testing.T, dir string, c *testkit.Clock) (*Service, *store.Store) {
 	}
 	svc, err := New(Config{
 		DB: st.DB, Events: st.Events, List: policies.NewBanList(), SecretKey: serviceKey, Log: log, Now: c.Now,
-		Publish: func(ctx context.Context, ev *nostr.Event) error { return st.Events.SaveEvent(ctx, ev) },
+		Publish: func(ctx context.Context, ev *nostr.Event) error { _, err := st.Events.Save(ctx, ev); return err },
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -188,7 +188,7 @@ func TestReportsRoundTrip(t *testing.T) {
 	userKey := nostr.GeneratePrivateKey()
 	uev := nostr.Event{Kind: 1984, CreatedAt: nostr.Timestamp(c.Now().Unix() + 1), Tags: nostr.Tags{{"p", pk(8), "impersonation"}}, Content: "fake"}
 	uev.Sign(userKey)
-	st.Events.SaveEvent(ctx, &uev)
+	st.Events.Save(ctx, &uev)
 
 	got, err := svc.Reports(ctx, 0, 10)
 	if err != nil || len(got) != 3 {

@@ -149,7 +149,7 @@ func stored(t *testing.T, r *Relay, evs []*nostr.Event) []bool {
 	t.Helper()
 	held := make([]bool, len(evs))
 	for i, ev := range evs {
-		n, err := r.store.Events.CountEvents(context.Background(), nostr.Filter{IDs: []string{ev.ID}})
+		n, err := r.store.Events.Count(context.Background(), []nostr.Filter{{IDs: []string{ev.ID}}}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -73,7 +73,7 @@ func newHostileEnv(t *testing.T, m hostileMint) *hostileEnv {
 		if m.pay != nil {
 			c.TestMint = &faucet.TestMint{Pay: m.pay}
 		}
-	})
+	}, func(e *env) { e.mintTimeout = stallTimeout })
 	h := &hostileEnv{env: e, m: m, p: p}
 	h.deposit(3000)
 	return h
@@ -319,6 +319,12 @@ func (h *hostileEnv) outage() {
 	}
 	h.books()
 }
+
+// stallTimeout is the hostile faucet's wait for its mint, each request:
+// stall waits for it to run out, then for twice it before the stalled
+// swap's inputs are the wallet's again (with 5 s, 12 s of each mint's
+// run). Every other request the scenarios make takes well under 0.3 s.
+const stallTimeout = 2 * time.Second
 
 // stall: a swap the proxy holds until the wallet gives up. The claim
 // fails; its inputs stay reserved only while the request could still
