@@ -15,6 +15,7 @@ import (
 // (but may still report), and when the seed unfollows the member, the
 // member loses the faucet and the relay within 5 s.
 func TestWebOfTrust(t *testing.T) {
+	t.Parallel()
 	seedSK, aliceSK, bobSK := nostr.GeneratePrivateKey(), nostr.GeneratePrivateKey(), nostr.GeneratePrivateKey()
 	seedPK, _ := nostr.GetPublicKey(seedSK)
 	alicePK, _ := nostr.GetPublicKey(aliceSK)
@@ -86,6 +87,7 @@ func TestWebOfTrust(t *testing.T) {
 // seed's list, then — the walk having reached alice — alice's, and bob,
 // whom only alice follows, stands at hop 2.
 func TestWebOfTrustFromUpstream(t *testing.T) {
+	t.Parallel()
 	seedSK, aliceSK := nostr.GeneratePrivateKey(), nostr.GeneratePrivateKey()
 	seedPK, _ := nostr.GetPublicKey(seedSK)
 	alicePK, _ := nostr.GetPublicKey(aliceSK)

@@ -14,6 +14,7 @@ import (
 // address whose invoices are the user's own mint quotes; every response is
 // checked against openapi.json, and every documented operation is called.
 func TestWalkthrough(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, 5000, nil)
 	api := e.api
 

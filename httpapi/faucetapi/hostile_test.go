@@ -196,6 +196,7 @@ var faults = []fault{
 }
 
 func TestHostileMint(t *testing.T) {
+	t.Parallel()
 	// Input fees of 0 and 1000 ppk at gonuts (no fee return: melts go
 	// through exact proofs), 100 at Nutshell (fee return, restore, keyset
 	// rotation); each mint behind its own proxy, side by side.
@@ -498,6 +499,7 @@ func cashuTS(mint string, v int, tokens []string) ([]cashuTSResult, error) {
 // insufficient_funds (issue #24: 80 of 80 quotes were): quotes count the
 // change payouts in flight will give back, and payouts wait for it.
 func TestClaimBurst(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, 20000, func(c *faucet.Config) { c.FixedSats, c.MinBalanceSats, c.DailyBudgetSats = 21, 0, 0 })
 	const claimers, each = 8, 5
 	users := make([]*user, claimers*each)

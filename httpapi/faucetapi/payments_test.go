@@ -22,6 +22,7 @@ import (
 
 // TestConcurrentConfirms: 20 confirms of one quote at once pay once.
 func TestConcurrentConfirms(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, 2000, func(c *faucet.Config) { c.FixedSats = 25 })
 	for _, method := range []string{"cashu", "bolt11"} {
 		t.Run(method, func(t *testing.T) {
@@ -84,7 +85,8 @@ func forceOutcome(t *testing.T, s lightning.State) {
 
 // TestFailedAndPendingPayments: a failed payment releases the cooldown and
 // the budget; a pending one keeps them until the background job learns the
-// outcome, also after a restart.
+// outcome, also after a restart. Not in parallel: forceOutcome sets the
+// outcome of every payment theMint's node makes, other tests' too.
 func TestFailedAndPendingPayments(t *testing.T) {
 	e := newEnv(t, 2000, func(c *faucet.Config) { c.FixedSats, c.DailyBudgetSats = 30, 1000 })
 	u := e.newUser("payee", elsewhere, nil)
@@ -202,6 +204,7 @@ func invoiceOn(t *testing.T, params *chaincfg.Params, sats int64, at time.Time) 
 
 // TestBadClaims: every refusal has its documented code and changes nothing.
 func TestBadClaims(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, 1000, func(c *faucet.Config) { c.FixedSats = 20 })
 	u := e.newUser("u", theMint, nil)
 	other := e.newUser("other", theMint, nil)
@@ -277,6 +280,7 @@ func TestBadClaims(t *testing.T) {
 
 // TestBadDeposits: malformed, spent, foreign and oversized tokens, and bad amounts.
 func TestBadDeposits(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, 100, func(c *faucet.Config) { c.MaxTokenSats, c.DepositMaxSats = 500, 50_000 })
 	payer := e.newUser("payer", theMint, nil)
 	if err := theMint.Fund(payer.w, 1000); err != nil {
