@@ -2,6 +2,7 @@ package relay
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"slices"
@@ -12,6 +13,7 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/outpost-relay/outpost/internal/storage/events"
 	"github.com/outpost-relay/outpost/internal/storage/store"
+	"github.com/outpost-relay/outpost/internal/testkit"
 	"github.com/outpost-relay/outpost/policies"
 )
 
@@ -50,20 +52,13 @@ func (h *heldStore) SaveBatch(ctx context.Context, evs []*nostr.Event) ([]events
 }
 
 // queued waits until the writer's queue holds n writes.
-func queued(t *testing.T, ctx context.Context, r *Relay, n int) {
+func queued(t *testing.T, r *Relay, n int) {
 	t.Helper()
-	for {
+	testkit.WaitFor(t, 10*time.Second, fmt.Sprintf("%d events in the writer's queue", n), func() bool {
 		r.write.mu.Lock()
-		q := len(r.write.queue)
-		r.write.mu.Unlock()
-		if q >= n {
-			return
-		}
-		if ctx.Err() != nil {
-			t.Fatal("the events never reached the writer")
-		}
-		time.Sleep(time.Millisecond)
-	}
+		defer r.write.mu.Unlock()
+		return len(r.write.queue) >= n
+	})
 }
 
 func newTestRelay(t *testing.T) *Relay {
@@ -110,7 +105,7 @@ func inOneBatch(t *testing.T, r *Relay, evs []*nostr.Event) []verdict {
 	v := make([]verdict, len(evs))
 	for i, ev := range evs {
 		wg.Go(func() { v[i].ok, v[i].reason = r.Ingest(ctx, ev) })
-		queued(t, ctx, r, i+1) // in order: each is queued before the next goes
+		queued(t, r, i+1) // in order: each is queued before the next goes
 	}
 	close(held.holds[1].release)
 	wg.Wait()
@@ -219,7 +214,7 @@ func TestDeletionBetweenCheckAndCommit(t *testing.T) {
 	var got verdict
 	var wg sync.WaitGroup
 	wg.Go(func() { got.ok, got.reason = r.Ingest(ctx, x) }) // checked now: nothing deletes it yet
-	queued(t, ctx, r, 1)
+	queued(t, r, 1)
 	close(held.holds[1].release)
 	wait(t, ctx, held.holds[2].entered) // x's transaction holds
 	select {

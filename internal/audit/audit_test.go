@@ -82,15 +82,15 @@ func fund(t *testing.T, a *audit.Auditor, m *devmint.Mint, sats int64) {
 	if err := m.Node.PayInvoice(d.Invoice); err != nil {
 		t.Fatal(err)
 	}
-	for d.State != audit.DepositDone {
+	testkit.WaitFor(t, 90*time.Second, "the deposit minted", func() bool {
 		if d, err = a.Deposit(ctx, d.ID); err != nil && ctx.Err() != nil {
 			t.Fatalf("deposit not minted: %v", err)
 		}
 		if d.State == audit.DepositFailed {
 			t.Fatalf("deposit failed: %+v", d)
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return d.State == audit.DepositDone
+	})
 }
 
 func balanced(t *testing.T, a *audit.Auditor) audit.Holdings {
@@ -194,6 +194,7 @@ func TestResumeAfterDeath(t *testing.T) {
 	ms := mints(t, 2)
 	for _, at := range []string{"/v1/mint/quote", "/v1/melt/quote", "/v1/melt/bolt11", "/v1/mint/bolt11"} {
 		t.Run(strings.ReplaceAll(at, "/", "_"), func(t *testing.T) {
+			t.Parallel() // a store and wallets of its own; the mints serve all four
 			dir := t.TempDir()
 			st := openStore(t, dir)
 			a := newAuditor(t, st, nil)
