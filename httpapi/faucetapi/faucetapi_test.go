@@ -7,6 +7,7 @@ import (
 
 	"github.com/elnosh/gonuts/cashu"
 	"github.com/outpost-relay/outpost/internal/testkit"
+	"github.com/outpost-relay/outpost/internal/testkit/minttest"
 )
 
 // TestWalkthrough claims with every payout method and every login, against
@@ -218,7 +219,7 @@ func TestWalkthrough(t *testing.T) {
 		}
 
 		frank := e.newUser("frank", theMint, nil)
-		if err := theMint.Fund(frank.w, 100); err != nil {
+		if err := minttest.Fund(theMint, frank.w, 100); err != nil {
 			t.Fatal(err)
 		}
 		proofs, err := frank.w.Send(60, theMint.URL, true)

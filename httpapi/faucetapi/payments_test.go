@@ -18,6 +18,7 @@ import (
 	"github.com/outpost-relay/outpost/faucet"
 	"github.com/outpost-relay/outpost/internal/testkit"
 	"github.com/outpost-relay/outpost/internal/testkit/apitest"
+	"github.com/outpost-relay/outpost/internal/testkit/minttest"
 )
 
 // TestConcurrentConfirms: 20 confirms of one quote at once pay once.
@@ -283,11 +284,11 @@ func TestBadDeposits(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, 100, func(c *faucet.Config) { c.MaxTokenSats, c.DepositMaxSats = 500, 50_000 })
 	payer := e.newUser("payer", theMint, nil)
-	if err := theMint.Fund(payer.w, 1000); err != nil {
+	if err := minttest.Fund(theMint, payer.w, 1000); err != nil {
 		t.Fatal(err)
 	}
 	stranger := e.newUser("stranger", elsewhere, nil)
-	if err := elsewhere.Fund(stranger.w, 100); err != nil {
+	if err := minttest.Fund(elsewhere, stranger.w, 100); err != nil {
 		t.Fatal(err)
 	}
 	token := func(u *user, mint string, sats uint64) string {

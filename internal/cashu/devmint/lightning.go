@@ -2,9 +2,6 @@ package devmint
 
 import (
 	"context"
-	"crypto/rand"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"os"
@@ -335,12 +332,4 @@ func (s *invoiceSub) Recv() (lightning.Invoice, error) {
 		}
 		nd.changed.Wait()
 	}
-}
-
-// RandomPreimage returns a preimage and its payment hash, hex encoded.
-func RandomPreimage() (preimage, hash string) {
-	var b [32]byte
-	rand.Read(b[:])
-	h := sha256.Sum256(b[:])
-	return hex.EncodeToString(b[:]), hex.EncodeToString(h[:])
 }

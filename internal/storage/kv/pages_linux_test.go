@@ -28,7 +28,7 @@ func TestReleasePages(t *testing.T) {
 	if fs.Type == unix.TMPFS_MAGIC {
 		t.Skip("skipped: the temp dir is on tmpfs, whose pages the kernel keeps without swap")
 	}
-	s, err := Open(dir, quiet())
+	s, err := DefaultSettings().Open(dir, quiet())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +128,7 @@ func TestReleasePages(t *testing.T) {
 // this process wrote since.
 func TestReleasePagesLeavesTheStoreAsOpened(t *testing.T) {
 	dir := t.TempDir()
-	s, err := Open(dir, quiet())
+	s, err := DefaultSettings().Open(dir, quiet())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +140,7 @@ func TestReleasePagesLeavesTheStoreAsOpened(t *testing.T) {
 	if err != nil || len(before) == 0 {
 		t.Fatalf("no table written (%v): nothing to test", err)
 	}
-	if s, err = Open(dir, quiet()); err != nil {
+	if s, err = DefaultSettings().Open(dir, quiet()); err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()

@@ -169,7 +169,7 @@ func TestOpenRefusesOtherFormats(t *testing.T) {
 // writeRaw writes keys into a database in dir, as another program would,
 // and a record of each service.
 func writeRaw(t *testing.T, dir string, keys [][2][]byte) {
-	db, err := kv.Open(dir, quiet())
+	db, err := kv.DefaultSettings().Open(dir, quiet())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,7 +206,7 @@ func dump(t *testing.T, dir string) map[string]string {
 	if _, err := os.Stat(filepath.Join(dir, "badger")); errors.Is(err, os.ErrNotExist) {
 		return all
 	}
-	db, err := kv.Open(dir, quiet())
+	db, err := kv.DefaultSettings().Open(dir, quiet())
 	if err != nil {
 		t.Fatal(err)
 	}
