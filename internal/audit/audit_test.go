@@ -56,8 +56,15 @@ func openStore(t *testing.T, dir string) *store.Store {
 
 func newAuditor(t *testing.T, st *store.Store, client *http.Client) *audit.Auditor {
 	t.Helper()
+	return newAuditorWaiting(t, st, client, 20*time.Second)
+}
+
+// newAuditorWaiting is newAuditor whose rounds wait payeeWait for the
+// payee to see a payment.
+func newAuditorWaiting(t *testing.T, st *store.Store, client *http.Client, payeeWait time.Duration) *audit.Auditor {
+	t.Helper()
 	a, err := audit.New(audit.Config{Settings: audit.DefaultSettings(), DB: st.DB, Log: logger, HTTP: client,
-		Timeout: 10 * time.Second, PayeeWait: 20 * time.Second})
+		Timeout: 10 * time.Second, PayeeWait: payeeWait})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +210,10 @@ func TestResumeAfterDeath(t *testing.T) {
 			}
 			before := balanced(t, a)
 			d := &dying{at: at}
-			killed := newAuditor(t, st, &http.Client{Transport: d})
+			// A killed process does not wait for the payee: this one's
+			// requests fail from the kill on, and it gives up after a
+			// moment instead of the 20 s the payee could take.
+			killed := newAuditorWaiting(t, st, &http.Client{Transport: d}, time.Second)
 			r, _ := killed.Audit(ctxT(t), ms[1].URL, ms[0].URL, 10)
 			if !d.dead.Load() {
 				t.Fatalf("the round never reached %s: %+v", at, r)
