@@ -70,12 +70,6 @@ func AsError(err error) *Error {
 	return nil
 }
 
-// IsKind reports whether err carries an *Error of the given kind.
-func IsKind(err error, kind Kind) bool {
-	e := AsError(err)
-	return e != nil && e.Kind == kind
-}
-
 // maxEcho is how many characters of a client's value a message repeats.
 const maxEcho = 64
 

@@ -75,7 +75,7 @@ func TestBansAndTheAllowList(t *testing.T) {
 	if _, banned := svc.Status(pk(2)); banned {
 		t.Fatal("allowpubkey did not lift the ban")
 	}
-	if _, err := svc.UnallowPubKey(ctx, "key:b", pk(3)); !outpost.IsKind(err, outpost.NotFound) {
+	if _, err := svc.UnallowPubKey(ctx, "key:b", pk(3)); !testkit.IsKind(err, outpost.NotFound) {
 		t.Fatalf("unallow of a key not on the list: %v", err)
 	}
 	audit, _ := svc.Audit(ctx, 0, 3)

@@ -84,6 +84,10 @@ type Config struct {
 	Log        *slog.Logger
 	Now        func() time.Time // default time.Now
 	MaxReports int              // page size cap for reports and bans; default 1000
+	// FollowInterval is how often a follower asks its primary for
+	// changes; default followInterval. Tests shorten it so as not to wait
+	// out real polls and their back-off.
+	FollowInterval time.Duration
 	// Publishing says how the list's publication to each publish relay
 	// goes (cmd/outpost reads its outbox); nil: there are none.
 	Publishing func() []PublishCheck
@@ -91,20 +95,21 @@ type Config struct {
 
 // Service implements the ban list.
 type Service struct {
-	db         *kv.DB
-	events     Events
-	list       *policies.BanList
-	publish    func(context.Context, *nostr.Event) error
-	secretKey  string
-	pubKey     string
-	log        *slog.Logger
-	now        func() time.Time
-	adminHash  *[32]byte
-	primary    string    // the ban list this one mirrors (Settings.Follow)
-	loadedAt   time.Time // bans that lapsed before are not held (see Changes)
-	epoch      string
-	following  policies.SyncHealth // of the mirror (Follow)
-	publishing func() []PublishCheck
+	db          *kv.DB
+	events      Events
+	list        *policies.BanList
+	publish     func(context.Context, *nostr.Event) error
+	secretKey   string
+	pubKey      string
+	log         *slog.Logger
+	now         func() time.Time
+	adminHash   *[32]byte
+	primary     string        // the ban list this one mirrors (Settings.Follow)
+	followEvery time.Duration // Config.FollowInterval
+	loadedAt    time.Time     // bans that lapsed before are not held (see Changes)
+	epoch       string
+	following   policies.SyncHealth // of the mirror (Follow)
+	publishing  func() []PublishCheck
 
 	// writes serializes changes so the snapshot is updated in commit order.
 	writes sync.Mutex
@@ -127,7 +132,8 @@ func New(cfg Config) (*Service, error) {
 	s := &Service{
 		db: cfg.DB, events: cfg.Events, list: cfg.List, publish: cfg.Publish,
 		secretKey: cfg.SecretKey, pubKey: pk, log: cfg.Log, now: cfg.Now,
-		primary: strings.TrimSuffix(cfg.Follow, "/"), epoch: cfg.Epoch, publishing: cfg.Publishing,
+		primary: strings.TrimSuffix(cfg.Follow, "/"), epoch: cfg.Epoch, followEvery: cfg.FollowInterval,
+		publishing: cfg.Publishing,
 	}
 	if s.epoch == "" {
 		s.epoch = NewEpoch()

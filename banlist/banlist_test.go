@@ -37,7 +37,7 @@ func open(t *testing.T, dir string, c *testkit.Clock) (*Service, *store.Store) {
 	}
 	svc, err := New(Config{
 		DB: st.DB, Events: st.Events, List: policies.NewBanList(), SecretKey: serviceKey, Log: log, Now: c.Now,
-		Publish: func(ctx context.Context, ev *nostr.Event) error { return st.Events.SaveEvent(ctx, ev) },
+		Publish: func(ctx context.Context, ev *nostr.Event) error { _, err := st.Events.Save(ctx, ev); return err },
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -87,7 +87,7 @@ func TestBansSurviveRestartAndLapse(t *testing.T) {
 	if len(bans) != 1 || bans[0].PubKey != pk(2) {
 		t.Errorf("expired bans = %+v, want the temp ban", bans)
 	}
-	if _, err := svc.Unban(ctx, "key:a", pk(2)); !outpost.IsKind(err, outpost.NotFound) {
+	if _, err := svc.Unban(ctx, "key:a", pk(2)); !testkit.IsKind(err, outpost.NotFound) {
 		t.Errorf("unban of a lapsed ban: %v, want not found", err)
 	}
 }
@@ -131,7 +131,7 @@ func TestRebanReplacesAndAudits(t *testing.T) {
 func TestPastExpiryIsRejectedAndWritesNothing(t *testing.T) {
 	ctx, c, svc, _ := newService(t)
 	past := c.Now().Unix()
-	if _, err := svc.Ban(ctx, "key:a", pk(1), "spam", &past); !outpost.IsKind(err, outpost.Invalid) {
+	if _, err := svc.Ban(ctx, "key:a", pk(1), "spam", &past); !testkit.IsKind(err, outpost.Invalid) {
 		t.Fatalf("ban expiring now: %v, want invalid", err)
 	}
 	if bans, _ := svc.Bans(ctx, "", 0, 10); len(bans) != 0 {
@@ -151,19 +151,19 @@ func TestKeys(t *testing.T) {
 	if got, err := svc.Authenticate(ctx, secret); err != nil || got.ID != k.ID || got.Role != RoleModerator {
 		t.Fatalf("Authenticate = %+v, %v", got, err)
 	}
-	if _, _, err := svc.CreateKey(ctx, "cli", "mod1", RoleViewer); !outpost.IsKind(err, outpost.Conflict) {
+	if _, _, err := svc.CreateKey(ctx, "cli", "mod1", RoleViewer); !testkit.IsKind(err, outpost.Conflict) {
 		t.Errorf("duplicate name: %v, want conflict", err)
 	}
-	if _, _, err := svc.CreateKey(ctx, "cli", "x", Role("root")); !outpost.IsKind(err, outpost.Invalid) {
+	if _, _, err := svc.CreateKey(ctx, "cli", "x", Role("root")); !testkit.IsKind(err, outpost.Invalid) {
 		t.Errorf("bad role: %v, want invalid", err)
 	}
 	if _, err := svc.RevokeKey(ctx, "cli", "mod1"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := svc.Authenticate(ctx, secret); !outpost.IsKind(err, outpost.Unauthorized) {
+	if _, err := svc.Authenticate(ctx, secret); !testkit.IsKind(err, outpost.Unauthorized) {
 		t.Errorf("revoked key: %v, want unauthorized", err)
 	}
-	if _, err := svc.RevokeKey(ctx, "cli", "mod1"); !outpost.IsKind(err, outpost.NotFound) {
+	if _, err := svc.RevokeKey(ctx, "cli", "mod1"); !testkit.IsKind(err, outpost.NotFound) {
 		t.Errorf("revoking twice: %v, want not found", err)
 	}
 	keys, _ := svc.Keys(ctx)
@@ -188,7 +188,7 @@ func TestReportsRoundTrip(t *testing.T) {
 	userKey := nostr.GeneratePrivateKey()
 	uev := nostr.Event{Kind: 1984, CreatedAt: nostr.Timestamp(c.Now().Unix() + 1), Tags: nostr.Tags{{"p", pk(8), "impersonation"}}, Content: "fake"}
 	uev.Sign(userKey)
-	st.Events.SaveEvent(ctx, &uev)
+	st.Events.Save(ctx, &uev)
 
 	got, err := svc.Reports(ctx, 0, 10)
 	if err != nil || len(got) != 3 {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/outpost-relay/outpost"
+	"github.com/outpost-relay/outpost/internal/testkit"
 )
 
 func hexKey(i int) string { return fmt.Sprintf("%064x", i+1) }
@@ -89,7 +90,7 @@ func TestBanManyRefusesWhole(t *testing.T) {
 			t.Errorf("%+v: %v", bad, err)
 		}
 	}
-	if _, err := svc.BanMany(ctx, "key:a", nil); !outpost.IsKind(err, outpost.Invalid) {
+	if _, err := svc.BanMany(ctx, "key:a", nil); !testkit.IsKind(err, outpost.Invalid) {
 		t.Errorf("empty batch: %v", err)
 	}
 	if n := svc.List().Len(); n != 0 {

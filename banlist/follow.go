@@ -1,6 +1,7 @@
 package banlist
 
 import (
+	"cmp"
 	"context"
 	"net/url"
 	"strings"
@@ -59,7 +60,7 @@ func (s *Service) Follow(ctx context.Context) {
 	if s.primary == "" {
 		return
 	}
-	policies.Follow(ctx, s.primary, mirror{s, ctx}, policies.SyncOptions{Interval: followInterval, Timeout: followTimeout,
+	policies.Follow(ctx, s.primary, mirror{s, ctx}, policies.SyncOptions{Interval: cmp.Or(s.followEvery, followInterval), Timeout: followTimeout,
 		Client: outbound.Client(followTimeout), Log: s.log, Health: &s.following, Now: s.now})
 }
 

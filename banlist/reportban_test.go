@@ -27,7 +27,7 @@ func TestReportBanCountsFromTheLifting(t *testing.T) {
 		if err := ev.Sign(members[i]); err != nil {
 			t.Fatal(err)
 		}
-		if err := st.Events.SaveEvent(ctx, &ev); err != nil {
+		if _, err := st.Events.Save(ctx, &ev); err != nil {
 			t.Fatal(err)
 		}
 		rb.OnReport(ctx, &ev)

@@ -30,7 +30,7 @@ type seeded struct {
 // seedBanlist adds bans and blocked words; it returns the first banned key.
 func seedBanlist(ctx context.Context, st *store.Store, log *slog.Logger, bans, words int) (first string, err error) {
 	svc, err := banlist.New(banlist.Config{DB: st.DB, Events: st.Events, List: policies.NewBanList(), Log: log,
-		SecretKey: nostr.GeneratePrivateKey(), Publish: func(ctx context.Context, ev *nostr.Event) error { return st.Events.SaveEvent(ctx, ev) }})
+		SecretKey: nostr.GeneratePrivateKey(), Publish: func(ctx context.Context, ev *nostr.Event) error { _, err := st.Events.Save(ctx, ev); return err }})
 	if err != nil {
 		return "", err
 	}
@@ -63,7 +63,7 @@ func seedEvents(ctx context.Context, st *store.Store, n int) error {
 		if err := ev.Sign(keys[i%len(keys)]); err != nil {
 			return err
 		}
-		if err := st.Events.SaveEvent(ctx, &ev); err != nil {
+		if _, err := st.Events.Save(ctx, &ev); err != nil {
 			return err
 		}
 	}

@@ -24,7 +24,7 @@ func (e *env) save(ev *nostr.Event) {
 	if reject, msg := RejectInvalidNIP87(e.ctx, ev); reject {
 		e.t.Fatalf("rejected: %s", msg)
 	}
-	if err := e.st.Events.SaveEvent(e.ctx, ev); err != nil {
+	if _, err := e.st.Events.Save(e.ctx, ev); err != nil {
 		e.t.Fatal(err)
 	}
 	e.dir.OnEventSaved(e.ctx, ev)

@@ -24,7 +24,7 @@ func (e *env) saveReview(pk wot.Key, url string, rating int, at time.Time) {
 // rather than once a review.
 func (e *env) storeReview(pk wot.Key, url string, rating int, at time.Time) {
 	e.t.Helper()
-	if err := e.st.Events.SaveEvent(e.ctx, review(pk, url, rating, at)); err != nil {
+	if _, err := e.st.Events.Save(e.ctx, review(pk, url, rating, at)); err != nil {
 		e.t.Fatal(err)
 	}
 }

@@ -186,15 +186,6 @@ func buildMatcher(words []string, dfa bool) *wordMatcher {
 
 var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
 
-// find returns the first blocked word in any of texts, as it was given to
-// the matcher.
-func (m *wordMatcher) find(texts ...string) (string, bool) {
-	if m == nil {
-		return "", false
-	}
-	return normalizedFor(texts, func(text []byte) (string, bool) { return m.match(text, nil) })
-}
-
 // normalizedFor runs match on the normal forms of texts, in one pass: they
 // are laid end to end, each with its end spaces, and no pattern holds two
 // spaces in a row, so none matches across two texts.

@@ -83,3 +83,12 @@ func TestNewWordMatcherDropsEmptyAndDuplicates(t *testing.T) {
 		t.Fatalf("words = %q, want [Spam, Two  Words]", m.words)
 	}
 }
+
+// find returns the first blocked word in any of texts, as it was given to
+// the matcher: a matcher alone, as a BanList's wordSet matches its base.
+func (m *wordMatcher) find(texts ...string) (string, bool) {
+	if m == nil {
+		return "", false
+	}
+	return normalizedFor(texts, func(text []byte) (string, bool) { return m.match(text, nil) })
+}

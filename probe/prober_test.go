@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/outpost-relay/outpost/internal/ops/tick"
 	"github.com/outpost-relay/outpost/internal/testkit"
 )
 
@@ -36,7 +35,8 @@ type counter struct {
 
 func newCounter() *counter { return &counter{per: map[string]int{}, total: map[string]int{}} }
 
-func (c *counter) enter(id string) {
+// enter counts a probe of id in and returns how many are in flight.
+func (c *counter) enter(id string) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.now++
@@ -44,6 +44,7 @@ func (c *counter) enter(id string) {
 	c.per[id]++
 	c.perPeak = max(c.perPeak, c.per[id])
 	c.total[id]++
+	return c.now
 }
 
 func (c *counter) exit(id string) {
@@ -58,10 +59,20 @@ func (c *counter) count(id string) int { c.mu.Lock(); defer c.mu.Unlock(); retur
 func TestRunOnceProbesEveryTargetWithinTheCap(t *testing.T) {
 	t.Parallel()
 	c := newCounter()
+	full := make(chan struct{})
+	var once sync.Once
 	p := New(Config{Concurrency: 4, Log: quiet(), Targets: targets(40), Probe: func(ctx context.Context, id string) error {
-		c.enter(id)
+		if c.enter(id) == 4 {
+			once.Do(func() { close(full) })
+		}
 		defer c.exit(id)
-		time.Sleep(5 * time.Millisecond) // probes take a while: they overlap, up to the cap
+		// The first probes wait until four are in flight at once, as the
+		// cap allows; under a smaller cap they never are, and RunOnce ends
+		// with ctx.
+		select {
+		case <-full:
+		case <-ctx.Done():
+		}
 		return nil
 	}})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -74,8 +85,8 @@ func TestRunOnceProbesEveryTargetWithinTheCap(t *testing.T) {
 			t.Fatalf("m%d probed %d times", i, got)
 		}
 	}
-	if c.peak > 4 || c.peak < 2 {
-		t.Fatalf("peak concurrency %d, want 2..4", c.peak)
+	if c.peak != 4 {
+		t.Fatalf("peak concurrency %d, want the cap, 4", c.peak)
 	}
 	if last, _ := p.Status(); last.IsZero() {
 		t.Fatal("no cycle time after RunOnce")
@@ -145,7 +156,7 @@ func TestPanicsAreRecovered(t *testing.T) {
 type stepped struct {
 	*Prober
 	clock *testkit.Clock
-	ticks *tick.Manual
+	ticks *testkit.Ticker
 	ctx   context.Context
 }
 
@@ -153,7 +164,7 @@ type stepped struct {
 var t0 = time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
 
 func runStepped(t *testing.T, cfg Config) *stepped {
-	s := &stepped{clock: testkit.NewClock(t0), ticks: &tick.Manual{}}
+	s := &stepped{clock: testkit.NewClock(t0), ticks: &testkit.Ticker{}}
 	cfg.Now, cfg.Tick, cfg.Log = s.clock.Now, s.ticks.Start, quiet()
 	s.Prober = New(cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -14,6 +14,7 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/outpost-relay/outpost/internal/storage/events"
 	"github.com/outpost-relay/outpost/internal/storage/store"
+	"github.com/outpost-relay/outpost/internal/testkit"
 	"github.com/outpost-relay/outpost/policies"
 )
 
@@ -52,20 +53,13 @@ func (h *heldStore) SaveBatch(ctx context.Context, evs []*nostr.Event) ([]events
 }
 
 // queued waits until the writer's queue holds n writes.
-func queued(t *testing.T, ctx context.Context, r *Relay, n int) {
+func queued(t *testing.T, r *Relay, n int) {
 	t.Helper()
-	for {
+	testkit.WaitFor(t, 10*time.Second, fmt.Sprintf("%d events in the writer's queue", n), func() bool {
 		r.write.mu.Lock()
-		q := len(r.write.queue)
-		r.write.mu.Unlock()
-		if q >= n {
-			return
-		}
-		if ctx.Err() != nil {
-			t.Fatal("the events never reached the writer")
-		}
-		time.Sleep(time.Millisecond)
-	}
+		defer r.write.mu.Unlock()
+		return len(r.write.queue) >= n
+	})
 }
 
 func newTestRelay(t *testing.T) *Relay {
@@ -112,7 +106,7 @@ func inOneBatch(t *testing.T, r *Relay, evs []*nostr.Event) []verdict {
 	v := make([]verdict, len(evs))
 	for i, ev := range evs {
 		wg.Go(func() { v[i].ok, v[i].reason = r.Ingest(ctx, ev) })
-		queued(t, ctx, r, i+1) // in order: each is queued before the next goes
+		queued(t, r, i+1) // in order: each is queued before the next goes
 	}
 	close(held.holds[1].release)
 	wg.Wait()
@@ -151,7 +145,7 @@ func stored(t *testing.T, r *Relay, evs []*nostr.Event) []bool {
 	t.Helper()
 	held := make([]bool, len(evs))
 	for i, ev := range evs {
-		n, err := r.store.Events.CountEvents(context.Background(), nostr.Filter{IDs: []string{ev.ID}})
+		n, err := r.store.Events.Count(context.Background(), []nostr.Filter{{IDs: []string{ev.ID}}}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -221,7 +215,7 @@ func TestDeletionBetweenCheckAndCommit(t *testing.T) {
 	var got verdict
 	var wg sync.WaitGroup
 	wg.Go(func() { got.ok, got.reason = r.Ingest(ctx, x) }) // checked now: nothing deletes it yet
-	queued(t, ctx, r, 1)
+	queued(t, r, 1)
 	close(held.holds[1].release)
 	wait(t, ctx, held.holds[2].entered) // x's transaction holds
 	select {
@@ -292,7 +286,7 @@ func TestAnsweredAfterItsTransaction(t *testing.T) {
 			answered.Add(1)
 		})
 	}
-	queued(t, ctx, r, waiting)
+	queued(t, r, waiting)
 	close(held.holds[1].release)
 	wait(t, ctx, held.holds[2].entered) // the twenty, their transaction not yet committed
 	if n := answered.Load(); n != 0 {

@@ -27,6 +27,7 @@ func cliOn(dir string) func(args ...string) (string, error) {
 // With no outpost running, admin commands open the data dir themselves, and
 // a server started afterwards sees what they did.
 func TestAdminCLIWithoutServer(t *testing.T) {
+	t.Parallel()
 	dir := newDataDir(t)
 	cli := cliOn(dir)
 	out, err := cli("apikey", "create", "--name", "ops", "--role", "admin")
@@ -95,6 +96,7 @@ func toStrings(v any) []string {
 // command line: offline into the data dir, then through a running outpost's
 // socket, where each change applies at once.
 func TestAdminCLIAccessLists(t *testing.T) {
+	t.Parallel()
 	dir := newDataDir(t)
 	cli := cliOn(dir)
 	must := func(want string, args ...string) {

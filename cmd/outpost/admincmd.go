@@ -17,7 +17,6 @@ import (
 
 	"github.com/outpost-relay/outpost/internal/storage/kv"
 
-	"github.com/nbd-wtf/go-nostr"
 	"github.com/outpost-relay/outpost"
 	"github.com/outpost-relay/outpost/banlist"
 	"github.com/outpost-relay/outpost/internal/nostr/pubkey"
@@ -537,7 +536,7 @@ func adminCLI(group string) func(context.Context, []string, func(string) string,
 		}
 		svc, err := banlist.New(banlist.Config{DB: st.DB, Events: st.Events, List: policies.NewBanList(), SecretKey: sk,
 			Log:     slog.New(slog.NewTextHandler(io.Discard, nil)),
-			Publish: func(ctx context.Context, ev *nostr.Event) error { return st.Events.SaveEvent(ctx, ev) }})
+			Publish: saveOnly(st.Events)})
 		if err != nil {
 			return err
 		}

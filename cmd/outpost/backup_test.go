@@ -25,6 +25,7 @@ import (
 // faucet's wallet. Then a backup of the stopped data dir, and the refusals
 // of restore.
 func TestBackupWhileServingAndRestore(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	inst := start(t, dir, map[string]string{"OUTPOST_RELAY_EVENTS_PER_MINUTE": "0", "OUTPOST_RELAY_IP_EVENTS_PER_MINUTE": "0",
 		"OUTPOST_LOG_LEVEL": "info"})

@@ -26,6 +26,7 @@ func importKeys(n int) []string {
 // JSON bans in batches, with a stopped server; the server then enforces
 // them all. A bad line stops the import before its batch, naming the line.
 func TestBanImport(t *testing.T) {
+	t.Parallel()
 	dir := newDataDir(t)
 	cli := cliOn(dir)
 	keys := importKeys(25_000)
@@ -68,9 +69,14 @@ func TestBanImport(t *testing.T) {
 	}
 	// With the server running, the import runs in it, reading the file
 	// the caller named (relative to the caller).
-	os.WriteFile(filepath.Join(dir, "..", "more.txt"), []byte(importKeys(25_001)[25_000]+"\n"), 0o600)
-	t.Chdir(filepath.Join(dir, ".."))
-	out, err = cli("ban", "import", "more.txt", "--reason", "late")
+	more := filepath.Join(dir, "..", "more.txt")
+	os.WriteFile(more, []byte(importKeys(25_001)[25_000]+"\n"), 0o600)
+	wd, _ := os.Getwd()
+	rel, err := filepath.Rel(wd, more) // not t.Chdir, which a parallel test may not
+	if err != nil || filepath.IsAbs(rel) {
+		t.Fatalf("no relative path to %s: %q %v", more, rel, err)
+	}
+	out, err = cli("ban", "import", rel, "--reason", "late")
 	if err != nil || !strings.Contains(out, "banned 1 keys") {
 		t.Fatalf("import through the server: %v %q", err, out)
 	}

@@ -51,6 +51,7 @@ func newDataDir(t *testing.T) string {
 }
 
 func TestHelpGoesToStdout(t *testing.T) {
+	t.Parallel()
 	for _, args := range [][]string{
 		{"--help"}, {"-h"}, {"help"}, {"serve", "--help"}, {"serve", "-h"},
 		{"apikey", "--help"}, {"apikey", "create", "--help"}, {"apikey", "list", "-h"}, {"apikey", "revoke", "--help"},
@@ -66,6 +67,7 @@ func TestHelpGoesToStdout(t *testing.T) {
 }
 
 func TestVersion(t *testing.T) {
+	t.Parallel()
 	for _, args := range [][]string{{"version"}, {"--version"}, {"-version"}} {
 		stdout, _, err := cli(t, nil, args...)
 		if err != nil || !strings.HasPrefix(stdout, "outpost "+outpost.Version+"\n") {
@@ -95,6 +97,7 @@ func TestVersion(t *testing.T) {
 
 // "outpost --data-dir X ban list" runs "ban list" on X; it never starts the server.
 func TestFlagsBeforeACommand(t *testing.T) {
+	t.Parallel()
 	dir := newDataDir(t)
 	stdout, stderr, err := cli(t, nil, "--data-dir", dir, "ban", "list")
 	if err != nil || !strings.HasPrefix(stdout, "PUBKEY") || strings.Contains(stdout+stderr, "serving") {
@@ -114,6 +117,7 @@ func TestFlagsBeforeACommand(t *testing.T) {
 }
 
 func TestServeRefusesArguments(t *testing.T) {
+	t.Parallel()
 	for _, args := range [][]string{{"serve", "extra"}, {"serve", "--data-dir", t.TempDir(), "extra"}} {
 		stdout, _, err := cli(t, nil, args...)
 		if !isUsageError(err) || !strings.Contains(err.Error(), "extra") || strings.Contains(stdout, "serving") {
@@ -125,6 +129,7 @@ func TestServeRefusesArguments(t *testing.T) {
 // A usage error is printed once, with a pointer to the help instead of all
 // of it, and exits 2; other errors exit 1.
 func TestUsageErrorIsPrintedOnce(t *testing.T) {
+	t.Parallel()
 	_, stderr, err := cli(t, nil, "--rate-limit", "abc")
 	if stderr != "" || !isUsageError(err) || !strings.Contains(err.Error(), "a whole number") {
 		t.Fatalf("--rate-limit abc: %v, stderr %q", err, stderr)
@@ -148,6 +153,7 @@ func TestUsageErrorIsPrintedOnce(t *testing.T) {
 }
 
 func TestBadValuesNameTheExpectedForm(t *testing.T) {
+	t.Parallel()
 	for env, want := range map[string]string{
 		"OUTPOST_RATE_LIMIT": "a whole number", "OUTPOST_FAUCET_COOLDOWN": "a Go duration like 24h",
 		"OUTPOST_REPORTS_PUBLIC": "true or false", "OUTPOST_PROBE_SLOW_MS": "whole number of milliseconds",
@@ -162,6 +168,7 @@ func TestBadValuesNameTheExpectedForm(t *testing.T) {
 
 // The help promises an OUTPOST_* twin only for settings that have one.
 func TestAdminHelpPromisesOnlyRealTwins(t *testing.T) {
+	t.Parallel()
 	for _, args := range [][]string{{"apikey", "create", "--help"}, {"ban", "add", "--help"}, {"ban", "list", "--help"}} {
 		stdout, _, _ := cli(t, nil, args...)
 		for _, twin := range []string{"OUTPOST_NAME", "OUTPOST_ROLE", "OUTPOST_REASON", "OUTPOST_DURATION", "OUTPOST_STATE"} {
@@ -177,6 +184,7 @@ func TestAdminHelpPromisesOnlyRealTwins(t *testing.T) {
 
 // KEY=$(outpost apikey create ...) is the key and nothing else.
 func TestAPIKeyCreatePrintsOnlyTheKey(t *testing.T) {
+	t.Parallel()
 	dir := newDataDir(t)
 	stdout, stderr, err := cli(t, map[string]string{"OUTPOST_DATA_DIR": dir}, "apikey", "create", "--name", "ci", "--role", "admin")
 	if err != nil || !strings.HasPrefix(stdout, "opk_") || strings.Count(stdout, "\n") != 1 || strings.ContainsAny(strings.TrimSpace(stdout), " \t") {
@@ -188,6 +196,7 @@ func TestAPIKeyCreatePrintsOnlyTheKey(t *testing.T) {
 }
 
 func TestAdminRefusesADataDirWithoutDatabase(t *testing.T) {
+	t.Parallel()
 	empty := t.TempDir()
 	missing := filepath.Join(t.TempDir(), "nowhere")
 	for _, dir := range []string{empty, missing} {
@@ -205,6 +214,7 @@ func TestAdminRefusesADataDirWithoutDatabase(t *testing.T) {
 }
 
 func TestProbeIntervalAloneWorks(t *testing.T) {
+	t.Parallel()
 	cfg, err := parseConfig(t, map[string]string{"OUTPOST_PROBE_INTERVAL": "1s"})
 	if err != nil {
 		t.Fatalf("OUTPOST_PROBE_INTERVAL=1s: %v", err)
@@ -238,6 +248,7 @@ func parseConfigIn(t *testing.T, env map[string]string, memory settings.Bytes) (
 
 // Help shows durations as people write them.
 func TestHelpShowsDurationsAsWritten(t *testing.T) {
+	t.Parallel()
 	stdout, _, _ := cli(t, nil, "serve", "--help")
 	if strings.Contains(stdout, "0m0s") || !strings.Contains(stdout, "(default 24h)") {
 		t.Errorf("serve --help:\n%s", stdout)
@@ -247,6 +258,7 @@ func TestHelpShowsDurationsAsWritten(t *testing.T) {
 // A busy port or a data dir that cannot be written fails before anything is
 // written, naming the setting.
 func TestBusyPortAndUnwritableDataDirFailFirst(t *testing.T) {
+	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -278,6 +290,7 @@ func TestBusyPortAndUnwritableDataDirFailFirst(t *testing.T) {
 // Listening on every interface without a public URL warns and says what to
 // set, and advertises a URL a client can use on this machine, not ws://[::]:port.
 func TestAllInterfacesWithoutPublicURL(t *testing.T) {
+	t.Parallel()
 	for _, addr := range []string{"0.0.0.0:8086", "[::]:8086"} {
 		tcp, _ := net.ResolveTCPAddr("tcp", addr)
 		url, warning := publicURL("", tcp)

@@ -145,6 +145,7 @@ func readRepo(p string) (string, bool) {
 // Every relative link of the README, BENCHMARKS.md and docs/ leads to a
 // file that is there and, for a #heading, to a heading its page has.
 func TestDocsLinks(t *testing.T) {
+	t.Parallel()
 	for _, p := range markdownDocs(t) {
 		md, ok := readRepo(p)
 		if !ok {
@@ -159,6 +160,7 @@ func TestDocsLinks(t *testing.T) {
 // The link check finds what GitHub would not: a missing page, a missing
 // heading, a heading spelled the way GitHub does not slug it.
 func TestBrokenLinks(t *testing.T) {
+	t.Parallel()
 	pages := map[string]string{
 		"guide/a.md": "# A\n\n## Running out of disk\n\n## The ban policy in `strfry`\n\n## Limits\n\n## Limits\n\n```sh\n# not a heading\n```\n",
 		"README.md":  "x",
@@ -185,6 +187,7 @@ var docPointer = regexp.MustCompile(`(?:^|[^\w./-])((?:docs|design)/[\w.-]+\.md)
 // name is a page of the repository (the design notes are not part of it: what they
 // say for readers of the code is in docs/).
 func TestCodePointsToRealDocs(t *testing.T) {
+	t.Parallel()
 	err := filepath.WalkDir(repoRoot, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err

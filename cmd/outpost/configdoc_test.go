@@ -92,6 +92,7 @@ func settingsTable(fs *flag.FlagSet) string {
 // and its table of contents what its headings are; -update-docs rewrites
 // them.
 func TestConfigurationDoc(t *testing.T) {
+	t.Parallel()
 	strfry, _ := newStrfryFlags()
 	tables := []struct{ name, table string }{
 		{"outpost serve", serveTables(t)},
@@ -121,6 +122,7 @@ func TestConfigurationDoc(t *testing.T) {
 // Every OUTPOST_* variable the README and docs/ name is one outpost reads:
 // a setting renamed or removed in the code cannot live on in the prose.
 func TestDocsNameRealSettings(t *testing.T) {
+	t.Parallel()
 	known := knownVariables()
 	files, _ := os.ReadDir("../../docs")
 	paths := []string{"../../README.md"}
@@ -146,6 +148,7 @@ func TestDocsNameRealSettings(t *testing.T) {
 // A default is shown unless the help text states it itself: a name in
 // parentheses that starts with "default" is no such statement.
 func TestConfigurationDocDefaults(t *testing.T) {
+	t.Parallel()
 	fs := newFlagSet("test")
 	fs.Int("default-limit", 100, "events a filter without a limit gets (default_limit)")
 	fs.String("mint-url", "http://127.0.0.1:3338", "a mint (default: an embedded one)")

@@ -10,6 +10,7 @@ import (
 // containerMemory finds the limit where each cgroup version and each way of
 // mounting it puts it, and takes "no limit" for none.
 func TestContainerMemory(t *testing.T) {
+	t.Parallel()
 	const mib = 1 << 20
 	file := func(s string) *fstest.MapFile { return &fstest.MapFile{Data: []byte(s)} }
 	stat := func(limit string) *fstest.MapFile {
@@ -61,6 +62,7 @@ func TestContainerMemory(t *testing.T) {
 // the container; what they set stays, and the result always validates.
 // The store knows the container's memory whatever its size.
 func TestFitMemory(t *testing.T) {
+	t.Parallel()
 	const mib = 1 << 20
 	cases := []struct {
 		name         string

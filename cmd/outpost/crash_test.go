@@ -27,6 +27,7 @@ type claimant struct {
 // proofs are worth (NUT-07), to the sat. Against the gonuts mint and a
 // Nutshell mint, both outside the killed process.
 func TestFaucetCrash(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("-short: a minute or more of SIGKILLed payouts; faucet's TestCrashRecovery and TestStuckClaimsSettleWhileRunning cover recovery in-process, TestKillAtAnyInstant kills the binary")
 	}

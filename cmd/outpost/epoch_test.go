@@ -9,6 +9,7 @@ import (
 // A data dir keeps its epoch across starts; a new data dir, or one whose
 // epoch file was torn, gets a new one.
 func TestDataEpoch(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	e1, err := dataEpoch(dir)
 	if err != nil || !validEpoch(e1) {

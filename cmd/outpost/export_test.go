@@ -37,6 +37,7 @@ func exported(t *testing.T, out string) []nostr.Event {
 // TestExportFilters: export answers its filter, given as JSON, as flags
 // or both, to stdout or a file; a banned author's events stay out.
 func TestExportFilters(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	file, evs := writeMixed(t, t.TempDir(), 500, false)
 	env := map[string]string{"OUTPOST_DATA_DIR": dir}
@@ -101,6 +102,7 @@ func TestExportFilters(t *testing.T) {
 // by another process (a running outpost), import and export stop before
 // reading or writing anything, and say so.
 func TestImportExportRefuseARunningOutpost(t *testing.T) {
+	t.Parallel()
 	dir := newDataDir(t)
 	st, err := store.Open(dir, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
@@ -119,6 +121,7 @@ func TestImportExportRefuseARunningOutpost(t *testing.T) {
 
 // TestImportExportHelp: --help prints the usage on stdout, with the twins.
 func TestImportExportHelp(t *testing.T) {
+	t.Parallel()
 	for _, cmd := range []string{"import", "export"} {
 		out, _, err := cli(t, nil, cmd, "--help")
 		if err != nil || !strings.Contains(out, "usage: outpost "+cmd) || !strings.Contains(out, "[OUTPOST_DATA_DIR]") {

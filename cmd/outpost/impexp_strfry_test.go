@@ -157,6 +157,7 @@ func (s *strfryDB) serve(t *testing.T) string {
 // back, through strfry export, outpost import, outpost export and strfry
 // import, and asks the same REQs and COUNTs of each relay over websocket.
 func TestStrfryRoundTrip(t *testing.T) {
+	t.Parallel()
 	bin := strfryBinary(t)
 	tmp := t.TempDir()
 	generated, evs := writeMixed(t, tmp, 3000, false)

@@ -18,6 +18,7 @@ import (
 // whole file: each data dir ends holding exactly what one whole import
 // stores, as outpost export writes it.
 func TestImportStoppedThenRunAgain(t *testing.T) {
+	t.Parallel()
 	file, _ := writeMixed(t, t.TempDir(), 3000, false)
 	data, _ := os.ReadFile(file)
 	whole := t.TempDir()

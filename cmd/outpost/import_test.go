@@ -84,6 +84,7 @@ func parseSummary(t *testing.T, stderr string) counts {
 // what they delete), then the same file again: the second run stores
 // nothing.
 func TestImportTwiceStoresOnce(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	file, evs := writeMixed(t, t.TempDir(), 600, true)
 	env := map[string]string{"OUTPOST_DATA_DIR": dir}
@@ -112,6 +113,7 @@ func TestImportTwiceStoresOnce(t *testing.T) {
 // their numbers and skipped; refused events are counted by reason; with
 // --strict the first bad line stops the import before its batch.
 func TestImportCountsBadLines(t *testing.T) {
+	t.Parallel()
 	sk := nostr.GeneratePrivateKey()
 	good := func(content string) string {
 		ev := nostr.Event{CreatedAt: nostr.Now() - 10, Kind: 1, Tags: nostr.Tags{}, Content: content}
@@ -159,6 +161,7 @@ func TestImportCountsBadLines(t *testing.T) {
 // input has more to come stops, says so and returns no error; run again,
 // it stores the rest: the two runs together store what one would.
 func TestImportInterrupted(t *testing.T) {
+	t.Parallel()
 	file, _ := writeMixed(t, t.TempDir(), 400, false)
 	data, _ := os.ReadFile(file)
 	dir := t.TempDir()
@@ -215,6 +218,7 @@ func nthLine(data []byte, n int) int {
 // TestBadLinesEndBatches: a file of nothing but bad lines is read in
 // batches like any other, so that they never pile up in memory.
 func TestBadLinesEndBatches(t *testing.T) {
+	t.Parallel()
 	db, err := openOffline("import", newDataDir(t), offlineStore(), relay.DefaultLimits(), func(string) string { return "" }, io.Discard)
 	if err != nil {
 		t.Fatal(err)
@@ -237,6 +241,7 @@ func TestBadLinesEndBatches(t *testing.T) {
 // TestImportProtected: a protected event (NIP-70) is refused as from a
 // relay, and kept with --protected.
 func TestImportProtected(t *testing.T) {
+	t.Parallel()
 	ev := nostr.Event{CreatedAt: nostr.Now() - 10, Kind: 1, Tags: nostr.Tags{{"-"}}, Content: "protected"}
 	ev.Sign(nostr.GeneratePrivateKey())
 	line, _ := json.Marshal(ev)
@@ -258,6 +263,7 @@ func TestImportProtected(t *testing.T) {
 // keeps (OUTPOST_MIN_FREE_SPACE, as serve reads it), an import stops with
 // the store's reason and writes nothing; with room again, it stores all.
 func TestImportOnAFullDisk(t *testing.T) {
+	t.Parallel()
 	disk := testkit.NewFullDisk(t)
 	env := map[string]string{"OUTPOST_DATA_DIR": filepath.Join(disk.Dir, "data"), "OUTPOST_MIN_FREE_SPACE": disk.Min.String()}
 	first, _ := writeMixed(t, t.TempDir(), 100, false)

@@ -45,6 +45,7 @@ func killSettings(t *testing.T) map[string]string {
 }
 
 func TestKillAtAnyInstant(t *testing.T) {
+	t.Parallel()
 	rounds := killRounds
 	if testing.Short() {
 		rounds = killRoundsShort

@@ -10,6 +10,7 @@ import (
 // Memory goes back to the system once, at the first quiet tick after work;
 // not while collections keep coming, not again while idle.
 func TestIdleWatch(t *testing.T) {
+	t.Parallel()
 	steps := []struct {
 		collections int // since the tick before
 		release     bool
@@ -38,6 +39,7 @@ func TestIdleWatch(t *testing.T) {
 // The loop releases after work, and its own collection (the release
 // collects) is not work: ticking on while idle releases nothing more.
 func TestReturnIdleMemory(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	ticks := make(chan time.Time)

@@ -94,6 +94,7 @@ func promtoolCheck(t *testing.T, raw string) {
 // faucet claims and ledger, the store; in a format promtool accepts, with
 // no public key, URL or IP address in any label.
 func TestMetricsScrape(t *testing.T) {
+	t.Parallel()
 	inst := start(t, t.TempDir(), map[string]string{"OUTPOST_RATE_LIMIT": "12", "OUTPOST_ACCESS_LOG": "true",
 		"OUTPOST_LOG_LEVEL": "info", "OUTPOST_PROBE_ALLOW_PRIVATE": "true", "OUTPOST_TRUSTED_PROXIES": "127.0.0.1/32"})
 	f := inst.url + "/faucet"
@@ -243,6 +244,7 @@ func TestMetricsScrape(t *testing.T) {
 // OUTPOST_METRICS_ADDR moves /metrics to a listener of its own; the main
 // listener then has none. "off" serves it nowhere.
 func TestMetricsListener(t *testing.T) {
+	t.Parallel()
 	inst := start(t, t.TempDir(), map[string]string{"OUTPOST_METRICS_ADDR": "127.0.0.1:0", "OUTPOST_LOG_LEVEL": "info"})
 	addr := regexp.MustCompile(`msg="metrics listening" addr=(\S+)`).FindStringSubmatch(inst.logs.String())
 	if addr == nil {
@@ -268,6 +270,7 @@ func TestMetricsListener(t *testing.T) {
 // node nor report a faucet health it does not have, while the services it
 // runs are reported as ever.
 func TestMetricsFaucetElsewhere(t *testing.T) {
+	t.Parallel()
 	inst := start(t, t.TempDir(), map[string]string{"OUTPOST_FAUCET_PRIMARY": "http://127.0.0.1:9/faucet"})
 	for range 2 { // the second scrape proves the node outlived the first
 		m, raw := scrape(t, inst.url+"/metrics")

@@ -11,6 +11,7 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/outpost-relay/outpost/banlist"
 	"github.com/outpost-relay/outpost/internal/ops/settings"
+	"github.com/outpost-relay/outpost/internal/storage/events"
 	"github.com/outpost-relay/outpost/internal/storage/kv"
 	"github.com/outpost-relay/outpost/internal/storage/store"
 	"github.com/outpost-relay/outpost/mintdir"
@@ -56,7 +57,7 @@ func (o *offline) wire(dir string, limits relay.Limits, getenv func(string) stri
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	list := policies.NewBanList()
 	_, err = banlist.New(banlist.Config{DB: o.st.DB, Events: o.st.Events, List: list, SecretKey: sk, Log: quiet,
-		Publish: func(ctx context.Context, ev *nostr.Event) error { return o.st.Events.SaveEvent(ctx, ev) }})
+		Publish: saveOnly(o.st.Events)})
 	if err != nil {
 		return err
 	}
@@ -85,5 +86,18 @@ func twinsBut(own ...string) func(flagName string) string {
 			return ""
 		}
 		return settings.EnvName(flagName)
+	}
+}
+
+// saveOnly is the ban list's Publish while outpost is stopped: its events
+// (reports) go straight into the store, with no relay to broadcast to. One
+// not stored as new is an error, as the relay's Publish makes it.
+func saveOnly(st *events.Store) func(context.Context, *nostr.Event) error {
+	return func(ctx context.Context, ev *nostr.Event) error {
+		out, err := st.Save(ctx, ev)
+		if err == nil && out != events.Stored {
+			return fmt.Errorf("event %s not stored: %s", ev.ID, out)
+		}
+		return err
 	}
 }

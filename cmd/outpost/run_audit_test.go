@@ -8,6 +8,7 @@ import (
 // audit_off to an admin key); OUTPOST_AUDIT=true serves the audit wallet,
 // funded by a deposit at a real mint.
 func TestAuditSwitch(t *testing.T) {
+	t.Parallel()
 	auth := []string{"Authorization", "Bearer " + testAdminKey}
 	dir := t.TempDir()
 	inst := start(t, dir, nil)

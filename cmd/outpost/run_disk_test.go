@@ -23,6 +23,7 @@ import (
 // /health says why, the low space is logged once, writes resume when space
 // is freed, and a start on a full disk is refused in words.
 func TestFullDisk(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("-short: a whole program on a full tmpfs; store's TestFullDisk, faucet's and mintdir's full-disk tests cover the refusals in-process")
 	}

@@ -13,6 +13,7 @@ import (
 // OUTPOST_FAUCET_LOGIN_LIMIT; 0 turns it off, and so does OUTPOST_RATE_LIMIT=0
 // (which turns off every per-IP request limit).
 func TestFaucetLoginLimit(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		env     map[string]string
@@ -46,6 +47,7 @@ func TestFaucetLoginLimit(t *testing.T) {
 // also across a restart on the same data dir within its 60 s window (the
 // address, and so the URL the token signs, stays the same).
 func TestFaucetLoginReplayAcrossRestart(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	addr := freeAddr(t)
 	env := map[string]string{"OUTPOST_ADDR": addr}

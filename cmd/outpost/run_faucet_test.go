@@ -51,6 +51,7 @@ func signedCall(t *testing.T, sk, method, url string, body any, headers ...strin
 // own test mint, funds the faucet, and the claim flow works out of the box,
 // also after a restart on the same data dir.
 func TestFaucetEmbeddedMint(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	env := map[string]string{
 		"OUTPOST_FAUCET_POLL_INTERVAL": "100ms", "OUTPOST_FAUCET_TEST_MINT_FUNDING": "20000",
@@ -166,6 +167,7 @@ func TestFaucetEmbeddedMint(t *testing.T) {
 }
 
 func TestFaucetBadConfig(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	for env, want := range map[string]string{
 		"OUTPOST_FAUCET_NETWORK=bitcoin":             "OUTPOST_FAUCET_NETWORK",
@@ -198,6 +200,7 @@ func TestFaucetBadConfig(t *testing.T) {
 }
 
 func TestNIP98Command(t *testing.T) {
+	t.Parallel()
 	var out, errOut bytes.Buffer
 	if err := run(context.Background(), []string{"nip98", "keygen"}, func(string) string { return "" }, nil, &out, &errOut); err != nil {
 		t.Fatal(err)

@@ -40,6 +40,7 @@ type acked struct {
 // reads are served, the disk reserve is let go, writes resume once space is
 // freed, and nothing acknowledged is lost across a restart.
 func TestDiskFilledFromOutside(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("-short: seconds of writes against a disk filled from outside; kv's TestMemtableLogOnADiskFilledFromOutside covers the store's side")
 	}

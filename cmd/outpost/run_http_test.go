@@ -17,6 +17,7 @@ import (
 // path values, trailing JSON, odd mint URLs, malformed escapes and headers
 // too large.
 func TestHTTPEdges(t *testing.T) {
+	t.Parallel()
 	inst := start(t, t.TempDir(), map[string]string{"OUTPOST_PROBE_ALLOW_PRIVATE": "true"})
 	send := func(method, path, body string, headers ...string) (*http.Response, string) {
 		t.Helper()

@@ -14,6 +14,7 @@ import (
 // the relay and the services refuse the test's own address, but /health
 // from loopback answers and the admins undo the block over REST and NIP-86.
 func TestWideIPBlockLocksNoAdminOut(t *testing.T) {
+	t.Parallel()
 	adminSK, otherSK := nostr.GeneratePrivateKey(), nostr.GeneratePrivateKey()
 	adminPK, _ := nostr.GetPublicKey(adminSK)
 	inst := start(t, t.TempDir(), map[string]string{"OUTPOST_ADMIN_PUBKEYS": adminPK})

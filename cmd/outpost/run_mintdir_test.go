@@ -39,6 +39,7 @@ func freeAddr(t *testing.T) string {
 // reviewed over Nostr (kind 38000), stopped and started again, and the
 // whole program restarted on the same data dir.
 func TestMintDirectory(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	env := map[string]string{"OUTPOST_PROBE_ALLOW_PRIVATE": "true", "OUTPOST_PROBE_INTERVAL": "1s", "OUTPOST_PROBE_TIMEOUT": "500ms"}
 	inst := start(t, dir, env)
@@ -207,6 +208,7 @@ func TestMintDirectory(t *testing.T) {
 // checks it, though it is on loopback; every other loopback mint, even on
 // another port of the same address, is refused as before.
 func TestMintDirectoryRefusesPrivateMintsByDefault(t *testing.T) {
+	t.Parallel()
 	inst := start(t, t.TempDir(), map[string]string{"OUTPOST_PROBE_INTERVAL": "1s"})
 	_, cfg := call(t, "GET", inst.url+"/faucet/config", nil)
 	own, _ := cfg["mint_url"].(string)
@@ -242,6 +244,7 @@ func TestMintDirectoryRefusesPrivateMintsByDefault(t *testing.T) {
 }
 
 func TestMintdirBadConfigNamesTheSetting(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	for env, want := range map[string]map[string]string{
 		"OUTPOST_PROBE_INTERVAL":            {"OUTPOST_PROBE_INTERVAL": "soon"},

@@ -137,6 +137,7 @@ func login(t *testing.T, f string) (sk string, headers []string) {
 // keysets, input fees): every flow, a restart, and a payout that settles
 // later with its fee return, at a second mint.
 func TestFaucetNutshell(t *testing.T) {
+	t.Parallel()
 	mint, pend := sharedNutshells(t)
 	dir := t.TempDir()
 	inst := start(t, dir, mintEnv(mint.URL, nil))

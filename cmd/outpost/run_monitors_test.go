@@ -30,6 +30,7 @@ func statusEvent(sk, mintURL, status string, at time.Time) nostr.Event {
 // itself. When one of them sees it up again, its dissent is listed but the
 // mint is online.
 func TestFollowedMonitors(t *testing.T) {
+	t.Parallel()
 	upSrv, _ := relaytest.Start(t)
 	upstreamRelay, _ := relaytest.Dial(t, upSrv.URL)
 	a, b, banned := nostr.GeneratePrivateKey(), nostr.GeneratePrivateKey(), nostr.GeneratePrivateKey()
@@ -136,6 +137,7 @@ func TestFollowedMonitors(t *testing.T) {
 // when it is back online again. Each node holds one status event per
 // monitor for the mint: nothing loops or multiplies.
 func TestThreeMonitors(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("-short: three whole programs; mintdir's TestConsensus, TestFollowedMonitors and TestHostileMonitor cover the vantages in-process")
 	}

@@ -60,6 +60,7 @@ func has(t *testing.T, n *node, ids []string) int {
 // missed and no more; a ban on the primary is enforced by all three within
 // seconds; the followers' ban lists and faucets send writers to the primary.
 func TestSeveralNodes(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("-short: three whole programs, peers of each other; upstream's TestPeer, TestCatchUpFromPeers and TestNothingComesTwice cover the sync in-process")
 	}

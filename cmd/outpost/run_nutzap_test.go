@@ -32,6 +32,7 @@ import (
 // (SIGKILL) after the mint made the locked proofs but before the event
 // existed: the restart makes and publishes it, once.
 func TestFaucetNutzap(t *testing.T) {
+	t.Parallel()
 	m := minttest.Start(t, devmint.Options{InputFeePpk: 100})
 	proxy := hostile.New(t, m.URL)
 	refusing := startRefusingRelay(t)

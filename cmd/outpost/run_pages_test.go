@@ -36,6 +36,7 @@ func fetchPage(t *testing.T, method, url, accept string) (int, http.Header, stri
 // TestPages runs the whole program and looks at it as a browser: every page
 // is HTML under the CSP, and no documented API path answers with a page.
 func TestPages(t *testing.T) {
+	t.Parallel()
 	inst := start(t, t.TempDir(), map[string]string{"OUTPOST_PROBE_ALLOW_PRIVATE": "true", "OUTPOST_PROBE_INTERVAL": "1s", "OUTPOST_PROBE_TIMEOUT": "500ms"})
 	_, cfg := call(t, "GET", inst.url+"/faucet/config", nil)
 	// The directory lists the embedded mint at start: it may be there already.

@@ -14,6 +14,7 @@ import (
 // 127.0.0.1 that maps an onion service name to a test mint: the .onion mint
 // is listed and checked through it, with the SSRF guard on.
 func TestProbeProxy(t *testing.T) {
+	t.Parallel()
 	const onion = "http://mintmintmintmintmintmintmintmintmintmintmintmintmint2345.onion"
 	mint := startTestMint(t, t.TempDir(), "", "Hidden Mint")
 	px := probetest.SOCKS5(t, map[string]string{strings.TrimPrefix(onion, "http://") + ":80": strings.TrimPrefix(mint.URL, "http://")})

@@ -69,6 +69,7 @@ func tagValue(ev *nostr.Event, name string) string {
 // as keys are banned and temporary bans lapse; the publish relay gets the
 // same events.
 func TestPublishedEvents(t *testing.T) {
+	t.Parallel()
 	rec := &recorder{}
 	srv := httptest.NewServer(rec)
 	t.Cleanup(srv.Close)

@@ -64,6 +64,7 @@ func (r *rawClient) next(timeout time.Duration) ([]json.RawMessage, string, erro
 // subscriber that stays, all at once. The one that stays sees every event
 // exactly once. (khatru's listener list, which raced here, is not used.)
 func TestRelayUnderConcurrentUse(t *testing.T) {
+	t.Parallel()
 	inst := start(t, t.TempDir(), map[string]string{"OUTPOST_RELAY_EVENTS_PER_MINUTE": "0",
 		"OUTPOST_RELAY_IP_EVENTS_PER_MINUTE": "0", "OUTPOST_RELAY_IP_CONNECTIONS": "0", "OUTPOST_REPORTS_RATE_LIMIT": "0"})
 	const publishers, perPublisher, churners, reports = 4, 40, 6, 10
@@ -188,6 +189,7 @@ func TestRelayUnderConcurrentUse(t *testing.T) {
 // A subscriber that stops reading does not hold up publishers or the REST
 // reports that publish through the relay.
 func TestStalledSubscriberHoldsUpNoOne(t *testing.T) {
+	t.Parallel()
 	inst := start(t, t.TempDir(), map[string]string{"OUTPOST_RELAY_EVENTS_PER_MINUTE": "0", "OUTPOST_RELAY_IP_EVENTS_PER_MINUTE": "0"})
 	stalled, err := dialRaw(t, inst.ws, nil, 4096)
 	if err != nil {
@@ -224,6 +226,7 @@ func TestStalledSubscriberHoldsUpNoOne(t *testing.T) {
 // Connections per client IP: the socket address, or X-Forwarded-For only
 // from a trusted proxy.
 func TestConnectionsPerClientIP(t *testing.T) {
+	t.Parallel()
 	xff := func(ip string) http.Header { return http.Header{"X-Forwarded-For": {ip}} }
 	t.Run("untrusted X-Forwarded-For is ignored", func(t *testing.T) {
 		inst := start(t, t.TempDir(), map[string]string{"OUTPOST_RELAY_IP_CONNECTIONS": "2"})

@@ -70,6 +70,7 @@ func (p *plugin) decide(t *testing.T, ev nostr.Event) (action, msg string) {
 // enforces the bans and words there, follows a new ban, and starts from
 // its cache when the outpost is unreachable.
 func TestStrfryPolicy(t *testing.T) {
+	t.Parallel()
 	inst := start(t, t.TempDir(), nil)
 	banned, later := nostr.GeneratePrivateKey(), nostr.GeneratePrivateKey()
 	bannedPK, _ := nostr.GetPublicKey(banned)

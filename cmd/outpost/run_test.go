@@ -24,6 +24,7 @@ import (
 // TestWholeProgram runs outpost through run() and uses it as Nostr clients,
 // frontends and operators do.
 func TestWholeProgram(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	adminSK := nostr.GeneratePrivateKey()
 	adminPK, _ := nostr.GetPublicKey(adminSK)
@@ -241,6 +242,7 @@ func TestWholeProgram(t *testing.T) {
 }
 
 func TestShutdownClosesClients(t *testing.T) {
+	t.Parallel()
 	inst := start(t, t.TempDir(), nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -269,6 +271,7 @@ func TestShutdownClosesClients(t *testing.T) {
 }
 
 func TestBadConfigNamesTheSetting(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	tests := []struct {
 		env  map[string]string
@@ -308,6 +311,7 @@ func TestBadConfigNamesTheSetting(t *testing.T) {
 }
 
 func TestBusyPortAndLockedDataDir(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	inst := start(t, dir, nil)
 	addr := strings.TrimPrefix(inst.url, "http://")
@@ -325,6 +329,7 @@ func TestBusyPortAndLockedDataDir(t *testing.T) {
 // the faucet kept before its own) is refused before anything is written,
 // saying what to do.
 func TestOtherFormatIsRefused(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	wallet := filepath.Join(dir, "faucet", "wallet", "wallet.db")
 	if err := os.MkdirAll(filepath.Dir(wallet), 0o700); err != nil {

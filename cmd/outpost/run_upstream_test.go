@@ -54,6 +54,7 @@ func mintPubkey(t *testing.T, mintURL string) string {
 // except the one by a key banned here, and a review published while the
 // upstream was away is caught up when it is back.
 func TestUpstreamRelays(t *testing.T) {
+	t.Parallel()
 	mint := startTestMint(t, t.TempDir(), "", "Upstream Mint")
 	mintPub := mintPubkey(t, mint.URL)
 	announcement := note(t, nostr.GeneratePrivateKey(), "", 38172, nostr.Tag{"d", mintPub}, nostr.Tag{"u", mint.URL})

@@ -16,6 +16,7 @@ import (
 // (but may still report), and when the seed unfollows the member, the
 // member loses the faucet and the relay within 5 s.
 func TestWebOfTrust(t *testing.T) {
+	t.Parallel()
 	seedSK, aliceSK, bobSK := nostr.GeneratePrivateKey(), nostr.GeneratePrivateKey(), nostr.GeneratePrivateKey()
 	seedPK, _ := nostr.GetPublicKey(seedSK)
 	alicePK, _ := nostr.GetPublicKey(aliceSK)
@@ -90,6 +91,7 @@ func TestWebOfTrust(t *testing.T) {
 // alice loses her standing within 5 s: the faucet refuses her, and the
 // relay with wot refuses her next note.
 func TestWebOfTrustFromUpstream(t *testing.T) {
+	t.Parallel()
 	seedSK, aliceSK := nostr.GeneratePrivateKey(), nostr.GeneratePrivateKey()
 	seedPK, _ := nostr.GetPublicKey(seedSK)
 	alicePK, _ := nostr.GetPublicKey(aliceSK)

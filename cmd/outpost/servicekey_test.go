@@ -12,6 +12,7 @@ import (
 // later start ("must be 64 hex characters"): it holds no key, so one is
 // made. One that holds something else is refused.
 func TestServiceKeyFile(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "service.key")
 	if err := os.WriteFile(path, nil, 0o600); err != nil {

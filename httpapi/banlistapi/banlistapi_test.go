@@ -52,7 +52,9 @@ func newEnv(t *testing.T, o options) *env {
 	svc, err := banlist.New(banlist.Config{
 		DB: st.DB, Events: st.Events, List: policies.NewBanList(), SecretKey: nostr.GeneratePrivateKey(),
 		Log: log, Now: c.Now, Settings: banlist.Settings{AdminKey: adminKey, Follow: o.follow},
-		Publish: func(ctx context.Context, ev *nostr.Event) error { return st.Events.SaveEvent(ctx, ev) },
+		// Health's thresholds are on the clock c; the polls, not waited out
+		FollowInterval: 50 * time.Millisecond,
+		Publish:        func(ctx context.Context, ev *nostr.Event) error { _, err := st.Events.Save(ctx, ev); return err },
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -326,8 +328,13 @@ func TestAPI(t *testing.T) {
 			t.Fatalf("report = %v", last)
 		}
 		// The report is a kind-1984 event signed by the service.
-		ch, _ := e.st.Events.QueryEvents(context.Background(), nostr.Filter{IDs: []string{id}})
-		ev := <-ch
+		var ev *nostr.Event
+		for found, err := range e.st.Events.Find(context.Background(), nostr.Filter{IDs: []string{id}}) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			ev = found
+		}
 		if ev == nil || ev.Kind != 1984 || ev.PubKey != e.svc.PubKey() || ev.Tags.FindWithValue("p", pkHex) == nil {
 			t.Fatalf("report event = %v", ev)
 		}

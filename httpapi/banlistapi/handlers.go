@@ -24,9 +24,6 @@ import (
 //go:embed openapi.json
 var openAPI []byte
 
-// OpenAPI is the service's OpenAPI 3.1 document.
-func OpenAPI() []byte { return openAPI }
-
 // --- public reads ---
 
 // listCache holds an encoded public list. It is rebuilt only when the ban

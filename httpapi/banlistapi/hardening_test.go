@@ -109,7 +109,7 @@ func TestReportTypesAreNIP56(t *testing.T) {
 		}
 		ev := nostr.Event{Kind: 1984, CreatedAt: nostr.Timestamp(at.Unix() + int64(i)), Tags: tags}
 		ev.Sign(sk)
-		if err := e.st.Events.SaveEvent(context.Background(), &ev); err != nil {
+		if _, err := e.st.Events.Save(context.Background(), &ev); err != nil {
 			t.Fatal(err)
 		}
 	}

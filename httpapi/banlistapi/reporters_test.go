@@ -32,7 +32,7 @@ func TestReporterStanding(t *testing.T) {
 	for i, sk := range []string{memberSK, strangerSK} {
 		ev := nostr.Event{Kind: 1984, CreatedAt: nostr.Now() - 100 + nostr.Timestamp(i), Tags: nostr.Tags{{"p", reportedPK, "spam"}}}
 		ev.Sign(sk)
-		if err := e.st.Events.SaveEvent(context.Background(), &ev); err != nil {
+		if _, err := e.st.Events.Save(context.Background(), &ev); err != nil {
 			t.Fatal(err)
 		}
 	}

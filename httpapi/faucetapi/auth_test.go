@@ -16,6 +16,7 @@ import (
 // TestNIP98Failures: every check of the verifier answers 401 naming it,
 // and a refused login stores nothing.
 func TestNIP98Failures(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, 0, nil)
 	sk := nostr.GeneratePrivateKey()
 	loginURL := e.url + "/faucet/auth/login"
@@ -164,6 +165,7 @@ func TestNIP98Failures(t *testing.T) {
 // TestPublicURL: behind a proxy the faucet is reached at 127.0.0.1 but
 // known as OUTPOST_PUBLIC_URL, and NIP-98 events must name the latter.
 func TestPublicURL(t *testing.T) {
+	t.Parallel()
 	e := newEnvAt(t, "https://faucet.example", 0, nil)
 	u := e.newUser("behind", theMint, nil)
 	want(t, e.signed(u, "POST", "/auth/login", nil), 200, "")

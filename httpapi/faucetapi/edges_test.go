@@ -13,6 +13,7 @@ import (
 // answer, and every operation answers HEAD, other methods, malformed
 // queries, missing credentials, trailing and oversized bodies as it says.
 func TestContractEdges(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, 0, nil)
 	u := e.newUser("edges", theMint, nil)
 	e.login(u)
@@ -23,6 +24,7 @@ func TestContractEdges(t *testing.T) {
 // Every operation, openapi.json and health included, is behind the
 // per-client rate limit of the server, and documents its 429.
 func TestEveryOperationIsRateLimited(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, 0, nil)
 	u := e.newUser("limited", theMint, nil)
 	e.login(u)

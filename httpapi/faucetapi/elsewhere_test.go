@@ -16,6 +16,7 @@ import (
 // but the document with 503 faucet_elsewhere naming where it runs; each
 // answer is checked against the document.
 func TestElsewhere(t *testing.T) {
+	t.Parallel()
 	const primary = "https://primary.example/faucet"
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	h := httpapi.New(httpapi.Config{Relay: http.NotFoundHandler(), Log: log,

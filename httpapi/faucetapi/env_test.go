@@ -82,12 +82,15 @@ type env struct {
 	ln      *lnurltest.Server
 	cfg     faucet.Config
 	mintURL string // the faucet's mint
-	log     *testkit.LogBuffer
-	handler atomic.Pointer[http.Handler]
-	stop    func()
-	rl      *relay.Relay
-	slog    *slog.Logger
-	ips     atomic.Int32
+	// mintTimeout is the wallet's wait for the mint, each request: 5 s but
+	// where a test waits for it to run out
+	mintTimeout time.Duration
+	log         *testkit.LogBuffer
+	handler     atomic.Pointer[http.Handler]
+	stop        func()
+	rl          *relay.Relay
+	slog        *slog.Logger
+	ips         atomic.Int32
 }
 
 func baseConfig() faucet.Config {
@@ -110,12 +113,17 @@ func newEnvAt(t *testing.T, public string, fundSats int64, mod func(*faucet.Conf
 	return newEnvMint(t, public, theMint.URL, fundSats, mod)
 }
 
-// newEnvMint is a faucet whose wallet is at mintURL.
-func newEnvMint(t *testing.T, public, mintURL string, fundSats int64, mod func(*faucet.Config)) *env {
+// newEnvMint is a faucet whose wallet is at mintURL; opts adjust the env
+// before the faucet is built.
+func newEnvMint(t *testing.T, public, mintURL string, fundSats int64, mod func(*faucet.Config), opts ...func(*env)) *env {
 	t.Helper()
-	e := &env{public: public, t: t, clock: testkit.NewClock(time.Now().Truncate(time.Second)), log: &testkit.LogBuffer{}, cfg: baseConfig(), mintURL: mintURL}
+	e := &env{public: public, t: t, clock: testkit.NewClock(time.Now().Truncate(time.Second)), log: &testkit.LogBuffer{}, cfg: baseConfig(), mintURL: mintURL,
+		mintTimeout: 5 * time.Second}
 	if mod != nil {
 		mod(&e.cfg)
+	}
+	for _, o := range opts {
+		o(e)
 	}
 	log := slog.New(slog.NewTextHandler(e.log, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	st := storetest.Open(t, storetest.Options{Log: log})
@@ -156,7 +164,7 @@ func newEnvMint(t *testing.T, public, mintURL string, fundSats int64, mod func(*
 // build makes the faucet (again, for a restart) on the env's store and wallet.
 func (e *env) build(rl *relay.Relay, log *slog.Logger) {
 	t := e.t
-	tr := faucettest.Treasury(t, e.st, e.mintURL, log, 5*time.Second)
+	tr := faucettest.Treasury(t, e.st, e.mintURL, log, e.mintTimeout)
 	cfg := e.cfg
 	cfg.DB, cfg.Treasury, cfg.Log, cfg.Now = e.st.DB, tr, log, e.clock.Now
 	cfg.LNURL = lnurl.New(lnurl.Options{AllowHTTP: true, AllowPrivate: true, Timeout: 2 * time.Second})

@@ -7,6 +7,7 @@ import (
 
 	"github.com/elnosh/gonuts/cashu"
 	"github.com/outpost-relay/outpost/internal/testkit"
+	"github.com/outpost-relay/outpost/internal/testkit/minttest"
 )
 
 // TestWalkthrough claims with every payout method and every login, against
@@ -14,6 +15,7 @@ import (
 // address whose invoices are the user's own mint quotes; every response is
 // checked against openapi.json, and every documented operation is called.
 func TestWalkthrough(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, 5000, nil)
 	api := e.api
 
@@ -217,7 +219,7 @@ func TestWalkthrough(t *testing.T) {
 		}
 
 		frank := e.newUser("frank", theMint, nil)
-		if err := theMint.Fund(frank.w, 100); err != nil {
+		if err := minttest.Fund(theMint, frank.w, 100); err != nil {
 			t.Fatal(err)
 		}
 		proofs, err := frank.w.Send(60, theMint.URL, true)

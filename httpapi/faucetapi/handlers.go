@@ -19,9 +19,6 @@ import (
 //go:embed openapi.json
 var openAPI []byte
 
-// OpenAPI is the service's OpenAPI 3.1 document.
-func OpenAPI() []byte { return openAPI }
-
 func handleConfig(svc *faucet.Service) http.HandlerFunc {
 	return httpapi.Handle(func(w http.ResponseWriter, r *http.Request) error {
 		return httpapi.Encode(w, http.StatusOK, svc.PublicConfig())

@@ -73,7 +73,7 @@ func newHostileEnv(t *testing.T, m hostileMint) *hostileEnv {
 		if m.pay != nil {
 			c.TestMint = &faucet.TestMint{Pay: m.pay}
 		}
-	})
+	}, func(e *env) { e.mintTimeout = stallTimeout })
 	h := &hostileEnv{env: e, m: m, p: p}
 	h.deposit(3000)
 	return h
@@ -196,6 +196,7 @@ var faults = []fault{
 }
 
 func TestHostileMint(t *testing.T) {
+	t.Parallel()
 	// Input fees of 0 and 1000 ppk at gonuts (no fee return: melts go
 	// through exact proofs), 100 at Nutshell (fee return, restore, keyset
 	// rotation); each mint behind its own proxy, side by side.
@@ -319,6 +320,12 @@ func (h *hostileEnv) outage() {
 	}
 	h.books()
 }
+
+// stallTimeout is the hostile faucet's wait for its mint, each request:
+// stall waits for it to run out, then for twice it before the stalled
+// swap's inputs are the wallet's again (with 5 s, 12 s of each mint's
+// run). Every other request the scenarios make takes well under 0.3 s.
+const stallTimeout = 2 * time.Second
 
 // stall: a swap the proxy holds until the wallet gives up. The claim
 // fails; its inputs stay reserved only while the request could still
@@ -492,6 +499,7 @@ func cashuTS(mint string, v int, tokens []string) ([]cashuTSResult, error) {
 // insufficient_funds (issue #24: 80 of 80 quotes were): quotes count the
 // change payouts in flight will give back, and payouts wait for it.
 func TestClaimBurst(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, 20000, func(c *faucet.Config) { c.FixedSats, c.MinBalanceSats, c.DailyBudgetSats = 21, 0, 0 })
 	const claimers, each = 8, 5
 	users := make([]*user, claimers*each)

@@ -32,6 +32,7 @@ func wantLimited(t *testing.T, r interface{ ErrorCode() string }, status int, bo
 // TestLimits drives the cooldown, the per-IP and the site-wide limits with
 // the injected clock.
 func TestLimits(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, 5000, func(c *faucet.Config) {
 		c.FixedSats, c.IPLimit, c.SitewideLimit, c.SitewideWindow = 20, 2, 3, time.Hour
 	})
@@ -69,6 +70,7 @@ func TestLimits(t *testing.T) {
 }
 
 func TestBudgetAndBalance(t *testing.T) {
+	t.Parallel()
 	t.Run("daily budget", func(t *testing.T) {
 		e := newEnv(t, 5000, func(c *faucet.Config) { c.FixedSats, c.DailyBudgetSats, c.MaxFeeSats = 50, 130, 10 })
 		e.claim(e.newUser("a", theMint, nil))
@@ -124,6 +126,7 @@ func startRelay(t *testing.T) (url string, publish func(nostr.Event)) {
 // an event of it, here or from a profile relay, never from the date the
 // event carries: a note dated 400 days back makes no account old.
 func TestAccountAge(t *testing.T) {
+	t.Parallel()
 	remote, publishRemote := startRelay(t)
 	e := newEnv(t, 1000, func(c *faucet.Config) {
 		c.MinAccountAge = 14 * 24 * time.Hour

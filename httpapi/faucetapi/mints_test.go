@@ -70,6 +70,7 @@ func flowMints(t *testing.T) []flowMint {
 // ids); then the ledger, the balance and what the mint says the wallet's
 // proofs are worth agree to the sat.
 func TestEveryFlow(t *testing.T) {
+	t.Parallel()
 	for _, m := range flowMints(t) {
 		t.Run(m.name, func(t *testing.T) {
 			e := newEnvMint(t, "", m.url, 0, func(c *faucet.Config) {
@@ -209,6 +210,7 @@ func ledger(t *testing.T, e *env) {
 // 202; the background job learns it settled, the claim becomes paid, and
 // the fee reserve the mint did not need comes back (NUT-08) to the sat.
 func TestPendingPayoutSettlesWithChange(t *testing.T) {
+	t.Parallel()
 	needNutshell(t)
 	e := newEnvMint(t, "", pendingMint.URL, 0, func(c *faucet.Config) { c.Network, c.TestMint, c.FixedSats = bolt11.Mainnet, nil, 50 })
 	want(t, e.api.Do("GET", "/deposit?amount=1000", nil), 200, "")
@@ -244,6 +246,7 @@ func TestPendingPayoutSettlesWithChange(t *testing.T) {
 // and claims 503 mint_unavailable; a mint whose keyset id its keys do not
 // derive makes it down and claims 502 mint_incompatible, with the reason.
 func TestMintTrouble(t *testing.T) {
+	t.Parallel()
 	keys := map[string]string{"1": "03a40f20667ed53513075dc51e715ff2046cad64eb68960632269ba7f0210e38bc"}
 	forged := "01" + strings.Repeat("cd", 32)
 	mux := http.NewServeMux()

@@ -18,10 +18,12 @@ import (
 	"github.com/outpost-relay/outpost/faucet"
 	"github.com/outpost-relay/outpost/internal/testkit"
 	"github.com/outpost-relay/outpost/internal/testkit/apitest"
+	"github.com/outpost-relay/outpost/internal/testkit/minttest"
 )
 
 // TestConcurrentConfirms: 20 confirms of one quote at once pay once.
 func TestConcurrentConfirms(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, 2000, func(c *faucet.Config) { c.FixedSats = 25 })
 	for _, method := range []string{"cashu", "bolt11"} {
 		t.Run(method, func(t *testing.T) {
@@ -84,7 +86,8 @@ func forceOutcome(t *testing.T, s lightning.State) {
 
 // TestFailedAndPendingPayments: a failed payment releases the cooldown and
 // the budget; a pending one keeps them until the background job learns the
-// outcome, also after a restart.
+// outcome, also after a restart. Not in parallel: forceOutcome sets the
+// outcome of every payment theMint's node makes, other tests' too.
 func TestFailedAndPendingPayments(t *testing.T) {
 	e := newEnv(t, 2000, func(c *faucet.Config) { c.FixedSats, c.DailyBudgetSats = 30, 1000 })
 	u := e.newUser("payee", elsewhere, nil)
@@ -202,6 +205,7 @@ func invoiceOn(t *testing.T, params *chaincfg.Params, sats int64, at time.Time) 
 
 // TestBadClaims: every refusal has its documented code and changes nothing.
 func TestBadClaims(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, 1000, func(c *faucet.Config) { c.FixedSats = 20 })
 	u := e.newUser("u", theMint, nil)
 	other := e.newUser("other", theMint, nil)
@@ -277,13 +281,14 @@ func TestBadClaims(t *testing.T) {
 
 // TestBadDeposits: malformed, spent, foreign and oversized tokens, and bad amounts.
 func TestBadDeposits(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, 100, func(c *faucet.Config) { c.MaxTokenSats, c.DepositMaxSats = 500, 50_000 })
 	payer := e.newUser("payer", theMint, nil)
-	if err := theMint.Fund(payer.w, 1000); err != nil {
+	if err := minttest.Fund(theMint, payer.w, 1000); err != nil {
 		t.Fatal(err)
 	}
 	stranger := e.newUser("stranger", elsewhere, nil)
-	if err := elsewhere.Fund(stranger.w, 100); err != nil {
+	if err := minttest.Fund(elsewhere, stranger.w, 100); err != nil {
 		t.Fatal(err)
 	}
 	token := func(u *user, mint string, sats uint64) string {

@@ -13,6 +13,7 @@ import (
 // handlers return (GET /config and /stats are also what the page decodes),
 // field for field.
 func TestTypesMatchTheDocument(t *testing.T) {
+	t.Parallel()
 	types := map[string]any{
 		"ApiError":      httpapi.ErrorBody{},
 		"Health":        outpost.Health[faucet.HealthChecks]{},

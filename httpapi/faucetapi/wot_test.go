@@ -14,6 +14,7 @@ import (
 // not_in_web_of_trust saying what it lacks, /auth/me shows the standing,
 // and a member unfollowed by the seed loses the faucet at once.
 func TestWoTGate(t *testing.T) {
+	t.Parallel()
 	seedSK := nostr.GeneratePrivateKey()
 	seedPK, _ := nostr.GetPublicKey(seedSK)
 	cfg := wot.DefaultSettings()

@@ -15,9 +15,6 @@ import (
 //go:embed openapi.json
 var openAPI []byte
 
-// OpenAPI is the service's OpenAPI 3.1 document.
-func OpenAPI() []byte { return openAPI }
-
 // mintHandler answers for one resolved mint.
 type mintHandler func(r *http.Request, m *mintdir.Mint) (any, error)
 

@@ -18,9 +18,6 @@ import (
 //go:embed openapi.json
 var openAPI []byte
 
-// OpenAPI is the service's OpenAPI 3.1 document.
-func OpenAPI() []byte { return openAPI }
-
 // Config is what Routes takes.
 type Config struct {
 	WoT *wot.WoT

@@ -56,8 +56,15 @@ func openStore(t *testing.T, dir string) *store.Store {
 
 func newAuditor(t *testing.T, st *store.Store, client *http.Client) *audit.Auditor {
 	t.Helper()
+	return newAuditorWaiting(t, st, client, 20*time.Second)
+}
+
+// newAuditorWaiting is newAuditor whose rounds wait payeeWait for the
+// payee to see a payment.
+func newAuditorWaiting(t *testing.T, st *store.Store, client *http.Client, payeeWait time.Duration) *audit.Auditor {
+	t.Helper()
 	a, err := audit.New(audit.Config{Settings: audit.DefaultSettings(), DB: st.DB, Log: logger, HTTP: client,
-		Timeout: 10 * time.Second, PayeeWait: 20 * time.Second})
+		Timeout: 10 * time.Second, PayeeWait: payeeWait})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,15 +89,15 @@ func fund(t *testing.T, a *audit.Auditor, m *devmint.Mint, sats int64) {
 	if err := m.Node.PayInvoice(d.Invoice); err != nil {
 		t.Fatal(err)
 	}
-	for d.State != audit.DepositDone {
+	testkit.WaitFor(t, 90*time.Second, "the deposit minted", func() bool {
 		if d, err = a.Deposit(ctx, d.ID); err != nil && ctx.Err() != nil {
 			t.Fatalf("deposit not minted: %v", err)
 		}
 		if d.State == audit.DepositFailed {
 			t.Fatalf("deposit failed: %+v", d)
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return d.State == audit.DepositDone
+	})
 }
 
 func balanced(t *testing.T, a *audit.Auditor) audit.Holdings {
@@ -194,6 +201,7 @@ func TestResumeAfterDeath(t *testing.T) {
 	ms := mints(t, 2)
 	for _, at := range []string{"/v1/mint/quote", "/v1/melt/quote", "/v1/melt/bolt11", "/v1/mint/bolt11"} {
 		t.Run(strings.ReplaceAll(at, "/", "_"), func(t *testing.T) {
+			t.Parallel() // a store and wallets of its own; the mints serve all four
 			dir := t.TempDir()
 			st := openStore(t, dir)
 			a := newAuditor(t, st, nil)
@@ -202,7 +210,10 @@ func TestResumeAfterDeath(t *testing.T) {
 			}
 			before := balanced(t, a)
 			d := &dying{at: at}
-			killed := newAuditor(t, st, &http.Client{Transport: d})
+			// A killed process does not wait for the payee: this one's
+			// requests fail from the kill on, and it gives up after a
+			// moment instead of the 20 s the payee could take.
+			killed := newAuditorWaiting(t, st, &http.Client{Transport: d}, time.Second)
 			r, _ := killed.Audit(ctxT(t), ms[1].URL, ms[0].URL, 10)
 			if !d.dead.Load() {
 				t.Fatalf("the round never reached %s: %+v", at, r)

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/outpost-relay/outpost"
 )
 
 // Clock is a clock a test moves by hand; its Now is what the code under
@@ -113,4 +115,10 @@ func Past(at time.Time) {
 	for d := time.Until(at); d >= 0; d = time.Until(at) {
 		time.Sleep(d + time.Millisecond)
 	}
+}
+
+// IsKind reports whether err carries an *outpost.Error of the given kind.
+func IsKind(err error, kind outpost.Kind) bool {
+	e := outpost.AsError(err)
+	return e != nil && e.Kind == kind
 }

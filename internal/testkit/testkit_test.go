@@ -1,6 +1,7 @@
 package testkit
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -112,4 +113,28 @@ func TestPast(t *testing.T) {
 		t.Fatal("Past returned before the second")
 	}
 	Past(time.Now().Add(-time.Hour)) // already past: returns at once
+}
+
+// A Ticker's tick is taken by the loop's receive.
+func TestTicker(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var m Ticker
+	c, stop := m.Start(time.Hour)
+	defer stop()
+	at := time.Unix(1700000000, 0)
+	go m.Tick(ctx, at)
+	select {
+	case got := <-c:
+		if !got.Equal(at) {
+			t.Fatalf("ticked %v, want %v", got, at)
+		}
+	case <-ctx.Done():
+		t.Fatal("no tick")
+	}
+	short, cancelShort := context.WithCancel(ctx)
+	cancelShort()
+	if err := m.Tick(short, at); err == nil {
+		t.Fatal("a tick nobody takes returned no error once its context ended")
+	}
 }

@@ -7,10 +7,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/elnosh/gonuts/cashu"
 	"github.com/elnosh/gonuts/mint/storage/sqlite"
 	"github.com/elnosh/gonuts/wallet"
+	"github.com/outpost-relay/outpost/internal/testkit"
 )
 
 // gonuts' own migrations end at schemaVersion, clean.
@@ -68,9 +70,18 @@ func fund(t *testing.T, dir string) (*wallet.Wallet, string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { w.Shutdown() })
-	if err := m.Fund(w, 100); err != nil {
+	q, err := w.RequestMint(100, m.URL)
+	if err != nil {
 		t.Fatal(err)
 	}
+	if err := m.Node.PayInvoice(q.Request); err != nil {
+		t.Fatal(err)
+	}
+	// The mint learns of the payment through its invoice subscription.
+	testkit.WaitFor(t, 10*time.Second, "the paid quote's ecash", func() bool {
+		_, err := w.MintTokens(q.Quote)
+		return err == nil
+	})
 	return w, m.URL
 }
 

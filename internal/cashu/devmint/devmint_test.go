@@ -48,7 +48,7 @@ func TestInvoicesStartUnpaid(t *testing.T) {
 	if _, err := w.MintTokens(q.Quote); err == nil {
 		t.Fatal("minted against an unpaid invoice")
 	}
-	if err := m.Fund(w, 100); err != nil {
+	if err := minttest.Fund(m, w, 100); err != nil {
 		t.Fatal(err)
 	}
 	if w.GetBalance() != 100 {
@@ -59,7 +59,7 @@ func TestInvoicesStartUnpaid(t *testing.T) {
 func TestTokensAndMeltsAcrossMints(t *testing.T) {
 	a, b := minttest.Start(t, devmint.Options{}), minttest.Start(t, devmint.Options{})
 	alice, bob := newWallet(t, a), newWallet(t, b)
-	if err := a.Fund(alice, 500); err != nil {
+	if err := minttest.Fund(a, alice, 500); err != nil {
 		t.Fatal(err)
 	}
 
@@ -96,7 +96,7 @@ func TestOutcomeAndRestart(t *testing.T) {
 	dir := t.TempDir()
 	m := minttest.Start(t, devmint.Options{Dir: dir})
 	w := newWallet(t, m)
-	if err := m.Fund(w, 100); err != nil {
+	if err := minttest.Fund(m, w, 100); err != nil {
 		t.Fatal(err)
 	}
 	m.Node.SetOutcome(func(string) lightning.State { return lightning.Failed })

@@ -154,7 +154,7 @@ func (nd *Node) save() {
 func (nd *Node) ConnectionStatus() error { return nil }
 
 func (nd *Node) CreateInvoice(amount uint64) (lightning.Invoice, error) {
-	preimage, hash := RandomPreimage()
+	preimage, hash := randomPreimage()
 	req, err := Invoice(nd.key, hash, amount, "test")
 	if err != nil {
 		return lightning.Invoice{}, err
@@ -416,8 +416,8 @@ func (nd *Node) SettledCount() int {
 	return len(nd.settled)
 }
 
-// RandomPreimage returns a preimage and its payment hash, hex encoded.
-func RandomPreimage() (preimage, hash string) {
+// randomPreimage returns a preimage and its payment hash, hex encoded.
+func randomPreimage() (preimage, hash string) {
 	var b [32]byte
 	rand.Read(b[:])
 	h := sha256.Sum256(b[:])

@@ -20,7 +20,6 @@ import (
 	"unsafe"
 
 	"github.com/elnosh/gonuts/mint"
-	"github.com/elnosh/gonuts/wallet"
 	"github.com/outpost-relay/outpost/internal/ops/atomicfile"
 )
 
@@ -166,25 +165,4 @@ func (m *Mint) Close() (err error) {
 		}
 	})
 	return err
-}
-
-// Fund mints amount sats into w at this mint: a mint quote whose invoice the
-// fake network pays at once.
-func (m *Mint) Fund(w *wallet.Wallet, amount uint64) error {
-	q, err := w.RequestMint(amount, m.URL)
-	if err != nil {
-		return fmt.Errorf("mint quote: %w", err)
-	}
-	if err := m.Node.PayInvoice(q.Request); err != nil {
-		return fmt.Errorf("pay the quote: %w", err)
-	}
-	// The mint learns of the payment through its invoice subscription.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		_, err = w.MintTokens(q.Quote)
-		if err == nil || time.Now().After(deadline) {
-			return err
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }

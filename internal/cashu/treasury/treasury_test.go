@@ -175,7 +175,7 @@ func TestRedeem(t *testing.T) {
 	ctx := context.Background()
 	fund(t, m, tr, 100) // loads the wallet
 	alice := userWallet(t, m)
-	if err := m.Fund(alice, 500); err != nil {
+	if err := minttest.Fund(m, alice, 500); err != nil {
 		t.Fatal(err)
 	}
 	token := func(w *wallet.Wallet, mint string, sats uint64, v3 bool) string {
@@ -245,7 +245,7 @@ func TestRedeem(t *testing.T) {
 
 	// Another mint: refused unless accepted, swapped over Lightning when it is.
 	bob := userWallet(t, stranger)
-	if err := stranger.Fund(bob, 100); err != nil {
+	if err := minttest.Fund(stranger, bob, 100); err != nil {
 		t.Fatal(err)
 	}
 	p, _ = treasury.ParseToken(token(bob, stranger.URL, 50, false))
@@ -253,7 +253,7 @@ func TestRedeem(t *testing.T) {
 		t.Fatalf("foreign mint: %v", err)
 	}
 	carol := userWallet(t, other)
-	if err := other.Fund(carol, 300); err != nil {
+	if err := minttest.Fund(other, carol, 300); err != nil {
 		t.Fatal(err)
 	}
 	before, _ := tr.Balance()

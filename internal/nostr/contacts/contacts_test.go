@@ -219,7 +219,7 @@ func TestRelayThatLies(t *testing.T) {
 	testkit.WaitFor(t, 30*time.Second, "the liar's answer read", func() bool { return liar.closes.Load() >= 1 })
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	n, err := l.st.Events.CountEvents(ctx, nostr.Filter{})
+	n, err := l.st.Events.Count(ctx, []nostr.Filter{{}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

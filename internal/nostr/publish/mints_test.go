@@ -12,7 +12,6 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/outpost-relay/outpost/internal/cashu/devmint"
 	"github.com/outpost-relay/outpost/internal/nostr/publish"
-	"github.com/outpost-relay/outpost/internal/ops/tick"
 	"github.com/outpost-relay/outpost/internal/storage/store"
 	"github.com/outpost-relay/outpost/internal/testkit"
 	"github.com/outpost-relay/outpost/internal/testkit/minttest"
@@ -30,7 +29,7 @@ type statusEnv struct {
 	ctx     context.Context
 	st      *store.Store
 	clock   *testkit.Clock
-	ticks   *tick.Manual
+	ticks   *testkit.Ticker
 	dir     *mintdir.Directory
 	pub     *publish.Mints
 	events  chan *nostr.Event
@@ -57,7 +56,7 @@ func newStatusEnv(t *testing.T) *statusEnv {
 // publisher is a status publisher of the env's directory (e.dir, read
 // when it runs); start runs it until the test or stop ends it.
 func (e *statusEnv) publisher() *publish.Mints {
-	e.ticks = &tick.Manual{}
+	e.ticks = &testkit.Ticker{}
 	return &publish.Mints{Events: e.st.Events, SecretKey: serviceKey, Log: quiet(), Now: e.clock.Now, Tick: e.ticks.Start,
 		Sink: func(ctx context.Context, ev *nostr.Event) error {
 			if _, err := e.st.Events.Save(ctx, ev); err != nil {

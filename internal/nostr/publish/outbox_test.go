@@ -50,15 +50,15 @@ func TestOutboxDelivers(t *testing.T) {
 	}
 	stored := func(want *nostr.Event) func() bool {
 		return func() bool {
-			ch, err := st.Events.QueryEvents(ctx, nostr.Filter{Kinds: []int{want.Kind}, Authors: []string{want.PubKey}})
-			if err != nil {
-				t.Fatal(err)
+			for ev, err := range st.Events.Find(ctx, nostr.Filter{Kinds: []int{want.Kind}, Authors: []string{want.PubKey}}) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if ev.ID == want.ID {
+					return true
+				}
 			}
-			ok := false
-			for ev := range ch {
-				ok = ok || ev.ID == want.ID
-			}
-			return ok
+			return false
 		}
 	}
 	newest := list("newest")

@@ -28,7 +28,7 @@ func newPrimary(t *testing.T, log *slog.Logger) (*banlist.Service, *testkit.Cloc
 	clock := testkit.NewClock(time.Now().Truncate(time.Second))
 	svc, err := banlist.New(banlist.Config{DB: st.DB, Events: st.Events, List: policies.NewBanList(),
 		SecretKey: nostr.GeneratePrivateKey(), Log: log, Now: clock.Now,
-		Publish: func(ctx context.Context, ev *nostr.Event) error { return st.Events.SaveEvent(ctx, ev) }})
+		Publish: func(ctx context.Context, ev *nostr.Event) error { _, err := st.Events.Save(ctx, ev); return err }})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -76,7 +76,7 @@ func (n *node) put(t *testing.T, evs ...nostr.Event) {
 
 func (n *node) count(t *testing.T, f nostr.Filter) int {
 	t.Helper()
-	c, err := n.st.Events.CountEvents(context.Background(), f)
+	c, err := n.st.Events.Count(context.Background(), []nostr.Filter{f}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

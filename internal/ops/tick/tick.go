@@ -4,7 +4,6 @@ package tick
 
 import (
 	"context"
-	"sync"
 	"time"
 )
 
@@ -34,7 +33,7 @@ func Now(ctx context.Context, d time.Duration, fn func() bool) {
 
 // A Ticker starts a loop's ticker: a channel that ticks every d, and the
 // function that stops it. A loop takes one, as it takes its clock, so its
-// tests step time (Manual) instead of sleeping; nil is a time.Ticker.
+// tests step time (testkit.Ticker) instead of sleeping; nil is a time.Ticker.
 type Ticker func(d time.Duration) (<-chan time.Time, func())
 
 // Start starts t, or a time.Ticker when t is nil.
@@ -44,31 +43,4 @@ func (t Ticker) Start(d time.Duration) (<-chan time.Time, func()) {
 	}
 	tk := time.NewTicker(d)
 	return tk.C, tk.Stop
-}
-
-// Manual is a Ticker that ticks when a test says (Tick); the period asked
-// for is ignored.
-type Manual struct {
-	once sync.Once
-	c    chan time.Time
-}
-
-func (m *Manual) ch() chan time.Time {
-	m.once.Do(func() { m.c = make(chan time.Time) })
-	return m.c
-}
-
-// Start is the Ticker (pass m.Start).
-func (m *Manual) Start(time.Duration) (<-chan time.Time, func()) { return m.ch(), func() {} }
-
-// Tick ticks once and returns when the loop has taken the tick, so a
-// second Tick returns only after the loop has done with the first; or it
-// returns ctx's error.
-func (m *Manual) Tick(ctx context.Context, at time.Time) error {
-	select {
-	case m.ch() <- at:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }

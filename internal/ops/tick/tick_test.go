@@ -41,23 +41,10 @@ func TestNowRunsFirst(t *testing.T) {
 	}
 }
 
-// A Manual tick is taken by the loop's receive; nil is a real ticker.
+// A nil Ticker is a real ticker.
 func TestTickers(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	var m Manual
-	c, stop := Ticker(m.Start).Start(time.Hour)
-	defer stop()
-	at := time.Unix(1700000000, 0)
-	go m.Tick(ctx, at)
-	if got := <-c; !got.Equal(at) {
-		t.Fatalf("ticked %v, want %v", got, at)
-	}
-	short, cancelShort := context.WithCancel(ctx)
-	cancelShort()
-	if err := m.Tick(short, at); err == nil {
-		t.Fatal("a tick nobody takes returned no error once its context ended")
-	}
 	real, stopReal := Ticker(nil).Start(time.Millisecond)
 	defer stopReal()
 	select {

@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fiatjaf/eventstore"
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/outpost-relay/outpost/internal/storage/kv"
 	"github.com/outpost-relay/outpost/internal/testkit"
@@ -140,27 +139,6 @@ func mustTail(ev *nostr.Event) []byte {
 	return append(encodeTS(nil, ev.CreatedAt), mustID(ev)...)
 }
 
-// khatru compares the error with ==: duplicates and superseded versions
-// both answer OK true without a broadcast.
-func TestSaveEventErrDupEventUnwrapped(t *testing.T) {
-	t.Parallel()
-	s := testStore(t, t0)
-	ctx := context.Background()
-	ev := mkEvent(testPubs[0], 1, 100, "a")
-	if err := s.SaveEvent(ctx, ev); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.SaveEvent(ctx, ev); err != eventstore.ErrDupEvent {
-		t.Fatalf("a duplicate: %v", err)
-	}
-	if err := s.ReplaceEvent(ctx, mkEvent(testPubs[0], 0, 100, "new")); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.ReplaceEvent(ctx, mkEvent(testPubs[0], 0, 99, "old")); err != eventstore.ErrDupEvent {
-		t.Fatalf("an older version: %v", err)
-	}
-}
-
 func TestInvalidEventsAreRefused(t *testing.T) {
 	t.Parallel()
 	s := testStore(t, t0)
@@ -273,13 +251,15 @@ func TestExpiration(t *testing.T) {
 	if n, _ := s.Count(ctx, []nostr.Filter{{}}, nil); n != 2 {
 		t.Fatalf("count: %d, want 2", n)
 	}
-	ch, _ := s.QueryEvents(ctx, nostr.Filter{})
 	n := 0
-	for range ch {
+	for _, err := range s.Find(ctx, nostr.Filter{}) {
+		if err != nil {
+			t.Fatal(err)
+		}
 		n++
 	}
 	if n != 2 {
-		t.Fatalf("QueryEvents: %d events, want 2", n)
+		t.Fatalf("Find: %d events, want 2", n)
 	}
 	if got, err := s.DeleteExpired(ctx, nostr.Timestamp(now.Unix())); err != nil || got != 5 {
 		t.Fatalf("DeleteExpired: %d %v, want 5", got, err)
@@ -384,8 +364,8 @@ func TestCountUnion(t *testing.T) {
 	if n, _ := s.Count(context.Background(), filters, nil); n != 5 {
 		t.Fatalf("count of the union: %d, want 5", n)
 	}
-	if n, _ := s.CountEvents(context.Background(), filters[1]); n != 4 {
-		t.Fatalf("CountEvents: %d, want 4", n)
+	if n, _ := s.Count(context.Background(), filters[1:2], nil); n != 4 {
+		t.Fatalf("count of one: %d, want 4", n)
 	}
 }
 

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"time"
 
-	"github.com/fiatjaf/eventstore"
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/outpost-relay/outpost/internal/ops/tick"
 	"github.com/outpost-relay/outpost/internal/storage/kv"
@@ -296,28 +295,4 @@ func (s *Store) SweepExpired(ctx context.Context, every time.Duration) {
 		}
 		return true
 	})
-}
-
-// SaveEvent stores ev like Save, for eventstore callers (the admin command,
-// tests): an event that is already stored, or whose address holds a newer
-// version, returns eventstore.ErrDupEvent, unwrapped. The relay calls Save,
-// whose outcome tells those two apart.
-func (s *Store) SaveEvent(ctx context.Context, ev *nostr.Event) error {
-	out, err := s.Save(ctx, ev)
-	if err == nil && out != Stored {
-		return eventstore.ErrDupEvent
-	}
-	return err
-}
-
-// ReplaceEvent is SaveEvent, for eventstore callers: Save already replaces
-// the exact address of replaceable and addressable events.
-func (s *Store) ReplaceEvent(ctx context.Context, ev *nostr.Event) error {
-	return s.SaveEvent(ctx, ev)
-}
-
-// DeleteEvent deletes the stored event with ev's id, for eventstore callers. The keys removed are derived from the stored copy, not from ev.
-func (s *Store) DeleteEvent(ctx context.Context, ev *nostr.Event) error {
-	_, err := s.Delete(ctx, ev.ID)
-	return err
 }

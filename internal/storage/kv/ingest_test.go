@@ -41,7 +41,7 @@ func BenchmarkIngest(b *testing.B) {
 				e := &nostr.Event{PubKey: pk, CreatedAt: nostr.Timestamp(1_700_000_000 + i), Kind: 1,
 					Tags: nostr.Tags{{"t", fmt.Sprint("topic", i%50)}}, Content: fmt.Sprint(content, i), Sig: strings.Repeat("0", 128)}
 				e.ID = e.GetID()
-				if err := ev.SaveEvent(ctx, e); err != nil {
+				if _, err := ev.Save(ctx, e); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/outpost-relay/outpost"
+	"github.com/outpost-relay/outpost/internal/testkit"
 )
 
 func TestUpdateGivesUpWithAConflictError(t *testing.T) {
@@ -26,7 +27,7 @@ func TestUpdateGivesUpWithAConflictError(t *testing.T) {
 		}
 		return txn.Set(k, []byte("y"))
 	})
-	if !outpost.IsKind(err, outpost.Conflict) || outpost.AsError(err).Code != "write_conflict" {
+	if !testkit.IsKind(err, outpost.Conflict) || outpost.AsError(err).Code != "write_conflict" {
 		t.Fatalf("got %v, want a 409 write_conflict", err)
 	}
 	if attempts != 3 {
@@ -47,7 +48,7 @@ func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)
 // for keys that are a prefix of another or have one.
 func TestAppendValue(t *testing.T) {
 	dir := t.TempDir()
-	d, err := Open(dir, quiet())
+	d, err := DefaultSettings().Open(dir, quiet())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +106,7 @@ func TestAppendValue(t *testing.T) {
 	if err := d.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if d, err = Open(dir, quiet()); err != nil {
+	if d, err = DefaultSettings().Open(dir, quiet()); err != nil {
 		t.Fatal(err)
 	}
 	defer d.Close()

@@ -35,11 +35,6 @@ type DB struct {
 	closeWait time.Duration // how long Close waits (0: closeWait; tests shorten it)
 }
 
-// Open opens the database in dataDir with the default settings.
-func Open(dataDir string, log *slog.Logger) (*DB, error) {
-	return DefaultSettings().Open(dataDir, log)
-}
-
 // Open opens (or creates) <dataDir>/badger. It refuses to when the
 // filesystem has less than MinFreeSpace free: badger writes as it opens, and
 // on a full disk it dies of SIGBUS doing so.

@@ -20,7 +20,7 @@ import (
 
 func openTest(t *testing.T) *DB {
 	t.Helper()
-	s, err := Open(t.TempDir(), quiet())
+	s, err := DefaultSettings().Open(t.TempDir(), quiet())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +175,7 @@ func TestCompressedTablesReadWithoutBlockCache(t *testing.T) {
 // is gone, Close gives up after its wait instead of hanging shutdown.
 func TestCloseGivesUpOnADataDirGone(t *testing.T) {
 	dir := t.TempDir()
-	s, err := Open(dir, quiet())
+	s, err := DefaultSettings().Open(dir, quiet())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,7 +215,7 @@ func TestSettingsValid(t *testing.T) {
 // deleted files) and /health says the store is down.
 func TestWritesRefusedOnceTheDataDirIsGone(t *testing.T) {
 	dir := t.TempDir()
-	s, err := Open(dir, quiet())
+	s, err := DefaultSettings().Open(dir, quiet())
 	if err != nil {
 		t.Fatal(err)
 	}

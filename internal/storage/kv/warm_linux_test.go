@@ -16,7 +16,7 @@ import (
 // returns their size.
 func tablesOnDisk(t *testing.T, dir string) int64 {
 	t.Helper()
-	s, err := Open(dir, quiet())
+	s, err := DefaultSettings().Open(dir, quiet())
 	if err != nil {
 		t.Fatal(err)
 	}

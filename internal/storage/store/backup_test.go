@@ -51,7 +51,7 @@ func TestBackupUnderWriteLoad(t *testing.T) {
 		for i := int64(1); !stop.Load(); i++ {
 			ev := nostr.Event{Kind: 1, CreatedAt: nostr.Timestamp(1700000000 + i), Content: "under load"}
 			ev.Sign(sk)
-			if err := s.Events.SaveEvent(ctx, &ev); err != nil {
+			if _, err := s.Events.Save(ctx, &ev); err != nil {
 				t.Error(err)
 				return
 			}
@@ -114,7 +114,7 @@ func TestBackupUnderWriteLoad(t *testing.T) {
 	}
 	for i := int64(1); i <= before[len(prefixes)]; i++ {
 		id, _ := events.Load(i)
-		n, err := r.Events.CountEvents(ctx, nostr.Filter{IDs: []string{id.(string)}})
+		n, err := r.Events.Count(ctx, []nostr.Filter{{IDs: []string{id.(string)}}}, nil)
 		if err != nil || n != 1 {
 			t.Fatalf("event %d of %d acknowledged before the backup: count %d, %v", i, before[len(prefixes)], n, err)
 		}

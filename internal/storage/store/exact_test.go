@@ -6,12 +6,13 @@ import (
 	"testing"
 
 	"github.com/nbd-wtf/go-nostr"
+	"github.com/outpost-relay/outpost/internal/storage/events"
 )
 
 // The cases of issue 9 §1 at the store level: every query result matches the
 // whole filter, and replacing an event touches only its exact address. The
-// events go in as khatru stores them (ReplaceEvent for replaceable and
-// addressable kinds, SaveEvent otherwise).
+// events go in as the relay stores them (Save, which replaces the exact
+// address of replaceable and addressable kinds).
 
 type exactEnv struct {
 	t  *testing.T
@@ -37,24 +38,19 @@ func (e *exactEnv) put(kind int, tags ...nostr.Tag) nostr.Event {
 	if err := ev.Sign(e.sk); err != nil {
 		e.t.Fatal(err)
 	}
-	store := e.s.Events.SaveEvent
-	if nostr.IsReplaceableKind(kind) || nostr.IsAddressableKind(kind) {
-		store = e.s.Events.ReplaceEvent
-	}
-	if err := store(context.Background(), &ev); err != nil {
-		e.t.Fatalf("store kind %d %v: %v", kind, tags, err)
+	if out, err := e.s.Events.Save(context.Background(), &ev); err != nil || out != events.Stored {
+		e.t.Fatalf("store kind %d %v: %v %v", kind, tags, out, err)
 	}
 	return ev
 }
 
 func (e *exactEnv) ids(f nostr.Filter) []string {
 	e.t.Helper()
-	ch, err := e.s.Events.QueryEvents(context.Background(), f)
-	if err != nil {
-		e.t.Fatal(err)
-	}
 	var out []string
-	for ev := range ch {
+	for ev, err := range e.s.Events.Find(context.Background(), f) {
+		if err != nil {
+			e.t.Fatal(err)
+		}
 		out = append(out, ev.ID)
 	}
 	slices.Sort(out)

@@ -54,7 +54,7 @@ func TestFullDisk(t *testing.T) {
 	}
 
 	first := event(0)
-	if err := s.Events.SaveEvent(ctx, first); err != nil {
+	if _, err := s.Events.Save(ctx, first); err != nil {
 		t.Fatal(err)
 	}
 	var evErr, recErr error
@@ -64,7 +64,7 @@ func TestFullDisk(t *testing.T) {
 			t.Fatal("writes were never refused")
 		}
 		if evErr == nil {
-			evErr = s.Events.SaveEvent(ctx, event(i))
+			_, evErr = s.Events.Save(ctx, event(i))
 		}
 		if recErr == nil {
 			recErr = record(i)
@@ -103,7 +103,7 @@ func TestFullDisk(t *testing.T) {
 
 	os.Remove(filler)
 	testkit.WaitFor(t, 10*time.Second, "writes to resume after space was freed", func() bool { return record(1_000_000) == nil })
-	if err := s.Events.SaveEvent(ctx, event(-1)); err != nil {
+	if _, err := s.Events.Save(ctx, event(-1)); err != nil {
 		t.Errorf("an event after space was freed: %v", err)
 	}
 	if h := s.Health(ctx); h.Status != outpost.HealthOK || !h.Checks.Writable || h.Reason != "" {
@@ -134,12 +134,11 @@ func TestFullDisk(t *testing.T) {
 
 func queryIDs(t *testing.T, s *Store, f nostr.Filter) []string {
 	t.Helper()
-	ch, err := s.Events.QueryEvents(context.Background(), f)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var ids []string
-	for ev := range ch {
+	for ev, err := range s.Events.Find(context.Background(), f) {
+		if err != nil {
+			t.Fatal(err)
+		}
 		ids = append(ids, ev.ID)
 	}
 	return ids

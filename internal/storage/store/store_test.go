@@ -37,7 +37,7 @@ func TestEventsAndRecordsSurviveReopen(t *testing.T) {
 		if err := ev.Sign(sk); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.Events.SaveEvent(ctx, &ev); err != nil {
+		if _, err := s.Events.Save(ctx, &ev); err != nil {
 			t.Fatal(err)
 		}
 		ids = append(ids, ev.ID)
@@ -59,12 +59,11 @@ func TestEventsAndRecordsSurviveReopen(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	ch, err := s.Events.QueryEvents(ctx, nostr.Filter{Kinds: []int{1}, Limit: 100})
-	if err != nil {
-		t.Fatal(err)
-	}
 	got := map[string]bool{}
-	for ev := range ch {
+	for ev, err := range s.Events.Find(ctx, nostr.Filter{Kinds: []int{1}, Limit: 100}) {
+		if err != nil {
+			t.Fatal(err)
+		}
 		got[ev.ID] = true
 	}
 	for _, id := range ids {
@@ -94,16 +93,11 @@ func TestEventsAndRecordsSurviveReopen(t *testing.T) {
 	// And a save after reopen adds to the events instead of overwriting one.
 	ev := nostr.Event{Kind: 1, CreatedAt: 1800000000, Content: "after"}
 	ev.Sign(sk)
-	if err := s.Events.SaveEvent(ctx, &ev); err != nil {
+	if _, err := s.Events.Save(ctx, &ev); err != nil {
 		t.Fatal(err)
 	}
-	ch, _ = s.Events.QueryEvents(ctx, nostr.Filter{Kinds: []int{1}, Limit: 100})
-	n := 0
-	for range ch {
-		n++
-	}
-	if n != len(ids)+1 {
-		t.Errorf("after a new save: %d events, want %d", n, len(ids)+1)
+	if n, err := s.Events.Count(ctx, []nostr.Filter{{Kinds: []int{1}}}, nil); err != nil || n != int64(len(ids)+1) {
+		t.Errorf("after a new save: %d events (%v), want %d", n, err, len(ids)+1)
 	}
 }
 
@@ -175,7 +169,7 @@ func TestOpenRefusesOtherFormats(t *testing.T) {
 // writeRaw writes keys into a database in dir, as another program would,
 // and a record of each service.
 func writeRaw(t *testing.T, dir string, keys [][2][]byte) {
-	db, err := kv.Open(dir, quiet())
+	db, err := kv.DefaultSettings().Open(dir, quiet())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -212,7 +206,7 @@ func dump(t *testing.T, dir string) map[string]string {
 	if _, err := os.Stat(filepath.Join(dir, "badger")); errors.Is(err, os.ErrNotExist) {
 		return all
 	}
-	db, err := kv.Open(dir, quiet())
+	db, err := kv.DefaultSettings().Open(dir, quiet())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,7 +4,9 @@
 package minttest
 
 import (
+	"fmt"
 	"testing"
+	"time"
 
 	"github.com/elnosh/gonuts/wallet"
 	"github.com/outpost-relay/outpost/internal/cashu/devmint"
@@ -35,4 +37,25 @@ func Wallet(t testing.TB, mintURL string) *wallet.Wallet {
 	}
 	t.Cleanup(func() { w.Shutdown() })
 	return w
+}
+
+// Fund mints amount sats into w at m: a mint quote whose invoice m's fake
+// network pays at once.
+func Fund(m *devmint.Mint, w *wallet.Wallet, amount uint64) error {
+	q, err := w.RequestMint(amount, m.URL)
+	if err != nil {
+		return fmt.Errorf("mint quote: %w", err)
+	}
+	if err := m.Node.PayInvoice(q.Request); err != nil {
+		return fmt.Errorf("pay the quote: %w", err)
+	}
+	// The mint learns of the payment through its invoice subscription.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, err = w.MintTokens(q.Quote)
+		if err == nil || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
