@@ -113,9 +113,12 @@ func (r *Relay) accept(ctx context.Context, from origin, ev *nostr.Event) (event
 		r.broadcast(ev)
 		return events.Stored, nil
 	}
-	out, later, err := r.write.save(ctx, ev, from.checked, deletions)
+	out, later, batch, err := r.write.save(ctx, ev, from.checked, deletions)
 	if err != nil {
 		return 0, err
+	}
+	if out == events.Stored {
+		defer r.write.broadcasted(batch, 1) // on every way out: REQs wait for it
 	}
 	if from.checked && out == events.Stored && later {
 		if err := r.deletedSince(ctx, ev); err != nil {

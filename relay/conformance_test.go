@@ -367,6 +367,46 @@ func TestNothingLostOrDoubledAroundEOSE(t *testing.T) {
 	}
 }
 
+// An event committed but not yet broadcast when a REQ reads it (the
+// services' hooks run in between) reaches that REQ once: stored, and not
+// again live after EOSE.
+func TestCommittedNotYetBroadcastSentOnce(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	sk, pk := newKey()
+	ev := sign(t, sk, 1, "held between its commit and its broadcast")
+	entered, release := make(chan struct{}), make(chan struct{})
+	e.rl.OnEventSaved = append(e.rl.OnEventSaved, func(_ context.Context, saved *nostr.Event) {
+		if saved.ID == ev.ID {
+			close(entered)
+			<-release
+		}
+	})
+	dialWire(t, e.url, 0).send("EVENT", ev)
+	select {
+	case <-entered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the event was not committed")
+	}
+	sub := dialWire(t, e.url, 0)
+	sub.send("REQ", "s", object{"authors": []string{pk}})
+	// The broadcast is let go at EOSE, or after half a second without one
+	// (a relay that waits for the broadcast sends none before); the wait
+	// only picks the interleaving, either way the event must come once.
+	var got []msg
+	if m, err := sub.read(500 * time.Millisecond); err == nil {
+		got = append(got, m)
+	}
+	close(release)
+	for len(got) == 0 || got[len(got)-1].label != "EOSE" {
+		got = append(got, sub.next())
+	}
+	if len(got) != 2 || got[0].label != "EVENT" || !strings.Contains(string(got[0].parts[2]), ev.ID) {
+		t.Fatalf("before EOSE: %v, want the event once", got)
+	}
+	sub.quiet(300 * time.Millisecond)
+}
+
 func TestSubscriptions(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)

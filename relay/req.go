@@ -126,6 +126,12 @@ func (c *conn) sendStored(s *sub, filters nostr.Filters) bool {
 			return false
 		}
 	}
+	// An event committed before the reads above but not yet broadcast
+	// would reach the subscription live as well: its broadcast must come
+	// while the subscription still holds back what arrives, to be weeded.
+	if !c.r.write.awaitBroadcasts(s.ctx) {
+		return false
+	}
 	// The last batch goes with EOSE, so a small answer is one write.
 	if !c.out.awaitRoom(stored.size) {
 		return false

@@ -35,6 +35,7 @@ type write struct {
 	out     events.Outcome
 	later   bool // a deletion request was committed after seen, before this
 	err     error
+	batch   uint64 // its transaction, once committed (see unsent)
 	done    chan struct{}
 }
 
@@ -54,6 +55,16 @@ type writer struct {
 	// deletions counts the transactions that stored a deletion request,
 	// counted once committed (see Relay.deletedSince).
 	deletions atomic.Uint64
+
+	// An event is broadcast by its accept after its transaction committed,
+	// so a REQ whose stored events were read in between would send it
+	// twice, stored and then live. A REQ therefore goes live only once
+	// every transaction whose commit had begun when its stored events were
+	// read has been broadcast (awaitBroadcasts).
+	bmu     sync.Mutex
+	batches uint64         // transactions begun
+	unsent  map[uint64]int // transaction → its events not yet broadcast
+	sent    chan struct{}  // closed, and replaced, when a transaction is all broadcast
 }
 
 // save stores ev through the writer and waits until its transaction
@@ -62,9 +73,12 @@ type writer struct {
 // batch refuses it, as that check would have if the request had been
 // stored first, and later says whether one was committed in a transaction
 // between that check and ev's (Relay.deletedSince looks at those).
-func (w *writer) save(ctx context.Context, ev *nostr.Event, checked bool, seen uint64) (out events.Outcome, later bool, err error) {
+//
+// A stored event (events.Stored, no error) must be broadcast, and then
+// broadcasted called with batch.
+func (w *writer) save(ctx context.Context, ev *nostr.Event, checked bool, seen uint64) (out events.Outcome, later bool, batch uint64, err error) {
 	if err := ctx.Err(); err != nil {
-		return 0, false, err
+		return 0, false, 0, err
 	}
 	wr := &write{ctx: ctx, ev: ev, checked: checked, seen: seen, done: make(chan struct{})}
 	w.mu.Lock()
@@ -76,7 +90,7 @@ func (w *writer) save(ctx context.Context, ev *nostr.Event, checked bool, seen u
 		go w.run()
 	}
 	<-wr.done // a commit is bounded by the disk, as Save was
-	return wr.out, wr.later, wr.err
+	return wr.out, wr.later, wr.batch, wr.err
 }
 
 // run commits batches until the queue is empty.
@@ -90,8 +104,10 @@ func (w *writer) run() {
 		for _, wr := range batch {
 			wr.later = wr.seen != before
 		}
+		b := w.begin(len(batch))
 		w.commit(batch)
 		w.observer.BatchCommitted(len(batch))
+		w.broadcasted(b, len(batch)-w.stored(batch, b))
 		if storedDeletion(batch) {
 			w.deletions.Add(1)
 		}
@@ -153,6 +169,69 @@ func (w *writer) commit(batch []*write) {
 			continue
 		}
 		wr.out, wr.err = out[i], bad[i]
+	}
+}
+
+// begin numbers a transaction of n events about to commit; each counts as
+// not yet broadcast until broadcasted says otherwise.
+func (w *writer) begin(n int) uint64 {
+	w.bmu.Lock()
+	defer w.bmu.Unlock()
+	if w.unsent == nil {
+		w.unsent, w.sent = map[uint64]int{}, make(chan struct{})
+	}
+	w.batches++
+	w.unsent[w.batches] = n
+	return w.batches
+}
+
+// stored marks the writes of transaction b that stored their event and
+// counts them: those its accept broadcasts.
+func (w *writer) stored(batch []*write, b uint64) int {
+	n := 0
+	for _, wr := range batch {
+		if wr.err == nil && wr.out == events.Stored {
+			wr.batch = b
+			n++
+		}
+	}
+	return n
+}
+
+// broadcasted says n events of transaction b were broadcast, or will not be.
+func (w *writer) broadcasted(b uint64, n int) {
+	w.bmu.Lock()
+	defer w.bmu.Unlock()
+	if w.unsent[b] -= n; w.unsent[b] <= 0 {
+		delete(w.unsent, b)
+		close(w.sent)
+		w.sent = make(chan struct{})
+	}
+}
+
+// awaitBroadcasts waits until every transaction begun so far has been
+// broadcast; false when ctx ends first. Broadcasts meanwhile still reach a
+// subscription that is not live yet (its pending events).
+func (w *writer) awaitBroadcasts(ctx context.Context) bool {
+	w.bmu.Lock()
+	hi := w.batches
+	for {
+		open := false
+		for b := range w.unsent {
+			open = open || b <= hi
+		}
+		if !open {
+			w.bmu.Unlock()
+			return true
+		}
+		sent := w.sent
+		w.bmu.Unlock()
+		select {
+		case <-ctx.Done():
+			return false
+		case <-sent:
+		}
+		w.bmu.Lock()
 	}
 }
 
