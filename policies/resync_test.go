@@ -27,10 +27,10 @@ func (p *pagedServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	tail := fmt.Sprintf(`"cursor":"1","service_pubkey":%q,"epoch":%q`, p.id.PubKey, p.id.Epoch)
 	switch {
 	case strings.HasSuffix(r.URL.Path, "/words"):
-		jsonAnswer(`{"words":[],"added":[],"removed":[],` + tail + `}`)(w, r)
+		jsonAnswer(`{"words":[],"added":[],"removed":[],`+tail+`}`)(w, r)
 		return
 	case q.Has("since"):
-		jsonAnswer(`{"added":[],"lifted":[],"expired":[],` + tail + `}`)(w, r)
+		jsonAnswer(`{"added":[],"lifted":[],"expired":[],`+tail+`}`)(w, r)
 		return
 	}
 	after := q.Get("after")
