@@ -256,6 +256,23 @@ func (l *BanList) Bans(now int64) (bans []Ban, nextExpiry int64) {
 	return bans, nextExpiry
 }
 
+// EachBan calls f with each ban held active at now, in no order, until f
+// fails, without copying the list: for writing it out. It holds the
+// list's read lock throughout, so f must not change the list, and changes
+// wait for it.
+func (l *BanList) EachBan(now int64, f func(Ban) error) error {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	for pk, v := range l.bans.active {
+		if e := l.bans.entry(v); e.activeAt(now) {
+			if err := f(Ban{PubKey: hex.EncodeToString(pk[:]), Reason: e.reason, ExpiresAt: e.expiresAt}); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // Words lists the blocked words as they were set.
 func (l *BanList) Words() []string {
 	m := l.words.Load()

@@ -79,10 +79,26 @@ func SyncBanList(ctx context.Context, baseURL string, opt SyncOptions) (*BanList
 // reached, or answers what is not a ban list, is tried again after a
 // growing wait (backoff), m keeping what it holds.
 func Follow(ctx context.Context, baseURL string, m Mirror, opt SyncOptions) {
-	s := newSyncer(baseURL, m, opt)
-	s.attempt(ctx)
-	s.run(ctx)
+	f := NewFollower(baseURL, m, opt)
+	f.Sync(ctx)
+	f.Run(ctx)
 }
+
+// Follower applies a remote ban list to a Mirror, for who must know how
+// the first sync went before following on (opt.List is not used).
+type Follower struct{ s *syncer }
+
+// NewFollower is a follower of the ban list at baseURL applied to m.
+func NewFollower(baseURL string, m Mirror, opt SyncOptions) *Follower {
+	return &Follower{newSyncer(baseURL, m, opt)}
+}
+
+// Sync syncs once: the whole list the first time, its changes after.
+func (f *Follower) Sync(ctx context.Context) error { return f.s.attempt(ctx) }
+
+// Run syncs every interval (less often while the remote fails) until ctx
+// ends.
+func (f *Follower) Run(ctx context.Context) { f.s.run(ctx) }
 
 func newSyncer(baseURL string, m Mirror, opt SyncOptions) *syncer {
 	if opt.Interval <= 0 {
