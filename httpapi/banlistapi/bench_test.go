@@ -1,10 +1,13 @@
 package banlistapi_test
 
 import (
+	"bytes"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"syscall"
 	"testing"
 	"time"
 
@@ -12,6 +15,7 @@ import (
 	"github.com/outpost-relay/outpost/banlist"
 	"github.com/outpost-relay/outpost/httpapi"
 	"github.com/outpost-relay/outpost/httpapi/banlistapi"
+	"github.com/outpost-relay/outpost/internal/nostr/pubkey"
 	"github.com/outpost-relay/outpost/internal/testkit/storetest"
 	"github.com/outpost-relay/outpost/policies"
 )
@@ -68,4 +72,58 @@ func BenchmarkBlockedList(b *testing.B) {
 	etag := w.Header().Get("ETag")
 	b.Run("full", func(b *testing.B) { serve(b, h, "/banlist/blocked/pubkeys") })
 	b.Run("if-none-match", func(b *testing.B) { serve(b, h, "/banlist/blocked/pubkeys", "If-None-Match", etag) })
+}
+
+// BenchmarkBulkBans: POST /admin/bans of a batch of banlist.MaxBatch new
+// bans (NDJSON, hex keys), through the whole root handler into badger;
+// reports bans/s.
+func BenchmarkBulkBans(b *testing.B) {
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	st := storetest.Open(b, storetest.Options{Log: log})
+	const admin = "bench-admin-key-0123456789"
+	svc, err := banlist.New(banlist.Config{DB: st.DB, Events: st.Events, List: policies.NewBanList(), SecretKey: nostr.GeneratePrivateKey(), Log: log, Settings: banlist.Settings{AdminKey: admin}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	h := httpapi.New(httpapi.Config{Relay: http.NotFoundHandler(), Log: log,
+		Services: []httpapi.Service{{Name: "banlist", Mount: "/banlist", Routes: banlistapi.Routes(banlistapi.Config{Service: svc, Log: log, Now: time.Now})}}})
+	// New keys every batch (a spam wave): -benchtime up to 20x.
+	var keys []string
+	for i := 1; len(keys) < 20*banlist.MaxBatch; i++ {
+		if k, err := pubkey.Parse(fmt.Sprintf("%064x", uint64(i)*0x9e3779b97f4a7c15)); err == nil {
+			keys = append(keys, k)
+		}
+	}
+	bodies := [][]byte{}
+	for lo := 0; lo+banlist.MaxBatch <= len(keys); lo += banlist.MaxBatch {
+		var body bytes.Buffer
+		for _, k := range keys[lo : lo+banlist.MaxBatch] {
+			fmt.Fprintf(&body, `{"pubkey":%q,"reason":"spam wave"}`+"\n", k)
+		}
+		bodies = append(bodies, body.Bytes())
+	}
+	i := 0
+	start, cpu0 := time.Now(), cpuTime()
+	for b.Loop() {
+		req := httptest.NewRequest("POST", "/banlist/admin/bans", bytes.NewReader(bodies[i%len(bodies)]))
+		req.Header.Set("Authorization", "Bearer "+admin)
+		req.Header.Set("Content-Type", "application/x-ndjson")
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		if w.Code != 200 {
+			b.Fatalf("%d %s", w.Code, w.Body)
+		}
+		i++
+	}
+	b.ReportMetric(float64(i*banlist.MaxBatch)/time.Since(start).Seconds(), "bans/s")
+	// CPU time a ban, of the whole process (badger's compactions too): on
+	// a machine others share, wall time says more of them than of this.
+	b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/float64(i*banlist.MaxBatch), "cpu-µs/ban")
+}
+
+// cpuTime is the CPU time this process has used, user and system.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
