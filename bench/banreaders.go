@@ -43,14 +43,14 @@ func (bb *banBench) follower(n int, label func(string) string) ([]row, error) {
 	if err := waitFor(2*time.Minute, func() bool { return last == "" || blocked(f.url, last) }); err != nil {
 		return nil, fmt.Errorf("follower: the whole list %w", err)
 	}
-	took := time.Since(start)
+	took, cpu := time.Since(start), cpuTime(f.cmd.Process.Pid)
 	m := f.mem()
 	enforced, err := bb.newBanSeen(func(k string) bool { return blocked(f.url, k) })
 	if err != nil {
 		return nil, fmt.Errorf("follower: %w", err)
 	}
 	return []row{
-		{measure: label("follower: start from nothing to the whole list enforced"), value: took.Round(time.Millisecond).String(), target: "≤ 10 s", holds: ptr(took <= 10*time.Second)},
+		{measure: label("follower: start from nothing to the whole list enforced (its CPU time then)"), value: startText(took, cpu), target: "≤ 10 s", holds: ptr(took <= 10*time.Second)},
 		{measure: label("follower: memory then (anonymous / peak RSS)"), value: fmt.Sprintf("%s / %s", mb(m.Anon), mb(m.Peak)), target: "peak ≤ 128 MiB", holds: ptr(m.Peak <= 128<<20)},
 		{measure: label("follower: a new ban on the primary enforced after"), value: enforced.Round(time.Millisecond).String(), target: "≤ 5 s", holds: ptr(enforced <= 5*time.Second)},
 	}, nil
@@ -151,7 +151,7 @@ func (bb *banBench) plugin(n int, label func(string) string) ([]row, error) {
 	if _, err := p.ask(pluginLine(0, bb.keys.next())); err != nil {
 		return nil, err
 	}
-	took := time.Since(start)
+	took, cpu := time.Since(start), cpuTime(p.cmd.Process.Pid)
 	decisions := 200_000
 	if bb.b.smoke {
 		decisions = 5_000
@@ -169,7 +169,7 @@ func (bb *banBench) plugin(n int, label func(string) string) ([]row, error) {
 		return nil, fmt.Errorf("plugin: %w", err)
 	}
 	return []row{
-		{measure: label("strfry plugin: start without a cache to its first answer (the whole list)"), value: took.Round(time.Millisecond).String(), target: "≤ 10 s", holds: ptr(took <= 10*time.Second)},
+		{measure: label("strfry plugin: start without a cache to its first answer (the whole list; its CPU time then)"), value: startText(took, cpu), target: "≤ 10 s", holds: ptr(took <= 10*time.Second)},
 		{measure: label("strfry plugin: decisions/s (half of them banned keys)"), value: fmt.Sprintf("%.0f", rate), target: "≥ 50,000/s", holds: ptr(rate >= 50_000)},
 		{measure: label("strfry plugin: memory then (anonymous / peak RSS)"), value: fmt.Sprintf("%s / %s", mb(m.Anon), mb(m.Peak)), target: "peak ≤ 128 MiB", holds: ptr(m.Peak <= 128<<20)},
 		{measure: label("strfry plugin: a new ban on the primary enforced after (--interval 1s)"), value: enforced.Round(time.Millisecond).String(), target: "≤ 5 s", holds: ptr(enforced <= 5*time.Second)},
@@ -331,6 +331,15 @@ func (bb *banBench) calm(since time.Time) (time.Duration, error) {
 	}
 	return 0, fmt.Errorf("the primary was still busy a minute after the burst")
 }
+
+// startText is a start's wall time with the CPU time it took: on a shared
+// machine the first says more of the others than of the process.
+func startText(took, cpu time.Duration) string {
+	return fmt.Sprintf("%s (CPU %s)", took.Round(time.Millisecond), cpu.Round(10*time.Millisecond))
+}
+
+// cpuTime is the user and system CPU time pid has used.
+func cpuTime(pid int) time.Duration { return time.Duration(cpuTicks(pid)) * 10 * time.Millisecond }
 
 // cpuTicks is the user and system CPU time of pid, in clock ticks.
 func cpuTicks(pid int) int64 {
