@@ -2,6 +2,7 @@ package banlistapi_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -88,12 +89,7 @@ func BenchmarkBulkBans(b *testing.B) {
 	h := httpapi.New(httpapi.Config{Relay: http.NotFoundHandler(), Log: log,
 		Services: []httpapi.Service{{Name: "banlist", Mount: "/banlist", Routes: banlistapi.Routes(banlistapi.Config{Service: svc, Log: log, Now: time.Now})}}})
 	// New keys every batch (a spam wave): -benchtime up to 20x.
-	var keys []string
-	for i := 1; len(keys) < 20*banlist.MaxBatch; i++ {
-		if k, err := pubkey.Parse(fmt.Sprintf("%064x", uint64(i)*0x9e3779b97f4a7c15)); err == nil {
-			keys = append(keys, k)
-		}
-	}
+	keys := benchKeys(20 * banlist.MaxBatch)
 	bodies := [][]byte{}
 	for lo := 0; lo+banlist.MaxBatch <= len(keys); lo += banlist.MaxBatch {
 		var body bytes.Buffer
@@ -126,4 +122,63 @@ func cpuTime() time.Duration {
 	var ru syscall.Rusage
 	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// benchKeys is n distinct valid keys.
+func benchKeys(n int) []string {
+	var keys []string
+	for i := 1; len(keys) < n; i++ {
+		if k, err := pubkey.Parse(fmt.Sprintf("%064x", uint64(i)*0x9e3779b97f4a7c15)); err == nil {
+			keys = append(keys, k)
+		}
+	}
+	return keys
+}
+
+// BenchmarkBlockedPages: the whole list of 100,000 bans, loaded through
+// BanMany, read in pages of 10,000 as a follower does; reports keys/s and
+// CPU µs a key.
+func BenchmarkBlockedPages(b *testing.B) {
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	st := storetest.Open(b, storetest.Options{Log: log})
+	svc, err := banlist.New(banlist.Config{DB: st.DB, Events: st.Events, List: policies.NewBanList(), SecretKey: nostr.GeneratePrivateKey(), Log: log})
+	if err != nil {
+		b.Fatal(err)
+	}
+	const n = 100_000
+	keys := benchKeys(n)
+	for lo := 0; lo < n; lo += banlist.MaxBatch {
+		reqs := make([]banlist.BanRequest, banlist.MaxBatch)
+		for i := range reqs {
+			reqs[i] = banlist.BanRequest{PubKey: keys[lo+i], Reason: "spam wave"}
+		}
+		if _, err := svc.BanMany(b.Context(), "key:bench", reqs); err != nil {
+			b.Fatal(err)
+		}
+	}
+	h := httpapi.New(httpapi.Config{Relay: http.NotFoundHandler(), Log: log,
+		Services: []httpapi.Service{{Name: "banlist", Mount: "/banlist", Routes: banlistapi.Routes(banlistapi.Config{Service: svc, Log: log, Now: time.Now})}}})
+	read := 0
+	start, cpu0 := time.Now(), cpuTime()
+	for b.Loop() {
+		after := ""
+		for {
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, httptest.NewRequest("GET", "/banlist/blocked/pubkeys?limit=10000&after="+after, nil))
+			var page struct {
+				PubKeys []json.RawMessage `json:"pubkeys"`
+				Next    *string           `json:"next"`
+			}
+			if err := json.Unmarshal(w.Body.Bytes(), &page); w.Code != 200 || err != nil {
+				b.Fatalf("%d %v", w.Code, err)
+			}
+			read += len(page.PubKeys)
+			if page.Next == nil {
+				break
+			}
+			after = *page.Next
+		}
+	}
+	b.ReportMetric(float64(read)/time.Since(start).Seconds(), "keys/s")
+	b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/float64(read), "cpu-µs/key")
 }
