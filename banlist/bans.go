@@ -138,23 +138,20 @@ func (s *Service) Ban(ctx context.Context, actor, pk, reason string, expiresAt *
 // takes pk off the allow list (unallowed). batch names the batch audit
 // entry of a ban made in bulk.
 func (s *Service) putBan(txn *kv.Txn, actor, pk, reason string, expiresAt *int64, now time.Time, batch string) (ban Ban, before any, unallowed bool, err error) {
-	if expiresAt == nil {
+	// The snapshot holds what the store does (it is changed as each write
+	// commits, under s.writes, which the caller holds), so the store is
+	// read only for what the snapshot says is there: a bulk ban of new
+	// keys, the spam wave's case, reads nothing.
+	if expiresAt == nil && s.list.AllowListed(pk) {
 		_, unallowed, err = removeRecord[AllowedPubKey](s, txn, actor, "pubkey.unallow", pk, allowedPubKeyKey(pk), nil)
 		if err != nil {
 			return Ban{}, nil, false, err
 		}
 	}
-	old, found, err := currentBan(txn, pk)
-	if err != nil {
-		return Ban{}, nil, false, err
-	}
-	if found && old.State(now.Unix()) == StateActive {
-		at := now.Unix()
-		old.LiftedAt, old.LiftedBy = &at, &actor
-		if err := kv.PutJSON(txn, banKey(old.ID), old); err != nil {
+	if _, active := s.list.Banned(pk, now.Unix()); active {
+		if before, err = s.liftOld(txn, actor, pk, now); err != nil {
 			return Ban{}, nil, false, err
 		}
-		before = old
 	}
 	ban = Ban{ID: hex.EncodeToString(s.newID(now)), PubKey: pk, Reason: reason, CreatedAt: now.Unix(),
 		ExpiresAt: expiresAt, BannedBy: actor, Batch: batch}
@@ -162,6 +159,24 @@ func (s *Service) putBan(txn *kv.Txn, actor, pk, reason string, expiresAt *int64
 		return Ban{}, nil, false, err
 	}
 	return ban, before, unallowed, kv.PutJSON(txn, pubKeyIndex(pk), ban.ID)
+}
+
+// liftOld records pk's active ban as lifted, replaced by a new one; it
+// returns the ban as it was (nil: none).
+func (s *Service) liftOld(txn *kv.Txn, actor, pk string, now time.Time) (before any, err error) {
+	old, found, err := currentBan(txn, pk)
+	if err != nil {
+		return nil, err
+	}
+	if found && old.State(now.Unix()) == StateActive {
+		at := now.Unix()
+		old.LiftedAt, old.LiftedBy = &at, &actor
+		if err := kv.PutJSON(txn, banKey(old.ID), old); err != nil {
+			return nil, err
+		}
+		return old, nil
+	}
+	return nil, nil
 }
 
 // Unban lifts pk's active ban; without one it fails with ban_not_found.

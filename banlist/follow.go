@@ -117,27 +117,36 @@ func (m mirror) Unban(pk string) {
 	}
 }
 
-// SetBans makes the active bans those given: new and changed ones banned
-// (in batches), the rest lifted.
-func (m mirror) SetBans(bans []policies.Ban) {
-	want := make(map[string]bool, len(bans))
+// BeginBans starts taking a whole list of the primary's (a first sync, a
+// new server): its pages are written as they come (PutBans), and the bans
+// it does not name are lifted once it is all in (EndBans), so a key banned
+// in both the old list and the new one is never allowed meanwhile.
+func (m mirror) BeginBans() { m.s.list.BeginBans() }
+
+// PutBans writes a page of the whole list: new and changed bans in
+// batches, each audited once. Every key it names is marked first, so one
+// held here stays banned even if its new terms are not written.
+func (m mirror) PutBans(bans []policies.Ban) {
 	var batch []BanRequest
-	for _, b := range bans {
-		want[b.PubKey] = true
+	named := make([]string, len(bans))
+	for i, b := range bans {
+		named[i] = b.PubKey
 		if q, ok := m.request(b); ok {
 			batch = append(batch, q)
 		}
 	}
-	// A whole list (a first sync, a new server) is written in batches.
+	m.s.list.Keep(named)
 	for lo := 0; lo < len(batch); lo += MaxBatch {
 		if _, err := m.s.BanMany(m.ctx, m.s.followActor(), batch[lo:min(lo+MaxBatch, len(batch))]); err != nil {
 			m.s.log.Warn("ban list follow: bans of the primary not mirrored", "bans", len(batch), "err", err)
 		}
 	}
-	for _, b := range m.s.ActiveBans() {
-		if !want[b.PubKey] {
-			m.Unban(b.PubKey)
-		}
+}
+
+// EndBans lifts the bans the whole list did not name.
+func (m mirror) EndBans() {
+	for _, pk := range m.s.list.EndResync() {
+		m.Unban(pk)
 	}
 }
 

@@ -25,6 +25,14 @@ func (l *BanList) MayPublish(pubkey string) bool {
 	return ok
 }
 
+// AllowListed reports whether pubkey (hex) is on the allow list.
+func (l *BanList) AllowListed(pubkey string) bool {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	_, ok := l.allowed[pubkey]
+	return ok
+}
+
 // SetAllowedPubKeys replaces the allow list.
 func (l *BanList) SetAllowedPubKeys(pubkeys []string) {
 	m := make(map[string]struct{}, len(pubkeys))

@@ -119,6 +119,61 @@ func (l *BanList) SetBans(bans []Ban) {
 	l.version.Add(1)
 }
 
+// A whole list taken in pages (a follower's first sync, or another
+// server's list) is applied page by page, not collected first: BeginBans,
+// PutBans for each page, EndBans once the last is in. A ban held before and
+// named again by the new list is enforced throughout; the bans the new
+// list does not name are lifted by EndBans only, all at once. A resync
+// that never ends (its fetch failed) leaves what was held, with what it
+// put; the next BeginBans starts over.
+
+// BeginBans starts taking a whole list (Mirror).
+func (l *BanList) BeginBans() {
+	l.mu.Lock()
+	l.bans.beginResync()
+	l.mu.Unlock()
+}
+
+// PutBans puts a page of the whole list being taken (Mirror): BanMany.
+func (l *BanList) PutBans(bans []Ban) { l.BanMany(bans) }
+
+// Keep marks the bans of these keys (hex), held as they are, as named by
+// the whole list being taken: one who applies its pages otherwise (a
+// store that keeps this list) says so of the bans it did not put again.
+func (l *BanList) Keep(pubkeys []string) {
+	l.mu.Lock()
+	for _, s := range pubkeys {
+		if pk, ok := key(s); ok {
+			l.bans.keep(pk)
+		}
+	}
+	l.mu.Unlock()
+}
+
+// EndResync ends the whole list being taken, returning the keys (hex) of
+// the active bans it did not name, for the caller to lift.
+func (l *BanList) EndResync() []string {
+	l.mu.Lock()
+	unnamed := l.bans.endResync()
+	l.mu.Unlock()
+	out := make([]string, len(unnamed))
+	for i, pk := range unnamed {
+		out[i] = hex.EncodeToString(pk[:])
+	}
+	return out
+}
+
+// EndBans ends the whole list being taken (Mirror), lifting at once the
+// bans it did not name.
+func (l *BanList) EndBans() {
+	l.mu.Lock()
+	for _, pk := range l.bans.endResync() {
+		l.bans.remove(pk)
+	}
+	l.mu.Unlock()
+	l.version.Add(1)
+}
+
 // SetWords replaces the blocked words. Words are matched in the normal form
 // of NormalizeText; words with the same normal form count once.
 func (l *BanList) SetWords(words []string) {
@@ -199,6 +254,23 @@ func (l *BanList) Bans(now int64) (bans []Ban, nextExpiry int64) {
 	l.mu.RUnlock()
 	slices.SortFunc(bans, func(a, b Ban) int { return cmp.Compare(a.PubKey, b.PubKey) })
 	return bans, nextExpiry
+}
+
+// EachBan calls f with each ban held active at now, in no order, until f
+// fails, without copying the list: for writing it out. It holds the
+// list's read lock throughout, so f must not change the list, and changes
+// wait for it.
+func (l *BanList) EachBan(now int64, f func(Ban) error) error {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	for pk, v := range l.bans.active {
+		if e := l.bans.entry(v); e.activeAt(now) {
+			if err := f(Ban{PubKey: hex.EncodeToString(pk[:]), Reason: e.reason, ExpiresAt: e.expiresAt}); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // Words lists the blocked words as they were set.

@@ -8,12 +8,24 @@ import "container/heap"
 // map's own overhead. Temporary bans are also in a heap by expiry, so the
 // count of active bans is kept without walking the list: a ban whose
 // expiry is seen to pass moves to lapsed, where Changes still finds it.
+//
+// While a whole list is taken in pages (a resync), the bans it names are
+// marked, in the top bit of their terms' index, so that the bans it does
+// not name are found at its end and only then lifted: a ban held before
+// and named again is enforced throughout, and no second set is built.
 type banSet struct {
-	active   map[[32]byte]uint32 // bans not yet seen to lapse → terms
-	lapsed   map[[32]byte]uint32 // temporary bans whose expiry passed
-	expiries expiryHeap          // of temporary bans in active; may hold stale entries
-	terms    termTable
+	active    map[[32]byte]uint32 // bans not yet seen to lapse → terms (| named)
+	lapsed    map[[32]byte]uint32 // temporary bans whose expiry passed
+	expiries  expiryHeap          // of temporary bans in active; may hold stale entries
+	terms     termTable
+	resyncing bool // bans put now are marked named
 }
+
+// named marks a ban named by the resync under way; ref is the rest of the
+// map's value, the index of its terms (far fewer than 2³¹).
+const named = 1 << 31
+
+func ref(v uint32) uint32 { return v &^ named }
 
 func newBanSet(n int) banSet {
 	return banSet{active: make(map[[32]byte]uint32, n), lapsed: map[[32]byte]uint32{},
@@ -71,15 +83,23 @@ func (t *termTable) release(i uint32) {
 	}
 }
 
-func (s *banSet) entry(i uint32) banEntry {
-	r := &s.terms.recs[i]
+func (s *banSet) entry(v uint32) banEntry {
+	r := &s.terms.recs[ref(v)]
 	return banEntry{reason: r.reason, expiresAt: r.expiresAt, msg: r.msg}
 }
 
 // put adds or replaces the ban of pk.
 func (s *banSet) put(pk [32]byte, b banTerms) {
+	var mark uint32
+	if s.resyncing {
+		mark = named
+	}
+	if v, ok := s.active[pk]; ok && s.terms.recs[ref(v)].banTerms == b {
+		s.active[pk] = v | mark // as held: no new terms, no new expiry
+		return
+	}
 	s.remove(pk)
-	s.active[pk] = s.terms.add(b)
+	s.active[pk] = s.terms.add(b) | mark
 	if b.expiresAt != 0 {
 		heap.Push(&s.expiries, expiry{at: b.expiresAt, pk: pk})
 		s.compact()
@@ -89,9 +109,9 @@ func (s *banSet) put(pk [32]byte, b banTerms) {
 // remove drops the ban of pk, lapsed or not.
 func (s *banSet) remove(pk [32]byte) {
 	for _, m := range []map[[32]byte]uint32{s.active, s.lapsed} {
-		if i, ok := m[pk]; ok {
+		if v, ok := m[pk]; ok {
 			delete(m, pk)
-			s.terms.release(i)
+			s.terms.release(ref(v))
 		}
 	}
 }
@@ -118,9 +138,9 @@ func (s *banSet) due(now int64) bool {
 func (s *banSet) advance(now int64) {
 	for s.due(now) {
 		e := heap.Pop(&s.expiries).(expiry)
-		if i, ok := s.active[e.pk]; ok && s.terms.recs[i].expiresAt == e.at {
+		if v, ok := s.active[e.pk]; ok && s.terms.recs[ref(v)].expiresAt == e.at {
 			delete(s.active, e.pk)
-			s.lapsed[e.pk] = i
+			s.lapsed[e.pk] = v
 		}
 	}
 }
@@ -133,13 +153,50 @@ func (s *banSet) compact() {
 	}
 	live := s.expiries[:0]
 	for _, e := range s.expiries {
-		if i, ok := s.active[e.pk]; ok && s.terms.recs[i].expiresAt == e.at {
+		if v, ok := s.active[e.pk]; ok && s.terms.recs[ref(v)].expiresAt == e.at {
 			live = append(live, e)
 		}
 	}
 	clear(s.expiries[len(live):])
 	s.expiries = live
 	heap.Init(&s.expiries)
+}
+
+// beginResync starts a resync: no ban is named by it yet (one begun before
+// and never ended, its fetch failed, named some).
+func (s *banSet) beginResync() {
+	if s.resyncing {
+		s.unmark()
+	}
+	s.resyncing = true
+}
+
+// keep marks pk's ban, as it is, named by the resync.
+func (s *banSet) keep(pk [32]byte) {
+	if v, ok := s.active[pk]; ok && s.resyncing {
+		s.active[pk] = v | named
+	}
+}
+
+// endResync ends the resync, returning the keys of the active bans it did
+// not name.
+func (s *banSet) endResync() (unnamed [][32]byte) {
+	for pk, v := range s.active {
+		if v&named == 0 {
+			unnamed = append(unnamed, pk)
+		}
+	}
+	s.unmark()
+	s.resyncing = false
+	return unnamed
+}
+
+func (s *banSet) unmark() {
+	for _, m := range []map[[32]byte]uint32{s.active, s.lapsed} {
+		for pk, v := range m {
+			m[pk] = ref(v)
+		}
+	}
 }
 
 type expiry struct {

@@ -37,7 +37,15 @@ type SyncOptions struct {
 type Mirror interface {
 	Ban(b Ban)
 	Unban(pubkey string)
-	SetBans(bans []Ban)
+	// A whole list of bans is taken page by page, as it arrives: BeginBans,
+	// PutBans for each page, EndBans after the last, which lifts the bans
+	// held that the list did not name. A ban held before and named again
+	// must stay enforced throughout. A fetch that fails part-way ends
+	// without EndBans: what was held stays, with what was put, until the
+	// next BeginBans starts over.
+	BeginBans()
+	PutBans(page []Ban)
+	EndBans()
 	Words() []string
 	SetWords(words []string)
 }
@@ -71,10 +79,26 @@ func SyncBanList(ctx context.Context, baseURL string, opt SyncOptions) (*BanList
 // reached, or answers what is not a ban list, is tried again after a
 // growing wait (backoff), m keeping what it holds.
 func Follow(ctx context.Context, baseURL string, m Mirror, opt SyncOptions) {
-	s := newSyncer(baseURL, m, opt)
-	s.attempt(ctx)
-	s.run(ctx)
+	f := NewFollower(baseURL, m, opt)
+	f.Sync(ctx)
+	f.Run(ctx)
 }
+
+// Follower applies a remote ban list to a Mirror, for who must know how
+// the first sync went before following on (opt.List is not used).
+type Follower struct{ s *syncer }
+
+// NewFollower is a follower of the ban list at baseURL applied to m.
+func NewFollower(baseURL string, m Mirror, opt SyncOptions) *Follower {
+	return &Follower{newSyncer(baseURL, m, opt)}
+}
+
+// Sync syncs once: the whole list the first time, its changes after.
+func (f *Follower) Sync(ctx context.Context) error { return f.s.attempt(ctx) }
+
+// Run syncs every interval (less often while the remote fails) until ctx
+// ends.
+func (f *Follower) Run(ctx context.Context) { f.s.run(ctx) }
 
 func newSyncer(baseURL string, m Mirror, opt SyncOptions) *syncer {
 	if opt.Interval <= 0 {
@@ -199,7 +223,6 @@ func (s *syncer) pollFeed(ctx context.Context, f *feed) error {
 	if err != nil || status == http.StatusNotModified {
 		return err
 	}
-	f.apply(a, true)
 	f.cursor, f.from = a.Cursor, a.Identity
 	return nil
 }
@@ -207,42 +230,63 @@ func (s *syncer) pollFeed(ctx context.Context, f *feed) error {
 // pageSize is the bans asked for in one page: the most an outpost gives.
 const pageSize = "10000"
 
-// getWhole fetches f's whole list: in pages when f is paged, so no answer
-// is larger than a page, whatever the size of the list. An outpost that
-// does not page answers the whole list to the first request (with no
-// next). Every page must come from the server of the first, each page
-// after the one before.
+// getWhole fetches f's whole list and applies it: in pages when f is
+// paged (takePages). An outpost that does not page answers the whole list
+// to the first request (with no next).
 func (s *syncer) getWhole(ctx context.Context, f *feed) (*listAnswer, int, error) {
+	path := f.path
+	if f.paged {
+		path += "?limit=" + pageSize
+	}
+	a, status, err := s.get(ctx, path, &f.etag, f.words, f.whole)
+	if err != nil || status != http.StatusOK {
+		return a, status, err
+	}
 	if !f.paged {
-		return s.get(ctx, f.path, &f.etag, f.words, f.whole)
+		f.apply(a, true)
+		return a, status, nil
 	}
-	a, status, err := s.get(ctx, f.path+"?limit="+pageSize, &f.etag, f.words, f.whole)
-	for err == nil && status == http.StatusOK && a.Next != "" {
-		after := a.Next
-		var page *listAnswer
-		page, status, err = s.get(ctx, f.path+"?limit="+pageSize+"&after="+url.QueryEscape(after), nil, f.words, f.whole)
-		switch {
-		case err != nil:
-		case status != http.StatusOK || page.Identity != a.Identity:
-			err = fmt.Errorf("GET %s: the list changed servers while it was paged", f.path)
-		case page.Next != "" && page.Next <= after, len(a.Entries)+len(page.Entries) > maxSnapshot:
-			err = fmt.Errorf("GET %s: the pages do not end (over %d bans, or a page that goes back)", f.path, maxSnapshot)
-		default:
-			a.Entries, a.Next = append(a.Entries, page.Entries...), page.Next
-		}
+	if err := s.takePages(ctx, f, a); err != nil {
+		f.etag = "" // the list was not all taken: a 304 to this ETag would say it was
+		return nil, 0, err
 	}
-	return a, status, err
+	return a, status, nil
 }
 
-// applyKeys applies an answer of /blocked/pubkeys: the whole list, or
-// changes.
-func (s *syncer) applyKeys(a *listAnswer, whole bool) {
-	bans := s.keptBans(a.Entries)
-	if whole {
-		s.list.SetBans(bans)
-		return
+// takePages applies the whole list of keys whose first page is first, a
+// page at a time as each arrives, so a follower holds one page of the
+// answer, never the list (Mirror: BeginBans, PutBans, EndBans). Every page
+// must come from the server of the first, each page after the one before.
+func (s *syncer) takePages(ctx context.Context, f *feed, first *listAnswer) error {
+	s.list.BeginBans()
+	page, taken := first, 0
+	for {
+		taken += len(page.Entries)
+		s.list.PutBans(s.keptBans(page.Entries))
+		page.Entries = nil
+		if page.Next == "" {
+			break
+		}
+		after := page.Next
+		next, status, err := s.get(ctx, f.path+"?limit="+pageSize+"&after="+url.QueryEscape(after), nil, f.words, f.whole)
+		switch {
+		case err != nil:
+			return err
+		case status != http.StatusOK || next.Identity != first.Identity:
+			return fmt.Errorf("GET %s: the list changed servers while it was paged", f.path)
+		case next.Next != "" && next.Next <= after, taken+len(next.Entries) > maxSnapshot:
+			return fmt.Errorf("GET %s: the pages do not end (over %d bans, or a page that goes back)", f.path, maxSnapshot)
+		}
+		page = next
 	}
-	for _, b := range bans {
+	s.list.EndBans()
+	return nil
+}
+
+// applyKeys applies the changes of /blocked/pubkeys (a whole list is
+// taken by takePages).
+func (s *syncer) applyKeys(a *listAnswer, _ bool) {
+	for _, b := range s.keptBans(a.Entries) {
 		s.list.Ban(b)
 	}
 	for _, b := range s.keptBans(a.Gone) {
@@ -251,12 +295,16 @@ func (s *syncer) applyKeys(a *listAnswer, whole bool) {
 }
 
 // keptBans are the entries that name a key; the others are skipped, with one
-// line in the log per answer however many there are.
+// line in the log per answer however many there are. A key is checked for
+// its form only, not for being on the curve: that check was four fifths
+// of the CPU a plugin spends taking a whole list (BenchmarkStartWithoutCache
+// in internal/nostr/strfry), and a key off the curve can sign no event, so
+// its ban, held or stored, never matches anything.
 func (s *syncer) keptBans(entries []remoteEntry) []Ban {
 	bans := make([]Ban, 0, len(entries))
 	var bad []string
 	for _, e := range entries {
-		hex, err := pubkey.Parse(e.PubKey)
+		hex, err := pubkey.ParseForLookup(e.PubKey)
 		if err != nil {
 			bad = append(bad, e.PubKey)
 			continue

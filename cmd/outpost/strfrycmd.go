@@ -20,14 +20,14 @@ import (
 type strfryConfig struct {
 	From     string        `flag:"from" usage:"the outpost whose ban list to follow: its base URL (https://outpost.example) or its ban list's (https://outpost.example/banlist)"`
 	Cache    string        `flag:"cache" usage:"file the list is kept in, so the plugin starts offline (default: in the user's cache dir)"`
-	Interval time.Duration `flag:"interval" usage:"how often the ban list is asked for changes"`
+	Interval time.Duration `flag:"interval" usage:"how often the ban list is asked for changes (an empty answer is cheap for both; a new ban is enforced within this)"`
 	logSetting
 }
 
 // newStrfryFlags binds the strfry-policy command's settings to a new flag set.
 func newStrfryFlags() (*flag.FlagSet, *strfryConfig) {
 	fs := newFlagSet("strfry-policy")
-	c := &strfryConfig{Interval: 30 * time.Second}
+	c := &strfryConfig{Interval: 2 * time.Second}
 	settings.Bind(fs, c)
 	settings.Bind(fs, &c.logSetting)
 	return fs, c

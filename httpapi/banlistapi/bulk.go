@@ -94,7 +94,7 @@ func handleAddWords(svc *banlist.Service, w http.ResponseWriter, r *http.Request
 
 func isNDJSON(r *http.Request) bool {
 	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	return mt == "application/x-ndjson"
+	return mt == ndjsonType
 }
 
 func (b bulkBan) request(svc *banlist.Service) (banlist.BanRequest, error) {
@@ -188,8 +188,8 @@ var pageLimits = httpapi.Paging{Default: 1000, Max: 10_000}
 // gives every change made while it paged, and after.
 func servePage(w http.ResponseWriter, r *http.Request, svc *banlist.Service, at time.Time) error {
 	after := r.URL.Query().Get("after")
-	if after != "" && (len(after) != 64 || strings.ToLower(after) != after || !isHex(after)) {
-		return outpost.Errorf(outpost.Invalid, "invalid_after", "after must be the next of an earlier page: 64 lowercase hex characters").With("field", "after")
+	if err := validAfter(after); err != nil {
+		return err
 	}
 	page, err := pageLimits.Parse(r)
 	if err != nil {
@@ -204,6 +204,14 @@ func servePage(w http.ResponseWriter, r *http.Request, svc *banlist.Service, at 
 		out.Next = &next
 	}
 	return httpapi.Encode(w, http.StatusOK, out)
+}
+
+// validAfter checks an ?after=: "" or the next of an earlier page.
+func validAfter(after string) error {
+	if after != "" && (len(after) != 64 || strings.ToLower(after) != after || !isHex(after)) {
+		return outpost.Errorf(outpost.Invalid, "invalid_after", "after must be the next of an earlier page: 64 lowercase hex characters").With("field", "after")
+	}
+	return nil
 }
 
 func isHex(s string) bool {

@@ -2,7 +2,9 @@ package banlistapi_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +12,7 @@ import (
 	"github.com/outpost-relay/outpost/banlist"
 	"github.com/outpost-relay/outpost/internal/nostr/pubkey"
 	"github.com/outpost-relay/outpost/internal/testkit"
+	"github.com/outpost-relay/outpost/internal/testkit/apitest"
 )
 
 // bulkKeys are valid public keys (x coordinates on the curve), cheap to
@@ -194,4 +197,72 @@ func TestFollowerTakesTheListInBatches(t *testing.T) {
 	if len(audit) != 2 {
 		t.Errorf("%d audit entries for %d mirrored bans, want 2 batches", len(audit), n)
 	}
+}
+
+// TestBlockedStream: Accept: application/x-ndjson (or ?format=ndjson)
+// streams every active ban in order of key from ?after= on, between a line
+// of its issuer and an end line that counts them, and its cursor gives
+// what changed while it streamed, as the first page's does.
+func TestBlockedStream(t *testing.T) {
+	e := newEnv(t, options{})
+	const n = 2500 // more than a page of the stream
+	wantStatus(t, e.api.Do("POST", "/admin/bans", ndjson(0, n, ""), "Authorization", "Bearer "+adminKey, "Content-Type", "application/x-ndjson"), 200, "")
+	wantStatus(t, e.api.Do("POST", "/admin/unban", map[string]any{"pubkey": bulkKey(7)}, bearer(adminKey)...), 200, "")
+	want := make([]string, 0, n)
+	for i := range n {
+		if i != 7 {
+			want = append(want, bulkKey(i))
+		}
+	}
+	slices.Sort(want)
+
+	r := e.api.Do("GET", "/blocked/pubkeys", nil, "Accept", "application/json;q=0.5, application/x-ndjson")
+	wantStatus(t, r, 200, "")
+	cursor, got := readStream(t, r)
+	if !slices.Equal(got, want) {
+		t.Fatalf("streamed %d bans, want the %d active in order of key", len(got), len(want))
+	}
+	r = e.api.Do("GET", "/blocked/pubkeys?format=ndjson&after="+want[99], nil)
+	if _, got := readStream(t, r); !slices.Equal(got, want[100:]) {
+		t.Errorf("from ?after=: %d bans, want the %d that follow it", len(got), len(want)-100)
+	}
+
+	e.clock.Add(time.Second)
+	wantStatus(t, e.api.Do("POST", "/admin/ban", map[string]any{"pubkey": bulkKey(n), "reason": "late"}, bearer(adminKey)...), 200, "")
+	r = e.api.Do("GET", "/blocked/pubkeys?since="+cursor, nil, "Accept", "application/x-ndjson")
+	if wantStatus(t, r, 200, ""); !strings.Contains(string(r.Body), pubkey.NPub(bulkKey(n))) {
+		t.Errorf("the delta since the stream's cursor lacks the ban made after it: %.300s", r.Body)
+	}
+	wantStatus(t, e.api.Do("GET", "/blocked/pubkeys?format=ndjson&limit=10", nil), 400, "invalid_limit")
+	wantStatus(t, e.api.Do("GET", "/blocked/pubkeys?after=XYZ", nil, "Accept", "application/x-ndjson"), 400, "invalid_after")
+}
+
+// readStream reads an NDJSON stream of the list: its cursor and its keys
+// (hex), failing unless its end line counts them.
+func readStream(t *testing.T, r *apitest.Response) (cursor string, keys []string) {
+	t.Helper()
+	if ct := r.Header.Get("Content-Type"); ct != "application/x-ndjson" {
+		t.Fatalf("Content-Type %q: %.200s", ct, r.Body)
+	}
+	lines := strings.Split(strings.TrimSuffix(string(r.Body), "\n"), "\n")
+	var head banlist.Issuer
+	var end struct {
+		End   bool `json:"end"`
+		Count int  `json:"count"`
+	}
+	if json.Unmarshal([]byte(lines[0]), &head) != nil || head.Cursor == "" {
+		t.Fatalf("first line %q: not the issuer", lines[0])
+	}
+	if json.Unmarshal([]byte(lines[len(lines)-1]), &end) != nil || !end.End || end.Count != len(lines)-2 {
+		t.Fatalf("last line %q: not the end of %d bans", lines[len(lines)-1], len(lines)-2)
+	}
+	for _, l := range lines[1 : len(lines)-1] {
+		var b banlist.BlockedPubKey
+		if err := json.Unmarshal([]byte(l), &b); err != nil {
+			t.Fatal(err)
+		}
+		hex, _ := pubkey.ParseForLookup(b.PubKey)
+		keys = append(keys, hex)
+	}
+	return head.Cursor, keys
 }

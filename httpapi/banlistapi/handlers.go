@@ -96,6 +96,9 @@ func handleBlockedList(svc *banlist.Service, now func() time.Time) http.HandlerF
 		if q := r.URL.Query(); q.Has("since") {
 			serveChanges(w, r, svc, false)
 			return
+		} else if wantsStream(r) {
+			httpapi.Handle(func(w http.ResponseWriter, r *http.Request) error { return streamList(w, r, svc, now()) })(w, r)
+			return
 		} else if q.Has("limit") || q.Has("after") {
 			httpapi.Handle(func(w http.ResponseWriter, r *http.Request) error { return servePage(w, r, svc, now()) })(w, r)
 			return

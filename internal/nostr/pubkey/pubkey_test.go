@@ -1,8 +1,12 @@
 package pubkey
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"strings"
 	"testing"
+
+	"github.com/nbd-wtf/go-nostr"
 )
 
 func TestParse(t *testing.T) {
@@ -39,5 +43,33 @@ func TestParse(t *testing.T) {
 	}
 	if NPub(hexKey) != npub {
 		t.Errorf("NPub = %q, want %q", NPub(hexKey), npub)
+	}
+}
+
+// TestOnCurveAgreesWithTheLibrary: the Jacobi-symbol check takes exactly
+// the keys go-nostr's square root takes, over random x coordinates (about
+// half of which are on the curve) and the edges of the field.
+func TestOnCurveAgreesWithTheLibrary(t *testing.T) {
+	xs := []string{strings.Repeat("0", 64), strings.Repeat("f", 64),
+		"fffffffffffffffffffffffffffffffffffffffffffffffffffffffefffffc2e",
+		"fffffffffffffffffffffffffffffffffffffffffffffffffffffffefffffc2f",
+		"fffffffffffffffffffffffffffffffffffffffffffffffffffffffefffffc30"}
+	var b [32]byte
+	for range 5000 {
+		rand.Read(b[:])
+		xs = append(xs, hex.EncodeToString(b[:]))
+	}
+	on := 0
+	for _, x := range xs {
+		want := nostr.IsValidPublicKey(x)
+		if got := onCurve(x); got != want {
+			t.Fatalf("onCurve(%s) = %v, go-nostr says %v", x, got, want)
+		}
+		if want {
+			on++
+		}
+	}
+	if on < 2000 || on > 3000 {
+		t.Errorf("%d of %d random x on the curve: the test does not test", on, len(xs))
 	}
 }

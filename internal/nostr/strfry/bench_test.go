@@ -1,10 +1,20 @@
 package strfry_test
 
 import (
+	"bufio"
+	"context"
 	"fmt"
+	"io"
+	"log/slog"
+	"net/http/httptest"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
+	"github.com/nbd-wtf/go-nostr"
+	"github.com/outpost-relay/outpost/banlist"
 	"github.com/outpost-relay/outpost/internal/nostr/strfry"
 	"github.com/outpost-relay/outpost/policies"
 )
@@ -37,4 +47,56 @@ func BenchmarkDecide(b *testing.B) {
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "decisions/s")
 		})
 	}
+}
+
+// BenchmarkStartWithoutCache: the plugin started without a cache file
+// against a primary of 100,000 bans (loaded through BanMany), timed to its
+// first answer, which waits for the whole list; reports the CPU µs a ban
+// of this process (the primary's share included).
+func BenchmarkStartWithoutCache(b *testing.B) {
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	svc, _, h := newPrimary(b, log)
+	const n = 100_000
+	for lo := 0; lo < n; lo += banlist.MaxBatch {
+		reqs := make([]banlist.BanRequest, banlist.MaxBatch)
+		for i := range reqs {
+			pk, _ := nostr.GetPublicKey(nostr.GeneratePrivateKey())
+			reqs[i] = banlist.BanRequest{PubKey: pk, Reason: "spam wave"}
+		}
+		if _, err := svc.BanMany(b.Context(), "key:bench", reqs); err != nil {
+			b.Fatal(err)
+		}
+	}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	line := `{"type":"new","event":{"id":"` + strings.Repeat("1", 64) + `","pubkey":"` + strings.Repeat("2", 64) + `","kind":1,"content":"gm"}}` + "\n"
+	var cpu time.Duration
+	runs := 0
+	for b.Loop() {
+		runs++
+		cache := filepath.Join(b.TempDir(), "cache")
+		ctx, cancel := context.WithTimeout(b.Context(), 5*time.Minute)
+		inR, inW := io.Pipe()
+		outR, outW := io.Pipe()
+		done := make(chan error, 1)
+		cpu0 := processCPU()
+		go func() {
+			done <- strfry.Run(ctx, strfry.Options{From: srv.URL, Cache: cache, Interval: time.Hour, Log: log}, inR, outW)
+		}()
+		io.WriteString(inW, line)
+		if _, err := bufio.NewReader(outR).ReadString('\n'); err != nil {
+			b.Fatal(err)
+		}
+		cpu += processCPU() - cpu0
+		inW.Close()
+		<-done
+		cancel()
+	}
+	b.ReportMetric(float64(cpu.Microseconds())/float64(runs*n), "cpu-µs/ban")
+}
+
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

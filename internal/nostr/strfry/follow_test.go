@@ -23,7 +23,7 @@ import (
 
 // newPrimary is an outpost's ban list (the real service and API) served at
 // the root of a test server on 127.0.0.1, on a clock the test moves.
-func newPrimary(t *testing.T, log *slog.Logger) (*banlist.Service, *testkit.Clock, http.Handler) {
+func newPrimary(t testing.TB, log *slog.Logger) (*banlist.Service, *testkit.Clock, http.Handler) {
 	st := storetest.Open(t, storetest.Options{Log: log})
 	clock := testkit.NewClock(time.Now().Truncate(time.Second))
 	svc, err := banlist.New(banlist.Config{DB: st.DB, Events: st.Events, List: policies.NewBanList(),

@@ -21,12 +21,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/nbd-wtf/go-nostr"
-	"github.com/outpost-relay/outpost/internal/ops/tick"
 	"github.com/outpost-relay/outpost/policies"
 	"github.com/tidwall/gjson"
 )
@@ -101,48 +98,6 @@ func Serve(l *policies.BanList, in io.Reader, out io.Writer, now func() time.Tim
 	return sc.Err()
 }
 
-// cache is the list as kept on disk.
-type cache struct {
-	Bans  []policies.Ban `json:"bans"`
-	Words []string       `json:"words"`
-}
-
-// LoadCache fills l from path; a missing file is no error (found false).
-func LoadCache(l *policies.BanList, path string) (found bool, err error) {
-	b, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return false, nil
-	}
-	if err != nil {
-		return false, err
-	}
-	var c cache
-	if err := json.Unmarshal(b, &c); err != nil {
-		return false, fmt.Errorf("cache %s: %w", path, err)
-	}
-	l.SetBans(c.Bans)
-	l.SetWords(c.Words)
-	return true, nil
-}
-
-// SaveCache writes l to path: a new file renamed over the old one, so a
-// crash leaves one or the other.
-func SaveCache(l *policies.BanList, path string) error {
-	bans, _ := l.Bans(time.Now().Unix())
-	b, err := json.Marshal(cache{Bans: bans, Words: l.Words()})
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return err
-	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o600); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
-}
-
 // Options configure Run.
 type Options struct {
 	From     string        // the outpost's ban list base URL, e.g. https://outpost.example/banlist
@@ -152,42 +107,38 @@ type Options struct {
 	Now      func() time.Time
 }
 
-// Run loads the cache, follows the remote list (saving the cache when it
-// changes) and answers strfry on in/out until in ends or ctx is done.
+// Run loads the cache, follows the remote list (applying each change to
+// the cache file too) and answers strfry on in/out until in ends or ctx is
+// done. With a cache it answers at once, from the cache until the first
+// sync is done; without one the first sync must work before it answers.
 func Run(ctx context.Context, o Options, in io.Reader, out io.Writer) error {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
 	l := policies.NewBanList()
-	found, err := LoadCache(l, o.Cache)
+	c, found, err := openCache(l, o.Cache, o.Log)
 	if err != nil {
 		o.Log.Warn("strfry-policy: the cache is unreadable; starting without it", "err", err)
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	opt := policies.SyncOptions{Interval: o.Interval, Log: o.Log}
-	if found {
-		opt.List = l // an unreachable outpost is not fatal: the cache decides meanwhile
-	}
-	l, err = policies.SyncBanList(ctx, o.From, opt)
-	if err != nil {
-		return fmt.Errorf("no cached list at %s and the ban list at %s is unreachable: %w", o.Cache, o.From, err)
-	}
-	go keepCache(ctx, l, o.Cache, o.Log)
-	return Serve(l, in, out, o.Now, o.Log)
-}
-
-// keepCache saves the list whenever it changed.
-func keepCache(ctx context.Context, l *policies.BanList, path string, log *slog.Logger) {
-	saved := ^uint64(0)
-	tick.Now(ctx, time.Second, func() bool {
-		if v := l.Version(); v != saved {
-			if err := SaveCache(l, path); err != nil {
-				log.Warn("strfry-policy: saving the cache", "err", err)
-			} else {
-				saved = v
-			}
+	f := policies.NewFollower(o.From, c, policies.SyncOptions{Interval: o.Interval, Log: o.Log})
+	if !found {
+		if err := f.Sync(ctx); err != nil {
+			cancel()
+			c.Close()
+			return fmt.Errorf("no cached list at %s and the ban list at %s is unreachable: %w", o.Cache, o.From, err)
 		}
-		return true
-	})
+	}
+	following := make(chan struct{})
+	go func() {
+		defer close(following)
+		if found {
+			f.Sync(ctx)
+		}
+		f.Run(ctx)
+	}()
+	err = Serve(l, in, out, o.Now, o.Log)
+	cancel()
+	<-following // the follower writes the cache file: done with it before it is closed
+	return errors.Join(err, c.Close())
 }

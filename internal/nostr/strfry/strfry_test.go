@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -121,30 +120,6 @@ func TestServeAnswersInOrder(t *testing.T) {
 	got := strings.Split(strings.TrimSpace(out.String()), "\n")
 	if len(got) != 2 || !strings.Contains(got[0], id(1)) || !strings.Contains(got[0], `"reject"`) || !strings.Contains(got[1], id(2)) || !strings.Contains(got[1], `"accept"`) {
 		t.Fatalf("answers = %q", got)
-	}
-}
-
-// TestCache: a saved list loads back, temporary bans with their expiry.
-func TestCache(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "sub", "cache.json")
-	l := policies.NewBanList()
-	l.Ban(policies.Ban{PubKey: docPubKey, Reason: "spam", ExpiresAt: 4_000_000_000})
-	l.SetWords([]string{"scam"})
-	if err := strfry.SaveCache(l, path); err != nil {
-		t.Fatal(err)
-	}
-	back := policies.NewBanList()
-	if found, err := strfry.LoadCache(back, path); !found || err != nil {
-		t.Fatalf("load: %v %v", found, err)
-	}
-	if b, ok := back.Banned(docPubKey, 1); !ok || b.ExpiresAt != 4_000_000_000 || b.Reason != "spam" {
-		t.Fatalf("ban after a round trip: %+v", b)
-	}
-	if _, ok := back.BlockedWord("a scam"); !ok {
-		t.Fatal("word lost")
-	}
-	if found, err := strfry.LoadCache(back, filepath.Join(t.TempDir(), "none.json")); found || err != nil {
-		t.Fatalf("a missing cache: %v %v", found, err)
 	}
 }
 

@@ -4,7 +4,9 @@
 package atomicfile
 
 import (
+	"bufio"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 )
@@ -14,13 +16,27 @@ import (
 // a fixed temporary name is overwritten by the next write, where a kill
 // leaves one behind.
 func WriteFile(path string, data []byte, perm os.FileMode) error {
+	return Write(path, perm, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
+}
+
+// Write is WriteFile of what write writes, for a file too large to be
+// held in memory whole: the same file is there, old or new, whenever the
+// writing stops. A write that fails leaves the old file.
+func Write(path string, perm os.FileMode, write func(io.Writer) error) error {
 	tmp := path + ".tmp"
 	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, perm)
 	if err != nil {
 		return err
 	}
 	defer os.Remove(tmp) // nothing left once renamed
-	_, err = f.Write(data)
+	bw := bufio.NewWriterSize(f, 256<<10)
+	err = write(bw)
+	if err == nil {
+		err = bw.Flush()
+	}
 	if err == nil {
 		err = f.Sync()
 	}

@@ -181,3 +181,21 @@ func (c *Client) AssertAllReached() {
 		c.t.Errorf("documented operations never exercised: %v", missing)
 	}
 }
+
+// An NDJSON answer is checked as the array of its lines, which is how a
+// document describes one (its schema is an array of what a line may be).
+func init() {
+	openapi3filter.RegisterBodyDecoder("application/x-ndjson", func(body io.Reader, _ http.Header, _ *openapi3.SchemaRef, _ openapi3filter.EncodingFn) (any, error) {
+		lines := []any{}
+		d := json.NewDecoder(body)
+		for {
+			var v any
+			if err := d.Decode(&v); err == io.EOF {
+				return lines, nil
+			} else if err != nil {
+				return nil, err
+			}
+			lines = append(lines, v)
+		}
+	})
+}
