@@ -106,9 +106,10 @@ func TestStrfryPolicy(t *testing.T) {
 		a, _ := p.decide(t, note(t, later, fmt.Sprint(time.Now().UnixNano()), 1))
 		return a == "reject"
 	})
+	// The cache is a log of changes, a JSON line each (policies.Follower).
 	testkit.WaitFor(t, 5*time.Second, "the cache to hold the new ban", func() bool {
 		b, err := os.ReadFile(cache)
-		return err == nil && json.Valid(b) && strings.Contains(string(b), laterPK)
+		return err == nil && strings.Contains(string(b), laterPK)
 	})
 
 	offline := startPlugin(t, "--from", "http://127.0.0.1:1/banlist", "--cache", cache)
