@@ -177,7 +177,7 @@ func TestRelayThatNeverEnds(t *testing.T) {
 				if c.WriteJSON([]any{"EVENT", sub, list(t, otherSK, nostr.Now())}) != nil {
 					return
 				}
-				time.Sleep(50 * time.Millisecond)
+				time.Sleep(50 * time.Millisecond) // the hostile relay trickles: its pacing is the fault
 			}
 		}
 	})

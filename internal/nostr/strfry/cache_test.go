@@ -197,7 +197,7 @@ func TestCacheSurvivesKill9(t *testing.T) {
 			fi, err := os.Stat(path)
 			return err == nil && fi.Size() != start
 		})
-		time.Sleep(time.Duration(round) * 13 * time.Millisecond)
+		time.Sleep(time.Duration(round) * 13 * time.Millisecond) // each round kills at another instant
 		cmd.Process.Kill()
 		cmd.Wait()
 		cancel()
