@@ -343,6 +343,65 @@ func (h *hostileEnv) stall() {
 	h.books()
 }
 
+// TestLateSwap: a swap that reaches the mint only after the wallet gave up
+// on it (a busy mint, under load: the client's deadline runs out, the
+// wallet asks the inputs' state before the mint gets to it and finds them
+// unspent, the claim is answered 503 and its operation stays pending), and
+// that the mint then carries out. Recover settles the operation later; its
+// input fee was paid all the same and must be in the books (it was not:
+// 1 sat a claim at 1000 ppk, the books short by it). Every claim method:
+// a token's swap, and at gonuts, which returns no change, the split that
+// makes exact proofs for a melt.
+func TestLateSwap(t *testing.T) {
+	t.Parallel()
+	for _, ppk := range []uint{0, 1000} {
+		t.Run(fmt.Sprintf("%dppk", ppk), func(t *testing.T) {
+			t.Parallel()
+			h := newHostileEnv(t, gonutsAt(t, ppk))
+			for _, method := range h.methods() {
+				h.lateSwap(method)
+			}
+		})
+	}
+}
+
+// lateSwap runs a claim of method whose first swap reaches the mint only
+// after the wallet gave up on it, then settles the wallet's operations
+// and checks the books.
+func (h *hostileEnv) lateSwap(method string) {
+	t := h.t
+	release := make(chan struct{})
+	released := false
+	defer func() {
+		if !released {
+			close(release)
+		}
+	}()
+	before := h.p.Applied("/v1/swap")
+	h.p.Clear()
+	h.p.Add(hostile.Rule{Route: "/v1/swap", Fault: hostile.Late, Times: 1, Release: release})
+	paid, status, body := h.claim(method)
+	if paid || status != 503 {
+		t.Fatalf("%s: a claim whose swap never got an answer: paid %v, %d %s", method, paid, status, body)
+	}
+	close(release)
+	released = true
+	testkit.WaitFor(t, 10*time.Second, "the mint to carry out the late swap", func() bool { return h.p.Applied("/v1/swap") == before+1 })
+	h.p.Clear()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	h.tr.CheckMint(ctx) // settles the operation left pending
+	st := h.books()
+	t.Logf("%s, %s after a late swap: books %s", h.m.name, method, ledgerLine(st))
+	if num(st["lost_to_mint_sats"]) != 0 {
+		t.Errorf("%s: %d sats lost to the mint after a late swap", method, num(st["lost_to_mint_sats"]))
+	}
+	if ok, status, body := h.claim(method); !ok {
+		t.Fatalf("%s: the claim after a late swap was not paid: %d %s", method, status, body)
+	}
+	h.books()
+}
+
 // quarantine: the mint refuses the proofs of a swap as invalid once. They
 // are taken out of the spendable set and the claim is paid with others;
 // health and stats show the quarantined sats; offered to the mint again

@@ -67,8 +67,11 @@ type Op struct {
 	Fee        uint64       `json:"fee,omitempty"`       // what it cost: input fees, the Lightning fee
 	Lost       uint64       `json:"lost,omitempty"`      // sats of outputs whose signatures never verified, or of own inputs spent elsewhere
 	Surplus    uint64       `json:"surplus,omitempty"`   // sats the mint signed beyond what it took (it signed, then did not spend the inputs)
-	Preimage   string       `json:"preimage,omitempty"`
-	Reason     string       `json:"reason,omitempty"`
+	// Abandoned: the call that made it returned while it was pending, its
+	// caller told it cost nothing; the wallet books its cost once settled.
+	Abandoned bool   `json:"abandoned,omitempty"`
+	Preimage  string `json:"preimage,omitempty"`
+	Reason    string `json:"reason,omitempty"`
 
 	refused error        // this process's attempt was refused for its proofs or keysets: try again
 	owed    []owedRecord // outputs given up for now (see repair), written with the outcome
@@ -315,7 +318,7 @@ func (w *Wallet) quarantineInput(txn *kv.Txn, op, y, why string) error {
 // settledTotals is what a settled operation adds to the wallet's Totals.
 func settledTotals(op Op) Totals {
 	t := Totals{LostSats: op.Lost, SurplusSats: op.Surplus}
-	if internal(op.Purpose) && op.State == OpDone {
+	if (internal(op.Purpose) || op.Abandoned) && op.State == OpDone {
 		t.InternalFeeSats = op.cost()
 	}
 	return t

@@ -66,6 +66,12 @@ func (w *Wallet) settle(ctx context.Context, op *Op) error {
 	w.log.Info("ecash: settling an operation left pending", "op", op.ID, "kind", op.Kind, "purpose", op.Purpose)
 	switch op.Kind {
 	case kindSwap:
+		if op.Purpose == forSplit && op.Own {
+			// The call that split for a melt is gone (its process
+			// stopped), and so is the melt, which never began: nobody
+			// else books what the split cost, nor wants its outputs held.
+			op.Abandoned, op.HoldFor = true, ""
+		}
 		return w.settleSwap(ctx, op, errors.New("interrupted"))
 	case kindMint:
 		_, err := w.settleMint(ctx, op, true)
@@ -402,6 +408,8 @@ func (w *Wallet) Reclaim(ctx context.Context, ref string) (made, redeemed bool, 
 	}
 	switch {
 	case op.State == OpFailed:
+		return false, false, 0, nil
+	case op.SentAmount == 0 && op.Abandoned: // its Send returned before it settled: the wallet booked its cost
 		return false, false, 0, nil
 	case op.SentAmount == 0: // settled after the fact: its outputs are the wallet's
 		return false, false, op.Inputs.Amount() - op.Received - op.Lost, nil
