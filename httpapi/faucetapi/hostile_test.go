@@ -355,13 +355,12 @@ func (h *hostileEnv) stall() {
 func TestLateSwap(t *testing.T) {
 	t.Parallel()
 	for _, ppk := range []uint{0, 1000} {
-		t.Run(fmt.Sprintf("%dppk", ppk), func(t *testing.T) {
-			t.Parallel()
-			h := newHostileEnv(t, gonutsAt(t, ppk))
-			for _, method := range h.methods() {
-				h.lateSwap(method)
-			}
-		})
+		for _, method := range []string{"cashu", "bolt11", "lightning_address"} {
+			t.Run(fmt.Sprintf("%dppk/%s", ppk, method), func(t *testing.T) {
+				t.Parallel()
+				newHostileEnv(t, gonutsAt(t, ppk)).lateSwap(method)
+			})
+		}
 	}
 }
 
