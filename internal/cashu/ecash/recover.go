@@ -66,12 +66,6 @@ func (w *Wallet) settle(ctx context.Context, op *Op) error {
 	w.log.Info("ecash: settling an operation left pending", "op", op.ID, "kind", op.Kind, "purpose", op.Purpose)
 	switch op.Kind {
 	case kindSwap:
-		if op.Purpose == forSplit && op.Own {
-			// The call that split for a melt is gone (its process
-			// stopped), and so is the melt, which never began: nobody
-			// else books what the split cost, nor wants its outputs held.
-			op.Abandoned, op.HoldFor = true, ""
-		}
 		return w.settleSwap(ctx, op, errors.New("interrupted"))
 	case kindMint:
 		_, err := w.settleMint(ctx, op, true)

@@ -556,7 +556,8 @@ func TestLateRequest(t *testing.T) {
 			fund(t, m, e.w, 200)
 			release := make(chan struct{})
 			tr.late["/v1/swap"] = release
-			if _, err := e.w.Send(ctx, "late", 10, 0); err == nil {
+			s, err := e.w.Send(ctx, "late", 10, 0)
+			if err == nil {
 				t.Fatal("a token without an answer")
 			}
 			if n, _ := e.w.Recover(ctx); n != 1 || e.w.Balance() == 200 {
@@ -570,8 +571,60 @@ func TestLateRequest(t *testing.T) {
 			if a := audit(t, e.w); a.HeldSats < 198 {
 				t.Fatalf("after the late swap: %+v", a)
 			}
+			// The swap's input fee was paid although Send returned before
+			// the mint made the swap (and said it cost s.Fee, nothing):
+			// the wallet books it; taking the payout back, which finds no
+			// token was made, does not book it again.
+			books(t, e.w, 200, s.Fee)
+			made, redeemed, fee, err := e.w.Reclaim(ctx, "late")
+			if made || redeemed || err != nil || fee != 0 {
+				t.Fatalf("reclaim: made %v redeemed %v fee %d %v", made, redeemed, fee, err)
+			}
 		})
 	}
+}
+
+// TestLateSplit: the swap that makes exact proofs for a melt (gonuts
+// returns no change) reaches the mint after Melt gave up on it. The melt
+// never began; once the split is settled its fee is booked by the wallet,
+// and asking about the payment does not report it again.
+func TestLateSplit(t *testing.T) {
+	m := mints(t)[0]
+	ctx := ctxT(t)
+	tr := &lossy{next: http.DefaultTransport, lose: map[string]int{}, block: map[string]int{}, late: map[string]chan struct{}{}}
+	e := open(t, m.url, "", func(c *ecash.Config) { c.HTTP, c.Timeout = &http.Client{Transport: tr}, 2*time.Second })
+	fund(t, m, e.w, 200)
+	user := open(t, m.url, "")
+	q, err := user.w.RequestMint(ctx, 37)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mq, err := e.w.MeltQuote(ctx, q.Request)
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := make(chan struct{})
+	tr.late["/v1/swap"] = release
+	p, err := e.w.Melt(ctx, mq, 0)
+	if err == nil {
+		t.Fatalf("a melt although its inputs were never made: %+v", p)
+	}
+	close(release)
+	waitFor(t, "the late split to be settled", func() bool {
+		n, _ := e.w.Recover(ctx)
+		return n == 0
+	})
+	books(t, e.w, 200, p.Fee)
+	st, err := e.w.MeltStatus(ctx, mq.Quote)
+	if err != nil || st.State != ecash.Unpaid || st.Fee != 0 {
+		t.Fatalf("status of the melt that never began: %+v %v", st, err)
+	}
+	p2, err := e.w.Melt(ctx, mq, 0)
+	if err != nil || p2.State != ecash.Paid {
+		t.Fatalf("melt again: %+v %v", p2, err)
+	}
+	books(t, e.w, 200, p.Fee+37+p2.Fee)
+	audit(t, e.w)
 }
 
 // TestRotationWhileRunning: the mint retires its keyset for a new one
