@@ -605,3 +605,52 @@ func TestClaimBurst(t *testing.T) {
 	}
 	ledger(t, e)
 }
+
+// TestLateReceive: a token redeemed into the faucet whose swap reaches the
+// mint after the wallet gave up on it. The redeem is answered an error,
+// the mint then takes the token's proofs and signs the wallet's outputs;
+// once settled, what came in is in the books (it was not: 40 sats in the
+// balance, none of them in, as the redeem was answered 503 and booked no
+// deposit), as the mint's surplus: nobody booked it as a deposit.
+func TestLateReceive(t *testing.T) {
+	t.Parallel()
+	h := newHostileEnv(t, gonutsAt(t, 1000))
+	payee := ecashtest.NewPayee(t, h.m.url)
+	inv, q := payee.Invoice(100)
+	if err := h.m.pay(inv); err != nil {
+		t.Fatal(err)
+	}
+	payee.Collect(q)
+	tok, err := ecash.DecodeToken(payee.Token(40, false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := (ecash.Token{Mint: h.p.URL, Unit: "sat", Proofs: tok.Proofs}).Encode(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := make(chan struct{})
+	defer func() {
+		select {
+		case <-release:
+		default:
+			close(release)
+		}
+	}()
+	before := h.p.Applied("/v1/swap")
+	h.p.Add(hostile.Rule{Route: "/v1/swap", Fault: hostile.Late, Times: 1, Release: release})
+	if r := h.api.Do("POST", "/deposit/redeem-ecash", map[string]any{"token": s}); r.Status != 503 {
+		t.Fatalf("a redeem whose swap never got an answer: %d %s", r.Status, r.Body)
+	}
+	close(release)
+	testkit.WaitFor(t, 10*time.Second, "the mint to carry out the late swap", func() bool { return h.p.Applied("/v1/swap") == before+1 })
+	h.p.Clear()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	h.tr.CheckMint(ctx)
+	st := h.books()
+	t.Logf("books after a late redeem: %s", ledgerLine(st))
+	if num(st["balance_sats"]) != 3040 || num(st["mint_surplus_sats"]) != 40 {
+		t.Fatalf("the token's 40 sats (after its input fee) are not the wallet's, booked as the mint's surplus: %v", st)
+	}
+}

@@ -68,7 +68,8 @@ type Op struct {
 	Lost       uint64       `json:"lost,omitempty"`      // sats of outputs whose signatures never verified, or of own inputs spent elsewhere
 	Surplus    uint64       `json:"surplus,omitempty"`   // sats the mint signed beyond what it took (it signed, then did not spend the inputs)
 	// Abandoned: the call that made it returned while it was pending, its
-	// caller told it cost nothing; the wallet books its cost once settled.
+	// caller told it cost (or brought) nothing; the wallet books its cost
+	// (or, for a Receive, what it brought in) once settled.
 	Abandoned bool   `json:"abandoned,omitempty"`
 	Preimage  string `json:"preimage,omitempty"`
 	Reason    string `json:"reason,omitempty"`
@@ -320,6 +321,11 @@ func settledTotals(op Op) Totals {
 	t := Totals{LostSats: op.Lost, SurplusSats: op.Surplus}
 	if (internal(op.Purpose) || op.Abandoned) && op.State == OpDone {
 		t.InternalFeeSats = op.cost()
+	}
+	if op.Abandoned && op.State == OpDone && !op.Own {
+		// Someone else's proofs, received after their caller gave up:
+		// nobody booked them in.
+		t.SurplusSats += op.Received + op.Lost
 	}
 	return t
 }

@@ -84,7 +84,9 @@ type proofRecord struct {
 // Totals are the sats of a wallet that no caller's books hold: what a
 // faulty mint cost (signatures that never verified, proofs it says were
 // spent elsewhere), what it gave beyond what was paid in (a mint that
-// signed outputs of a swap it then did not carry out), and the fees of
+// signed outputs of a swap it then did not carry out; a token received
+// by a swap the mint carried out after its caller, who booked nothing,
+// was told it failed), and the fees of
 // the wallet's own housekeeping (moving proofs off retired keysets,
 // retrying quarantined ones). Written in the transaction that records the
 // operation, so they agree with the proofs at every moment.

@@ -140,9 +140,14 @@ func (w *Wallet) swap(ctx context.Context, op *Op) error {
 // it out after the wallet gave up on the request: its input fee was paid)
 // is booked by the wallet, with its housekeeping (Totals.InternalFeeSats).
 // A split's outputs are then no longer held for its melt, which never
-// began: they are the wallet's, so its cost is its fee alone.
+// began: they are the wallet's, so its cost is its fee alone. Likewise a
+// Receive filed under no ref, whose caller cannot look its outcome up:
+// what it brings in is booked as the mint's surplus (Totals.SurplusSats).
 func (w *Wallet) abandon(op *Op) {
-	if op.State != OpPending || !op.Own || (op.Purpose != forSend && op.Purpose != forSplit) {
+	if op.State != OpPending {
+		return
+	}
+	if !(op.Own && (op.Purpose == forSend || op.Purpose == forSplit)) && !(op.Purpose == forReceive && op.Ref == "") {
 		return
 	}
 	err := w.db.Record(func(txn *kv.Txn) error {
