@@ -627,6 +627,42 @@ func TestLateSplit(t *testing.T) {
 	audit(t, e.w)
 }
 
+// TestLateReclaim: taking back a token nobody was given (its payout's
+// process stopped before it handed it out), the swap reaches the mint only
+// after the wallet gave up on it. Asked again, the wallet must find the
+// token back, not take its spent proofs for the receiver's redeeming it:
+// the payout would be booked paid while its sats are in the balance.
+func TestLateReclaim(t *testing.T) {
+	m := mints(t)[0]
+	ctx := ctxT(t)
+	tr := &lossy{next: http.DefaultTransport, lose: map[string]int{}, block: map[string]int{}, late: map[string]chan struct{}{}}
+	e := open(t, m.url, "", func(c *ecash.Config) { c.HTTP, c.Timeout = &http.Client{Transport: tr}, 2*time.Second })
+	fund(t, m, e.w, 200)
+	s, err := e.w.Send(ctx, "payout", 10, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := make(chan struct{})
+	tr.late["/v1/swap"] = release
+	if made, redeemed, _, err := e.w.Reclaim(ctx, "payout"); err == nil || !made || redeemed {
+		t.Fatalf("reclaim without an answer: made %v redeemed %v %v", made, redeemed, err)
+	}
+	close(release)
+	waitFor(t, "the late swap to reach the mint", func() bool {
+		st, err := e.w.States(ctx, s.Proofs)
+		return err == nil && st[0] == ecash.Spent
+	})
+	made, redeemed, fee, err := e.w.Reclaim(ctx, "payout")
+	if made || redeemed || err != nil {
+		t.Fatalf("reclaim once the late swap was made: made %v redeemed %v %v", made, redeemed, err)
+	}
+	if n, err := e.w.Recover(ctx); n != 0 || err != nil {
+		t.Fatalf("recover: %d open, %v", n, err)
+	}
+	books(t, e.w, 200, fee)
+	audit(t, e.w)
+}
+
 // TestRotationWhileRunning: the mint retires its keyset for a new one
 // while the wallet has the old one loaded (issue #24: every claim failed
 // with "keyset id inactive" until the periodic check). The first send
