@@ -663,6 +663,46 @@ func TestLateReclaim(t *testing.T) {
 	audit(t, e.w)
 }
 
+// TestLateMelt: a melt request the wallet gave up on reaches the mint
+// after all and pays. Asking about the payment then finds it paid, and
+// what it cost is in the books, once.
+func TestLateMelt(t *testing.T) {
+	m := mints(t)[0]
+	ctx := ctxT(t)
+	tr := &lossy{next: http.DefaultTransport, lose: map[string]int{}, block: map[string]int{}, late: map[string]chan struct{}{}}
+	e := open(t, m.url, "", func(c *ecash.Config) { c.HTTP, c.MeltTimeout = &http.Client{Transport: tr}, 2*time.Second })
+	fund(t, m, e.w, 200)
+	user := open(t, m.url, "")
+	q, err := user.w.RequestMint(ctx, 37)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mq, err := e.w.MeltQuote(ctx, q.Request)
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := make(chan struct{})
+	tr.late["/v1/melt/bolt11"] = release
+	p, err := e.w.Melt(ctx, mq, 0)
+	if err == nil && p.State == ecash.Paid {
+		t.Fatalf("paid without an answer: %+v", p)
+	}
+	t.Logf("melt without an answer: %+v %v", p, err)
+	close(release)
+	waitFor(t, "the late melt to be paid", func() bool {
+		p, err = e.w.MeltStatus(ctx, mq.Quote)
+		return err == nil && p.State == ecash.Paid
+	})
+	if n, err := e.w.Recover(ctx); n != 0 || err != nil {
+		t.Fatalf("recover: %d open, %v", n, err)
+	}
+	books(t, e.w, 200, 37+p.Fee)
+	audit(t, e.w)
+	if st, err := user.w.CompleteMint(ctx, q.Quote); err != nil || st != ecash.MintIssued {
+		t.Fatalf("the invoice was not paid: %s %v", st, err)
+	}
+}
+
 // TestRotationWhileRunning: the mint retires its keyset for a new one
 // while the wallet has the old one loaded (issue #24: every claim failed
 // with "keyset id inactive" until the periodic check). The first send
