@@ -88,7 +88,9 @@ type proofRecord struct {
 // by a swap the mint carried out after its caller, who booked nothing,
 // was told it failed), and the fees of
 // the wallet's own housekeeping (moving proofs off retired keysets,
-// retrying quarantined ones). Written in the transaction that records the
+// retrying quarantined ones) and of swaps the mint carried out after the
+// payout that made them gave up on them (Op.Abandoned). Written in the
+// transaction that records the
 // operation, so they agree with the proofs at every moment.
 type Totals struct {
 	LostSats        uint64 `json:"lost_sats"`
