@@ -343,6 +343,64 @@ func (h *hostileEnv) stall() {
 	h.books()
 }
 
+// TestLateSwap: a swap that reaches the mint only after the wallet gave up
+// on it (a busy mint, under load: the client's deadline runs out, the
+// wallet asks the inputs' state before the mint gets to it and finds them
+// unspent, the claim is answered 503 and its operation stays pending), and
+// that the mint then carries out. Recover settles the operation later; its
+// input fee was paid all the same and must be in the books (it was not:
+// 1 sat a claim at 1000 ppk, the books short by it). Every claim method:
+// a token's swap, and at gonuts, which returns no change, the split that
+// makes exact proofs for a melt.
+func TestLateSwap(t *testing.T) {
+	t.Parallel()
+	for _, ppk := range []uint{0, 1000} {
+		for _, method := range []string{"cashu", "bolt11", "lightning_address"} {
+			t.Run(fmt.Sprintf("%dppk/%s", ppk, method), func(t *testing.T) {
+				t.Parallel()
+				newHostileEnv(t, gonutsAt(t, ppk)).lateSwap(method)
+			})
+		}
+	}
+}
+
+// lateSwap runs a claim of method whose first swap reaches the mint only
+// after the wallet gave up on it, then settles the wallet's operations
+// and checks the books.
+func (h *hostileEnv) lateSwap(method string) {
+	t := h.t
+	release := make(chan struct{})
+	released := false
+	defer func() {
+		if !released {
+			close(release)
+		}
+	}()
+	before := h.p.Applied("/v1/swap")
+	h.p.Clear()
+	h.p.Add(hostile.Rule{Route: "/v1/swap", Fault: hostile.Late, Times: 1, Release: release})
+	paid, status, body := h.claim(method)
+	if paid || status != 503 {
+		t.Fatalf("%s: a claim whose swap never got an answer: paid %v, %d %s", method, paid, status, body)
+	}
+	close(release)
+	released = true
+	testkit.WaitFor(t, 10*time.Second, "the mint to carry out the late swap", func() bool { return h.p.Applied("/v1/swap") == before+1 })
+	h.p.Clear()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	h.tr.CheckMint(ctx) // settles the operation left pending
+	st := h.books()
+	t.Logf("%s, %s after a late swap: books %s", h.m.name, method, ledgerLine(st))
+	if num(st["lost_to_mint_sats"]) != 0 {
+		t.Errorf("%s: %d sats lost to the mint after a late swap", method, num(st["lost_to_mint_sats"]))
+	}
+	if ok, status, body := h.claim(method); !ok {
+		t.Fatalf("%s: the claim after a late swap was not paid: %d %s", method, status, body)
+	}
+	h.books()
+}
+
 // quarantine: the mint refuses the proofs of a swap as invalid once. They
 // are taken out of the spendable set and the claim is paid with others;
 // health and stats show the quarantined sats; offered to the mint again
@@ -546,4 +604,53 @@ func TestClaimBurst(t *testing.T) {
 		t.Fatalf("%d claims paid of %d", num(st["total_claims"]), len(users))
 	}
 	ledger(t, e)
+}
+
+// TestLateReceive: a token redeemed into the faucet whose swap reaches the
+// mint after the wallet gave up on it. The redeem is answered an error,
+// the mint then takes the token's proofs and signs the wallet's outputs;
+// once settled, what came in is in the books (it was not: 40 sats in the
+// balance, none of them in, as the redeem was answered 503 and booked no
+// deposit), as the mint's surplus: nobody booked it as a deposit.
+func TestLateReceive(t *testing.T) {
+	t.Parallel()
+	h := newHostileEnv(t, gonutsAt(t, 1000))
+	payee := ecashtest.NewPayee(t, h.m.url)
+	inv, q := payee.Invoice(100)
+	if err := h.m.pay(inv); err != nil {
+		t.Fatal(err)
+	}
+	payee.Collect(q)
+	tok, err := ecash.DecodeToken(payee.Token(40, false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := (ecash.Token{Mint: h.p.URL, Unit: "sat", Proofs: tok.Proofs}).Encode(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := make(chan struct{})
+	defer func() {
+		select {
+		case <-release:
+		default:
+			close(release)
+		}
+	}()
+	before := h.p.Applied("/v1/swap")
+	h.p.Add(hostile.Rule{Route: "/v1/swap", Fault: hostile.Late, Times: 1, Release: release})
+	if r := h.api.Do("POST", "/deposit/redeem-ecash", map[string]any{"token": s}); r.Status != 503 {
+		t.Fatalf("a redeem whose swap never got an answer: %d %s", r.Status, r.Body)
+	}
+	close(release)
+	testkit.WaitFor(t, 10*time.Second, "the mint to carry out the late swap", func() bool { return h.p.Applied("/v1/swap") == before+1 })
+	h.p.Clear()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	h.tr.CheckMint(ctx)
+	st := h.books()
+	t.Logf("books after a late redeem: %s", ledgerLine(st))
+	if num(st["balance_sats"]) != 3040 || num(st["mint_surplus_sats"]) != 40 {
+		t.Fatalf("the token's 40 sats (after its input fee) are not the wallet's, booked as the mint's surplus: %v", st)
+	}
 }

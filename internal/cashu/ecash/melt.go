@@ -448,7 +448,9 @@ func (w *Wallet) MeltStatus(ctx context.Context, quote string) (Payment, error) 
 				}
 				fallthrough
 			case found && sop.State == OpDone:
-				p.Fee = sop.Fee
+				if !sop.Abandoned { // else the wallet booked it (the split's call returned before it settled)
+					p.Fee = sop.Fee
+				}
 				if err := w.freeOrphans(); err != nil {
 					return Payment{}, err
 				}

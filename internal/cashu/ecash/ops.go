@@ -67,8 +67,12 @@ type Op struct {
 	Fee        uint64       `json:"fee,omitempty"`       // what it cost: input fees, the Lightning fee
 	Lost       uint64       `json:"lost,omitempty"`      // sats of outputs whose signatures never verified, or of own inputs spent elsewhere
 	Surplus    uint64       `json:"surplus,omitempty"`   // sats the mint signed beyond what it took (it signed, then did not spend the inputs)
-	Preimage   string       `json:"preimage,omitempty"`
-	Reason     string       `json:"reason,omitempty"`
+	// Abandoned: the call that made it returned while it was pending, its
+	// caller told it cost (or brought) nothing; the wallet books its cost
+	// (or, for a Receive, what it brought in) once settled.
+	Abandoned bool   `json:"abandoned,omitempty"`
+	Preimage  string `json:"preimage,omitempty"`
+	Reason    string `json:"reason,omitempty"`
 
 	refused error        // this process's attempt was refused for its proofs or keysets: try again
 	owed    []owedRecord // outputs given up for now (see repair), written with the outcome
@@ -315,8 +319,13 @@ func (w *Wallet) quarantineInput(txn *kv.Txn, op, y, why string) error {
 // settledTotals is what a settled operation adds to the wallet's Totals.
 func settledTotals(op Op) Totals {
 	t := Totals{LostSats: op.Lost, SurplusSats: op.Surplus}
-	if internal(op.Purpose) && op.State == OpDone {
+	if (internal(op.Purpose) || op.Abandoned) && op.State == OpDone {
 		t.InternalFeeSats = op.cost()
+	}
+	if op.Abandoned && op.State == OpDone && !op.Own {
+		// Someone else's proofs, received after their caller gave up:
+		// nobody booked them in.
+		t.SurplusSats += op.Received + op.Lost
 	}
 	return t
 }

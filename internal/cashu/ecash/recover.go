@@ -403,6 +403,8 @@ func (w *Wallet) Reclaim(ctx context.Context, ref string) (made, redeemed bool, 
 	switch {
 	case op.State == OpFailed:
 		return false, false, 0, nil
+	case op.SentAmount == 0 && op.Abandoned: // its Send returned before it settled: the wallet booked its cost
+		return false, false, 0, nil
 	case op.SentAmount == 0: // settled after the fact: its outputs are the wallet's
 		return false, false, op.Inputs.Amount() - op.Received - op.Lost, nil
 	case op.Reclaimed != "":
@@ -414,13 +416,32 @@ func (w *Wallet) Reclaim(ctx context.Context, ref string) (made, redeemed bool, 
 	case len(op.Sent) == 0: // Tidy saw it redeemed
 		return true, true, op.Fee, nil
 	}
-	back := Op{Kind: kindSwap, Purpose: forReclaim, Ref: "reclaim:" + ref}
-	err = w.swapIn(ctx, &back, op.Sent)
-	if errors.Is(err, ErrSpent) {
-		return true, true, op.Fee, nil
-	}
+	// An earlier attempt whose answer was lost may have been carried out
+	// (late): then the token is back, and a new swap of its proofs would
+	// find them spent and take that for the receiver's redeeming them.
+	back, found, err := w.opByRef("reclaim:" + ref)
 	if err != nil {
 		return true, false, 0, err
+	}
+	if found && back.State == OpPending {
+		if !w.claim(&back) {
+			return true, false, 0, errors.New("ecash: the token is being taken back")
+		}
+		err := w.settle(ctx, &back)
+		w.release(&back)
+		if back.State == OpPending {
+			return true, false, 0, err
+		}
+	}
+	if !found || back.State != OpDone {
+		back = Op{Kind: kindSwap, Purpose: forReclaim, Ref: "reclaim:" + ref}
+		err = w.swapIn(ctx, &back, op.Sent)
+		if errors.Is(err, ErrSpent) {
+			return true, true, op.Fee, nil
+		}
+		if err != nil {
+			return true, false, 0, err
+		}
 	}
 	if err := w.db.Update(func(txn *kv.Txn) error {
 		cur, found, err := w.getOp(txn, op.ID)

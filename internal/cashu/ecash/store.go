@@ -84,10 +84,13 @@ type proofRecord struct {
 // Totals are the sats of a wallet that no caller's books hold: what a
 // faulty mint cost (signatures that never verified, proofs it says were
 // spent elsewhere), what it gave beyond what was paid in (a mint that
-// signed outputs of a swap it then did not carry out), and the fees of
-// the wallet's own housekeeping (moving proofs off retired keysets,
-// retrying quarantined ones). Written in the transaction that records the
-// operation, so they agree with the proofs at every moment.
+// signed outputs of a swap it then did not carry out; a token received by
+// a swap the mint carried out after its caller, who booked nothing, was
+// told it failed), and the fees of the wallet's own housekeeping (moving
+// proofs off retired keysets, retrying quarantined ones) and of swaps the
+// mint carried out after the payout that made them gave up on them
+// (Op.Abandoned). Written in the transaction that records the operation,
+// so they agree with the proofs at every moment.
 type Totals struct {
 	LostSats        uint64 `json:"lost_sats"`
 	SurplusSats     uint64 `json:"surplus_sats"`

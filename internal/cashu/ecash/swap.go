@@ -110,6 +110,7 @@ func (w *Wallet) send(ctx context.Context, ref string, amount, keep uint64, lock
 // stays pending for Recover and the error is returned.
 func (w *Wallet) swap(ctx context.Context, op *Op) error {
 	defer w.release(op)
+	defer w.abandon(op) // before release: Recover leaves op alone until then
 	_, msgs, err := w.sec.blind(op.Outputs)
 	if err != nil {
 		return w.fail(op, err)
@@ -130,6 +131,38 @@ func (w *Wallet) swap(ctx context.Context, op *Op) error {
 	}
 	op.Lost = w.repair(ctx, op, sigs, proofs, bad)
 	return w.commitSwap(op, proofs)
+}
+
+// abandon records, when the call that made op returns while op is still
+// pending, that its caller was told it cost nothing (Sent.Fee, the split's
+// fee: op.cost() of a pending operation) and books nothing more of it:
+// whatever it turns out to cost once Recover settles it (the mint carried
+// it out after the wallet gave up on the request: its input fee was paid)
+// is booked by the wallet, with its housekeeping (Totals.InternalFeeSats).
+// A split's outputs are then no longer held for its melt, which never
+// began: they are the wallet's, so its cost is its fee alone. Likewise a
+// Receive filed under no ref, whose caller cannot look its outcome up:
+// what it brings in is booked as the mint's surplus (Totals.SurplusSats).
+func (w *Wallet) abandon(op *Op) {
+	if op.State != OpPending {
+		return
+	}
+	if !(op.Own && (op.Purpose == forSend || op.Purpose == forSplit)) && !(op.Purpose == forReceive && op.Ref == "") {
+		return
+	}
+	err := w.db.Record(func(txn *kv.Txn) error {
+		cur, found, err := w.getOp(txn, op.ID)
+		if err != nil || !found || cur.State != OpPending {
+			return err
+		}
+		cur.Abandoned, cur.HoldFor = true, ""
+		return w.putOp(txn, cur)
+	})
+	if err != nil {
+		w.log.Error("ecash: could not record that an operation's caller gave up on it; its fee may go unbooked", "op", op.ID, "err", err)
+		return
+	}
+	op.Abandoned, op.HoldFor = true, ""
 }
 
 // commitSwap records a swap the mint answered: proofs are its outputs'

@@ -556,7 +556,8 @@ func TestLateRequest(t *testing.T) {
 			fund(t, m, e.w, 200)
 			release := make(chan struct{})
 			tr.late["/v1/swap"] = release
-			if _, err := e.w.Send(ctx, "late", 10, 0); err == nil {
+			s, err := e.w.Send(ctx, "late", 10, 0)
+			if err == nil {
 				t.Fatal("a token without an answer")
 			}
 			if n, _ := e.w.Recover(ctx); n != 1 || e.w.Balance() == 200 {
@@ -570,7 +571,135 @@ func TestLateRequest(t *testing.T) {
 			if a := audit(t, e.w); a.HeldSats < 198 {
 				t.Fatalf("after the late swap: %+v", a)
 			}
+			// The swap's input fee was paid although Send returned before
+			// the mint made the swap (and said it cost s.Fee, nothing):
+			// the wallet books it; taking the payout back, which finds no
+			// token was made, does not book it again.
+			books(t, e.w, 200, s.Fee)
+			made, redeemed, fee, err := e.w.Reclaim(ctx, "late")
+			if made || redeemed || err != nil || fee != 0 {
+				t.Fatalf("reclaim: made %v redeemed %v fee %d %v", made, redeemed, fee, err)
+			}
 		})
+	}
+}
+
+// TestLateSplit: the swap that makes exact proofs for a melt (gonuts
+// returns no change) reaches the mint after Melt gave up on it. The melt
+// never began; once the split is settled its fee is booked by the wallet,
+// and asking about the payment does not report it again.
+func TestLateSplit(t *testing.T) {
+	m := mints(t)[0]
+	ctx := ctxT(t)
+	tr := &lossy{next: http.DefaultTransport, lose: map[string]int{}, block: map[string]int{}, late: map[string]chan struct{}{}}
+	e := open(t, m.url, "", func(c *ecash.Config) { c.HTTP, c.Timeout = &http.Client{Transport: tr}, 2*time.Second })
+	fund(t, m, e.w, 200)
+	user := open(t, m.url, "")
+	q, err := user.w.RequestMint(ctx, 37)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mq, err := e.w.MeltQuote(ctx, q.Request)
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := make(chan struct{})
+	tr.late["/v1/swap"] = release
+	p, err := e.w.Melt(ctx, mq, 0)
+	if err == nil {
+		t.Fatalf("a melt although its inputs were never made: %+v", p)
+	}
+	close(release)
+	waitFor(t, "the late split to be settled", func() bool {
+		n, _ := e.w.Recover(ctx)
+		return n == 0
+	})
+	books(t, e.w, 200, p.Fee)
+	st, err := e.w.MeltStatus(ctx, mq.Quote)
+	if err != nil || st.State != ecash.Unpaid || st.Fee != 0 {
+		t.Fatalf("status of the melt that never began: %+v %v", st, err)
+	}
+	p2, err := e.w.Melt(ctx, mq, 0)
+	if err != nil || p2.State != ecash.Paid {
+		t.Fatalf("melt again: %+v %v", p2, err)
+	}
+	books(t, e.w, 200, p.Fee+37+p2.Fee)
+	audit(t, e.w)
+}
+
+// TestLateReclaim: taking back a token nobody was given (its payout's
+// process stopped before it handed it out), the swap reaches the mint only
+// after the wallet gave up on it. Asked again, the wallet must find the
+// token back, not take its spent proofs for the receiver's redeeming it:
+// the payout would be booked paid while its sats are in the balance.
+func TestLateReclaim(t *testing.T) {
+	m := mints(t)[0]
+	ctx := ctxT(t)
+	tr := &lossy{next: http.DefaultTransport, lose: map[string]int{}, block: map[string]int{}, late: map[string]chan struct{}{}}
+	e := open(t, m.url, "", func(c *ecash.Config) { c.HTTP, c.Timeout = &http.Client{Transport: tr}, 2*time.Second })
+	fund(t, m, e.w, 200)
+	s, err := e.w.Send(ctx, "payout", 10, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := make(chan struct{})
+	tr.late["/v1/swap"] = release
+	if made, redeemed, _, err := e.w.Reclaim(ctx, "payout"); err == nil || !made || redeemed {
+		t.Fatalf("reclaim without an answer: made %v redeemed %v %v", made, redeemed, err)
+	}
+	close(release)
+	waitFor(t, "the late swap to reach the mint", func() bool {
+		st, err := e.w.States(ctx, s.Proofs)
+		return err == nil && st[0] == ecash.Spent
+	})
+	made, redeemed, fee, err := e.w.Reclaim(ctx, "payout")
+	if made || redeemed || err != nil {
+		t.Fatalf("reclaim once the late swap was made: made %v redeemed %v %v", made, redeemed, err)
+	}
+	if n, err := e.w.Recover(ctx); n != 0 || err != nil {
+		t.Fatalf("recover: %d open, %v", n, err)
+	}
+	books(t, e.w, 200, fee)
+	audit(t, e.w)
+}
+
+// TestLateMelt: a melt request the wallet gave up on reaches the mint
+// after all and pays. Asking about the payment then finds it paid, and
+// what it cost is in the books, once.
+func TestLateMelt(t *testing.T) {
+	m := mints(t)[0]
+	ctx := ctxT(t)
+	tr := &lossy{next: http.DefaultTransport, lose: map[string]int{}, block: map[string]int{}, late: map[string]chan struct{}{}}
+	e := open(t, m.url, "", func(c *ecash.Config) { c.HTTP, c.MeltTimeout = &http.Client{Transport: tr}, 2*time.Second })
+	fund(t, m, e.w, 200)
+	user := open(t, m.url, "")
+	q, err := user.w.RequestMint(ctx, 37)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mq, err := e.w.MeltQuote(ctx, q.Request)
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := make(chan struct{})
+	tr.late["/v1/melt/bolt11"] = release
+	p, err := e.w.Melt(ctx, mq, 0)
+	if err == nil && p.State == ecash.Paid {
+		t.Fatalf("paid without an answer: %+v", p)
+	}
+	t.Logf("melt without an answer: %+v %v", p, err)
+	close(release)
+	waitFor(t, "the late melt to be paid", func() bool {
+		p, err = e.w.MeltStatus(ctx, mq.Quote)
+		return err == nil && p.State == ecash.Paid
+	})
+	if n, err := e.w.Recover(ctx); n != 0 || err != nil {
+		t.Fatalf("recover: %d open, %v", n, err)
+	}
+	books(t, e.w, 200, 37+p.Fee)
+	audit(t, e.w)
+	if st, err := user.w.CompleteMint(ctx, q.Quote); err != nil || st != ecash.MintIssued {
+		t.Fatalf("the invoice was not paid: %s %v", st, err)
 	}
 }
 

@@ -426,7 +426,7 @@ type Ledger struct {
 	QuarantinedSats int64 // proofs the mint refused
 	LostSats        int64 // signatures that never verified, proofs spent elsewhere
 	SurplusSats     int64 // what the mint signed beyond what it took
-	InternalFeeSats int64 // fees of the wallet's housekeeping (retired keysets, quarantine retries)
+	InternalFeeSats int64 // fees of the wallet's housekeeping (retired keysets, quarantine retries), and of swaps a payout gave up on that the mint carried out
 }
 
 // Ledger reads the wallet's figures from the store.

@@ -45,6 +45,7 @@
 package hostile
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -74,10 +75,11 @@ const (
 	ChangeState            // forward; the mint acts; answer its 200 answer with "state" set to Rule.State (a melt said UNPAID or PENDING that the mint took)
 	DropSigs               // forward; remove the selected signatures from the answer (a mint that signs less than it owes: a melt's change short)
 	Call                   // run Rule.Call, then forward: the test acts between a request and the mint's answer (e.g. rotates the mint's keyset)
+	Late                   // hold the request until the client gives up, then forward it anyway once Rule.Release is closed: the mint acts after the client's deadline
 )
 
 var faultNames = [...]string{"Pass", "FailBefore", "FailAfter", "Truncate", "DropDLEQ", "CorruptSig",
-	"CorruptSigNoDLEQ", "WrongKeyset", "Stall", "Refuse", "ChangeState", "DropSigs", "Call"}
+	"CorruptSigNoDLEQ", "WrongKeyset", "Stall", "Refuse", "ChangeState", "DropSigs", "Call", "Late"}
 
 func (f Fault) String() string {
 	if f >= 0 && int(f) < len(faultNames) {
@@ -109,6 +111,9 @@ type Rule struct {
 	// Call is what Call runs before it forwards; it may point the proxy
 	// at another mint (SetUpstream).
 	Call func()
+	// Release is when Late forwards the request it held (after its
+	// client gave up); nil: as soon as the client gave up.
+	Release <-chan struct{}
 }
 
 // matches reports whether route (a Rule.Route pattern) covers path.
@@ -343,9 +348,45 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		case <-req.Context().Done():
 		case <-stop:
 		}
+	case Late:
+		p.late(req, upstream, stop, r.Release)
 	default:
 		applied = p.forward(w, req, upstream, stop, r)
 	}
+}
+
+// late holds req until its client gives up, then, once release is closed,
+// sends it to the mint anyway and drops the mint's answer: a request that
+// reaches a busy mint after the client's deadline and is carried out. It
+// returns once the mint answered (or the proxy went down).
+func (p *Proxy) late(req *http.Request, upstream string, stop chan struct{}, release <-chan struct{}) {
+	body, err := io.ReadAll(io.LimitReader(req.Body, maxBody))
+	if err != nil {
+		return
+	}
+	select {
+	case <-req.Context().Done():
+	case <-stop:
+		return
+	}
+	select {
+	case <-release:
+	case <-stop:
+		return
+	}
+	ctx, cancel := context.WithCancel(context.WithoutCancel(req.Context()))
+	defer cancel()
+	go func() {
+		select {
+		case <-stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	out := req.Clone(ctx)
+	out.Body = io.NopCloser(bytes.NewReader(body))
+	out.ContentLength = int64(len(body))
+	p.roundTrip(ctx, out, upstream)
 }
 
 func refuse(w http.ResponseWriter, r Rule) {

@@ -220,7 +220,7 @@ func TestFaultsGonuts(t *testing.T) {
 		{"FailBefore", f.failBefore}, {"FailAfter", f.failAfter}, {"Truncate", f.truncate}, {"DropDLEQ", f.dropDLEQ},
 		{"CorruptSig", func(t *testing.T) { f.corrupt(t, CorruptSig, true) }},
 		{"CorruptSigNoDLEQ", func(t *testing.T) { f.corrupt(t, CorruptSigNoDLEQ, false) }},
-		{"WrongKeyset", f.wrongKeyset}, {"Refuse", f.refuse}, {"Stall", f.stall}, {"DownUp", f.downUp},
+		{"WrongKeyset", f.wrongKeyset}, {"Refuse", f.refuse}, {"Stall", f.stall}, {"Late", f.late}, {"DownUp", f.downUp},
 		{"SetUpstream", f.setUpstream},
 	} {
 		t.Run(c.name, c.run)
@@ -357,6 +357,35 @@ func (f *faults) stall(t *testing.T) {
 	p.Clear()
 	if status, b, _ := swap(t, ctx, p.URL, f.k, in, 8); status != 200 {
 		t.Fatalf("after the stall: %d %s", status, b)
+	}
+}
+
+// late: the swap is held until its client gives up, then, once released,
+// reaches the mint, which carries it out: its input is spent and its
+// outputs' signatures can be restored.
+func (f *faults) late(t *testing.T) {
+	p, ctx := f.p, f.ctx
+	p.Clear()
+	release := make(chan struct{})
+	p.Add(Rule{Route: "/v1/swap", Fault: Late, Times: 1, Release: release})
+	in := f.next()
+	out := blind(t, f.k.id, 8)
+	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	before := p.Applied("/v1/swap")
+	if _, _, err := call(short, p.URL, http.MethodPost, "/v1/swap", map[string]any{"inputs": in, "outputs": out.msgs}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("an answer to a late swap: %v", err)
+	}
+	if f.spent(t, in) {
+		t.Fatal("the late swap reached the mint before it was released")
+	}
+	close(release)
+	waitFor(t, ctx, func() bool { return p.Applied("/v1/swap") == before+1 })
+	if !f.spent(t, in) {
+		t.Fatal("the released swap was not carried out")
+	}
+	if sigs := restore(t, ctx, f.m.URL, out); len(sigs) != 1 {
+		t.Fatalf("%d signatures restored of the late swap's 1", len(sigs))
 	}
 }
 
