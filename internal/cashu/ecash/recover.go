@@ -390,31 +390,11 @@ func (w *Wallet) Reclaim(ctx context.Context, ref string) (made, redeemed bool, 
 	if err != nil || !found || op.Purpose != forSend {
 		return false, false, 0, err
 	}
-	if op.State == OpPending {
-		if !w.claim(&op) {
-			return true, false, 0, errors.New("ecash: the token is still being made")
-		}
-		err := w.settle(ctx, &op)
-		w.release(&op)
-		if op.State == OpPending {
-			return true, false, 0, err
-		}
+	if pending, err := w.settleNow(ctx, &op, "ecash: the token is still being made"); pending {
+		return true, false, 0, err
 	}
-	switch {
-	case op.State == OpFailed:
-		return false, false, 0, nil
-	case op.SentAmount == 0 && op.Abandoned: // its Send returned before it settled: the wallet booked its cost
-		return false, false, 0, nil
-	case op.SentAmount == 0: // settled after the fact: its outputs are the wallet's
-		return false, false, op.Inputs.Amount() - op.Received - op.Lost, nil
-	case op.Reclaimed != "":
-		var back Op
-		if err := w.db.View(func(txn *kv.Txn) (err error) { back, _, err = w.getOp(txn, op.Reclaimed); return }); err != nil {
-			return false, false, 0, err
-		}
-		return false, false, op.Inputs.Amount() - op.Received - op.Lost - back.Received - back.Lost, nil
-	case len(op.Sent) == 0: // Tidy saw it redeemed
-		return true, true, op.Fee, nil
+	if answered, made, redeemed, fee, err := w.reclaimed(op); answered {
+		return made, redeemed, fee, err
 	}
 	// An earlier attempt whose answer was lost may have been carried out
 	// (late): then the token is back, and a new swap of its proofs would
@@ -423,13 +403,8 @@ func (w *Wallet) Reclaim(ctx context.Context, ref string) (made, redeemed bool, 
 	if err != nil {
 		return true, false, 0, err
 	}
-	if found && back.State == OpPending {
-		if !w.claim(&back) {
-			return true, false, 0, errors.New("ecash: the token is being taken back")
-		}
-		err := w.settle(ctx, &back)
-		w.release(&back)
-		if back.State == OpPending {
+	if found {
+		if pending, err := w.settleNow(ctx, &back, "ecash: the token is being taken back"); pending {
 			return true, false, 0, err
 		}
 	}
@@ -454,6 +429,42 @@ func (w *Wallet) Reclaim(ctx context.Context, ref string) (made, redeemed bool, 
 		return true, false, 0, err
 	}
 	return false, false, op.Inputs.Amount() - op.Received - op.Lost - back.Received - back.Lost, nil
+}
+
+// reclaimed answers Reclaim for a settled send with no token left to take
+// back (answered false: it has one).
+func (w *Wallet) reclaimed(op Op) (answered, made, redeemed bool, fee uint64, err error) {
+	switch {
+	case op.State == OpFailed:
+		return true, false, false, 0, nil
+	case op.SentAmount == 0 && op.Abandoned: // its Send returned before it settled: the wallet booked its cost
+		return true, false, false, 0, nil
+	case op.SentAmount == 0: // settled after the fact: its outputs are the wallet's
+		return true, false, false, op.Inputs.Amount() - op.Received - op.Lost, nil
+	case op.Reclaimed != "":
+		var back Op
+		if err := w.db.View(func(txn *kv.Txn) (err error) { back, _, err = w.getOp(txn, op.Reclaimed); return }); err != nil {
+			return true, false, false, 0, err
+		}
+		return true, false, false, op.Inputs.Amount() - op.Received - op.Lost - back.Received - back.Lost, nil
+	case len(op.Sent) == 0: // Tidy saw it redeemed
+		return true, true, true, op.Fee, nil
+	}
+	return false, false, false, 0, nil
+}
+
+// settleNow settles op if it is pending and no other call holds it;
+// pending says it still is, and err why.
+func (w *Wallet) settleNow(ctx context.Context, op *Op, busy string) (pending bool, err error) {
+	if op.State != OpPending {
+		return false, nil
+	}
+	if !w.claim(op) {
+		return true, errors.New(busy)
+	}
+	err = w.settle(ctx, op)
+	w.release(op)
+	return op.State == OpPending, err
 }
 
 // dropSpent deletes spendable proof records the mint says are spent.
