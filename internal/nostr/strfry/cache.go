@@ -50,14 +50,9 @@ func (r record) MarshalJSON() ([]byte, error) {
 // loadBatch is how many bans are put at a time while loading.
 const loadBatch = 10_000
 
-// LoadCache fills l from the cache file at path; a missing file is no
+// loadCache fills l from the cache file at path; a missing file is no
 // error (found false). It reads up to the first torn or unreadable line,
 // and says how many bytes it took (good).
-func LoadCache(l *policies.BanList, path string) (found bool, err error) {
-	found, _, err = loadCache(l, path)
-	return found, err
-}
-
 func loadCache(l *policies.BanList, path string) (found bool, good int64, err error) {
 	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
