@@ -19,6 +19,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -138,12 +139,25 @@ func Start(ctx context.Context, opt Options) (*Mint, error) {
 	if opt.Dir == "" {
 		return nil, errors.New("nutshelltest: Options.Dir is required")
 	}
-	port := opt.Port
-	if port == 0 {
-		if port, err = freePort(); err != nil {
+	if opt.Port != 0 {
+		return start(ctx, script, opt, opt.Port)
+	}
+	// A free port found here may be taken by another test's server before
+	// the mint binds it: then the mint exits, and another port is tried.
+	for try := 1; ; try++ {
+		port, err := freePort()
+		if err != nil {
 			return nil, err
 		}
+		m, err := start(ctx, script, opt, port)
+		if err == nil || try == 3 || !strings.Contains(err.Error(), "address already in use") {
+			return m, err
+		}
 	}
+}
+
+// start runs run-mint on port and waits until it answers.
+func start(ctx context.Context, script string, opt Options, port int) (*Mint, error) {
 	name := opt.Name
 	if name == "" {
 		name = "Nutshell test mint"
