@@ -31,6 +31,7 @@ type DB struct {
 	watching chan struct{}      // closed when watch has stopped
 	warming  chan struct{}      // closed when warmStore has stopped, or at once without it
 	bounding chan struct{}      // closed when boundRSS has stopped, or at once without it
+	reserve  *reserve           // the disk reserve, nil without MinFreeSpace (see reserve.go)
 
 	closeWait time.Duration // how long Close waits (0: closeWait; tests shorten it)
 }
@@ -81,7 +82,7 @@ func (s Settings) Open(dataDir string, log *slog.Logger) (_ *DB, err error) {
 	go space.Run(ctx, checkEvery)
 	watching := make(chan struct{})
 	go watch(ctx, path, g, res, watching)
-	d := &DB{db: db, gate: g, stop: stop, watching: watching, dir: realPath(path), warming: make(chan struct{}), bounding: make(chan struct{})}
+	d := &DB{db: db, gate: g, stop: stop, watching: watching, dir: realPath(path), warming: make(chan struct{}), bounding: make(chan struct{}), reserve: res}
 	d.keepOpened()
 	if s.WarmStore {
 		plan := d.planWarm(s.warmBudget())
@@ -204,6 +205,17 @@ const levelZeroTables = 1
 // with four, 16 writers saving 200,000 notes kept up to 370 MiB live, with
 // two 230 MiB, and a relay took about the same events/s on two cores (see cmd/outpost's defaultMemoryLimit).
 const numCompactors = 2
+
+// Abandon closes a database its opener refused (a data dir of another
+// format), and deletes the disk reserve if this run made it, so that the
+// data dir is left as it was found.
+func (d *DB) Abandon() error {
+	err := d.Close()
+	if r := d.reserve; r != nil && r.held && !r.heldAtOpen {
+		os.Remove(r.path)
+	}
+	return err
+}
 
 // Close closes the database; call it after everything else has stopped.
 // It waits at most closeWait: badger flushes its memtable to a table as it

@@ -16,6 +16,7 @@ import (
 	"github.com/dgraph-io/badger/v4/options"
 	"github.com/outpost-relay/outpost"
 	"github.com/outpost-relay/outpost/internal/ops/settings"
+	"github.com/outpost-relay/outpost/internal/testkit"
 )
 
 func openTest(t *testing.T) *DB {
@@ -247,5 +248,45 @@ func TestTablesBuiltSmall(t *testing.T) {
 	s := openTest(t)
 	if got := s.db.Opts().BaseTableSize; got > 1<<20 {
 		t.Errorf("badger's base table size is %d bytes; want at most 1 MiB", got)
+	}
+}
+
+// A database its opener refuses leaves no disk reserve of its own behind,
+// but keeps one an earlier run made.
+func TestAbandonLeavesTheDirAsFound(t *testing.T) {
+	t.Parallel()
+	reserve := func(dir string) bool {
+		_, err := os.Stat(filepath.Join(dir, reserveName))
+		return err == nil
+	}
+	dir := t.TempDir()
+	db, err := DefaultSettings().Open(dir, quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	testkit.WaitFor(t, 10*time.Second, "the disk reserve", func() bool { return reserve(dir) })
+	if err := db.Abandon(); err != nil {
+		t.Fatal(err)
+	}
+	if reserve(dir) {
+		t.Fatal("Abandon left the reserve this run made")
+	}
+
+	db, err = DefaultSettings().Open(dir, quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	testkit.WaitFor(t, 10*time.Second, "the disk reserve", func() bool { return reserve(dir) })
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if db, err = DefaultSettings().Open(dir, quiet()); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Abandon(); err != nil {
+		t.Fatal(err)
+	}
+	if !reserve(dir) {
+		t.Fatal("Abandon deleted a reserve an earlier run made")
 	}
 }

@@ -27,11 +27,12 @@ import (
 // besides MinFreeSpace. A table being written at the very moment the disk
 // runs out is not covered: nothing outside badger can be.
 type reserve struct {
-	path string
-	size int64
-	min  int64 // MinFreeSpace
-	log  *slog.Logger
-	held bool
+	path       string
+	size       int64
+	min        int64 // MinFreeSpace
+	log        *slog.Logger
+	held       bool
+	heldAtOpen bool // an earlier run made it (see DB.Abandon)
 
 	// The filler has stopped (dd stops at ENOSPC) when the space left no
 	// longer shrinks: statfs cannot say the disk is exhausted, as ext4
@@ -57,7 +58,7 @@ const reserveName = "disk-reserve"
 func newReserve(path string, size, min int64, log *slog.Logger) *reserve {
 	r := &reserve{path: path, size: size, min: min, log: log}
 	if fi, err := os.Stat(path); err == nil && fi.Size() == size {
-		r.held = true
+		r.held, r.heldAtOpen = true, true
 	}
 	return r
 }

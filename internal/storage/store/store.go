@@ -44,7 +44,7 @@ func OpenWith(ctx context.Context, s kv.Settings, dataDir string, log *slog.Logg
 	}
 	ev, err := events.Open(ctx, db, log.With("component", "events"))
 	if err != nil {
-		db.Close()
+		db.Abandon()
 		if fe := (*events.FormatError)(nil); errors.As(err, &fe) {
 			return nil, otherFormat(dataDir, "events in "+fe.Found)
 		}
