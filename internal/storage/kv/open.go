@@ -286,9 +286,9 @@ func (d *DB) Check(ctx context.Context) error {
 }
 
 func isLockError(err error) bool {
-	// badger reports a held directory lock only as text.
-	return err != nil && (strings.Contains(err.Error(), "Cannot acquire directory lock") ||
-		strings.Contains(err.Error(), "resource temporarily unavailable"))
+	// badger reports a held directory lock only as text (dir_unix.go); an
+	// EAGAIN from elsewhere in its open (a mapping, say) is another error.
+	return err != nil && strings.Contains(err.Error(), "Cannot acquire directory lock")
 }
 
 type badgerLogger struct{ log *slog.Logger }
