@@ -31,6 +31,7 @@ type DB struct {
 	watching chan struct{}      // closed when watch has stopped
 	warming  chan struct{}      // closed when warmStore has stopped, or at once without it
 	bounding chan struct{}      // closed when boundRSS has stopped, or at once without it
+	dropping chan struct{}      // closed when dropWritten has stopped, or at once without it
 
 	closeWait time.Duration // how long Close waits (0: closeWait; tests shorten it)
 }
@@ -81,7 +82,7 @@ func (s Settings) Open(dataDir string, log *slog.Logger) (_ *DB, err error) {
 	go space.Run(ctx, checkEvery)
 	watching := make(chan struct{})
 	go watch(ctx, path, g, res, watching)
-	d := &DB{db: db, gate: g, stop: stop, watching: watching, dir: realPath(path), warming: make(chan struct{}), bounding: make(chan struct{})}
+	d := &DB{db: db, gate: g, stop: stop, watching: watching, dir: realPath(path), warming: make(chan struct{}), bounding: make(chan struct{}), dropping: make(chan struct{})}
 	d.keepOpened()
 	if s.WarmStore {
 		plan := d.planWarm(s.warmBudget())
@@ -100,6 +101,14 @@ func (s Settings) Open(dataDir string, log *slog.Logger) (_ *DB, err error) {
 	} else {
 		close(d.bounding)
 	}
+	if !s.keepWritten {
+		go func() {
+			defer close(d.dropping)
+			d.dropWritten(ctx, dropEvery, log.With("component", "badger"))
+		}()
+	} else {
+		close(d.dropping)
+	}
 	return d, nil
 }
 
@@ -114,7 +123,7 @@ func OpenInMemory() (*DB, error) {
 	}
 	stopped := make(chan struct{}) // nothing watches or warms a database in memory
 	close(stopped)
-	return &DB{db: db, stop: func() {}, watching: stopped, warming: stopped, bounding: stopped}, nil
+	return &DB{db: db, stop: func() {}, watching: stopped, warming: stopped, bounding: stopped, dropping: stopped}, nil
 }
 
 // memTableSize is badger's memtable: 16 MiB instead of its default 64 MiB.
@@ -219,6 +228,7 @@ func (d *DB) Close() error {
 	<-d.watching // no log made ahead once badger is closed
 	<-d.warming
 	<-d.bounding // badger's Close unmaps its tables, whatever an iterator holds
+	<-d.dropping
 	if d.gate.space != nil {
 		d.gate.space.Close()
 	}
