@@ -24,14 +24,15 @@ var ErrLocked = errors.New("the database is in use by another outpost process")
 type DB struct {
 	db *badger.DB
 
-	gate     gate               // what every write asks first (see space.go)
-	dir      string             // badger's directory as /proc/self/maps names it (see ReleasePages)
-	released releasedMappings   // the mappings ReleasePages gave back
-	stop     context.CancelFunc // stops the watcher and watch
-	watching chan struct{}      // closed when watch has stopped
-	warming  chan struct{}      // closed when warmStore has stopped, or at once without it
-	bounding chan struct{}      // closed when boundRSS has stopped, or at once without it
-	dropping chan struct{}      // closed when dropWritten has stopped, or at once without it
+	gate         gate               // what every write asks first (see space.go)
+	dir          string             // badger's directory as /proc/self/maps names it (see ReleasePages)
+	released     releasedMappings   // the mappings ReleasePages gave back
+	stop         context.CancelFunc // stops the watcher and watch
+	watching     chan struct{}      // closed when watch has stopped
+	warming      chan struct{}      // closed when warmStore has stopped, or at once without it
+	bounding     chan struct{}      // closed when boundRSS has stopped, or at once without it
+	dropping     chan struct{}      // closed when dropWritten has stopped, or at once without it
+	dropsWritten bool               // dropWritten runs (see ReleasePages)
 
 	closeWait time.Duration // how long Close waits (0: closeWait; tests shorten it)
 }
@@ -101,7 +102,7 @@ func (s Settings) Open(dataDir string, log *slog.Logger) (_ *DB, err error) {
 	} else {
 		close(d.bounding)
 	}
-	if !s.keepWritten {
+	if d.dropsWritten = !s.keepWritten; d.dropsWritten {
 		go func() {
 			defer close(d.dropping)
 			d.dropWritten(ctx, dropEvery, log.With("component", "badger"))

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/dgraph-io/badger/v4/table"
+	"golang.org/x/sys/unix"
 )
 
 // dropWritten takes the tables badger writes, by flushes and compactions,
@@ -88,4 +89,52 @@ func writtenSince(t *testing.T, s *DB, before map[uint64]bool) (resident, indexe
 		}
 	}
 	return resident, indexes
+}
+
+// With dropWritten on, ReleasePages leaves the tables alone: what is
+// mapped of them was read since they were written, the relay's working
+// set, and MADV_PAGEOUT would take it out of the page cache too.
+func TestReleasePagesLeavesTablesToDropWritten(t *testing.T) {
+	dir := t.TempDir()
+	var fs unix.Statfs_t
+	if err := unix.Statfs(dir, &fs); err != nil {
+		t.Fatal(err)
+	}
+	if fs.Type == unix.TMPFS_MAGIC {
+		t.Skip("skipped: the temp dir is on tmpfs, whose pages the kernel keeps without swap")
+	}
+	s, err := DefaultSettings().Open(dir, quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	const n = 24 << 10 // of 1 KiB: more than a memtable
+	writeRecords(t, s, n)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for { // until dropWritten has dropped every table, so that it drops none read below
+		resident, indexes := writtenSince(t, s, nil)
+		if settled(s) && resident <= indexes {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("badger flushed no table, never compacted it, or dropWritten left it (%d bytes resident)", resident)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	readRecords(t, s, n)
+	before := residentTables(t, s.dir)
+	if before < 4<<20 {
+		t.Fatalf("only %d bytes of tables resident after reading them all: nothing to test", before)
+	}
+	if _, err := s.ReleasePages(); err != nil {
+		t.Fatal(err)
+	}
+	if after := residentTables(t, s.dir); after < before*3/4 {
+		t.Errorf("tables resident: %d bytes read, %d after ReleasePages; want them left", before, after)
+	}
+	if cached, size := pageCached(t, s.dir); cached < size*9/10 {
+		t.Errorf("%d of %d bytes of tables in the page cache; want nearly all", cached, size)
+	}
 }
