@@ -24,14 +24,16 @@ var ErrLocked = errors.New("the database is in use by another outpost process")
 type DB struct {
 	db *badger.DB
 
-	gate     gate               // what every write asks first (see space.go)
-	dir      string             // badger's directory as /proc/self/maps names it (see ReleasePages)
-	released releasedMappings   // the mappings ReleasePages gave back
-	stop     context.CancelFunc // stops the watcher and watch
-	watching chan struct{}      // closed when watch has stopped
-	warming  chan struct{}      // closed when warmStore has stopped, or at once without it
-	bounding chan struct{}      // closed when boundRSS has stopped, or at once without it
-	reserve  *reserve           // the disk reserve, nil without MinFreeSpace (see reserve.go)
+	gate         gate               // what every write asks first (see space.go)
+	dir          string             // badger's directory as /proc/self/maps names it (see ReleasePages)
+	released     releasedMappings   // the mappings ReleasePages gave back
+	stop         context.CancelFunc // stops the watcher and watch
+	watching     chan struct{}      // closed when watch has stopped
+	warming      chan struct{}      // closed when warmStore has stopped, or at once without it
+	bounding     chan struct{}      // closed when boundRSS has stopped, or at once without it
+	dropping     chan struct{}      // closed when dropWritten has stopped, or at once without it
+	dropsWritten bool               // dropWritten runs (see ReleasePages)
+	reserve      *reserve           // the disk reserve, nil without MinFreeSpace (see reserve.go)
 
 	closeWait time.Duration // how long Close waits (0: closeWait; tests shorten it)
 }
@@ -82,7 +84,7 @@ func (s Settings) Open(dataDir string, log *slog.Logger) (_ *DB, err error) {
 	go space.Run(ctx, checkEvery)
 	watching := make(chan struct{})
 	go watch(ctx, path, g, res, watching)
-	d := &DB{db: db, gate: g, stop: stop, watching: watching, dir: realPath(path), warming: make(chan struct{}), bounding: make(chan struct{}), reserve: res}
+	d := &DB{db: db, gate: g, stop: stop, watching: watching, dir: realPath(path), warming: make(chan struct{}), bounding: make(chan struct{}), dropping: make(chan struct{}), reserve: res}
 	d.keepOpened()
 	if s.WarmStore {
 		plan := d.planWarm(s.warmBudget())
@@ -101,6 +103,14 @@ func (s Settings) Open(dataDir string, log *slog.Logger) (_ *DB, err error) {
 	} else {
 		close(d.bounding)
 	}
+	if d.dropsWritten = !s.keepWritten; d.dropsWritten {
+		go func() {
+			defer close(d.dropping)
+			d.dropWritten(ctx, dropEvery, log.With("component", "badger"))
+		}()
+	} else {
+		close(d.dropping)
+	}
 	return d, nil
 }
 
@@ -115,7 +125,7 @@ func OpenInMemory() (*DB, error) {
 	}
 	stopped := make(chan struct{}) // nothing watches or warms a database in memory
 	close(stopped)
-	return &DB{db: db, stop: func() {}, watching: stopped, warming: stopped, bounding: stopped}, nil
+	return &DB{db: db, stop: func() {}, watching: stopped, warming: stopped, bounding: stopped, dropping: stopped}, nil
 }
 
 // memTableSize is badger's memtable: 16 MiB instead of its default 64 MiB.
@@ -231,6 +241,7 @@ func (d *DB) Close() error {
 	<-d.watching // no log made ahead once badger is closed
 	<-d.warming
 	<-d.bounding // badger's Close unmaps its tables, whatever an iterator holds
+	<-d.dropping
 	if d.gate.space != nil {
 		d.gate.space.Close()
 	}

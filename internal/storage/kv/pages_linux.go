@@ -3,6 +3,7 @@ package kv
 import (
 	"errors"
 	"os"
+	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -17,7 +18,11 @@ import (
 // and stay for the kernel to manage.
 //
 // The files badger mapped as it opened are not given back (see keepOpened):
-// only what this process wrote.
+// only what this process wrote. Nor are the tables, unless dropWritten is
+// off: it drops a table's blocks from our mappings as badger lists it,
+// leaving the pages in the page cache, so what is mapped of a table by
+// the time outpost is quiet was read since, and reclaiming it would send
+// the next read of it to the disk.
 //
 // It uses MADV_PAGEOUT, not MADV_DONTNEED: a table badger unmaps between
 // our reading /proc/self/maps and the madvise may leave its addresses to
@@ -36,6 +41,9 @@ func (d *DB) ReleasePages() (int64, error) {
 	var advised int64
 	var errs []error
 	for _, m := range d.released.fresh(mapped) {
+		if d.dropsWritten && strings.HasSuffix(m.path, ".sst") {
+			continue // dropWritten's: what is mapped of a table now was read since
+		}
 		_, _, e := unix.Syscall(unix.SYS_MADVISE, m.start, m.end-m.start, unix.MADV_PAGEOUT)
 		switch e {
 		case 0:

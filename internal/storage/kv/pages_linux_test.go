@@ -28,7 +28,9 @@ func TestReleasePages(t *testing.T) {
 	if fs.Type == unix.TMPFS_MAGIC {
 		t.Skip("skipped: the temp dir is on tmpfs, whose pages the kernel keeps without swap")
 	}
-	s, err := DefaultSettings().Open(dir, quiet())
+	settings := DefaultSettings()
+	settings.keepWritten = true // else nothing is left for ReleasePages
+	s, err := settings.Open(dir, quiet())
 	if err != nil {
 		t.Fatal(err)
 	}

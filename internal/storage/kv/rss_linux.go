@@ -122,26 +122,44 @@ func (s *statm) resident() (rss, file int64, err error) {
 // 545–654 µs of CPU with them mapped and 681–691 without, thread REQs
 // the same (two starts each).
 //
-// MADV_DONTNEED zeroes a private mapping, so it must never land on a range
-// badger unmapped meanwhile and something else mapped (Go's own memory).
-// badger unmaps a table only when its last reference goes, and an iterator
-// holds one on every table in the tree as it opens: the tables listed both
-// before and after it opens were in the tree throughout (badger adds a
-// table once and removes it once, v4.8.0 never moves one between levels),
-// so they stay mapped, where /proc/self/maps says, until it closes.
+// It unmaps only tables it holds mapped meanwhile (see withTablesHeld).
 func (d *DB) unmapTables(ends blockEnds, more func() bool) error {
-	before := d.db.Tables()
+	return d.withTablesHeld(func(tables []badger.TableInfo, byFile map[string][]mapping) error {
+		slices.SortStableFunc(tables, func(a, b badger.TableInfo) int { return cmp.Compare(b.Level, a.Level) })
+		ends.keep(tableSet(tables))
+		var batch uintptr
+		var errs []error
+		for _, t := range tables {
+			if batch == 0 && !more() {
+				break
+			}
+			n, err := unmapBlocks(ends, t.ID, byFile[table.IDToFilename(t.ID)])
+			errs = append(errs, err)
+			if batch += n; batch >= unmapBatch {
+				batch = 0
+			}
+		}
+		return errors.Join(errs...)
+	})
+}
+
+// withTablesHeld calls f with the tables in badger's tree that stay
+// mapped, where /proc/self/maps says, until f returns, and this process's
+// mappings of badger's files by file name. It holds them with an iterator:
+// badger unmaps a table only when its last reference goes, and an iterator
+// takes one on every table in the tree as it opens, so the tables listed
+// both before and after it opens were in the tree throughout (badger adds
+// a table once and removes it once, v4.8.0 never moves one between
+// levels). MADV_DONTNEED zeroes a private mapping, so it must never land
+// on a range badger unmapped meanwhile and something else mapped (Go's own
+// memory): only ranges of these tables may be given to it.
+func (d *DB) withTablesHeld(f func(tables []badger.TableInfo, byFile map[string][]mapping) error) error {
+	before := tableSet(d.db.Tables())
 	txn := d.db.NewTransaction(false)
 	defer txn.Discard()
 	it := txn.NewIterator(badger.IteratorOptions{})
 	defer it.Close()
-	held := make(map[uint64]bool, len(before))
-	for _, t := range before {
-		held[t.ID] = true
-	}
-	tables := slices.DeleteFunc(d.db.Tables(), func(t badger.TableInfo) bool { return !held[t.ID] })
-	slices.SortStableFunc(tables, func(a, b badger.TableInfo) int { return cmp.Compare(b.Level, a.Level) })
-	ends.keep(held)
+	tables := slices.DeleteFunc(d.db.Tables(), func(t badger.TableInfo) bool { return !before[t.ID] })
 
 	mapped, err := d.mappings()
 	if err != nil {
@@ -151,33 +169,43 @@ func (d *DB) unmapTables(ends blockEnds, more func() bool) error {
 	for _, m := range mapped {
 		byFile[filepath.Base(m.path)] = append(byFile[filepath.Base(m.path)], m)
 	}
+	return f(tables, byFile)
+}
+
+// unmapBlocks drops the pages of table id's blocks from its mappings ms
+// (MADV_DONTNEED), leaving its index and bloom filter mapped, and returns
+// how many bytes of mappings it dropped. The table must be held (see
+// withTablesHeld).
+func unmapBlocks(ends blockEnds, id uint64, ms []mapping) (uintptr, error) {
 	page := uintptr(os.Getpagesize())
-	var batch uintptr
+	var dropped uintptr
 	var errs []error
-	for _, t := range tables {
-		if batch == 0 && !more() {
-			break
+	for _, m := range ms {
+		end, err := ends.of(id, m.path)
+		if err != nil {
+			errs = append(errs, err)
+			continue
 		}
-		for _, m := range byFile[table.IDToFilename(t.ID)] {
-			end, err := ends.of(t.ID, m.path)
-			if err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			n := min(uintptr(end), m.end-m.start) &^ (page - 1)
-			if n == 0 {
-				continue
-			}
-			if _, _, e := unix.Syscall(unix.SYS_MADVISE, m.start, n, unix.MADV_DONTNEED); e != 0 {
-				errs = append(errs, fmt.Errorf("madvise %s: %w", m.path, e))
-				continue
-			}
-			if batch += n; batch >= unmapBatch {
-				batch = 0
-			}
+		n := min(uintptr(end), m.end-m.start) &^ (page - 1)
+		if n == 0 {
+			continue
 		}
+		if _, _, e := unix.Syscall(unix.SYS_MADVISE, m.start, n, unix.MADV_DONTNEED); e != 0 {
+			errs = append(errs, fmt.Errorf("madvise %s: %w", m.path, e))
+			continue
+		}
+		dropped += n
 	}
-	return errors.Join(errs...)
+	return dropped, errors.Join(errs...)
+}
+
+// tableSet is the IDs of tables.
+func tableSet(tables []badger.TableInfo) map[uint64]bool {
+	ids := make(map[uint64]bool, len(tables))
+	for _, t := range tables {
+		ids[t.ID] = true
+	}
+	return ids
 }
 
 // unmapBatch is how many bytes of mappings unmapTables drops before it

@@ -230,28 +230,8 @@ func TestBoundRSSWhileCompacting(t *testing.T) {
 	}()
 	defer func() { cancel(); <-done }()
 
-	const n, batch = 64 << 10, 4 << 10 // of 1 KiB: four memtables, in batches, so badger flushes and compacts between them
-	for from := 0; from < n; from += batch {
-		wb := s.db.NewWriteBatch()
-		for i := from; i < from+batch; i++ {
-			if err := wb.Set(Key(PrefixRelay, 1, U64(uint64(i))), value(i)); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := wb.Flush(); err != nil {
-			t.Fatal(err)
-		}
-		if err := s.View(func(txn *Txn) error { // a sample, read while tables are unmapped under it
-			for i := from % 61; i < from+batch; i += 61 {
-				if err := sameRecord(txn, i); err != nil {
-					return err
-				}
-			}
-			return nil
-		}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	const n = 64 << 10 // of 1 KiB: four memtables
+	writeInBatches(t, s, n)
 	readRecords(t, s, n)
 	for {
 		files, _ := filepath.Glob(filepath.Join(s.dir, "*.sst"))
@@ -269,6 +249,35 @@ func TestBoundRSSWhileCompacting(t *testing.T) {
 		case <-ctx.Done():
 			t.Fatalf("%d of %d bytes of tables still resident: boundRSS unmapped nothing", resident, size)
 		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// writeInBatches writes records 0 to n-1 in batches of 4,096, so that
+// badger flushes and compacts between them, and reads a sample of those
+// written so far back after each, while tables may be unmapped under it.
+func writeInBatches(t *testing.T, s *DB, n int) {
+	t.Helper()
+	const batch = 4 << 10
+	for from := 0; from < n; from += batch {
+		wb := s.db.NewWriteBatch()
+		for i := from; i < min(from+batch, n); i++ {
+			if err := wb.Set(Key(PrefixRelay, 1, U64(uint64(i))), value(i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := wb.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.View(func(txn *Txn) error {
+			for i := from % 61; i < min(from+batch, n); i += 61 {
+				if err := sameRecord(txn, i); err != nil {
+					return err
+				}
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
 		}
 	}
 }

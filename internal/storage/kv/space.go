@@ -70,7 +70,8 @@ type Settings struct {
 	// none); WarmStore reads a quarter of it at most. cmd/outpost finds it.
 	Container settings.Bytes
 
-	memTable int64 // badger's memtable size (0: memTableSize); only BenchmarkIngest changes it
+	memTable    int64 // badger's memtable size (0: memTableSize); only BenchmarkIngest changes it
+	keepWritten bool  // leave the tables badger writes mapped (see dropWritten); only tests set it
 }
 
 // DefaultSettings keep 256 MiB free: more than twice what badger may write
@@ -91,6 +92,13 @@ const minRSSLimit = 128 << 20
 // every 100 ms let RSS pass a limit of 448 MiB by 170 MiB, every 10 ms by
 // up to 88 (on a 5M-event store).
 const boundEvery = 10 * time.Millisecond
+
+// dropEvery is how often dropWritten looks for tables badger wrote: a
+// memtable flush or a compaction lists its tables at once, and listing
+// them takes some tens of µs, so RSS passes what the heap and the reads
+// hold by what badger wrote in the last 100 ms at most, besides what a
+// compaction writes before it lists its tables.
+const dropEvery = 100 * time.Millisecond
 
 // defaultCacheSize is CacheSize when it is not set (0, as in a Settings
 // literal).

@@ -39,12 +39,13 @@ func tablesOnDisk(t *testing.T, dir string) int64 {
 	return size
 }
 
-// openUnwarmed opens the store in dir without warming it, until the test
-// ends.
+// openUnwarmed opens the store in dir without warming it, and with the
+// tables it writes left mapped (see dropWritten), until the test ends.
 func openUnwarmed(t *testing.T, dir string) *DB {
 	t.Helper()
 	settings := DefaultSettings()
 	settings.WarmStore = false
+	settings.keepWritten = true
 	s, err := settings.Open(dir, quiet())
 	if err != nil {
 		t.Fatal(err)
