@@ -175,9 +175,7 @@ func (bb *banBench) atSize(n int) ([]row, error) {
 	label := func(s string) string { return fmt.Sprintf("%s bans: %s", thousands(n), s) }
 	var rows []row
 	if add := n - len(bb.banned); add > 0 {
-		profiled := bb.profile(fmt.Sprintf("load-%d", n), 30*time.Second)
-		took, err := bb.load(add)
-		profiled()
+		took, err := bb.load(add, fmt.Sprintf("load-%d", n))
 		if err != nil {
 			return nil, err
 		}
@@ -226,7 +224,7 @@ func (g *keyGen) next() string {
 
 // load bans add new keys in batches of 10,000, two requests at a time (the
 // server writes one batch at a time; the other is read and checked meanwhile).
-func (bb *banBench) load(add int) (time.Duration, error) {
+func (bb *banBench) load(add int, name string) (time.Duration, error) {
 	var bodies [][]byte
 	for lo := 0; lo < add; lo += 10_000 {
 		var body bytes.Buffer
@@ -237,6 +235,8 @@ func (bb *banBench) load(add int) (time.Duration, error) {
 		}
 		bodies = append(bodies, body.Bytes())
 	}
+	profiled := bb.profile(name, 30*time.Second)
+	defer profiled()
 	start := time.Now()
 	err := inParallel(2, len(bodies), func(i int) error { return bb.post(bodies[i]) })
 	return time.Since(start), err
