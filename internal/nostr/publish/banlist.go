@@ -43,6 +43,10 @@ type BanList struct {
 	Log       *slog.Logger
 	Now       func() time.Time
 	Every     time.Duration // how often the list is looked at; default 200ms
+	// Rest is how many times as long as a round took the publisher waits
+	// after one that did work before the next; 0: restFactor, -1: none
+	// (tests that wait for a whole list on a slow machine).
+	Rest int
 	// Offer takes each current event published before the start, for the
 	// publish relays that lack it (Outbox.Offer); nil: there are none.
 	Offer func(*nostr.Event)
@@ -107,8 +111,8 @@ func (b *BanList) Run(ctx context.Context) {
 		start := time.Now()
 		worked := b.round(ctx, sg, st, now())
 		wait := every
-		if worked {
-			wait = max(every, restFactor*time.Since(start))
+		if rest := cmp.Or(b.Rest, restFactor); worked && rest > 0 {
+			wait = max(every, time.Duration(rest)*time.Since(start))
 		}
 		t.Reset(wait)
 	}

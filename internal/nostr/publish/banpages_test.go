@@ -179,7 +179,7 @@ func TestOnlyChangedPagesRepublished(t *testing.T) {
 	run := func(s *sinkLog) (stop func()) {
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
-		b := &BanList{List: list, Events: st.Events, Sink: s.sink, SecretKey: sk, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Every: 10 * time.Millisecond}
+		b := &BanList{List: list, Events: st.Events, Sink: s.sink, SecretKey: sk, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Every: 10 * time.Millisecond, Rest: -1}
 		go func() { b.Run(ctx); close(done) }()
 		return func() { cancel(); <-done }
 	}
