@@ -6,15 +6,17 @@ import (
 )
 
 // keySet maps 32-byte keys to a uint32 each, in order of key, compactly:
-// 36 bytes a key in arrays sorted by key, one for each value of the key's
-// first two bytes. A lookup is a binary search of one array; a key is put
-// or removed by moving the rest of its array (15 keys at a million, 150 at
-// ten million); and the keys are walked in order, from any key on, with no
-// copy or sort: a page of the list, or the bans of one prefix, costs its
-// own size, not the list's.
+// 36 bytes a key in sorted chunks of at most maxChunk keys, the chunks in
+// order. A lookup is a binary search of the chunks' first keys and one of
+// a chunk; a key is put or removed by moving the rest of its chunk, a full
+// chunk split in two; and the keys are walked in order from any key on,
+// with no copy or sort: a page of the list, or the bans of one prefix,
+// costs its own size, not the list's. However the keys fall (a spam
+// wave's are random; ground or made-up ones may share long prefixes), no
+// chunk holds more than maxChunk.
 type keySet struct {
-	buckets [][]slot // 1<<16 of them, by the key's first two bytes; nil while empty
-	n       int
+	chunks [][]slot // each non-empty, sorted, and before the next
+	n      int
 }
 
 type slot struct {
@@ -22,69 +24,95 @@ type slot struct {
 	v uint32
 }
 
-const keyBuckets = 1 << 16
-
-func bucketOf(k *[32]byte) int { return int(k[0])<<8 | int(k[1]) }
+// maxChunk bounds the keys a put or remove moves (9 KB).
+const maxChunk = 256
 
 func cmpSlot(s slot, k [32]byte) int { return bytes.Compare(s.k[:], k[:]) }
 
 func (s *keySet) len() int { return s.n }
 
+// chunkFor is the chunk that holds k, or where k goes: the last whose first
+// key is at most k, or the first.
+func (s *keySet) chunkFor(k [32]byte) int {
+	i, found := slices.BinarySearchFunc(s.chunks, k, func(c []slot, k [32]byte) int { return cmpSlot(c[0], k) })
+	if !found && i > 0 {
+		i--
+	}
+	return i
+}
+
+// find is where k is or goes: its chunk, its index there, and whether it is there.
+func (s *keySet) find(k [32]byte) (ci, i int, ok bool) {
+	if len(s.chunks) == 0 {
+		return 0, 0, false
+	}
+	ci = s.chunkFor(k)
+	i, ok = slices.BinarySearchFunc(s.chunks[ci], k, cmpSlot)
+	return ci, i, ok
+}
+
 // get is k's value.
 func (s *keySet) get(k [32]byte) (uint32, bool) {
-	if s.n == 0 {
+	ci, i, ok := s.find(k)
+	if !ok {
 		return 0, false
 	}
-	b := s.buckets[bucketOf(&k)]
-	if i, ok := slices.BinarySearchFunc(b, k, cmpSlot); ok {
-		return b[i].v, true
-	}
-	return 0, false
+	return s.chunks[ci][i].v, true
 }
 
 // set puts or replaces k's value.
 func (s *keySet) set(k [32]byte, v uint32) {
-	if s.buckets == nil {
-		s.buckets = make([][]slot, keyBuckets)
-	}
-	bi := bucketOf(&k)
-	b := s.buckets[bi]
-	i, ok := slices.BinarySearchFunc(b, k, cmpSlot)
+	ci, i, ok := s.find(k)
 	if ok {
-		b[i].v = v
+		s.chunks[ci][i].v = v
 		return
 	}
-	if len(b) == cap(b) {
-		// Grown by a quarter, not doubled as append would: the arrays are
-		// most of the list's memory.
-		nb := make([]slot, len(b), len(b)+len(b)/4+2)
-		copy(nb, b)
-		b = nb
-	}
-	b = b[:len(b)+1]
-	copy(b[i+1:], b[i:])
-	b[i] = slot{k, v}
-	s.buckets[bi] = b
 	s.n++
+	if len(s.chunks) == 0 {
+		s.chunks = [][]slot{{{k, v}}}
+		return
+	}
+	if len(s.chunks[ci]) == maxChunk {
+		c := s.chunks[ci]
+		left, right := grown(c[:maxChunk/2], 0), grown(c[maxChunk/2:], 0)
+		s.chunks[ci] = left
+		s.chunks = slices.Insert(s.chunks, ci+1, right)
+		if i >= len(left) {
+			ci, i = ci+1, i-len(left)
+		}
+	}
+	c := s.chunks[ci]
+	if len(c) == cap(c) {
+		c = grown(c, 1)
+	}
+	c = c[:len(c)+1]
+	copy(c[i+1:], c[i:])
+	c[i] = slot{k, v}
+	s.chunks[ci] = c
+}
+
+// grown is a copy of c with room for more: a quarter more, not double as
+// append would, since the chunks are most of the list's memory.
+func grown(c []slot, more int) []slot {
+	n := len(c) + more
+	out := make([]slot, len(c), min(maxChunk, n+n/4+1))
+	copy(out, c)
+	return out
 }
 
 // remove drops k, returning its value.
 func (s *keySet) remove(k [32]byte) (uint32, bool) {
-	if s.n == 0 {
-		return 0, false
-	}
-	bi := bucketOf(&k)
-	b := s.buckets[bi]
-	i, ok := slices.BinarySearchFunc(b, k, cmpSlot)
+	ci, i, ok := s.find(k)
 	if !ok {
 		return 0, false
 	}
-	v := b[i].v
-	b = slices.Delete(b, i, i+1)
-	if len(b) == 0 {
-		b = nil
+	c := s.chunks[ci]
+	v := c[i].v
+	if c = slices.Delete(c, i, i+1); len(c) == 0 {
+		s.chunks = slices.Delete(s.chunks, ci, ci+1)
+	} else {
+		s.chunks[ci] = c
 	}
-	s.buckets[bi] = b
 	s.n--
 	return v, true
 }
@@ -93,22 +121,14 @@ func (s *keySet) remove(k [32]byte) (uint32, bool) {
 // inclusive, from `after` itself) in order, until f returns false. f may
 // change the value it is given (through v), nothing else.
 func (s *keySet) ascend(after [32]byte, inclusive bool, f func(k *[32]byte, v *uint32) bool) {
-	if s.n == 0 {
-		return
+	ci, i, found := s.find(after)
+	if found && !inclusive {
+		i++
 	}
-	first := bucketOf(&after)
-	for bi := first; bi < keyBuckets; bi++ {
-		b := s.buckets[bi]
-		i := 0
-		if bi == first {
-			var found bool
-			i, found = slices.BinarySearchFunc(b, after, cmpSlot)
-			if found && !inclusive {
-				i++
-			}
-		}
-		for ; i < len(b); i++ {
-			if !f(&b[i].k, &b[i].v) {
+	for ; ci < len(s.chunks); ci, i = ci+1, 0 {
+		c := s.chunks[ci]
+		for ; i < len(c); i++ {
+			if !f(&c[i].k, &c[i].v) {
 				return
 			}
 		}

@@ -115,3 +115,52 @@ func TestChangedByPrefix(t *testing.T) {
 		t.Error("a lapse is no change")
 	}
 }
+
+// TestKeySetAgreesWithAMap: puts and removes of keys that share long
+// prefixes (chunks split and empty) leave the set holding what a map
+// would, in order.
+func TestKeySetAgreesWithAMap(t *testing.T) {
+	var s keySet
+	model := map[[32]byte]uint32{}
+	var b [8]byte
+	for i := range 20_000 {
+		rand.Read(b[:])
+		var k [32]byte
+		k[31] = b[0] % 64 // few distinct keys: many replaced and removed
+		k[30] = b[1] % 64
+		if b[2]%3 == 0 {
+			s.remove(k)
+			delete(model, k)
+		} else {
+			s.set(k, uint32(i))
+			model[k] = uint32(i)
+		}
+	}
+	if s.len() != len(model) {
+		t.Fatalf("%d keys, want %d", s.len(), len(model))
+	}
+	var prev *[32]byte
+	n := 0
+	s.all(func(k *[32]byte, v *uint32) bool {
+		if prev != nil && compareHex(hex.EncodeToString(prev[:]), hex.EncodeToString(k[:])) >= 0 {
+			t.Fatalf("out of order: %x then %x", *prev, *k)
+		}
+		if model[*k] != *v {
+			t.Fatalf("%x: %d, want %d", *k, *v, model[*k])
+		}
+		kk := *k
+		prev = &kk
+		n++
+		return true
+	})
+	for k, v := range model {
+		if got, ok := s.get(k); !ok || got != v {
+			t.Fatalf("get %x: %d %v, want %d", k, got, ok, v)
+		}
+	}
+	for _, c := range s.chunks {
+		if len(c) == 0 || len(c) > maxChunk {
+			t.Fatalf("a chunk of %d keys", len(c))
+		}
+	}
+}
