@@ -308,6 +308,14 @@ func (bb *banBench) banNew(k int) ([]string, error) {
 // until /health answers 200.
 func (bb *banBench) restart(n int, label func(string) string) ([]row, error) {
 	bb.stop()
+	if bb.prof != nil { // the start, from once its pprof listens
+		done := bb.prof.after(nil, 300*time.Millisecond, 20*time.Second, filepath.Join(bb.b.profileDir, fmt.Sprintf("banlist-start-%d.pprof", n)))
+		defer func() {
+			if err := <-done; err != nil {
+				step("profile of the start: " + err.Error())
+			}
+		}()
+	}
 	start := time.Now()
 	if err := bb.start(); err != nil {
 		return nil, err
