@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -240,5 +241,58 @@ func TestConcurrentBansKeepSnapshotInStep(t *testing.T) {
 		if b.Reason != all[0].Reason {
 			t.Fatalf("snapshot reason %q, store reason %q", b.Reason, all[0].Reason)
 		}
+	}
+}
+
+// TestRestartLoadsTheCurrentBans: a restart holds exactly the bans held
+// before it (read in one walk of the bans, by the ids the index of keys
+// names): not a key's replaced ban, nor a lifted or lapsed one.
+func TestRestartLoadsTheCurrentBans(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	c := testkit.NewClock(time.Unix(1_700_000_000, 0))
+	svc, st := open(t, dir, c)
+	var reqs []BanRequest
+	for i := range 300 {
+		reqs = append(reqs, BanRequest{PubKey: pk(i), Reason: "wave"})
+	}
+	if _, err := svc.BanMany(ctx, "key:a", reqs); err != nil {
+		t.Fatal(err)
+	}
+	soon := c.Now().Unix() + 45
+	for i := range 40 {
+		switch c.Add(time.Second); i % 4 {
+		case 0: // replaced: the new ban holds
+			_, err := svc.Ban(ctx, "key:b", pk(i), "worse", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+		case 1:
+			_, err := svc.Unban(ctx, "key:b", pk(i))
+			if err != nil {
+				t.Fatal(err)
+			}
+		case 2: // replaced by a ban that lapses
+			_, err := svc.Ban(ctx, "key:b", pk(i), "brief", &soon)
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if _, err := svc.Ban(ctx, "key:b", pk(400), "late", nil); err != nil {
+		t.Fatal(err)
+	}
+	c.Add(time.Minute)
+	want, _ := svc.List().Bans(c.Now().Unix())
+	st.Close()
+
+	svc, st = open(t, dir, c)
+	defer st.Close()
+	got, _ := svc.List().Bans(c.Now().Unix())
+	if !slices.Equal(got, want) {
+		t.Fatalf("after a restart %d bans, want the %d held before", len(got), len(want))
+	}
+	if len(want) != 300-20+1 {
+		t.Fatalf("%d bans held, want %d (the test does not test)", len(want), 300-20+1)
 	}
 }

@@ -216,33 +216,13 @@ func (s *Service) AddWords(ctx context.Context, actor string, words []string) (W
 
 // ActivePage is a page of the bans active now, in order of key: up to limit
 // of those whose key (hex) sorts after after ("" from the first). next is
-// the after of the page that follows, "" after the last. The keys are
-// walked in the store's index, their bans read from the snapshot, so a
-// page costs its own size, not the list's.
+// the after of the page that follows, "" after the last. The page is read
+// from the snapshot, which holds the keys in order, so it costs its own
+// size, not the list's.
 func (s *Service) ActivePage(ctx context.Context, after string, limit int) (bans []policies.Ban, next string, err error) {
-	now := s.now().Unix()
-	prefix := []byte{kv.PrefixBanlist, kindBanByPubKey}
-	seek := prefix
-	if after != "" {
-		seek = append(pubKeyIndex(after), 0) // the first key past it
+	if err := ctx.Err(); err != nil {
+		return nil, "", err
 	}
-	bans = []policies.Ban{}
-	err = s.db.View(func(txn *kv.Txn) error {
-		it := txn.NewIterator(kv.IteratorOptions{Prefix: prefix})
-		defer it.Close()
-		for it.Seek(seek); it.ValidForPrefix(prefix); it.Next() {
-			pk := hex.EncodeToString(it.Item().Key()[len(prefix):])
-			if b, ok := s.list.Banned(pk, now); ok {
-				if bans = append(bans, b); len(bans) == limit {
-					next = pk
-					return nil
-				}
-			}
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	return bans, next, err
+	bans, next = s.list.Page(after, limit, s.now().Unix())
+	return bans, next, nil
 }

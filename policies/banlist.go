@@ -5,9 +5,7 @@
 package policies
 
 import (
-	"cmp"
 	"encoding/hex"
-	"slices"
 	"sync"
 	"sync/atomic"
 )
@@ -57,7 +55,7 @@ type BanList struct {
 
 // NewBanList returns an empty ban list.
 func NewBanList() *BanList {
-	return &BanList{bans: newBanSet(0), events: make(map[[32]byte]struct{}), allowed: make(map[string]struct{})}
+	return &BanList{bans: newBanSet(), events: make(map[[32]byte]struct{}), allowed: make(map[string]struct{})}
 }
 
 // key decodes a 64-character hex pubkey or event id.
@@ -107,13 +105,16 @@ func (l *BanList) Unban(pubkey string) {
 
 // SetBans replaces every ban at once.
 func (l *BanList) SetBans(bans []Ban) {
-	set := newBanSet(len(bans))
+	set := newBanSet()
 	for _, b := range bans {
 		if pk, ok := key(b.PubKey); ok {
 			set.put(pk, termsOf(b))
 		}
 	}
 	l.mu.Lock()
+	for i, n := range l.bans.changed { // every part changed, after every change seen before
+		set.changed[i] = n + 1
+	}
 	l.bans = set
 	l.mu.Unlock()
 	l.version.Add(1)
@@ -237,40 +238,95 @@ func (l *BanList) BlockedWordIn(texts ...string) (string, bool) {
 
 // Bans lists the bans active at now, sorted by pubkey, and the earliest time
 // at which one of them expires (0 if none does): a cache of the list is valid
-// until then or until Version changes.
+// until then or until Version changes. It copies the whole list: readers of
+// a long one take it in parts (Page, BansIn, EachBan).
 func (l *BanList) Bans(now int64) (bans []Ban, nextExpiry int64) {
 	l.mu.RLock()
-	bans = make([]Ban, 0, len(l.bans.active))
-	for pk, i := range l.bans.active {
-		e := l.bans.entry(i)
-		if !e.activeAt(now) {
-			continue
-		}
-		if e.expiresAt != 0 && (nextExpiry == 0 || e.expiresAt < nextExpiry) {
-			nextExpiry = e.expiresAt
-		}
-		bans = append(bans, Ban{PubKey: hex.EncodeToString(pk[:]), Reason: e.reason, ExpiresAt: e.expiresAt})
-	}
+	bans = make([]Ban, 0, l.bans.active.len())
 	l.mu.RUnlock()
-	slices.SortFunc(bans, func(a, b Ban) int { return cmp.Compare(a.PubKey, b.PubKey) })
+	err := l.EachBan(now, func(b Ban) error {
+		if b.ExpiresAt != 0 && (nextExpiry == 0 || b.ExpiresAt < nextExpiry) {
+			nextExpiry = b.ExpiresAt
+		}
+		bans = append(bans, b)
+		return nil
+	})
+	_ = err // f never fails
 	return bans, nextExpiry
 }
 
-// EachBan calls f with each ban held active at now, in no order, until f
-// fails, without copying the list: for writing it out. It holds the
+// EachBan calls f with each ban held active at now, in order of key, until
+// f fails, without copying the list: for writing it out. It holds the
 // list's read lock throughout, so f must not change the list, and changes
 // wait for it.
-func (l *BanList) EachBan(now int64, f func(Ban) error) error {
+func (l *BanList) EachBan(now int64, f func(Ban) error) (err error) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
-	for pk, v := range l.bans.active {
-		if e := l.bans.entry(v); e.activeAt(now) {
-			if err := f(Ban{PubKey: hex.EncodeToString(pk[:]), Reason: e.reason, ExpiresAt: e.expiresAt}); err != nil {
-				return err
-			}
+	l.bans.active.all(func(pk *[32]byte, v *uint32) bool {
+		if e := l.bans.entry(*v); e.activeAt(now) {
+			err = f(Ban{PubKey: hex.EncodeToString(pk[:]), Reason: e.reason, ExpiresAt: e.expiresAt})
+		}
+		return err == nil
+	})
+	return err
+}
+
+// Page lists up to limit bans active at now, in order of key, from the
+// first key (hex) after after ("": from the first); next is the after of
+// the page that follows ("" when none does). A page costs its size, not
+// the list's, and holds the list's read lock only while it is copied.
+func (l *BanList) Page(after string, limit int, now int64) (bans []Ban, next string) {
+	var from [32]byte
+	if after != "" {
+		var ok bool
+		if from, ok = key(after); !ok {
+			return nil, ""
 		}
 	}
-	return nil
+	bans = make([]Ban, 0, min(limit, 1024))
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	l.bans.active.ascend(from, after == "", func(pk *[32]byte, v *uint32) bool {
+		e := l.bans.entry(*v)
+		if !e.activeAt(now) {
+			return true
+		}
+		if len(bans) == limit { // one more follows
+			next = bans[limit-1].PubKey
+			return false
+		}
+		bans = append(bans, Ban{PubKey: hex.EncodeToString(pk[:]), Reason: e.reason, ExpiresAt: e.expiresAt})
+		return true
+	})
+	return bans, next
+}
+
+// BansIn lists the bans active at now whose key's first byte is first, in
+// order of key, and the earliest time one of them lapses (0: none does).
+func (l *BanList) BansIn(first byte, now int64) (bans []Ban, nextExpiry int64) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	l.bans.active.ascend([32]byte{first}, true, func(pk *[32]byte, v *uint32) bool {
+		if pk[0] != first {
+			return false
+		}
+		if e := l.bans.entry(*v); e.activeAt(now) {
+			if e.expiresAt != 0 && (nextExpiry == 0 || e.expiresAt < nextExpiry) {
+				nextExpiry = e.expiresAt
+			}
+			bans = append(bans, Ban{PubKey: hex.EncodeToString(pk[:]), Reason: e.reason, ExpiresAt: e.expiresAt})
+		}
+		return true
+	})
+	return bans, nextExpiry
+}
+
+// Changed copies into v how many times the bans of each first byte of key
+// have changed: a part whose count moved must be read again (BansIn).
+func (l *BanList) Changed(v *[256]uint64) {
+	l.mu.RLock()
+	*v = l.bans.changed
+	l.mu.RUnlock()
 }
 
 // Words lists the blocked words as they were set.
@@ -337,7 +393,7 @@ func (l *BanList) Version() uint64 { return l.version.Load() }
 func (l *BanList) Len() int {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
-	return len(l.bans.active) + len(l.bans.lapsed)
+	return l.bans.active.len() + len(l.bans.lapsed)
 }
 
 // ActiveBans counts the bans active at now without walking or copying the
@@ -345,7 +401,7 @@ func (l *BanList) Len() int {
 // count are visited, once each.
 func (l *BanList) ActiveBans(now int64) int {
 	l.mu.RLock()
-	n, due := len(l.bans.active), l.bans.due(now)
+	n, due := l.bans.active.len(), l.bans.due(now)
 	l.mu.RUnlock()
 	if !due {
 		return n
@@ -353,7 +409,7 @@ func (l *BanList) ActiveBans(now int64) int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.bans.advance(now)
-	return len(l.bans.active)
+	return l.bans.active.len()
 }
 
 // WordCount is the number of blocked words, without copying them.

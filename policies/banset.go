@@ -4,8 +4,8 @@ import "container/heap"
 
 // banSet holds the bans compactly, for a list of millions of keys: each
 // key maps to a uint32 naming its terms (reason and expiry), which a spam
-// wave's bans share, so a ban costs its 32-byte key, 4 bytes and the
-// map's own overhead. Temporary bans are also in a heap by expiry, so the
+// wave's bans share, so a ban costs its 32-byte key, 4 bytes and a little
+// slack (keySet), in order of key. Temporary bans are also in a heap by expiry, so the
 // count of active bans is kept without walking the list: a ban whose
 // expiry is seen to pass moves to lapsed, where Changes still finds it.
 //
@@ -14,11 +14,15 @@ import "container/heap"
 // not name are found at its end and only then lifted: a ban held before
 // and named again is enforced throughout, and no second set is built.
 type banSet struct {
-	active    map[[32]byte]uint32 // bans not yet seen to lapse → terms (| named)
+	active    keySet              // bans not yet seen to lapse → terms (| named)
 	lapsed    map[[32]byte]uint32 // temporary bans whose expiry passed
 	expiries  expiryHeap          // of temporary bans in active; may hold stale entries
 	terms     termTable
 	resyncing bool // bans put now are marked named
+	// changed counts the changes of the bans of each first byte of key,
+	// so a reader of the list in parts (the publisher) rebuilds only the
+	// parts that changed.
+	changed [256]uint64
 }
 
 // named marks a ban named by the resync under way; ref is the rest of the
@@ -27,10 +31,12 @@ const named = 1 << 31
 
 func ref(v uint32) uint32 { return v &^ named }
 
-func newBanSet(n int) banSet {
-	return banSet{active: make(map[[32]byte]uint32, n), lapsed: map[[32]byte]uint32{},
-		terms: termTable{index: map[banTerms]uint32{}}}
+func newBanSet() banSet {
+	return banSet{lapsed: map[[32]byte]uint32{}, terms: termTable{index: map[banTerms]uint32{}}}
 }
+
+// touch notes a change of pk's ban.
+func (s *banSet) touch(pk *[32]byte) { s.changed[pk[0]]++ }
 
 // banTerms are what bans share: a wave's keys have one reason and expiry.
 type banTerms struct {
@@ -94,12 +100,13 @@ func (s *banSet) put(pk [32]byte, b banTerms) {
 	if s.resyncing {
 		mark = named
 	}
-	if v, ok := s.active[pk]; ok && s.terms.recs[ref(v)].banTerms == b {
-		s.active[pk] = v | mark // as held: no new terms, no new expiry
+	if v, ok := s.active.get(pk); ok && s.terms.recs[ref(v)].banTerms == b {
+		s.active.set(pk, v|mark) // as held: no new terms, no new expiry
 		return
 	}
 	s.remove(pk)
-	s.active[pk] = s.terms.add(b) | mark
+	s.active.set(pk, s.terms.add(b)|mark)
+	s.touch(&pk)
 	if b.expiresAt != 0 {
 		heap.Push(&s.expiries, expiry{at: b.expiresAt, pk: pk})
 		s.compact()
@@ -108,17 +115,19 @@ func (s *banSet) put(pk [32]byte, b banTerms) {
 
 // remove drops the ban of pk, lapsed or not.
 func (s *banSet) remove(pk [32]byte) {
-	for _, m := range []map[[32]byte]uint32{s.active, s.lapsed} {
-		if v, ok := m[pk]; ok {
-			delete(m, pk)
-			s.terms.release(ref(v))
-		}
+	if v, ok := s.active.remove(pk); ok {
+		s.terms.release(ref(v))
+		s.touch(&pk)
+	}
+	if v, ok := s.lapsed[pk]; ok {
+		delete(s.lapsed, pk)
+		s.terms.release(ref(v))
 	}
 }
 
 // get is pk's ban, lapsed or not.
 func (s *banSet) get(pk [32]byte) (banEntry, bool) {
-	i, ok := s.active[pk]
+	i, ok := s.active.get(pk)
 	if !ok && len(s.lapsed) > 0 {
 		i, ok = s.lapsed[pk]
 	}
@@ -138,9 +147,10 @@ func (s *banSet) due(now int64) bool {
 func (s *banSet) advance(now int64) {
 	for s.due(now) {
 		e := heap.Pop(&s.expiries).(expiry)
-		if v, ok := s.active[e.pk]; ok && s.terms.recs[ref(v)].expiresAt == e.at {
-			delete(s.active, e.pk)
+		if v, ok := s.active.get(e.pk); ok && s.terms.recs[ref(v)].expiresAt == e.at {
+			s.active.remove(e.pk)
 			s.lapsed[e.pk] = v
+			s.touch(&e.pk)
 		}
 	}
 }
@@ -148,12 +158,12 @@ func (s *banSet) advance(now int64) {
 // compact drops the heap's stale entries once they outnumber the live
 // ones, so re-banning a key again and again does not grow it.
 func (s *banSet) compact() {
-	if len(s.expiries) < 2*len(s.active)+1024 {
+	if len(s.expiries) < 2*s.active.len()+1024 {
 		return
 	}
 	live := s.expiries[:0]
 	for _, e := range s.expiries {
-		if v, ok := s.active[e.pk]; ok && s.terms.recs[ref(v)].expiresAt == e.at {
+		if v, ok := s.active.get(e.pk); ok && s.terms.recs[ref(v)].expiresAt == e.at {
 			live = append(live, e)
 		}
 	}
@@ -173,29 +183,32 @@ func (s *banSet) beginResync() {
 
 // keep marks pk's ban, as it is, named by the resync.
 func (s *banSet) keep(pk [32]byte) {
-	if v, ok := s.active[pk]; ok && s.resyncing {
-		s.active[pk] = v | named
+	if v, ok := s.active.get(pk); ok && s.resyncing {
+		s.active.set(pk, v|named)
 	}
 }
 
 // endResync ends the resync, returning the keys of the active bans it did
 // not name.
 func (s *banSet) endResync() (unnamed [][32]byte) {
-	for pk, v := range s.active {
-		if v&named == 0 {
-			unnamed = append(unnamed, pk)
+	s.active.all(func(pk *[32]byte, v *uint32) bool {
+		if *v&named == 0 {
+			unnamed = append(unnamed, *pk)
 		}
-	}
+		return true
+	})
 	s.unmark()
 	s.resyncing = false
 	return unnamed
 }
 
 func (s *banSet) unmark() {
-	for _, m := range []map[[32]byte]uint32{s.active, s.lapsed} {
-		for pk, v := range m {
-			m[pk] = ref(v)
-		}
+	s.active.all(func(_ *[32]byte, v *uint32) bool {
+		*v = ref(*v)
+		return true
+	})
+	for pk, v := range s.lapsed {
+		s.lapsed[pk] = ref(v)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/outpost-relay/outpost/banlist"
+	"github.com/outpost-relay/outpost/httpapi/banlistapi"
 	"github.com/outpost-relay/outpost/internal/nostr/pubkey"
 	"github.com/outpost-relay/outpost/internal/testkit"
 	"github.com/outpost-relay/outpost/internal/testkit/apitest"
@@ -265,4 +266,51 @@ func readStream(t *testing.T, r *apitest.Response) (cursor string, keys []string
 		keys = append(keys, hex)
 	}
 	return head.Cursor, keys
+}
+
+// TestWholeListWrittenOut: a list longer than the cache's bound is
+// answered whole, unpaged, written a page at a time: the same answer as
+// the cached one, with an ETag that changes with the list (a ban, a lapse)
+// and a 304 while it does not.
+func TestWholeListWrittenOut(t *testing.T) {
+	e := newEnv(t, options{})
+	const n = 2100 // more than one page of the writing (1,000)
+	var body strings.Builder
+	for i := range n {
+		fmt.Fprintf(&body, `{"pubkey":"%s","reason":"wave"}`+"\n", bulkKey(i))
+	}
+	wantStatus(t, e.api.Do("POST", "/admin/bans", body.String(), "Authorization", "Bearer "+adminKey, "Content-Type", "application/x-ndjson"), 200, "")
+	wantStatus(t, e.api.Do("POST", "/admin/ban", map[string]any{"pubkey": bulkKey(n), "reason": "brief", "duration": 60}, bearer(adminKey)...), 200, "")
+
+	cached := e.api.Do("GET", "/blocked/pubkeys", nil)
+	wantStatus(t, cached, 200, "")
+	defer banlistapi.SetCachedListMax(100)()
+	whole := e.api.Do("GET", "/blocked/pubkeys", nil)
+	wantStatus(t, whole, 200, "")
+	if string(whole.Body) != string(cached.Body) {
+		t.Fatalf("the answer written out differs from the cached one:\n%.300s\n%.300s", whole.Body, cached.Body)
+	}
+	var list banlist.BlockedPubKeys
+	whole.JSON(t, &list)
+	if len(list.PubKeys) != n+1 {
+		t.Fatalf("%d keys, want %d", len(list.PubKeys), n+1)
+	}
+	etag := whole.Header.Get("ETag")
+	wantStatus(t, e.api.Do("GET", "/blocked/pubkeys", nil, "If-None-Match", etag), 304, "")
+	wantStatus(t, e.api.Do("HEAD", "/blocked/pubkeys", nil), 200, "")
+
+	wantStatus(t, e.api.Do("POST", "/admin/ban", map[string]any{"pubkey": bulkKey(n + 1), "reason": "late"}, bearer(adminKey)...), 200, "")
+	r := e.api.Do("GET", "/blocked/pubkeys", nil, "If-None-Match", etag)
+	wantStatus(t, r, 200, "")
+	if r.Header.Get("ETag") == etag {
+		t.Fatal("the ETag did not change with a ban")
+	}
+	etag = r.Header.Get("ETag")
+	e.clock.Add(61 * time.Second) // the brief ban lapses
+	r = e.api.Do("GET", "/blocked/pubkeys", nil, "If-None-Match", etag)
+	wantStatus(t, r, 200, "")
+	r.JSON(t, &list)
+	if len(list.PubKeys) != n+1 || r.Header.Get("ETag") == etag {
+		t.Fatalf("after a lapse: %d keys, want %d, and a new ETag", len(list.PubKeys), n+1)
+	}
 }

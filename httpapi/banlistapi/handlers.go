@@ -104,6 +104,10 @@ func handleBlockedList(svc *banlist.Service, now func() time.Time) http.HandlerF
 			return
 		}
 		l, at := svc.List(), now()
+		if l.Len() > cachedListMax {
+			serveWhole(w, r, svc, at)
+			return
+		}
 		body, gz, etag := cache.get(l.Version(), at.Unix(), func() (any, int64) {
 			bans, next := l.Bans(at.Unix())
 			return banlist.BlockedPubKeys{PubKeys: blockedEntries(bans), Issuer: banlist.IssuerOf(svc, at)}, next

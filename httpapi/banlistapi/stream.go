@@ -2,7 +2,10 @@ package banlistapi
 
 import (
 	"bufio"
+	"compress/gzip"
 	"encoding/json"
+	"fmt"
+	"io"
 	"mime"
 	"net/http"
 	"strings"
@@ -99,4 +102,68 @@ func streamList(w http.ResponseWriter, r *http.Request, svc *banlist.Service, at
 	bw.Flush()
 	rc.SetWriteDeadline(time.Time{})
 	return nil
+}
+
+// cachedListMax is the longest list whose whole answer (GET /blocked/pubkeys
+// without paging) is kept encoded, for pollers with If-None-Match; a
+// longer one is written out a page at a time (serveWhole): a million bans
+// are 116 MB of JSON, which the cache kept besides its gzip.
+var cachedListMax = 20_000
+
+// serveWhole answers the whole list as one JSON object, as the cached
+// answer does, written a page at a time from the snapshot so that it costs
+// one page of memory. Its ETag names the list's state (the server, its
+// version and its count of active bans, which a lapse changes) rather than
+// a hash of a body it never holds.
+func serveWhole(w http.ResponseWriter, r *http.Request, svc *banlist.Service, at time.Time) {
+	l, epoch := svc.List(), svc.Identity().Epoch
+	etag := fmt.Sprintf(`"%s-%d-%d"`, epoch[:min(8, len(epoch))], l.Version(), l.ActiveBans(at.Unix()))
+	h := w.Header()
+	h.Set("ETag", etag)
+	h.Set("Cache-Control", "no-cache")
+	h.Set("Vary", "Accept-Encoding")
+	if match := r.Header.Get("If-None-Match"); match != "" && etagMatches(match, etag) {
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	h.Set("Content-Type", "application/json")
+	var out io.Writer = w
+	if strings.Contains(r.Header.Get("Accept-Encoding"), "gzip") {
+		h.Set("Content-Encoding", "gzip")
+		zw, _ := gzip.NewWriterLevel(w, gzip.BestSpeed)
+		defer zw.Close()
+		out = zw
+	}
+	w.WriteHeader(http.StatusOK)
+	if r.Method == http.MethodHead {
+		return
+	}
+	rc := http.NewResponseController(w)
+	bw := bufio.NewWriterSize(out, 64<<10)
+	defer bw.Flush()
+	bw.WriteString(`{"pubkeys":[`)
+	after, first := "", true
+	for {
+		rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
+		bans, next, err := svc.ActivePage(r.Context(), after, streamPage)
+		if err != nil {
+			return // the reader went away: the answer is cut, not valid JSON
+		}
+		for _, b := range bans {
+			if !first {
+				bw.WriteByte(',')
+			}
+			first = false
+			e, _ := json.Marshal(banlist.BlockedPubKeyOf(b))
+			bw.Write(e)
+		}
+		if next == "" {
+			break
+		}
+		after = next
+	}
+	issuer, _ := json.Marshal(banlist.IssuerOf(svc, at))
+	bw.WriteString("],")
+	bw.Write(issuer[1:]) // the issuer's fields, and the closing brace
+	rc.SetWriteDeadline(time.Time{})
 }

@@ -19,7 +19,8 @@ import (
 )
 
 // BanList publishes a ban list as signed NIP-51 sets (kind 30000), within
-// a second of every change and of every temporary ban lapsing, in pages
+// a second of a change or of a temporary ban lapsing while the list is
+// quiet, and paced while a wave of bans comes (see maxParts), in pages
 // that every relay takes (see pageSet.pages):
 //
 //   - the banned keys, d = "outpost-bans-<2 or more hex digits of the
@@ -42,6 +43,10 @@ type BanList struct {
 	Log       *slog.Logger
 	Now       func() time.Time
 	Every     time.Duration // how often the list is looked at; default 200ms
+	// Rest is how many times as long as a round took the publisher waits
+	// after one that did work before the next; 0: restFactor, -1: none
+	// (tests that wait for a whole list on a slow machine).
+	Rest int
 	// Offer takes each current event published before the start, for the
 	// publish relays that lack it (Outbox.Offer); nil: there are none.
 	Offer func(*nostr.Event)
@@ -49,6 +54,35 @@ type BanList struct {
 
 // muteListD is the address of the kind-10000 mute list among the pages.
 const muteListD = ""
+
+// How a publisher shares the machine with the relay. The pages are
+// rebuilt by part, a part being the bans of one first byte of key (BansIn),
+// and only the parts changed since they were last published (Changed), at
+// most maxParts of them a round, in turn; and after a round that did work
+// it rests restFactor times as long as the round took before the next. A
+// spam wave bans keys of every part every second: every round then has
+// maxParts parts to rebuild, and the publisher takes at most a fifth of
+// the time, the rest of the wave's pages following in later rounds,
+// where it rebuilt and re-signed the whole list every 200 ms (most of the
+// relay's CPU while 100,000 bans came in a minute, and 250 MB of garbage a
+// round at a million bans). A lone change is published in the next round.
+const (
+	maxParts   = 16
+	restFactor = 4
+	retryAfter = 5 * time.Second // a part whose page failed (e.g. a full disk) is tried again after this
+)
+
+// pubState is what a publisher knows of what it published.
+type pubState struct {
+	last    map[string][32]byte // digest of each page's tags, by d
+	seen    [256]uint64         // each part's change count as published (BanList.Changed)
+	lapse   [256]int64          // when a ban listed in each part lapses next (0: none)
+	held    [256]int64          // a part that failed is not tried again before this
+	done    [256]bool           // the part was published (or found unchanged) once
+	words   []string            // the blocked words as published
+	wordsOK bool                // they were
+	next    int                 // the part the next round looks at first
+}
 
 // Run publishes until ctx ends.
 func (b *BanList) Run(ctx context.Context) {
@@ -64,25 +98,82 @@ func (b *BanList) Run(ctx context.Context) {
 		log.Error("publish: reading earlier ban list events", "err", err)
 		return
 	}
-	t := time.NewTicker(cmp.Or(b.Every, 200*time.Millisecond))
+	st := &pubState{last: last}
+	every := cmp.Or(b.Every, 200*time.Millisecond)
+	t := time.NewTimer(0)
 	defer t.Stop()
-	version, lapse, retry, first := uint64(0), int64(0), int64(0), true
 	for {
-		at := now()
-		if v := b.List.Version(); first || v != version || (lapse != 0 && at.Unix() >= lapse) || (retry != 0 && at.Unix() >= retry) {
-			first, version, retry = false, v, 0
-			var failed bool
-			lapse, failed = b.publish(ctx, sg, last, at)
-			if failed { // e.g. a full disk: the list must not stay stale once it passes
-				retry = at.Unix() + 5
-			}
-		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
+		start := time.Now()
+		worked := b.round(ctx, sg, st, now())
+		wait := every
+		if rest := cmp.Or(b.Rest, restFactor); worked && rest > 0 {
+			wait = max(every, time.Duration(rest)*time.Since(start))
+		}
+		t.Reset(wait)
 	}
+}
+
+// round publishes what changed of the words and of up to maxParts parts of
+// the bans; it reports whether there was anything to look at.
+func (b *BanList) round(ctx context.Context, sg *signer, st *pubState, at time.Time) (worked bool) {
+	var counts [256]uint64
+	b.List.Changed(&counts)
+	unix := at.Unix()
+	var parts []int
+	for i := range 256 {
+		p := (st.next + i) % 256
+		due := !st.done[p] || counts[p] != st.seen[p] || (st.lapse[p] != 0 && unix >= st.lapse[p])
+		if due && unix >= st.held[p] {
+			if parts = append(parts, p); len(parts) == maxParts {
+				break
+			}
+		}
+	}
+	if len(parts) > 0 {
+		st.next = (parts[len(parts)-1] + 1) % 256
+	}
+	words := b.List.Words()
+	wordsDue := !st.wordsOK || !slices.Equal(words, st.words)
+	if len(parts) == 0 && !wordsDue {
+		return false
+	}
+	// The pages published before under each part looked at (to empty the
+	// ones it no longer has) and under the words.
+	before := map[int][]string{}
+	for d := range st.last {
+		before[partOf(d)] = append(before[partOf(d)], d)
+	}
+	for _, p := range parts {
+		bans, lapse := b.List.BansIn(byte(p), unix)
+		if b.publish(ctx, sg, st, BanPages(bans), before[p], at) {
+			st.seen[p], st.lapse[p], st.done[p] = counts[p], lapse, true
+		} else {
+			st.held[p] = unix + int64(retryAfter/time.Second)
+		}
+	}
+	if wordsDue && b.publish(ctx, sg, st, WordPages(words), before[wordsPart], at) {
+		st.words, st.wordsOK = words, true
+	}
+	return true
+}
+
+// wordsPart is partOf the word pages and of the mute list.
+const wordsPart = -1
+
+// partOf is the part of the bans a page d belongs to (the first byte of
+// its keys), or wordsPart.
+func partOf(d string) int {
+	if prefix, ok := strings.CutPrefix(d, banPagePrefix); ok && len(prefix) >= 2 {
+		if v, err := strconv.ParseUint(prefix[:2], 16, 8); err == nil {
+			return int(v)
+		}
+	}
+	return wordsPart
 }
 
 // earlier is what was published before, by d: a digest of each page's
@@ -105,20 +196,19 @@ func (b *BanList) earlier(ctx context.Context, sg *signer) (map[string][32]byte,
 	return last, err
 }
 
-// publish signs and sinks every page whose tags changed; it returns when
-// the next listed ban lapses (0: none does), and whether a page failed.
-func (b *BanList) publish(ctx context.Context, sg *signer, last map[string][32]byte, at time.Time) (next int64, failed bool) {
-	bans, next := b.List.Bans(at.Unix())
-	want := BanPages(bans)
-	maps.Copy(want, WordPages(b.List.Words()))
-	for d := range last {
+// publish signs and sinks each page of want whose tags changed, and the
+// pages of was (published before in the same part) that want no longer
+// has, empty; it reports whether all went.
+func (b *BanList) publish(ctx context.Context, sg *signer, st *pubState, want map[string]nostr.Tags, was []string, at time.Time) (ok bool) {
+	for _, d := range was {
 		if _, ok := want[d]; !ok {
 			want[d] = emptyPage(d)
 		}
 	}
+	ok = true
 	for _, d := range slices.Sorted(maps.Keys(want)) {
 		sum := digest(want[d])
-		if was, ok := last[d]; ok && was == sum {
+		if was, ok := st.last[d]; ok && was == sum {
 			continue
 		}
 		kind := KindBanPage
@@ -133,12 +223,12 @@ func (b *BanList) publish(ctx context.Context, sg *signer, last map[string][32]b
 			if ctx.Err() == nil {
 				logFailure(cmp.Or(b.Log, slog.Default()), "publish: ban list event", err, "d", d)
 			}
-			failed = true
+			ok = false
 			continue
 		}
-		last[d] = sum
+		st.last[d] = sum
 	}
-	return next, failed
+	return ok
 }
 
 // digest sums tags, each element length-prefixed so no two lists share one.

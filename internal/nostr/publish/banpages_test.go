@@ -179,7 +179,7 @@ func TestOnlyChangedPagesRepublished(t *testing.T) {
 	run := func(s *sinkLog) (stop func()) {
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
-		b := &BanList{List: list, Events: st.Events, Sink: s.sink, SecretKey: sk, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Every: 10 * time.Millisecond}
+		b := &BanList{List: list, Events: st.Events, Sink: s.sink, SecretKey: sk, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Every: 10 * time.Millisecond, Rest: -1}
 		go func() { b.Run(ctx); close(done) }()
 		return func() { cancel(); <-done }
 	}
@@ -204,5 +204,44 @@ func TestOnlyChangedPagesRepublished(t *testing.T) {
 	stop()
 	if again.count() != 1 {
 		t.Fatalf("a restart and one word republished %d pages", again.count())
+	}
+}
+
+// TestRoundsArePaced: a round of the publisher rebuilds at most maxParts
+// parts of the list (the bans of one first byte of key each) before it
+// rests, so a wave of bans touching every part does not take the relay's
+// CPU for the whole list at once (before, every round rebuilt and
+// re-signed every changed page of the whole list). With a rest of an hour,
+// the first round alone publishes the pages of the first maxParts parts.
+func TestRoundsArePaced(t *testing.T) {
+	st := storetest.Open(t, storetest.Options{})
+	list := policies.NewBanList()
+	var bans []policies.Ban
+	for p := range 256 {
+		for range 3 {
+			bans = append(bans, policies.Ban{PubKey: randomKey(fmt.Sprintf("%02x", p)), Reason: "wave"})
+		}
+	}
+	list.SetBans(bans)
+	var first []policies.Ban
+	for p := range maxParts {
+		b, _ := list.BansIn(byte(p), 0)
+		first = append(first, b...)
+	}
+	want := len(BanPages(first))
+	// The sink stores whatever the context: a round cut short by the
+	// test's end would not tell a paced round from one that was stopped.
+	s := &sinkLog{st: st.Events}
+	sink := func(_ context.Context, ev *nostr.Event) error { return s.sink(context.Background(), ev) }
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	b := &BanList{List: list, Events: st.Events, Sink: sink, SecretKey: nostr.GeneratePrivateKey(),
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Every: time.Hour}
+	go func() { b.Run(ctx); close(done) }()
+	testkit.WaitFor(t, 30*time.Second, "the first round published", func() bool { return s.count() >= want })
+	cancel()
+	<-done
+	if n := s.count(); n != want {
+		t.Fatalf("the first round published %d pages, want the %d of its %d parts (of %d pages in all)", n, want, maxParts, len(BanPages(bans)))
 	}
 }

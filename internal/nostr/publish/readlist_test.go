@@ -54,7 +54,7 @@ func TestReadListFromRelay(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	b := &publish.BanList{List: list, Events: st.Events, Sink: rl.Publish, SecretKey: sk, Log: quiet(), Every: 10 * time.Millisecond}
+	b := &publish.BanList{List: list, Events: st.Events, Sink: rl.Publish, SecretKey: sk, Log: quiet(), Every: 10 * time.Millisecond, Rest: -1}
 	done := make(chan struct{})
 	go func() { b.Run(ctx); close(done) }()
 	defer func() { cancel(); <-done }()
