@@ -201,6 +201,16 @@ func (c *cacheFile) Ban(b policies.Ban) {
 	c.append(record{Ban: b.PubKey, Why: b.Reason, Until: b.ExpiresAt})
 }
 
+// BanMany applies a page of changes' bans, appended to the log at once.
+func (c *cacheFile) BanMany(bans []policies.Ban) {
+	c.l.BanMany(bans)
+	recs := make([]record, len(bans))
+	for i, b := range bans {
+		recs[i] = record{Ban: b.PubKey, Why: b.Reason, Until: b.ExpiresAt}
+	}
+	c.append(recs...)
+}
+
 func (c *cacheFile) Unban(pk string) {
 	c.l.Unban(pk)
 	c.append(record{Unban: pk})
