@@ -67,9 +67,11 @@ func (b *BanList) Run(ctx context.Context) {
 	t := time.NewTicker(cmp.Or(b.Every, 200*time.Millisecond))
 	defer t.Stop()
 	version, lapse, retry, first := uint64(0), int64(0), int64(0), true
+	var heldSince time.Time
 	for {
 		at := now()
-		if v := b.List.Version(); first || v != version || (lapse != 0 && at.Unix() >= lapse) || (retry != 0 && at.Unix() >= retry) {
+		if v := b.List.Version(); (first || v != version || (lapse != 0 && at.Unix() >= lapse) || (retry != 0 && at.Unix() >= retry)) &&
+			!b.putOff(at, &heldSince) {
 			first, version, retry = false, v, 0
 			var failed bool
 			lapse, failed = b.publish(ctx, sg, last, at)
@@ -83,6 +85,29 @@ func (b *BanList) Run(ctx context.Context) {
 		case <-t.C:
 		}
 	}
+}
+
+// resyncWait is how long a publication waits for a whole list being taken
+// to be all in (see putOff).
+const resyncWait = time.Minute
+
+// putOff says whether to wait with a publication: while a whole list is
+// taken page by page (a follower's first sync of a primary's, or another
+// primary's), each page changes the list, and publishing it would copy
+// the whole list and make its pages again a page at a time. Its pages are
+// published once it is all in; one that never ends (its fetch failed
+// part-way) is published once every resyncWait meanwhile.
+func (b *BanList) putOff(at time.Time, heldSince *time.Time) bool {
+	if !b.List.Resyncing() {
+		*heldSince = time.Time{}
+		return false
+	}
+	if heldSince.IsZero() || at.Sub(*heldSince) >= resyncWait {
+		first := heldSince.IsZero()
+		*heldSince = at
+		return first
+	}
+	return true
 }
 
 // earlier is what was published before, by d: a digest of each page's
