@@ -16,6 +16,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -37,14 +39,43 @@ type banBench struct {
 	keys   *keyGen
 	banned []string  // every key banned, in the order they were
 	wrote  time.Time // when the last ban was made
+	prof   *profiler // with -cpuprofile: the primary's profiles (see profile)
+	runs   int       // of the primary, to name its logs
 }
 
 const banAdminKey = "bench-admin-key-0123456789abcdef"
 
+// banOptions choose what of the scenario runs (-banlist-*): a run of the
+// primary alone at one size takes minutes where the whole takes most of
+// an hour.
+type banOptions struct {
+	sizes     []int // nil: banlistSizes
+	noReaders bool  // without the follower and the strfry plugin at each size
+	noBurst   bool
+}
+
+func parseBanOptions(sizes string, readers, burst bool) (banOptions, error) {
+	o := banOptions{noReaders: !readers, noBurst: !burst}
+	for f := range strings.SplitSeq(sizes, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		n, err := strconv.Atoi(strings.ReplaceAll(f, "_", ""))
+		if err != nil || n < 0 || (len(o.sizes) > 0 && n < o.sizes[len(o.sizes)-1]) {
+			return o, fmt.Errorf("-banlist-sizes: %q is not a list of sizes in increasing order", sizes)
+		}
+		o.sizes = append(o.sizes, n)
+	}
+	return o, nil
+}
+
 // banlistSizes are the list sizes measured, in order; each is loaded on
 // top of the one before.
-func banlistSizes(smoke bool) []int {
-	if smoke {
+func banlistSizes(b *bench) []int {
+	switch {
+	case b.ban.sizes != nil:
+		return b.ban.sizes
+	case b.smoke:
 		return []int{0, 2_000}
 	}
 	return []int{0, 100_000, 1_000_000}
@@ -63,12 +94,16 @@ func banlistScenario(b *bench) ([]row, error) {
 	if err := os.MkdirAll(bb.dir, 0o700); err != nil {
 		return nil, err
 	}
+	var err error
+	if bb.prof, err = newProfiler(b.profileDir != ""); err != nil {
+		return nil, err
+	}
 	if err := bb.start(); err != nil {
 		return nil, err
 	}
-	defer func() { bb.srv.stop() }()
+	defer func() { bb.stop() }()
 	var rows []row
-	sizes := banlistSizes(b.smoke)
+	sizes := banlistSizes(b)
 	for i, n := range sizes {
 		step(fmt.Sprintf("ban list at %s bans", thousands(n)))
 		rs, err := bb.atSize(n)
@@ -76,7 +111,7 @@ func banlistScenario(b *bench) ([]row, error) {
 			return nil, fmt.Errorf("at %d bans: %w", n, err)
 		}
 		rows = append(rows, rs...)
-		if i == len(sizes)/2 {
+		if i == len(sizes)/2 && !b.ban.noBurst {
 			rs, err := bb.burst()
 			if err != nil {
 				return nil, fmt.Errorf("burst: %w", err)
@@ -88,9 +123,51 @@ func banlistScenario(b *bench) ([]row, error) {
 }
 
 func (bb *banBench) start() error {
-	srv, err := startServer(bb.b.outpost, nil, append(outpostEnv(bb.dir), append(limitsLifted, "OUTPOST_ADMIN_API_KEY="+banAdminKey)...)...)
+	env := append(outpostEnv(bb.dir), append(limitsLifted, "OUTPOST_ADMIN_API_KEY="+banAdminKey)...)
+	if bb.prof != nil {
+		env = append(append(env, bb.prof.env()...), "GODEBUG=gctrace=1")
+	}
+	srv, err := startServer(bb.b.outpost, nil, env...)
 	bb.srv = srv
 	return err
+}
+
+// stop stops the primary; with -cpuprofile its stderr (gctrace's lines
+// among them) is kept beside the profiles.
+func (bb *banBench) stop() {
+	bb.srv.stop()
+	if bb.prof != nil {
+		bb.runs++
+		os.WriteFile(filepath.Join(bb.b.profileDir, fmt.Sprintf("banlist-primary-%d.log", bb.runs)), bb.srv.logs.Bytes(), 0o644)
+	}
+}
+
+// profile keeps a CPU profile of the primary's next d as name (with
+// -cpuprofile; else it does nothing), and returns a wait for it.
+func (bb *banBench) profile(name string, d time.Duration) func() {
+	if bb.prof == nil {
+		return func() {}
+	}
+	done := bb.prof.after(nil, 0, d, filepath.Join(bb.b.profileDir, "banlist-"+name+".pprof"))
+	return func() {
+		if err := <-done; err != nil {
+			step("profile " + name + ": " + err.Error())
+		}
+	}
+}
+
+// heap keeps a profile of the primary's heap as name (with -cpuprofile).
+func (bb *banBench) heap(name string) {
+	if bb.prof == nil {
+		return
+	}
+	body, _, err := fetch("http://" + bb.prof.addr + "/debug/pprof/heap?gc=1")
+	if err == nil {
+		err = os.WriteFile(filepath.Join(bb.b.profileDir, "banlist-heap-"+name+".pprof"), body, 0o644)
+	}
+	if err != nil {
+		step("heap profile " + name + ": " + err.Error())
+	}
 }
 
 // atSize loads the list up to n bans and measures everything at that size.
@@ -98,15 +175,22 @@ func (bb *banBench) atSize(n int) ([]row, error) {
 	label := func(s string) string { return fmt.Sprintf("%s bans: %s", thousands(n), s) }
 	var rows []row
 	if add := n - len(bb.banned); add > 0 {
+		profiled := bb.profile(fmt.Sprintf("load-%d", n), 30*time.Second)
 		took, err := bb.load(add)
+		profiled()
 		if err != nil {
 			return nil, err
 		}
+		bb.heap(fmt.Sprintf("loaded-%d", n))
 		rate := float64(add) / took.Seconds()
 		rows = append(rows, row{measure: label("load through POST /admin/bans (batches of 10,000, 2 at a time)"),
 			value: fmt.Sprintf("%s (%.0f bans/s)", took.Round(time.Millisecond), rate), target: "≥ 20,000 bans/s", holds: ptr(rate >= 20_000)})
 	}
-	for _, m := range []func(n int, label func(string) string) ([]row, error){bb.restart, bb.reads, bb.publishIdle, bb.follower, bb.plugin, bb.pages} {
+	measures := []func(n int, label func(string) string) ([]row, error){bb.restart, bb.reads, bb.publishIdle, bb.follower, bb.plugin, bb.pages}
+	if bb.b.ban.noReaders {
+		measures = []func(n int, label func(string) string) ([]row, error){bb.restart, bb.reads, bb.publishIdle, bb.pages}
+	}
+	for _, m := range measures {
 		rs, err := m(n, label)
 		if err != nil {
 			return nil, err
@@ -116,6 +200,7 @@ func (bb *banBench) atSize(n int) ([]row, error) {
 			step(r.measure + ": " + r.value) // as it comes, so a run cut short still says it
 		}
 	}
+	bb.heap(fmt.Sprintf("read-%d", n))
 	m := bb.srv.mem()
 	rows = append(rows, row{measure: label("memory after every read (anonymous / total RSS / peak)"),
 		value: fmt.Sprintf("%s / %s / %s", mb(m.Anon), mb(m.RSS), mb(m.Peak)), target: "anonymous ≤ 256 MiB", holds: ptr(m.Anon <= 256<<20)})
@@ -222,7 +307,7 @@ func (bb *banBench) banNew(k int) ([]string, error) {
 // restart stops the primary and times its start on the loaded data dir,
 // until /health answers 200.
 func (bb *banBench) restart(n int, label func(string) string) ([]row, error) {
-	bb.srv.stop()
+	bb.stop()
 	start := time.Now()
 	if err := bb.start(); err != nil {
 		return nil, err

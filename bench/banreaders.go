@@ -289,6 +289,8 @@ func (bb *banBench) burst() ([]row, error) {
 		err error
 	}
 	during := make(chan published, 1)
+	profiled := bb.profile("burst", over)
+	defer profiled()
 	go func() { lat, err := publishPaced(ctx, bb.srv.ws()); during <- published{lat, err} }()
 	batches := total / 1000
 	tick := time.NewTicker(over / time.Duration(batches))
