@@ -45,26 +45,94 @@ var (
 // cursor, taken as this server's). A cursor of another epoch means nothing
 // here: the changes since its time would miss this server's earlier bans.
 func (s *Service) ChangesSince(ctx context.Context, cursor string) (Changes, error) {
+	since, err := s.cursorTime(cursor)
+	if err != nil {
+		return Changes{}, err
+	}
+	return s.Changes(ctx, since)
+}
+
+// cursorTime is the time of a cursor of this server's.
+func (s *Service) cursorTime(cursor string) (time.Time, error) {
 	ms, epoch, dotted := strings.Cut(cursor, ".")
 	t, err := strconv.ParseInt(ms, 10, 64)
 	if err != nil || t < 0 || (dotted && epoch == "") {
-		return Changes{}, ErrInvalidCursor
+		return time.Time{}, ErrInvalidCursor
 	}
 	if dotted && epoch != s.epoch {
-		return Changes{}, ErrForeignCursor
+		return time.Time{}, ErrForeignCursor
 	}
-	return s.Changes(ctx, time.UnixMilli(t))
+	return time.UnixMilli(t), nil
 }
 
 // Changes lists what changed since `since`, as of now.
 func (s *Service) Changes(ctx context.Context, since time.Time) (Changes, error) {
 	now := s.now()
+	keys, words, err := s.changed(ctx, since, now)
+	if err != nil {
+		return Changes{}, err
+	}
+	c := s.changesOf(keys, now)
+	current := map[string]string{}
+	for _, w := range s.list.Words() {
+		current[policies.NormalizeText(w)] = w
+	}
+	for n := range words {
+		if w, ok := current[n]; ok {
+			c.WordsAdded = append(c.WordsAdded, w)
+		} else if n != "" {
+			c.WordsRemoved = append(c.WordsRemoved, n)
+		}
+	}
+	slices.Sort(c.WordsAdded)
+	slices.Sort(c.WordsRemoved)
+	return c, nil
+}
+
+// ChangesPageSince is a page of the keys' changes since cursor (as
+// ChangesSince, words left out): those of the keys changed that sort after
+// after ("" from the first), in order of key, at most limit of them
+// (added, lifted and expired together). next is the after of the page that
+// follows, "" on the last. Each page is computed anew, so a wave of a
+// hundred thousand bans is handed out a page at a time, never in one
+// answer; a key changed while a reader pages is in a later page, or in the
+// next delta since the first page's cursor.
+func (s *Service) ChangesPageSince(ctx context.Context, cursor, after string, limit int) (c Changes, next string, err error) {
+	since, err := s.cursorTime(cursor)
+	if err != nil {
+		return Changes{}, "", err
+	}
+	now := s.now()
+	keys, _, err := s.changed(ctx, since, now)
+	if err != nil {
+		return Changes{}, "", err
+	}
+	page := make([]string, 0, len(keys))
+	for pk := range keys {
+		if pk > after {
+			page = append(page, pk)
+		}
+	}
+	slices.Sort(page)
+	if len(page) > limit {
+		page, next = page[:limit], page[limit-1]
+	}
+	paged := make(map[string]bool, len(page))
+	for _, pk := range page {
+		paged[pk] = true
+	}
+	return s.changesOf(paged, now), next, nil
+}
+
+// changed is the keys and the words (in their normal form) touched since
+// `since` and by now, read from the store and the lapses.
+func (s *Service) changed(ctx context.Context, since, now time.Time) (keys, words map[string]bool, err error) {
 	if since.Before(s.loadedAt) {
-		return Changes{}, ErrCursorExpired
+		return nil, nil, ErrCursorExpired
 	}
 	from := since.Add(-changesSlack)
-	keys, words := map[string]bool{}, map[string]bool{}
-	err := s.db.View(func(txn *kv.Txn) error {
+	keys, words = map[string]bool{}, map[string]bool{}
+	err = s.db.View(func(txn *kv.Txn) error {
 		// Bans made since, in bulk too (audited once a batch): their ids
 		// are times.
 		start := kv.Key(kv.PrefixBanlist, kindBan, kv.U64(uint64(from.UnixNano())))
@@ -93,12 +161,17 @@ func (s *Service) Changes(ctx context.Context, since time.Time) (Changes, error)
 		})
 	})
 	if err != nil {
-		return Changes{}, err
+		return nil, nil, err
 	}
-	c := Changes{At: now}
 	for _, b := range s.list.Lapsed(from.Unix(), now.Unix()) {
 		keys[b.PubKey] = true
 	}
+	return keys, words, nil
+}
+
+// changesOf is the state at now of each of keys, each list in order of key.
+func (s *Service) changesOf(keys map[string]bool, now time.Time) Changes {
+	c := Changes{At: now}
 	for pk := range keys {
 		if b, ok := s.list.Banned(pk, now.Unix()); ok {
 			c.Added = append(c.Added, b)
@@ -108,22 +181,9 @@ func (s *Service) Changes(ctx context.Context, since time.Time) (Changes, error)
 			c.Lifted = append(c.Lifted, pk)
 		}
 	}
-	current := map[string]string{}
-	for _, w := range s.list.Words() {
-		current[policies.NormalizeText(w)] = w
-	}
-	for n := range words {
-		if w, ok := current[n]; ok {
-			c.WordsAdded = append(c.WordsAdded, w)
-		} else if n != "" {
-			c.WordsRemoved = append(c.WordsRemoved, n)
-		}
-	}
 	byKey := func(a, b policies.Ban) int { return cmp.Compare(a.PubKey, b.PubKey) }
 	slices.SortFunc(c.Added, byKey)
 	slices.SortFunc(c.Expired, byKey)
 	slices.Sort(c.Lifted)
-	slices.Sort(c.WordsAdded)
-	slices.Sort(c.WordsRemoved)
-	return c, nil
+	return c
 }

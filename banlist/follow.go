@@ -127,15 +127,23 @@ func (m mirror) BeginBans() { m.s.list.BeginBans() }
 // batches, each audited once. Every key it names is marked first, so one
 // held here stays banned even if its new terms are not written.
 func (m mirror) PutBans(bans []policies.Ban) {
-	var batch []BanRequest
 	named := make([]string, len(bans))
 	for i, b := range bans {
 		named[i] = b.PubKey
+	}
+	m.s.list.Keep(named)
+	m.BanMany(bans)
+}
+
+// BanMany writes bans of the primary's, new and changed ones, in batches,
+// each audited once: a page of its changes, or of its whole list.
+func (m mirror) BanMany(bans []policies.Ban) {
+	var batch []BanRequest
+	for _, b := range bans {
 		if q, ok := m.request(b); ok {
 			batch = append(batch, q)
 		}
 	}
-	m.s.list.Keep(named)
 	for lo := 0; lo < len(batch); lo += MaxBatch {
 		if _, err := m.s.BanMany(m.ctx, m.s.followActor(), batch[lo:min(lo+MaxBatch, len(batch))]); err != nil {
 			m.s.log.Warn("ban list follow: bans of the primary not mirrored", "bans", len(batch), "err", err)

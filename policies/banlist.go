@@ -135,6 +135,14 @@ func (l *BanList) BeginBans() {
 	l.mu.Unlock()
 }
 
+// Resyncing reports whether a whole list is being taken (BeginBans, and no
+// EndBans yet): what is held is then part the old list, part the new.
+func (l *BanList) Resyncing() bool {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.bans.resyncing
+}
+
 // PutBans puts a page of the whole list being taken (Mirror): BanMany.
 func (l *BanList) PutBans(bans []Ban) { l.BanMany(bans) }
 

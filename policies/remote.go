@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -30,12 +31,17 @@ type SyncOptions struct {
 	// Health, when set, records how the syncs go (for a health report).
 	Health *SyncHealth
 	Now    func() time.Time // the clock Health is kept by; default time.Now
+	// PageSize is the bans asked for in one page, of the whole list and of
+	// its changes; default (and the most an outpost gives) 10,000.
+	PageSize int
 }
 
 // Mirror is what a followed ban list is applied to: a BanList, or a store
 // that keeps one (package banlist, whose follower mirrors a primary's list).
 type Mirror interface {
 	Ban(b Ban)
+	// BanMany applies the bans of a page of changes at once.
+	BanMany(bans []Ban)
 	Unban(pubkey string)
 	// A whole list of bans is taken page by page, as it arrives: BeginBans,
 	// PutBans for each page, EndBans after the last, which lifts the bans
@@ -118,6 +124,9 @@ func newSyncer(baseURL string, m Mirror, opt SyncOptions) *syncer {
 	}
 	if opt.Now == nil {
 		opt.Now = time.Now
+	}
+	if opt.PageSize <= 0 {
+		opt.PageSize = maxPage
 	}
 	s := &syncer{base: strings.TrimSuffix(baseURL, "/"), opt: opt, list: m}
 	s.keys = feed{path: "/blocked/pubkeys", whole: "pubkeys", paged: true, apply: s.applyKeys}
@@ -204,12 +213,11 @@ func (s *syncer) poll(ctx context.Context) error {
 // does not have.
 func (s *syncer) pollFeed(ctx context.Context, f *feed) error {
 	if f.cursor != "" {
-		a, status, err := s.get(ctx, f.path+"?since="+url.QueryEscape(f.cursor), nil, f.words, "added")
+		a, status, err := s.takeChanges(ctx, f)
 		if err != nil {
 			return err
 		}
 		if status == http.StatusOK && a.Identity == f.from {
-			f.apply(a, false)
 			f.cursor = a.Cursor
 			return nil
 		}
@@ -227,8 +235,11 @@ func (s *syncer) pollFeed(ctx context.Context, f *feed) error {
 	return nil
 }
 
-// pageSize is the bans asked for in one page: the most an outpost gives.
-const pageSize = "10000"
+// maxPage is the most bans an outpost gives in one page.
+const maxPage = 10_000
+
+// limit is the ?limit= of a page.
+func (s *syncer) limit() string { return "?limit=" + strconv.Itoa(s.opt.PageSize) }
 
 // getWhole fetches f's whole list and applies it: in pages when f is
 // paged (takePages). An outpost that does not page answers the whole list
@@ -236,7 +247,7 @@ const pageSize = "10000"
 func (s *syncer) getWhole(ctx context.Context, f *feed) (*listAnswer, int, error) {
 	path := f.path
 	if f.paged {
-		path += "?limit=" + pageSize
+		path += s.limit()
 	}
 	a, status, err := s.get(ctx, path, &f.etag, f.words, f.whole)
 	if err != nil || status != http.StatusOK {
@@ -268,7 +279,7 @@ func (s *syncer) takePages(ctx context.Context, f *feed, first *listAnswer) erro
 			break
 		}
 		after := page.Next
-		next, status, err := s.get(ctx, f.path+"?limit="+pageSize+"&after="+url.QueryEscape(after), nil, f.words, f.whole)
+		next, status, err := s.get(ctx, f.path+s.limit()+"&after="+url.QueryEscape(after), nil, f.words, f.whole)
 		switch {
 		case err != nil:
 			return err
@@ -283,11 +294,49 @@ func (s *syncer) takePages(ctx context.Context, f *feed, first *listAnswer) erro
 	return nil
 }
 
+// takeChanges applies the changes since f's cursor, unless another server
+// answers (its answer is returned, unapplied) or the cursor is forgotten
+// (410). Those of a paged feed are asked for in pages, each applied as it
+// arrives, so a wave of bans is never one answer; an older outpost answers
+// them all to the first request (with no next). The first page's cursor is
+// the one to keep: a change made while the pages were read is in a later
+// page or in the next changes since it.
+func (s *syncer) takeChanges(ctx context.Context, f *feed) (*listAnswer, int, error) {
+	path := f.path + "?since=" + url.QueryEscape(f.cursor)
+	if f.paged {
+		path += "&limit=" + strconv.Itoa(s.opt.PageSize)
+	}
+	first, status, err := s.get(ctx, path, nil, f.words, "added")
+	if err != nil || status != http.StatusOK || first.Identity != f.from {
+		return first, status, err
+	}
+	page, taken := first, 0
+	for {
+		taken += len(page.Entries) + len(page.Gone)
+		f.apply(page, false)
+		page.Entries, page.Gone = nil, nil
+		if page.Next == "" {
+			return first, status, nil
+		}
+		after := page.Next
+		next, status, err := s.get(ctx, path+"&after="+url.QueryEscape(after), nil, f.words, "added")
+		switch {
+		case err != nil:
+			return nil, 0, err
+		case status != http.StatusOK || next.Identity != first.Identity:
+			return nil, 0, fmt.Errorf("GET %s: the list changed servers, or forgot the cursor, while its changes were paged", f.path)
+		case next.Next != "" && next.Next <= after, taken+len(next.Entries)+len(next.Gone) > maxSnapshot:
+			return nil, 0, fmt.Errorf("GET %s: the pages of changes do not end (over %d, or a page that goes back)", f.path, maxSnapshot)
+		}
+		page = next
+	}
+}
+
 // applyKeys applies the changes of /blocked/pubkeys (a whole list is
 // taken by takePages).
 func (s *syncer) applyKeys(a *listAnswer, _ bool) {
-	for _, b := range s.keptBans(a.Entries) {
-		s.list.Ban(b)
+	if bans := s.keptBans(a.Entries); len(bans) > 0 {
+		s.list.BanMany(bans)
 	}
 	for _, b := range s.keptBans(a.Gone) {
 		s.list.Unban(b.PubKey)

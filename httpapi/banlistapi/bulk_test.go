@@ -4,8 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,6 +20,7 @@ import (
 	"github.com/outpost-relay/outpost/internal/nostr/pubkey"
 	"github.com/outpost-relay/outpost/internal/testkit"
 	"github.com/outpost-relay/outpost/internal/testkit/apitest"
+	"github.com/outpost-relay/outpost/policies"
 )
 
 // bulkKeys are valid public keys (x coordinates on the curve), cheap to
@@ -313,4 +320,77 @@ func TestWholeListWrittenOut(t *testing.T) {
 	if len(list.PubKeys) != n+1 || r.Header.Get("ETag") == etag {
 		t.Fatalf("after a lapse: %d keys, want %d, and a new ETag", len(list.PubKeys), n+1)
 	}
+}
+
+// TestChangesInPages: ?since= with ?limit answers the keys' changes a page
+// at a time, in order of key, next naming the ?after= of the page that
+// follows; a follower asks for them so and applies every page. (Before,
+// the changes since a cursor were one answer however many: a wave of
+// 100,000 bans came as one.)
+func TestChangesInPages(t *testing.T) {
+	e := newEnv(t, options{})
+	var sinceAfter atomic.Int64 // requests for a later page of changes
+	fr := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if q := r.URL.Query(); q.Has("since") && q.Has("after") {
+			sinceAfter.Add(1)
+		}
+		httputil.NewSingleHostReverseProxy(mustURL(t, e.srv.URL)).ServeHTTP(w, r)
+	}))
+	t.Cleanup(fr.Close)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	list, err := policies.SyncBanList(ctx, fr.URL+"/banlist", policies.SyncOptions{Interval: 50 * time.Millisecond, PageSize: 100,
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cursor := e.api.Do("GET", "/blocked/pubkeys?limit=1", nil).Map(t)["cursor"].(string)
+	const n = 250
+	wantStatus(t, e.api.Do("POST", "/admin/bans", ndjson(0, n, ""), "Authorization", "Bearer "+adminKey, "Content-Type", "application/x-ndjson"), 200, "")
+	wantStatus(t, e.api.Do("POST", "/admin/unban", map[string]any{"pubkey": bulkKey(7)}, bearer(adminKey)...), 200, "")
+
+	seen, after, pages := map[string]bool{}, "", 0
+	for ; ; pages++ {
+		path := "/blocked/pubkeys?since=" + cursor + "&limit=100"
+		if after != "" {
+			path += "&after=" + after
+		}
+		r := e.api.Do("GET", path, nil)
+		wantStatus(t, r, 200, "")
+		var page struct {
+			Added, Lifted []banlist.BlockedPubKey
+			Next          string
+		}
+		r.JSON(t, &page)
+		if len(page.Added)+len(page.Lifted) > 100 {
+			t.Fatalf("page %d: %d changes, over its limit of 100", pages, len(page.Added)+len(page.Lifted))
+		}
+		for _, b := range append(page.Added, page.Lifted...) {
+			hex, _ := pubkey.ParseForLookup(b.PubKey)
+			if seen[hex] || hex <= after {
+				t.Fatalf("page %d: %s again or out of order", pages, hex)
+			}
+			seen[hex] = true
+		}
+		if page.Next == "" {
+			break
+		}
+		after = page.Next
+		if pages > 3 {
+			t.Fatal("the pages do not end")
+		}
+	}
+	if len(seen) != n || pages != 2 {
+		t.Fatalf("%d keys changed in %d pages, want %d in 3", len(seen), pages+1, n)
+	}
+
+	testkit.WaitFor(t, 10*time.Second, "the follower to apply every page of the changes", func() bool {
+		_, lifted := list.Banned(bulkKey(7), e.clock.Now().Unix())
+		return list.ActiveBans(e.clock.Now().Unix()) == n-1 && !lifted
+	})
+	if sinceAfter.Load() < 2 {
+		t.Fatalf("the follower asked for %d later pages of changes, want the changes of %d keys in pages of 100", sinceAfter.Load(), n)
+	}
+	wantStatus(t, e.api.Do("GET", "/blocked/pubkeys?since="+cursor+"&after=XYZ", nil), 400, "invalid_after")
+	wantStatus(t, e.api.Do("GET", "/blocked/pubkeys?since="+cursor+"&limit=0", nil), 400, "invalid_limit")
 }

@@ -159,10 +159,22 @@ type wordChanges struct {
 	banlist.Issuer
 }
 
-// serveChanges answers ?since=<cursor>: the changes since that answer.
+// pagedChanges is a page of the keys' changes (?since= with ?limit or
+// ?after).
+type pagedChanges struct {
+	pubkeyChanges
+	Next string `json:"next,omitempty"` // the ?after= of the next page; absent on the last
+}
+
+// serveChanges answers ?since=<cursor>: the changes since that answer; of
+// the keys, with ?limit or ?after, a page of them in order of key.
 func serveChanges(w http.ResponseWriter, r *http.Request, svc *banlist.Service, words bool) {
 	httpapi.Handle(func(w http.ResponseWriter, r *http.Request) error {
-		c, err := svc.ChangesSince(r.Context(), r.URL.Query().Get("since"))
+		q := r.URL.Query()
+		if !words && (q.Has("limit") || q.Has("after")) {
+			return serveChangesPage(w, r, svc)
+		}
+		c, err := svc.ChangesSince(r.Context(), q.Get("since"))
 		if err != nil {
 			return err
 		}
@@ -170,13 +182,35 @@ func serveChanges(w http.ResponseWriter, r *http.Request, svc *banlist.Service, 
 		if words {
 			return httpapi.Encode(w, http.StatusOK, wordChanges{Added: orEmpty(c.WordsAdded), Removed: orEmpty(c.WordsRemoved), Issuer: banlist.IssuerOf(svc, c.At)})
 		}
-		lifted := make([]liftedEntry, len(c.Lifted))
-		for i, pk := range c.Lifted {
-			lifted[i] = liftedEntry{PubKey: pubkey.NPub(pk)}
-		}
-		return httpapi.Encode(w, http.StatusOK, pubkeyChanges{Added: blockedEntries(c.Added), Lifted: lifted,
-			Expired: blockedEntries(c.Expired), Issuer: banlist.IssuerOf(svc, c.At)})
+		return httpapi.Encode(w, http.StatusOK, keyChanges(svc, c))
 	}).ServeHTTP(w, r)
+}
+
+// serveChangesPage answers a page of the keys' changes since a cursor.
+func serveChangesPage(w http.ResponseWriter, r *http.Request, svc *banlist.Service) error {
+	q := r.URL.Query()
+	after := q.Get("after")
+	if err := validAfter(after); err != nil {
+		return err
+	}
+	page, err := pageLimits.Parse(r)
+	if err != nil {
+		return err
+	}
+	c, next, err := svc.ChangesPageSince(r.Context(), q.Get("since"), after, page.Limit)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	return httpapi.Encode(w, http.StatusOK, pagedChanges{pubkeyChanges: keyChanges(svc, c), Next: next})
+}
+
+func keyChanges(svc *banlist.Service, c banlist.Changes) pubkeyChanges {
+	lifted := make([]liftedEntry, len(c.Lifted))
+	for i, pk := range c.Lifted {
+		lifted[i] = liftedEntry{PubKey: pubkey.NPub(pk)}
+	}
+	return pubkeyChanges{Added: blockedEntries(c.Added), Lifted: lifted, Expired: blockedEntries(c.Expired), Issuer: banlist.IssuerOf(svc, c.At)}
 }
 
 func orEmpty(s []string) []string {

@@ -22,7 +22,7 @@ func TestTypesMatchTheDocument(t *testing.T) {
 		"BlockedEntry":   banlist.BlockedPubKey{},
 		"BlockedPage":    banlist.BlockedPage{},
 		"WordList":       banlist.BlockedWords{},
-		"BlockedChanges": pubkeyChanges{},
+		"BlockedChanges": pagedChanges{}, // next with ?limit only
 		"WordChanges":    wordChanges{},
 		"BanStatus":      banStatus{},
 		"BanResult":      banResult{},

@@ -45,6 +45,9 @@ func onCurve(x string) bool {
 // passed Parse are ever stored.
 func ParseForLookup(s string) (string, error) {
 	s = strings.TrimSpace(s)
+	if k, ok := decodeNPub(s); ok {
+		return k, nil
+	}
 	if strings.HasPrefix(s, "npub1") {
 		prefix, v, err := nip19.Decode(s)
 		if err != nil || prefix != "npub" {
@@ -64,6 +67,11 @@ func ParseForLookup(s string) (string, error) {
 
 // NPub returns the npub form of a hex public key ("" if it is not one).
 func NPub(hexKey string) string {
+	if len(hexKey) == 64 {
+		if b, err := hex.DecodeString(hexKey); err == nil {
+			return encodeNPub(b)
+		}
+	}
 	n, err := nip19.EncodePublicKey(hexKey)
 	if err != nil {
 		return ""

@@ -3,10 +3,12 @@ package pubkey
 import (
 	"crypto/rand"
 	"encoding/hex"
+	mrand "math/rand/v2"
 	"strings"
 	"testing"
 
 	"github.com/nbd-wtf/go-nostr"
+	"github.com/nbd-wtf/go-nostr/nip19"
 )
 
 func TestParse(t *testing.T) {
@@ -71,5 +73,46 @@ func TestOnCurveAgreesWithTheLibrary(t *testing.T) {
 	}
 	if on < 2000 || on > 3000 {
 		t.Errorf("%d of %d random x on the curve: the test does not test", on, len(xs))
+	}
+}
+
+// The npub fast paths agree with nip19 on random keys, and a changed
+// character (a bad checksum) or uppercase is left to nip19's verdict.
+func TestNPubAgreesWithNIP19(t *testing.T) {
+	r := mrand.New(mrand.NewPCG(1, 2))
+	for range 2000 {
+		var b [32]byte
+		for i := range b {
+			b[i] = byte(r.Uint32())
+		}
+		k := hex.EncodeToString(b[:])
+		want, _ := nip19.EncodePublicKey(k)
+		if got := NPub(k); got != want {
+			t.Fatalf("NPub(%s) = %s, want %s", k, got, want)
+		}
+		if got, err := ParseForLookup(want); err != nil || got != k {
+			t.Fatalf("ParseForLookup(%s) = %s, %v; want %s", want, got, err, k)
+		}
+		bad := []byte(want)
+		i := 5 + r.IntN(len(bad)-5)
+		bad[i] = "qpzry9x8gf2tvdw0s3jn54khce6mua7l"[(strings.IndexByte("qpzry9x8gf2tvdw0s3jn54khce6mua7l", bad[i])+1+r.IntN(31))%32]
+		if _, err := ParseForLookup(string(bad)); err == nil {
+			t.Fatalf("%s (one character changed) parsed", bad)
+		}
+		if got, err := ParseForLookup("npub1" + strings.ToUpper(want[5:])); (err == nil) != (nip19Parses("npub1"+strings.ToUpper(want[5:]))) || (err == nil && got != k) {
+			t.Fatalf("mixed case: %s %v", got, err)
+		}
+	}
+}
+
+func nip19Parses(s string) bool {
+	p, _, err := nip19.Decode(s)
+	return err == nil && p == "npub"
+}
+
+func BenchmarkParseNPub(b *testing.B) {
+	n := NPub(strings.Repeat("3b", 32))
+	for b.Loop() {
+		ParseForLookup(n)
 	}
 }

@@ -102,20 +102,49 @@ func (b *BanList) Run(ctx context.Context) {
 	every := cmp.Or(b.Every, 200*time.Millisecond)
 	t := time.NewTimer(0)
 	defer t.Stop()
+	var heldSince time.Time
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
+		at := now()
+		if b.putOff(at, &heldSince) {
+			t.Reset(every)
+			continue
+		}
 		start := time.Now()
-		worked := b.round(ctx, sg, st, now())
+		worked := b.round(ctx, sg, st, at)
 		wait := every
 		if rest := cmp.Or(b.Rest, restFactor); worked && rest > 0 {
 			wait = max(every, time.Duration(rest)*time.Since(start))
 		}
 		t.Reset(wait)
 	}
+}
+
+// resyncWait is how long a publication waits for a whole list being taken
+// to be all in (see putOff).
+const resyncWait = time.Minute
+
+// putOff says whether to wait with a publication: while a whole list is
+// taken page by page (a follower's first sync of a primary's, or another
+// primary's), each page changes the list, and publishing meanwhile would
+// make its pages again and again, a page taken at a time. Its pages are
+// published once it is all in; one that never ends (its fetch failed
+// part-way) is published once every resyncWait meanwhile.
+func (b *BanList) putOff(at time.Time, heldSince *time.Time) bool {
+	if !b.List.Resyncing() {
+		*heldSince = time.Time{}
+		return false
+	}
+	if heldSince.IsZero() || at.Sub(*heldSince) >= resyncWait {
+		first := heldSince.IsZero()
+		*heldSince = at
+		return first
+	}
+	return true
 }
 
 // round publishes what changed of the words and of up to maxParts parts of

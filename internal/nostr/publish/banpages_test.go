@@ -245,3 +245,38 @@ func TestRoundsArePaced(t *testing.T) {
 		t.Fatalf("the first round published %d pages, want the %d of its %d parts (of %d pages in all)", n, want, maxParts, len(BanPages(bans)))
 	}
 }
+
+// While a whole list is taken page by page (a follower's first sync), the
+// publisher waits for it to be all in and then publishes its pages once.
+// (Before, every page taken made it copy the list and sign its pages anew:
+// most of a follower's CPU and memory as it took a million bans.)
+func TestNothingPublishedMidResync(t *testing.T) {
+	st := storetest.Open(t, storetest.Options{})
+	list := policies.NewBanList()
+	list.BeginBans()
+	s := &sinkLog{st: st.Events}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	b := &BanList{List: list, Events: st.Events, Sink: s.sink, SecretKey: nostr.GeneratePrivateKey(), Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Every: 5 * time.Millisecond}
+	go func() { b.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	for range 5 {
+		page := make([]policies.Ban, 200)
+		for i := range page {
+			page[i] = policies.Ban{PubKey: randomKey(""), Reason: "spam"}
+		}
+		list.PutBans(page)
+		time.Sleep(50 * time.Millisecond) // ten ticks of the publisher
+	}
+	if n := s.count(); n != 0 {
+		t.Fatalf("%d events published while the list was half taken", n)
+	}
+	list.EndBans()
+	sorted, _ := list.Bans(0)
+	all := len(BanPages(sorted)) + len(WordPages(nil))
+	testkit.WaitFor(t, 10*time.Second, "the list's pages published once it is in", func() bool { return s.count() >= all })
+	time.Sleep(50 * time.Millisecond)
+	if n := s.count(); n != all {
+		t.Fatalf("%d events for %d pages", n, all)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"github.com/outpost-relay/outpost/internal/ops/atomicfile"
@@ -178,12 +179,15 @@ func (c *cacheFile) compact() {
 	}
 	bans := 0
 	err := atomicfile.Write(c.path, 0o600, func(w io.Writer) error {
-		enc := json.NewEncoder(w)
+		var line []byte
+		reasons := map[string][]byte{} // JSON of each reason, made once: a wave's bans share one
 		err := c.l.EachBan(time.Now().Unix(), func(b policies.Ban) error {
 			bans++
-			return enc.Encode(record{Ban: b.PubKey, Why: b.Reason, Until: b.ExpiresAt})
+			line = appendBan(line[:0], b, reasons)
+			_, err := w.Write(line)
+			return err
 		})
-		return errors.Join(err, enc.Encode(record{Words: c.l.Words()}))
+		return errors.Join(err, json.NewEncoder(w).Encode(record{Words: c.l.Words()}))
 	})
 	if err == nil {
 		c.f, err = os.OpenFile(c.path, os.O_WRONLY|os.O_APPEND, 0o600)
@@ -196,9 +200,38 @@ func (c *cacheFile) compact() {
 	c.lines, c.bans = 0, bans
 }
 
+// appendBan appends the record line of b, as json.Encoder would write
+// record{Ban, Why, Until}, without its reflection and garbage: the whole
+// list is written so at every compaction.
+func appendBan(line []byte, b policies.Ban, reasons map[string][]byte) []byte {
+	line = append(append(append(line, `{"b":"`...), b.PubKey...), '"')
+	if b.Reason != "" {
+		r, ok := reasons[b.Reason]
+		if !ok {
+			r, _ = json.Marshal(b.Reason)
+			reasons[b.Reason] = r
+		}
+		line = append(append(line, `,"r":`...), r...)
+	}
+	if b.ExpiresAt != 0 {
+		line = strconv.AppendInt(append(line, `,"e":`...), b.ExpiresAt, 10)
+	}
+	return append(line, "}\n"...)
+}
+
 func (c *cacheFile) Ban(b policies.Ban) {
 	c.l.Ban(b)
 	c.append(record{Ban: b.PubKey, Why: b.Reason, Until: b.ExpiresAt})
+}
+
+// BanMany applies a page of changes' bans, appended to the log at once.
+func (c *cacheFile) BanMany(bans []policies.Ban) {
+	c.l.BanMany(bans)
+	recs := make([]record, len(bans))
+	for i, b := range bans {
+		recs[i] = record{Ban: b.PubKey, Why: b.Reason, Until: b.ExpiresAt}
+	}
+	c.append(recs...)
 }
 
 func (c *cacheFile) Unban(pk string) {

@@ -3,12 +3,14 @@ package strfry
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -234,5 +236,21 @@ func churn(path string) {
 	c.EndBans()
 	for i := 0; ; i++ {
 		c.Ban(policies.Ban{PubKey: hexKey(i % churnKeys), Reason: fmt.Sprint(i)})
+	}
+}
+
+// The compaction's hand-made lines are what json.Encoder writes of a record.
+func TestAppendBanIsTheRecordsJSON(t *testing.T) {
+	reasons := map[string][]byte{}
+	for _, b := range []policies.Ban{
+		{PubKey: strings.Repeat("ab", 32), Reason: "spam wave"},
+		{PubKey: strings.Repeat("cd", 32), Reason: "", ExpiresAt: 1_800_000_000},
+		{PubKey: strings.Repeat("ef", 32), Reason: `quote " \ <b>&` + "\u2028 ünï", ExpiresAt: 7},
+		{PubKey: strings.Repeat("01", 32), Reason: "spam wave"},
+	} {
+		want, _ := json.Marshal(record{Ban: b.PubKey, Why: b.Reason, Until: b.ExpiresAt})
+		if got := string(appendBan(nil, b, reasons)); got != string(want)+"\n" {
+			t.Fatalf("appendBan = %s, want %s", got, want)
+		}
 	}
 }
