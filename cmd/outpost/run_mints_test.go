@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -58,6 +59,9 @@ func TestMain(m *testing.M) {
 	nutshells.Stop()
 	if nutshells.dir != "" {
 		os.RemoveAll(nutshells.dir)
+	}
+	if binary.path != "" {
+		os.RemoveAll(filepath.Dir(binary.path))
 	}
 	os.Exit(code)
 }
