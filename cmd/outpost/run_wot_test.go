@@ -149,6 +149,7 @@ func TestWebOfTrustFromUpstream(t *testing.T) {
 // members. Two members reporting the seed ban nothing: a seed is never
 // banned so.
 func TestBanOnMembersReports(t *testing.T) {
+	t.Parallel()
 	seedSK, aliceSK, bobSK, mallorySK := nostr.GeneratePrivateKey(), nostr.GeneratePrivateKey(), nostr.GeneratePrivateKey(), nostr.GeneratePrivateKey()
 	seedPK, _ := nostr.GetPublicKey(seedSK)
 	alicePK, _ := nostr.GetPublicKey(aliceSK)

@@ -37,12 +37,23 @@ func (c *Clock) Set(t time.Time) { c.mu.Lock(); c.t = t; c.mu.Unlock() }
 // within timeout. what names the awaited thing in the failure.
 func WaitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
+	WaitEvery(t, timeout, 20*time.Millisecond, what, cond)
+}
+
+// WaitEvery is WaitFor asking cond at most once every interval, for a cond
+// that costs (a whole list read back from a relay).
+func WaitEvery(t testing.TB, timeout, every time.Duration, what string, cond func() bool) {
+	t.Helper()
 	deadline := time.Now().Add(timeout)
-	for !cond() {
+	for {
+		next := time.Now().Add(every)
+		if cond() {
+			return
+		}
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out after %s waiting for %s", timeout, what)
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(time.Until(next)) // the poll's pace: what is awaited has no signal to wait on
 	}
 }
 
