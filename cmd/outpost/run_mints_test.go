@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -56,15 +55,7 @@ func sharedNutshells(t *testing.T) (settle, pend *nutshelltest.Mint) {
 }
 
 func TestMain(m *testing.M) {
-	flag.Parse()
-	// Under -short the whole-program tests run four at a time rather than
-	// GOMAXPROCS (two on a small machine): each waits on sockets, mints and
-	// intervals far more than it computes (the package's CPU time is about
-	// a quarter of its wall time), so the quick loop need not wait through
-	// their waits two by two. The full run, with -race, keeps the default.
-	if testing.Short() && !flagGiven("test.parallel") {
-		flag.Set("test.parallel", "4")
-	}
+	testkit.ShortParallel(4) // the whole-program tests wait far more than they compute
 	code := m.Run()
 	nutshells.Stop()
 	if nutshells.dir != "" {
@@ -74,12 +65,6 @@ func TestMain(m *testing.M) {
 		os.RemoveAll(filepath.Dir(binary.path))
 	}
 	os.Exit(code)
-}
-
-// flagGiven says whether the flag was on the command line.
-func flagGiven(name string) (given bool) {
-	flag.Visit(func(f *flag.Flag) { given = given || f.Name == name })
-	return given
 }
 
 // mintEnv is the faucet's settings for an external mint.

@@ -5,8 +5,10 @@ package testkit
 
 import (
 	"bytes"
+	"flag"
 	"os"
 	"runtime"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -125,6 +127,21 @@ func Flat(t testing.TB, timeout time.Duration, fds0, g0, slack int) {
 func Past(at time.Time) {
 	for d := time.Until(at); d >= 0; d = time.Until(at) {
 		time.Sleep(d + time.Millisecond)
+	}
+}
+
+// ShortParallel, in a TestMain, runs n parallel tests at a time under
+// -short, where -parallel was not given, rather than GOMAXPROCS (two on a
+// small machine): for a package whose tests wait on sockets, mints and
+// intervals far more than they compute, so that the quick loop does not
+// wait through their waits two by two. The full run, with -race, keeps the
+// default. It parses the flags.
+func ShortParallel(n int) {
+	flag.Parse()
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
+	if testing.Short() && !given {
+		flag.Set("test.parallel", strconv.Itoa(n))
 	}
 }
 
