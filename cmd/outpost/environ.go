@@ -13,7 +13,7 @@ import (
 // setting of serve or strfry-policy; they are not misspellings.
 var otherVariables = []string{
 	"OUTPOST_NSEC", "OUTPOST_NPUB", // nip98 keygen prints both, nip98 sign reads the first
-	"OUTPOST_NUTSHELL_DIR", "OUTPOST_BIN", "OUTPOST_BENCH_PPROF", "OUTPOST_TEST_KILL_SEED", // the test suites and the benchmarks
+	"OUTPOST_NUTSHELL_DIR", "OUTPOST_BIN", "OUTPOST_BENCH_PPROF", "OUTPOST_TEST_KILL_SEED", "OUTPOST_TEST_AS_MAIN", // the test suites and the benchmarks
 }
 
 // knownVariables are the OUTPOST_* names outpost reads: the environment

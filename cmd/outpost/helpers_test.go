@@ -153,8 +153,21 @@ func (inst *instance) shutdown(t *testing.T) {
 	}
 }
 
-// The outpost binary, built once for the tests that run it as a child
-// process (to kill it with SIGKILL).
+// asMain is set in the environment of a child started from this test
+// binary: the child is then outpost itself (see init), so the tests that
+// run outpost as a process of its own need no second binary built and
+// linked. The child runs the same non-test code as a built outpost.
+const asMain = "OUTPOST_TEST_AS_MAIN"
+
+func init() {
+	if os.Getenv(asMain) == "1" {
+		main() // exits
+	}
+}
+
+// The outpost "binary" for the tests that run it as a child process (to
+// kill it with SIGKILL, or as strfry's plugin): a script that execs this
+// test binary as outpost, so the child keeps the script's process id.
 var binary struct {
 	once sync.Once
 	path string
@@ -164,18 +177,19 @@ var binary struct {
 func outpostBinary(t *testing.T) string {
 	t.Helper()
 	binary.once.Do(func() {
+		self, err := os.Executable()
+		if err != nil {
+			binary.err = err
+			return
+		}
 		dir, err := os.MkdirTemp("", "outpost-bin")
 		if err != nil {
 			binary.err = err
 			return
 		}
 		binary.path = filepath.Join(dir, "outpost")
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-		defer cancel()
-		out, err := exec.CommandContext(ctx, "go", "build", "-o", binary.path, ".").CombinedOutput()
-		if err != nil {
-			binary.err = fmt.Errorf("go build: %v\n%s", err, out)
-		}
+		script := fmt.Sprintf("#!/bin/sh\n%s=1 exec %q \"$@\"\n", asMain, self)
+		binary.err = os.WriteFile(binary.path, []byte(script), 0o700)
 	})
 	if binary.err != nil {
 		t.Fatal(binary.err)

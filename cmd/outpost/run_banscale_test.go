@@ -23,7 +23,8 @@ import (
 )
 
 // TestBanListAtScale is issue #52's whole-program check, at 200,000 bans
-// (20,000 under -short): a spam wave loaded through the bulk endpoint is
+// (5,000 under -short: still every one of the 256 pages of two hex digits
+// filled, only the splits of full pages left to package publish's tests): a spam wave loaded through the bulk endpoint is
 // published as pages that the real strfry, with its default limits, takes
 // from outpost as its publish relay, and reading them back from strfry
 // gives exactly the list; a follower (a second outpost) and strfry with our
@@ -39,8 +40,11 @@ import (
 func TestBanListAtScale(t *testing.T) {
 	n := 200_000
 	if testing.Short() {
-		n = 20_000
+		n = 5_000
 		t.Logf("-short: %d bans instead of 200,000", n)
+		// The full run has the machine to itself for the 5 s it holds
+		// enforcement to; -short does not hold it to that, and shares.
+		t.Parallel()
 	}
 	bin := strfryBinary(t)
 	dir, addr := newDataDir(t), freeAddr(t)
@@ -200,10 +204,8 @@ func wantPublished(t *testing.T, url, service string, keys []string) pageStats {
 	var st pageStats
 	var got []string
 	var err error
-	var last time.Time
-	testkit.WaitFor(t, 10*time.Minute, fmt.Sprintf("%s to hold the %d bans", url, len(keys)), func() bool {
-		time.Sleep(time.Until(last.Add(time.Second))) // a whole reading a second at most
-		last = time.Now()
+	// A whole reading a second at most.
+	testkit.WaitEvery(t, 10*time.Minute, time.Second, fmt.Sprintf("%s to hold the %d bans", url, len(keys)), func() bool {
 		got, st, err = readPublished(url, service)
 		return err == nil && slices.Equal(got, want)
 	})

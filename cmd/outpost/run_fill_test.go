@@ -28,6 +28,7 @@ type acked struct {
 	evRefuse error    // the first event refused
 	restCode int      // the first REST write refused
 	restBody map[string]any
+	refused  int // writes refused (or unanswered), of both kinds
 }
 
 // TestDiskFilledFromOutside fills outpost's filesystem (ext4, as in the
@@ -90,7 +91,13 @@ func TestDiskFilledFromOutside(t *testing.T) {
 	// With writes under way, the disk fills in milliseconds, as in the
 	// report: faster than outpost can notice.
 	fillers := testkit.FillFromOutside(t, dir)
-	time.Sleep(3 * time.Second) // writes go on against the full disk
+	// Writes go on against the full disk: each writer refused ten times
+	// over (a pause of 50 ms each), as outpost, had it died, would not.
+	testkit.WaitFor(t, 30*time.Second, "writes refused on the full disk", func() bool {
+		got.mu.Lock()
+		defer got.mu.Unlock()
+		return got.refused >= 60
+	})
 	stop()
 	wg.Wait()
 	if crashed(c) {
@@ -169,8 +176,11 @@ func publishUntil(ctx context.Context, t *testing.T, r *nostr.Relay, sk string, 
 		got.mu.Lock()
 		if err == nil {
 			got.events = append(got.events, ev.ID)
-		} else if got.evRefuse == nil {
-			got.evRefuse = err
+		} else {
+			got.refused++
+			if got.evRefuse == nil {
+				got.evRefuse = err
+			}
 		}
 		got.mu.Unlock()
 		if err != nil {
@@ -202,6 +212,9 @@ func addWordsUntil(ctx context.Context, url string, writer int, got *acked) {
 			if err != nil {
 				got.restBody = map[string]any{"transport error": err.Error()}
 			}
+		}
+		if err != nil || code != 201 {
+			got.refused++
 		}
 		got.mu.Unlock()
 		if code != 201 {

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -54,10 +55,14 @@ func sharedNutshells(t *testing.T) (settle, pend *nutshelltest.Mint) {
 }
 
 func TestMain(m *testing.M) {
+	testkit.ShortParallel(4) // the whole-program tests wait far more than they compute
 	code := m.Run()
 	nutshells.Stop()
 	if nutshells.dir != "" {
 		os.RemoveAll(nutshells.dir)
+	}
+	if binary.path != "" {
+		os.RemoveAll(filepath.Dir(binary.path))
 	}
 	os.Exit(code)
 }

@@ -208,6 +208,7 @@ func (rec *recorder) has(id string) bool {
 // list's health, naming the relay, the page and the reason, and counts in
 // /metrics; the page is tried again until the relay takes it.
 func TestPublishRefusalsReported(t *testing.T) {
+	t.Parallel()
 	rec := &recorder{}
 	rec.refusing("invalid: too many tags")
 	srv := httptest.NewServer(rec)
@@ -250,6 +251,7 @@ func TestPublishRefusalsReported(t *testing.T) {
 // configured (or was away, and the queue went with the process) reach it
 // after a restart, though they are not signed again.
 func TestRestartOffersThePages(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	first := start(t, dir, nil)
 	pk, _ := nostr.GetPublicKey(nostr.GeneratePrivateKey())

@@ -23,6 +23,7 @@ func TestWebOfTrust(t *testing.T) {
 	inst := start(t, t.TempDir(), map[string]string{
 		"OUTPOST_WOT_SEEDS": seedPK, "OUTPOST_RELAY_WRITE": "wot", "OUTPOST_FAUCET_WOT": "true",
 		"OUTPOST_FAUCET_TEST_MINT_FUNDING": "20000", "OUTPOST_WOT_PUBLISH": "true",
+		"OUTPOST_WOT_PUBLISH_PAUSE": "100ms", // the first round (the seed) is at the start: alice's comes after the pause
 	})
 	r := connect(t, inst)
 	f := inst.url + "/faucet"
@@ -148,6 +149,7 @@ func TestWebOfTrustFromUpstream(t *testing.T) {
 // members. Two members reporting the seed ban nothing: a seed is never
 // banned so.
 func TestBanOnMembersReports(t *testing.T) {
+	t.Parallel()
 	seedSK, aliceSK, bobSK, mallorySK := nostr.GeneratePrivateKey(), nostr.GeneratePrivateKey(), nostr.GeneratePrivateKey(), nostr.GeneratePrivateKey()
 	seedPK, _ := nostr.GetPublicKey(seedSK)
 	alicePK, _ := nostr.GetPublicKey(aliceSK)

@@ -55,7 +55,7 @@ func wireWot(ctx context.Context, d deps) (*wot.WoT, *component, error) {
 	restrictWrites(d, w, log)
 	jobs := []func(context.Context){w.Run}
 	if cfg.Publish && w.Enabled() {
-		jobs = append(jobs, (&wot.Publisher{WoT: w, SecretKey: d.secretKey, Sink: d.sink, Log: log}).Run)
+		jobs = append(jobs, (&wot.Publisher{WoT: w, SecretKey: d.secretKey, Sink: d.sink, Pause: cfg.PublishPause, Log: log}).Run)
 	}
 	if f := fetchLists(d, w, log); f != nil {
 		jobs = append(jobs, f.Run)

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,12 +17,32 @@ import (
 	"github.com/outpost-relay/outpost/internal/audit"
 	"github.com/outpost-relay/outpost/internal/cashu/devmint"
 	"github.com/outpost-relay/outpost/internal/storage/store"
+	"github.com/outpost-relay/outpost/internal/testkit"
 	"github.com/outpost-relay/outpost/internal/testkit/hostile"
 )
 
 func shortWait(t *testing.T, st *store.Store, onFailure ...func(string, time.Time, string)) *audit.Auditor {
 	t.Helper()
-	cfg := audit.Config{Settings: audit.DefaultSettings(), DB: st.DB, Log: logger, Timeout: 5 * time.Second, PayeeWait: 2 * time.Second}
+	a, _ := shortWaitAhead(t, st, onFailure...)
+	return a
+}
+
+// payeeWait is shortWait's PayeeWait.
+const payeeWait = 2 * time.Second
+
+// aheadClock is the wall clock, moved ahead by what a test skipped: the
+// payee wait of a round left pending is skipped, not slept through, while
+// what the round itself waits for runs on.
+type aheadClock struct{ ahead atomic.Int64 }
+
+func (c *aheadClock) Now() time.Time       { return time.Now().Add(time.Duration(c.ahead.Load())) }
+func (c *aheadClock) Skip(d time.Duration) { c.ahead.Add(int64(d)) }
+
+// shortWaitAhead is shortWait on an aheadClock.
+func shortWaitAhead(t *testing.T, st *store.Store, onFailure ...func(string, time.Time, string)) (*audit.Auditor, *aheadClock) {
+	t.Helper()
+	clock := &aheadClock{}
+	cfg := audit.Config{Settings: audit.DefaultSettings(), DB: st.DB, Log: logger, Timeout: 5 * time.Second, PayeeWait: payeeWait, Now: clock.Now}
 	if len(onFailure) > 0 {
 		cfg.OnFailure = onFailure[0]
 	}
@@ -30,7 +51,7 @@ func shortWait(t *testing.T, st *store.Store, onFailure ...func(string, time.Tim
 		t.Fatal(err)
 	}
 	t.Cleanup(a.Close)
-	return a
+	return a, clock
 }
 
 func mintHolding(t *testing.T, a *audit.Auditor, mint string) audit.MintHolding {
@@ -112,7 +133,7 @@ func TestPayerNeverPays(t *testing.T) {
 	ms := mints(t, 3)
 	st := openStore(t, t.TempDir())
 	defer st.Close()
-	a := shortWait(t, st)
+	a, clock := shortWaitAhead(t, st)
 	for _, m := range ms {
 		fund(t, a, m, 100)
 	}
@@ -124,7 +145,7 @@ func TestPayerNeverPays(t *testing.T) {
 	if h := mintHolding(t, a, ms[1].URL); h.InFlightSats < 10 || h.HeldSats > 90 {
 		t.Fatalf("payer holding: %+v", h)
 	}
-	time.Sleep(2 * time.Second) // past PayeeWait
+	clock.Skip(payeeWait) // past PayeeWait
 	if err := a.Resume(ctxT(t)); err != nil {
 		t.Fatal(err)
 	}
@@ -266,7 +287,7 @@ func TestPayerKeepsMelt(t *testing.T) {
 			px := hostile.New(t, ms[1].URL)
 			st := openStore(t, t.TempDir())
 			defer st.Close()
-			a := shortWait(t, st)
+			a, clock := shortWaitAhead(t, st)
 			fund(t, a, ms[0], 100)
 			fundAt(t, a, px.URL, ms[1].Node, 100)
 			ms[1].Node.SetOutcome(func(string) lightning.State { return devmint.Kept })
@@ -279,16 +300,17 @@ func TestPayerKeepsMelt(t *testing.T) {
 			if err != nil {
 				t.Fatalf("round: %+v %v", r, err)
 			}
-			es, _, _ := a.Entries(px.URL, 0, 10)
-			for ; len(es) != 1 || es[0].Outcome != audit.OutcomeFailed || balanced(t, a).Books.InFlightSats != 0; es, _, _ = a.Entries(px.URL, 0, 10) {
-				if ctx.Err() != nil {
-					t.Fatalf("the round never failed on the payer: %+v", es)
+			clock.Skip(payeeWait) // where the payer said pending or paid, the round waits for the payee that long
+			var es []audit.Entry
+			testkit.WaitFor(t, 30*time.Second, "the round to fail on the payer", func() bool {
+				if es, _, _ = a.Entries(px.URL, 0, 10); len(es) == 1 && es[0].Outcome == audit.OutcomeFailed && balanced(t, a).Books.InFlightSats == 0 {
+					return true
 				}
-				time.Sleep(100 * time.Millisecond) // the payee wait is measured by the clock
 				if err := a.Resume(ctx); err != nil {
 					t.Fatal(err)
 				}
-			}
+				return false
+			})
 			if es[0].Role != audit.RolePayer || es[0].Error == nil {
 				t.Fatalf("payer entries: %+v", es)
 			}

@@ -31,7 +31,7 @@ func (d FullDisk) FillPastMin(t testing.TB, refused func() bool) string {
 	t.Helper()
 	filler := Fill(t, d.Dir, int64(d.Min)-4<<20)
 	for deadline := time.Now().Add(5 * time.Second); !refused() && time.Now().Before(deadline); {
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond) // a poll: the store's notice has no signal a test can wait on
 	}
 	return filler
 }

@@ -5,8 +5,10 @@ package testkit
 
 import (
 	"bytes"
+	"flag"
 	"os"
 	"runtime"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -37,12 +39,23 @@ func (c *Clock) Set(t time.Time) { c.mu.Lock(); c.t = t; c.mu.Unlock() }
 // within timeout. what names the awaited thing in the failure.
 func WaitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
+	WaitEvery(t, timeout, 20*time.Millisecond, what, cond)
+}
+
+// WaitEvery is WaitFor asking cond at most once every interval, for a cond
+// that costs (a whole list read back from a relay).
+func WaitEvery(t testing.TB, timeout, every time.Duration, what string, cond func() bool) {
+	t.Helper()
 	deadline := time.Now().Add(timeout)
-	for !cond() {
+	for {
+		next := time.Now().Add(every)
+		if cond() {
+			return
+		}
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out after %s waiting for %s", timeout, what)
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(time.Until(next)) // the poll's pace: what is awaited has no signal to wait on
 	}
 }
 
@@ -103,7 +116,7 @@ func Flat(t testing.TB, timeout time.Duration, fds0, g0, slack int) {
 		if time.Now().After(deadline) {
 			t.Fatalf("%d descriptors and %d goroutines, from %d and %d", fds, g, fds0, g0)
 		}
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(10 * time.Millisecond) // a poll: descriptors and goroutines close in their own time
 	}
 }
 
@@ -113,7 +126,22 @@ func Flat(t testing.TB, timeout time.Duration, fds0, g0, slack int) {
 // way to see time pass is to let it.
 func Past(at time.Time) {
 	for d := time.Until(at); d >= 0; d = time.Until(at) {
-		time.Sleep(d + time.Millisecond)
+		time.Sleep(d + time.Millisecond) // see above: only the wall clock can say
+	}
+}
+
+// ShortParallel, in a TestMain, runs n parallel tests at a time under
+// -short, where -parallel was not given, rather than GOMAXPROCS (two on a
+// small machine): for a package whose tests wait on sockets, mints and
+// intervals far more than they compute, so that the quick loop does not
+// wait through their waits two by two. The full run, with -race, keeps the
+// default. It parses the flags.
+func ShortParallel(n int) {
+	flag.Parse()
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
+	if testing.Short() && !given {
+		flag.Set("test.parallel", strconv.Itoa(n))
 	}
 }
 

@@ -2,6 +2,7 @@ package wot_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/nbd-wtf/go-nostr"
@@ -49,5 +50,18 @@ func TestPublishAssertions(t *testing.T) {
 	changed := publish()
 	if got := changed[hexKey(b)]; got == nil || got.Find("rank")[1] != "0" || got.Find("followers")[1] != "0" {
 		t.Fatalf("b left: %v", changed)
+	}
+}
+
+// The publisher's pause is a setting (the whole-program test shortens it),
+// and one of zero, which would publish at every rank computation, is refused.
+func TestPublishPauseSetting(t *testing.T) {
+	s := wot.DefaultSettings()
+	if err := s.Valid(); err != nil || s.PublishPause <= 0 {
+		t.Fatalf("the defaults: pause %s, %v", s.PublishPause, err)
+	}
+	s.PublishPause = 0
+	if err := s.Valid(); err == nil || !strings.Contains(err.Error(), "wot-publish-pause") {
+		t.Fatalf("a pause of 0: %v", err)
 	}
 }

@@ -31,11 +31,12 @@ import (
 
 // Settings are the web of trust's operator settings.
 type Settings struct {
-	Seeds        []string `flag:"wot-seeds" usage:"npubs (or hex public keys) the web of trust grows from, comma-separated (default: --admin-pubkeys); with none there is no web of trust and everything that would use it behaves as without"`
-	Depth        int      `flag:"wot-depth" usage:"hops from the seeds the web of trust reaches: 1 is the seeds' follows, 2 their follows' follows"`
-	MinFollowers int      `flag:"wot-min-followers" usage:"members at a smaller distance who must follow a key beyond hop 1 for it to be a member (the seeds' own follows need none)"`
-	MaxFollows   int      `flag:"wot-max-follows" usage:"follows read from one contact list; the rest are ignored, so one list cannot take the graph's memory"`
-	Publish      bool     `flag:"wot-publish" usage:"publish the members' standing as NIP-85 trusted assertions (kind 30382: rank 0-100, followers), signed by the service key, to this relay and --publish-relays: what changed, after each rank computation, at most every 10 seconds"`
+	Seeds        []string      `flag:"wot-seeds" usage:"npubs (or hex public keys) the web of trust grows from, comma-separated (default: --admin-pubkeys); with none there is no web of trust and everything that would use it behaves as without"`
+	Depth        int           `flag:"wot-depth" usage:"hops from the seeds the web of trust reaches: 1 is the seeds' follows, 2 their follows' follows"`
+	MinFollowers int           `flag:"wot-min-followers" usage:"members at a smaller distance who must follow a key beyond hop 1 for it to be a member (the seeds' own follows need none)"`
+	MaxFollows   int           `flag:"wot-max-follows" usage:"follows read from one contact list; the rest are ignored, so one list cannot take the graph's memory"`
+	Publish      bool          `flag:"wot-publish" usage:"publish the members' standing as NIP-85 trusted assertions (kind 30382: rank 0-100, followers), signed by the service key, to this relay and --publish-relays: what changed, after each rank computation, at most every --wot-publish-pause"`
+	PublishPause time.Duration `flag:"wot-publish-pause" usage:"the least time between two rounds of --wot-publish's assertions"`
 }
 
 // DefaultSettings are the defaults docs/configuration.md lists: wot-relay's
@@ -45,7 +46,7 @@ type Settings struct {
 // a second follower would also keep out most honest keys at hop 2 (in the
 // generated graph of sybil_test.go, 57% of them have one follower there).
 func DefaultSettings() Settings {
-	return Settings{Depth: 2, MinFollowers: 1, MaxFollows: 10_000}
+	return Settings{Depth: 2, MinFollowers: 1, MaxFollows: 10_000, PublishPause: 10 * time.Second}
 }
 
 // Valid checks the settings.
@@ -62,6 +63,9 @@ func (s *Settings) Valid() error {
 	}
 	if s.MaxFollows < 1 {
 		errs = append(errs, settings.Errorf("wot-max-follows", "must be at least 1"))
+	}
+	if s.PublishPause <= 0 {
+		errs = append(errs, settings.Errorf("wot-publish-pause", "must be positive, got %s", settings.FormatDuration(s.PublishPause)))
 	}
 	return errors.Join(errs...)
 }

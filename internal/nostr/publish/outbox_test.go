@@ -83,6 +83,8 @@ func TestOutboxRetriesRefusals(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	o := publish.NewOutbox([]string{url}, quiet())
+	clock := testkit.NewClock(time.Now())
+	o.SetNow(clock.Now)
 	ev := page(t, "outpost-bans-00")
 	o.Send(ev)
 	done := make(chan struct{})
@@ -97,6 +99,8 @@ func TestOutboxRetriesRefusals(t *testing.T) {
 		t.Fatalf("state %+v", s)
 	}
 	refuse.Store(false)
+	clock.Add(5 * time.Second) // the first back-off, on the outbox's clock
+	o.Wake()
 	testkit.WaitFor(t, 30*time.Second, "the page taken when tried again", func() bool {
 		got, err := st.Events.Address(ctx, ev.Kind, ev.PubKey, "outpost-bans-00")
 		return err == nil && got != nil && got.ID == ev.ID

@@ -62,7 +62,7 @@ func (p *Payee) Collect(quote string) uint64 {
 		if time.Now().After(deadline) {
 			p.t.Fatalf("quote %s was not paid: %s %v", quote, st, err)
 		}
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(100 * time.Millisecond) // a poll: the mint learns of the payment in its own time
 	}
 }
 

@@ -253,7 +253,7 @@ func (p *Proxy) close() {
 		if n == 0 {
 			break
 		}
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(10 * time.Millisecond) // a poll: requests in flight end in their own time
 	}
 	p.client.CloseIdleConnections()
 }

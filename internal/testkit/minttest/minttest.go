@@ -56,6 +56,6 @@ func Fund(m *devmint.Mint, w *wallet.Wallet, amount uint64) error {
 		if err == nil || time.Now().After(deadline) {
 			return err
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond) // a poll: the mint learns of the payment in its own time
 	}
 }

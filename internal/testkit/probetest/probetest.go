@@ -211,7 +211,7 @@ func (p *Proxy) misbehave(c net.Conn, b Behaviour, start string) {
 		if b == Trickle {
 			one[0], _ = answer.ReadByte()
 			_, err = c.Write(one)
-			time.Sleep(time.Second)
+			time.Sleep(time.Second) // a byte a second: the trickle is the fault
 		} else {
 			_, err = io.CopyN(c, answer, 4096)
 		}

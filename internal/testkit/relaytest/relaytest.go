@@ -172,7 +172,7 @@ func ReadSlowly(c *websocket.Conn, bytesPerSecond int) {
 		}
 		for {
 			k, err := r.Read(buf)
-			time.Sleep(time.Duration(k) * time.Second / time.Duration(bytesPerSecond))
+			time.Sleep(time.Duration(k) * time.Second / time.Duration(bytesPerSecond)) // the throttle: a slow link is the behaviour under test
 			if err != nil {
 				break
 			}
