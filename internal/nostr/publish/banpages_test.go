@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -257,7 +258,15 @@ func TestNothingPublishedMidResync(t *testing.T) {
 	s := &sinkLog{st: st.Events}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	b := &BanList{List: list, Events: st.Events, Sink: s.sink, SecretKey: nostr.GeneratePrivateKey(), Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Every: 5 * time.Millisecond}
+	// The publisher reads its clock once a round: counting the reads, the
+	// test knows it looked at the list, with no sleep.
+	var rounds atomic.Int64
+	waitRounds := func(n int64, what string) {
+		at := rounds.Load()
+		testkit.WaitFor(t, 10*time.Second, what, func() bool { return rounds.Load() >= at+n })
+	}
+	b := &BanList{List: list, Events: st.Events, Sink: s.sink, SecretKey: nostr.GeneratePrivateKey(), Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Every: 5 * time.Millisecond,
+		Now: func() time.Time { rounds.Add(1); return time.Now() }}
 	go func() { b.Run(ctx); close(done) }()
 	t.Cleanup(func() { cancel(); <-done })
 	for range 5 {
@@ -266,7 +275,7 @@ func TestNothingPublishedMidResync(t *testing.T) {
 			page[i] = policies.Ban{PubKey: randomKey(""), Reason: "spam"}
 		}
 		list.PutBans(page)
-		time.Sleep(50 * time.Millisecond) // ten ticks of the publisher
+		waitRounds(3, "three rounds of the publisher with the list half taken")
 	}
 	if n := s.count(); n != 0 {
 		t.Fatalf("%d events published while the list was half taken", n)
@@ -275,7 +284,7 @@ func TestNothingPublishedMidResync(t *testing.T) {
 	sorted, _ := list.Bans(0)
 	all := len(BanPages(sorted)) + len(WordPages(nil))
 	testkit.WaitFor(t, 10*time.Second, "the list's pages published once it is in", func() bool { return s.count() >= all })
-	time.Sleep(50 * time.Millisecond)
+	waitRounds(3, "three rounds after")
 	if n := s.count(); n != all {
 		t.Fatalf("%d events for %d pages", n, all)
 	}
