@@ -64,7 +64,7 @@ func (s Settings) Open(dataDir string, log *slog.Logger) (_ *DB, err error) {
 	} else if len(removed) > 0 {
 		log.Info("removed empty badger logs: memtable logs made ahead by outpost (see memLogs), or logs left by a kill while badger made one", "files", removed)
 	}
-	db, err := badger.Open(s.badgerOptions(path, log))
+	db, err := openBadger(s.badgerOptions(path, log))
 	if err != nil {
 		if isLockError(err) {
 			return nil, ErrLocked
@@ -294,6 +294,26 @@ func (d *DB) Check(ctx context.Context) error {
 		return errors.New("database closed")
 	}
 	return d.db.View(func(*badger.Txn) error { return ctx.Err() })
+}
+
+// lockWait is how long Open waits for a directory lock held a moment
+// after its holder closed badger. badger releases its flock by closing the
+// directory's descriptor, not with LOCK_UN, so a child forked meanwhile
+// (os/exec, in this process) holds the lock until it execs, which on a
+// loaded machine can take a second or more.
+const lockWait = 3 * time.Second
+
+// openBadger opens badger, trying again for lockWait while its directory
+// is locked.
+func openBadger(opts badger.Options) (*badger.DB, error) {
+	deadline := time.Now().Add(lockWait)
+	for {
+		db, err := badger.Open(opts)
+		if !isLockError(err) || time.Now().After(deadline) {
+			return db, err
+		}
+		time.Sleep(50 * time.Millisecond) // nothing to wait on: the holder is a child between fork and exec
+	}
 }
 
 func isLockError(err error) bool {
