@@ -261,8 +261,9 @@ func TestRestartOffersThePages(t *testing.T) {
 	service := servicePubKey(t, first)
 	page := nostr.Filter{Kinds: []int{30000}, Authors: []string{service}, Tags: nostr.TagMap{"d": {"outpost-bans-" + pk[:2]}}}
 	var id string
+	conn := connect(t, first) // one connection: a new one each poll would pass the relay's per-IP limit (429)
 	testkit.WaitFor(t, 10*time.Second, "the page on outpost's relay", func() bool {
-		evs := query(t, connect(t, first), page)
+		evs := query(t, conn, page)
 		if len(evs) == 1 {
 			id = evs[0].ID
 		}
