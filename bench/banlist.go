@@ -25,7 +25,7 @@ import (
 	"github.com/outpost-relay/outpost/internal/nostr/pubkey"
 )
 
-// 13. The ban list at spam-wave scale (issue 52): one outpost loaded
+// 14. The ban list at spam-wave scale (issue 52): one outpost loaded
 // through the bulk endpoint to each size in turn, and at each size what
 // its readers see: a follower outpost and the strfry plugin started
 // against it, from nothing. Every call runs under the bench's HTTP client

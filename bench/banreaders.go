@@ -17,7 +17,7 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 )
 
-// The readers of the ban list at each size (13.): a follower outpost and
+// The readers of the ban list at each size (14.): a follower outpost and
 // the strfry plugin, each started from nothing against the primary, and
 // the pages the primary publishes on its relay.
 

@@ -207,9 +207,9 @@ func runMain(args []string) error {
 	mixMore := fs.Bool("mix-more", false, "the query mix also sends other queries clients send (ids, reactions, replies, notifications by kind, pages back through history, since, profile and lists; see moreShapes), with the same targets")
 	mixWindow := fs.Int("mix-window", 16, "EVENTs each of the query mix's loading connections keeps in flight before their OKs, for every relay alike (1: wait for each OK)")
 	mixCold := fs.Bool("mix-cold", false, "drop the OS page cache before each relay's round of the query mix (root only; slows everything else on the machine for a moment)")
-	banSizes := fs.String("banlist-sizes", "", "the ban list's sizes (13.), comma-separated, each loaded on top of the one before (default: 0,100000,1000000; -short: 0,2000)")
-	banReaders := fs.Bool("banlist-readers", true, "measure the ban list's follower and strfry plugin at each size (13.); false: the primary alone")
-	banBurst := fs.Bool("banlist-burst", true, "measure the ban list's burst (13.), after the middle size")
+	banSizes := fs.String("banlist-sizes", "", "the ban list's sizes (14.), comma-separated, each loaded on top of the one before (default: 0,100000,1000000; -short: 0,2000)")
+	banReaders := fs.Bool("banlist-readers", true, "measure the ban list's follower and strfry plugin at each size (14.); false: the primary alone")
+	banBurst := fs.Bool("banlist-burst", true, "measure the ban list's burst (14.), after the middle size")
 	fs.Parse(args)
 
 	b := &bench{sizes: full, smoke: *smoke}

@@ -27,7 +27,7 @@ var scenarios = []scenario{
 	{"8. relay reads against bare khatru", readScenario},
 	{"9. relay publishing under hostile subscriptions", hostileScenario},
 	{"10. the query mix of issue 27 (home feed, profiles, threads, notifications)", mixScenario},
-	{"13. banlist at spam-wave scale (issue 52): bulk load, readers, follower, strfry plugin, a burst", banlistScenario},
+	{"14. banlist at spam-wave scale (issue 52): bulk load, readers, follower, strfry plugin, a burst", banlistScenario},
 }
 
 // 1. The policy as a Go benchmark, against verifying the event's signature,
