@@ -60,24 +60,39 @@ func (c *listCache) get(version uint64, now int64, build func() (any, int64)) (b
 
 // serveCached answers with a cached JSON body, honouring If-None-Match and gzip.
 func serveCached(w http.ResponseWriter, r *http.Request, body, gz []byte, etag string) {
+	zipped, fresh := conditionalJSON(w, r, etag)
+	if fresh {
+		return
+	}
+	if zipped {
+		body = gz
+	}
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(http.StatusOK)
+	if r.Method != http.MethodHead {
+		w.Write(body)
+	}
+}
+
+// conditionalJSON sets the headers of a JSON answer with ETag etag: it
+// answers 304 and reports fresh when the client holds it already, and
+// otherwise reports whether the body is to be gzipped (Content-Encoding
+// set).
+func conditionalJSON(w http.ResponseWriter, r *http.Request, etag string) (zipped, fresh bool) {
 	h := w.Header()
 	h.Set("ETag", etag)
 	h.Set("Cache-Control", "no-cache")
 	h.Set("Vary", "Accept-Encoding")
 	if match := r.Header.Get("If-None-Match"); match != "" && etagMatches(match, etag) {
 		w.WriteHeader(http.StatusNotModified)
-		return
+		return false, true
 	}
 	h.Set("Content-Type", "application/json")
 	if strings.Contains(r.Header.Get("Accept-Encoding"), "gzip") {
 		h.Set("Content-Encoding", "gzip")
-		body = gz
+		return true, false
 	}
-	h.Set("Content-Length", strconv.Itoa(len(body)))
-	w.WriteHeader(http.StatusOK)
-	if r.Method != http.MethodHead {
-		w.Write(body)
-	}
+	return false, false
 }
 
 func etagMatches(header, etag string) bool {

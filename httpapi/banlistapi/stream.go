@@ -118,18 +118,12 @@ var cachedListMax = 20_000
 func serveWhole(w http.ResponseWriter, r *http.Request, svc *banlist.Service, at time.Time) {
 	l, epoch := svc.List(), svc.Identity().Epoch
 	etag := fmt.Sprintf(`"%s-%d-%d"`, epoch[:min(8, len(epoch))], l.Version(), l.ActiveBans(at.Unix()))
-	h := w.Header()
-	h.Set("ETag", etag)
-	h.Set("Cache-Control", "no-cache")
-	h.Set("Vary", "Accept-Encoding")
-	if match := r.Header.Get("If-None-Match"); match != "" && etagMatches(match, etag) {
-		w.WriteHeader(http.StatusNotModified)
+	zipped, fresh := conditionalJSON(w, r, etag)
+	if fresh {
 		return
 	}
-	h.Set("Content-Type", "application/json")
 	var out io.Writer = w
-	if strings.Contains(r.Header.Get("Accept-Encoding"), "gzip") {
-		h.Set("Content-Encoding", "gzip")
+	if zipped {
 		zw, _ := gzip.NewWriterLevel(w, gzip.BestSpeed)
 		defer zw.Close()
 		out = zw
