@@ -40,6 +40,7 @@ type rigOptions struct {
 	Store   kv.Settings   // default: kv.DefaultSettings()
 	Proxy   bool          // the wallet reaches its mint through a proxy the test can take down
 	Poll    time.Duration // the background job's interval
+	Deposit int64         // the largest deposit by Lightning (none without)
 }
 
 // newRig starts both mints and the faucet, and funds its wallet with
@@ -62,7 +63,8 @@ func newRig(t *testing.T, o rigOptions) *rig {
 	t.Cleanup(func() { b.tr.Close(context.Background()) })
 	var err error
 	b.s, err = New(Config{DB: b.st.DB, Treasury: b.tr, LNURL: lnurl.New(lnurl.Options{}), Profiles: &profiles.Fetcher{}, Log: log,
-		Settings: Settings{Enabled: true, MaxFeeSats: 5, DailyBudgetSats: 1000, QuoteTTL: time.Minute, PollInterval: o.Poll},
+		Settings: Settings{Enabled: true, MaxFeeSats: 5, DailyBudgetSats: 1000, QuoteTTL: time.Minute, PollInterval: o.Poll,
+			DepositMinSats: min(1, o.Deposit), DepositMaxSats: o.Deposit},
 		TestMint: &TestMint{Pay: b.mint.Node.PayInvoice}})
 	if err != nil {
 		t.Fatal(err)

@@ -39,19 +39,22 @@ type Stats struct {
 func (s *Service) Stats(ctx context.Context) (Stats, error) {
 	now := s.now()
 	st := Stats{UpdatedAt: now.Unix()}
-	l, err := s.tr.Ledger()
-	if err != nil {
-		return Stats{}, err
-	}
-	if _, ok := s.tr.Balance(); ok {
-		st.BalanceSats = &l.BalanceSats
-	}
-	st.InFlightSats, st.QuarantinedSats, st.LostToMintSats, st.MintSurplusSats = l.InFlightSats, l.QuarantinedSats, l.LostSats, l.SurplusSats
 	if s.cfg.DailyBudgetSats > 0 {
 		b := s.cfg.DailyBudgetSats
 		st.DailyBudgetSats = &b
 	}
-	err = s.db.View(func(txn *kv.Txn) error {
+	_, reachable := s.tr.Balance()
+	// The wallet's books and the faucet's are read in one snapshot, so that
+	// they balance at every instant.
+	err := s.db.View(func(txn *kv.Txn) error {
+		l, err := s.tr.LedgerIn(txn)
+		if err != nil {
+			return err
+		}
+		if reachable {
+			st.BalanceSats = &l.BalanceSats
+		}
+		st.InFlightSats, st.QuarantinedSats, st.LostToMintSats, st.MintSurplusSats = l.InFlightSats, l.QuarantinedSats, l.LostSats, l.SurplusSats
 		var t totals
 		if _, err := kv.GetJSON(txn, key(kindTotals), &t); err != nil {
 			return err
@@ -60,6 +63,9 @@ func (s *Service) Stats(ctx context.Context) (Stats, error) {
 		// retrying quarantined ones) is paid for by no claim.
 		st.TotalPaidSats, st.TotalFeeSats, st.TotalClaims = t.PaidSats, t.FeeSats+l.InternalFeeSats, t.Claims
 		st.TotalDepositedSats, st.DepositsCount = t.DepositedSats, t.Deposits
+		if err := s.mintedNotBooked(txn, &st); err != nil {
+			return err
+		}
 		var b budget
 		if _, err := kv.GetJSON(txn, key(kindBudget, day(now)), &b); err != nil {
 			return err
@@ -194,4 +200,29 @@ func (s *Service) Health(ctx context.Context) outpost.Health[HealthChecks] {
 		h.Fail(outpost.HealthDegraded, "the mint does not advertise DLEQ proofs (NUT-12); its signatures are taken unchecked (faucet-mint-without-dleq)")
 	}
 	return h
+}
+
+// mintedNotBooked counts the deposits whose ecash the wallet holds already
+// but which are not closed yet: the wallet mints a paid quote, then the
+// faucet books it, in two transactions.
+func (s *Service) mintedNotBooked(txn *kv.Txn, st *Stats) error {
+	it := txn.NewIterator(kv.IteratorOptions{Prefix: key(kindOpenDeposit)})
+	defer it.Close()
+	for it.Rewind(); it.Valid(); it.Next() {
+		id, err := it.Item().ValueCopy(nil)
+		if err != nil {
+			return err
+		}
+		var d Deposit
+		if found, err := kv.GetJSON(txn, key(kindDeposit, string(id)), &d); err != nil || !found {
+			return err
+		}
+		if minted, err := s.tr.Minted(txn, d.MintQuoteID); err != nil {
+			return err
+		} else if minted {
+			st.TotalDepositedSats += d.AmountSats
+			st.DepositsCount++
+		}
+	}
+	return nil
 }

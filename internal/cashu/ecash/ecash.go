@@ -197,16 +197,23 @@ func (w *Wallet) Holdings() Holdings { return *w.holdings.Load() }
 
 // Books reads, in one view of the store, the wallet's holdings and the
 // Totals no caller books, so they agree with each other.
-func (w *Wallet) Books() (Holdings, Totals, error) {
-	var h Holdings
-	var t Totals
-	err := w.db.View(func(txn *kv.Txn) (err error) {
-		if h, err = w.readHoldings(txn); err != nil {
-			return err
-		}
-		_, err = kv.GetJSON(txn, w.key(kindTotals), &t)
+func (w *Wallet) Books() (h Holdings, t Totals, err error) {
+	err = w.db.View(func(txn *kv.Txn) (err error) {
+		h, t, err = w.BooksIn(txn)
 		return err
 	})
+	return h, t, err
+}
+
+// BooksIn is Books read in txn, for a caller that needs its own records
+// and the wallet's from one snapshot.
+func (w *Wallet) BooksIn(txn *kv.Txn) (Holdings, Totals, error) {
+	var t Totals
+	h, err := w.readHoldings(txn)
+	if err != nil {
+		return h, t, err
+	}
+	_, err = kv.GetJSON(txn, w.key(kindTotals), &t)
 	return h, t, err
 }
 

@@ -123,6 +123,18 @@ func (w *Wallet) CompleteMint(ctx context.Context, quote string) (MintState, err
 	return w.sendMint(ctx, &op)
 }
 
+// Minted tells, in txn, whether quote's ecash is in the wallet: its mint
+// operation is done. The proofs and the operation's state are written in
+// one transaction; the quote's own record is marked issued only after.
+func (w *Wallet) Minted(txn *kv.Txn, quote string) (bool, error) {
+	var rec mintQuoteRecord
+	if found, err := kv.GetJSON(txn, w.key(kindMintQ, quote), &rec); err != nil || !found || rec.Op == "" {
+		return false, err
+	}
+	op, found, err := w.getOp(txn, rec.Op)
+	return found && op.State == OpDone, err
+}
+
 func (w *Wallet) mintQuote(quote string) (mintQuoteRecord, error) {
 	var rec mintQuoteRecord
 	found := false

@@ -430,11 +430,25 @@ type Ledger struct {
 }
 
 // Ledger reads the wallet's figures from the store.
-func (t *Treasury) Ledger() (Ledger, error) {
-	h, tot, err := t.w.Books()
+func (t *Treasury) Ledger() (l Ledger, err error) {
+	err = t.cfg.DB.View(func(txn *kv.Txn) (err error) {
+		l, err = t.LedgerIn(txn)
+		return err
+	})
+	return l, err
+}
+
+// LedgerIn is Ledger read in txn, for books of the caller's own that must
+// agree with the wallet's (the faucet's stats).
+func (t *Treasury) LedgerIn(txn *kv.Txn) (Ledger, error) {
+	h, tot, err := t.w.BooksIn(txn)
 	return Ledger{BalanceSats: int64(h.Unspent), InFlightSats: int64(h.Reserved), QuarantinedSats: int64(h.Quarantined),
 		LostSats: int64(tot.LostSats), SurplusSats: int64(tot.SurplusSats), InternalFeeSats: int64(tot.InternalFeeSats)}, err
 }
+
+// Minted tells, in txn, whether the ecash of a deposit's mint quote is in
+// the wallet already (CompleteMint mints it, then the caller books it).
+func (t *Treasury) Minted(txn *kv.Txn, quoteID string) (bool, error) { return t.w.Minted(txn, quoteID) }
 
 // Keysets lists the mint's keysets as the wallet knows them.
 func (t *Treasury) Keysets() []ecash.Keyset { return t.w.Keysets() }
