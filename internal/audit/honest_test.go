@@ -40,6 +40,7 @@ func TestHonestThreeMints(t *testing.T) {
 		if err != nil || r.Outcome != audit.OutcomeOK || r.Fee > r.FeeReserve {
 			t.Fatalf("round %d: %+v %v", i, r, err)
 		}
+		t.Logf("round %d: %s -> %s %d", i, r.Payer, r.Payee, r.Amount)
 		for mint, role := range map[string]string{r.Payer: audit.RolePayer, r.Payee: audit.RolePayee} {
 			if roles[mint] == nil {
 				roles[mint] = map[string]bool{}

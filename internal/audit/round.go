@@ -485,7 +485,9 @@ func (a *Auditor) Resume(ctx context.Context) error {
 
 // pick chooses a pair by need: the payee is the mint with the least held
 // (and room for the amount), the payer the one with the most that can pay
-// it, never the pair of the round before.
+// it; never the two mints of the round before, in either role, while
+// another pair can go. By need alone, two mints could pay each other back
+// and forth and leave a third unaudited for many rounds.
 func (a *Auditor) pick() (payer, payee string, amount uint64, err error) {
 	amount = uint64(a.cfg.MinSats + rand.Int64N(a.cfg.MaxSats-a.cfg.MinSats+1))
 	mints, err := a.Mints()
@@ -511,7 +513,7 @@ func (a *Auditor) pick() (payer, payee string, amount uint64, err error) {
 		}
 		held[m] = w.Balance()
 	}
-	best := -1
+	best, repeat := -1, -1 // the best pair, and the best of the last round's two
 	for _, ee := range mints {
 		if room, err := a.room(ee); err != nil || room < int64(amount) || a.withdrawn(ee) {
 			continue
@@ -526,15 +528,20 @@ func (a *Auditor) pick() (payer, payee string, amount uint64, err error) {
 			if a.withdrawn(er) {
 				need += 1 << 40
 			}
-			if need > best {
+			if [2]string{ee, er} == last {
+				repeat = max(repeat, need) // only if no other pair can go
+			} else if need > best {
 				best, payer, payee = need, er, ee
 			}
 		}
 	}
-	if best < 0 {
-		return "", "", 0, ErrNoPair
+	switch {
+	case best >= 0:
+		return payer, payee, amount, nil
+	case repeat >= 0:
+		return last[1], last[0], amount, nil
 	}
-	return payer, payee, amount, nil
+	return "", "", 0, ErrNoPair
 }
 
 // melting are the mints with a melt of a round still pending: none is
