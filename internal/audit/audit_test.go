@@ -125,6 +125,7 @@ func held(h audit.Holdings, mint string) uint64 {
 // payee, within the fee reserve, with both mints' entries ok and the books
 // balanced; the next round by need is never the same pair.
 func TestRound(t *testing.T) {
+	t.Parallel()
 	ms := mints(t, 3)
 	st := openStore(t, t.TempDir())
 	defer st.Close()
@@ -198,6 +199,7 @@ func (d *dying) RoundTrip(r *http.Request) (*http.Response, error) {
 // requests is finished after a restart, from what the mints say: paid and
 // minted once, the books balanced.
 func TestResumeAfterDeath(t *testing.T) {
+	t.Parallel()
 	ms := mints(t, 2)
 	for _, at := range []string{"/v1/mint/quote", "/v1/melt/quote", "/v1/melt/bolt11", "/v1/mint/bolt11"} {
 		t.Run(strings.ReplaceAll(at, "/", "_"), func(t *testing.T) {
@@ -245,6 +247,7 @@ func TestResumeAfterDeath(t *testing.T) {
 // TestRoundsWithInputFees: at mints that charge for every input, rounds
 // in both directions keep the books balanced, every fee counted.
 func TestRoundsWithInputFees(t *testing.T) {
+	t.Parallel()
 	ms := feeMints(t, 2, 300)
 	st := openStore(t, t.TempDir())
 	defer st.Close()
@@ -267,6 +270,7 @@ func TestRoundsWithInputFees(t *testing.T) {
 // TestUnpaidDepositExpires: a deposit quote never paid is given up a day
 // past its expiry, and no longer holds room under the cap.
 func TestUnpaidDepositExpires(t *testing.T) {
+	t.Parallel()
 	ms := mints(t, 1)
 	st := openStore(t, t.TempDir())
 	defer st.Close()

@@ -70,6 +70,7 @@ func mintHolding(t *testing.T, a *audit.Auditor, mint string) audit.MintHolding 
 // no more sats and pays out what it holds; once it mints, the sats are
 // booked back.
 func TestPayeeRefusesToMint(t *testing.T) {
+	t.Parallel()
 	ms := mints(t, 2)
 	px := hostile.New(t, ms[0].URL)
 	st := openStore(t, t.TempDir())
@@ -130,6 +131,7 @@ func TestPayeeRefusesToMint(t *testing.T) {
 // books balanced; the payer is not asked to pay again meanwhile; when it
 // pays after all, the round goes on and ends ok.
 func TestPayerNeverPays(t *testing.T) {
+	t.Parallel()
 	ms := mints(t, 3)
 	st := openStore(t, t.TempDir())
 	defer st.Close()
@@ -203,6 +205,7 @@ func spentSayer(t *testing.T, mint string) string {
 // what it says is spent is quarantined, booked lost to it, the books
 // balanced.
 func TestHeldProofsSaidSpent(t *testing.T) {
+	t.Parallel()
 	ms := mints(t, 2)
 	liar := spentSayer(t, ms[0].URL)
 	st := openStore(t, t.TempDir())
@@ -244,6 +247,7 @@ func TestHeldProofsSaidSpent(t *testing.T) {
 // TestLowTrustWithdrawn: a mint whose directory trust falls under
 // --audit-min-trust gets no more sats, and pays out what it holds.
 func TestLowTrustWithdrawn(t *testing.T) {
+	t.Parallel()
 	ms := mints(t, 2)
 	st := openStore(t, t.TempDir())
 	defer st.Close()
@@ -281,6 +285,7 @@ func lostAt(t *testing.T, a *audit.Auditor, mint string) uint64 {
 // pending or paid), the sats it kept are booked lost, and nothing else
 // moves; the wallet holds no proof the mint spent.
 func TestPayerKeepsMelt(t *testing.T) {
+	t.Parallel()
 	for _, state := range []string{"UNPAID", "PENDING", "PAID"} {
 		t.Run(state, func(t *testing.T) {
 			ms := mints(t, 2)

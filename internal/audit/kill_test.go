@@ -110,6 +110,7 @@ func (k *killer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // process: every round ends paid, or failed with its sats accounted for,
 // and the books balance after each restart.
 func TestKillAtEveryStep(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("20 child processes")
 	}

@@ -67,6 +67,7 @@ func onNetwork(t *testing.T, network *devmint.Network, opt devmint.Options) *dev
 // payer showing the invoice's preimage, the fees within the reserve, the
 // books balanced.
 func TestNutshellAndGonuts(t *testing.T) {
+	t.Parallel()
 	network := &devmint.Network{}
 	lnb := lnbitstest.Start(t, network)
 	nut := nutshelltest.StartT(t, nutshelltest.Options{Env: lnb.Env()})
@@ -110,6 +111,7 @@ func paidInvoice(r audit.Round) bool {
 // recorded on the round and booked lost to the payer, the payer flagged
 // and the round failed on it, the payee's part ok, the books balanced.
 func TestPayerOverchargesFee(t *testing.T) {
+	t.Parallel()
 	network := &devmint.Network{}
 	lnb := lnbitstest.Start(t, network)
 	nut := nutshelltest.StartT(t, nutshelltest.Options{Env: lnb.Env()})

@@ -61,6 +61,7 @@ func (r *rotating) rotate() {
 // keyset's proofs, so the round ends ok with nothing lost, the books
 // balanced.
 func TestKeysetRotatedMidRound(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name, route string
 		payee       bool
@@ -106,6 +107,7 @@ func TestKeysetRotatedMidRound(t *testing.T) {
 // refuses is booked lost to it (held again should it take them), the
 // books balanced.
 func TestKeysetRotatedOldRefused(t *testing.T) {
+	t.Parallel()
 	network := &devmint.Network{}
 	rot := newRotating(t, network)
 	other := onNetwork(t, network, devmint.Options{})

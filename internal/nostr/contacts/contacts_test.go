@@ -100,6 +100,7 @@ func list(t *testing.T, sk string, at nostr.Timestamp, follows ...string) nostr.
 // afterwards arrive live: the seed follows carol, then drops alice, and
 // alice (and bob behind her) lose their standing.
 func TestHopByHopThenLive(t *testing.T) {
+	t.Parallel()
 	seedSK, seed := relaytest.NewKey()
 	aliceSK, alice := relaytest.NewKey()
 	_, bob := relaytest.NewKey()
@@ -166,6 +167,7 @@ func (fk *fake) ws() string { return "ws" + fk.srv.URL[len("http"):] }
 // the hostile ones are hung up on and tried again: their requests have a
 // deadline they cannot stretch.
 func TestRelayThatNeverEnds(t *testing.T) {
+	t.Parallel()
 	seedSK, seed := relaytest.NewKey()
 	_, alice := relaytest.NewKey()
 	otherSK, _ := relaytest.NewKey()
@@ -197,6 +199,7 @@ func TestRelayThatNeverEnds(t *testing.T) {
 // list by another key (validly signed), one claiming the seed's key under
 // another's signature, and a note by the seed. None is stored or applied.
 func TestRelayThatLies(t *testing.T) {
+	t.Parallel()
 	seedSK, seed := relaytest.NewKey()
 	otherSK, _ := relaytest.NewKey()
 	_, alice := relaytest.NewKey()
@@ -232,6 +235,7 @@ func TestRelayThatLies(t *testing.T) {
 // lists is hung up on at its budget of messages a minute; no more than the
 // budget is handed to the relay's checks.
 func TestRelayThatFloods(t *testing.T) {
+	t.Parallel()
 	seedSK, seed := relaytest.NewKey()
 	lists := make([]nostr.Event, 200)
 	for i := range lists {
@@ -258,6 +262,7 @@ func TestRelayThatFloods(t *testing.T) {
 // messages that are not relay messages at all, then its EOSE, is hung up
 // on at its budget all the same: garbage costs what an event costs.
 func TestRelayThatFloodsGarbage(t *testing.T) {
+	t.Parallel()
 	_, seed := relaytest.NewKey()
 	flood := newFake(t, func(c *websocket.Conn, sub string, f nostr.Filter) {
 		if f.LimitZero {
@@ -280,6 +285,7 @@ func TestRelayThatFloodsGarbage(t *testing.T) {
 // asked no more of the relay: the other lists still arrive (alice's, so bob
 // stands at hop 2).
 func TestListTooBig(t *testing.T) {
+	t.Parallel()
 	seedSK, seed := relaytest.NewKey()
 	aliceSK, alice := relaytest.NewKey()
 	_, big := relaytest.NewKey()
@@ -311,6 +317,7 @@ func TestListTooBig(t *testing.T) {
 // lists (limit 0; the fetches ask for those), so a relay does not send them
 // a second time.
 func TestLiveAsksForNothingStored(t *testing.T) {
+	t.Parallel()
 	_, seed := relaytest.NewKey()
 	var live, stored atomic.Int64
 	relay := newFake(t, func(c *websocket.Conn, sub string, f nostr.Filter) {
