@@ -20,6 +20,7 @@ import (
 // TestUnreachableMint: nothing listening, or a mint that never answers:
 // every request ends at the wallet's timeout with an "unreachable" error.
 func TestUnreachableMint(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	ln := httptest.NewServer(http.NotFoundHandler())
@@ -53,6 +54,7 @@ func TestUnreachableMint(t *testing.T) {
 // that is no mint, an answer that is not JSON: "incompatible", with what
 // was wrong.
 func TestIncompatibleMint(t *testing.T) {
+	t.Parallel()
 	ctx := ctxT(t)
 	keys := map[string]string{"1": "03a40f20667ed53513075dc51e715ff2046cad64eb68960632269ba7f0210e38bc",
 		"2": "03fd4ce5a16b65576145949e6f99f445f8249fee17c606b688b504a849cdc452de"}
@@ -149,6 +151,7 @@ func (tp *tamper) RoundTrip(r *http.Request) (*http.Response, error) {
 // outputs are booked lost to the mint. Once the mint's signatures check
 // out again, Recover restores those too, and sends work.
 func TestBadSignatures(t *testing.T) {
+	t.Parallel()
 	for _, m := range mints(t) {
 		t.Run(m.name, func(t *testing.T) {
 			ctx := ctxT(t)
@@ -228,6 +231,7 @@ func books(t *testing.T, w *ecash.Wallet, in, out uint64) {
 // TestExactMeltWithoutFeeReturn: a mint without NUT-08 keeps whatever is
 // paid beyond amount + fee reserve, so the wallet melts exact proofs.
 func TestExactMeltWithoutFeeReturn(t *testing.T) {
+	t.Parallel()
 	node, err := devmint.NewNode("")
 	if err != nil {
 		t.Fatal(err)

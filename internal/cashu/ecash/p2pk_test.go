@@ -15,6 +15,7 @@ import (
 // the mint only with a signature of the key's owner; a retry of the ref
 // finds them again, and the books balance.
 func TestSendLocked(t *testing.T) {
+	t.Parallel()
 	for _, m := range mints(t) {
 		t.Run(m.name, func(t *testing.T) {
 			ctx := ctxT(t)
@@ -70,6 +71,7 @@ func TestSendLocked(t *testing.T) {
 }
 
 func TestLockKey(t *testing.T) {
+	t.Parallel()
 	sk, _ := btcec.NewPrivateKey()
 	good := hex.EncodeToString(sk.PubKey().SerializeCompressed())
 	for _, bad := range []string{"", "02", good[2:], "04" + good[2:], good + "00", "zz" + good[2:]} {

@@ -51,6 +51,7 @@ var keys4 = map[string]string{
 }
 
 func TestKeysetIDs(t *testing.T) {
+	t.Parallel()
 	expiry := int64(2059210353)
 	for _, c := range []struct {
 		name string
@@ -101,6 +102,7 @@ func TestKeysetIDs(t *testing.T) {
 const vectorMnemonic = "half depart obvious quality work element tank gorilla view sugar picture humble"
 
 func TestDeterministicSecrets(t *testing.T) {
+	t.Parallel()
 	s, err := newSecrets(bip39.NewSeed(vectorMnemonic, ""))
 	if err != nil {
 		t.Fatal(err)
@@ -141,6 +143,7 @@ func TestDeterministicSecrets(t *testing.T) {
 }
 
 func TestDLEQ(t *testing.T) {
+	t.Parallel()
 	A := mustKey(t, "0279be667ef9dcbbac55a06295ce870b07029bfcdb2dce28d959f2815b16f81798")
 	sig := cashu.DLEQProof{E: "9818e061ee51d5c8edc3342369a554998ff7b4381c8652d724cdf46429be73d9", S: "9818e061ee51d5c8edc3342369a554998ff7b4381c8652d724cdf46429be73da"}
 	B := "02a9acc1e48c25eeeb9289b5031cc57da9fe72f3fe2861d264bdc074209b107ba2"
@@ -166,6 +169,7 @@ func TestDLEQ(t *testing.T) {
 }
 
 func TestFeesAndSplits(t *testing.T) {
+	t.Parallel()
 	if fee(repeat(100, 10)) != 1 || fee(repeat(100, 11)) != 2 || fee(nil) != 0 || fee([]uint64{0, 0}) != 0 {
 		t.Fatal("fee rounding")
 	}
@@ -203,6 +207,7 @@ func TestFeesAndSplits(t *testing.T) {
 }
 
 func TestTokens(t *testing.T) {
+	t.Parallel()
 	proofs := cashu.Proofs{
 		{Amount: 2, Id: "015ba18a8adcd02e715a58358eb618da4a4b3791151a4bee5e968bb88406ccf76a", Secret: "s1", C: "02bc9097997d81afb2cc7346b5e4345a9346bd2a506eb7958598a72f0cf85163ea"},
 		{Amount: 8, Id: "009a1f293253e41e", Secret: "s2", C: "029e8e5050b890a7d6c0968db16bc1d5d5fa040ea1de284f6ec69d61299f671059",

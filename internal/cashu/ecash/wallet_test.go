@@ -164,6 +164,7 @@ func audit(t *testing.T, w *ecash.Wallet) ecash.Audit {
 // TestFlows: deposit, tokens out (cashuA and cashuB) and in, melts, with
 // every fee counted, against each mint.
 func TestFlows(t *testing.T) {
+	t.Parallel()
 	for _, m := range mints(t) {
 		t.Run(m.name, func(t *testing.T) {
 			ctx := ctxT(t)
@@ -271,6 +272,7 @@ func TestFlows(t *testing.T) {
 // TestPendingMeltSettlesWithChange: a Lightning payment that stays pending
 // settles later; its fee reserve comes back as change (NUT-08) then.
 func TestPendingMeltSettlesWithChange(t *testing.T) {
+	t.Parallel()
 	needNutshell(t)
 	ctx := ctxT(t)
 	m := mintUnderTest{"pending", pending.URL, func(testing.TB, string) {}}
@@ -362,6 +364,7 @@ func (l *lossy) RoundTrip(r *http.Request) (*http.Response, error) {
 // restore, NUT-07 states), the balance is exact, and later operations
 // never reuse an output.
 func TestLostAnswers(t *testing.T) {
+	t.Parallel()
 	for _, m := range mints(t) {
 		t.Run(m.name, func(t *testing.T) {
 			ctx := ctxT(t)
@@ -447,6 +450,7 @@ func TestLostAnswers(t *testing.T) {
 // TestConcurrentSends: operations run side by side, each with its own
 // inputs and outputs.
 func TestConcurrentSends(t *testing.T) {
+	t.Parallel()
 	for _, m := range mints(t) {
 		t.Run(m.name, func(t *testing.T) {
 			ctx := ctxT(t)
@@ -492,6 +496,7 @@ func beforeRotation(t *testing.T) (first *nutshelltest.Mint, e *env, old []ecash
 // learns it, makes new outputs with the new keyset, and moves its proofs
 // of the old one over (NUT-02).
 func TestRotatedKeyset(t *testing.T) {
+	t.Parallel()
 	first, e, old, sent := beforeRotation(t)
 	first.Stop()
 	// A second active keyset first (a new derivation path), then the old one retired.
@@ -548,6 +553,7 @@ func TestRotatedKeyset(t *testing.T) {
 // after all. Its inputs must not be spendable again meanwhile, and once the
 // mint has made the swap, its outputs are the wallet's.
 func TestLateRequest(t *testing.T) {
+	t.Parallel()
 	for _, m := range mints(t) {
 		t.Run(m.name, func(t *testing.T) {
 			ctx := ctxT(t)
@@ -589,6 +595,7 @@ func TestLateRequest(t *testing.T) {
 // never began; once the split is settled its fee is booked by the wallet,
 // and asking about the payment does not report it again.
 func TestLateSplit(t *testing.T) {
+	t.Parallel()
 	m := mints(t)[0]
 	ctx := ctxT(t)
 	tr := &lossy{next: http.DefaultTransport, lose: map[string]int{}, block: map[string]int{}, late: map[string]chan struct{}{}}
@@ -633,6 +640,7 @@ func TestLateSplit(t *testing.T) {
 // token back, not take its spent proofs for the receiver's redeeming it:
 // the payout would be booked paid while its sats are in the balance.
 func TestLateReclaim(t *testing.T) {
+	t.Parallel()
 	m := mints(t)[0]
 	ctx := ctxT(t)
 	tr := &lossy{next: http.DefaultTransport, lose: map[string]int{}, block: map[string]int{}, late: map[string]chan struct{}{}}
@@ -667,6 +675,7 @@ func TestLateReclaim(t *testing.T) {
 // after all and pays. Asking about the payment then finds it paid, and
 // what it cost is in the books, once.
 func TestLateMelt(t *testing.T) {
+	t.Parallel()
 	m := mints(t)[0]
 	ctx := ctxT(t)
 	tr := &lossy{next: http.DefaultTransport, lose: map[string]int{}, block: map[string]int{}, late: map[string]chan struct{}{}}
@@ -710,6 +719,7 @@ func TestLateMelt(t *testing.T) {
 // at once with the new keyset; the wallet's proofs of the old keyset move
 // over with the fee booked as housekeeping, and the books balance.
 func TestRotationWhileRunning(t *testing.T) {
+	t.Parallel()
 	first, e, old, sent := beforeRotation(t)
 	m := mintUnderTest{"rotating", first.URL, func(testing.TB, string) {}}
 	out := sent.Amount + sent.Fee
@@ -747,6 +757,7 @@ func TestRotationWhileRunning(t *testing.T) {
 // faucet's at the same mint in one store hold their own proofs, so neither
 // spends or counts the other's sats.
 func TestPrefixesShareNothing(t *testing.T) {
+	t.Parallel()
 	m := mints(t)[0]
 	faucet := open(t, m.url, "")
 	auditor, err := ecash.Open(ecash.Config{DB: faucet.st.DB, MintURL: m.url, Log: logger, Prefix: kv.PrefixAuditWallet})
