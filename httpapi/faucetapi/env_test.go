@@ -3,7 +3,6 @@ package faucetapi_test
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -46,7 +45,7 @@ import (
 var theMint, elsewhere *devmint.Mint
 
 func TestMain(m *testing.M) {
-	flag.Parse() // -short leaves Nutshell out
+	testkit.ShortParallel(4) // parses the flags; -short leaves Nutshell out
 	dir, err := os.MkdirTemp("", "faucetapi")
 	if err != nil {
 		panic(err)

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -40,7 +39,7 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	flag.Parse() // -short leaves Nutshell out
+	testkit.ShortParallel(4) // parses the flags; -short leaves Nutshell out
 	dir, err := os.MkdirTemp("", "ecash-test")
 	if err != nil {
 		panic(err)
