@@ -219,12 +219,6 @@ func (s *Service) Status(pk string) (policies.Ban, bool) {
 	return s.list.Banned(pk, s.now().Unix())
 }
 
-// ActiveBans lists the bans active now, from the snapshot.
-func (s *Service) ActiveBans() []policies.Ban {
-	bans, _ := s.list.Bans(s.now().Unix())
-	return bans
-}
-
 // Bans lists bans newest first, created at or before until (unix; 0 = no
 // bound), optionally only those in state.
 func (s *Service) Bans(ctx context.Context, state string, until int64, limit int) ([]Ban, error) {

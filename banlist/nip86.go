@@ -7,7 +7,6 @@ import (
 
 	"github.com/nbd-wtf/go-nostr/nip86"
 	"github.com/outpost-relay/outpost/internal/storage/kv"
-	"github.com/outpost-relay/outpost/policies"
 )
 
 // Management is the ban list as NIP-86 relay management sees it (the
@@ -33,11 +32,27 @@ func (m Management) UnbanPubKey(ctx context.Context, actor, pubkey string) error
 	return errOf(m.s.Unban(ctx, actor, pubkey))
 }
 
-func (m Management) ListBannedPubKeys(context.Context) ([]nip86.PubKeyReason, error) {
-	return each(func(b policies.Ban) nip86.PubKeyReason {
-		return nip86.PubKeyReason{PubKey: b.PubKey, Reason: b.Reason}
-	})(m.s.ActiveBans(), nil)
+// ListBannedPubKeys reads the active bans a page at a time, in order of key.
+func (m Management) ListBannedPubKeys(ctx context.Context, each func(nip86.PubKeyReason) error) error {
+	for after := ""; ; {
+		bans, next, err := m.s.ActivePage(ctx, after, nip86Page)
+		if err != nil {
+			return err
+		}
+		for _, b := range bans {
+			if err := each(nip86.PubKeyReason{PubKey: b.PubKey, Reason: b.Reason}); err != nil {
+				return err
+			}
+		}
+		if next == "" {
+			return nil
+		}
+		after = next
+	}
 }
+
+// nip86Page is how many bans listbannedpubkeys reads at a time.
+const nip86Page = 1000
 
 func (m Management) AllowPubKey(ctx context.Context, actor, pubkey, reason string) error {
 	return errOf(m.s.AllowPubKey(ctx, actor, pubkey, reason))

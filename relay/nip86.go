@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"bufio"
 	"bytes"
 	"cmp"
 	"context"
@@ -12,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 	"unicode/utf8"
 
 	"github.com/nbd-wtf/go-nostr/nip86"
@@ -37,7 +39,9 @@ import (
 type Moderation interface {
 	BanPubKey(ctx context.Context, actor, pubkey, reason string) error
 	UnbanPubKey(ctx context.Context, actor, pubkey string) error
-	ListBannedPubKeys(ctx context.Context) ([]nip86.PubKeyReason, error)
+	// ListBannedPubKeys gives each banned key to each in order, a page at a
+	// time: the list may hold millions, and is never held whole.
+	ListBannedPubKeys(ctx context.Context, each func(nip86.PubKeyReason) error) error
 	AllowPubKey(ctx context.Context, actor, pubkey, reason string) error
 	UnallowPubKey(ctx context.Context, actor, pubkey string) error
 	ListAllowedPubKeys(ctx context.Context) ([]nip86.PubKeyReason, error)
@@ -107,7 +111,7 @@ func (r *Relay) EnableManagement(svc Moderation, admins []string) error {
 	m.methods = map[string]method{
 		"banpubkey":                   withPubKey(svc.BanPubKey),
 		"unbanpubkey":                 withPubKey(dropReason(svc.UnbanPubKey)),
-		"listbannedpubkeys":           list(svc.ListBannedPubKeys),
+		"listbannedpubkeys":           stream(svc.ListBannedPubKeys),
 		"allowpubkey":                 withPubKey(svc.AllowPubKey),
 		"unallowpubkey":               withPubKey(dropReason(svc.UnallowPubKey)),
 		"listallowedpubkeys":          list(svc.ListAllowedPubKeys),
@@ -271,6 +275,53 @@ func list[T any](f func(ctx context.Context) ([]T, error)) method {
 	}
 }
 
+// streamed is a list result written as it is read (see writeStreamed).
+type streamed func(ctx context.Context, write func(v any) error) error
+
+// stream is a method whose list is written as f reads it.
+func stream[T any](f func(ctx context.Context, each func(T) error) error) method {
+	return func(context.Context, string, params) (any, error) {
+		return streamed(func(ctx context.Context, write func(any) error) error {
+			return f(ctx, func(v T) error { return write(v) })
+		}), nil
+	}
+}
+
+// streamWriteTimeout bounds each write of a streamed list: an admin's client
+// that takes none of it for this long is cut off.
+const streamWriteTimeout = 30 * time.Second
+
+// writeStreamed answers {"result":[…]} with the elements as list reads them,
+// through a 64 KiB buffer. An error once the answer has begun can only cut
+// it short: the client sees JSON that does not end.
+func writeStreamed(ctx context.Context, w http.ResponseWriter, list streamed) error {
+	rc := http.NewResponseController(w)
+	bw := bufio.NewWriterSize(w, 64<<10)
+	bw.WriteString(`{"result":[`)
+	first := true
+	err := list(ctx, func(v any) error {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return err
+		}
+		if !first {
+			bw.WriteByte(',')
+		}
+		first = false
+		if bw.Available() < len(b) {
+			rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
+		}
+		_, err = bw.Write(b)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	bw.WriteString("]}\n")
+	rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
+	return bw.Flush()
+}
+
 // changeInfo is a method that sets one NIP-11 field ([<value>]): audited,
 // persisted and served at once. An empty value goes back to the configured one.
 func (r *Relay) changeInfo(field string, maxLen int, of func(*relayInfo) *string) method {
@@ -321,6 +372,14 @@ type rpcReply struct {
 // call that fails, 200 with the result otherwise. Every answer is JSON.
 func (r *Relay) serveNIP86(w http.ResponseWriter, req *http.Request) {
 	reply := func(err error, result any) {
+		if list, ok := result.(streamed); ok && err == nil {
+			w.Header().Set("Content-Type", nip86ContentType)
+			w.WriteHeader(http.StatusOK)
+			if err := writeStreamed(req.Context(), w, list); err != nil {
+				r.log.Warn("relay: NIP-86 list cut short", "err", err)
+			}
+			return
+		}
 		status, body := http.StatusOK, rpcReply{Result: result}
 		if err != nil {
 			e := outpost.AsError(err)

@@ -654,3 +654,32 @@ func TestNIP86Audit(t *testing.T) {
 		t.Fatalf("relay.icon entry: %+v", last)
 	}
 }
+
+// listbannedpubkeys streams a list of many pages as one JSON answer: every
+// ban once, in order of key.
+func TestNIP86ListManyBans(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	var reqs []banlist.BanRequest
+	var want []string
+	for i := range 2_345 {
+		_, pk := newKey()
+		reqs = append(reqs, banlist.BanRequest{PubKey: pk, Reason: fmt.Sprintf("wave %d", i)})
+		want = append(want, pk)
+	}
+	if _, err := e.svc.BanMany(t.Context(), "test", reqs); err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(want)
+	var got []string
+	for _, v := range e.call(t, "listbannedpubkeys").([]any) {
+		b := v.(map[string]any)
+		if !strings.HasPrefix(b["reason"].(string), "wave ") {
+			t.Fatalf("listed %v", b)
+		}
+		got = append(got, b["pubkey"].(string))
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("listbannedpubkeys gave %d keys, want the %d banned, in order of key", len(got), len(want))
+	}
+}
