@@ -35,12 +35,18 @@ func TestHonestThreeMints(t *testing.T) {
 		fund(t, a, m, 300)
 	}
 	roles := map[string]map[string]bool{}
+	var last [2]string
 	for i := range 9 {
 		r, err := a.RunRound(ctx)
 		if err != nil || r.Outcome != audit.OutcomeOK || r.Fee > r.FeeReserve {
 			t.Fatalf("round %d: %+v %v", i, r, err)
 		}
 		t.Logf("round %d: %s -> %s %d", i, r.Payer, r.Payee, r.Amount)
+		// By need alone, the payee of a round is the next one's payer.
+		if [2]string{r.Payee, r.Payer} == last {
+			t.Fatalf("round %d pays back the round before (%s -> %s) while a third mint waits", i, r.Payer, r.Payee)
+		}
+		last = [2]string{r.Payer, r.Payee}
 		for mint, role := range map[string]string{r.Payer: audit.RolePayer, r.Payee: audit.RolePayee} {
 			if roles[mint] == nil {
 				roles[mint] = map[string]bool{}
