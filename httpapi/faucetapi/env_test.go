@@ -3,6 +3,7 @@ package faucetapi_test
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -45,7 +46,7 @@ import (
 var theMint, elsewhere *devmint.Mint
 
 func TestMain(m *testing.M) {
-	testkit.ShortParallel(4) // parses the flags; -short leaves Nutshell out
+	flag.Parse() // -short leaves Nutshell out
 	dir, err := os.MkdirTemp("", "faucetapi")
 	if err != nil {
 		panic(err)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -39,7 +40,7 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	testkit.ShortParallel(4) // parses the flags; -short leaves Nutshell out
+	flag.Parse() // -short leaves Nutshell out
 	dir, err := os.MkdirTemp("", "ecash-test")
 	if err != nil {
 		panic(err)
