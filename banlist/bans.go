@@ -85,6 +85,16 @@ func currentBan(txn *kv.Txn, pk string) (Ban, bool, error) {
 	return b, err == nil, err
 }
 
+// currentOrMirrored is pk's latest ban: its own record, or else the one a
+// mirrored page holds (paged), as a record not yet written.
+func (s *Service) currentOrMirrored(txn *kv.Txn, pk string, now time.Time) (b Ban, found, paged bool, err error) {
+	if b, found, err = currentBan(txn, pk); err != nil || found {
+		return b, found, false, err
+	}
+	b, paged = s.mirroredBan(pk, now)
+	return b, paged, paged, nil
+}
+
 func validReason(reason string) error {
 	if reason == "" {
 		return outpost.Errorf(outpost.Invalid, "invalid_request", "reason is required")
@@ -164,7 +174,7 @@ func (s *Service) putBan(txn *kv.Txn, actor, pk, reason string, expiresAt *int64
 // liftOld records pk's active ban as lifted, replaced by a new one; it
 // returns the ban as it was (nil: none).
 func (s *Service) liftOld(txn *kv.Txn, actor, pk string, now time.Time) (before any, err error) {
-	old, found, err := currentBan(txn, pk)
+	old, found, _, err := s.currentOrMirrored(txn, pk, now)
 	if err != nil {
 		return nil, err
 	}
@@ -202,7 +212,7 @@ func (s *Service) Unban(ctx context.Context, actor, pk string) (Ban, error) {
 
 // liftBan lifts pk's active ban inside txn, if it has one.
 func (s *Service) liftBan(txn *kv.Txn, actor, pk string, now int64) (Ban, bool, error) {
-	b, found, err := currentBan(txn, pk)
+	b, found, paged, err := s.currentOrMirrored(txn, pk, time.Unix(now, 0))
 	if err != nil || !found || b.State(now) != StateActive {
 		return Ban{}, false, err
 	}
@@ -210,6 +220,11 @@ func (s *Service) liftBan(txn *kv.Txn, actor, pk string, now int64) (Ban, bool, 
 	b.LiftedAt, b.LiftedBy = &now, &actor
 	if err := kv.PutJSON(txn, banKey(b.ID), b); err != nil {
 		return Ban{}, false, err
+	}
+	if paged { // the lifted record is now what the store says of pk, over its page
+		if err := kv.PutJSON(txn, pubKeyIndex(pk), b.ID); err != nil {
+			return Ban{}, false, err
+		}
 	}
 	return b, true, s.audit(txn, actor, "unban", pk, before, b)
 }
