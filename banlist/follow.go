@@ -2,9 +2,9 @@ package banlist
 
 import (
 	"cmp"
-	"slices"
 	"context"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
