@@ -1,6 +1,8 @@
 package banlist
 
 import (
+	"cmp"
+	"slices"
 	"context"
 	"encoding/hex"
 	"time"
@@ -241,20 +243,31 @@ func (s *Service) ActiveBans() []policies.Ban {
 }
 
 // Bans lists bans newest first, created at or before until (unix; 0 = no
-// bound), optionally only those in state.
+// bound), optionally only those in state: the records, and the current
+// bans of the mirrored pages (pageBans).
 func (s *Service) Bans(ctx context.Context, state string, until int64, limit int) ([]Ban, error) {
 	now := s.now().Unix()
 	out := []Ban{}
+	var paged []Ban
 	err := s.db.View(func(txn *kv.Txn) error {
-		return kv.EachJSON(txn, []byte{kv.PrefixBanlist, kindBan}, seekUntil(kindBan, until), true,
+		err := kv.EachJSON(txn, []byte{kv.PrefixBanlist, kindBan}, seekUntil(kindBan, until), true,
 			func(_ []byte, b Ban) (bool, error) {
 				if state == "" || b.State(now) == state {
 					out = append(out, b)
 				}
 				return len(out) < limit, ctx.Err()
 			})
+		if err == nil && state != StateLifted { // a page's bans are never lifted: that makes a record
+			paged, err = s.pageBans(ctx, txn, state, until, limit, now)
+		}
+		return err
 	})
-	return out, err
+	if len(paged) == 0 {
+		return out, err
+	}
+	out = append(out, paged...)
+	slices.SortFunc(out, func(a, b Ban) int { return cmp.Compare(b.ID, a.ID) }) // ids are times: newest first
+	return out[:min(len(out), limit)], err
 }
 
 // Word is a blocked word or phrase.

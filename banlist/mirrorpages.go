@@ -2,6 +2,7 @@ package banlist
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
@@ -269,4 +270,66 @@ func (s *Service) putPage(actor string, bans []policies.Ban, now time.Time) erro
 		}
 		s.list.BanMany(bans)
 	})
+}
+
+// pageBans lists the bans of the pages, newest first, at most limit, that
+// are what the store says of their key now: none of its own record, and
+// the terms the snapshot holds (a ban a newer page repeats is listed
+// twice only while a whole list is being taken). Each is a record as the
+// admin listing shows it: its id the page's time and its place there, its
+// batch the page.
+func (s *Service) pageBans(ctx context.Context, txn *kv.Txn, state string, until int64, limit int, now int64) ([]Ban, error) {
+	prefix := []byte{kv.PrefixBanlist, kindMirrorPage}
+	it := txn.NewIterator(kv.IteratorOptions{Prefix: prefix, Reverse: true, Values: true})
+	defer it.Close()
+	seek := seekUntil(kindMirrorPage, until)
+	if seek == nil {
+		seek = append(slices.Clone(prefix), 0xFF)
+	}
+	var out []Ban
+	for it.Seek(seek); it.ValidForPrefix(prefix) && len(out) < limit; it.Next() {
+		id := it.Item().KeyCopy(nil)[len(prefix):]
+		var page []Ban
+		err := it.Item().Value(func(v []byte) error {
+			i := uint32(0)
+			return eachOfPage(v, func(pk *[32]byte, reason string, exp int64) {
+				b := Ban{ID: hex.EncodeToString(binary.BigEndian.AppendUint32(slices.Clone(id[:8]), i)), PubKey: hex.EncodeToString(pk[:]),
+					Reason: reason, CreatedAt: int64(binary.BigEndian.Uint64(id) / uint64(time.Second)), BannedBy: s.followActor(), Batch: hex.EncodeToString(id)}
+				i++
+				if exp != 0 {
+					b.ExpiresAt = &exp
+				}
+				if state == "" || b.State(now) == state {
+					page = append(page, b)
+				}
+			})
+		})
+		if err != nil {
+			return nil, err
+		}
+		for _, b := range slices.Backward(page) {
+			if len(out) < limit && s.pagedNow(txn, b, now) {
+				out = append(out, b)
+			}
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// pagedNow reports whether b, of a page, is what the store says of its key.
+func (s *Service) pagedNow(txn *kv.Txn, b Ban, now int64) bool {
+	if own, err := txn.Has(pubKeyIndex(b.PubKey)); err != nil || own {
+		return false
+	}
+	exp := int64(0)
+	if b.ExpiresAt != nil {
+		exp = *b.ExpiresAt
+	}
+	if cur, ok := s.list.Banned(b.PubKey, now); ok {
+		return cur.Reason == b.Reason && cur.ExpiresAt == exp
+	}
+	return exp != 0 && exp <= now // lapsed: expired, as a record would be
 }
