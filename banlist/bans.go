@@ -2,9 +2,9 @@ package banlist
 
 import (
 	"cmp"
-	"slices"
 	"context"
 	"encoding/hex"
+	"slices"
 	"time"
 
 	"github.com/outpost-relay/outpost"
