@@ -2,6 +2,11 @@ package banlist
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"sync/atomic"
 	"slices"
 	"testing"
 	"time"
@@ -127,4 +132,56 @@ func TestNewListReplacesThePages(t *testing.T) {
 			t.Fatalf("%s, only in the old list, is banned after a restart", k)
 		}
 	}
+}
+
+// A follower stopped part-way through a new whole list (a kill, or a
+// primary that fails after a page) has deleted nothing: after a restart it
+// holds every key of the old list and of the pages of the new one taken.
+func TestNewListCutShortKeepsBoth(t *testing.T) {
+	old, keysA := pagedPrimaryOf(t, hashKeys(0, 15_000))
+	dir := t.TempDir()
+	c := testkit.NewClock(time.Unix(1_700_000_000, 0))
+	svc, st := open(t, dir, c)
+	followUntil(t, svc, old.URL, c, len(keysA))
+	c.Add(time.Second)
+
+	full, keysB := pagedPrimaryOf(t, hashKeys(10_000, 25_000))
+	var pages atomic.Int32
+	cut := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Has("after") { // every page but the first
+			http.Error(w, "down", http.StatusBadGateway)
+			return
+		}
+		if r.URL.Path == "/blocked/pubkeys" {
+			pages.Add(1)
+		}
+		httputil.NewSingleHostReverseProxy(must(url.Parse(full.URL))).ServeHTTP(w, r)
+	}))
+	defer cut.Close()
+	svc.primary = cut.URL
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { svc.Follow(ctx); close(done) }()
+	testkit.WaitFor(t, 30*time.Second, "the first page of the new list", func() bool {
+		_, ok := svc.Status(keysB[9_999])
+		return pages.Load() > 0 && ok
+	})
+	cancel()
+	<-done
+	st.Close()
+
+	svc, st = open(t, dir, c)
+	defer st.Close()
+	for _, k := range append(slices.Clone(keysA), keysB[:10_000]...) {
+		if _, ok := svc.Status(k); !ok {
+			t.Fatalf("%s is allowed after a restart part-way through a new list", k)
+		}
+	}
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
 }
