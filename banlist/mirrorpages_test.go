@@ -6,8 +6,8 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
-	"sync/atomic"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
