@@ -113,6 +113,7 @@ type Service struct {
 	epoch       string
 	following   policies.SyncHealth // of the mirror (Follow)
 	resyncFrom  []byte              // the page id from which the whole list being taken is (Follow's goroutine only)
+	resyncWhole bool                // and it has written every page of its own so far
 	publishing  func() []PublishCheck
 
 	// writes serializes changes so the snapshot is updated in commit order.
@@ -179,10 +180,10 @@ func (s *Service) load() error {
 		if err != nil {
 			return err
 		}
-		n, err := s.loadBans(txn, now, paged > 0)
-		if bans = n; err != nil {
+		if _, err := s.loadBans(txn, now, paged > 0); err != nil {
 			return err
 		}
+		bans = s.list.ActiveBans(now)
 		return kv.EachJSON(txn, []byte{kv.PrefixBanlist, kindWord}, nil, false, func(_ []byte, w Word) (bool, error) {
 			words = append(words, w.Word)
 			return true, nil

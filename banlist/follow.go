@@ -124,7 +124,7 @@ func (m mirror) Unban(pk string) {
 // in both the old list and the new one is never allowed meanwhile.
 func (m mirror) BeginBans() {
 	m.s.list.BeginBans()
-	m.s.resyncFrom = m.s.newID(m.s.now())
+	m.s.resyncFrom, m.s.resyncWhole = m.s.newID(m.s.now()), true
 }
 
 // PutBans writes a page of the whole list as pages of the store
@@ -146,7 +146,15 @@ func (m mirror) PutBans(bans []policies.Ban) {
 	}
 	slices.SortFunc(page, func(a, b policies.Ban) int { return cmp.Compare(a.PubKey, b.PubKey) })
 	for lo := 0; lo < len(page); lo += maxPage {
-		if err := m.s.putPage(m.s.followActor(), page[lo:min(lo+maxPage, len(page))], now); err != nil {
+		chunk := page[lo:min(lo+maxPage, len(page))]
+		if !m.s.changesAny(chunk, now.Unix()) {
+			// As held, and stored already (in a page or records): a
+			// restart's resync writes nothing again, and keeps the
+			// pages before it (see EndBans).
+			m.s.resyncWhole = false
+			continue
+		}
+		if err := m.s.putPage(m.s.followActor(), chunk, now); err != nil {
 			m.s.log.Warn("ban list follow: a page of the primary's list not mirrored", "bans", len(page), "err", err)
 		}
 	}
@@ -182,12 +190,14 @@ func (m mirror) BanMany(bans []policies.Ban) {
 }
 
 // EndBans lifts the bans the whole list did not name, then deletes the
-// pages of the lists taken before it.
+// pages of the lists taken before it if it wrote all of its own: else
+// they still hold bans of this one (a lifted key has a record over its
+// page).
 func (m mirror) EndBans() {
 	for _, pk := range m.s.list.EndResync() {
 		m.Unban(pk)
 	}
-	if m.s.resyncFrom != nil {
+	if m.s.resyncFrom != nil && m.s.resyncWhole {
 		if err := m.s.dropPagesBefore(m.s.resyncFrom); err != nil {
 			m.s.log.Warn("ban list follow: the pages of an earlier list not deleted", "err", err)
 		}

@@ -151,6 +151,11 @@ func (s *Service) loadPages(txn *kv.Txn, now int64) (int, error) {
 	batch := make([]policies.Ban, 0, maxPage)
 	read := 0
 	for it.Rewind(); it.ValidForPrefix(prefix); it.Next() {
+		// Ids made from now on follow every page's, whatever the clock
+		// says: the pages' order is the order they are applied in.
+		if at := binary.BigEndian.Uint64(it.Item().Key()[len(prefix):]); at > s.lastID.Load() {
+			s.lastID.Store(at)
+		}
 		err := it.Item().Value(func(v []byte) error {
 			return eachOfPage(v, func(pk *[32]byte, reason string, exp int64) {
 				read++
@@ -240,7 +245,7 @@ func (s *Service) putPage(actor string, bans []policies.Ban, now time.Time) erro
 	id := s.newID(now)
 	changed := 0
 	for _, b := range bans {
-		if cur, ok := s.list.Banned(b.PubKey, now.Unix()); !ok || cur != b {
+		if !s.holds(b, now.Unix()) {
 			changed++
 		}
 	}
@@ -332,4 +337,15 @@ func (s *Service) pagedNow(txn *kv.Txn, b Ban, now int64) bool {
 		return cur.Reason == b.Reason && cur.ExpiresAt == exp
 	}
 	return exp != 0 && exp <= now // lapsed: expired, as a record would be
+}
+
+// holds reports whether the snapshot holds b as it is.
+func (s *Service) holds(b policies.Ban, now int64) bool {
+	cur, ok := s.list.Banned(b.PubKey, now)
+	return ok && cur == b
+}
+
+// changesAny reports whether any of bans is new or changed here.
+func (s *Service) changesAny(bans []policies.Ban, now int64) bool {
+	return slices.ContainsFunc(bans, func(b policies.Ban) bool { return !s.holds(b, now) })
 }
