@@ -230,7 +230,7 @@ func (s *Service) mirroredBan(pk string, now time.Time) (Ban, bool) {
 	if !ok {
 		return Ban{}, false
 	}
-	ban := Ban{ID: hex.EncodeToString(s.newID(now)), PubKey: pk, Reason: b.Reason, CreatedAt: now.Unix(), BannedBy: s.followActor()}
+	ban := Ban{ID: hex.EncodeToString(s.newID(now)), PubKey: pk, Reason: b.Reason, CreatedAt: now.Unix(), BannedBy: s.mirrorActor()}
 	if b.ExpiresAt != 0 {
 		ban.ExpiresAt = &b.ExpiresAt
 	}
@@ -298,15 +298,16 @@ func (s *Service) pageBans(ctx context.Context, txn *kv.Txn, state string, until
 		err := it.Item().Value(func(v []byte) error {
 			i := uint32(0)
 			return eachOfPage(v, func(pk *[32]byte, reason string, exp int64) {
-				b := Ban{ID: hex.EncodeToString(binary.BigEndian.AppendUint32(slices.Clone(id[:8]), i)), PubKey: hex.EncodeToString(pk[:]),
-					Reason: reason, CreatedAt: int64(binary.BigEndian.Uint64(id) / uint64(time.Second)), BannedBy: s.followActor(), Batch: hex.EncodeToString(id)}
 				i++
+				if lapsed := exp != 0 && exp <= now; state != "" && lapsed != (state == StateExpired) {
+					return
+				}
+				b := Ban{ID: hex.EncodeToString(binary.BigEndian.AppendUint32(slices.Clone(id[:8]), i-1)), PubKey: hex.EncodeToString(pk[:]),
+					Reason: reason, CreatedAt: int64(binary.BigEndian.Uint64(id) / uint64(time.Second)), BannedBy: s.mirrorActor(), Batch: hex.EncodeToString(id)}
 				if exp != 0 {
 					b.ExpiresAt = &exp
 				}
-				if state == "" || b.State(now) == state {
-					page = append(page, b)
-				}
+				page = append(page, b)
 			})
 		})
 		if err != nil {
@@ -348,4 +349,13 @@ func (s *Service) holds(b policies.Ban, now int64) bool {
 // changesAny reports whether any of bans is new or changed here.
 func (s *Service) changesAny(bans []policies.Ban, now int64) bool {
 	return slices.ContainsFunc(bans, func(b policies.Ban) bool { return !s.holds(b, now) })
+}
+
+// mirrorActor names who made the bans of the pages: the mirror of the
+// primary followed, or of one no longer named (the pages do not say).
+func (s *Service) mirrorActor() string {
+	if s.primary == "" {
+		return "follow"
+	}
+	return s.followActor()
 }
