@@ -114,6 +114,8 @@ type Service struct {
 	following   policies.SyncHealth // of the mirror (Follow)
 	resyncFrom  []byte              // the page id from which the whole list being taken is (Follow's goroutine only)
 	resyncWhole bool                // and it has written every page of its own so far
+	paged       atomic.Int64        // bans stored in pages, superseded ones too (mirrorpages.go)
+	pagedBefore int64               // of them, those stored before the whole list being taken
 	publishing  func() []PublishCheck
 
 	// writes serializes changes so the snapshot is updated in commit order.
@@ -180,6 +182,7 @@ func (s *Service) load() error {
 		if err != nil {
 			return err
 		}
+		s.paged.Store(int64(paged))
 		if _, err := s.loadBans(txn, now, paged > 0); err != nil {
 			return err
 		}

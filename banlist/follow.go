@@ -124,7 +124,7 @@ func (m mirror) Unban(pk string) {
 // in both the old list and the new one is never allowed meanwhile.
 func (m mirror) BeginBans() {
 	m.s.list.BeginBans()
-	m.s.resyncFrom, m.s.resyncWhole = m.s.newID(m.s.now()), true
+	m.s.resyncFrom, m.s.resyncWhole, m.s.pagedBefore = m.s.newID(m.s.now()), true, m.s.paged.Load()
 }
 
 // PutBans writes a page of the whole list as pages of the store
@@ -197,11 +197,19 @@ func (m mirror) EndBans() {
 	for _, pk := range m.s.list.EndResync() {
 		m.Unban(pk)
 	}
-	if m.s.resyncFrom != nil && m.s.resyncWhole {
-		if err := m.s.dropPagesBefore(m.s.resyncFrom); err != nil {
-			m.s.log.Warn("ban list follow: the pages of an earlier list not deleted", "err", err)
-		}
+	from, whole := m.s.resyncFrom, m.s.resyncWhole
+	if from != nil && !whole && m.s.pagesBloated() {
+		from, whole = m.s.rewritePages(), true // rather than keep superseded pages for ever
+		m.s.pagedBefore = 0
 	}
+	if from == nil || !whole {
+		return
+	}
+	if err := m.s.dropPagesBefore(from); err != nil {
+		m.s.log.Warn("ban list follow: the pages of an earlier list not deleted", "err", err)
+		return
+	}
+	m.s.paged.Add(-m.s.pagedBefore)
 }
 
 func (m mirror) Words() []string { return m.s.list.Words() }

@@ -274,7 +274,34 @@ func (s *Service) putPage(actor string, bans []policies.Ban, now time.Time) erro
 			s.list.UnallowPubKey(pk)
 		}
 		s.list.BanMany(bans)
+		s.paged.Add(int64(len(bans)))
 	})
+}
+
+// pagesBloated reports whether the pages hold over twice the bans held: a
+// follower restarted often while its primary's list changes writes the
+// pages that changed each time and keeps the rest (PutBans).
+func (s *Service) pagesBloated() bool {
+	return s.paged.Load() > 2*int64(s.list.ActiveBans(s.now().Unix()))+maxPage
+}
+
+// rewritePages writes the bans held anew as pages, in order of key, and
+// returns the id the pages before them have (to be deleted); on a failure
+// it returns nil and they are kept.
+func (s *Service) rewritePages() []byte {
+	now := s.now()
+	from := s.newID(now)
+	s.paged.Store(0)
+	for after := ""; ; {
+		bans, next := s.list.Page(after, maxPage, now.Unix())
+		if err := s.putPage(s.mirrorActor(), bans, now); err != nil {
+			s.log.Warn("ban list follow: the pages not rewritten", "err", err)
+			return nil
+		}
+		if after = next; next == "" {
+			return from
+		}
+	}
 }
 
 // pageBans lists the bans of the pages, newest first, at most limit, that

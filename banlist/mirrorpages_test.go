@@ -2,6 +2,7 @@ package banlist
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -217,5 +218,40 @@ func TestRestartWritesNoSamePage(t *testing.T) {
 	followUntil(t, svc, srv.URL, c, len(keys))
 	if after := pageIDs(t, svc); !slices.Equal(before, after) {
 		t.Fatalf("the pages after a restart's resync are %d new ones, want the %d held", len(after), len(before))
+	}
+}
+
+// A follower restarted while its primary's list keeps changing writes the
+// pages that changed each time; once the pages hold over twice the list,
+// it writes the list anew and deletes the rest.
+func TestChangedPagesDoNotPileUp(t *testing.T) {
+	var round atomic.Int32
+	keys := hashKeys(0, 25_000)
+	srv, _ := pagedPrimaryWith(t, keys, func(k string) string {
+		if k == keys[0] {
+			return fmt.Sprintf("spam wave %d", round.Load())
+		}
+		return "spam wave"
+	})
+	dir := t.TempDir()
+	c := testkit.NewClock(time.Unix(1_700_000_000, 0))
+	most := 0
+	for range 8 {
+		svc, st := open(t, dir, c)
+		followUntil(t, svc, srv.URL, c, len(keys))
+		most = max(most, countPages(t, svc))
+		if b, ok := svc.Status(keys[0]); !ok || b.Reason != fmt.Sprintf("spam wave %d", round.Load()) {
+			t.Fatalf("round %d: %s is %+v, %v", round.Load(), keys[0], b, ok)
+		}
+		st.Close()
+		round.Add(1)
+	}
+	if most > 7 { // 3 pages of the list, and one more each restart until 25,000×2+10,000 bans are paged
+		t.Fatalf("up to %d pages stored for a list of 3", most)
+	}
+	svc, st := open(t, dir, c)
+	defer st.Close()
+	if n := svc.List().ActiveBans(c.Now().Unix()); n != len(keys) {
+		t.Fatalf("after the restarts %d bans, want %d", n, len(keys))
 	}
 }
