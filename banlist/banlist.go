@@ -40,6 +40,7 @@ const (
 	kindKindRule      byte = 0x08 // kind (uint16) → KindRule
 	kindBlockedIP     byte = 0x09 // address or CIDR as FormatIPBlock writes it → BlockedIP
 	kindAllowedEvent  byte = 0x0A // event id (32 bytes) → AllowedEvent
+	kindMirrorPage    byte = 0x0B // page id (12 bytes, as kindBan's) → a page of a primary's bans, packed (mirrorpages.go)
 )
 
 // Events is the part of the relay's event store the ban list uses: reports
@@ -111,6 +112,10 @@ type Service struct {
 	loadedAt    time.Time     // bans that lapsed before are not held (see Changes)
 	epoch       string
 	following   policies.SyncHealth // of the mirror (Follow)
+	resyncFrom  []byte              // the page id from which the whole list being taken is (Follow's goroutine only)
+	resyncWhole bool                // and it has written every page of its own so far
+	paged       atomic.Int64        // bans stored in pages, superseded ones too (mirrorpages.go)
+	pagedBefore int64               // of them, those stored before the whole list being taken
 	publishing  func() []PublishCheck
 
 	// writes serializes changes so the snapshot is updated in commit order.
@@ -173,10 +178,15 @@ func (s *Service) load() error {
 	s.list.SetBans(nil)
 	bans := 0
 	err := s.db.View(func(txn *kv.Txn) error {
-		n, err := s.loadBans(txn, now)
-		if bans = n; err != nil {
+		paged, err := s.loadPages(txn, now)
+		if err != nil {
 			return err
 		}
+		s.paged.Store(int64(paged))
+		if _, err := s.loadBans(txn, now, paged > 0); err != nil {
+			return err
+		}
+		bans = s.list.ActiveBans(now)
 		return kv.EachJSON(txn, []byte{kv.PrefixBanlist, kindWord}, nil, false, func(_ []byte, w Word) (bool, error) {
 			words = append(words, w.Word)
 			return true, nil
@@ -221,8 +231,10 @@ func (b loadedBan) policy() policies.Ban {
 // those the index of keys names; their records are read in one walk of
 // the bans in order of id, the ids the index names sorted first: a
 // million bans were a million random reads (15 s at start) and a copy of
-// the whole list before it was put.
-func (s *Service) loadBans(txn *kv.Txn, now int64) (int, error) {
+// the whole list before it was put. A key's own record is newer than any
+// page naming it (putPage): over paged bans, one lifted or lapsed lifts
+// the key.
+func (s *Service) loadBans(txn *kv.Txn, now int64, paged bool) (int, error) {
 	var current [][12]byte
 	err := kv.EachJSON(txn, []byte{kv.PrefixBanlist, kindBanByPubKey}, nil, false, func(_ []byte, id string) (bool, error) {
 		var raw [12]byte
@@ -252,6 +264,9 @@ func (s *Service) loadBans(txn *kv.Txn, now int64) (int, error) {
 			return 0, err
 		}
 		if b.LiftedAt != nil || (b.ExpiresAt != nil && *b.ExpiresAt <= now) { // not StateActive
+			if paged {
+				s.list.Unban(b.PubKey)
+			}
 			continue
 		}
 		if batch = append(batch, b.policy()); len(batch) == cap(batch) {

@@ -1,8 +1,10 @@
 package banlist
 
 import (
+	"cmp"
 	"context"
 	"encoding/hex"
+	"slices"
 	"time"
 
 	"github.com/outpost-relay/outpost"
@@ -85,6 +87,16 @@ func currentBan(txn *kv.Txn, pk string) (Ban, bool, error) {
 	return b, err == nil, err
 }
 
+// currentOrMirrored is pk's latest ban: its own record, or else the one a
+// mirrored page holds (paged), as a record not yet written.
+func (s *Service) currentOrMirrored(txn *kv.Txn, pk string, now time.Time) (b Ban, found, paged bool, err error) {
+	if b, found, err = currentBan(txn, pk); err != nil || found {
+		return b, found, false, err
+	}
+	b, paged = s.mirroredBan(pk, now)
+	return b, paged, paged, nil
+}
+
 func validReason(reason string) error {
 	if reason == "" {
 		return outpost.Errorf(outpost.Invalid, "invalid_request", "reason is required")
@@ -164,7 +176,7 @@ func (s *Service) putBan(txn *kv.Txn, actor, pk, reason string, expiresAt *int64
 // liftOld records pk's active ban as lifted, replaced by a new one; it
 // returns the ban as it was (nil: none).
 func (s *Service) liftOld(txn *kv.Txn, actor, pk string, now time.Time) (before any, err error) {
-	old, found, err := currentBan(txn, pk)
+	old, found, _, err := s.currentOrMirrored(txn, pk, now)
 	if err != nil {
 		return nil, err
 	}
@@ -202,7 +214,7 @@ func (s *Service) Unban(ctx context.Context, actor, pk string) (Ban, error) {
 
 // liftBan lifts pk's active ban inside txn, if it has one.
 func (s *Service) liftBan(txn *kv.Txn, actor, pk string, now int64) (Ban, bool, error) {
-	b, found, err := currentBan(txn, pk)
+	b, found, paged, err := s.currentOrMirrored(txn, pk, time.Unix(now, 0))
 	if err != nil || !found || b.State(now) != StateActive {
 		return Ban{}, false, err
 	}
@@ -210,6 +222,11 @@ func (s *Service) liftBan(txn *kv.Txn, actor, pk string, now int64) (Ban, bool, 
 	b.LiftedAt, b.LiftedBy = &now, &actor
 	if err := kv.PutJSON(txn, banKey(b.ID), b); err != nil {
 		return Ban{}, false, err
+	}
+	if paged { // the lifted record is now what the store says of pk, over its page
+		if err := kv.PutJSON(txn, pubKeyIndex(pk), b.ID); err != nil {
+			return Ban{}, false, err
+		}
 	}
 	return b, true, s.audit(txn, actor, "unban", pk, before, b)
 }
@@ -220,20 +237,31 @@ func (s *Service) Status(pk string) (policies.Ban, bool) {
 }
 
 // Bans lists bans newest first, created at or before until (unix; 0 = no
-// bound), optionally only those in state.
+// bound), optionally only those in state: the records, and the current
+// bans of the mirrored pages (pageBans).
 func (s *Service) Bans(ctx context.Context, state string, until int64, limit int) ([]Ban, error) {
 	now := s.now().Unix()
 	out := []Ban{}
+	var paged []Ban
 	err := s.db.View(func(txn *kv.Txn) error {
-		return kv.EachJSON(txn, []byte{kv.PrefixBanlist, kindBan}, seekUntil(kindBan, until), true,
+		err := kv.EachJSON(txn, []byte{kv.PrefixBanlist, kindBan}, seekUntil(kindBan, until), true,
 			func(_ []byte, b Ban) (bool, error) {
 				if state == "" || b.State(now) == state {
 					out = append(out, b)
 				}
 				return len(out) < limit, ctx.Err()
 			})
+		if err == nil && state != StateLifted { // a page's bans are never lifted: that makes a record
+			paged, err = s.pageBans(ctx, txn, state, until, limit, now)
+		}
+		return err
 	})
-	return out, err
+	if len(paged) == 0 {
+		return out, err
+	}
+	out = append(out, paged...)
+	slices.SortFunc(out, func(a, b Ban) int { return cmp.Compare(b.ID, a.ID) }) // ids are times: newest first
+	return out[:min(len(out), limit)], err
 }
 
 // Word is a blocked word or phrase.

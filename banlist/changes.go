@@ -143,6 +143,10 @@ func (s *Service) changed(ctx context.Context, since, now time.Time) (keys, word
 		if err != nil {
 			return err
 		}
+		// And the bans of a primary's list taken since, kept as pages.
+		if err := pagesSince(txn, from, func(pk string) { keys[pk] = true }); err != nil {
+			return err
+		}
 		start = kv.Key(kv.PrefixBanlist, kindAudit, kv.U64(uint64(from.UnixNano())))
 		return kv.EachJSON(txn, []byte{kv.PrefixBanlist, kindAudit}, start, false, func(_ []byte, e AuditEntry) (bool, error) {
 			switch e.Action {

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -121,18 +122,55 @@ func (m mirror) Unban(pk string) {
 // new server): its pages are written as they come (PutBans), and the bans
 // it does not name are lifted once it is all in (EndBans), so a key banned
 // in both the old list and the new one is never allowed meanwhile.
-func (m mirror) BeginBans() { m.s.list.BeginBans() }
+func (m mirror) BeginBans() {
+	m.s.list.BeginBans()
+	m.s.resyncFrom, m.s.resyncWhole, m.s.pagedBefore = m.s.newID(m.s.now()), true, m.s.paged.Load()
+}
 
-// PutBans writes a page of the whole list: new and changed bans in
-// batches, each audited once. Every key it names is marked first, so one
-// held here stays banned even if its new terms are not written.
+// PutBans writes a page of the whole list as pages of the store
+// (mirrorpages.go), each with one audit entry if it changes anything.
+// Every key it names is marked first, so one held here stays banned even
+// if its new terms are not written.
 func (m mirror) PutBans(bans []policies.Ban) {
 	named := make([]string, len(bans))
 	for i, b := range bans {
 		named[i] = b.PubKey
 	}
 	m.s.list.Keep(named)
-	m.BanMany(bans)
+	now := m.s.now()
+	page := make([]policies.Ban, 0, len(bans))
+	for _, b := range bans {
+		if q, ok := m.pageBan(b, now.Unix()); ok {
+			page = append(page, q)
+		}
+	}
+	slices.SortFunc(page, func(a, b policies.Ban) int { return cmp.Compare(a.PubKey, b.PubKey) })
+	for lo := 0; lo < len(page); lo += maxPage {
+		chunk := page[lo:min(lo+maxPage, len(page))]
+		if !m.s.changesAny(chunk, now.Unix()) {
+			// As held, and stored already (in a page or records): a
+			// restart's resync writes nothing again, and keeps the
+			// pages before it (see EndBans).
+			m.s.resyncWhole = false
+			continue
+		}
+		if err := m.s.putPage(m.s.followActor(), chunk, now); err != nil {
+			m.s.log.Warn("ban list follow: a page of the primary's list not mirrored", "bans", len(page), "err", err)
+		}
+	}
+}
+
+// pageBan is b as a page keeps it: with a reason, and active; none when
+// it lapsed in transit or its reason would be refused.
+func (m mirror) pageBan(b policies.Ban, now int64) (policies.Ban, bool) {
+	if b.Reason = strings.TrimSpace(b.Reason); b.Reason == "" {
+		b.Reason = mirroredReason
+	}
+	if err := validReason(b.Reason); err != nil || len(b.PubKey) != 64 || !isHex(b.PubKey) {
+		m.s.log.Warn("ban list follow: a ban of the primary not mirrored", "pubkey", b.PubKey, "err", err)
+		return b, false
+	}
+	return b, b.ExpiresAt == 0 || b.ExpiresAt > now
 }
 
 // BanMany writes bans of the primary's, new and changed ones, in batches,
@@ -151,11 +189,27 @@ func (m mirror) BanMany(bans []policies.Ban) {
 	}
 }
 
-// EndBans lifts the bans the whole list did not name.
+// EndBans lifts the bans the whole list did not name, then deletes the
+// pages of the lists taken before it if it wrote all of its own: else
+// they still hold bans of this one (a lifted key has a record over its
+// page).
 func (m mirror) EndBans() {
 	for _, pk := range m.s.list.EndResync() {
 		m.Unban(pk)
 	}
+	from, whole := m.s.resyncFrom, m.s.resyncWhole
+	if from != nil && !whole && m.s.pagesBloated() {
+		from, whole = m.s.rewritePages(), true // rather than keep superseded pages for ever
+		m.s.pagedBefore = 0
+	}
+	if from == nil || !whole {
+		return
+	}
+	if err := m.s.dropPagesBefore(from); err != nil {
+		m.s.log.Warn("ban list follow: the pages of an earlier list not deleted", "err", err)
+		return
+	}
+	m.s.paged.Add(-m.s.pagedBefore)
 }
 
 func (m mirror) Words() []string { return m.s.list.Words() }

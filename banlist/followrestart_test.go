@@ -19,12 +19,27 @@ import (
 // pagedPrimary serves n keys as a primary does, in pages of up to 10,000
 // by ?after=, with no changes since.
 func pagedPrimary(t *testing.T, n int) (*httptest.Server, []string) {
+	return pagedPrimaryOf(t, hashKeys(0, n))
+}
+
+// hashKeys are n test keys from the i-th on, sorted.
+func hashKeys(i, n int) []string {
 	keys := make([]string, n)
-	for i := range keys {
-		s := sha256.Sum256([]byte(strconv.Itoa(i)))
-		keys[i] = hex.EncodeToString(s[:])
+	for j := range keys {
+		s := sha256.Sum256([]byte(strconv.Itoa(i + j)))
+		keys[j] = hex.EncodeToString(s[:])
 	}
 	slices.Sort(keys)
+	return keys
+}
+
+// pagedPrimaryOf serves keys (sorted) as pagedPrimary does.
+func pagedPrimaryOf(t *testing.T, keys []string) (*httptest.Server, []string) {
+	return pagedPrimaryWith(t, keys, func(string) string { return "spam wave" })
+}
+
+// pagedPrimaryWith serves keys (sorted), each banned for reason(key).
+func pagedPrimaryWith(t *testing.T, keys []string, reason func(k string) string) (*httptest.Server, []string) {
 	issuer := Issuer{Cursor: "1700000000000.e1", Epoch: "e1", ServicePubKey: pk(1)}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
@@ -41,7 +56,7 @@ func pagedPrimary(t *testing.T, n int) (*httptest.Server, []string) {
 			end := min(from+10_000, len(keys))
 			p := BlockedPage{PubKeys: []BlockedPubKey{}, Issuer: issuer}
 			for _, k := range keys[from:end] {
-				p.PubKeys = append(p.PubKeys, BlockedPubKey{PubKey: pubkey.NPub(k), Reason: "spam wave"})
+				p.PubKeys = append(p.PubKeys, BlockedPubKey{PubKey: pubkey.NPub(k), Reason: reason(k)})
 			}
 			if end < len(keys) {
 				p.Next = &keys[end-1]

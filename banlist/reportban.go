@@ -97,6 +97,9 @@ func (s *Service) banReported(ctx context.Context, pk string, b *ReportBan) (ban
 	now := s.now()
 	var made Ban
 	err = s.update(func(txn *kv.Txn) error {
+		if _, banned := s.list.Banned(pk, now.Unix()); banned { // by a record, or by a mirrored page, which has none
+			return nil
+		}
 		since, ok, err := reportsSince(txn, pk, now, b.Window)
 		if err != nil || !ok {
 			return err
