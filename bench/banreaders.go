@@ -294,11 +294,14 @@ func (bb *banBench) burst() ([]row, error) {
 	go func() { lat, err := publishPaced(ctx, bb.srv.ws()); during <- published{lat, err} }()
 	batches := total / 1000
 	tick := time.NewTicker(over / time.Duration(batches))
-	for range batches {
+	for i := range batches {
 		<-tick.C
 		if _, err := bb.banNew(1000); err != nil {
 			tick.Stop()
 			return nil, err
+		}
+		if i == batches/2 {
+			bb.heap("burst-middle") // with -cpuprofile: what the wave holds live
 		}
 	}
 	tick.Stop()
