@@ -74,7 +74,8 @@ const muteListD = ""
 // what a wave cost the relay (its store's compactions and memtable
 // flushes, and the collector near the memory limit). At a fifth of the
 // time, 100,000 bans in a minute took 26 s of the relay's CPU and 1,022
-// collections; at a thirteenth, 12 s and 107 (BENCHMARKS.md §14). A
+// collections; with a wave's rounds at a thirteenth, 13 s and 96
+// (BENCHMARKS.md §14). A
 // wave's pages are published later, every part in turn; a list's first
 // publication and a lone change keep restFactor.
 const (
