@@ -291,17 +291,23 @@ func (bb *banBench) post(body []byte) error {
 
 // banNew bans k fresh keys at once and returns them.
 func (bb *banBench) banNew(k int) ([]string, error) {
-	var body bytes.Buffer
-	keys := make([]string, k)
-	for i := range keys {
-		keys[i] = bb.keys.next()
-		fmt.Fprintf(&body, `{"pubkey":%q,"reason":"spam wave"}`+"\n", keys[i])
-	}
-	if err := bb.post(body.Bytes()); err != nil {
+	body, keys := bb.newBans(k)
+	if err := bb.post(body); err != nil {
 		return nil, err
 	}
 	bb.banned = append(bb.banned, keys...)
 	return keys, nil
+}
+
+// newBans makes k new keys and the NDJSON body that bans them.
+func (bb *banBench) newBans(k int) (body []byte, keys []string) {
+	var b bytes.Buffer
+	keys = make([]string, k)
+	for i := range keys {
+		keys[i] = bb.keys.next()
+		fmt.Fprintf(&b, `{"pubkey":%q,"reason":"spam wave"}`+"\n", keys[i])
+	}
+	return b.Bytes(), keys
 }
 
 // restart stops the primary and times its start on the loaded data dir,

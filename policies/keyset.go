@@ -72,6 +72,15 @@ func (s *keySet) set(k [32]byte, v uint32) {
 		s.chunks = [][]slot{{{k, v}}}
 		return
 	}
+	if len(s.chunks[ci]) == maxChunk && ci == len(s.chunks)-1 && i == maxChunk {
+		// After every key, as a list taken in key order comes: a new
+		// chunk, the full one left full. Split in halves, every chunk of
+		// such a list stayed half full (45 bytes a key, not 36).
+		c := make([]slot, 1, maxChunk/4)
+		c[0] = slot{k, v}
+		s.chunks = append(s.chunks, c)
+		return
+	}
 	if len(s.chunks[ci]) == maxChunk {
 		c := s.chunks[ci]
 		left, right := grown(c[:maxChunk/2], 0), grown(c[maxChunk/2:], 0)

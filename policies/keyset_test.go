@@ -164,3 +164,32 @@ func TestKeySetAgreesWithAMap(t *testing.T) {
 		}
 	}
 }
+
+// TestKeySetInOrderIsFull: keys put in order (a whole list taken in pages)
+// leave every chunk but the last full, so the set costs its 36 bytes a key.
+func TestKeySetInOrderIsFull(t *testing.T) {
+	var s keySet
+	const n = 10 * maxChunk
+	for i := range n {
+		var k [32]byte
+		k[0], k[1] = byte(i>>8), byte(i)
+		s.set(k, uint32(i))
+	}
+	slots := 0
+	for i, c := range s.chunks {
+		if i < len(s.chunks)-1 && len(c) != maxChunk {
+			t.Fatalf("chunk %d of %d holds %d keys, want %d", i, len(s.chunks), len(c), maxChunk)
+		}
+		slots += cap(c)
+	}
+	if slots > n+maxChunk {
+		t.Errorf("%d slots for %d keys", slots, n)
+	}
+	for i := range n {
+		var k [32]byte
+		k[0], k[1] = byte(i>>8), byte(i)
+		if v, ok := s.get(k); !ok || v != uint32(i) {
+			t.Fatalf("key %d: %d %v", i, v, ok)
+		}
+	}
+}

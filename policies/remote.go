@@ -265,30 +265,47 @@ func (s *syncer) getWhole(ctx context.Context, f *feed) (*listAnswer, int, error
 }
 
 // takePages applies the whole list of keys whose first page is first, a
-// page at a time as each arrives, so a follower holds one page of the
-// answer, never the list (Mirror: BeginBans, PutBans, EndBans). Every page
-// must come from the server of the first, each page after the one before.
+// page at a time as each arrives, so a follower holds a page or two of the
+// answer, never the list (Mirror: BeginBans, PutBans, EndBans). Each page
+// is applied while the next is fetched: the remote makes a page while this
+// follower applies the one before, where one waited for the other (at a
+// million keys a plugin's start was the sum of the two, about 4.5 s each).
+// Every page must come from the server of the first, each page after the
+// one before.
 func (s *syncer) takePages(ctx context.Context, f *feed, first *listAnswer) error {
+	type fetched struct {
+		a      *listAnswer
+		status int
+		err    error
+	}
 	s.list.BeginBans()
 	page, taken := first, 0
 	for {
 		taken += len(page.Entries)
+		after := page.Next
+		var next chan fetched
+		if after != "" {
+			next = make(chan fetched, 1)
+			go func() {
+				a, status, err := s.get(ctx, f.path+s.limit()+"&after="+url.QueryEscape(after), nil, f.words, f.whole)
+				next <- fetched{a, status, err}
+			}()
+		}
 		s.list.PutBans(s.keptBans(page.Entries))
 		page.Entries = nil
-		if page.Next == "" {
+		if next == nil {
 			break
 		}
-		after := page.Next
-		next, status, err := s.get(ctx, f.path+s.limit()+"&after="+url.QueryEscape(after), nil, f.words, f.whole)
+		r := <-next
 		switch {
-		case err != nil:
-			return err
-		case status != http.StatusOK || next.Identity != first.Identity:
+		case r.err != nil:
+			return r.err
+		case r.status != http.StatusOK || r.a.Identity != first.Identity:
 			return fmt.Errorf("GET %s: the list changed servers while it was paged", f.path)
-		case next.Next != "" && next.Next <= after, taken+len(next.Entries) > maxSnapshot:
+		case r.a.Next != "" && r.a.Next <= after, taken+len(r.a.Entries) > maxSnapshot:
 			return fmt.Errorf("GET %s: the pages do not end (over %d bans, or a page that goes back)", f.path, maxSnapshot)
 		}
-		page = next
+		page = r.a
 	}
 	s.list.EndBans()
 	return nil

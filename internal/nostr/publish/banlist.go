@@ -66,11 +66,37 @@ const muteListD = ""
 // where it rebuilt and re-signed the whole list every 200 ms (most of the
 // relay's CPU while 100,000 bans came in a minute, and 250 MB of garbage a
 // round at a million bans). A lone change is published in the next round.
+//
+// A full round (maxParts parts, more waiting) of parts published before
+// is a wave's, and rests waveRest times as long: each page republished is
+// a write of its event, of its tags' index entries and of the old
+// version's removal, and those writes, not the rebuilding, were most of
+// what a wave cost the relay (its store's compactions and memtable
+// flushes, and the collector near the memory limit). At a fifth of the
+// time, 100,000 bans in a minute took 26 s of the relay's CPU and 1,022
+// collections; with a wave's rounds at a thirteenth, 13 s and 96
+// (BENCHMARKS.md §14). A
+// wave's pages are published later, every part in turn; a list's first
+// publication and a lone change keep restFactor.
 const (
 	maxParts   = 16
 	restFactor = 4
+	waveRest   = 12
 	retryAfter = 5 * time.Second // a part whose page failed (e.g. a full disk) is tried again after this
 )
+
+// restAfter is how many times as long as a round took to rest after it:
+// rest (BanList.Rest) when set, else restFactor, or waveRest after a
+// wave's round.
+func restAfter(rest int, wave bool) int {
+	switch {
+	case rest != 0:
+		return rest
+	case wave:
+		return waveRest
+	}
+	return restFactor
+}
 
 // pubState is what a publisher knows of what it published.
 type pubState struct {
@@ -115,9 +141,9 @@ func (b *BanList) Run(ctx context.Context) {
 			continue
 		}
 		start := time.Now()
-		worked := b.round(ctx, sg, st, at)
+		worked, wave := b.round(ctx, sg, st, at)
 		wait := every
-		if rest := cmp.Or(b.Rest, restFactor); worked && rest > 0 {
+		if rest := restAfter(b.Rest, wave); worked && rest > 0 {
 			wait = max(every, time.Duration(rest)*time.Since(start))
 		}
 		t.Reset(wait)
@@ -148,8 +174,9 @@ func (b *BanList) putOff(at time.Time, heldSince *time.Time) bool {
 }
 
 // round publishes what changed of the words and of up to maxParts parts of
-// the bans; it reports whether there was anything to look at.
-func (b *BanList) round(ctx context.Context, sg *signer, st *pubState, at time.Time) (worked bool) {
+// the bans; it reports whether there was anything to look at, and whether
+// it was a wave's: maxParts parts, each published before.
+func (b *BanList) round(ctx context.Context, sg *signer, st *pubState, at time.Time) (worked, wave bool) {
 	var counts [256]uint64
 	b.List.Changed(&counts)
 	unix := at.Unix()
@@ -169,7 +196,11 @@ func (b *BanList) round(ctx context.Context, sg *signer, st *pubState, at time.T
 	words := b.List.Words()
 	wordsDue := !st.wordsOK || !slices.Equal(words, st.words)
 	if len(parts) == 0 && !wordsDue {
-		return false
+		return false, false
+	}
+	wave = len(parts) == maxParts
+	for _, p := range parts {
+		wave = wave && st.done[p]
 	}
 	// The pages published before under each part looked at (to empty the
 	// ones it no longer has) and under the words.
@@ -188,7 +219,7 @@ func (b *BanList) round(ctx context.Context, sg *signer, st *pubState, at time.T
 	if wordsDue && b.publish(ctx, sg, st, WordPages(words), before[wordsPart], at) {
 		st.words, st.wordsOK = words, true
 	}
-	return true
+	return true, wave
 }
 
 // wordsPart is partOf the word pages and of the mute list.

@@ -289,3 +289,57 @@ func TestNothingPublishedMidResync(t *testing.T) {
 		t.Fatalf("%d events for %d pages", n, all)
 	}
 }
+
+// TestWaveRoundsRestLonger: a full round (maxParts parts) of parts
+// published before is a wave's and rests waveRest times its length; a
+// list's first publication, a round with a part new to it, and a lone
+// change keep restFactor.
+func TestWaveRoundsRestLonger(t *testing.T) {
+	st := storetest.Open(t, storetest.Options{})
+	list := policies.NewBanList()
+	ban := func(parts []int) {
+		for _, p := range parts {
+			list.Ban(policies.Ban{PubKey: randomKey(fmt.Sprintf("%02x", p)), Reason: "wave"})
+		}
+	}
+	s := &sinkLog{st: st.Events}
+	b := &BanList{List: list, Events: st.Events, Sink: s.sink, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	sg, err := newSigner(nostr.GeneratePrivateKey())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps := &pubState{last: map[string][32]byte{}}
+	for p := maxParts; p < 256; p++ { // published, unchanged
+		ps.done[p] = true
+	}
+	first := make([]int, maxParts) // parts 0 … maxParts-1
+	for i := range first {
+		first[i] = i
+	}
+	steps := []struct {
+		name  string
+		parts []int
+		fresh int // a part taken for never published, or -1
+		wave  bool
+	}{
+		{"the first publication", first, -1, false},
+		{"the same parts changed again", first, -1, true},
+		{"a part never published among them", first, 7, false},
+		{"a lone change", []int{3}, -1, false},
+	}
+	at := time.Unix(1_800_000_000, 0)
+	for _, step := range steps {
+		if step.fresh >= 0 {
+			ps.done[step.fresh] = false
+		}
+		ban(step.parts)
+		worked, wave := b.round(context.Background(), sg, ps, at)
+		if !worked || wave != step.wave {
+			t.Errorf("%s: worked %v, wave %v; want a wave %v", step.name, worked, wave, step.wave)
+		}
+		at = at.Add(time.Second)
+	}
+	if restAfter(0, true) != waveRest || restAfter(0, false) != restFactor || restAfter(-1, true) != -1 {
+		t.Error("restAfter: a wave's round rests waveRest times, others restFactor, a set Rest wins")
+	}
+}

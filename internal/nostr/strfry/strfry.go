@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"runtime/debug"
 	"time"
 
@@ -65,23 +66,24 @@ func Decide(l *policies.BanList, line []byte, now int64) (answer []byte, why str
 	return reply(id.String(), "accept", ""), ""
 }
 
-// startGCPercent is the collector's GOGC while a whole list is first
-// taken without a cache: the list is most of what the plugin holds (70 MiB
-// at a million keys), and each page's decoding is garbage, so at the
-// default of 100 the plugin's peak RSS was 220 MiB at a million keys; at
-// 25, 156 MiB, at 10, 145 MiB, for about 10% more CPU (BENCHMARKS.md
-// §14). Afterwards the default is back, for the decisions.
-const startGCPercent = 10
+// gcPercent is the collector's GOGC for the plugin's whole run (unless
+// GOGC is set in its environment). Its heap is almost all the list, whose
+// keys are pointer-free chunks the collector does not scan, so collecting
+// often costs little; at the default of 100 the heap grew to twice the
+// list, first while the whole list was taken (each page's decoding is
+// garbage) and then with the decisions' garbage: 104 MiB anonymous at a
+// million keys where the list is 45 MiB (BENCHMARKS.md §14). At 10 the
+// decisions/s did not change.
+const gcPercent = 10
 
-// tightGC runs fn with the collector at startGCPercent, and hands the
-// garbage's memory back to the system once done.
-func tightGC(fn func() error) error {
-	was := debug.SetGCPercent(startGCPercent)
-	defer func() {
-		debug.SetGCPercent(was)
-		debug.FreeOSMemory()
-	}()
-	return fn()
+// tightGC sets the collector to gcPercent until the returned func, which
+// puts it back.
+func tightGC() (restore func()) {
+	if os.Getenv("GOGC") != "" {
+		return func() {}
+	}
+	was := debug.SetGCPercent(gcPercent)
+	return func() { debug.SetGCPercent(was) }
 }
 
 type output struct {
@@ -135,6 +137,7 @@ func Run(ctx context.Context, o Options, in io.Reader, out io.Writer) error {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	defer tightGC()()
 	l := policies.NewBanList()
 	c, found, err := openCache(l, o.Cache, o.Log)
 	if err != nil {
@@ -143,7 +146,8 @@ func Run(ctx context.Context, o Options, in io.Reader, out io.Writer) error {
 	ctx, cancel := context.WithCancel(ctx)
 	f := policies.NewFollower(o.From, c, policies.SyncOptions{Interval: o.Interval, Log: o.Log})
 	if !found {
-		err := tightGC(func() error { return f.Sync(ctx) })
+		err := f.Sync(ctx)
+		debug.FreeOSMemory() // the pages' garbage: the list is what stays
 		if err != nil {
 			cancel()
 			c.Close()
