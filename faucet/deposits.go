@@ -226,22 +226,9 @@ func (s *Service) SimulatePayment(ctx context.Context, invoice string) (string, 
 // the job was kicked (after a simulated payment, say).
 func (s *Service) completeDeposits(ctx context.Context, kicked bool) {
 	var open []Deposit
-	err := s.db.View(func(txn *kv.Txn) error {
-		it := txn.NewIterator(kv.IteratorOptions{Prefix: key(kindOpenDeposit)})
-		defer it.Close()
-		for it.Rewind(); it.Valid(); it.Next() {
-			id, err := it.Item().ValueCopy(nil)
-			if err != nil {
-				return err
-			}
-			var d Deposit
-			if found, err := kv.GetJSON(txn, key(kindDeposit, string(id)), &d); err != nil {
-				return err
-			} else if found {
-				open = append(open, d)
-			}
-		}
-		return nil
+	err := s.db.View(func(txn *kv.Txn) (err error) {
+		open, err = openDepositsIn(txn)
+		return err
 	})
 	if err != nil {
 		s.log.Error("faucet deposits: list", "err", err)
@@ -311,4 +298,25 @@ func (s *Service) closeDeposit(d Deposit, state string) {
 		return
 	}
 	s.log.Info("faucet deposit closed", "deposit", d.ID, "kind", d.Kind, "state", state, "amount_sats", d.AmountSats)
+}
+
+// openDepositsIn lists the deposits not closed yet (at most
+// maxOpenDeposits), as txn sees them.
+func openDepositsIn(txn *kv.Txn) ([]Deposit, error) {
+	var open []Deposit
+	it := txn.NewIterator(kv.IteratorOptions{Prefix: key(kindOpenDeposit)})
+	defer it.Close()
+	for it.Rewind(); it.Valid(); it.Next() {
+		id, err := it.Item().ValueCopy(nil)
+		if err != nil {
+			return nil, err
+		}
+		var d Deposit
+		if found, err := kv.GetJSON(txn, key(kindDeposit, string(id)), &d); err != nil {
+			return nil, err
+		} else if found {
+			open = append(open, d)
+		}
+	}
+	return open, nil
 }

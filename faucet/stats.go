@@ -206,17 +206,11 @@ func (s *Service) Health(ctx context.Context) outpost.Health[HealthChecks] {
 // but which are not closed yet: the wallet mints a paid quote, then the
 // faucet books it, in two transactions.
 func (s *Service) mintedNotBooked(txn *kv.Txn, st *Stats) error {
-	it := txn.NewIterator(kv.IteratorOptions{Prefix: key(kindOpenDeposit)})
-	defer it.Close()
-	for it.Rewind(); it.Valid(); it.Next() {
-		id, err := it.Item().ValueCopy(nil)
-		if err != nil {
-			return err
-		}
-		var d Deposit
-		if found, err := kv.GetJSON(txn, key(kindDeposit, string(id)), &d); err != nil || !found {
-			return err
-		}
+	open, err := openDepositsIn(txn)
+	if err != nil {
+		return err
+	}
+	for _, d := range open {
 		if minted, err := s.tr.Minted(txn, d.MintQuoteID); err != nil {
 			return err
 		} else if minted {
