@@ -110,6 +110,9 @@ func (b *rig) claimAs(pk, run string, mq *treasury.MeltQuote) Claim {
 		if err := s.putClaim(txn, c); err != nil {
 			return err
 		}
+		if err := txn.Set(key(kindClaimTime, string(kv.U64(uint64(now.Unix()))), c.ID), []byte(c.ID)); err != nil {
+			return err
+		}
 		return txn.Set(key(kindUnsettled, c.ID), []byte(c.ID))
 	})
 	if err != nil {
