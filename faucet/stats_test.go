@@ -61,13 +61,16 @@ func stats(t *testing.T, b *rig) Stats {
 // would be: by the confirm's call (settle, recordNutzap) or, from the
 // wallet's record, by the background job after a restart.
 func TestStatsBalanceBetweenPayoutAndBooking(t *testing.T) {
-	b := newRig(t, rigOptions{})
+	b := newRig(t, rigOptions{FeePpk: 1000}) // every payout costs fees
 	s, tr, ctx := b.s, b.tr, b.ctx
 	// between checks the books while the wallet has settled a payout the
 	// faucet has not booked: paid (amount and fee, a claim of the day), or
 	// not (only fee, what an attempt cost), against before.
 	between := func(what string, before Stats, paid bool, fee int64) Stats {
 		t.Helper()
+		if fee <= 0 {
+			t.Fatalf("%s cost no fee (%d): the fees are not tested", what, fee)
+		}
 		mid := stats(t, b)
 		var amount, claims int64
 		if paid {
