@@ -519,8 +519,10 @@ func (w *Wallet) takeOutputs(txn *kv.Txn, op *Op, ks *Keyset, amounts []uint64, 
 func (w *Wallet) Operation(ref string) (Op, bool, error) { return w.opByRef(ref) }
 
 // Payout is what the operation filed under a payout's reference did to
-// the wallet, as its caller will book it once told: Melt, MeltStatus, Send,
-// SendLocked, Locked and Reclaim report the same.
+// the wallet, as its caller will book it once told: what Melt, MeltStatus,
+// Send, SendLocked, Locked and Reclaim report of it (of its last attempt:
+// a call that tried again with other proofs adds the earlier attempts'
+// fees, which this does not see).
 type Payout struct {
 	Paid bool   // the payout left the wallet: a melt paid, a token or locked proofs made (and not taken back)
 	Fee  uint64 // what it cost, paid or not, that its caller books
