@@ -41,6 +41,7 @@ type rigOptions struct {
 	Proxy   bool          // the wallet reaches its mint through a proxy the test can take down
 	Poll    time.Duration // the background job's interval
 	Deposit int64         // the largest deposit by Lightning (none without)
+	FeePpk  uint          // the faucet's mint's input fee (NUT-02)
 }
 
 // newRig starts both mints and the faucet, and funds its wallet with
@@ -52,7 +53,7 @@ func newRig(t *testing.T, o rigOptions) *rig {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
 	b.ctx = ctx
-	b.mint, b.other = minttest.Start(t, devmint.Options{}), minttest.Start(t, devmint.Options{})
+	b.mint, b.other = minttest.Start(t, devmint.Options{InputFeePpk: o.FeePpk}), minttest.Start(t, devmint.Options{})
 	b.st = storetest.Open(t, storetest.Options{Dir: o.DataDir, Settings: o.Store, Log: log})
 	mintURL := b.mint.URL
 	if o.Proxy {
@@ -108,6 +109,9 @@ func (b *rig) claimAs(pk, run string, mq *treasury.MeltQuote) Claim {
 			return err
 		}
 		if err := s.putClaim(txn, c); err != nil {
+			return err
+		}
+		if err := txn.Set(key(kindClaimTime, string(kv.U64(uint64(now.Unix()))), c.ID), []byte(c.ID)); err != nil {
 			return err
 		}
 		return txn.Set(key(kindUnsettled, c.ID), []byte(c.ID))

@@ -71,6 +71,10 @@ func (s *Service) Stats(ctx context.Context) (Stats, error) {
 			return err
 		}
 		st.DailySpentSats = b.SpentSats
+		paid, err := s.paidNotBooked(txn, &st, day(now))
+		if err != nil {
+			return err
+		}
 		prefix := key(kindClaimTime)
 		since := append(append([]byte{}, prefix...), kv.U64(uint64(now.Add(-24*time.Hour).Unix()))...)
 		it := txn.NewIterator(kv.IteratorOptions{Prefix: prefix})
@@ -84,12 +88,13 @@ func (s *Service) Stats(ctx context.Context) (Stats, error) {
 			if err != nil {
 				return err
 			}
-			switch {
-			case !found:
-			case c.State == ClaimPaid:
+			if found && (c.State == ClaimPaid || paid[c.ID]) {
 				st.Claims24h++
 				st.Paid24hSats += c.AmountSats
-			case c.State == ClaimPending || c.State == ClaimPaying:
+			}
+			// Unsettled until the faucet books it, even once paid: a token
+			// a stopped process made is taken back on the restart.
+			if found && (c.State == ClaimPending || c.State == ClaimPaying) {
 				st.PendingClaims++
 			}
 		}
@@ -219,4 +224,44 @@ func (s *Service) mintedNotBooked(txn *kv.Txn, st *Stats) error {
 		}
 	}
 	return nil
+}
+
+// paidNotBooked counts the unsettled claims whose payout the wallet has
+// settled already as the faucet will book them: the wallet settles a
+// payout (a melt, a token or locked proofs made, a token taken back), then
+// the faucet books the claim (settle, failCost), in two transactions.
+// A claim paid is counted paid, with its fee, in the totals and the day's
+// budget (as settle books it), and is returned for the day's figures; one
+// whose payout paid nothing stays unsettled, but what its attempt cost
+// counts as fees.
+func (s *Service) paidNotBooked(txn *kv.Txn, st *Stats, today string) (map[string]bool, error) {
+	paid := map[string]bool{}
+	err := kv.EachKey(txn, key(kindUnsettled), func(id []byte) (bool, error) {
+		c, found, err := getClaim(txn, string(id))
+		if err != nil || !found || (c.State != ClaimPaying && c.State != ClaimPending) {
+			return true, err
+		}
+		ref := c.ID // a token's or locked proofs'
+		switch {
+		case c.MeltQuote != nil:
+			ref = c.MeltQuote.ID
+		case c.Method != MethodCashu && c.Method != MethodNutzap:
+			return true, nil // no melt was recorded, so none was made
+		}
+		p, err := s.tr.PayoutIn(txn, ref)
+		if err != nil {
+			return false, err
+		}
+		st.TotalFeeSats += p.FeeSats
+		if p.Paid {
+			paid[c.ID] = true
+			st.TotalPaidSats += c.AmountSats
+			st.TotalClaims++
+			if c.Day == today {
+				st.DailySpentSats = max(0, st.DailySpentSats+p.FeeSats-c.FeeReserveSats)
+			}
+		}
+		return true, nil
+	})
+	return paid, err
 }

@@ -3,6 +3,7 @@ package faucet
 import (
 	"testing"
 
+	"github.com/nbd-wtf/go-nostr"
 	"github.com/outpost-relay/outpost/internal/cashu/treasury"
 	"github.com/outpost-relay/outpost/internal/storage/kv"
 )
@@ -51,4 +52,121 @@ func stats(t *testing.T, b *rig) Stats {
 		t.Fatalf("the books do not balance: %d in, %d out (%+v)", in, out, st)
 	}
 	return st
+}
+
+// The wallet settles a payout (a melt paid, a token or locked proofs made,
+// a token taken back), then the faucet books the claim, in two
+// transactions: the stats read between them must balance all the same,
+// and count the claim as it will be booked. Each payout is booked as it
+// would be: by the confirm's call (settle, recordNutzap) or, from the
+// wallet's record, by the background job after a restart.
+func TestStatsBalanceBetweenPayoutAndBooking(t *testing.T) {
+	b := newRig(t, rigOptions{FeePpk: 1000}) // every payout costs fees
+	s, tr, ctx := b.s, b.tr, b.ctx
+	// between checks the books while the wallet has settled a payout the
+	// faucet has not booked: paid (amount and fee, a claim of the day), or
+	// not (only fee, what an attempt cost), against before.
+	between := func(what string, before Stats, paid bool, fee int64) Stats {
+		t.Helper()
+		if fee <= 0 {
+			t.Fatalf("%s cost no fee (%d): the fees are not tested", what, fee)
+		}
+		mid := stats(t, b)
+		var amount, claims int64
+		if paid {
+			amount, claims = 40, 1
+		}
+		if mid.TotalPaidSats != before.TotalPaidSats+amount || mid.TotalFeeSats != before.TotalFeeSats+fee ||
+			mid.TotalClaims != before.TotalClaims+claims || mid.Claims24h != before.Claims24h+claims || mid.Paid24hSats != before.Paid24hSats+amount ||
+			mid.PendingClaims != before.PendingClaims {
+			t.Fatalf("%s, not booked: %+v, before %+v", what, mid, before)
+		}
+		return mid
+	}
+	// booked checks that booking changed none of the figures; a claim
+	// that failed gives its reservation in the day's budget back only
+	// once it is booked failed.
+	booked := func(what string, mid Stats, paid bool) {
+		t.Helper()
+		after := stats(t, b)
+		if after.TotalPaidSats != mid.TotalPaidSats || after.TotalFeeSats != mid.TotalFeeSats || after.TotalClaims != mid.TotalClaims ||
+			after.Claims24h != mid.Claims24h || after.Paid24hSats != mid.Paid24hSats || after.PendingClaims != mid.PendingClaims-1 ||
+			(paid && after.DailySpentSats != mid.DailySpentSats) || (!paid && after.DailySpentSats != mid.DailySpentSats-45) {
+			t.Fatalf("%s, booked: %+v, between %+v", what, after, mid)
+		}
+	}
+
+	// A melt, booked by the background job from the wallet's record.
+	_, inv := b.invoice(40)
+	mq, err := tr.MeltQuote(ctx, inv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := b.claimAs("aa", "crashed", &mq)
+	before := stats(t, b)
+	p, err := tr.Melt(ctx, mq, 0)
+	if err != nil || p.State != treasury.Paid {
+		t.Fatalf("melt: %+v %v", p, err)
+	}
+	mid := between("melted", before, true, p.FeeSats)
+	s.ReconcileClaims(ctx)
+	if c := b.claim(c.ID); c.State != ClaimPaid {
+		t.Fatalf("melted: %+v", c)
+	}
+	booked("melted", mid, true)
+
+	// A token, booked by the confirm's call.
+	c = b.claimAs("bb", s.run, nil)
+	before = stats(t, b)
+	tok, err := tr.SendToken(ctx, c.ID, 40, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mid = between("token made", before, true, tok.FeeSats)
+	c.Token = tok.Token
+	if _, err := s.settle(c, ClaimPaid, treasury.Payment{State: treasury.Paid, FeeSats: tok.FeeSats}); err != nil {
+		t.Fatal(err)
+	}
+	booked("token made", mid, true)
+
+	// A token made by a process that stopped before booking it: paid
+	// while it is out, then taken back (what the restart's job does
+	// first), then the claim failed from the wallet's record.
+	c = b.claimAs("cc", "crashed", nil)
+	before = stats(t, b)
+	if tok, err = tr.SendToken(ctx, c.ID, 40, 0); err != nil {
+		t.Fatal(err)
+	}
+	between("token made before a stop", before, true, tok.FeeSats)
+	r, err := tr.Reclaim(ctx, c.ID)
+	if err != nil || r.Redeemed {
+		t.Fatalf("reclaim: %+v %v", r, err)
+	}
+	mid = between("token taken back", before, false, r.FeeSats)
+	s.ReconcileClaims(ctx)
+	if c := b.claim(c.ID); c.State != ClaimFailed {
+		t.Fatalf("token taken back: %+v", c)
+	}
+	booked("token taken back", mid, false)
+
+	// Locked proofs (a nutzap), booked by the confirm's call.
+	if !tr.SupportsLocks() {
+		t.Fatal("the test mint does not support locked ecash")
+	}
+	s.cfg.SecretKey = nostr.GeneratePrivateKey()
+	c = b.claimAs("dd", s.run, nil)
+	c.Method, c.Nutzap = MethodNutzap, &NutzapTarget{Key: "02" + sixtyFour, Mint: b.mint.URL, Relays: []string{"outpost"}}
+	if err := s.db.Update(func(txn *kv.Txn) error { return s.putClaim(txn, c) }); err != nil {
+		t.Fatal(err)
+	}
+	before = stats(t, b)
+	l, err := tr.SendLocked(ctx, c.ID, 40, 0, c.Nutzap.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mid = between("locked proofs made", before, true, l.FeeSats)
+	if _, err := s.recordNutzap(c, l); err != nil {
+		t.Fatal(err)
+	}
+	booked("locked proofs made", mid, true)
 }

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -588,6 +589,28 @@ func TestClaimBurst(t *testing.T) {
 		json.NewDecoder(resp.Body).Decode(&m)
 		return resp.StatusCode, m, nil
 	}
+	// An outside checker polls /stats through the burst: the books
+	// balance on every sample, also while a payout the wallet settled is
+	// not booked yet (they were off by its amount and fee then).
+	stop, unbalanced := make(chan struct{}), make(chan string, 1)
+	var samples atomic.Int64
+	var poll sync.WaitGroup
+	poll.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if line, ok := balanced(e.url + "/faucet/stats"); !ok {
+				select {
+				case unbalanced <- line:
+				default:
+				}
+			}
+			samples.Add(1)
+		}
+	})
 	refused := make(chan string, len(users))
 	var wg sync.WaitGroup
 	for c := range claimers {
@@ -604,14 +627,40 @@ func TestClaimBurst(t *testing.T) {
 		})
 	}
 	wg.Wait()
+	close(stop)
+	poll.Wait()
 	close(refused)
 	for r := range refused {
 		t.Errorf("a claim of the burst was refused: %s", r)
+	}
+	close(unbalanced)
+	for line := range unbalanced {
+		t.Errorf("the books did not balance in a sample of /stats during the burst (%d samples): %s", samples.Load(), line)
 	}
 	if st := e.stats(); num(st["total_claims"]) != int64(len(users)) {
 		t.Fatalf("%d claims paid of %d", num(st["total_claims"]), len(users))
 	}
 	ledger(t, e)
+}
+
+// balanced reads /stats at url and reports whether its books balance (an
+// answer that is not one, or a null balance, passes), with the figures.
+func balanced(url string) (string, bool) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", url, nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err.Error(), true
+	}
+	defer resp.Body.Close()
+	var st map[string]any
+	if json.NewDecoder(resp.Body).Decode(&st) != nil || st["balance_sats"] == nil {
+		return "", true
+	}
+	in := num(st["total_deposited_sats"]) + num(st["mint_surplus_sats"])
+	out := num(st["balance_sats"]) + num(st["total_paid_sats"]) + num(st["total_fee_sats"]) + num(st["in_flight_sats"]) + num(st["quarantined_sats"]) + num(st["lost_to_mint_sats"])
+	return ledgerLine(st), in == out
 }
 
 // TestLateReceive: a token redeemed into the faucet whose swap reaches the

@@ -85,25 +85,28 @@ func (w *Wallet) getOp(txn *kv.Txn, id string) (Op, bool, error) {
 }
 
 // opByRef finds the newest operation filed under ref.
-func (w *Wallet) opByRef(ref string) (Op, bool, error) {
-	var op Op
-	var found bool
-	err := w.db.View(func(txn *kv.Txn) error {
-		item, err := txn.Get(w.key(kindRef, ref))
-		if errors.Is(err, kv.ErrNotFound) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		id, err := item.ValueCopy(nil)
-		if err != nil {
-			return err
-		}
-		op, found, err = w.getOp(txn, string(id))
+func (w *Wallet) opByRef(ref string) (op Op, found bool, err error) {
+	err = w.db.View(func(txn *kv.Txn) error {
+		op, found, err = w.opByRefIn(txn, ref)
 		return err
 	})
 	return op, found, err
+}
+
+// opByRefIn is opByRef read in txn.
+func (w *Wallet) opByRefIn(txn *kv.Txn, ref string) (Op, bool, error) {
+	item, err := txn.Get(w.key(kindRef, ref))
+	if errors.Is(err, kv.ErrNotFound) {
+		return Op{}, false, nil
+	}
+	if err != nil {
+		return Op{}, false, err
+	}
+	id, err := item.ValueCopy(nil)
+	if err != nil {
+		return Op{}, false, err
+	}
+	return w.getOp(txn, string(id))
 }
 
 // plan is the part of an operation's first transaction that picks its
@@ -514,3 +517,48 @@ func (w *Wallet) takeOutputs(txn *kv.Txn, op *Op, ks *Keyset, amounts []uint64, 
 // recorded: a caller that crashed in the middle of a call reads its
 // outcome here once Recover has settled it.
 func (w *Wallet) Operation(ref string) (Op, bool, error) { return w.opByRef(ref) }
+
+// Payout is what the operation filed under a payout's reference did to
+// the wallet, as its caller will book it once told: what Melt, MeltStatus,
+// Send, SendLocked, Locked and Reclaim report of it (of its last attempt:
+// a call that tried again with other proofs adds the earlier attempts'
+// fees, which this does not see).
+type Payout struct {
+	Paid bool   // the payout left the wallet: a melt paid, a token or locked proofs made (and not taken back)
+	Fee  uint64 // what it cost, paid or not, that its caller books
+}
+
+// PayoutIn reads, in txn, what the payout filed under ref (a melt's quote,
+// a Send's or SendLocked's ref) has done so far, for a caller whose books
+// lag the wallet's by a transaction and that reads both in one snapshot:
+// the wallet settles an operation, then its caller books it. A payout
+// still pending has cost only what preparing it did (a melt's split); one
+// that failed, or whose call gave up on it (the wallet booked its cost),
+// paid nothing.
+func (w *Wallet) PayoutIn(txn *kv.Txn, ref string) (Payout, error) {
+	op, found, err := w.opByRefIn(txn, ref)
+	switch {
+	case err != nil:
+		return Payout{}, err
+	case !found:
+		// A melt that never began may have had its inputs prepared:
+		// MeltStatus reports that swap's fee.
+		sop, found, err := w.opByRefIn(txn, "split:"+ref)
+		if err != nil || !found || sop.State != OpDone || sop.Abandoned {
+			return Payout{}, err
+		}
+		return Payout{Fee: sop.Fee}, nil
+	case op.Kind == kindMelt:
+		return Payout{Paid: op.State == OpDone, Fee: op.Fee}, nil
+	case op.State != OpDone || (op.Purpose != forSend && op.Purpose != forLock) || (op.SentAmount == 0 && op.Abandoned):
+		return Payout{}, nil
+	case op.SentAmount == 0: // no token was made: its outputs are the wallet's
+		return Payout{Fee: op.cost()}, nil
+	}
+	back, found, err := w.opByRefIn(txn, "reclaim:"+ref)
+	if err != nil || !found || back.State != OpDone {
+		return Payout{Paid: true, Fee: op.Fee}, err
+	}
+	// The token came back (Reclaim): what making and taking it back cost.
+	return Payout{Fee: op.Inputs.Amount() - op.Received - op.Lost - back.Received - back.Lost}, nil
+}

@@ -161,6 +161,18 @@ func audit(t *testing.T, w *ecash.Wallet) ecash.Audit {
 	return a
 }
 
+// payout checks what PayoutIn reads of ref: what its caller books of it.
+func payout(t *testing.T, e *env, ref string, want ecash.Payout) {
+	t.Helper()
+	var p ecash.Payout
+	if err := e.st.DB.View(func(txn *kv.Txn) (err error) { p, err = e.w.PayoutIn(txn, ref); return err }); err != nil {
+		t.Fatal(err)
+	}
+	if p != want {
+		t.Fatalf("payout %s: %+v, want %+v", ref, p, want)
+	}
+}
+
 // TestFlows: deposit, tokens out (cashuA and cashuB) and in, melts, with
 // every fee counted, against each mint.
 func TestFlows(t *testing.T) {
@@ -582,6 +594,7 @@ func TestLateRequest(t *testing.T) {
 			// the wallet books it; taking the payout back, which finds no
 			// token was made, does not book it again.
 			books(t, e.w, 200, s.Fee)
+			payout(t, e, "late", ecash.Payout{}) // nor does its caller
 			made, redeemed, fee, err := e.w.Reclaim(ctx, "late")
 			if made || redeemed || err != nil || fee != 0 {
 				t.Fatalf("reclaim: made %v redeemed %v fee %d %v", made, redeemed, fee, err)
@@ -622,6 +635,7 @@ func TestLateSplit(t *testing.T) {
 		return n == 0
 	})
 	books(t, e.w, 200, p.Fee)
+	payout(t, e, mq.Quote, ecash.Payout{}) // nor does its caller
 	st, err := e.w.MeltStatus(ctx, mq.Quote)
 	if err != nil || st.State != ecash.Unpaid || st.Fee != 0 {
 		t.Fatalf("status of the melt that never began: %+v %v", st, err)
@@ -631,6 +645,7 @@ func TestLateSplit(t *testing.T) {
 		t.Fatalf("melt again: %+v %v", p2, err)
 	}
 	books(t, e.w, 200, p.Fee+37+p2.Fee)
+	payout(t, e, mq.Quote, ecash.Payout{Paid: true, Fee: p2.Fee})
 	audit(t, e.w)
 }
 
@@ -650,6 +665,7 @@ func TestLateReclaim(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	payout(t, e, "payout", ecash.Payout{Paid: true, Fee: s.Fee})
 	release := make(chan struct{})
 	tr.late["/v1/swap"] = release
 	if made, redeemed, _, err := e.w.Reclaim(ctx, "payout"); err == nil || !made || redeemed {
@@ -668,6 +684,7 @@ func TestLateReclaim(t *testing.T) {
 		t.Fatalf("recover: %d open, %v", n, err)
 	}
 	books(t, e.w, 200, fee)
+	payout(t, e, "payout", ecash.Payout{Fee: fee}) // the token is back
 	audit(t, e.w)
 }
 
@@ -706,6 +723,7 @@ func TestLateMelt(t *testing.T) {
 		t.Fatalf("recover: %d open, %v", n, err)
 	}
 	books(t, e.w, 200, 37+p.Fee)
+	payout(t, e, mq.Quote, ecash.Payout{Paid: true, Fee: p.Fee})
 	audit(t, e.w)
 	if st, err := user.w.CompleteMint(ctx, q.Quote); err != nil || st != ecash.MintIssued {
 		t.Fatalf("the invoice was not paid: %s %v", st, err)

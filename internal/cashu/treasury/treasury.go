@@ -450,6 +450,22 @@ func (t *Treasury) LedgerIn(txn *kv.Txn) (Ledger, error) {
 // the wallet already (CompleteMint mints it, then the caller books it).
 func (t *Treasury) Minted(txn *kv.Txn, quoteID string) (bool, error) { return t.w.Minted(txn, quoteID) }
 
+// Payout is what a payout has done to the wallet so far, as its caller
+// will book it: paid (a melt paid, a token or locked proofs made and not
+// taken back), and what it cost, paid or not.
+type Payout struct {
+	Paid    bool
+	FeeSats int64
+}
+
+// PayoutIn tells, in txn, what the payout filed under ref (a melt quote's
+// id; a token's or locked proofs' ref, the claim id) has done so far: the
+// wallet settles it, then the caller books it, in two transactions.
+func (t *Treasury) PayoutIn(txn *kv.Txn, ref string) (Payout, error) {
+	p, err := t.w.PayoutIn(txn, ref)
+	return Payout{Paid: p.Paid, FeeSats: int64(p.Fee)}, err
+}
+
 // Keysets lists the mint's keysets as the wallet knows them.
 func (t *Treasury) Keysets() []ecash.Keyset { return t.w.Keysets() }
 
