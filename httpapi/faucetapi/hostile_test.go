@@ -200,9 +200,9 @@ func TestHostileMint(t *testing.T) {
 	// Input fees of 0 and 1000 ppk at gonuts (no fee return: melts go
 	// through exact proofs), 100 at Nutshell (fee return, restore, keyset
 	// rotation); each mint behind its own proxy, side by side.
-	mints := []func(*testing.T) hostileMint{
-		func(t *testing.T) hostileMint { return gonutsAt(t, 0) },
-		func(t *testing.T) hostileMint { return gonutsAt(t, 1000) },
+	var mints []func(*testing.T) hostileMint
+	for _, ppk := range inputFees() {
+		mints = append(mints, func(t *testing.T) hostileMint { return gonutsAt(t, ppk) })
 	}
 	if nutshell != nil {
 		mints = append(mints, func(t *testing.T) hostileMint { return nutshellAt(t, 100) })
@@ -351,6 +351,17 @@ func (h *hostileEnv) stall() {
 	h.books()
 }
 
+// inputFees are the gonuts mints' input fees (ppk) the hostile tests run
+// at. Under -short only 1000: a fee takes every path a free mint does and
+// more (the fee split, the change), so the free mint waits for the full
+// run.
+func inputFees() []uint {
+	if testing.Short() {
+		return []uint{1000}
+	}
+	return []uint{0, 1000}
+}
+
 // TestLateSwap: a swap that reaches the mint only after the wallet gave up
 // on it (a busy mint, under load: the client's deadline runs out, the
 // wallet asks the inputs' state before the mint gets to it and finds them
@@ -362,7 +373,7 @@ func (h *hostileEnv) stall() {
 // makes exact proofs for a melt.
 func TestLateSwap(t *testing.T) {
 	t.Parallel()
-	for _, ppk := range []uint{0, 1000} {
+	for _, ppk := range inputFees() {
 		for _, method := range []string{"cashu", "bolt11", "lightning_address"} {
 			t.Run(fmt.Sprintf("%dppk/%s", ppk, method), func(t *testing.T) {
 				t.Parallel()
