@@ -51,8 +51,16 @@ func gonutsAt(t *testing.T, ppk uint) hostileMint {
 		payee: func(t *testing.T) *ecashtest.Payee { return ecashtest.NewPayee(t, elsewhere.URL) }}
 }
 
+// nutshellPaysAfter is how long Nutshell's FakeWallet waits before it
+// marks an invoice of its own paid. The payees' invoices are this mint's
+// own quotes, and a melt into one it already marked paid is refused ("mint
+// quote already paid"): with 3 s, a claim whose fault had the wallet
+// repair first reached its melt 3.7 s after the invoice on a loaded
+// machine. The faucet's deposit at the start waits this long.
+const nutshellPaysAfter = "FAKEWALLET_DELAY_INCOMING_PAYMENT=10"
+
 func nutshellAt(t *testing.T, ppk int) hostileMint {
-	m := nutshelltest.StartT(t, nutshelltest.Options{Name: "hostile", Env: []string{fmt.Sprintf("MINT_INPUT_FEE_PPK=%d", ppk), "FAKEWALLET_DELAY_INCOMING_PAYMENT=3"}})
+	m := nutshelltest.StartT(t, nutshelltest.Options{Name: "hostile", Env: []string{fmt.Sprintf("MINT_INPUT_FEE_PPK=%d", ppk), nutshellPaysAfter}})
 	return hostileMint{name: fmt.Sprintf("nutshell-%dppk", ppk), url: m.URL, network: bolt11.Mainnet, nutshell: m, ppk: ppk,
 		payee: func(t *testing.T) *ecashtest.Payee { return ecashtest.NewPayee(t, m.URL) }}
 }
@@ -457,7 +465,7 @@ func (h *hostileEnv) rotation() {
 		ids = append(ids, k.ID)
 	}
 	h.m.nutshell = hostile.RestartNutshell(t, h.m.nutshell, hostile.Rotation{Path: "m/0'/0'/1'", Retire: ids,
-		Env: []string{fmt.Sprintf("MINT_INPUT_FEE_PPK=%d", h.m.ppk), "FAKEWALLET_DELAY_INCOMING_PAYMENT=3"}}, h.p)
+		Env: []string{fmt.Sprintf("MINT_INPUT_FEE_PPK=%d", h.m.ppk), nutshellPaysAfter}}, h.p)
 	testkit.WaitFor(t, 5*time.Second, "health to say ok once the mint is back", func() bool {
 		st, mint, _ := h.health()
 		return st == "ok" && mint == "ok"
