@@ -99,11 +99,11 @@ func (w *Wallet) meltOnce(ctx context.Context, q MeltQuote, keep uint64) (p Paym
 		}
 		return nil
 	})
+	var splitFee uint64
 	if errors.Is(err, errNotExact) {
 		// A mint without fee return (NUT-08) keeps whatever is paid in
 		// excess: make proofs of the exact amount first, held for the melt
 		// (marked in flight meanwhile, so nothing frees them).
-		var splitFee uint64
 		w.claim(&op)
 		if splitFee, err = w.split(ctx, op.ID, q.Quote, need, keep); err != nil {
 			w.release(&op)
@@ -123,7 +123,7 @@ func (w *Wallet) meltOnce(ctx context.Context, q MeltQuote, keep uint64) (p Paym
 	}
 	if err != nil {
 		w.release(&op) // a split's proofs, if any, are freed as orphans
-		return Payment{}, nil, err
+		return Payment{Fee: splitFee}, nil, err // the split was paid for all the same
 	}
 	p, err = w.melt(ctx, &op)
 	return p, op.refused, err
@@ -212,13 +212,15 @@ func (w *Wallet) heldFor(txn *kv.Txn, id string) (cashu.Proofs, error) {
 // melt sends op's melt request and records the outcome.
 func (w *Wallet) melt(ctx context.Context, op *Op) (Payment, error) {
 	defer w.release(op)
+	// A melt that fails before it reaches the mint cost what preparing its
+	// inputs did (op.Fee: a split's fee), as its record says.
 	_, msgs, err := w.sec.blind(op.Outputs)
 	if err != nil {
-		return Payment{}, w.fail(op, err)
+		return Payment{Fee: op.Fee}, w.fail(op, err)
 	}
 	res, err := w.c.melt(ctx, op.Quote, op.Inputs, msgs)
 	if me := AsMintError(err); me != nil && me.NotSent {
-		return Payment{}, w.fail(op, err) // it never reached the mint: nothing was attempted
+		return Payment{Fee: op.Fee}, w.fail(op, err) // it never reached the mint: nothing was attempted
 	}
 	if err != nil {
 		w.log.Warn("ecash: melt request failed; asking the mint", "op", op.ID, "quote", op.Quote, "err", err)

@@ -649,6 +649,42 @@ func TestLateSplit(t *testing.T) {
 	audit(t, e.w)
 }
 
+// TestMeltNotSentAfterSplit: a melt's exact inputs were made (a split,
+// which paid its input fee), then the melt never left (no connection could
+// be made). Nothing was attempted, but the split was paid for: Melt must
+// say so, as MeltStatus does, or its caller books the failure at no cost
+// and its books are short by the split's fee for good.
+func TestMeltNotSentAfterSplit(t *testing.T) {
+	t.Parallel()
+	m := mints(t)[0]
+	ctx := ctxT(t)
+	tr := &lossy{next: http.DefaultTransport, lose: map[string]int{}, block: map[string]int{"/v1/melt/bolt11": 1}, late: map[string]chan struct{}{}}
+	e := open(t, m.url, "", func(c *ecash.Config) { c.HTTP = &http.Client{Transport: tr} })
+	fund(t, m, e.w, 200)
+	user := open(t, m.url, "")
+	q, err := user.w.RequestMint(ctx, 37)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mq, err := e.w.MeltQuote(ctx, q.Request)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := e.w.Melt(ctx, mq, 0)
+	if err == nil || p.State == ecash.Paid {
+		t.Fatalf("a melt that never left: %+v %v", p, err)
+	}
+	if p.Fee == 0 {
+		t.Fatalf("the split before the melt cost nothing, says Melt: %+v %v", p, err)
+	}
+	books(t, e.w, 200, p.Fee)
+	st, err := e.w.MeltStatus(ctx, mq.Quote)
+	if err != nil || st.State != ecash.Unpaid || st.Fee != p.Fee {
+		t.Fatalf("status of the melt that never left: %+v %v, Melt said %+v", st, err, p)
+	}
+	audit(t, e.w)
+}
+
 // TestLateReclaim: taking back a token nobody was given (its payout's
 // process stopped before it handed it out), the swap reaches the mint only
 // after the wallet gave up on it. Asked again, the wallet must find the
