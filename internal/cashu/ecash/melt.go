@@ -122,7 +122,7 @@ func (w *Wallet) meltOnce(ctx context.Context, q MeltQuote, keep uint64) (p Paym
 		})
 	}
 	if err != nil {
-		w.release(&op) // a split's proofs, if any, are freed as orphans
+		w.release(&op)                          // a split's proofs, if any, are freed as orphans
 		return Payment{Fee: splitFee}, nil, err // the split was paid for all the same
 	}
 	p, err = w.melt(ctx, &op)
