@@ -122,8 +122,10 @@ func (w *Wallet) meltOnce(ctx context.Context, q MeltQuote, keep uint64) (p Paym
 		})
 	}
 	if err != nil {
-		w.release(&op)                          // a split's proofs, if any, are freed as orphans
-		return Payment{Fee: splitFee}, nil, err // the split was paid for all the same
+		// A split's proofs, if any, are freed as orphans; it was paid for
+		// all the same.
+		w.release(&op)
+		return Payment{Fee: splitFee}, nil, err
 	}
 	p, err = w.melt(ctx, &op)
 	return p, op.refused, err
