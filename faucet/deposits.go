@@ -171,7 +171,96 @@ func (s *Service) RedeemEcash(ctx context.Context, token string) (RedeemResult, 
 	if seen {
 		return RedeemResult{}, errTokenSpent
 	}
-	r, err := s.tr.Redeem(ctx, p)
+	if p.Mint != s.tr.MintURL() {
+		return s.redeemForeign(ctx, p)
+	}
+	// The deposit is recorded, open, before the wallet takes the token in
+	// under its id, and booked in the transaction that reads what the
+	// wallet took in: a lost answer or a crash in between leaves it open,
+	// and the deposit job books it once the wallet knows.
+	dep, err := s.openEcashDeposit(p)
+	if err != nil {
+		return RedeemResult{}, err
+	}
+	defer s.paying.drop(dep.ID)
+	_, err = s.tr.Redeem(ctx, p, dep.ID)
+	booked, berr := s.bookEcashDeposit(dep.ID, p.Ys)
+	if err != nil {
+		return RedeemResult{}, err
+	}
+	if berr != nil || booked.State != DepositCompleted {
+		// The sats are in the wallet; the deposit job books them.
+		s.log.Error("faucet deposit: redeemed but not recorded yet", "deposit", dep.ID, "err", berr)
+		booked = dep
+	}
+	s.log.Info("faucet deposit by token", "deposit", dep.ID, "amount_sats", booked.AmountSats, "mint", dep.MintURL)
+	bal, _ := s.tr.Balance()
+	return RedeemResult{DepositID: dep.ID, AmountSats: booked.AmountSats, FeeSats: booked.FeeSats, MintURL: dep.MintURL, BalanceSats: bal}, nil
+}
+
+// openEcashDeposit records a deposit of token p, open, held by the
+// calling process (drop it from s.paying once booked or left).
+func (s *Service) openEcashDeposit(p treasury.ParsedToken) (Deposit, error) {
+	dep := Deposit{ID: newID("d_"), Kind: DepositEcash, State: DepositPending, AmountSats: p.AmountSats, MintURL: p.Mint, CreatedAt: s.now().Unix()}
+	s.paying.take(dep.ID)
+	err := s.db.Update(func(txn *kv.Txn) error {
+		if err := kv.PutJSON(txn, key(kindDeposit, dep.ID), dep); err != nil {
+			return err
+		}
+		return txn.Set(key(kindOpenDeposit, dep.ID), []byte(dep.ID))
+	})
+	if err != nil {
+		s.paying.drop(dep.ID)
+	}
+	return dep, err
+}
+
+// bookEcashDeposit books token deposit id once the wallet knows what it
+// took in, in the transaction that reads it: completed with what came in
+// (ys, the token's proofs, then refuse it again without asking the mint),
+// or dropped if nothing did (the mint refused the token, or it never
+// reached the mint). It returns the deposit as it stands; one still
+// pending waits for the wallet to settle its swap.
+func (s *Service) bookEcashDeposit(id string, ys []string) (Deposit, error) {
+	var d Deposit
+	err := s.db.Record(func(txn *kv.Txn) error {
+		found, err := kv.GetJSON(txn, key(kindDeposit, id), &d)
+		if err != nil || !found || d.State != DepositPending {
+			return err
+		}
+		r, err := s.tr.ReceiptIn(txn, id)
+		if err != nil || !r.Settled {
+			return err
+		}
+		if err := txn.Delete(key(kindOpenDeposit, id)); err != nil {
+			return err
+		}
+		if r.AmountSats == 0 {
+			d.State = ""
+			return txn.Delete(key(kindDeposit, id))
+		}
+		d.State, d.AmountSats, d.FeeSats, d.CompletedAt = DepositCompleted, r.AmountSats, r.FeeSats, s.now().Unix()
+		for _, y := range ys {
+			if err := txn.Set(key(kindRedeemed, y), []byte(id)); err != nil {
+				return err
+			}
+		}
+		if err := kv.PutJSON(txn, key(kindDeposit, id), d); err != nil {
+			return err
+		}
+		return s.addTotals(txn, func(t *totals) {
+			t.DepositedSats += d.AmountSats
+			t.DepositFeeSats += d.FeeSats
+			t.Deposits++
+		})
+	})
+	return d, err
+}
+
+// redeemForeign takes in a token of another accepted mint (moved to the
+// faucet's mint by a melt there) and books it.
+func (s *Service) redeemForeign(ctx context.Context, p treasury.ParsedToken) (RedeemResult, error) {
+	r, err := s.tr.Redeem(ctx, p, "")
 	if err != nil {
 		return RedeemResult{}, err
 	}
@@ -246,6 +335,10 @@ func (s *Service) completeDeposits(ctx context.Context, kicked bool) {
 		if !kicked && seen && now.Sub(time.Unix(d.CreatedAt, 0)) > 10*time.Minute && now.Sub(last) < time.Minute {
 			continue
 		}
+		if d.Kind == DepositEcash {
+			s.settleOpenEcash(d.ID)
+			continue
+		}
 		asked[d.ID] = now
 		st, err := s.tr.CompleteMint(ctx, d.MintQuoteID)
 		if err != nil {
@@ -266,6 +359,21 @@ func (s *Service) completeDeposits(ctx context.Context, kicked bool) {
 	}
 }
 
+// settleOpenEcash books a token deposit a call left open (its answer was
+// lost, or the process stopped) unless a call is taking it in now.
+func (s *Service) settleOpenEcash(id string) {
+	if !s.paying.take(id) {
+		return
+	}
+	defer s.paying.drop(id)
+	if d, err := s.bookEcashDeposit(id, nil); err != nil {
+		s.log.Log(context.Background(), kv.FailureLevel(err), "faucet deposits: record", "deposit", id, "err", err) // tried again next round
+	} else if d.State == DepositCompleted {
+		s.log.Info("faucet deposit by token booked after the fact", "deposit", id, "amount_sats", d.AmountSats)
+	}
+}
+
+// closeDeposit closes a Lightning deposit in state, booking a completed one.
 func (s *Service) closeDeposit(d Deposit, state string) {
 	changed := false
 	err := s.db.Update(func(txn *kv.Txn) error {

@@ -136,7 +136,7 @@ type Service struct {
 	refresh *ratelimit.Limiter
 	kick    chan struct{}
 	mint    mintCheck
-	paying  claimSet // the claims calls of this process are paying now
+	paying  claimSet // the claims calls of this process are paying now, and the token deposits they are taking in
 	// Used by Run's goroutine only.
 	tidied       time.Time
 	depositAsked map[string]time.Time // open deposit → when the mint was last asked

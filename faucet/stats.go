@@ -208,18 +208,29 @@ func (s *Service) Health(ctx context.Context) outpost.Health[HealthChecks] {
 }
 
 // mintedNotBooked counts the deposits whose ecash the wallet holds already
-// but which are not closed yet: the wallet mints a paid quote, then the
-// faucet books it, in two transactions.
+// but which are not closed yet: the wallet mints a paid quote, or takes a
+// token in, then the faucet books it, in two transactions.
 func (s *Service) mintedNotBooked(txn *kv.Txn, st *Stats) error {
 	open, err := openDepositsIn(txn)
 	if err != nil {
 		return err
 	}
 	for _, d := range open {
-		if minted, err := s.tr.Minted(txn, d.MintQuoteID); err != nil {
-			return err
-		} else if minted {
-			st.TotalDepositedSats += d.AmountSats
+		amount := d.AmountSats
+		if d.Kind == DepositEcash {
+			r, err := s.tr.ReceiptIn(txn, d.ID)
+			if err != nil {
+				return err
+			}
+			amount = r.AmountSats
+		} else if minted, err := s.tr.Minted(txn, d.MintQuoteID); err != nil || !minted {
+			amount = 0
+			if err != nil {
+				return err
+			}
+		}
+		if amount > 0 {
+			st.TotalDepositedSats += amount
 			st.DepositsCount++
 		}
 	}

@@ -3,9 +3,13 @@ package faucet
 import (
 	"testing"
 
+	"github.com/elnosh/gonuts/cashu"
 	"github.com/nbd-wtf/go-nostr"
+	"github.com/outpost-relay/outpost"
 	"github.com/outpost-relay/outpost/internal/cashu/treasury"
 	"github.com/outpost-relay/outpost/internal/storage/kv"
+	"github.com/outpost-relay/outpost/internal/testkit"
+	"github.com/outpost-relay/outpost/internal/testkit/minttest"
 )
 
 // The wallet mints a paid deposit, then the faucet books it, in two
@@ -169,4 +173,65 @@ func TestStatsBalanceBetweenPayoutAndBooking(t *testing.T) {
 		t.Fatal(err)
 	}
 	booked("locked proofs made", mid, true)
+}
+
+// A token deposit is recorded open, then the wallet takes the token in
+// under its id, then the faucet books it. Cut after the wallet's part (a
+// lost answer, a kill -9): the stats count it as it will be booked, and
+// the deposit job books it from the wallet's record. (The wallet's receive
+// and the booking were two transactions with nothing open between them:
+// cut there, the sats were the wallet's with no deposit behind them, for
+// good.)
+func TestTokenDepositBookedFromTheWallet(t *testing.T) {
+	b := newRig(t, rigOptions{FeePpk: 1000}) // the receive costs a fee
+	alice := minttest.Wallet(t, b.mint.URL)
+	if err := minttest.Fund(b.mint, alice, 100); err != nil {
+		t.Fatal(err)
+	}
+	proofs, err := alice.Send(40, b.mint.URL, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := cashu.NewTokenV4(proofs, b.mint.URL, cashu.Sat, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	token, _ := tok.Serialize()
+	p, err := treasury.ParseToken(token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := stats(t, b)
+	// RedeemEcash up to the wallet's part, as a process killed right after.
+	dep, err := b.s.openEcashDeposit(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := b.tr.Redeem(b.ctx, p, dep.ID)
+	if err != nil || r.AmountSats <= 0 || r.FeeSats <= 0 {
+		t.Fatalf("redeem: %+v %v", r, err)
+	}
+	mid := stats(t, b)
+	if *mid.BalanceSats != *before.BalanceSats+r.AmountSats || mid.TotalDepositedSats != before.TotalDepositedSats+r.AmountSats ||
+		mid.DepositsCount != before.DepositsCount+1 {
+		t.Fatalf("between the receive and its booking: %+v, before %+v, redeemed %+v", mid, before, r)
+	}
+	b.s.completeDeposits(b.ctx, true)
+	if n, _ := b.s.openDeposits(); n != 1 {
+		t.Fatalf("%d open deposits while the call that opened it runs", n)
+	}
+	b.s.paying.drop(dep.ID) // the call is gone
+	b.s.completeDeposits(b.ctx, true)
+	after := stats(t, b)
+	var d Deposit
+	if err := b.st.DB.View(func(txn *kv.Txn) error { _, err := kv.GetJSON(txn, key(kindDeposit, dep.ID), &d); return err }); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := b.s.openDeposits(); n != 0 || d.State != DepositCompleted || d.AmountSats != r.AmountSats || d.FeeSats != r.FeeSats ||
+		after.TotalDepositedSats != mid.TotalDepositedSats || after.DepositsCount != mid.DepositsCount {
+		t.Fatalf("booked by the job: %d open, %+v, stats %+v, between %+v", n, d, after, mid)
+	}
+	if _, err := b.s.RedeemEcash(b.ctx, token); !testkit.IsKind(err, outpost.Conflict) {
+		t.Fatalf("the same token again: %v", err)
+	}
 }

@@ -562,3 +562,29 @@ func (w *Wallet) PayoutIn(txn *kv.Txn, ref string) (Payout, error) {
 	// The token came back (Reclaim): what making and taking it back cost.
 	return Payout{Fee: op.Inputs.Amount() - op.Received - op.Lost - back.Received - back.Lost}, nil
 }
+
+// Receipt is what the Receive filed under a reference has brought in so
+// far, as its caller books it: Settled once the mint's answer is known
+// (or the operation never began or failed: nothing came in), Received
+// what became the wallet's (what the mint owes, as Receive returns it).
+type Receipt struct {
+	Settled  bool
+	Received uint64
+	Fee      uint64
+}
+
+// ReceiptIn reads, in txn, what the Receive filed under ref has done: the
+// wallet settles it (in its call, or through Recover after a lost answer
+// or a crash), then its caller books it, in two transactions.
+func (w *Wallet) ReceiptIn(txn *kv.Txn, ref string) (Receipt, error) {
+	op, found, err := w.opByRefIn(txn, ref)
+	switch {
+	case err != nil:
+		return Receipt{}, err
+	case !found || op.Kind != kindSwap || op.Purpose != forReceive || op.State == OpFailed:
+		return Receipt{Settled: true}, nil
+	case op.State != OpDone:
+		return Receipt{}, nil
+	}
+	return Receipt{Settled: true, Received: op.Received + op.Lost, Fee: op.Fee}, nil
+}

@@ -124,10 +124,12 @@ func refusedToken(detail string) *outpost.Error {
 	return invalidToken("the mint does not accept this token's proofs: %s", detail)
 }
 
-// Redeem swaps a token into the wallet: at our own mint by a swap (NUT-03),
-// from another accepted mint by melting it there to a mint quote here. The
-// token's mint is checked first, and the states of its proofs (NUT-07).
-func (t *Treasury) Redeem(ctx context.Context, p ParsedToken) (Redeemed, error) {
+// Redeem swaps a token into the wallet: at our own mint by a swap (NUT-03)
+// filed under ref (ReceiptIn tells what it brought in, also after a lost
+// answer or a crash), from another accepted mint by melting it there to a
+// mint quote here. The token's mint is checked first, and the states of
+// its proofs (NUT-07).
+func (t *Treasury) Redeem(ctx context.Context, p ParsedToken, ref string) (Redeemed, error) {
 	if !t.accepted[p.Mint] {
 		return Redeemed{}, outpost.Errorf(outpost.Unprocessable, "mint_not_accepted",
 			"tokens of %s are not accepted here", p.Mint).With("accepted_mints", t.AcceptedMints())
@@ -151,7 +153,7 @@ func (t *Treasury) Redeem(ctx context.Context, p ParsedToken) (Redeemed, error) 
 	if w != t.w {
 		return t.redeemForeign(ctx, w, p)
 	}
-	got, fee, err := t.w.Receive(ctx, "", p.proofs)
+	got, fee, err := t.w.Receive(ctx, ref, p.proofs)
 	if err != nil {
 		t.log.Debug("faucet wallet: receive failed", "err", err)
 		return Redeemed{}, t.tokenError(w, err)

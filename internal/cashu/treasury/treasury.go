@@ -466,6 +466,21 @@ func (t *Treasury) PayoutIn(txn *kv.Txn, ref string) (Payout, error) {
 	return Payout{Paid: p.Paid, FeeSats: int64(p.Fee)}, err
 }
 
+// Receipt is what a token taken in at the faucet's own mint brought in so
+// far: Settled once known (nothing, if it failed or never began).
+type Receipt struct {
+	Settled    bool
+	AmountSats int64
+	FeeSats    int64
+}
+
+// ReceiptIn tells, in txn, what the Redeem filed under ref brought in: the
+// wallet settles it, then the caller books it, in two transactions.
+func (t *Treasury) ReceiptIn(txn *kv.Txn, ref string) (Receipt, error) {
+	r, err := t.w.ReceiptIn(txn, ref)
+	return Receipt{Settled: r.Settled, AmountSats: int64(r.Received), FeeSats: int64(r.Fee)}, err
+}
+
 // Keysets lists the mint's keysets as the wallet knows them.
 func (t *Treasury) Keysets() []ecash.Keyset { return t.w.Keysets() }
 

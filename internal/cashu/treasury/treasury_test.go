@@ -201,11 +201,11 @@ func TestRedeem(t *testing.T) {
 		if err != nil || p.AmountSats != 40 {
 			t.Fatalf("parse: %+v, %v", p, err)
 		}
-		r, err := tr.Redeem(ctx, p)
+		r, err := tr.Redeem(ctx, p, "")
 		if err != nil || r.AmountSats != 40 || r.FeeSats != 0 {
 			t.Fatalf("redeem (v3 %v): %+v, %v", v3, r, err)
 		}
-		if _, err := tr.Redeem(ctx, p); code(err) != "token_already_spent" {
+		if _, err := tr.Redeem(ctx, p, ""); code(err) != "token_already_spent" {
 			t.Fatalf("replay: %v", err)
 		}
 	}
@@ -220,7 +220,7 @@ func TestRedeem(t *testing.T) {
 	if _, err := userWallet(t, m).Receive(ct, false); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tr.Redeem(ctx, p); code(err) != "token_already_spent" {
+	if _, err := tr.Redeem(ctx, p, ""); code(err) != "token_already_spent" {
 		t.Fatalf("spent elsewhere: %v", err)
 	}
 
@@ -239,7 +239,7 @@ func TestRedeem(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tr.Redeem(ctx, p); code(err) != "invalid_token" {
+	if _, err := tr.Redeem(ctx, p, ""); code(err) != "invalid_token" {
 		t.Fatalf("forged signature: %v", err)
 	}
 
@@ -249,7 +249,7 @@ func TestRedeem(t *testing.T) {
 		t.Fatal(err)
 	}
 	p, _ = treasury.ParseToken(token(bob, stranger.URL, 50, false))
-	if _, err := tr.Redeem(ctx, p); code(err) != "mint_not_accepted" {
+	if _, err := tr.Redeem(ctx, p, ""); code(err) != "mint_not_accepted" {
 		t.Fatalf("foreign mint: %v", err)
 	}
 	carol := userWallet(t, other)
@@ -258,7 +258,7 @@ func TestRedeem(t *testing.T) {
 	}
 	before, _ := tr.Balance()
 	p, _ = treasury.ParseToken(token(carol, other.URL, 200, false))
-	r, err := tr.Redeem(ctx, p)
+	r, err := tr.Redeem(ctx, p, "")
 	if err != nil || r.AmountSats <= 0 || r.AmountSats+r.FeeSats != 200 || r.MintURL != other.URL {
 		t.Fatalf("accepted foreign mint: %+v, %v", r, err)
 	}
