@@ -94,9 +94,30 @@ func crash(t *testing.T, mint, network string, pay func(invoice string), payeeMi
 			invoices[u], _ = payee.Invoice(21)
 		}
 	}
-	// Every confirm at once; the process dies after the first three answers.
+	// Token deposits taken in while the process dies: each one is booked
+	// once (by its call, or from the wallet's record after the restart),
+	// or never taken in; the books below must say which to the sat.
+	depositor := ecashtest.NewPayee(t, mint)
+	inv, dq := depositor.Invoice(300)
+	pay(inv)
+	depositor.Collect(dq)
+	var tokens []string
+	for range 6 {
+		tokens = append(tokens, depositor.Token(30, false))
+	}
+	// Every confirm at once, the redeems once two are answered; the
+	// process dies after the third answer, as redeems may be on their way.
 	answers := make(chan struct{}, len(users))
 	var wg sync.WaitGroup
+	redeemed := make(chan int, len(tokens))
+	redeem := func() {
+		for _, tok := range tokens {
+			wg.Go(func() {
+				code, _, _ := tryCall("POST", f+"/deposit/redeem-ecash", map[string]any{"token": tok})
+				redeemed <- code
+			})
+		}
+	}
 	for _, u := range users {
 		wg.Go(func() {
 			body := map[string]any{"quote_id": u.quote}
@@ -113,15 +134,24 @@ func crash(t *testing.T, mint, network string, pay func(invoice string), payeeMi
 			}
 		})
 	}
-	for range 3 {
+	for i := range 3 {
 		select {
 		case <-answers:
 		case <-time.After(30 * time.Second):
 			t.Fatal("no answers")
 		}
+		if i == 1 {
+			redeem()
+		}
 	}
 	c.kill()
 	wg.Wait()
+	close(redeemed)
+	redeems := map[int]int{}
+	for code := range redeemed {
+		redeems[code]++
+	}
+	t.Logf("token deposits answered before the kill (0: none): %v", redeems)
 	answered, codes := 0, map[int]int{}
 	for _, u := range users {
 		if u.code != 0 {
@@ -167,13 +197,14 @@ func crash(t *testing.T, mint, network string, pay func(invoice string), payeeMi
 	balance, fees := stat(t, f, "balance_sats"), stat(t, f, "total_fee_sats")
 	// The books balance to the sat (issue #24), with what the mint's
 	// faults cost or gave, if anything.
-	in := 5000 + stat(t, f, "mint_surplus_sats")
+	deposited := stat(t, f, "total_deposited_sats")
+	in := deposited + stat(t, f, "mint_surplus_sats")
 	out := balance + stat(t, f, "total_paid_sats") + fees + stat(t, f, "in_flight_sats") + stat(t, f, "quarantined_sats") + stat(t, f, "lost_to_mint_sats")
 	c.stop(t)
 	after := auditDataDir(t, dir, mint)
 	t.Logf("after the crash: of %d claims, GET /claims said %v (a confirm repeated or a new quote claimed again where nothing was paid), 3 newcomers paid; "+
-		"balance %d sats = 5000 - %d paid - %d fees; the wallet holds %d proofs worth %d sats, the mint says %d of them (%d sats) are unspent",
-		len(users), counts, balance, 21*(paid+3), fees, after.HeldProofs, after.HeldSats, after.UnspentProofs, after.UnspentSats)
+		"balance %d sats = %d deposited (5000 and the tokens taken in) - %d paid - %d fees; the wallet holds %d proofs worth %d sats, the mint says %d of them (%d sats) are unspent",
+		len(users), counts, balance, deposited, 21*(paid+3), fees, after.HeldProofs, after.HeldSats, after.UnspentProofs, after.UnspentSats)
 	if after.HeldSats != uint64(balance) || after.UnspentSats != after.HeldSats || after.UnspentProofs != after.HeldProofs {
 		t.Fatalf("balance %d, the mint says %+v", balance, after)
 	}
