@@ -26,26 +26,6 @@ import (
 // and then SaveBatch halves it.
 const maxBatch = 256
 
-// maxBatchBytes bounds the bytes of one transaction's events (as
-// eventSize counts them): a note that arrives behind a batch waits for its
-// commit, and the service's own big events (ban-list pages of 60 KB, a
-// round of them at a time during a spam wave) made one transaction of
-// megabytes, which held the notes behind it for tens of ms. A batch takes
-// at least one event, whatever its size.
-const maxBatchBytes = 256 << 10
-
-// eventSize is about what ev weighs in a transaction: its content and
-// tags, and a fixed part for the rest and its index keys.
-func eventSize(ev *nostr.Event) int {
-	n := 256 + len(ev.Content)
-	for _, tag := range ev.Tags {
-		for _, v := range tag {
-			n += len(v) + 2
-		}
-	}
-	return n
-}
-
 // write is one event waiting for the writer, and then its result.
 type write struct {
 	ctx     context.Context
@@ -56,7 +36,6 @@ type write struct {
 	later   bool // a deletion request was committed after seen, before this
 	err     error
 	batch   uint64 // its transaction, once committed (see unsent)
-	size    int    // eventSize
 	done    chan struct{}
 }
 
@@ -101,7 +80,7 @@ func (w *writer) save(ctx context.Context, ev *nostr.Event, checked bool, seen u
 	if err := ctx.Err(); err != nil {
 		return 0, false, 0, err
 	}
-	wr := &write{ctx: ctx, ev: ev, checked: checked, seen: seen, size: eventSize(ev), done: make(chan struct{})}
+	wr := &write{ctx: ctx, ev: ev, checked: checked, seen: seen, done: make(chan struct{})}
 	w.mu.Lock()
 	w.queue = append(w.queue, wr)
 	start := !w.running
@@ -138,16 +117,12 @@ func (w *writer) run() {
 	}
 }
 
-// take removes up to maxBatch writes, and maxBatchBytes, from the queue;
-// nil (and the writer stops) when it is empty.
+// take removes up to maxBatch writes from the queue; nil (and the writer
+// stops) when it is empty.
 func (w *writer) take() []*write {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	n, bytes := 0, 0
-	for n < min(len(w.queue), maxBatch) && (n == 0 || bytes+w.queue[n].size <= maxBatchBytes) {
-		bytes += w.queue[n].size
-		n++
-	}
+	n := min(len(w.queue), maxBatch)
 	if n == 0 {
 		w.running = false
 		w.queue = nil // let a burst's backing array go

@@ -6,7 +6,6 @@ import (
 	"io"
 	"log/slog"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -299,41 +298,5 @@ func TestAnsweredAfterItsTransaction(t *testing.T) {
 	defer obs.mu.Unlock()
 	if !slices.Equal(obs.sizes, []int{1, waiting}) || !slices.Equal(obs.before, []int64{0, 0}) {
 		t.Errorf("transactions of %v events reported, with %v of the %[3]d answered before each; want [1 %[3]d], none answered", obs.sizes, obs.before, waiting)
-	}
-}
-
-// TestBigEventsSplitTheirTransactions: a transaction takes at most
-// maxBatchBytes of events (but always one), so that a note behind a round
-// of the service's big events (ban-list pages) waits for a small commit,
-// not for megabytes (a note's publish p99 during a spam wave, issue 52).
-func TestBigEventsSplitTheirTransactions(t *testing.T) {
-	r := newTestRelay(t)
-	held := holdTransactions(r, 1)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	var wg sync.WaitGroup
-	wg.Go(func() { // takes the first transaction, which holds
-		if err := r.Publish(ctx, note(t, nostr.GeneratePrivateKey(), "first", 1)); err != nil {
-			t.Error(err)
-		}
-	})
-	wait(t, ctx, held.holds[1].entered)
-	const big, n = 40 << 10, 10
-	for i := range n {
-		ev := note(t, nostr.GeneratePrivateKey(), strings.Repeat("x", big)+fmt.Sprint(i), 1)
-		wg.Go(func() {
-			if err := r.Publish(ctx, ev); err != nil {
-				t.Error(err)
-			}
-		})
-	}
-	queued(t, r, n)
-	close(held.holds[1].release)
-	wg.Wait()
-	held.mu.Lock()
-	defer held.mu.Unlock()
-	perBatch := maxBatchBytes / (big + 256)
-	if len(held.sizes) < 3 || slices.Max(held.sizes[1:]) > perBatch || held.sizes[0] != 1 {
-		t.Errorf("transactions of %v events; want the %d big ones in transactions of at most %d", held.sizes, n, perBatch)
 	}
 }
