@@ -193,9 +193,7 @@ func (s *Service) RedeemEcash(ctx context.Context, token string) (RedeemResult, 
 		s.log.Error("faucet deposit: redeemed but not recorded yet", "deposit", dep.ID, "err", berr)
 		booked = dep
 	}
-	s.log.Info("faucet deposit by token", "deposit", dep.ID, "amount_sats", booked.AmountSats, "mint", dep.MintURL)
-	bal, _ := s.tr.Balance()
-	return RedeemResult{DepositID: dep.ID, AmountSats: booked.AmountSats, FeeSats: booked.FeeSats, MintURL: dep.MintURL, BalanceSats: bal}, nil
+	return s.redeemed(booked), nil
 }
 
 // openEcashDeposit records a deposit of token p, open, held by the
@@ -240,21 +238,34 @@ func (s *Service) bookEcashDeposit(id string, ys []string) (Deposit, error) {
 			return txn.Delete(key(kindDeposit, id))
 		}
 		d.State, d.AmountSats, d.FeeSats, d.CompletedAt = DepositCompleted, r.AmountSats, r.FeeSats, s.now().Unix()
-		for _, y := range ys {
-			if err := txn.Set(key(kindRedeemed, y), []byte(id)); err != nil {
-				return err
-			}
-		}
-		if err := kv.PutJSON(txn, key(kindDeposit, id), d); err != nil {
-			return err
-		}
-		return s.addTotals(txn, func(t *totals) {
-			t.DepositedSats += d.AmountSats
-			t.DepositFeeSats += d.FeeSats
-			t.Deposits++
-		})
+		return s.putTokenDeposit(txn, d, ys)
 	})
 	return d, err
+}
+
+// putTokenDeposit writes token deposit d, completed, and books it; ys (its
+// proofs') make the same token refused again without asking the mint.
+func (s *Service) putTokenDeposit(txn *kv.Txn, d Deposit, ys []string) error {
+	for _, y := range ys {
+		if err := txn.Set(key(kindRedeemed, y), []byte(d.ID)); err != nil {
+			return err
+		}
+	}
+	if err := kv.PutJSON(txn, key(kindDeposit, d.ID), d); err != nil {
+		return err
+	}
+	return s.addTotals(txn, func(t *totals) {
+		t.DepositedSats += d.AmountSats
+		t.DepositFeeSats += d.FeeSats
+		t.Deposits++
+	})
+}
+
+// redeemed answers a token deposit d.
+func (s *Service) redeemed(d Deposit) RedeemResult {
+	s.log.Info("faucet deposit by token", "deposit", d.ID, "amount_sats", d.AmountSats, "mint", d.MintURL)
+	bal, _ := s.tr.Balance()
+	return RedeemResult{DepositID: d.ID, AmountSats: d.AmountSats, FeeSats: d.FeeSats, MintURL: d.MintURL, BalanceSats: bal}
 }
 
 // redeemForeign takes in a token of another accepted mint (moved to the
@@ -267,28 +278,11 @@ func (s *Service) redeemForeign(ctx context.Context, p treasury.ParsedToken) (Re
 	now := s.now().Unix()
 	dep := Deposit{ID: newID("d_"), Kind: DepositEcash, State: DepositCompleted, AmountSats: r.AmountSats, FeeSats: r.FeeSats,
 		MintURL: r.MintURL, CreatedAt: now, CompletedAt: now}
-	err = s.db.Update(func(txn *kv.Txn) error {
-		for _, y := range p.Ys {
-			if err := txn.Set(key(kindRedeemed, y), []byte(dep.ID)); err != nil {
-				return err
-			}
-		}
-		if err := kv.PutJSON(txn, key(kindDeposit, dep.ID), dep); err != nil {
-			return err
-		}
-		return s.addTotals(txn, func(t *totals) {
-			t.DepositedSats += dep.AmountSats
-			t.DepositFeeSats += dep.FeeSats
-			t.Deposits++
-		})
-	})
-	if err != nil {
+	if err := s.db.Update(func(txn *kv.Txn) error { return s.putTokenDeposit(txn, dep, p.Ys) }); err != nil {
 		// The sats are in the wallet; only the record is missing.
 		s.log.Error("faucet deposit: redeemed but not recorded", "amount_sats", r.AmountSats, "err", err)
 	}
-	s.log.Info("faucet deposit by token", "deposit", dep.ID, "amount_sats", dep.AmountSats, "mint", dep.MintURL)
-	bal, _ := s.tr.Balance()
-	return RedeemResult{DepositID: dep.ID, AmountSats: r.AmountSats, FeeSats: r.FeeSats, MintURL: r.MintURL, BalanceSats: bal}, nil
+	return s.redeemed(dep), nil
 }
 
 // SimulatePayment pays an invoice of the embedded test mint's fake

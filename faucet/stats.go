@@ -216,18 +216,9 @@ func (s *Service) mintedNotBooked(txn *kv.Txn, st *Stats) error {
 		return err
 	}
 	for _, d := range open {
-		amount := d.AmountSats
-		if d.Kind == DepositEcash {
-			r, err := s.tr.ReceiptIn(txn, d.ID)
-			if err != nil {
-				return err
-			}
-			amount = r.AmountSats
-		} else if minted, err := s.tr.Minted(txn, d.MintQuoteID); err != nil || !minted {
-			amount = 0
-			if err != nil {
-				return err
-			}
+		amount, err := s.inWallet(txn, d)
+		if err != nil {
+			return err
 		}
 		if amount > 0 {
 			st.TotalDepositedSats += amount
@@ -235,6 +226,19 @@ func (s *Service) mintedNotBooked(txn *kv.Txn, st *Stats) error {
 		}
 	}
 	return nil
+}
+
+// inWallet is what open deposit d has brought into the wallet so far:
+// a token's what the swap took in, an invoice's its amount once minted.
+func (s *Service) inWallet(txn *kv.Txn, d Deposit) (int64, error) {
+	if d.Kind == DepositEcash {
+		r, err := s.tr.ReceiptIn(txn, d.ID)
+		return r.AmountSats, err
+	}
+	if minted, err := s.tr.Minted(txn, d.MintQuoteID); err != nil || !minted {
+		return 0, err
+	}
+	return d.AmountSats, nil
 }
 
 // paidNotBooked counts the unsettled claims whose payout the wallet has

@@ -603,6 +603,22 @@ func TestLateRequest(t *testing.T) {
 	}
 }
 
+// meltQuote is w's melt quote for an invoice of sats of a new user's at
+// mint m.
+func meltQuote(t *testing.T, m mintUnderTest, w *ecash.Wallet, sats uint64) ecash.MeltQuote {
+	t.Helper()
+	user := open(t, m.url, "")
+	q, err := user.w.RequestMint(ctxT(t), sats)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mq, err := w.MeltQuote(ctxT(t), q.Request)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mq
+}
+
 // TestLateSplit: the swap that makes exact proofs for a melt (gonuts
 // returns no change) reaches the mint after Melt gave up on it. The melt
 // never began; once the split is settled its fee is booked by the wallet,
@@ -614,15 +630,7 @@ func TestLateSplit(t *testing.T) {
 	tr := &lossy{next: http.DefaultTransport, lose: map[string]int{}, block: map[string]int{}, late: map[string]chan struct{}{}}
 	e := open(t, m.url, "", func(c *ecash.Config) { c.HTTP, c.Timeout = &http.Client{Transport: tr}, 2*time.Second })
 	fund(t, m, e.w, 200)
-	user := open(t, m.url, "")
-	q, err := user.w.RequestMint(ctx, 37)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mq, err := e.w.MeltQuote(ctx, q.Request)
-	if err != nil {
-		t.Fatal(err)
-	}
+	mq := meltQuote(t, m, e.w, 37)
 	release := make(chan struct{})
 	tr.late["/v1/swap"] = release
 	p, err := e.w.Melt(ctx, mq, 0)
@@ -661,15 +669,7 @@ func TestMeltNotSentAfterSplit(t *testing.T) {
 	tr := &lossy{next: http.DefaultTransport, lose: map[string]int{}, block: map[string]int{"/v1/melt/bolt11": 1}, late: map[string]chan struct{}{}}
 	e := open(t, m.url, "", func(c *ecash.Config) { c.HTTP = &http.Client{Transport: tr} })
 	fund(t, m, e.w, 200)
-	user := open(t, m.url, "")
-	q, err := user.w.RequestMint(ctx, 37)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mq, err := e.w.MeltQuote(ctx, q.Request)
-	if err != nil {
-		t.Fatal(err)
-	}
+	mq := meltQuote(t, m, e.w, 37)
 	p, err := e.w.Melt(ctx, mq, 0)
 	if err == nil || p.State == ecash.Paid {
 		t.Fatalf("a melt that never left: %+v %v", p, err)
