@@ -48,7 +48,7 @@ func countPages(t *testing.T, svc *Service) int {
 // changes since a cursor and the status of a key show the paged bans as
 // they showed records.
 func TestPagedBansAreTheFollowersOwn(t *testing.T) {
-	srv, keys := pagedPrimary(t, 25_000)
+	srv, keys := pagedPrimary(t, 2*maxPage+5_000)
 	dir := t.TempDir()
 	c := testkit.NewClock(time.Unix(1_700_000_000, 0))
 	svc, st := open(t, dir, c)
@@ -56,7 +56,7 @@ func TestPagedBansAreTheFollowersOwn(t *testing.T) {
 	c.Add(10 * time.Second)
 	followUntil(t, svc, srv.URL, c, len(keys))
 	if n := countPages(t, svc); n != 3 {
-		t.Fatalf("%d pages stored, want 3 (pages of 10,000)", n)
+		t.Fatalf("%d pages stored, want 3 (pages of maxPage)", n)
 	}
 	changes, err := svc.Changes(context.Background(), before)
 	if err != nil || len(changes.Added) != len(keys) {
@@ -112,7 +112,7 @@ func TestNewListReplacesThePages(t *testing.T) {
 	svc, st := open(t, dir, c)
 	followUntil(t, svc, old.URL, c, len(keysA))
 	c.Add(time.Second)
-	srv, keysB := pagedPrimaryOf(t, hashKeys(10_000, 12_000)) // 5,000 keys in both
+	srv, keysB := pagedPrimaryOf(t, hashKeys(10_000, maxPage+2_000)) // 5,000 keys in both
 	followUntil(t, svc, srv.URL, c, len(keysB))
 	if n := countPages(t, svc); n != 2 {
 		t.Fatalf("%d pages stored, want the new list's 2", n)
@@ -205,7 +205,7 @@ func pageIDs(t *testing.T, svc *Service) []string {
 // A restart takes the primary's whole list again: pages it holds as they
 // are are not written again, so a restart costs reads, not a rewrite.
 func TestRestartWritesNoSamePage(t *testing.T) {
-	srv, keys := pagedPrimary(t, 25_000)
+	srv, keys := pagedPrimary(t, 2*maxPage+5_000)
 	dir := t.TempDir()
 	c := testkit.NewClock(time.Unix(1_700_000_000, 0))
 	svc, st := open(t, dir, c)
