@@ -67,6 +67,10 @@ func (s *Service) Follow(ctx context.Context) {
 	policies.Follow(ctx, s.primary, m, policies.SyncOptions{Interval: cmp.Or(s.followEvery, followInterval), Timeout: followTimeout,
 		Client: outbound.Client(followTimeout), Log: s.log, Health: &s.following, Now: s.now})
 	m.writePending(s.now(), true) // of a whole list cut short: kept, as a kill would not
+	if s.restoreGC != nil {
+		s.restoreGC()
+		s.restoreGC = nil
+	}
 }
 
 // mirror applies a primary's list to the service (policies.Mirror).

@@ -95,8 +95,9 @@ func (d *DB) mappings() ([]mapping, error) {
 // badger writes a value over its threshold (1 MiB) through a shared map of
 // the value log and keeps the log mapped, so what a writer of such values
 // (a follower mirroring its primary's list in pages) wrote stays resident
-// and counts in its RSS, 32 MiB at a million bans. Synced first, the pages
-// are clean, which MADV_PAGEOUT reclaims (it leaves dirty ones); see
+// and counts in its RSS, 32 MiB at a million bans. The logs are synced
+// first so that no page is left dirty for the kernel to skip (6.18
+// reclaimed dirty ones too, but reclaim need not write them back); see
 // ReleasePages for why it is MADV_PAGEOUT. A value read again later is
 // read from the disk, or the page cache.
 func (d *DB) ReleaseValueLogs() error {
