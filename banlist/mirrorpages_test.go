@@ -14,6 +14,7 @@ import (
 
 	"github.com/outpost-relay/outpost/internal/storage/kv"
 	"github.com/outpost-relay/outpost/internal/testkit"
+	"github.com/outpost-relay/outpost/policies"
 )
 
 // followUntil runs svc's mirror of primary until it holds want bans.
@@ -253,5 +254,20 @@ func TestChangedPagesDoNotPileUp(t *testing.T) {
 	defer st.Close()
 	if n := svc.List().ActiveBans(c.Now().Unix()); n != len(keys) {
 		t.Fatalf("after the restarts %d bans, want %d", n, len(keys))
+	}
+}
+
+// A full page is over badger's value threshold (1 MiB, the most it
+// allows) at its smallest (one reason, no expiry), so badger writes it to
+// the value log, not through its memtables and table builders
+// (maxPage).
+func TestFullPageGoesToTheValueLog(t *testing.T) {
+	keys := hashKeys(0, maxPage)
+	bans := make([]policies.Ban, len(keys))
+	for i, k := range keys {
+		bans[i] = policies.Ban{PubKey: k, Reason: "spam wave"}
+	}
+	if n := len(encodePage(bans)); n < 1<<20 {
+		t.Fatalf("a full page is %d bytes: under badger's value threshold of 1 MiB", n)
 	}
 }
