@@ -160,6 +160,13 @@ func (s *Service) loadPages(txn *kv.Txn, now int64) (int, error) {
 	batch := make([]policies.Ban, 0, maxPage)
 	read := 0
 	for it.Rewind(); it.ValidForPrefix(prefix); it.Next() {
+		if read == 0 {
+			// As while a whole list is taken (followGC): what stays is
+			// the snapshot's keys; each page's decoding is garbage.
+			defer followGC()()
+		} else {
+			s.releasePages() // the pages read so far
+		}
 		// Ids made from now on follow every page's, whatever the clock
 		// says: the pages' order is the order they are applied in.
 		if at := binary.BigEndian.Uint64(it.Item().Key()[len(prefix):]); at > s.lastID.Load() {
