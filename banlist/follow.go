@@ -8,6 +8,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/outpost-relay/outpost"
@@ -148,16 +149,39 @@ func (m mirror) BeginBans() {
 // about 1.4 s more CPU than at 100 (4.9 s against 3.4 s).
 const followGCPercent = 10
 
+// gcTight counts the followGCs not yet put back, and what the collector
+// was before the first: the setting is the process's, and its loads and
+// syncs (several services in one test binary) may overlap.
+var gcTight struct {
+	sync.Mutex
+	n, was int
+}
+
 // followGC sets the collector to followGCPercent until the returned func,
-// which puts it back and returns the garbage's memory to the system.
+// which puts it back (once every followGC has been) and returns the
+// garbage's memory to the system.
 func followGC() (restore func()) {
 	if os.Getenv("GOGC") != "" {
 		return func() {}
 	}
-	was := debug.SetGCPercent(followGCPercent)
+	gcTight.Lock()
+	if gcTight.n++; gcTight.n == 1 {
+		gcTight.was = debug.SetGCPercent(followGCPercent)
+	}
+	gcTight.Unlock()
+	var once sync.Once
 	return func() {
-		debug.SetGCPercent(was)
-		debug.FreeOSMemory()
+		once.Do(func() {
+			gcTight.Lock()
+			last := gcTight.n == 1
+			if gcTight.n--; last {
+				debug.SetGCPercent(gcTight.was)
+			}
+			gcTight.Unlock()
+			if last {
+				debug.FreeOSMemory()
+			}
+		})
 	}
 }
 

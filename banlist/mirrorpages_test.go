@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"runtime/debug"
 	"slices"
 	"sync/atomic"
 	"testing"
@@ -269,5 +270,25 @@ func TestFullPageGoesToTheValueLog(t *testing.T) {
 	}
 	if n := len(encodePage(bans)); n < 1<<20 {
 		t.Fatalf("a full page is %d bytes: under badger's value threshold of 1 MiB", n)
+	}
+}
+
+// followGC tightens the collector while any of its callers needs it, and
+// puts back what it was once the last is done, however they overlap.
+func TestFollowGCOverlapping(t *testing.T) {
+	t.Setenv("GOGC", "")
+	was := debug.SetGCPercent(77)
+	defer debug.SetGCPercent(was)
+	gogc := func() int { p := debug.SetGCPercent(-1); debug.SetGCPercent(p); return p }
+	first := followGC()
+	second := followGC()
+	first()
+	first() // a second call does nothing
+	if p := gogc(); p != followGCPercent {
+		t.Fatalf("GOGC %d while a second load still runs, want %d", p, followGCPercent)
+	}
+	second()
+	if p := gogc(); p != 77 {
+		t.Fatalf("GOGC %d after both, want 77 as before", p)
 	}
 }
