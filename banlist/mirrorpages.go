@@ -40,9 +40,9 @@ const pageFormat = 1
 // sync peaked at 156–174 MiB anonymous; with the pages in the value log
 // 115 MiB, and 65 MiB at followGC's GOGC. A txn counts a value in the
 // value log as its pointer, so a page stays well within one transaction.
-// The price is disk: outpost runs no value-log GC, so the pages a list
-// taken anew or rewritten (pagesBloated) deletes stay in the value log,
-// about 34 bytes a ban each time.
+// The pages a list taken anew or rewritten (pagesBloated) deletes stay in
+// the value log, about 34 bytes a ban each time, until the store collects
+// it (kv's collectValueLogs).
 const maxPage = 32_768
 
 func pageKey(id []byte) []byte { return kv.Key(kv.PrefixBanlist, kindMirrorPage, id) }
