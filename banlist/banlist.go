@@ -114,6 +114,8 @@ type Service struct {
 	following   policies.SyncHealth // of the mirror (Follow)
 	resyncFrom  []byte              // the page id from which the whole list being taken is (Follow's goroutine only)
 	resyncWhole bool                // and it has written every page of its own so far
+	pending     []policies.Ban      // of the whole list being taken, not yet written: less than a page (Follow's goroutine only)
+	restoreGC   func()              // puts the collector back after a whole list is taken (followGC)
 	paged       atomic.Int64        // bans stored in pages, superseded ones too (mirrorpages.go)
 	pagedBefore int64               // of them, those stored before the whole list being taken
 	publishing  func() []PublishCheck
@@ -183,6 +185,9 @@ func (s *Service) load() error {
 			return err
 		}
 		s.paged.Store(int64(paged))
+		if paged > 0 {
+			defer s.releasePages() // once the view is done with them
+		}
 		if _, err := s.loadBans(txn, now, paged > 0); err != nil {
 			return err
 		}

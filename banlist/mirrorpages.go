@@ -30,9 +30,20 @@ import (
 // pageFormat is the first byte of a page's value.
 const pageFormat = 1
 
-// maxPage bounds the bans of one page record (about 340 KB): well within
-// one transaction.
-const maxPage = 10_000
+// maxPage is the bans of a full page record: 32,768 at 34 bytes or more
+// each make over 1 MiB, badger's value threshold (the most it allows), so
+// a full page goes to badger's value log and its tree holds a pointer.
+// Pages of 10,000 (340 KB) went through badger's memtables, the table
+// builders of their flushes and compactions (which grow a block holding a
+// big value by doubling it, about 1 MB a page: 104 MB of builders live in
+// a heap profile), and the tables: at a million bans a follower's first
+// sync peaked at 156–174 MiB anonymous; with the pages in the value log
+// 115 MiB, and 65 MiB at followGC's GOGC. A txn counts a value in the
+// value log as its pointer, so a page stays well within one transaction.
+// The pages a list taken anew or rewritten (pagesBloated) deletes stay in
+// the value log, about 34 bytes a ban each time, until the store collects
+// it (kv's collectValueLogs).
+const maxPage = 32_768
 
 func pageKey(id []byte) []byte { return kv.Key(kv.PrefixBanlist, kindMirrorPage, id) }
 
@@ -146,11 +157,19 @@ func putPage(txn *kv.Txn, id []byte, bans []policies.Ban) error {
 // the snapshot, and returns how many it read.
 func (s *Service) loadPages(txn *kv.Txn, now int64) (int, error) {
 	prefix := []byte{kv.PrefixBanlist, kindMirrorPage}
-	it := txn.NewIterator(kv.IteratorOptions{Prefix: prefix}) // values read one at a time: 64 pages read ahead would be 22 MB
+	it := txn.NewIterator(kv.IteratorOptions{Prefix: prefix}) // values read one at a time: 64 pages read ahead would be 70 MB
 	defer it.Close()
-	batch := make([]policies.Ban, 0, maxPage)
+	var batch []policies.Ban // made at the first page
 	read := 0
 	for it.Rewind(); it.ValidForPrefix(prefix); it.Next() {
+		if batch == nil {
+			batch = make([]policies.Ban, 0, maxPage)
+			// As while a whole list is taken (followGC): what stays is
+			// the snapshot's keys; each page's decoding is garbage.
+			defer followGC()()
+		} else {
+			s.releasePages() // the pages read so far
+		}
 		// Ids made from now on follow every page's, whatever the clock
 		// says: the pages' order is the order they are applied in.
 		if at := binary.BigEndian.Uint64(it.Item().Key()[len(prefix):]); at > s.lastID.Load() {
@@ -173,10 +192,19 @@ func (s *Service) loadPages(txn *kv.Txn, now int64) (int, error) {
 	return read, nil
 }
 
+// releasePages gives back the pages of the value log, where full pages
+// are (maxPage), that this process wrote or read: else a follower's RSS
+// holds them, though the snapshot is what it reads.
+func (s *Service) releasePages() {
+	if err := s.db.ReleaseValueLogs(); err != nil {
+		s.log.Debug("ban list: the value log's pages not given back", "err", err)
+	}
+}
+
 // pagesSince calls f with every key of the pages written since from.
 func pagesSince(txn *kv.Txn, from time.Time, f func(pk string)) error {
 	prefix := []byte{kv.PrefixBanlist, kindMirrorPage}
-	it := txn.NewIterator(kv.IteratorOptions{Prefix: prefix}) // values read one at a time: 64 pages read ahead would be 22 MB
+	it := txn.NewIterator(kv.IteratorOptions{Prefix: prefix}) // values read one at a time: 64 pages read ahead would be 70 MB
 	defer it.Close()
 	for it.Seek(pageKey(kv.U64(uint64(from.UnixNano())))); it.ValidForPrefix(prefix); it.Next() {
 		err := it.Item().Value(func(v []byte) error {

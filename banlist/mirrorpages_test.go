@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"runtime/debug"
 	"slices"
 	"sync/atomic"
 	"testing"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/outpost-relay/outpost/internal/storage/kv"
 	"github.com/outpost-relay/outpost/internal/testkit"
+	"github.com/outpost-relay/outpost/policies"
 )
 
 // followUntil runs svc's mirror of primary until it holds want bans.
@@ -48,7 +50,7 @@ func countPages(t *testing.T, svc *Service) int {
 // changes since a cursor and the status of a key show the paged bans as
 // they showed records.
 func TestPagedBansAreTheFollowersOwn(t *testing.T) {
-	srv, keys := pagedPrimary(t, 25_000)
+	srv, keys := pagedPrimary(t, 2*maxPage+5_000)
 	dir := t.TempDir()
 	c := testkit.NewClock(time.Unix(1_700_000_000, 0))
 	svc, st := open(t, dir, c)
@@ -56,7 +58,7 @@ func TestPagedBansAreTheFollowersOwn(t *testing.T) {
 	c.Add(10 * time.Second)
 	followUntil(t, svc, srv.URL, c, len(keys))
 	if n := countPages(t, svc); n != 3 {
-		t.Fatalf("%d pages stored, want 3 (pages of 10,000)", n)
+		t.Fatalf("%d pages stored, want 3 (pages of maxPage)", n)
 	}
 	changes, err := svc.Changes(context.Background(), before)
 	if err != nil || len(changes.Added) != len(keys) {
@@ -112,7 +114,7 @@ func TestNewListReplacesThePages(t *testing.T) {
 	svc, st := open(t, dir, c)
 	followUntil(t, svc, old.URL, c, len(keysA))
 	c.Add(time.Second)
-	srv, keysB := pagedPrimaryOf(t, hashKeys(10_000, 12_000)) // 5,000 keys in both
+	srv, keysB := pagedPrimaryOf(t, hashKeys(10_000, maxPage+2_000)) // 5,000 keys in both
 	followUntil(t, svc, srv.URL, c, len(keysB))
 	if n := countPages(t, svc); n != 2 {
 		t.Fatalf("%d pages stored, want the new list's 2", n)
@@ -205,7 +207,7 @@ func pageIDs(t *testing.T, svc *Service) []string {
 // A restart takes the primary's whole list again: pages it holds as they
 // are are not written again, so a restart costs reads, not a rewrite.
 func TestRestartWritesNoSamePage(t *testing.T) {
-	srv, keys := pagedPrimary(t, 25_000)
+	srv, keys := pagedPrimary(t, 2*maxPage+5_000)
 	dir := t.TempDir()
 	c := testkit.NewClock(time.Unix(1_700_000_000, 0))
 	svc, st := open(t, dir, c)
@@ -253,5 +255,40 @@ func TestChangedPagesDoNotPileUp(t *testing.T) {
 	defer st.Close()
 	if n := svc.List().ActiveBans(c.Now().Unix()); n != len(keys) {
 		t.Fatalf("after the restarts %d bans, want %d", n, len(keys))
+	}
+}
+
+// A full page is over badger's value threshold (1 MiB, the most it
+// allows) at its smallest (one reason, no expiry), so badger writes it to
+// the value log, not through its memtables and table builders
+// (maxPage).
+func TestFullPageGoesToTheValueLog(t *testing.T) {
+	keys := hashKeys(0, maxPage)
+	bans := make([]policies.Ban, len(keys))
+	for i, k := range keys {
+		bans[i] = policies.Ban{PubKey: k, Reason: "spam wave"}
+	}
+	if n := len(encodePage(bans)); n < 1<<20 {
+		t.Fatalf("a full page is %d bytes: under badger's value threshold of 1 MiB", n)
+	}
+}
+
+// followGC tightens the collector while any of its callers needs it, and
+// puts back what it was once the last is done, however they overlap.
+func TestFollowGCOverlapping(t *testing.T) {
+	t.Setenv("GOGC", "")
+	was := debug.SetGCPercent(77)
+	defer debug.SetGCPercent(was)
+	gogc := func() int { p := debug.SetGCPercent(-1); debug.SetGCPercent(p); return p }
+	first := followGC()
+	second := followGC()
+	first()
+	first() // a second call does nothing
+	if p := gogc(); p != followGCPercent {
+		t.Fatalf("GOGC %d while a second load still runs, want %d", p, followGCPercent)
+	}
+	second()
+	if p := gogc(); p != 77 {
+		t.Fatalf("GOGC %d after both, want 77 as before", p)
 	}
 }

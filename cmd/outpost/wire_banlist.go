@@ -39,8 +39,10 @@ func wireBanlist(ctx context.Context, d deps) (*component, error) {
 		Routes:      banlistapi.Routes(banlistapi.Config{Settings: d.cfg.BanlistAPI, Service: bl, Log: log, Trust: d.wot}),
 		PassBlocked: banlistapi.PassBlocked(bl, d.cfg.BanlistMount),
 	}}
-	// The list as signed NIP-51 events, on our relay and the publish relays.
-	events := &pub.BanList{List: d.banList, Events: d.store.Events, Sink: d.sink, SecretKey: d.secretKey, Log: log, Offer: d.offer}
+	// The list as signed NIP-51 events, on our relay and the publish relays
+	// (a followed list is the primary's to publish).
+	events := &pub.BanList{List: d.banList, Events: d.store.Events, Sink: d.sink, SecretKey: d.secretKey, Log: log, Offer: d.offer,
+		Mirror: bl.Following() != ""}
 	c.jobs = append(c.jobs, events.Run)
 	if p := bl.Following(); p != "" {
 		log.Info("banlist: mirroring the primary's bans and blocked words; changes to them are made there", "primary", p)

@@ -27,7 +27,7 @@ import (
 // make by the ten thousand.
 var bulkKeys = func() []string {
 	var out []string
-	for i := 1; len(out) < 2*banlist.MaxBatch+10; i++ {
+	for i := 1; len(out) < 4*banlist.MaxBatch+10; i++ {
 		if k, err := pubkey.Parse(fmt.Sprintf("%064x", i)); err == nil {
 			out = append(out, k)
 		}
@@ -186,9 +186,11 @@ func TestBlockedPages(t *testing.T) {
 // TestFollowerTakesTheListInBatches: a follower's first sync of a long
 // list fetches it in pages and writes it in batches, each audited once.
 // (Before, each of its bans was a transaction and an audit entry of its own.)
+// Its pages hold 32,768 bans (over badger's value threshold; banlist's
+// maxPage), more than a primary's page of 10,000: 40,000 bans are two.
 func TestFollowerTakesTheListInBatches(t *testing.T) {
 	primary := newEnv(t, options{})
-	const n = 12_000
+	const n = 40_000
 	for lo := 0; lo < n; lo += banlist.MaxBatch {
 		wantStatus(t, primary.api.Do("POST", "/admin/bans", ndjson(lo, min(banlist.MaxBatch, n-lo), ""),
 			"Authorization", "Bearer "+adminKey, "Content-Type", "application/x-ndjson"), 200, "")

@@ -247,49 +247,6 @@ func TestRoundsArePaced(t *testing.T) {
 	}
 }
 
-// While a whole list is taken page by page (a follower's first sync), the
-// publisher waits for it to be all in and then publishes its pages once.
-// (Before, every page taken made it copy the list and sign its pages anew:
-// most of a follower's CPU and memory as it took a million bans.)
-func TestNothingPublishedMidResync(t *testing.T) {
-	st := storetest.Open(t, storetest.Options{})
-	list := policies.NewBanList()
-	list.BeginBans()
-	s := &sinkLog{st: st.Events}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	// The publisher reads its clock once a round: counting the reads, the
-	// test knows it looked at the list, with no sleep.
-	var rounds atomic.Int64
-	waitRounds := func(n int64, what string) {
-		at := rounds.Load()
-		testkit.WaitFor(t, 10*time.Second, what, func() bool { return rounds.Load() >= at+n })
-	}
-	b := &BanList{List: list, Events: st.Events, Sink: s.sink, SecretKey: nostr.GeneratePrivateKey(), Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Every: 5 * time.Millisecond,
-		Now: func() time.Time { rounds.Add(1); return time.Now() }}
-	go func() { b.Run(ctx); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
-	for range 5 {
-		page := make([]policies.Ban, 200)
-		for i := range page {
-			page[i] = policies.Ban{PubKey: randomKey(""), Reason: "spam"}
-		}
-		list.PutBans(page)
-		waitRounds(3, "three rounds of the publisher with the list half taken")
-	}
-	if n := s.count(); n != 0 {
-		t.Fatalf("%d events published while the list was half taken", n)
-	}
-	list.EndBans()
-	sorted, _ := list.Bans(0)
-	all := len(BanPages(sorted)) + len(WordPages(nil))
-	testkit.WaitFor(t, 10*time.Second, "the list's pages published once it is in", func() bool { return s.count() >= all })
-	waitRounds(3, "three rounds after")
-	if n := s.count(); n != all {
-		t.Fatalf("%d events for %d pages", n, all)
-	}
-}
-
 // TestWaveRoundsRestLonger: a full round (maxParts parts) of parts
 // published before is a wave's and rests waveRest times its length; a
 // list's first publication, a round with a part new to it, and a lone
@@ -341,5 +298,70 @@ func TestWaveRoundsRestLonger(t *testing.T) {
 	}
 	if restAfter(0, true) != waveRest || restAfter(0, false) != restFactor || restAfter(-1, true) != -1 {
 		t.Error("restAfter: a wave's round rests waveRest times, others restFactor, a set Rest wins")
+	}
+}
+
+// TestMirrorPublishesNoneOfTheList: a followed list is its primary's to
+// publish. A follower's publisher signs none of its pages, and a node that
+// published its own list before it followed another empties those pages
+// once, so no stale list stands under its key.
+func TestMirrorPublishesNoneOfTheList(t *testing.T) {
+	st := storetest.Open(t, storetest.Options{})
+	list := policies.NewBanList()
+	var bans []policies.Ban
+	for range 2000 {
+		bans = append(bans, policies.Ban{PubKey: randomKey(""), Reason: "spam"})
+	}
+	list.SetBans(bans)
+	list.SetWords([]string{"buy followers"})
+	sk := nostr.GeneratePrivateKey()
+	var rounds atomic.Int64
+	run := func(s *sinkLog, mirror bool) (stop func()) {
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		b := &BanList{List: list, Events: st.Events, Sink: s.sink, SecretKey: sk, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+			Every: 5 * time.Millisecond, Rest: -1, Mirror: mirror, Now: func() time.Time { rounds.Add(1); return time.Now() }}
+		go func() { b.Run(ctx); close(done) }()
+		return func() { cancel(); <-done }
+	}
+	// 256 parts at 16 a round: 16 rounds see every part once, 40 twice.
+	waitRounds := func(what string) {
+		at := rounds.Load()
+		testkit.WaitFor(t, 10*time.Second, what, func() bool { return rounds.Load() >= at+40 })
+	}
+
+	none := &sinkLog{st: storetest.Open(t, storetest.Options{}).Events}
+	stop := run(none, true)
+	waitRounds("every part of a new follower's list looked at twice")
+	stop()
+	if n := none.count(); n != 0 {
+		t.Fatalf("a new follower published %d events of the list it follows", n)
+	}
+
+	own := &sinkLog{st: st.Events}
+	stop = run(own, false)
+	sorted, _ := list.Bans(0)
+	all := len(BanPages(sorted)) + len(WordPages(list.Words()))
+	testkit.WaitFor(t, 30*time.Second, "the node's own list published", func() bool { return own.count() == all })
+	stop()
+
+	emptied := &sinkLog{st: st.Events}
+	stop = run(emptied, true)
+	waitRounds("every part looked at twice")
+	list.Ban(policies.Ban{PubKey: randomKey(""), Reason: "a delta of the primary"})
+	list.AddWords("a word of the primary")
+	waitRounds("every part looked at twice after a change")
+	stop()
+	last := map[string]nostr.Tags{}
+	for _, ev := range append(own.evs, emptied.evs...) {
+		last[ev.Tags.GetD()] = ev.Tags
+	}
+	for d, tags := range last {
+		if digest(tags) != digest(emptyPage(d)) {
+			t.Fatalf("page %q stands with %d tags under the key of a node that follows another's list", d, len(tags))
+		}
+	}
+	if n := emptied.count(); n != all {
+		t.Fatalf("the follower signed %d events, want the %d pages of its own list, each once and empty", n, all)
 	}
 }

@@ -32,6 +32,7 @@ type DB struct {
 	warming      chan struct{}      // closed when warmStore has stopped, or at once without it
 	bounding     chan struct{}      // closed when boundRSS has stopped, or at once without it
 	dropping     chan struct{}      // closed when dropWritten has stopped, or at once without it
+	collecting   chan struct{}      // closed when collectValueLogs has stopped
 	dropsWritten bool               // dropWritten runs (see ReleasePages)
 	reserve      *reserve           // the disk reserve, nil without MinFreeSpace (see reserve.go)
 
@@ -84,7 +85,7 @@ func (s Settings) Open(dataDir string, log *slog.Logger) (_ *DB, err error) {
 	go space.Run(ctx, checkEvery)
 	watching := make(chan struct{})
 	go watch(ctx, path, g, res, watching)
-	d := &DB{db: db, gate: g, stop: stop, watching: watching, dir: realPath(path), warming: make(chan struct{}), bounding: make(chan struct{}), dropping: make(chan struct{}), reserve: res}
+	d := &DB{db: db, gate: g, stop: stop, watching: watching, dir: realPath(path), warming: make(chan struct{}), bounding: make(chan struct{}), dropping: make(chan struct{}), collecting: make(chan struct{}), reserve: res}
 	d.keepOpened()
 	if s.WarmStore {
 		plan := d.planWarm(s.warmBudget())
@@ -111,6 +112,10 @@ func (s Settings) Open(dataDir string, log *slog.Logger) (_ *DB, err error) {
 	} else {
 		close(d.dropping)
 	}
+	go func() {
+		defer close(d.collecting)
+		d.collectValueLogs(ctx, cmp.Or(s.vlogGCEvery, vlogGCEvery), log.With("component", "badger"))
+	}()
 	return d, nil
 }
 
@@ -125,7 +130,7 @@ func OpenInMemory() (*DB, error) {
 	}
 	stopped := make(chan struct{}) // nothing watches or warms a database in memory
 	close(stopped)
-	return &DB{db: db, stop: func() {}, watching: stopped, warming: stopped, bounding: stopped, dropping: stopped}, nil
+	return &DB{db: db, stop: func() {}, watching: stopped, warming: stopped, bounding: stopped, dropping: stopped, collecting: stopped}, nil
 }
 
 // memTableSize is badger's memtable: 16 MiB instead of its default 64 MiB.
@@ -242,6 +247,7 @@ func (d *DB) Close() error {
 	<-d.warming
 	<-d.bounding // badger's Close unmaps its tables, whatever an iterator holds
 	<-d.dropping
+	<-d.collecting
 	if d.gate.space != nil {
 		d.gate.space.Close()
 	}

@@ -89,3 +89,36 @@ func (d *DB) mappings() ([]mapping, error) {
 	}
 	return sharedMappings(maps, d.dir), nil
 }
+
+// ReleaseValueLogs writes badger's value logs to disk and asks the kernel
+// to reclaim their pages from outpost's mappings, every time it is called:
+// badger writes a value over its threshold (1 MiB) through a shared map of
+// the value log and keeps the log mapped, so what a writer of such values
+// (a follower mirroring its primary's list in pages) wrote stays resident
+// and counts in its RSS, 32 MiB at a million bans. The logs are synced
+// first so that no page is left dirty for the kernel to skip (6.18
+// reclaimed dirty ones too, but reclaim need not write them back); see
+// ReleasePages for why it is MADV_PAGEOUT. A value read again later is
+// read from the disk, or the page cache.
+func (d *DB) ReleaseValueLogs() error {
+	if d.dir == "" {
+		return nil // in memory, or its directory is unknown
+	}
+	if err := d.db.Sync(); err != nil {
+		return err
+	}
+	mapped, err := d.mappings()
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, m := range mapped {
+		if !strings.HasSuffix(m.path, ".vlog") {
+			continue
+		}
+		if _, _, e := unix.Syscall(unix.SYS_MADVISE, m.start, m.end-m.start, unix.MADV_PAGEOUT); e != 0 && e != unix.ENOMEM {
+			errs = append(errs, e) // ENOMEM: badger unmapped it meanwhile
+		}
+	}
+	return errors.Join(errs...)
+}

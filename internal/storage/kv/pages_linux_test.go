@@ -124,6 +124,72 @@ func TestReleasePages(t *testing.T) {
 	}
 }
 
+// Values over badger's threshold (1 MiB) are written to the value log
+// through its mapping; ReleaseValueLogs gives back what is resident of
+// it, every time it is called, and every value reads back the same.
+func TestReleaseValueLogs(t *testing.T) {
+	dir := t.TempDir()
+	var fs unix.Statfs_t
+	if err := unix.Statfs(dir, &fs); err != nil {
+		t.Fatal(err)
+	}
+	if fs.Type == unix.TMPFS_MAGIC {
+		t.Skip("skipped: the temp dir is on tmpfs, whose pages the kernel keeps without swap")
+	}
+	s, err := DefaultSettings().Open(dir, quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	big := func(i int) []byte {
+		v := make([]byte, 3<<19) // 1.5 MiB
+		rand.NewChaCha8([32]byte{byte(i), 'v'}).Read(v)
+		return v
+	}
+	resident := func() (n int64) {
+		for _, b := range residentOf(t, s.dir, ".vlog") {
+			n += b
+		}
+		return n
+	}
+	for round := range 2 { // given back again after more is written
+		for i := range 6 {
+			if err := s.Update(func(txn *Txn) error { return txn.Set(Key(PrefixRelay, 2, U64(uint64(6*round+i))), big(6*round+i)) }); err != nil {
+				t.Fatal(err)
+			}
+		}
+		before := resident()
+		if before < 8<<20 {
+			t.Fatalf("only %d bytes of the value log resident after writing 9 MiB to it: nothing to test", before)
+		}
+		if err := s.ReleaseValueLogs(); err != nil {
+			t.Fatal(err)
+		}
+		if after := resident(); after > before/4 {
+			t.Errorf("round %d: value log resident: %d bytes before, %d after; want most given back", round, before, after)
+		}
+	}
+	if err := s.View(func(txn *Txn) error {
+		for i := range 12 {
+			item, err := txn.Get(Key(PrefixRelay, 2, U64(uint64(i))))
+			if err != nil {
+				return fmt.Errorf("value %d: %w", i, err)
+			}
+			if err := item.Value(func(v []byte) error {
+				if !bytes.Equal(v, big(i)) {
+					return fmt.Errorf("value %d changed", i)
+				}
+				return nil
+			}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // The tables a store had when it opened are never given back: only what
 // this process wrote since.
 func TestReleasePagesLeavesTheStoreAsOpened(t *testing.T) {
@@ -199,6 +265,12 @@ func residentTables(t *testing.T, dir string) int64 {
 // residentByMapping is residentTables by mapping (address range and file).
 func residentByMapping(t *testing.T, dir string) map[string]int64 {
 	t.Helper()
+	return residentOf(t, dir, ".sst")
+}
+
+// residentOf is residentByMapping of the files under dir named *suffix.
+func residentOf(t *testing.T, dir, suffix string) map[string]int64 {
+	t.Helper()
 	smaps, err := os.ReadFile("/proc/self/smaps")
 	if err != nil {
 		t.Fatal(err)
@@ -211,7 +283,7 @@ func residentByMapping(t *testing.T, dir string) map[string]int64 {
 		switch {
 		case len(f) >= 6 && strings.Contains(f[0], "-"):
 			table = ""
-			if strings.HasPrefix(f[5], dir+"/") && strings.HasSuffix(f[5], ".sst") {
+			if strings.HasPrefix(f[5], dir+"/") && strings.HasSuffix(f[5], suffix) {
 				table = f[0] + " " + f[5]
 			}
 		case len(f) >= 5 && strings.Contains(f[0], "-"):

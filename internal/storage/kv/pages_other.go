@@ -7,3 +7,6 @@ package kv
 func (d *DB) ReleasePages() (int64, error) { return 0, nil }
 
 func (d *DB) keepOpened() {}
+
+// ReleaseValueLogs does nothing, as ReleasePages.
+func (d *DB) ReleaseValueLogs() error { return nil }

@@ -70,8 +70,9 @@ type Settings struct {
 	// none); WarmStore reads a quarter of it at most. cmd/outpost finds it.
 	Container settings.Bytes
 
-	memTable    int64 // badger's memtable size (0: memTableSize); only BenchmarkIngest changes it
-	keepWritten bool  // leave the tables badger writes mapped (see dropWritten); only tests set it
+	memTable    int64         // badger's memtable size (0: memTableSize); only BenchmarkIngest changes it
+	keepWritten bool          // leave the tables badger writes mapped (see dropWritten); only tests set it
+	vlogGCEvery time.Duration // how often the value logs are collected (0: vlogGCEvery); only tests set it
 }
 
 // DefaultSettings keep 256 MiB free: more than twice what badger may write
