@@ -54,7 +54,10 @@ func newLocal(t *testing.T, seed string, relays []string, budget contacts.Settin
 		}
 	})
 	budget.Relays = relays
-	f := contacts.New(contacts.Config{Settings: budget, Authors: l.w.Walked, Log: quiet, Timeout: 2 * time.Second,
+	// Reconnects 50 ms apart at first, not 1 s: a test of a relay that
+	// hangs up waits for the reconnect. A relay that sends no end of stored
+	// events is given up on after 1 s.
+	f := contacts.New(contacts.Config{Settings: budget, Authors: l.w.Walked, Log: quiet, Timeout: time.Second, MinBackoff: 50 * time.Millisecond,
 		Ingest: func(ctx context.Context, ev *nostr.Event) (bool, string) {
 			l.ingested.Add(1)
 			return l.rl.Ingest(ctx, ev)
