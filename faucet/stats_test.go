@@ -17,6 +17,7 @@ import (
 // (TestWalkthrough/deposits saw the balance 700 sats up with no deposit
 // booked once).
 func TestStatsBalanceBetweenMintAndBooking(t *testing.T) {
+	t.Parallel()
 	b := newRig(t, rigOptions{Deposit: 1000})
 	info, err := b.s.DepositInfo(b.ctx, 300)
 	if err != nil {
@@ -65,6 +66,7 @@ func stats(t *testing.T, b *rig) Stats {
 // would be: by the confirm's call (settle, recordNutzap) or, from the
 // wallet's record, by the background job after a restart.
 func TestStatsBalanceBetweenPayoutAndBooking(t *testing.T) {
+	t.Parallel()
 	b := newRig(t, rigOptions{FeePpk: 1000}) // every payout costs fees
 	s, tr, ctx := b.s, b.tr, b.ctx
 	// between checks the books while the wallet has settled a payout the
@@ -183,6 +185,7 @@ func TestStatsBalanceBetweenPayoutAndBooking(t *testing.T) {
 // cut there, the sats were the wallet's with no deposit behind them, for
 // good.)
 func TestTokenDepositBookedFromTheWallet(t *testing.T) {
+	t.Parallel()
 	b := newRig(t, rigOptions{FeePpk: 1000}) // the receive costs a fee
 	alice := minttest.Wallet(t, b.mint.URL)
 	if err := minttest.Fund(b.mint, alice, 100); err != nil {

@@ -118,11 +118,13 @@ func isReset(err error) bool {
 // that is complete before it is not cut.
 func TestBodyInTime(t *testing.T) {
 	t.Parallel()
-	srv := limitsServer(t, httpapi.ServerLimits{BodyTimeout: 2 * time.Second})
+	// A body in three parts 100 ms apart, well inside a 1 s timeout.
+	const timeout = time.Second
+	srv := limitsServer(t, httpapi.ServerLimits{BodyTimeout: timeout})
 	pr, pw := io.Pipe()
 	go func() {
 		for _, part := range []string{`{"a"`, `:1,`, `"b":2}`} {
-			time.Sleep(200 * time.Millisecond) // a slow client: net/http's deadlines are on the wall clock
+			time.Sleep(100 * time.Millisecond) // a slow client: net/http's deadlines are on the wall clock
 			pw.Write([]byte(part))
 		}
 		pw.Close()
@@ -141,7 +143,7 @@ func TestBodyInTime(t *testing.T) {
 	}
 	// Once read, the body's deadline is lifted: the kept-alive connection
 	// serves the next request after the timeout has passed.
-	time.Sleep(2500 * time.Millisecond) // past the body timeout, on the wall clock net/http keeps
+	time.Sleep(timeout + timeout/4) // past the body timeout, on the wall clock net/http keeps
 	req, _ = http.NewRequestWithContext(ctx, "POST", srv.URL+"/svc/echo", strings.NewReader(`{"c":3}`))
 	resp, err = http.DefaultClient.Do(req)
 	if err != nil {
@@ -193,10 +195,10 @@ func TestWebsocketOutlivesServerTimeouts(t *testing.T) {
 	c, _ := relaytest.Dial(t, srv.URL)
 	sk := nostr.GeneratePrivateKey()
 	for i := range 3 {
-		time.Sleep(4 * short) // past every server timeout, on the wall clock net/http keeps
+		time.Sleep(2 * short) // past every server timeout (twice over), on the wall clock net/http keeps
 		ev := relaytest.Sign(t, sk, 1, fmt.Sprint("still here ", i))
 		if err := relaytest.Publish(t, c, ev); err != nil {
-			t.Fatalf("publish %d after %v: %v", i, time.Duration(i+1)*4*short, err)
+			t.Fatalf("publish %d after %v: %v", i, time.Duration(i+1)*2*short, err)
 		}
 	}
 	pub, _ := nostr.GetPublicKey(sk)

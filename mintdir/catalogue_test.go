@@ -17,8 +17,8 @@ func TestFailureModesAreRecordedChecks(t *testing.T) {
 	t.Parallel()
 	// Every check has the usual 2 s: under load a check of a local server
 	// can take longer than a short timeout, and would be recorded as a
-	// timeout whatever the server did. The slow mint never answers, so its
-	// check times out however long the timeout is.
+	// timeout whatever the server did. (A mint that never answers is
+	// TestSlowMintIsATimeoutCheck's, with a short timeout.)
 	e := newEnv(t, Config{})
 	f := newFakeMint(t, "Flaky", pk1)
 	id := e.submit(f.URL)
@@ -42,10 +42,6 @@ func TestFailureModesAreRecordedChecks(t *testing.T) {
 			w.Write(tooLarge)
 			return true
 		}, "body_too_large"},
-		{"slow", func(w http.ResponseWriter, r *http.Request) bool {
-			<-r.Context().Done() // the probe gave up
-			return true
-		}, "timeout"},
 		{"redirect loop", func(w http.ResponseWriter, r *http.Request) bool {
 			http.Redirect(w, r, r.URL.Path, http.StatusFound)
 			return true
@@ -73,6 +69,30 @@ func TestFailureModesAreRecordedChecks(t *testing.T) {
 	checks, _ := e.dir.Checks(e.ctx, e.mint(id), time.Time{}, e.clock.Now().Add(time.Second), 100)
 	if len(checks) != len(tests)+2 || !checks[0].OK || checks[1].OK {
 		t.Fatalf("%d checks stored, want %d, newest first", len(checks), len(tests)+2)
+	}
+}
+
+// TestSlowMintIsATimeoutCheck: a mint that never answers is a failed check
+// of kind timeout. It times out however long the timeout is, so it has a
+// short one of its own rather than waiting out the others' 2 s.
+func TestSlowMintIsATimeoutCheck(t *testing.T) {
+	t.Parallel()
+	var cfg Config
+	cfg.ProbeTimeout = 200 * time.Millisecond
+	e := newEnv(t, cfg)
+	f := newFakeMint(t, "Slow", pk1)
+	f.Misbehave(func(w http.ResponseWriter, r *http.Request) bool {
+		<-r.Context().Done() // the probe gave up
+		return true
+	})
+	id := e.submit(f.URL)
+	m := e.probe(id)
+	checks, err := e.dir.Checks(e.ctx, m, e.clock.Now().Add(-time.Second), e.clock.Now().Add(time.Second), 10)
+	if err != nil || len(checks) != 1 {
+		t.Fatalf("checks: %v %v", checks, err)
+	}
+	if c := checks[0]; c.OK || c.ErrKind != "timeout" || m.LastError != "timeout" {
+		t.Fatalf("check %+v, last error %q; want kind timeout", c, m.LastError)
 	}
 }
 

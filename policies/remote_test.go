@@ -216,6 +216,7 @@ func TestHangAndTrickle(t *testing.T) {
 // hundred; once the target answers, it polls every interval again, and
 // its health is good again.
 func TestBackoff(t *testing.T) {
+	t.Parallel() // other tests' load can only make fewer requests in its second
 	var broken atomic.Bool
 	broken.Store(true)
 	full := `{"pubkeys":[],"cursor":"1","service_pubkey":"aa","epoch":"e"}`

@@ -31,9 +31,9 @@ type env struct {
 	rl      *relay.Relay
 	svc     *banlist.Service
 	list    *policies.BanList
-	admin   string                     // secret key of the NIP-86 admin
-	service string                     // the service's public key
-	calls   map[string]nostr.Timestamp // NIP-86 calls made, and when
+	admin   string          // secret key of the NIP-86 admin
+	service string          // the service's public key
+	calls   map[string]bool // the ids of the NIP-86 calls' auth events
 	st      *store.Store
 }
 

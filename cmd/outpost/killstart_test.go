@@ -24,10 +24,11 @@ import (
 // published over websockets as soon as it serves. After every kill the
 // next start must serve and be healthy, with every note acknowledged with
 // OK true before the kill. killRounds kills take some minutes
-// (docs/operating.md has the figures); -short runs killRoundsShort.
+// (docs/operating.md has the figures); -short runs killRoundsShort: two
+// of each kind, every path once more than the first (about a second each).
 const (
 	killRounds      = 200
-	killRoundsShort = 10
+	killRoundsShort = 4
 	freshWindow     = 500 * time.Millisecond
 	writesWindow    = time.Second
 )

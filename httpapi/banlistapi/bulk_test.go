@@ -50,6 +50,7 @@ func ndjson(first, n int, extra string) string {
 // enforces every ban at once, audits the batch once and refuses what is
 // too much or not allowed.
 func TestBulkBans(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, options{})
 	api := e.api
 	arr := []any{
@@ -106,6 +107,7 @@ func TestBulkBans(t *testing.T) {
 
 // TestBulkWords: POST /admin/words with an array blocks every word in it.
 func TestBulkWords(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, options{})
 	r := e.api.Do("POST", "/admin/words", []string{"rugpull", "free money", "RUGPULL"}, bearer(adminKey)...)
 	wantStatus(t, r, 201, "")
@@ -130,6 +132,7 @@ func TestBulkWords(t *testing.T) {
 // every ban once, and the first page's cursor then gives what changed while
 // paging.
 func TestBlockedPages(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, options{})
 	const n = 2500
 	var body strings.Builder
@@ -189,6 +192,7 @@ func TestBlockedPages(t *testing.T) {
 // Its pages hold 32,768 bans (over badger's value threshold; banlist's
 // maxPage), more than a primary's page of 10,000: 40,000 bans are two.
 func TestFollowerTakesTheListInBatches(t *testing.T) {
+	t.Parallel()
 	primary := newEnv(t, options{})
 	const n = 40_000
 	for lo := 0; lo < n; lo += banlist.MaxBatch {
@@ -214,6 +218,7 @@ func TestFollowerTakesTheListInBatches(t *testing.T) {
 // of its issuer and an end line that counts them, and its cursor gives
 // what changed while it streamed, as the first page's does.
 func TestBlockedStream(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, options{})
 	const n = 2500 // more than a page of the stream
 	wantStatus(t, e.api.Do("POST", "/admin/bans", ndjson(0, n, ""), "Authorization", "Bearer "+adminKey, "Content-Type", "application/x-ndjson"), 200, "")
@@ -282,6 +287,7 @@ func readStream(t *testing.T, r *apitest.Response) (cursor string, keys []string
 // the cached one, with an ETag that changes with the list (a ban, a lapse)
 // and a 304 while it does not.
 func TestWholeListWrittenOut(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, options{})
 	const n = 2100 // more than one page of the writing (1,000)
 	var body strings.Builder
@@ -330,6 +336,7 @@ func TestWholeListWrittenOut(t *testing.T) {
 // the changes since a cursor were one answer however many: a wave of
 // 100,000 bans came as one.)
 func TestChangesInPages(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, options{})
 	var sinceAfter atomic.Int64 // requests for a later page of changes
 	fr := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

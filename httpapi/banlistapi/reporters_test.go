@@ -13,6 +13,7 @@ import (
 // sort=reporter_wot puts the members' first whatever their age: here a
 // stranger reports after a member and an anonymous API report comes last.
 func TestReporterStanding(t *testing.T) {
+	t.Parallel()
 	seedSK, seedPK, _ := newKey()
 	memberSK, memberPK, memberNPub := newKey()
 	strangerSK, _, strangerNPub := newKey()

@@ -3,7 +3,6 @@ package faucetapi_test
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -46,7 +45,12 @@ import (
 var theMint, elsewhere *devmint.Mint
 
 func TestMain(m *testing.M) {
-	flag.Parse() // -short leaves Nutshell out
+	// Three tests at a time under -short (it parses the flags; -short
+	// leaves Nutshell out): the late swaps, the late receive and the stall
+	// wait out the wallet's deadline idle. Not more: their claims share
+	// in-process mints and deadlines, which four at a time on a loaded
+	// machine ran out.
+	testkit.ShortParallel(3)
 	dir, err := os.MkdirTemp("", "faucetapi")
 	if err != nil {
 		panic(err)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -206,10 +205,10 @@ func TestAgainstARealMint(t *testing.T) {
 	e := newEnv(t, true, 100)
 	api := e.api
 	mintDir := t.TempDir()
-	ln, _ := net.Listen("tcp", "127.0.0.1:0")
-	addr := ln.Addr().String()
-	ln.Close()
-	mint := startMint(t, mintDir, addr)
+	// The mint takes a free port itself (a port found free and closed for
+	// it could be taken meanwhile); it starts again on the same one.
+	mint := startMint(t, mintDir, "")
+	addr := strings.TrimPrefix(mint.URL, "http://")
 	var id string
 
 	t.Run("submit", func(t *testing.T) {

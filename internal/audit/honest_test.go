@@ -14,6 +14,7 @@ import (
 // and payee, the books balanced after each round, and the directory's
 // trust part for audits at its maximum, uncapped.
 func TestHonestThreeMints(t *testing.T) {
+	t.Parallel()
 	ms := mints(t, 3)
 	st := openStore(t, t.TempDir())
 	defer st.Close()

@@ -17,6 +17,7 @@ import (
 
 // gonuts' own migrations end at schemaVersion, clean.
 func TestSchemaVersion(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	db, err := sqlite.InitSQLite(dir)
 	if err != nil {
@@ -117,6 +118,7 @@ func spend(t *testing.T, dir string, w *wallet.Wallet, url string) {
 // ("Dirty database version 5. Fix and force version."). It holds nothing,
 // so it is made anew, and the mint works.
 func TestStartAfterKilledMigration(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	migratedDB(t, dir, `UPDATE schema_migrations SET version = 5, dirty = 1`)
 	w, url := fund(t, dir)
@@ -129,6 +131,7 @@ func TestStartAfterKilledMigration(t *testing.T) {
 // A half-migrated database that holds the mint's keys is refused, and left
 // as it was.
 func TestDirtyDatabaseWithKeysIsRefused(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	migratedDB(t, dir, `INSERT INTO seed (id, seed) VALUES ('id', 'ab'); UPDATE schema_migrations SET version = 5, dirty = 1`)
 	refused(t, dir, "half-migrated")
@@ -136,6 +139,7 @@ func TestDirtyDatabaseWithKeysIsRefused(t *testing.T) {
 
 // A file that is no sqlite database is refused, and left as it was.
 func TestUnreadableDatabaseIsRefused(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, dbName), bytes.Repeat([]byte("not a database "), 1000), 0o600); err != nil {
 		t.Fatal(err)
@@ -161,6 +165,7 @@ func refused(t *testing.T, dir, want string) {
 // A database a migration behind (as a newer gonuts would find one) is
 // migrated as a copy, moved into place: the mint keeps its keys.
 func TestDatabaseBehindIsMigrated(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	w, url := fund(t, dir)
 	// Migration 8 undone, by its own down migration.
@@ -176,6 +181,7 @@ func TestDatabaseBehindIsMigrated(t *testing.T) {
 // that wrote it in place, left it empty: the mint takes a port and keeps
 // it.
 func TestEmptyPortFile(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	portFile := filepath.Join(dir, "port")
 	if err := os.WriteFile(portFile, nil, 0o600); err != nil {
@@ -191,6 +197,7 @@ func TestEmptyPortFile(t *testing.T) {
 // A database holding the mint's keys but no migration version is refused,
 // and left as it was.
 func TestDatabaseWithoutVersionIsRefused(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	migratedDB(t, dir, `INSERT INTO seed (id, seed) VALUES ('id', 'ab'); DROP TABLE schema_migrations`)
 	refused(t, dir, "no schema version")

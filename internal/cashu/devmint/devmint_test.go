@@ -19,6 +19,7 @@ import (
 func newWallet(t *testing.T, m *devmint.Mint) *wallet.Wallet { return minttest.Wallet(t, m.URL) }
 
 func TestMintServesOnLoopbackWithRealInfo(t *testing.T) {
+	t.Parallel()
 	m := minttest.Start(t, devmint.Options{Name: "Loopback Mint", Description: "for tests"})
 	if !strings.HasPrefix(m.URL, "http://127.0.0.1:") {
 		t.Fatalf("URL %s is not on 127.0.0.1", m.URL)
@@ -39,6 +40,7 @@ func TestMintServesOnLoopbackWithRealInfo(t *testing.T) {
 }
 
 func TestInvoicesStartUnpaid(t *testing.T) {
+	t.Parallel()
 	m := minttest.Start(t, devmint.Options{})
 	w := newWallet(t, m)
 	q, err := w.RequestMint(100, m.URL)
@@ -57,6 +59,7 @@ func TestInvoicesStartUnpaid(t *testing.T) {
 }
 
 func TestTokensAndMeltsAcrossMints(t *testing.T) {
+	t.Parallel()
 	a, b := minttest.Start(t, devmint.Options{}), minttest.Start(t, devmint.Options{})
 	alice, bob := newWallet(t, a), newWallet(t, b)
 	if err := minttest.Fund(a, alice, 500); err != nil {
@@ -93,6 +96,7 @@ func TestTokensAndMeltsAcrossMints(t *testing.T) {
 }
 
 func TestOutcomeAndRestart(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	m := minttest.Start(t, devmint.Options{Dir: dir})
 	w := newWallet(t, m)
@@ -134,6 +138,7 @@ func TestOutcomeAndRestart(t *testing.T) {
 }
 
 func TestKeptPortTakenIsAnError(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	m := minttest.Start(t, devmint.Options{Dir: dir})
 	// The first mint still holds the port kept in dir.
@@ -147,6 +152,7 @@ func TestKeptPortTakenIsAnError(t *testing.T) {
 // does. The node used to give gonuts an absolute time where it expects
 // seconds from now: quotes expired in the year 2083.
 func TestMintQuoteExpiresInAnHour(t *testing.T) {
+	t.Parallel()
 	m := minttest.Start(t, devmint.Options{})
 	resp, err := http.Post(m.URL+"/v1/mint/quote/bolt11", "application/json", strings.NewReader(`{"amount":100,"unit":"sat"}`))
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 
 // An expired invoice cannot be paid, as on the real network.
 func TestExpiredInvoiceCannotBePaid(t *testing.T) {
+	t.Parallel()
 	nd, err := NewNode("")
 	if err != nil {
 		t.Fatal(err)

@@ -50,6 +50,7 @@ func code(err error) string {
 }
 
 func TestParseAddress(t *testing.T) {
+	t.Parallel()
 	good := map[string]string{
 		"alice@example.com":               "alice@example.com",
 		" Bob.Smith+tip@Pay.Example.org ": "bob.smith+tip@pay.example.org",
@@ -77,6 +78,7 @@ func loopbackClient() *lnurl.Client {
 }
 
 func TestResolveAndInvoice(t *testing.T) {
+	t.Parallel()
 	srv := lnurltest.New(t)
 	addr, _ := lnurl.ParseAddress(srv.Add("alice", signet))
 	c := loopbackClient()
@@ -136,6 +138,7 @@ func TestResolveAndInvoice(t *testing.T) {
 }
 
 func TestHostileServers(t *testing.T) {
+	t.Parallel()
 	handlers := map[string]http.HandlerFunc{
 		"slow": func(w http.ResponseWriter, r *http.Request) {
 			select {
@@ -194,6 +197,7 @@ func TestHostileServers(t *testing.T) {
 // internet is refused before any connection is made, for every range the
 // prober refuses too.
 func TestRefusesNonPublicAddresses(t *testing.T) {
+	t.Parallel()
 	c := lnurl.New(lnurl.Options{Timeout: time.Second})
 	for _, ip := range netguardtest.Blocked {
 		addr, err := lnurl.ParseAddress("alice@" + netguardtest.URLHost(ip))
@@ -210,6 +214,7 @@ func TestRefusesNonPublicAddresses(t *testing.T) {
 }
 
 func TestRefusesPrivateAddresses(t *testing.T) {
+	t.Parallel()
 	srv := lnurltest.New(t)
 	addr, _ := lnurl.ParseAddress(srv.Add("alice", signet))
 	c := lnurl.New(lnurl.Options{AllowHTTP: true, Timeout: time.Second})

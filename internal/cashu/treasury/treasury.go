@@ -7,6 +7,7 @@
 package treasury
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -33,6 +34,9 @@ type Config struct {
 	Log           *slog.Logger
 	Timeout       time.Duration // per request to a mint; default 15 s
 	MeltTimeout   time.Duration // per melt request; default 60 s
+	// ProbeEvery is how often Watch probes the mint, twice as often while
+	// it is unreachable; default 2 s.
+	ProbeEvery time.Duration
 	// AllowNoDLEQ lets the wallet use a mint that does not advertise DLEQ
 	// proofs (NUT-12): its signatures cannot be checked; Status warns.
 	AllowNoDLEQ bool
@@ -256,10 +260,10 @@ func (t *Treasury) probeNow() {
 	}
 }
 
-// Probing: every probeEvery (every second while the mint is unreachable,
-// and at once when a request failed) the mint is asked for its keysets,
-// with probeTimeout, so the state is true within a few seconds whether
-// the faucet is busy or idle.
+// Probing: every Config.ProbeEvery (twice as often while the mint is
+// unreachable, and at once when a request failed) the mint is asked for its
+// keysets, with probeTimeout, so the state is true within a few seconds
+// whether the faucet is busy or idle.
 const (
 	probeEvery   = 2 * time.Second
 	probeTimeout = 3 * time.Second
@@ -271,9 +275,9 @@ const (
 // keysets seen by a probe is loaded at once.
 func (t *Treasury) Watch(ctx context.Context) {
 	for {
-		every := probeEvery
+		every := cmp.Or(t.cfg.ProbeEvery, probeEvery)
 		if t.Status().State == StateUnreachable {
-			every = time.Second
+			every /= 2
 		}
 		select {
 		case <-ctx.Done():

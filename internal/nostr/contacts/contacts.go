@@ -78,6 +78,7 @@ type Config struct {
 
 	DialTimeout time.Duration // default 10s
 	Timeout     time.Duration // longest wait for one request's end of stored events; default 30s
+	MinBackoff  time.Duration // shortest wait between reconnects; default 1s
 	MaxBackoff  time.Duration // longest wait between reconnects; default 1m
 }
 
@@ -130,7 +131,7 @@ func (f *Fetcher) Run(ctx context.Context) {
 // follow keeps one relay connected, reconnecting with back-off after each
 // failure, and not before its budget allows.
 func (f *Fetcher) follow(ctx context.Context, r *relay) {
-	b := nostrclient.Backoff{Max: f.cfg.MaxBackoff, Now: f.cfg.Now}
+	b := nostrclient.Backoff{Min: f.cfg.MinBackoff, Max: f.cfg.MaxBackoff, Now: f.cfg.Now}
 	for ctx.Err() == nil {
 		b.Start()
 		progressed, err := f.session(ctx, r)

@@ -38,6 +38,13 @@ type local struct {
 
 func newLocal(t *testing.T, seed string, relays []string, budget contacts.Settings) *local {
 	t.Helper()
+	return newLocalWaiting(t, seed, relays, budget, 2*time.Second)
+}
+
+// newLocalWaiting is newLocal whose fetcher gives up on a relay that sends
+// no end of stored events after timeout.
+func newLocalWaiting(t *testing.T, seed string, relays []string, budget contacts.Settings, timeout time.Duration) *local {
+	t.Helper()
 	st, err := store.Open(t.TempDir(), quiet)
 	if err != nil {
 		t.Fatal(err)
@@ -54,7 +61,9 @@ func newLocal(t *testing.T, seed string, relays []string, budget contacts.Settin
 		}
 	})
 	budget.Relays = relays
-	f := contacts.New(contacts.Config{Settings: budget, Authors: l.w.Walked, Log: quiet, Timeout: 2 * time.Second,
+	// Reconnects 50 ms apart at first, not 1 s: a test of a relay that
+	// hangs up waits for the reconnect.
+	f := contacts.New(contacts.Config{Settings: budget, Authors: l.w.Walked, Log: quiet, Timeout: timeout, MinBackoff: 50 * time.Millisecond,
 		Ingest: func(ctx context.Context, ev *nostr.Event) (bool, string) {
 			l.ingested.Add(1)
 			return l.rl.Ingest(ctx, ev)
@@ -185,7 +194,9 @@ func TestRelayThatNeverEnds(t *testing.T) {
 	})
 	silent := newFake(t, func(*websocket.Conn, string, nostr.Filter) {})
 
-	l := newLocal(t, seed, []string{trickle.ws(), silent.ws(), ws}, contacts.Settings{})
+	// 1 s, not 2: the hostile relays' fetches wait it out (the good one's
+	// is asked again should it run out under load).
+	l := newLocalWaiting(t, seed, []string{trickle.ws(), silent.ws(), ws}, contacts.Settings{}, time.Second)
 	testkit.WaitFor(t, 30*time.Second, "alice at hop 1", func() bool { return l.hops(alice) == 1 })
 	testkit.WaitFor(t, 30*time.Second, "both hostile relays hung up on", func() bool {
 		return trickle.gone.Load() >= 1 && silent.gone.Load() >= 1

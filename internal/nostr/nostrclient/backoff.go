@@ -33,8 +33,8 @@ func (b *Backoff) Next() time.Duration {
 	if !b.start.IsZero() && b.now().Sub(b.start) >= cmp.Or(b.Healthy, time.Minute) {
 		b.span = 0
 	}
-	if b.span == 0 {
-		b.span = cmp.Or(b.Min, time.Second)
+	if b.span == 0 { // a Max below Min (or its default) bounds the first span too
+		b.span = min(cmp.Or(b.Min, time.Second), cmp.Or(b.Max, time.Minute))
 	}
 	half := b.span / 2
 	wait := half

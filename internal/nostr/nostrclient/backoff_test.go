@@ -40,6 +40,13 @@ func TestBackoffBounds(t *testing.T) {
 		}
 		span = min(2*span, 4*time.Second)
 	}
+	// A Max below the default Min is the longest wait from the first.
+	b = nostrclient.Backoff{Max: 200 * time.Millisecond, Now: clock.Now}
+	for i := range 10 {
+		if got := b.Next(); got < 100*time.Millisecond || got >= 200*time.Millisecond {
+			t.Fatalf("wait %d under a 200ms Max is %v", i, got)
+		}
+	}
 }
 
 // The span is back to Min after an attempt that stayed up Healthy, or that

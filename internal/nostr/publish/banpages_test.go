@@ -30,6 +30,7 @@ import (
 // held every key of one first byte: 4,123 tags and 363 KB at a million
 // bans, which strfry refuses.)
 func TestBanPagesFitRelays(t *testing.T) {
+	t.Parallel()
 	var bans []policies.Ban
 	for i := range 30_000 {
 		bans = append(bans, policies.Ban{PubKey: randomKey(""), Reason: "spam"})
@@ -96,6 +97,7 @@ func randomKey(prefix string) string {
 // into pages under 1,000 tags and 60 KB, by prefixes of their SHA-256, and
 // the pages together hold every word once.
 func TestWordPagesFitRelays(t *testing.T) {
+	t.Parallel()
 	var words []string
 	for i := range 5000 {
 		w := fmt.Sprint("word", i)
@@ -164,6 +166,7 @@ func (s *sinkLog) count() int {
 // Only the pages a change touches are republished: one ban, one word,
 // one page each; and a restart on the same store republishes nothing.
 func TestOnlyChangedPagesRepublished(t *testing.T) {
+	t.Parallel()
 	st := storetest.Open(t, storetest.Options{})
 	list := policies.NewBanList()
 	var bans []policies.Ban
@@ -215,6 +218,7 @@ func TestOnlyChangedPagesRepublished(t *testing.T) {
 // re-signed every changed page of the whole list). With a rest of an hour,
 // the first round alone publishes the pages of the first maxParts parts.
 func TestRoundsArePaced(t *testing.T) {
+	t.Parallel()
 	st := storetest.Open(t, storetest.Options{})
 	list := policies.NewBanList()
 	var bans []policies.Ban
@@ -252,6 +256,7 @@ func TestRoundsArePaced(t *testing.T) {
 // list's first publication, a round with a part new to it, and a lone
 // change keep restFactor.
 func TestWaveRoundsRestLonger(t *testing.T) {
+	t.Parallel()
 	st := storetest.Open(t, storetest.Options{})
 	list := policies.NewBanList()
 	ban := func(parts []int) {
@@ -306,6 +311,7 @@ func TestWaveRoundsRestLonger(t *testing.T) {
 // published its own list before it followed another empties those pages
 // once, so no stale list stands under its key.
 func TestMirrorPublishesNoneOfTheList(t *testing.T) {
+	t.Parallel()
 	st := storetest.Open(t, storetest.Options{})
 	list := policies.NewBanList()
 	var bans []policies.Ban

@@ -145,6 +145,7 @@ func status(ev *nostr.Event) string { return ev.Tags.Find("status")[1] }
 // publisher's own; one that moves nothing gets none, until the event is an
 // hour old.
 func TestMintStatusFollowsTheDirectory(t *testing.T) {
+	t.Parallel()
 	e := newStatusEnv(t)
 	e.start()
 	e.next(publish.KindMintMonitor)
@@ -177,6 +178,7 @@ func TestMintStatusFollowsTheDirectory(t *testing.T) {
 // A restarted publisher reads what it published from the store and signs
 // nothing that would say the same; the first change after is published.
 func TestMintStatusRestart(t *testing.T) {
+	t.Parallel()
 	e := newStatusEnv(t)
 	stop := e.start()
 	e.next(publish.KindMintMonitor)
@@ -197,6 +199,7 @@ func TestMintStatusRestart(t *testing.T) {
 // TestAuditTags: a mint the audits tested carries them in its status
 // event; one they did not (audits off) carries none.
 func TestAuditTags(t *testing.T) {
+	t.Parallel()
 	at := time.Unix(1700000000, 0)
 	rate := 0.75
 	m := &mintdir.Mint{CanonicalURL: "https://m.example"}

@@ -26,6 +26,7 @@ import (
 // that goes away), and what was signed while the relay was away once it is
 // back.
 func TestOutboxDelivers(t *testing.T) {
+	t.Parallel()
 	st := storetest.Open(t, storetest.Options{})
 	srv := httptest.NewUnstartedServer(nil)
 	pk, _ := nostr.GetPublicKey(nostr.GeneratePrivateKey())
@@ -79,6 +80,7 @@ func TestOutboxDelivers(t *testing.T) {
 // is told it again, later, until it takes it; meanwhile State names the
 // relay, the event and the reason, and counts the refusals.
 func TestOutboxRetriesRefusals(t *testing.T) {
+	t.Parallel()
 	st, url, refuse := refusingRelay(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -144,6 +146,7 @@ func page(t *testing.T, d string) *nostr.Event {
 // page of keys is; another addressable event the service signs (a mint's
 // status) is not: it is not the list.
 func TestBanListChecksNameEveryRefusedPage(t *testing.T) {
+	t.Parallel()
 	_, url, _ := refusingRelay(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -167,6 +170,7 @@ func TestBanListChecksNameEveryRefusedPage(t *testing.T) {
 // it lacks (found by halving the ids it is asked about) and none of those
 // it holds.
 func TestOutboxOffersWhatARelayLacks(t *testing.T) {
+	t.Parallel()
 	st, url, refuse := refusingRelay(t)
 	refuse.Store(false)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -223,6 +227,7 @@ func TestOutboxOffersWhatARelayLacks(t *testing.T) {
 // per event would) gets every one, where one event at a time waited for
 // an OK that never came.
 func TestOutboxSendsAheadOfOKs(t *testing.T) {
+	t.Parallel()
 	const n = 20
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var up websocket.Upgrader

@@ -24,6 +24,7 @@ import (
 // (ReadList): with pages split two and three digits deep, and again once
 // lifts merge the split pages back into one.
 func TestReadListFromRelay(t *testing.T) {
+	t.Parallel()
 	st := storetest.Open(t, storetest.Options{})
 	srv := httptest.NewUnstartedServer(nil)
 	sk := nostr.GeneratePrivateKey()

@@ -45,6 +45,7 @@ type relayState struct {
 	connected  bool
 	negentropy int
 	lastSync   time.Time // start of the last complete catch-up
+	syncs      int64     // complete catch-ups (for tests: last_sync_at has whole seconds)
 	lastErr    string
 	lastErrAt  time.Time
 	paused     time.Time
@@ -79,6 +80,7 @@ func (r *relayState) failed(err error, now time.Time) {
 func (r *relayState) synced(at time.Time) {
 	r.mu.Lock()
 	r.lastSync = at
+	r.syncs++
 	r.mu.Unlock()
 }
 

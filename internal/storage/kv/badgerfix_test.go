@@ -14,6 +14,7 @@ import (
 // An empty memtable log, as a kill -9 leaves it, stops badger from opening
 // the directory; once it is removed badger opens with everything it held.
 func TestRemoveEmptyMemtables(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	opts := badger.DefaultOptions(dir).WithLogger(nil)
 	db, err := badger.Open(opts)
@@ -65,6 +66,7 @@ func TestRemoveEmptyMemtables(t *testing.T) {
 // While badger holds the directory, nothing is removed: the empty log may
 // be one it is making.
 func TestRemoveEmptyMemtablesLeavesAnOpenDatabase(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	db, err := badger.Open(badger.DefaultOptions(dir).WithLogger(nil))
 	if err != nil {
@@ -90,6 +92,7 @@ func TestRemoveEmptyMemtablesLeavesAnOpenDatabase(t *testing.T) {
 // file"); it holds nothing, so Open removes it and opens with everything
 // the database held, its values in older value logs among it.
 func TestOpenBesideEmptyValueLog(t *testing.T) {
+	t.Parallel()
 	dataDir := t.TempDir()
 	dir := filepath.Join(dataDir, "badger")
 	opts := badger.DefaultOptions(dir).WithLogger(nil).WithValueThreshold(1 << 10)

@@ -96,6 +96,7 @@ func TestMemtableLogOnADiskFilledFromOutside(t *testing.T) {
 // empty) both hold blocks for all of what badger maps; Close removes the
 // next one, which badger never opened.
 func TestMemtableLogsAllocatedAhead(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	s, err := Settings{MinFreeSpace: 32 << 20}.Open(dir, quiet())
 	if err != nil {

@@ -47,6 +47,7 @@ func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)
 // and in tables, overwritten, deleted, written in the same transaction, and
 // for keys that are a prefix of another or have one.
 func TestAppendValue(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	d, err := DefaultSettings().Open(dir, quiet())
 	if err != nil {

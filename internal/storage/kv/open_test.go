@@ -32,6 +32,7 @@ func openTest(t *testing.T) *DB {
 // Many writers of one record all land: each conflict is retried, none is
 // lost or answered with an error.
 func TestUpdateRetriesConflicts(t *testing.T) {
+	t.Parallel()
 	s := openTest(t)
 	k := Key(PrefixFaucet, 1)
 	const writers = 40
@@ -71,6 +72,7 @@ func TestUpdateRetriesConflicts(t *testing.T) {
 }
 
 func TestSettingsSizeBadger(t *testing.T) {
+	t.Parallel()
 	for _, cache := range []int64{0, 32 << 20, 300 << 20} {
 		st, err := Settings{CacheSize: settings.Bytes(cache)}.Open(t.TempDir(), quiet())
 		if err != nil {
@@ -92,6 +94,7 @@ func TestSettingsSizeBadger(t *testing.T) {
 // cache, still reads whole without one; the tables written from then on
 // are not compressed.
 func TestCompressedTablesReadWithoutBlockCache(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	key := func(i int) []byte { return Key(PrefixRelay, 1, U64(uint64(i))) }
 	val := func(i int) []byte { return []byte(strings.Repeat(fmt.Sprintf("value %d ", i), 40)) }
@@ -175,6 +178,7 @@ func TestCompressedTablesReadWithoutBlockCache(t *testing.T) {
 // badger retries a failed flush for ever as it closes; on a data dir that
 // is gone, Close gives up after its wait instead of hanging shutdown.
 func TestCloseGivesUpOnADataDirGone(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	s, err := DefaultSettings().Open(dir, quiet())
 	if err != nil {
@@ -202,6 +206,7 @@ func TestCloseGivesUpOnADataDirGone(t *testing.T) {
 }
 
 func TestSettingsValid(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		min settings.Bytes
 		ok  bool
@@ -215,6 +220,7 @@ func TestSettingsValid(t *testing.T) {
 // Once the data dir is removed under a running outpost, writes are refused with their own error (not acknowledged into
 // deleted files) and /health says the store is down.
 func TestWritesRefusedOnceTheDataDirIsGone(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	s, err := DefaultSettings().Open(dir, quiet())
 	if err != nil {
@@ -245,6 +251,7 @@ func TestWritesRefusedOnceTheDataDirIsGone(t *testing.T) {
 // until it is done, and with badger's 2 MiB ingest held 180 MB of them
 // live, more than the memory limit leaves (see baseTableSize).
 func TestTablesBuiltSmall(t *testing.T) {
+	t.Parallel()
 	s := openTest(t)
 	if got := s.db.Opts().BaseTableSize; got > 1<<20 {
 		t.Errorf("badger's base table size is %d bytes; want at most 1 MiB", got)

@@ -16,11 +16,13 @@ import (
 )
 
 // Treasury opens the faucet's wallet at mintURL on st, waiting for the mint
-// at most timeout a request. The caller closes it: a test that restarts
+// at most timeout a request. Its Watch probes the mint every 200 ms (not
+// 2 s), so that a test waiting for health to follow an outage waits for
+// little more than the outage. The caller closes it: a test that restarts
 // the faucet closes one before it opens the next on the same store.
 func Treasury(t testing.TB, st *store.Store, mintURL string, log *slog.Logger, timeout time.Duration) *treasury.Treasury {
 	t.Helper()
-	tr, err := treasury.New(treasury.Config{DB: st.DB, MintURL: mintURL, Log: logger(log), Timeout: timeout})
+	tr, err := treasury.New(treasury.Config{DB: st.DB, MintURL: mintURL, Log: logger(log), Timeout: timeout, ProbeEvery: 200 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -56,6 +56,7 @@ func cannedSwap(t *testing.T, ctx context.Context, p *Proxy) (int, cashu.Blinded
 }
 
 func TestRules(t *testing.T) {
+	t.Parallel()
 	ctx := ctxT(t, 30*time.Second)
 	p := New(t, cannedMint(t).URL)
 	// Skip 1, then twice on the last signature; a later rule on a prefix
@@ -90,6 +91,7 @@ func TestRules(t *testing.T) {
 // TestMoreRules: an explicit keyset id, a made-up one, Clear, Truncate and
 // Refuse.
 func TestMoreRules(t *testing.T) {
+	t.Parallel()
 	ctx := ctxT(t, 30*time.Second)
 	p := New(t, cannedMint(t).URL)
 	// A made-up id when the mint has no other; an explicit one wins.
@@ -126,6 +128,7 @@ func TestMoreRules(t *testing.T) {
 // older "paid"), DropSigs takes the selected signatures out, and Call runs
 // before the request goes on.
 func TestStateSigsCall(t *testing.T) {
+	t.Parallel()
 	ctx := ctxT(t, 30*time.Second)
 	p := New(t, cannedMint(t).URL)
 	p.Add(Rule{Route: "/v1/melt/bolt11", Fault: ChangeState, State: "UNPAID", Times: 1})
@@ -153,6 +156,7 @@ func TestStateSigsCall(t *testing.T) {
 }
 
 func TestSelected(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		idx  []int
 		n    int
@@ -177,6 +181,7 @@ func gonutsMint(t *testing.T, ctx context.Context) (*devmint.Mint, *Proxy, keyse
 // doc says: advertised, and a DLEQ on every signature (mint: see fund; swap
 // and restore here).
 func TestGonutsDLEQ(t *testing.T) {
+	t.Parallel()
 	ctx := ctxT(t, time.Minute)
 	m, p, k, proofs := gonutsMint(t, ctx)
 	var info struct {
@@ -211,6 +216,7 @@ type faults struct {
 }
 
 func TestFaultsGonuts(t *testing.T) {
+	t.Parallel()
 	f := &faults{ctx: ctxT(t, 2*time.Minute)}
 	f.m, f.p, f.k, f.proofs = gonutsMint(t, f.ctx)
 	for _, c := range []struct {

@@ -23,6 +23,7 @@ import (
 // behind the proxy, and WrongKeyset puts the retired keyset's id on new
 // signatures. Skipped where the Nutshell bundle is not installed.
 func TestNutshell(t *testing.T) {
+	t.Parallel()
 	fee0 := []string{"MINT_INPUT_FEE_PPK=0"}
 	m := nutshelltest.StartT(t, nutshelltest.Options{Env: fee0})
 	ctx := ctxT(t, 4*time.Minute)

@@ -38,10 +38,7 @@ type Reply struct {
 
 // Call sends one request and reads the answer; only transport errors fail it.
 func (a Admin) Call(method string, params ...any) (Reply, error) {
-	if params == nil {
-		params = []any{}
-	}
-	body, _ := json.Marshal(nip86.Request{Method: method, Params: params})
+	body := requestBody(method, params)
 	auth, err := a.Header(body)
 	if err != nil {
 		return Reply{}, err
@@ -49,8 +46,35 @@ func (a Admin) Call(method string, params ...any) (Reply, error) {
 	return a.Send(body, auth)
 }
 
+func requestBody(method string, params []any) []byte {
+	if params == nil {
+		params = []any{}
+	}
+	body, _ := json.Marshal(nip86.Request{Method: method, Params: params})
+	return body
+}
+
 // Header is the Authorization header for body.
 func (a Admin) Header(body []byte) (string, error) {
+	ev, sk := a.authEvent(body)
+	if err := ev.Sign(sk); err != nil {
+		return "", err
+	}
+	j, _ := json.Marshal(ev)
+	return "Nostr " + base64.StdEncoding.EncodeToString(j), nil
+}
+
+// EventID is the id of the auth event Call would send now for method and
+// params: a relay refuses the same id twice as a replay, and it changes
+// only with the second (created_at).
+func (a Admin) EventID(method string, params ...any) string {
+	ev, sk := a.authEvent(requestBody(method, params))
+	ev.PubKey, _ = nostr.GetPublicKey(sk)
+	return ev.GetID()
+}
+
+// authEvent is the unsigned auth event for body and the key to sign it with.
+func (a Admin) authEvent(body []byte) (nostr.Event, string) {
 	url := "http" + strings.TrimPrefix(nostr.NormalizeURL(a.URL), "ws")
 	sum := sha256.Sum256(body)
 	ev := nostr.Event{Kind: 27235, CreatedAt: nostr.Now(), Content: "",
@@ -61,11 +85,7 @@ func (a Admin) Header(body []byte) (string, error) {
 			sk = other
 		}
 	}
-	if err := ev.Sign(sk); err != nil {
-		return "", err
-	}
-	j, _ := json.Marshal(ev)
-	return "Nostr " + base64.StdEncoding.EncodeToString(j), nil
+	return ev, sk
 }
 
 // Send posts body with the given Authorization header ("" for none).

@@ -25,7 +25,8 @@ import (
 )
 
 // Proxy forwards connections to a relay; after Freeze it drops what the
-// relay sends and leaves the client's side open.
+// relay sends, hanging up on the relay then, and leaves the client's side
+// open.
 type Proxy struct {
 	ln     net.Listener
 	frozen atomic.Bool
@@ -61,7 +62,12 @@ func NewProxy(t testing.TB, target string) *Proxy {
 				buf := make([]byte, 32<<10)
 				for {
 					n, err := server.Read(buf)
-					if n > 0 && !p.frozen.Load() {
+					if n > 0 && p.frozen.Load() {
+						// Frozen: hang up on the relay as a client that hears its
+						// close would, so that its shutdown does not wait out its
+						// grace for an answer that cannot come (a second a test).
+						err = net.ErrClosed
+					} else if n > 0 {
 						client.Write(buf[:n])
 					}
 					if err != nil {
