@@ -101,8 +101,13 @@ func lastOfEach(reqs []BanRequest) []BanRequest {
 // txnBudget is the bytes of records a batch puts in one transaction: well
 // under what badger takes at once (15% of the 16 MiB memtable), since a
 // transaction refused as too big part-way would leave a key's old ban
-// lifted and its new one unwritten.
-const txnBudget = 1 << 20
+// lifted and its new one unwritten; and small, since badger commits one
+// transaction at a time, so the relay's events wait behind each. With 1
+// MiB (about 1,000 bans) a transaction, each POST of 1,000 bans in a wave
+// held up the note the relay was saving by 5-12 ms; with 64 KiB (about 60)
+// none did, and 100,000 bans still load at 41,000/s (53,000 before;
+// BENCHMARKS.md §14).
+const txnBudget = 64 << 10
 
 // chunkEnd is where the transaction starting at start ends: a ban costs at
 // most two records (the new one and the old one it lifts), each with its
