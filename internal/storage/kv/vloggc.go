@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
+	"github.com/outpost-relay/outpost/internal/ops/tick"
 )
 
 // vlogGCEvery is how often collectValueLogs looks for a value log to
@@ -27,14 +28,7 @@ const vlogDiscard = 0.5
 // after its pages were deleted. Nothing is rewritten while the disk is
 // low: a rewrite writes the live values before the file goes.
 func (d *DB) collectValueLogs(ctx context.Context, every time.Duration, log *slog.Logger) {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	tick.Every(ctx, every, func() bool {
 		for ctx.Err() == nil && (d.gate.space == nil || !d.gate.space.Status().Low) {
 			err := d.db.RunValueLogGC(vlogDiscard)
 			if errors.Is(err, badger.ErrNoRewrite) || errors.Is(err, badger.ErrRejected) {
@@ -46,5 +40,6 @@ func (d *DB) collectValueLogs(ctx context.Context, every time.Duration, log *slo
 			}
 			log.Info("value log collected: a log at least half garbage was rewritten")
 		}
-	}
+		return true
+	})
 }
