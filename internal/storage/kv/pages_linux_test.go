@@ -103,25 +103,7 @@ func TestReleasePages(t *testing.T) {
 		}
 	}
 
-	if err := s.View(func(txn *Txn) error {
-		for i := range n {
-			item, err := txn.Get(Key(PrefixRelay, 1, U64(uint64(i))))
-			if err != nil {
-				return fmt.Errorf("record %d: %w", i, err)
-			}
-			if err := item.Value(func(v []byte) error {
-				if !bytes.Equal(v, value(i)) {
-					return fmt.Errorf("record %d changed", i)
-				}
-				return nil
-			}); err != nil {
-				return err
-			}
-		}
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
+	readRecords(t, s, n)
 }
 
 // Values over badger's threshold (1 MiB) are written to the value log
