@@ -21,13 +21,7 @@ import (
 // ReleasePages gives it back, once, and every record reads back the same.
 func TestReleasePages(t *testing.T) {
 	dir := t.TempDir()
-	var fs unix.Statfs_t
-	if err := unix.Statfs(dir, &fs); err != nil {
-		t.Fatal(err)
-	}
-	if fs.Type == unix.TMPFS_MAGIC {
-		t.Skip("skipped: the temp dir is on tmpfs, whose pages the kernel keeps without swap")
-	}
+	skipOnTmpfs(t, dir)
 	settings := DefaultSettings()
 	settings.keepWritten = true // else nothing is left for ReleasePages
 	s, err := settings.Open(dir, quiet())
@@ -111,13 +105,7 @@ func TestReleasePages(t *testing.T) {
 // it, every time it is called, and every value reads back the same.
 func TestReleaseValueLogs(t *testing.T) {
 	dir := t.TempDir()
-	var fs unix.Statfs_t
-	if err := unix.Statfs(dir, &fs); err != nil {
-		t.Fatal(err)
-	}
-	if fs.Type == unix.TMPFS_MAGIC {
-		t.Skip("skipped: the temp dir is on tmpfs, whose pages the kernel keeps without swap")
-	}
+	skipOnTmpfs(t, dir)
 	s, err := DefaultSettings().Open(dir, quiet())
 	if err != nil {
 		t.Fatal(err)
@@ -311,4 +299,17 @@ func tableIDs(s *DB) []uint64 {
 	}
 	slices.Sort(ids)
 	return ids
+}
+
+// skipOnTmpfs skips a test of pages given back when dir is on tmpfs, whose
+// pages the kernel keeps without swap.
+func skipOnTmpfs(t *testing.T, dir string) {
+	t.Helper()
+	var fs unix.Statfs_t
+	if err := unix.Statfs(dir, &fs); err != nil {
+		t.Fatal(err)
+	}
+	if fs.Type == unix.TMPFS_MAGIC {
+		t.Skip("skipped: the temp dir is on tmpfs, whose pages the kernel keeps without swap")
+	}
 }

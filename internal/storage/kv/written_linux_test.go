@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/dgraph-io/badger/v4/table"
-	"golang.org/x/sys/unix"
 )
 
 // dropWritten takes the tables badger writes, by flushes and compactions,
@@ -96,13 +95,7 @@ func writtenSince(t *testing.T, s *DB, before map[uint64]bool) (resident, indexe
 // set, and MADV_PAGEOUT would take it out of the page cache too.
 func TestReleasePagesLeavesTablesToDropWritten(t *testing.T) {
 	dir := t.TempDir()
-	var fs unix.Statfs_t
-	if err := unix.Statfs(dir, &fs); err != nil {
-		t.Fatal(err)
-	}
-	if fs.Type == unix.TMPFS_MAGIC {
-		t.Skip("skipped: the temp dir is on tmpfs, whose pages the kernel keeps without swap")
-	}
+	skipOnTmpfs(t, dir)
 	s, err := DefaultSettings().Open(dir, quiet())
 	if err != nil {
 		t.Fatal(err)
